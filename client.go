@@ -1,0 +1,448 @@
+package baton
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/driver/postgres"
+	"github.com/batonhq/baton/driver/sqlite"
+)
+
+// Options configure a Client. The zero value is ready to use.
+type Options struct {
+	// Prefix is put before every table name baton creates ("baton_" when
+	// empty). Letters, digits and underscores only.
+	Prefix string
+	// NoMigrate skips applying migrations on Open; run Client.Migrate or
+	// `baton migrate` instead.
+	NoMigrate bool
+	// Lease is how long a session survives without a heartbeat: after its
+	// process dies, its locks are freed within about Lease + Heartbeat.
+	// Default 3s.
+	Lease time.Duration
+	// Heartbeat is how often sessions are renewed and dead sessions are
+	// looked for. Default Lease/3.
+	Heartbeat time.Duration
+	// PollInterval bounds how long a lost wake-up can delay a waiter; one
+	// cheap query per interval per process. Default 500ms.
+	PollInterval time.Duration
+	// Name is the default owner name of this client's sessions (default:
+	// the program's name).
+	Name string
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
+
+func (o *Options) fill() error {
+	if o.Prefix == "" {
+		o.Prefix = "baton_"
+	}
+	if !prefixRE.MatchString(o.Prefix) {
+		return fmt.Errorf("baton: table prefix %q: use letters, digits and underscores (at most 31)", o.Prefix)
+	}
+	if o.Lease == 0 {
+		o.Lease = 3 * time.Second
+	}
+	if o.Lease < 100*time.Millisecond {
+		return fmt.Errorf("baton: lease %v is shorter than 100ms", o.Lease)
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = o.Lease / 3
+	}
+	if o.Heartbeat >= o.Lease {
+		return fmt.Errorf("baton: heartbeat %v must be shorter than the lease %v", o.Heartbeat, o.Lease)
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = 500 * time.Millisecond
+	}
+	if o.Name == "" {
+		o.Name = strings.TrimSuffix(baseName(os.Args[0]), ".test")
+	}
+	return nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// Client is a connection to one database used as a coordination layer. It
+// is safe for concurrent use; open one per process and share it.
+type Client struct {
+	drv  driver.Driver
+	id   string
+	opts Options
+	host string
+	pid  int
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	waiters  map[int64]*waiter
+	closed   bool
+
+	wakeCh     chan struct{}
+	stopListen func()
+	quit       chan struct{}
+	wg         sync.WaitGroup
+	lastDetect time.Time
+}
+
+type waiter struct {
+	sessionID string
+	ch        chan driver.Request
+}
+
+// Backend returns the backend's short name: sqlite, postgres or mysql.
+func (c *Client) Backend() string { return c.drv.Name() }
+
+// ID returns this client's random id; sessions record it.
+func (c *Client) ID() string { return c.id }
+
+// OpenDriver opens the backend a DSN names without starting a client; the
+// CLI uses it for migrations.
+func OpenDriver(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
+	if prefix == "" {
+		prefix = "baton_"
+	}
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return wrapDSN(sqlite.Open(ctx, dsn, prefix))
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return wrapDSN(postgres.Open(ctx, dsn, prefix))
+	case strings.HasPrefix(dsn, "mysql://"), strings.HasPrefix(dsn, "mariadb://"):
+		return wrapDSN(mysql.Open(ctx, dsn, prefix))
+	}
+	return nil, fmt.Errorf("%w: %q: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db", ErrBadDSN, redact(dsn))
+}
+
+func wrapDSN[D driver.Driver](d D, err error) (driver.Driver, error) {
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// redact hides a password in a DSN for error messages.
+func redact(dsn string) string {
+	re := regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+	return re.ReplaceAllString(dsn, "${1}***@")
+}
+
+// Open connects to the database a DSN names, applies migrations (unless
+// opts.NoMigrate) and starts the client's heartbeat and wake-up listener.
+//
+//	sqlite:///var/lib/app/baton.db   sqlite:baton.db   sqlite::memory:
+//	postgres://user@host:5432/db     mysql://user:pass@host:3306/db
+func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	drv, err := OpenDriver(ctx, dsn, o.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if !o.NoMigrate {
+		if _, err := drv.Migrate(ctx); err != nil {
+			drv.Close()
+			return nil, fmt.Errorf("baton: migrate: %w", err)
+		}
+	}
+	host, _ := os.Hostname()
+	c := &Client{
+		drv: drv, id: randomID(), opts: o, host: host, pid: os.Getpid(),
+		sessions: map[string]*Session{}, waiters: map[int64]*waiter{},
+		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
+	}
+	stop, err := drv.Listen(ctx, c.id, c.wake, o.PollInterval)
+	if err != nil {
+		drv.Close()
+		return nil, fmt.Errorf("baton: listen: %w", err)
+	}
+	c.stopListen = stop
+	c.wg.Add(2)
+	go c.wakeLoop()
+	go c.heartbeatLoop()
+	return c, nil
+}
+
+// Migrate applies pending migrations.
+func (c *Client) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
+	return c.drv.Migrate(ctx)
+}
+
+// Close ends every session of the client (releasing their locks) and
+// disconnects.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	ss := make([]*Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		ss = append(ss, s)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, s := range ss {
+		if err := s.Close(ctx); err != nil && !errors.Is(err, ErrSessionLost) {
+			errs = append(errs, err)
+		}
+	}
+	close(c.quit)
+	c.stopListen()
+	c.wg.Wait()
+	errs = append(errs, c.drv.Close())
+	return errors.Join(errs...)
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func randomInt63() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+}
+
+// inTx runs fn in a transaction, again when the database reports a
+// transient conflict.
+func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		tx, err := c.drv.Begin(ctx)
+		if err == nil {
+			err = fn(tx)
+			if err == nil {
+				err = tx.Commit()
+			} else {
+				_ = tx.Rollback()
+			}
+		}
+		if err == nil || !c.drv.IsRetryable(err) || attempt >= 20 || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+}
+
+// wake is called by the driver's listener; it never blocks.
+func (c *Client) wake() {
+	select {
+	case c.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) wakeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wakeCh:
+		}
+		c.checkWaiters()
+	}
+}
+
+// checkWaiters reads the status of every waiting request of this process in
+// one query and hands granted, aborted or vanished requests to their
+// waiters. On the poll interval it also looks for deadlocks, in case the
+// request that closed a cycle could not run detection itself.
+func (c *Client) checkWaiters() {
+	c.mu.Lock()
+	ids := make([]int64, 0, len(c.waiters))
+	for id := range c.waiters {
+		ids = append(ids, id)
+	}
+	detect := len(ids) > 0 && time.Since(c.lastDetect) >= c.opts.PollInterval
+	c.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	st, err := c.drv.LockRequestStatuses(ctx, ids)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	for _, id := range ids {
+		w := c.waiters[id]
+		if w == nil {
+			continue
+		}
+		r, ok := st[id]
+		if ok && r.Status == driver.StatusPending {
+			continue
+		}
+		if !ok {
+			r = driver.Request{ID: id, Status: ""}
+		}
+		delete(c.waiters, id)
+		w.ch <- r
+	}
+	c.drv.SetWaiting(c.id, len(c.waiters) > 0)
+	c.mu.Unlock()
+	if detect {
+		_ = c.detectDeadlocks(ctx)
+	}
+}
+
+func (c *Client) addWaiter(id int64, sessionID string) *waiter {
+	w := &waiter{sessionID: sessionID, ch: make(chan driver.Request, 1)}
+	c.mu.Lock()
+	c.waiters[id] = w
+	c.drv.SetWaiting(c.id, true)
+	c.mu.Unlock()
+	return w
+}
+
+func (c *Client) removeWaiter(id int64) {
+	c.mu.Lock()
+	delete(c.waiters, id)
+	c.drv.SetWaiting(c.id, len(c.waiters) > 0)
+	c.mu.Unlock()
+}
+
+// heartbeatLoop renews the leases of every session of this client in one
+// statement, reports sessions that were lost, and frees the locks of dead
+// sessions of any process.
+func (c *Client) heartbeatLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.opts.Heartbeat)
+	defer t.Stop()
+	lastOK := time.Now()
+	purge := time.Now()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+		if err := c.renew(ctx); err != nil {
+			if time.Since(lastOK) > c.opts.Lease {
+				c.loseAll(fmt.Errorf("%w: database unreachable for longer than the lease (%v): %v", ErrSessionLost, c.opts.Lease, err))
+			}
+		} else {
+			lastOK = start
+		}
+		_ = c.reap(ctx)
+		if time.Since(purge) > time.Minute {
+			purge = time.Now()
+			_ = c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
+		}
+		cancel()
+	}
+}
+
+func (c *Client) renew(ctx context.Context) error {
+	c.mu.Lock()
+	local := len(c.sessions)
+	c.mu.Unlock()
+	if local == 0 {
+		return nil
+	}
+	var n int
+	var live []string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		n, err = tx.SessionRenew(ctx, c.id, c.opts.Lease)
+		if err != nil || n >= local {
+			return err
+		}
+		live, err = tx.SessionListByClient(ctx, c.id)
+		return err
+	})
+	if err != nil || n >= local {
+		return err
+	}
+	alive := map[string]bool{}
+	for _, id := range live {
+		alive[id] = true
+	}
+	c.mu.Lock()
+	var lost []*Session
+	for id, s := range c.sessions {
+		if !alive[id] && s.registered() {
+			lost = append(lost, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range lost {
+		s.lose(fmt.Errorf("%w: its lease expired and another process freed its locks", ErrSessionLost))
+	}
+	return nil
+}
+
+func (c *Client) loseAll(err error) {
+	c.mu.Lock()
+	ss := make([]*Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		ss = append(ss, s)
+	}
+	c.mu.Unlock()
+	for _, s := range ss {
+		s.lose(err)
+	}
+}
+
+// reap ends sessions whose lease ran out, from any process, freeing their
+// locks and waking whoever waits for them.
+func (c *Client) reap(ctx context.Context) error {
+	var ids []string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		ids, err = tx.SessionListExpired(ctx, 100)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := c.endSession(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endSession deletes a session and every request it has, granting what that
+// frees.
+func (c *Client) endSession(ctx context.Context, id string) error {
+	return c.inTx(ctx, func(tx driver.Tx) error {
+		rs, err := tx.LockRequestListBySession(ctx, id, -1, "")
+		if err != nil {
+			return err
+		}
+		if err := c.removeRequests(ctx, tx, rs); err != nil {
+			return err
+		}
+		return tx.SessionDelete(ctx, id)
+	})
+}

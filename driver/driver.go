@@ -1,0 +1,241 @@
+// Package driver defines the interface between baton's engine (the root
+// package) and one database backend. Each backend lives in its own package
+// below this one (driver/sqlite, driver/postgres, driver/mysql) and asserts at
+// compile time that it satisfies Driver.
+//
+// The engine owns the semantics (who gets a lock, who is a deadlock victim);
+// a driver owns the SQL. Methods are verb-first and grouped by noun
+// (SessionInsert, LockRequestList, ...) so that a reviewer can compare one
+// backend's query with another's by name. Differences between dialects are
+// expressed as driver methods with the same meaning, never as a switch on the
+// dialect in feature code.
+package driver
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNoRows is returned by single-row lookups that found nothing.
+var ErrNoRows = errors.New("baton/driver: no rows")
+
+// Lock kinds: the locking service and MySQL-style user-level locks have
+// separate identifier spaces.
+const (
+	KindService int = 0
+	KindUser    int = 1
+)
+
+// Lock modes and request statuses as stored in the database.
+const (
+	ModeRead  = "R"
+	ModeWrite = "W"
+
+	StatusGranted  = "G"
+	StatusPending  = "P"
+	StatusDeadlock = "D" // a pending request chosen as a deadlock victim
+)
+
+// Ident names one lock: kind, namespace and name, compared byte for byte.
+type Ident struct {
+	Kind int
+	NS   string
+	Name string
+}
+
+// Less orders identifiers canonically; every multi-identifier operation takes
+// row locks in this order so that baton's own transactions never deadlock on
+// each other inside the database.
+func (a Ident) Less(b Ident) bool {
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	if a.NS != b.NS {
+		return a.NS < b.NS
+	}
+	return a.Name < b.Name
+}
+
+// Request is one row of the lock table: a granted instance or a waiting
+// request.
+type Request struct {
+	ID        int64
+	SessionID string
+	ClientID  string
+	Ident
+	Mode      string
+	Status    string
+	CallID    int64
+	Token     int64
+	CreatedAt time.Time
+	GrantedAt time.Time
+}
+
+// IdentState is the lock row of an identifier: its fencing counter and the
+// counts of granted readers, granted writers and waiting requests, which let
+// the uncontended fast path decide with one row lock.
+type IdentState struct {
+	Ident
+	Fence    int64
+	Readers  int64
+	Writers  int64
+	Waiting  int64
+}
+
+// Session is one row of the session table.
+type Session struct {
+	ID        string
+	ClientID  string
+	Host      string
+	PID       int
+	Name      string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// LockInfo is one row of the monitoring view: a request joined with its
+// session's owner.
+type LockInfo struct {
+	Request
+	Host  string
+	PID   int
+	Owner string // the session's name
+}
+
+// Driver is one backend.
+type Driver interface {
+	// Name is the backend's short name: "sqlite", "postgres" or "mysql".
+	Name() string
+	// Close releases the driver's connections.
+	Close() error
+
+	// Migrate applies pending migrations; safe when several processes call
+	// it at the same moment.
+	Migrate(ctx context.Context) ([]MigrationStatus, error)
+	// MigrationStatus lists every known migration and whether it is applied.
+	MigrationStatus(ctx context.Context) ([]MigrationStatus, error)
+
+	// IsRetryable reports whether err is a transient conflict inside the
+	// database (deadlock between baton's own statements, serialization
+	// failure, busy file) after which the whole transaction can run again.
+	IsRetryable(err error) bool
+
+	// LockRequestStatuses reads the requests with the given ids, outside
+	// any transaction; missing ids are absent from the map.
+	LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]Request, error)
+
+	// Begin starts a transaction in which baton's lock rows can be locked.
+	// On SQLite it takes the write lock at once (BEGIN IMMEDIATE).
+	Begin(ctx context.Context) (Tx, error)
+
+	// LockFastAcquire grants one uncontended lock in a single short
+	// transaction when nobody holds a conflicting lock and nobody waits on
+	// the identifier. ok is false when the slow path must decide.
+	LockFastAcquire(ctx context.Context, p FastAcquireParams) (r Request, ok bool, err error)
+	// LockFastRelease deletes the session's granted instances matching
+	// kind, namespace and (when name is non-empty) name, keeping the
+	// identifier counters right. It returns how many instances it deleted
+	// and the identifiers that have waiters, which the engine must then
+	// re-examine with the slow path.
+	LockFastRelease(ctx context.Context, p FastReleaseParams) (n int, waiting []Ident, err error)
+
+	// Listen starts the backend's wake-up mechanism for one client. wake
+	// is called (from any goroutine) whenever lock state may have changed
+	// for this client; it must be cheap and must not block. interval bounds
+	// how long a lost wake-up can go unnoticed. The returned stop function
+	// ends listening.
+	Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (stop func(), err error)
+	// SetWaiting tells the listener whether the client currently has lock
+	// waiters, so that backends with a cheap change check can poll it fast
+	// only when someone waits.
+	SetWaiting(clientID string, waiting bool)
+}
+
+// FastAcquireParams are the inputs of Driver.LockFastAcquire.
+type FastAcquireParams struct {
+	SessionID string
+	ClientID  string
+	Ident
+	Mode   string
+	CallID int64
+}
+
+// FastReleaseParams are the inputs of Driver.LockFastRelease.
+type FastReleaseParams struct {
+	SessionID string
+	Kind      int
+	NS        string
+	Name      string // empty: every name in the namespace
+	Limit     int    // 0: all matching instances; 1: one instance (RELEASE_LOCK)
+}
+
+// MigrationStatus describes one migration.
+type MigrationStatus struct {
+	Version   int
+	Name      string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// Tx is a transaction on baton's tables. Every method is one statement.
+type Tx interface {
+	Commit() error
+	Rollback() error
+
+	// SessionInsert creates a session with a lease of the given length,
+	// measured on the database's clock.
+	SessionInsert(ctx context.Context, s Session, lease time.Duration) error
+	// SessionRenew extends the lease of every session of the client and
+	// returns how many it renewed.
+	SessionRenew(ctx context.Context, clientID string, lease time.Duration) (int, error)
+	// SessionListByClient lists the ids of a client's sessions.
+	SessionListByClient(ctx context.Context, clientID string) ([]string, error)
+	// SessionDelete removes a session row.
+	SessionDelete(ctx context.Context, id string) error
+	// SessionListExpired lists sessions whose lease ran out.
+	SessionListExpired(ctx context.Context, limit int) ([]string, error)
+
+	// LockIdentLock creates the identifiers' lock rows if needed and locks
+	// them for the rest of the transaction; ids must be sorted and unique.
+	LockIdentLock(ctx context.Context, ids []Ident) ([]IdentState, error)
+	// LockIdentUpdate stores an identifier's fence and counters.
+	LockIdentUpdate(ctx context.Context, st IdentState) error
+	// LockRequestList lists every request on the identifiers, oldest first.
+	LockRequestList(ctx context.Context, ids []Ident) ([]Request, error)
+	// LockRequestListBySession lists a session's requests; kind < 0 means
+	// every kind and an empty ns every namespace.
+	LockRequestListBySession(ctx context.Context, sessionID string, kind int, ns string) ([]Request, error)
+	// LockRequestListCall lists the requests of one call.
+	LockRequestListCall(ctx context.Context, sessionID string, callID int64) ([]Request, error)
+	// LockRequestInsert stores a request and returns its id.
+	LockRequestInsert(ctx context.Context, r Request) (int64, error)
+	// LockRequestSetStatus changes a request's status and token; it
+	// changes nothing and returns false when the request's status is not
+	// from.
+	LockRequestSetStatus(ctx context.Context, id int64, from, to string, token int64) (bool, error)
+	// LockRequestDelete deletes requests by id.
+	LockRequestDelete(ctx context.Context, ids []int64) error
+	// LockRequestStatuses returns the status of each request that still
+	// exists.
+	LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]Request, error)
+	// LockWaitGraph returns every pending request and every request on an
+	// identifier that has a pending request, oldest first. The caller holds
+	// the deadlock detector's lock (LockDetectorLock).
+	LockWaitGraph(ctx context.Context) ([]Request, error)
+	// LockDetectorLock serializes deadlock detection across processes for
+	// the rest of the transaction.
+	LockDetectorLock(ctx context.Context) error
+	// LockInfoList returns every request with its session's owner.
+	LockInfoList(ctx context.Context) ([]LockInfo, error)
+	// LockIdentPurgeIdle deletes lock rows that nobody holds or waits for.
+	// Fencing stays monotonic because a new lock row starts its counter at
+	// the database clock in microseconds.
+	LockIdentPurgeIdle(ctx context.Context) (int, error)
+	// LockUserHolder returns the session holding a user-level lock.
+	LockUserHolder(ctx context.Context, name string) (string, bool, error)
+
+	// WakeClients asks the backend to wake the given clients once this
+	// transaction commits.
+	WakeClients(ctx context.Context, clientIDs []string) error
+}

@@ -1,0 +1,274 @@
+// Package sqlite is baton's embedded backend, on SQLite through
+// github.com/mattn/go-sqlite3 (chosen by measurement; see docs/benchmarks.md).
+//
+// DSNs: sqlite:///absolute/path.db, sqlite:relative/path.db and
+// sqlite::memory: (a private in-memory database, for tests).
+//
+// All writes run in BEGIN IMMEDIATE transactions on one connection per
+// process, so baton's own transactions never fail with SQLITE_BUSY inside a
+// process; across processes the busy timeout serializes them. Wake-ups inside
+// a process are direct calls; other processes notice a commit through
+// PRAGMA data_version, polled every millisecond while someone waits and
+// every poll interval otherwise.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+//go:embed queries.sql
+var queriesSQL string
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Now is SQLite's clock in microseconds.
+const Now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
+
+// Driver is the SQLite backend.
+type Driver struct {
+	*sqldriver.DB
+	path     string
+	memory   bool
+	migrator *sqldriver.Migrator
+	hub      *hub
+	waiting  sync.Map // clientID -> *atomic.Bool
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// ParseDSN returns the file path a sqlite: DSN names, or ":memory:".
+func ParseDSN(dsn string) (string, error) {
+	rest, ok := strings.CutPrefix(dsn, "sqlite:")
+	if !ok {
+		return "", fmt.Errorf("sqlite DSN must start with sqlite: (got %q)", dsn)
+	}
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		return "", fmt.Errorf("sqlite DSN %q: options after ? are not supported", dsn)
+	}
+	if rest == ":memory:" {
+		return rest, nil
+	}
+	if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+	}
+	if rest == "" {
+		return "", fmt.Errorf("sqlite DSN %q names no file", dsn)
+	}
+	return rest, nil
+}
+
+// Open opens (creating if needed) the database a sqlite: DSN names. prefix
+// is the table prefix.
+func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
+	path, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{memory: path == ":memory:"}
+	var conn string
+	if d.memory {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		d.path = "memory-" + hex.EncodeToString(rnd[:])
+		conn = "file:" + d.path + "?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=10000"
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite path %q: %w", path, err)
+		}
+		d.path = abs
+		conn = "file:" + abs + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
+	}
+	db, err := sql.Open("sqlite3", conn)
+	if err != nil {
+		return nil, err
+	}
+	// One connection: in-process transactions queue in database/sql instead
+	// of spinning on SQLITE_BUSY.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+	}
+	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	d.hub = hubFor(d.path)
+	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+		Name:            "sqlite",
+		InsertReturning: true,
+		Queries:         q,
+		Wake: func(ctx context.Context, t *sqldriver.Tx, ids []string) error {
+			t.AfterCommit(func() { d.hub.wake(ids) })
+			return nil
+		},
+		IsRetryable: IsRetryable,
+	}}
+	d.migrator = &sqldriver.Migrator{
+		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
+		Locked: func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			// An immediate transaction holds SQLite's write lock; DDL is
+			// transactional, so concurrent migrators queue behind it.
+			if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+				return err
+			}
+			if err := fn(ctx, c); err != nil {
+				_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+				return err
+			}
+			_, err = c.ExecContext(ctx, "COMMIT")
+			return err
+		},
+	}
+	return d, nil
+}
+
+// IsRetryable reports SQLite's busy and locked errors.
+func IsRetryable(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	return false
+}
+
+// Migrate implements driver.Driver.
+func (d *Driver) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
+	return d.migrator.Up(ctx)
+}
+
+// MigrationStatus implements driver.Driver.
+func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus, error) {
+	return d.migrator.Status(ctx)
+}
+
+// SetWaiting implements driver.Driver.
+func (d *Driver) SetWaiting(clientID string, waiting bool) {
+	if v, ok := d.waiting.Load(clientID); ok {
+		v.(*atomic.Bool).Store(waiting)
+	}
+}
+
+// Listen implements driver.Driver: in-process wake-ups through the hub, and
+// a data_version check on a connection of its own for other processes'
+// commits.
+func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (func(), error) {
+	flag := &atomic.Bool{}
+	d.waiting.Store(clientID, flag)
+	d.hub.add(clientID, wake)
+	stopHub := func() { d.hub.remove(clientID); d.waiting.Delete(clientID) }
+	if d.memory {
+		// A private in-memory database has no other process.
+		return stopHub, nil
+	}
+	pdb, err := sql.Open("sqlite3", "file:"+d.path+"?_busy_timeout=10000")
+	if err != nil {
+		stopHub()
+		return nil, err
+	}
+	pdb.SetMaxOpenConns(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer pdb.Close()
+		var last int64 = -1
+		last2 := time.Now()
+		for {
+			wait := interval
+			if flag.Load() {
+				wait = time.Millisecond
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			var v int64
+			if err := pdb.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+				continue
+			}
+			if v != last || time.Since(last2) >= interval {
+				last, last2 = v, time.Now()
+				wake()
+			}
+		}
+	}()
+	return func() { cancel(); <-done; stopHub() }, nil
+}
+
+// hub delivers in-process wake-ups between every client of one database
+// file in this process.
+type hub struct {
+	mu      sync.RWMutex
+	clients map[string]func()
+}
+
+var (
+	hubsMu sync.Mutex
+	hubs   = map[string]*hub{}
+)
+
+func hubFor(path string) *hub {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h := hubs[path]
+	if h == nil {
+		h = &hub{clients: map[string]func(){}}
+		hubs[path] = h
+	}
+	return h
+}
+
+func (h *hub) add(id string, f func()) {
+	h.mu.Lock()
+	h.clients[id] = f
+	h.mu.Unlock()
+}
+
+func (h *hub) remove(id string) {
+	h.mu.Lock()
+	delete(h.clients, id)
+	h.mu.Unlock()
+}
+
+func (h *hub) wake(ids []string) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, id := range ids {
+		if f := h.clients[id]; f != nil {
+			f()
+		}
+	}
+}

@@ -1,0 +1,164 @@
+// Package batontest runs test bodies once per backend, each in a database of
+// its own (a temporary file on SQLite, a schema on PostgreSQL, a database on
+// MySQL/MariaDB), so conformance tests run in parallel.
+//
+// PostgreSQL and MariaDB are required: a backend that cannot be reached fails
+// the test, it is never skipped. BATON_TEST_POSTGRES and BATON_TEST_MYSQL
+// override the servers (defaults: the local ones); BATON_TEST_BACKENDS
+// (comma-separated) narrows the run for local work.
+package batontest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// Backend is one database server kind under test.
+type Backend struct {
+	Name string
+	// NewDSN creates an empty database for the test and returns its DSN; it
+	// is dropped when the test ends.
+	NewDSN func(t testing.TB) string
+}
+
+// Default server DSNs.
+const (
+	DefaultPostgres = "postgres://postgres@127.0.0.1:5432/test"
+	DefaultMySQL    = "mysql://root@127.0.0.1:3306/test"
+)
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// PostgresDSN and MySQLDSN are the servers tests use.
+func PostgresDSN() string { return env("BATON_TEST_POSTGRES", DefaultPostgres) }
+
+// MySQLDSN is the MySQL/MariaDB server tests use.
+func MySQLDSN() string { return env("BATON_TEST_MYSQL", DefaultMySQL) }
+
+func rnd() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// All returns every backend, narrowed by BATON_TEST_BACKENDS.
+func All() []Backend {
+	all := []Backend{
+		{Name: "sqlite", NewDSN: func(t testing.TB) string {
+			return "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
+		}},
+		{Name: "postgres", NewDSN: newPostgres},
+		{Name: "mysql", NewDSN: newMySQL},
+	}
+	only := os.Getenv("BATON_TEST_BACKENDS")
+	if only == "" {
+		return all
+	}
+	var out []Backend
+	for _, b := range all {
+		if strings.Contains(","+only+",", ","+b.Name+",") {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Each runs body as a parallel subtest once per backend.
+func Each(t *testing.T, body func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range All() {
+		b := b
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			body(t, b)
+		})
+	}
+}
+
+var (
+	adminMu sync.Mutex
+	admins  = map[string]*sql.DB{}
+)
+
+func admin(t testing.TB, driverName, dsn string) *sql.DB {
+	adminMu.Lock()
+	defer adminMu.Unlock()
+	if db := admins[dsn]; db != nil {
+		return db
+	}
+	db, err := sql.Open(driverName, dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", driverName, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("%s test server unreachable at %s: %v (start it, or set BATON_TEST_BACKENDS=sqlite for local work only)", driverName, dsn, err)
+	}
+	admins[dsn] = db
+	return db
+}
+
+func newPostgres(t testing.TB) string {
+	base := PostgresDSN()
+	db := admin(t, "pgx", base)
+	schema := "bt_" + rnd()
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+	})
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// MySQLDriverDSN converts a mysql:// URL to go-sql-driver's format.
+func MySQLDriverDSN(u *url.URL) string {
+	pass, _ := u.User.Password()
+	user := u.User.Username()
+	cred := user
+	if pass != "" {
+		cred += ":" + pass
+	}
+	return fmt.Sprintf("%s@tcp(%s)%s?multiStatements=true", cred, u.Host, u.Path)
+}
+
+func newMySQL(t testing.TB) string {
+	base := MySQLDSN()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := admin(t, "mysql", MySQLDriverDSN(u))
+	name := "bt_" + rnd()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP DATABASE " + name)
+	})
+	u.Path = "/" + name
+	return u.String()
+}

@@ -1,0 +1,191 @@
+package sqldriver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Migration is one embedded, numbered schema change.
+type Migration struct {
+	Version int
+	Name    string
+	Up      string
+}
+
+var migName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+
+// LoadMigrations reads NNN_name.up.sql files from dir in fsys and expands
+// the {p} prefix macro.
+func LoadMigrations(fsys fs.FS, dir, prefix string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, e := range entries {
+		m := migName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		v, _ := strconv.Atoi(m[1])
+		out = append(out, Migration{Version: v, Name: m[2], Up: strings.ReplaceAll(string(body), "{p}", prefix)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration versions must run 1, 2, 3...: found %03d at position %d", m.Version, i+1)
+		}
+	}
+	return out, nil
+}
+
+// Statements splits a migration into statements at semicolons that end a
+// line. A line "-- statement" ... "-- end" block is kept whole, for bodies
+// (triggers, functions) that contain semicolons of their own.
+func Statements(src string) []string {
+	var out []string
+	var cur strings.Builder
+	block := false
+	flush := func() {
+		s := strings.TrimSpace(cur.String())
+		s = strings.TrimSuffix(s, ";")
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+		cur.Reset()
+	}
+	for _, line := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "-- statement":
+			flush()
+			block = true
+			continue
+		case t == "-- end" && block:
+			flush()
+			block = false
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if !block && strings.HasSuffix(t, ";") {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// Migrator applies migrations under a backend's cross-process lock.
+type Migrator struct {
+	DB         *sql.DB
+	Prefix     string
+	Migrations []Migration
+	// Locked runs fn while holding a lock that only one migrating process
+	// can hold at a time, on a single connection.
+	Locked func(ctx context.Context, fn func(ctx context.Context, conn *sql.Conn) error) error
+	// Now is the dialect's expression for the current time in microseconds.
+	Now string
+	// Bind is the dialect's first bind variables, "?" or "$1" style.
+	Numbered bool
+}
+
+func (m *Migrator) bind(i int) string {
+	if m.Numbered {
+		return "$" + strconv.Itoa(i)
+	}
+	return "?"
+}
+
+func (m *Migrator) ensureTable(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+m.Prefix+`migrations (
+		version INTEGER NOT NULL PRIMARY KEY,
+		name VARCHAR(200) NOT NULL,
+		applied_at BIGINT NOT NULL)`)
+	return err
+}
+
+func (m *Migrator) applied(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (map[int]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version, applied_at FROM `+m.Prefix+`migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int]int64{}
+	for rows.Next() {
+		var v int
+		var at int64
+		if err := rows.Scan(&v, &at); err != nil {
+			return nil, err
+		}
+		out[v] = at
+	}
+	return out, rows.Err()
+}
+
+// Up applies every pending migration and returns the full status.
+func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
+	err := m.Locked(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		if err := m.ensureTable(ctx, conn); err != nil {
+			return fmt.Errorf("create migrations table: %w", err)
+		}
+		done, err := m.applied(ctx, conn)
+		if err != nil {
+			return err
+		}
+		for _, mig := range m.Migrations {
+			if _, ok := done[mig.Version]; ok {
+				continue
+			}
+			for _, stmt := range Statements(mig.Up) {
+				if _, err := conn.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migration %03d_%s: %w", mig.Version, mig.Name, err)
+				}
+			}
+			_, err := conn.ExecContext(ctx, `INSERT INTO `+m.Prefix+`migrations (version, name, applied_at) VALUES (`+
+				m.bind(1)+`, `+m.bind(2)+`, `+m.Now+`)`, mig.Version, mig.Name)
+			if err != nil {
+				return fmt.Errorf("record migration %03d: %w", mig.Version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m.Status(ctx)
+}
+
+// Status lists every migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]driver.MigrationStatus, error) {
+	done, err := m.applied(ctx, m.DB)
+	if err != nil {
+		// No migrations table yet: nothing is applied.
+		done = map[int]int64{}
+	}
+	out := make([]driver.MigrationStatus, 0, len(m.Migrations))
+	for _, mig := range m.Migrations {
+		at, ok := done[mig.Version]
+		st := driver.MigrationStatus{Version: mig.Version, Name: mig.Name, Applied: ok}
+		if ok {
+			st.AppliedAt = FromMicros(at)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

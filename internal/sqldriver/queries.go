@@ -1,0 +1,64 @@
+// Package sqldriver implements driver.Tx and most of driver.Driver once, on
+// database/sql, for every backend. A backend supplies a Dialect: its named
+// queries (one .sql file per dialect, same names everywhere), its bind-variable
+// style and hooks for the few operations whose shape differs (wake-ups,
+// migration locking, the fast paths).
+package sqldriver
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var nameLine = regexp.MustCompile(`(?m)^-- name: ([a-z0-9_]+)\s*$`)
+
+// ParseQueries splits a query file into named queries. Each query starts at
+// a line "-- name: NAME" and runs to the next such line. Macros are expanded:
+// {p} becomes the table prefix and every key of macros its value.
+func ParseQueries(src, prefix string, macros map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	locs := nameLine.FindAllStringSubmatchIndex(src, -1)
+	for i, loc := range locs {
+		name := src[loc[2]:loc[3]]
+		end := len(src)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		body := strings.TrimSpace(src[loc[1]:end])
+		body = strings.TrimSuffix(body, ";")
+		body = strings.ReplaceAll(body, "{p}", prefix)
+		for k, v := range macros {
+			body = strings.ReplaceAll(body, "{"+k+"}", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("query %q defined twice", name)
+		}
+		out[name] = body
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no queries found")
+	}
+	return out, nil
+}
+
+// expandList replaces the marker {list} in q with n bind variables whose
+// numbering (for $N styles) starts at first.
+func expandList(q string, numbered bool, first, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if numbered {
+			b.WriteString("$" + strconv.Itoa(first+i))
+		} else {
+			b.WriteByte('?')
+		}
+	}
+	if n == 0 {
+		b.WriteString("NULL")
+	}
+	return strings.ReplaceAll(q, "{list}", b.String())
+}

@@ -1,0 +1,562 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lockcore"
+)
+
+// Mode is a lock mode.
+type Mode int
+
+const (
+	// Read locks are shared.
+	Read Mode = iota
+	// Write locks are exclusive.
+	Write
+)
+
+func (m Mode) String() string {
+	if m == Write {
+		return "write"
+	}
+	return "read"
+}
+
+func (m Mode) db() string {
+	if m == Write {
+		return driver.ModeWrite
+	}
+	return driver.ModeRead
+}
+
+// Forever, as a timeout, waits until the context ends.
+const Forever time.Duration = -1
+
+// MaxNameLen is the longest namespace or lock name, in bytes for the locking
+// service and in characters for user-level locks.
+const MaxNameLen = 64
+
+// Grant is one granted lock instance.
+type Grant struct {
+	Namespace string
+	Name      string
+	Mode      Mode
+	// Token strictly increases for each grant of the same identifier, in
+	// grant order, across sessions, processes and database restarts: a
+	// resource that remembers the highest token it has seen can refuse a
+	// holder whose lock has since passed to someone else.
+	Token int64
+}
+
+// ValidateName checks a locking-service namespace or name: non-empty and at
+// most 64 bytes (names are binary strings, compared byte for byte).
+func ValidateName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: %s is empty", ErrWrongName, what)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("%w: %s %q is %d bytes long, more than %d", ErrWrongName, what, s, len(s), MaxNameLen)
+	}
+	return nil
+}
+
+// Lock takes locks on every name in the namespace, in one mode, all or none.
+//
+// The names are taken in byte order. timeout 0 tries once and fails at
+// once; a positive timeout bounds the whole call; a negative timeout
+// (Forever) waits until ctx ends. On failure (ErrTimeout, ErrDeadlock,
+// ErrWrongName, ErrSessionLost, a context error) the call holds nothing it
+// took; locks from earlier calls are kept.
+//
+// A session never conflicts with itself: it may hold read and write
+// instances of one name; each successful request is a separate instance
+// until the namespace is released.
+func (s *Session) Lock(ctx context.Context, ns string, mode Mode, timeout time.Duration, names ...string) ([]Grant, error) {
+	if mode != Read && mode != Write {
+		return nil, fmt.Errorf("baton: unknown lock mode %d", mode)
+	}
+	if err := ValidateName("namespace", ns); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: no lock names given", ErrWrongName)
+	}
+	for _, n := range names {
+		if err := ValidateName("lock name", n); err != nil {
+			return nil, err
+		}
+	}
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	ids := make([]driver.Ident, len(sorted))
+	for i, n := range sorted {
+		ids[i] = driver.Ident{Kind: driver.KindService, NS: ns, Name: n}
+	}
+	rs, err := s.acquire(ctx, ids, mode.db(), timeout)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Grant, len(rs))
+	for i, r := range rs {
+		out[i] = Grant{Namespace: r.NS, Name: r.Name, Mode: mode, Token: r.Token}
+	}
+	return out, nil
+}
+
+// Release releases every instance the session holds in the namespace, and
+// only those. It returns how many instances it released.
+func (s *Session) Release(ctx context.Context, ns string) (int, error) {
+	if err := ValidateName("namespace", ns); err != nil {
+		return 0, err
+	}
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.release(ctx, driver.FastReleaseParams{SessionID: s.id, Kind: driver.KindService, NS: ns})
+}
+
+func (s *Session) release(ctx context.Context, p driver.FastReleaseParams) (int, error) {
+	c := s.c
+	var n int
+	var waiting []driver.Ident
+	for attempt := 0; ; attempt++ {
+		var err error
+		n, waiting, err = c.drv.LockFastRelease(ctx, p)
+		if err == nil {
+			break
+		}
+		if !c.drv.IsRetryable(err) || attempt > 20 {
+			return 0, fmt.Errorf("baton: release: %w", err)
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	if len(waiting) > 0 {
+		if err := c.inTx(ctx, func(tx driver.Tx) error { return c.regrant(ctx, tx, waiting) }); err != nil {
+			return n, fmt.Errorf("baton: release: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// acquire takes the identifiers (sorted) one after the other; on failure it
+// undoes the whole call.
+func (s *Session) acquire(ctx context.Context, ids []driver.Ident, mode string, timeout time.Duration) ([]driver.Request, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	tryOnce := timeout == 0
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+		defer cancel()
+	}
+	call := randomInt63()
+	out := make([]driver.Request, 0, len(ids))
+	for _, id := range ids {
+		r, err := s.acquireOne(ctx, call, id, mode, tryOnce)
+		if err != nil {
+			s.undoCall(call)
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
+	c := s.c
+	for attempt := 0; ; attempt++ {
+		r, ok, err := c.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
+			SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode, CallID: call})
+		if err == nil && ok {
+			return r, nil
+		}
+		if err == nil {
+			break
+		}
+		if !c.drv.IsRetryable(err) || attempt > 20 {
+			return driver.Request{}, s.failure(ctx, err)
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	// Slow path: decide under the identifier's row lock.
+	var req driver.Request
+	var w *waiter
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		if w != nil { // a retried transaction
+			c.removeWaiter(req.ID)
+			w = nil
+		}
+		st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
+		if err != nil {
+			return err
+		}
+		rows, err := tx.LockRequestList(ctx, []driver.Ident{id})
+		if err != nil {
+			return err
+		}
+		req = driver.Request{SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode,
+			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
+		grants := lockcore.Grants(append(rows, req))
+		state := st[0]
+		if len(grants) > 0 && grants[len(grants)-1] == req.ID {
+			req.Status = driver.StatusGranted
+			state.Fence++
+			req.Token = state.Fence
+		} else if tryOnce {
+			return ErrTimeout
+		}
+		if req.ID, err = tx.LockRequestInsert(ctx, req); err != nil {
+			return err
+		}
+		rows = append(rows, req)
+		state.Readers, state.Writers, state.Waiting = lockcore.Counts(rows)
+		if err := tx.LockIdentUpdate(ctx, state); err != nil {
+			return err
+		}
+		if req.Status == driver.StatusPending {
+			w = c.addWaiter(req.ID, s.id)
+		}
+		return nil
+	})
+	if err != nil {
+		if w != nil {
+			c.removeWaiter(req.ID)
+		}
+		return driver.Request{}, s.failure(ctx, err)
+	}
+	if req.Status == driver.StatusGranted {
+		return req, nil
+	}
+	// Waiting: this request may have closed a cycle.
+	_ = c.detectDeadlocks(ctx)
+	select {
+	case r := <-w.ch:
+		switch r.Status {
+		case driver.StatusGranted:
+			return r, nil
+		case driver.StatusDeadlock:
+			return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", ErrDeadlock, modeWord(mode), describe(id))
+		default:
+			if err := s.check(); err != nil {
+				return driver.Request{}, err
+			}
+			return driver.Request{}, fmt.Errorf("%w: lock request vanished (session ended)", ErrSessionLost)
+		}
+	case <-ctx.Done():
+		c.removeWaiter(req.ID)
+		return driver.Request{}, s.failure(ctx, ctx.Err())
+	}
+}
+
+func modeWord(m string) string {
+	if m == driver.ModeWrite {
+		return "write"
+	}
+	return "read"
+}
+
+func describe(id driver.Ident) string {
+	if id.Kind == driver.KindUser {
+		return fmt.Sprintf("user lock %q", id.Name)
+	}
+	return fmt.Sprintf("%q in namespace %q", id.Name, id.NS)
+}
+
+// failure maps an error during acquisition to what the caller sees.
+func (s *Session) failure(ctx context.Context, err error) error {
+	if errors.Is(err, ErrTimeout) || errors.Is(context.Cause(ctx), ErrTimeout) {
+		return fmt.Errorf("%w", ErrTimeout)
+	}
+	if serr := s.check(); serr != nil {
+		return serr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("baton: lock: %w", err)
+}
+
+// undoCall removes every request of a failed call, granted or waiting, and
+// grants what that frees.
+func (s *Session) undoCall(call int64) {
+	c := s.c
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	_ = c.inTx(ctx, func(tx driver.Tx) error {
+		rs, err := tx.LockRequestListCall(ctx, s.id, call)
+		if err != nil {
+			return err
+		}
+		return c.removeRequests(ctx, tx, rs)
+	})
+}
+
+// removeRequests deletes requests and re-examines their identifiers.
+func (c *Client) removeRequests(ctx context.Context, tx driver.Tx, rs []driver.Request) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	states, err := tx.LockIdentLock(ctx, uniqueIdents(rs))
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	if err := tx.LockRequestDelete(ctx, ids); err != nil {
+		return err
+	}
+	return c.regrantLocked(ctx, tx, states)
+}
+
+func uniqueIdents(rs []driver.Request) []driver.Ident {
+	seen := map[driver.Ident]bool{}
+	var out []driver.Ident
+	for _, r := range rs {
+		if !seen[r.Ident] {
+			seen[r.Ident] = true
+			out = append(out, r.Ident)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// regrant locks the identifiers and grants every waiting request that can
+// now be granted.
+func (c *Client) regrant(ctx context.Context, tx driver.Tx, idents []driver.Ident) error {
+	states, err := tx.LockIdentLock(ctx, idents)
+	if err != nil {
+		return err
+	}
+	return c.regrantLocked(ctx, tx, states)
+}
+
+// regrantLocked is regrant for identifiers already locked in tx.
+func (c *Client) regrantLocked(ctx context.Context, tx driver.Tx, states []driver.IdentState) error {
+	var wake []string
+	seen := map[string]bool{}
+	for _, st := range states {
+		rows, err := tx.LockRequestList(ctx, []driver.Ident{st.Ident})
+		if err != nil {
+			return err
+		}
+		grants := lockcore.Grants(rows)
+		byID := map[int64]int{}
+		for j, r := range rows {
+			byID[r.ID] = j
+		}
+		for _, gid := range grants {
+			st.Fence++
+			ok, err := tx.LockRequestSetStatus(ctx, gid, driver.StatusPending, driver.StatusGranted, st.Fence)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			r := &rows[byID[gid]]
+			r.Status = driver.StatusGranted
+			if !seen[r.ClientID] {
+				seen[r.ClientID] = true
+				wake = append(wake, r.ClientID)
+			}
+		}
+		st.Readers, st.Writers, st.Waiting = lockcore.Counts(rows)
+		if err := tx.LockIdentUpdate(ctx, st); err != nil {
+			return err
+		}
+	}
+	return tx.WakeClients(ctx, wake)
+}
+
+// detectDeadlocks looks for cycles among all waiting requests and aborts one
+// request per cycle (see lockcore.Victims).
+func (c *Client) detectDeadlocks(ctx context.Context) error {
+	c.mu.Lock()
+	c.lastDetect = time.Now()
+	c.mu.Unlock()
+	return c.inTx(ctx, func(tx driver.Tx) error {
+		if err := tx.LockDetectorLock(ctx); err != nil {
+			return err
+		}
+		graph, err := tx.LockWaitGraph(ctx)
+		if err != nil {
+			return err
+		}
+		victims := lockcore.Victims(graph)
+		var wake []string
+		for _, v := range victims {
+			ok, err := tx.LockRequestSetStatus(ctx, v.ID, driver.StatusPending, driver.StatusDeadlock, v.Token)
+			if err != nil {
+				return err
+			}
+			if ok {
+				wake = append(wake, v.ClientID)
+			}
+		}
+		return tx.WakeClients(ctx, wake)
+	})
+}
+
+// ---- user-level locks (the GET_LOCK family) ----
+
+// ReleaseResult is the outcome of ReleaseLock, as MySQL's RELEASE_LOCK
+// reports it.
+type ReleaseResult int
+
+const (
+	// Released: the session held the lock and released one instance (1).
+	Released ReleaseResult = iota
+	// NotOwner: another session holds the lock (0).
+	NotOwner
+	// NotHeld: nobody holds the lock (NULL).
+	NotHeld
+)
+
+func (r ReleaseResult) String() string {
+	return [...]string{"released", "held by another session", "not held"}[r]
+}
+
+// userIdent validates and folds a user-level lock name: valid UTF-8, 1 to 64
+// characters, compared case-insensitively as MySQL and MariaDB do.
+func userIdent(name string) (driver.Ident, error) {
+	switch {
+	case name == "":
+		return driver.Ident{}, fmt.Errorf("%w: user lock name is empty", ErrWrongName)
+	case !utf8.ValidString(name):
+		return driver.Ident{}, fmt.Errorf("%w: user lock name %q is not valid UTF-8", ErrWrongName, name)
+	case utf8.RuneCountInString(name) > MaxNameLen:
+		return driver.Ident{}, fmt.Errorf("%w: user lock name %q is longer than %d characters", ErrWrongName, name, MaxNameLen)
+	}
+	return driver.Ident{Kind: driver.KindUser, NS: "", Name: strings.ToLower(name)}, nil
+}
+
+// GetLock takes the user-level lock name (MySQL's GET_LOCK): exclusive and
+// re-entrant, each success one more instance to release. It returns true
+// when acquired, false when the timeout passed (0 tries once, negative waits
+// until ctx ends), and an error otherwise (ErrDeadlock, ErrWrongName, ...).
+func (s *Session) GetLock(ctx context.Context, name string, timeout time.Duration) (bool, error) {
+	id, err := userIdent(name)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.acquire(ctx, []driver.Ident{id}, driver.ModeWrite, timeout)
+	if errors.Is(err, ErrTimeout) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ReleaseLock releases one instance of the user-level lock (RELEASE_LOCK).
+func (s *Session) ReleaseLock(ctx context.Context, name string) (ReleaseResult, error) {
+	id, err := userIdent(name)
+	if err != nil {
+		return NotHeld, err
+	}
+	if err := s.check(); err != nil {
+		return NotHeld, err
+	}
+	n, err := s.release(ctx, driver.FastReleaseParams{SessionID: s.id, Kind: driver.KindUser, NS: "", Name: id.Name, Limit: 1})
+	if err != nil {
+		return NotHeld, err
+	}
+	if n == 1 {
+		return Released, nil
+	}
+	holder, used, err := s.c.IsUsedLock(ctx, name)
+	switch {
+	case err != nil:
+		return NotHeld, err
+	case used && holder != s.id:
+		return NotOwner, nil
+	}
+	return NotHeld, nil
+}
+
+// ReleaseAllLocks releases every user-level lock instance of the session
+// (RELEASE_ALL_LOCKS) and returns how many, every re-entry counted.
+func (s *Session) ReleaseAllLocks(ctx context.Context) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.release(ctx, driver.FastReleaseParams{SessionID: s.id, Kind: driver.KindUser, NS: ""})
+}
+
+// IsFreeLock reports whether nobody holds the user-level lock (IS_FREE_LOCK).
+func (c *Client) IsFreeLock(ctx context.Context, name string) (bool, error) {
+	_, used, err := c.IsUsedLock(ctx, name)
+	return !used && err == nil, err
+}
+
+// IsUsedLock returns the id of the session holding the user-level lock
+// (IS_USED_LOCK); used is false when nobody holds it.
+func (c *Client) IsUsedLock(ctx context.Context, name string) (sessionID string, used bool, err error) {
+	id, err := userIdent(name)
+	if err != nil {
+		return "", false, err
+	}
+	err = c.inTx(ctx, func(tx driver.Tx) error {
+		sessionID, used, err = tx.LockUserHolder(ctx, id.Name)
+		return err
+	})
+	return sessionID, used, err
+}
+
+// ---- monitoring ----
+
+// LockInfo is one row of the monitoring view: a granted instance or a
+// waiting request.
+type LockInfo struct {
+	// Type is "LOCKING SERVICE" or "USER LEVEL LOCK".
+	Type      string    `json:"type"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Mode      string    `json:"mode"`   // SHARED or EXCLUSIVE
+	Status    string    `json:"status"` // GRANTED or PENDING
+	Session   string    `json:"session"`
+	Owner     string    `json:"owner"` // host:pid/name
+	Since     time.Time `json:"since"`
+	Token     int64     `json:"token,omitempty"`
+}
+
+// Locks lists every granted instance and waiting request, of every session
+// of every process.
+func (c *Client) Locks(ctx context.Context) ([]LockInfo, error) {
+	var rows []driver.LockInfo
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		rows, err = tx.LockInfoList(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LockInfo, 0, len(rows))
+	for _, r := range rows {
+		li := LockInfo{Type: "LOCKING SERVICE", Namespace: r.NS, Name: r.Name, Mode: "SHARED", Status: "PENDING",
+			Session: r.SessionID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Owner), Since: r.CreatedAt}
+		if r.Kind == driver.KindUser {
+			li.Type, li.Namespace = "USER LEVEL LOCK", ""
+		}
+		if r.Mode == driver.ModeWrite {
+			li.Mode = "EXCLUSIVE"
+		}
+		if r.Status == driver.StatusGranted {
+			li.Status, li.Since, li.Token = "GRANTED", r.GrantedAt, r.Token
+		}
+		out = append(out, li)
+	}
+	return out, nil
+}

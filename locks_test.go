@@ -1,0 +1,681 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// open returns a client on a fresh database of the backend.
+func open(t *testing.T, b batontest.Backend) (*baton.Client, string) {
+	t.Helper()
+	dsn := b.NewDSN(t)
+	return openDSN(t, dsn), dsn
+}
+
+func openDSN(t *testing.T, dsn string, opts ...baton.Options) *baton.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := baton.Open(ctx, dsn, opts...)
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func session(t *testing.T, c *baton.Client) *baton.Session {
+	t.Helper()
+	s, err := c.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustLock(t *testing.T, s *baton.Session, ns string, m baton.Mode, names ...string) []baton.Grant {
+	t.Helper()
+	g, err := s.Lock(ctxT(t), ns, m, 0, names...)
+	if err != nil {
+		t.Fatalf("lock %s %v %v: %v", ns, m, names, err)
+	}
+	return g
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("got error %v, want %v", err, target)
+	}
+}
+
+// held returns the session's rows in the monitoring view.
+func held(t *testing.T, c *baton.Client, s *baton.Session) []baton.LockInfo {
+	t.Helper()
+	all, err := c.Locks(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []baton.LockInfo
+	for _, l := range all {
+		if l.Session == s.ID() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// async runs a lock call in the background.
+func async(s *baton.Session, ns string, m baton.Mode, timeout time.Duration, names ...string) chan error {
+	ch := make(chan error, 1)
+	go func() {
+		_, err := s.Lock(context.Background(), ns, m, timeout, names...)
+		ch <- err
+	}()
+	return ch
+}
+
+// waitPending waits until n requests of the session are PENDING.
+func waitPending(t *testing.T, c *baton.Client, s *baton.Session, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		got := 0
+		for _, l := range held(t, c, s) {
+			if l.Status == "PENDING" {
+				got++
+			}
+		}
+		if got == n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("session never had %d pending requests", n)
+}
+
+func recv(t *testing.T, ch chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(15 * time.Second):
+		t.Fatal("lock call did not return")
+		return nil
+	}
+}
+
+func TestLockNames(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s := session(t, c)
+		n64, n65 := strings.Repeat("n", 64), strings.Repeat("n", 65)
+		mustLock(t, s, n64, baton.Write, n64)
+		cases := []struct{ ns, name string }{{n65, "a"}, {"ns", n65}, {"", "a"}, {"ns", ""}}
+		for _, cs := range cases {
+			_, err := s.Lock(ctxT(t), cs.ns, baton.Write, 0, cs.name)
+			wantErr(t, err, baton.ErrWrongName)
+		}
+		// A bad name anywhere in a call takes nothing, not even the good names.
+		for _, names := range [][]string{{"", "b", "c"}, {"a", n65, "c"}, {"a", "b", ""}} {
+			_, err := s.Lock(ctxT(t), "call", baton.Write, 0, names...)
+			wantErr(t, err, baton.ErrWrongName)
+		}
+		if got := len(held(t, c, s)); got != 1 {
+			t.Fatalf("session holds %d instances, want 1", got)
+		}
+		_, err := s.Release(ctxT(t), n65)
+		wantErr(t, err, baton.ErrWrongName)
+	})
+}
+
+func TestLockNamesAreExactBytes(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "job")
+		for _, n := range []string{"Job", "JOB", "job ", " job", "jöb"} {
+			mustLock(t, s2, "ns", baton.Write, n)
+		}
+		mustLock(t, s2, "NS", baton.Write, "job")
+		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 0, "job")
+		wantErr(t, err, baton.ErrTimeout)
+	})
+}
+
+func TestLockMultiAllOrNothing(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		names := []string{"a", "m", "z"}
+		for _, conflict := range names {
+			for _, timeout := range []time.Duration{0, 50 * time.Millisecond} {
+				s1, s2 := session(t, c), session(t, c)
+				mustLock(t, s1, "ns", baton.Write, conflict)
+				_, err := s2.Lock(ctxT(t), "ns", baton.Read, timeout, "z", "a", "m")
+				wantErr(t, err, baton.ErrTimeout)
+				if h := held(t, c, s2); len(h) != 0 {
+					t.Fatalf("conflict on %q: failed call left %v", conflict, h)
+				}
+				// The names the failed call touched are free for others.
+				s3 := session(t, c)
+				for _, n := range names {
+					if n != conflict {
+						mustLock(t, s3, "ns", baton.Write, n)
+					}
+				}
+				for _, s := range []*baton.Session{s1, s2, s3} {
+					if err := s.Close(ctxT(t)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		s := session(t, c)
+		g := mustLock(t, s, "ns", baton.Write, "z", "a", "m")
+		if len(g) != 3 || g[0].Name != "a" || g[1].Name != "m" || g[2].Name != "z" {
+			t.Fatalf("grants %+v not in canonical order", g)
+		}
+	})
+}
+
+func TestLockInstances(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		for _, n := range []int{2, 6} {
+			s, other := session(t, c), session(t, c)
+			for i := 0; i < n; i++ {
+				m := baton.Read
+				if i%2 == 1 {
+					m = baton.Write
+				}
+				mustLock(t, s, "ns", m, "x")
+			}
+			if got := len(held(t, c, s)); got != n {
+				t.Fatalf("%d instances shown, want %d", got, n)
+			}
+			_, err := other.Lock(ctxT(t), "ns", baton.Read, 0, "x")
+			wantErr(t, err, baton.ErrTimeout)
+			released, err := s.Release(ctxT(t), "ns")
+			if err != nil || released != n {
+				t.Fatalf("release: %d, %v; want %d", released, err, n)
+			}
+			mustLock(t, other, "ns", baton.Write, "x")
+			_, _ = other.Release(ctxT(t), "ns")
+		}
+	})
+}
+
+func TestLockUpgrade(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2, s3 := session(t, c), session(t, c), session(t, c)
+		// Without other readers: at once.
+		mustLock(t, s1, "ns", baton.Read, "solo")
+		mustLock(t, s1, "ns", baton.Write, "solo")
+		// With another reader: waits for it only.
+		mustLock(t, s1, "ns", baton.Read, "x")
+		mustLock(t, s2, "ns", baton.Read, "x")
+		_, err := s1.Lock(ctxT(t), "ns", baton.Write, 50*time.Millisecond, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		// A writer of another session queued first does not hold the upgrade back.
+		w3 := async(s3, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c, s3, 1)
+		up := async(s1, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c, s1, 1)
+		if _, err := s2.Release(ctxT(t), "ns"); err != nil {
+			t.Fatal(err)
+		}
+		if err := recv(t, up); err != nil {
+			t.Fatalf("upgrade: %v", err)
+		}
+		select {
+		case err := <-w3:
+			t.Fatalf("other writer got in while s1 holds write: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		_, _ = s1.Release(ctxT(t), "ns")
+		if err := recv(t, w3); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockNoDowngrade(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "x")
+		mustLock(t, s1, "ns", baton.Read, "x")
+		_, err := s2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		modes := map[string]int{}
+		for _, l := range held(t, c, s1) {
+			modes[l.Mode]++
+		}
+		if modes["EXCLUSIVE"] != 1 || modes["SHARED"] != 1 {
+			t.Fatalf("modes %v, want one of each", modes)
+		}
+	})
+}
+
+func TestLockReleaseNamespace(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns1", baton.Write, "a", "b")
+		mustLock(t, s1, "ns2", baton.Write, "a")
+		mustLock(t, s2, "ns1", baton.Read, "c")
+		n, err := s1.Release(ctxT(t), "ns1")
+		if err != nil || n != 2 {
+			t.Fatalf("release: %d %v", n, err)
+		}
+		h := held(t, c, s1)
+		if len(h) != 1 || h[0].Namespace != "ns2" {
+			t.Fatalf("s1 holds %+v, want only ns2/a", h)
+		}
+		if h := held(t, c, s2); len(h) != 1 {
+			t.Fatalf("s2 lost its lock: %+v", h)
+		}
+		if n, _ := s1.Release(ctxT(t), "ns3"); n != 0 {
+			t.Fatalf("released %d in an unused namespace", n)
+		}
+	})
+}
+
+func TestLockTimeouts(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "x")
+		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		start := time.Now()
+		_, err = s2.Lock(ctxT(t), "ns", baton.Write, 150*time.Millisecond, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		if el := time.Since(start); el < 150*time.Millisecond {
+			t.Fatalf("timed out after %v, before the 150ms timeout", el)
+		}
+		// Forever waits until the context ends, and takes nothing.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err = s2.Lock(ctx, "ns", baton.Write, baton.Forever, "x")
+		cancel()
+		wantErr(t, err, context.DeadlineExceeded)
+		if h := held(t, c, s2); len(h) != 0 {
+			t.Fatalf("cancelled call left %+v", h)
+		}
+		// Forever gets the lock when it is released.
+		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c, s2, 1)
+		_, _ = s1.Release(ctxT(t), "ns")
+		if err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockFIFO(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		r1, w, r2 := session(t, c), session(t, c), session(t, c)
+		mustLock(t, r1, "ns", baton.Read, "x")
+		wch := async(w, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c, w, 1)
+		// A waiting writer blocks later readers of other sessions...
+		_, err := r2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		r2ch := async(r2, "ns", baton.Read, baton.Forever, "x")
+		waitPending(t, c, r2, 1)
+		// ...but not a session that already holds the lock.
+		mustLock(t, r1, "ns", baton.Read, "x")
+		_, _ = r1.Release(ctxT(t), "ns")
+		if err := recv(t, wch); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-r2ch:
+			t.Fatal("reader granted while the writer holds the lock")
+		case <-time.After(50 * time.Millisecond):
+		}
+		_, _ = w.Release(ctxT(t), "ns")
+		if err := recv(t, r2ch); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockDeadlockTwoSessions(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "a")
+		mustLock(t, s2, "ns", baton.Write, "b")
+		ch1 := async(s1, "ns", baton.Write, baton.Forever, "b")
+		waitPending(t, c, s1, 1)
+		// s2's read request closes the cycle; a read wait is chosen first.
+		start := time.Now()
+		_, err := s2.Lock(ctxT(t), "ns", baton.Read, baton.Forever, "a")
+		wantErr(t, err, baton.ErrDeadlock)
+		t.Logf("deadlock reported after %v", time.Since(start))
+		// The victim keeps what it held.
+		if h := held(t, c, s2); len(h) != 1 || h[0].Name != "b" || h[0].Status != "GRANTED" {
+			t.Fatalf("victim holds %+v, want b", h)
+		}
+		_, _ = s2.Release(ctxT(t), "ns")
+		if err := recv(t, ch1); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockDeadlockReadWaiterChosen(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "a")
+		mustLock(t, s2, "ns", baton.Write, "b")
+		// s1 waits for a read lock; s2's write request closes the cycle,
+		// but the read waiter is the victim.
+		ch1 := async(s1, "ns", baton.Read, baton.Forever, "b")
+		waitPending(t, c, s1, 1)
+		ch2 := async(s2, "ns", baton.Write, baton.Forever, "a")
+		wantErr(t, recv(t, ch1), baton.ErrDeadlock)
+		_, _ = s1.Release(ctxT(t), "ns")
+		if err := recv(t, ch2); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockDeadlockThreeSessions(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2, s3 := session(t, c), session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "a")
+		mustLock(t, s2, "ns", baton.Write, "b")
+		mustLock(t, s3, "ns", baton.Write, "c")
+		ch1 := async(s1, "ns", baton.Write, baton.Forever, "b")
+		waitPending(t, c, s1, 1)
+		ch2 := async(s2, "ns", baton.Read, baton.Forever, "c")
+		waitPending(t, c, s2, 1)
+		ch3 := async(s3, "ns", baton.Write, baton.Forever, "a")
+		wantErr(t, recv(t, ch2), baton.ErrDeadlock)
+		if h := held(t, c, s2); len(h) != 1 || h[0].Name != "b" {
+			t.Fatalf("victim holds %+v", h)
+		}
+		// Nobody else was aborted: s2 gives up b, then everything drains.
+		_, _ = s2.Release(ctxT(t), "ns")
+		if err := recv(t, ch1); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s1.Release(ctxT(t), "ns")
+		if err := recv(t, ch3); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockFencing(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		ss := []*baton.Session{session(t, c), session(t, c), session(t, c)}
+		var last int64
+		for i := 0; i < 30; i++ {
+			s := ss[i%3]
+			m := baton.Write
+			if i%4 == 0 {
+				m = baton.Read
+			}
+			g := mustLock(t, s, "ns", m, "x")
+			if g[0].Token <= last {
+				t.Fatalf("grant %d: token %d after %d", i, g[0].Token, last)
+			}
+			last = g[0].Token
+			if _, err := s.Release(ctxT(t), "ns"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A lock handed over to a waiter also gets a larger token.
+		g := mustLock(t, ss[0], "ns", baton.Write, "x")
+		var wg sync.WaitGroup
+		var got []baton.Grant
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, _ = ss[1].Lock(context.Background(), "ns", baton.Write, baton.Forever, "x")
+		}()
+		waitPending(t, c, ss[1], 1)
+		_, _ = ss[0].Release(ctxT(t), "ns")
+		wg.Wait()
+		if len(got) != 1 || got[0].Token <= g[0].Token {
+			t.Fatalf("hand-off token %+v not above %d", got, g[0].Token)
+		}
+	})
+}
+
+func TestLockMonitoring(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "mon", baton.Write, "x")
+		ch := async(s2, "mon", baton.Read, baton.Forever, "x")
+		waitPending(t, c, s2, 1)
+		if ok, _ := s1.GetLock(ctxT(t), "cron.job.1", 0); !ok {
+			t.Fatal("GetLock failed")
+		}
+		all, err := c.Locks(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var granted, pending, user bool
+		for _, l := range all {
+			switch {
+			case l.Type == "LOCKING SERVICE" && l.Status == "GRANTED" && l.Mode == "EXCLUSIVE" && l.Session == s1.ID() && l.Name == "x" && l.Namespace == "mon":
+				granted = true
+			case l.Type == "LOCKING SERVICE" && l.Status == "PENDING" && l.Mode == "SHARED" && l.Session == s2.ID():
+				pending = true
+			case l.Type == "USER LEVEL LOCK" && l.Name == "cron.job.1" && l.Status == "GRANTED":
+				user = true
+			}
+			if l.Owner == "" || l.Since.IsZero() {
+				t.Fatalf("row without owner or time: %+v", l)
+			}
+		}
+		if !granted || !pending || !user {
+			t.Fatalf("monitoring rows %+v: granted %v pending %v user %v", all, granted, pending, user)
+		}
+		_ = s1.Close(ctxT(t))
+		if err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestUserLocks(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		ctx := ctxT(t)
+		s1, s2 := session(t, c), session(t, c)
+		ok, err := s1.GetLock(ctx, "civimail.job.1.7", 0)
+		if !ok || err != nil {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+		// Case-insensitive, like MySQL.
+		if ok, err := s2.GetLock(ctx, "CiviMail.Job.1.7", 0); ok || err != nil {
+			t.Fatalf("second holder: %v %v", ok, err)
+		}
+		if ok, err := s2.GetLock(ctx, "civimail.job.1.7", 50*time.Millisecond); ok || err != nil {
+			t.Fatalf("timed get: %v %v", ok, err)
+		}
+		if free, _ := c.IsFreeLock(ctx, "civimail.job.1.7"); free {
+			t.Fatal("IS_FREE_LOCK says free")
+		}
+		if holder, used, _ := c.IsUsedLock(ctx, "CIVIMAIL.JOB.1.7"); !used || holder != s1.ID() {
+			t.Fatalf("IS_USED_LOCK: %q %v", holder, used)
+		}
+		if free, _ := c.IsFreeLock(ctx, "nobody"); !free {
+			t.Fatal("unused lock not free")
+		}
+		// Re-entrant, counted.
+		if ok, _ := s1.GetLock(ctx, "civimail.job.1.7", 0); !ok {
+			t.Fatal("re-entry failed")
+		}
+		if r, _ := s2.ReleaseLock(ctx, "civimail.job.1.7"); r != baton.NotOwner {
+			t.Fatalf("release by other: %v", r)
+		}
+		for i, want := range []baton.ReleaseResult{baton.Released, baton.Released, baton.NotHeld} {
+			if r, err := s1.ReleaseLock(ctx, "civimail.job.1.7"); r != want || err != nil {
+				t.Fatalf("release %d: %v %v, want %v", i, r, err, want)
+			}
+		}
+		// The user-level namespace is separate from the locking service.
+		mustLock(t, s2, "x", baton.Write, "a")
+		if ok, _ := s1.GetLock(ctx, "a", 0); !ok {
+			t.Fatal("user lock conflicts with a service lock")
+		}
+		for i := 0; i < 3; i++ {
+			_, _ = s1.GetLock(ctx, "b", 0)
+		}
+		if n, err := s1.ReleaseAllLocks(ctx); n != 4 || err != nil {
+			t.Fatalf("release all: %d %v", n, err)
+		}
+		if h := held(t, c, s2); len(h) != 1 {
+			t.Fatalf("release-all touched another session or kind: %+v", h)
+		}
+		for _, bad := range []string{"", strings.Repeat("é", 65), "\xff\xfe"} {
+			_, err := s1.GetLock(ctx, bad, 0)
+			wantErr(t, err, baton.ErrWrongName)
+		}
+		if ok, err := s1.GetLock(ctx, strings.Repeat("é", 64), 0); !ok || err != nil {
+			t.Fatalf("64 characters: %v %v", ok, err)
+		}
+	})
+}
+
+func TestUserLockDeadlock(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		ctx := ctxT(t)
+		_, _ = s1.GetLock(ctx, "a", 0)
+		_, _ = s2.GetLock(ctx, "b", 0)
+		ch := make(chan error, 1)
+		go func() { _, err := s1.GetLock(context.Background(), "b", baton.Forever); ch <- err }()
+		waitPending(t, c, s1, 1)
+		ok, err := s2.GetLock(ctx, "a", baton.Forever)
+		if ok {
+			t.Fatal("both sessions got their locks")
+		}
+		wantErr(t, err, baton.ErrDeadlock)
+		_, _ = s2.ReleaseAllLocks(ctx)
+		if err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestSessionCloseReleasesEverything(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "a", "b")
+		_, _ = s1.GetLock(ctxT(t), "u", 0)
+		ch := async(s2, "ns", baton.Write, baton.Forever, "b")
+		waitPending(t, c, s2, 1)
+		if err := s1.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s2.GetLock(ctxT(t), "u", 0); !ok {
+			t.Fatal("user lock survived Close")
+		}
+		_, err := s1.Lock(ctxT(t), "ns", baton.Write, 0, "c")
+		wantErr(t, err, baton.ErrClosed)
+		select {
+		case <-s1.Done():
+		default:
+			t.Fatal("Done not closed")
+		}
+	})
+}
+
+func TestLocksAcrossClients(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		c1, c2 := openDSN(t, dsn), openDSN(t, dsn)
+		s1, s2 := session(t, c1), session(t, c2)
+		mustLock(t, s1, "ns", baton.Write, "x")
+		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c2, s2, 1)
+		_, _ = s1.Release(ctxT(t), "ns")
+		if err := recv(t, ch); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestLockMutualExclusion hammers one write lock from several clients and
+// checks that no two holders ever overlap.
+func TestLockMutualExclusion(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		var mu sync.Mutex
+		holders, total := 0, 0
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := 0; i < 4; i++ {
+			c := openDSN(t, dsn)
+			for j := 0; j < 2; j++ {
+				s := session(t, c)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := 0; k < 15; k++ {
+						if _, err := s.Lock(context.Background(), "mx", baton.Write, 20*time.Second, "x"); err != nil {
+							errs <- err
+							return
+						}
+						mu.Lock()
+						holders++
+						total++
+						h := holders
+						mu.Unlock()
+						if h != 1 {
+							errs <- errors.New("two holders of one write lock")
+						}
+						time.Sleep(200 * time.Microsecond)
+						mu.Lock()
+						holders--
+						mu.Unlock()
+						if _, err := s.Release(context.Background(), "mx"); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if total != 4*2*15 {
+			t.Fatalf("%d grants, want %d", total, 4*2*15)
+		}
+	})
+}

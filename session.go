@@ -1,0 +1,132 @@
+package baton
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Session is a live participant: every lock belongs to one. Its lease is
+// renewed by the client's heartbeat; if the process dies, the lease runs
+// out and another process frees everything the session held.
+//
+// Holding a lock until Release is not guaranteed: if the lease cannot be
+// kept (the database is unreachable for longer than the lease, or the
+// process stalls), the session is lost, Done is closed and Err says why.
+// Programs that must never act without the lock select on Done, or check a
+// lock's fencing token at the resource.
+type Session struct {
+	c     *Client
+	id    string
+	name  string
+	done  chan struct{}
+	mu    sync.Mutex
+	err   error
+	isReg bool
+}
+
+// SessionOptions configure a new session.
+type SessionOptions struct {
+	// Name is the owner name shown in monitoring (default: the client's).
+	Name string
+}
+
+// NewSession starts a session.
+func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Session, error) {
+	var o SessionOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Name == "" {
+		o.Name = c.opts.Name
+	}
+	s := &Session{c: c, id: randomID(), name: o.Name, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c.sessions[s.id] = s
+	c.mu.Unlock()
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		return tx.SessionInsert(ctx, driver.Session{ID: s.id, ClientID: c.id, Host: c.host, PID: c.pid, Name: o.Name}, c.opts.Lease)
+	})
+	if err != nil {
+		c.mu.Lock()
+		delete(c.sessions, s.id)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("baton: start session: %w", err)
+	}
+	s.mu.Lock()
+	s.isReg = true
+	s.mu.Unlock()
+	return s, nil
+}
+
+// ID returns the session's id, as shown in monitoring and by IsUsedLock.
+func (s *Session) ID() string { return s.id }
+
+// Done is closed when the session ends: by Close, or because it was lost.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while the session lives, ErrClosed after Close, and an
+// error wrapping ErrSessionLost with the reason after a loss.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *Session) registered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.isReg && s.err == nil
+}
+
+// end marks the session ended with err; it reports whether it was live.
+func (s *Session) end(err error) bool {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.err = err
+	close(s.done)
+	s.mu.Unlock()
+	s.c.mu.Lock()
+	delete(s.c.sessions, s.id)
+	// Wake this session's waiters so that they fail at once.
+	for id, w := range s.c.waiters {
+		if w.sessionID == s.id {
+			delete(s.c.waiters, id)
+			w.ch <- driver.Request{ID: id}
+		}
+	}
+	s.c.mu.Unlock()
+	return true
+}
+
+func (s *Session) lose(err error) { s.end(err) }
+
+// Close ends the session and releases every lock it holds, at once.
+func (s *Session) Close(ctx context.Context) error {
+	if err := s.Err(); err != nil {
+		return nil
+	}
+	if !s.end(ErrClosed) {
+		return nil
+	}
+	if err := s.c.endSession(ctx, s.id); err != nil {
+		return fmt.Errorf("baton: close session: %w", err)
+	}
+	return nil
+}
+
+func (s *Session) check() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return nil
+}
