@@ -123,6 +123,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "sqlite",
 		InsertReturning: true,
+		UpdateReturning: true,
 		Queries:         q,
 		Wake: func(ctx context.Context, t *sqldriver.Tx, ids []string) error {
 			t.AfterCommit(func() { d.hub.wake(ids) })

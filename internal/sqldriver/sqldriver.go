@@ -19,6 +19,9 @@ type Dialect struct {
 	// InsertReturning is true when INSERT ... RETURNING id is supported;
 	// otherwise Result.LastInsertId is used.
 	InsertReturning bool
+	// UpdateReturning is true when UPDATE ... RETURNING is supported;
+	// otherwise ident_release is executed and ident_waiting read after it.
+	UpdateReturning bool
 	// Queries are the named queries of the dialect's query file.
 	Queries map[string]string
 	// TxOptions are used for every transaction.
@@ -480,7 +483,12 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 	for _, id := range order {
 		d := deltas[id]
 		var np int64
-		err := t.Tx.QueryRowContext(ctx, db.Q("ident_release"), d.r, d.w, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+		var err error
+		if db.D.UpdateReturning {
+			err = t.Tx.QueryRowContext(ctx, db.Q("ident_release"), d.r, d.w, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+		} else if _, err = t.exec(ctx, "ident_release", d.r, d.w, id.Kind, b(id.NS), b(id.Name)); err == nil {
+			err = t.Tx.QueryRowContext(ctx, db.Q("ident_waiting"), id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return 0, nil, fmt.Errorf("ident_release: %w", err)
 		}
