@@ -1,0 +1,181 @@
+// Command baton is the shell and cron face of baton: locks around commands,
+// the lock monitor, migrations, benchmarks and a guided demo.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+)
+
+// Exit statuses, documented in `baton --help` and `baton lock --help`.
+const (
+	exitOK          = 0
+	exitError       = 1  // any other failure
+	exitUsage       = 64 // bad flags, arguments, DSN or duration; empty command
+	exitBadName     = 65 // invalid lock name or namespace
+	exitUnavailable = 69 // database unreachable
+	exitTimeout     = 75 // locks not obtained before the timeout
+	exitDeadlock    = 76 // chosen as a deadlock victim
+	exitLost        = 77 // the session (and its locks) was lost while CMD ran
+)
+
+const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own status):
+  64  usage: unknown flag, bad argument, bad DSN, bad duration, no command
+  65  name: invalid lock name or namespace (empty, longer than 64 bytes)
+  69  unavailable: the database cannot be reached
+  75  timeout: the locks were not obtained before --timeout
+  76  deadlock: this request was chosen as a deadlock victim
+  77  lost: the locks were lost while CMD ran (CMD got SIGTERM)
+   1  any other error`
+
+// cliError carries an exit status and a one-line message.
+type cliError struct {
+	code int
+	msg  string
+}
+
+func (e *cliError) Error() string { return e.msg }
+
+func usageErr(format string, a ...any) error {
+	return &cliError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
+}
+
+// classify maps an error to its exit status and the word that names it.
+func classify(err error) (int, string) {
+	var ce *cliError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code, ce.msg
+	case errors.Is(err, baton.ErrTimeout):
+		return exitTimeout, "timeout: " + err.Error()
+	case errors.Is(err, baton.ErrDeadlock):
+		return exitDeadlock, "deadlock: " + err.Error()
+	case errors.Is(err, baton.ErrWrongName):
+		return exitBadName, err.Error()
+	case errors.Is(err, baton.ErrSessionLost):
+		return exitLost, "lost: " + err.Error()
+	case errors.Is(err, baton.ErrBadDSN):
+		return exitUsage, err.Error()
+	case isUnavailable(err):
+		return exitUnavailable, "database unavailable: " + err.Error()
+	}
+	return exitError, err.Error()
+}
+
+func isUnavailable(err error) bool {
+	s := err.Error()
+	for _, w := range []string{"connection refused", "connect to", "no such host", "i/o timeout", "unable to open database"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	dsn    string
+	prefix string
+}
+
+func defaultDSN() string {
+	if v := os.Getenv("BATON_DSN"); v != "" {
+		return v
+	}
+	return "sqlite:baton.db"
+}
+
+func (g *globals) open(ctx context.Context) (*baton.Client, error) {
+	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli"}
+	return baton.Open(ctx, g.dsn, opts)
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "baton",
+		Short: "Locks, queues and notifications on the SQL database you already run",
+		Long: `baton turns the SQL database an application already runs (SQLite by default,
+PostgreSQL, MySQL/MariaDB) into its coordination layer.
+
+The database is chosen with --dsn or BATON_DSN:
+  sqlite:PATH | sqlite:///ABS/PATH | postgres://user@host:5432/db | mysql://user:pass@host:3306/db
+The default is sqlite:baton.db in the current directory.
+
+` + exitHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
+	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.AddCommand(lockCmd(g), locksCmd(g), migrateCmd(g), demoCmd(g))
+	for _, add := range extraCommands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// extraCommands lets other files of this package add commands.
+var extraCommands []func(*globals) *cobra.Command
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRoot().ExecuteContext(ctx)
+	if err == nil {
+		os.Exit(exitOK)
+	}
+	var ex *exitStatus
+	if errors.As(err, &ex) {
+		os.Exit(ex.code)
+	}
+	code, msg := classify(err)
+	fmt.Fprintln(os.Stderr, "baton: "+oneLine(msg))
+	os.Exit(code)
+}
+
+// exitStatus makes baton exit with a status without printing anything
+// (used to pass on CMD's status).
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// oneLine folds a message onto one line and drops the "baton: " prefixes
+// that wrapped library errors carry.
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "baton: ", "")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// parseTimeout accepts a Go duration, a number of seconds, or "forever"/"inf".
+func parseTimeout(s string) (time.Duration, error) {
+	switch strings.ToLower(s) {
+	case "forever", "inf", "infinite", "-1":
+		return baton.Forever, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return baton.Forever, nil
+		}
+		return d, nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		if secs < 0 {
+			return baton.Forever, nil
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return 0, usageErr("--timeout %q is not a duration (examples: 0, 500ms, 10s, 2m, forever)", s)
+}
