@@ -1,0 +1,268 @@
+package baton_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestMain lets the test binary act as a child process that holds locks
+// until it is killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("BATON_TEST_CHILD") == "hold" {
+		holdForever(os.Getenv("BATON_TEST_DSN"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func holdForever(dsn string) {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, dsn)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	s, err := c.NewSession(ctx)
+	if err == nil {
+		_, err = s.Lock(ctx, "crash", baton.Write, 0, "x", "y")
+	}
+	if err == nil {
+		_, err = s.GetLock(ctx, "crash.user", 0)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("locked")
+	select {}
+}
+
+// TestKilledHolderFreesLocks: a process holding locks is killed with
+// SIGKILL; with default settings its locks pass to a waiter within seconds,
+// and never while the holder is alive.
+func TestKilledHolderFreesLocks(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := open(t, b)
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn)
+		out, err := child.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		if strings.TrimSpace(line) != "locked" {
+			t.Fatalf("child said %q", line)
+		}
+		s := session(t, c)
+		_, err = s.Lock(ctxT(t), "crash", baton.Write, 0, "y")
+		wantErr(t, err, baton.ErrTimeout)
+		if ok, _ := s.GetLock(ctxT(t), "CRASH.USER", 0); ok {
+			t.Fatal("user lock granted while its holder lives")
+		}
+		waiting := async(s, "crash", baton.Write, baton.Forever, "x", "y")
+		time.Sleep(100 * time.Millisecond)
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		select {
+		case err := <-waiting:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("locks of the killed holder were not freed")
+		}
+		t.Logf("locks passed on %v after SIGKILL", time.Since(killed))
+		if ok, err := s.GetLock(ctxT(t), "crash.user", baton.Forever); !ok {
+			t.Fatalf("user lock of the killed holder: %v", err)
+		}
+	})
+}
+
+// proxy is a TCP proxy whose connections can be cut, to simulate a network
+// failure between a client and its database.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	down   bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.cut(true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			down := p.down
+			p.mu.Unlock()
+			if down {
+				c.Close()
+				continue
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// cut closes every proxied connection; with down, new ones are refused
+// until restore.
+func (p *proxy) cut(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+func viaProxy(t *testing.T, dsn string) (string, *proxy) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, u.Host)
+	u.Host = p.ln.Addr().String()
+	return u.String(), p
+}
+
+// TestNetworkLoss: a client cut off from its database longer than the lease
+// reports its session lost, and another client gets the lock once the lease
+// has run out; never both at once. A short outage is survived.
+func TestNetworkLoss(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("embedded: no network between client and database (see TestSessionLostWhenReaped)")
+		}
+		_, dsn := open(t, b)
+		pdsn, p := viaProxy(t, dsn)
+		opts := baton.Options{Lease: time.Second, PollInterval: 200 * time.Millisecond}
+		cut := openDSN(t, pdsn, opts)
+		other := openDSN(t, dsn, opts)
+		s1 := session(t, cut)
+		s2 := session(t, other)
+		mustLock(t, s1, "net", baton.Write, "x")
+
+		// A blip shorter than the lease is survived.
+		p.cut(false)
+		time.Sleep(300 * time.Millisecond)
+		select {
+		case <-s1.Done():
+			t.Fatalf("session lost after a short blip: %v", s1.Err())
+		default:
+		}
+		_, err := s2.Lock(ctxT(t), "net", baton.Write, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+
+		// A long outage loses the session; the lock then passes on.
+		p.cut(true)
+		got := async(s2, "net", baton.Write, baton.Forever, "x")
+		select {
+		case <-s1.Done():
+		case <-time.After(15 * time.Second):
+			t.Fatal("session loss never reported")
+		}
+		wantErr(t, s1.Err(), baton.ErrSessionLost)
+		if err := recv(t, got); err != nil {
+			t.Fatal(err)
+		}
+		p.restore()
+		_, err = s1.Lock(ctxT(t), "net", baton.Write, 0, "z")
+		wantErr(t, err, baton.ErrSessionLost)
+		// The client itself recovers: new sessions work once the network is back.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			s3, err := cut.NewSession(ctxT(t))
+			if err == nil {
+				_, err = s3.Lock(ctxT(t), "net", baton.Write, 0, "z")
+			}
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("client did not recover: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+// TestSessionLostWhenReaped: a session whose lease ran out and that another
+// process reaped is reported lost to its owner, with ErrSessionLost.
+func TestSessionLostWhenReaped(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		c := openDSN(t, dsn, baton.Options{Lease: time.Second})
+		s := session(t, c)
+		mustLock(t, s, "ns", baton.Write, "x")
+		d, err := baton.OpenDriver(ctxT(t), dsn, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		tx, err := d.Begin(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.SessionDelete(ctxT(t), s.ID()); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("loss not reported")
+		}
+		if !errors.Is(s.Err(), baton.ErrSessionLost) {
+			t.Fatalf("Err() = %v", s.Err())
+		}
+	})
+}
