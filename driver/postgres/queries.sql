@@ -28,7 +28,9 @@ SELECT fence, n_r, n_w, n_p FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND 
 UPDATE {p}lock_idents SET fence = $1, n_r = $2, n_w = $3, n_p = $4 WHERE kind = $5 AND ns = $6 AND name = $7;
 
 -- name: ident_purge_idle
-DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0;
+-- Only rows whose counter is more than a second behind the clock: a row
+-- created again later starts at the clock, above every token it gave.
+DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
 
 -- name: fast_acquire_ident
 INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p)
