@@ -164,6 +164,10 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 			return nil, fmt.Errorf("baton: migrate: %w", err)
 		}
 	}
+	if err := drv.Prepare(ctx); err != nil {
+		drv.Close()
+		return nil, fmt.Errorf("baton: prepare: %w", err)
+	}
 	host, _ := os.Hostname()
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, pid: os.Getpid(),
@@ -296,6 +300,9 @@ func (c *Client) checkWaiters() {
 			continue
 		}
 		r, ok := st[id]
+		if ok && r.SessionID != w.sessionID {
+			ok = false // the request is gone and its id was reused
+		}
 		if ok && r.Status == driver.StatusPending {
 			continue
 		}

@@ -125,6 +125,10 @@ type Driver interface {
 	// any transaction; missing ids are absent from the map.
 	LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]Request, error)
 
+	// Prepare readies the driver's statements once the schema exists; the
+	// client calls it after migrating.
+	Prepare(ctx context.Context) error
+
 	// Begin starts a transaction in which baton's lock rows can be locked.
 	// On SQLite it takes the write lock at once (BEGIN IMMEDIATE).
 	Begin(ctx context.Context) (Tx, error)

@@ -153,7 +153,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	}
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID}
-	err := d.SQL.QueryRowContext(ctx, d.Q("fast_acquire"), p.Kind, []byte(p.NS), []byte(p.Name), nr, nw,
+	err := d.RowNamed(ctx, nil, "fast_acquire", p.Kind, []byte(p.NS), []byte(p.Name), nr, nw,
 		p.SessionID, p.ClientID, p.Mode, p.CallID).Scan(&r.ID, &r.Token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
@@ -173,9 +173,9 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	rows, err := d.SQL.QueryContext(ctx, d.Q("fast_release"), p.SessionID, p.Kind, []byte(p.NS), name, limit)
+	rows, err := d.QueryNamed(ctx, nil, "fast_release", p.SessionID, p.Kind, []byte(p.NS), name, limit)
 	if err != nil {
-		return 0, nil, fmt.Errorf("fast_release: %w", err)
+		return 0, nil, err
 	}
 	defer rows.Close()
 	var n int

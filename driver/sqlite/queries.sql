@@ -54,6 +54,18 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC;
 
+-- name: release_delete_ns
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
+RETURNING kind, ns, name, mode;
+
+-- name: release_delete_name
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
+RETURNING kind, ns, name, mode;
+
 -- name: request_list
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;

@@ -124,6 +124,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		Name:            "sqlite",
 		InsertReturning: true,
 		UpdateReturning: true,
+		DeleteReturning: true,
 		Queries:         q,
 		Wake: func(ctx context.Context, t *sqldriver.Tx, ids []string) error {
 			t.AfterCommit(func() { d.hub.wake(ids) })

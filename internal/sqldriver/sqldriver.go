@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -19,6 +21,11 @@ type Dialect struct {
 	// InsertReturning is true when INSERT ... RETURNING id is supported;
 	// otherwise Result.LastInsertId is used.
 	InsertReturning bool
+	// DeleteReturning is true when DELETE ... RETURNING is supported: the
+	// release path then deletes with release_delete_ns / release_delete_name
+	// (whose last parameter is a row limit, -1 for all) instead of selecting
+	// first.
+	DeleteReturning bool
 	// UpdateReturning is true when UPDATE ... RETURNING is supported;
 	// otherwise ident_release is executed and ident_waiting read after it.
 	UpdateReturning bool
@@ -39,6 +46,87 @@ type Dialect struct {
 type DB struct {
 	SQL *sql.DB
 	D   *Dialect
+
+	stmts sync.Map // query name -> *sql.Stmt, filled by Prepare
+}
+
+// Prepare prepares every named query that has no {list} marker, once the
+// schema exists (after migrations). Transactions then reuse the prepared
+// statements instead of parsing SQL on every call. Queries that cannot be
+// prepared yet are left to run as text.
+func (db *DB) Prepare(ctx context.Context) error {
+	for name, q := range db.D.Queries {
+		if strings.Contains(q, "{list}") {
+			continue
+		}
+		if _, ok := db.stmts.Load(name); ok {
+			continue
+		}
+		st, err := db.SQL.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		db.stmts.Store(name, st)
+	}
+	return nil
+}
+
+// stmtFor returns the prepared statement of a query, bound to tx when tx is
+// not nil, or nil when it is not prepared.
+func (db *DB) stmtFor(ctx context.Context, tx *sql.Tx, name string) *sql.Stmt {
+	v, ok := db.stmts.Load(name)
+	if !ok {
+		return nil
+	}
+	if tx == nil {
+		return v.(*sql.Stmt)
+	}
+	return tx.StmtContext(ctx, v.(*sql.Stmt))
+}
+
+// ExecNamed runs a named query outside (tx nil) or inside a transaction.
+func (db *DB) ExecNamed(ctx context.Context, tx *sql.Tx, name string, args ...any) (sql.Result, error) {
+	var r sql.Result
+	var err error
+	if st := db.stmtFor(ctx, tx, name); st != nil {
+		r, err = st.ExecContext(ctx, args...)
+	} else if tx != nil {
+		r, err = tx.ExecContext(ctx, db.Q(name), args...)
+	} else {
+		r, err = db.SQL.ExecContext(ctx, db.Q(name), args...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
+}
+
+// QueryNamed runs a named query returning rows.
+func (db *DB) QueryNamed(ctx context.Context, tx *sql.Tx, name string, args ...any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	var err error
+	if st := db.stmtFor(ctx, tx, name); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else if tx != nil {
+		rows, err = tx.QueryContext(ctx, db.Q(name), args...)
+	} else {
+		rows, err = db.SQL.QueryContext(ctx, db.Q(name), args...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// RowNamed runs a named query returning one row.
+func (db *DB) RowNamed(ctx context.Context, tx *sql.Tx, name string, args ...any) *sql.Row {
+	if st := db.stmtFor(ctx, tx, name); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if tx != nil {
+		return tx.QueryRowContext(ctx, db.Q(name), args...)
+	}
+	return db.SQL.QueryRowContext(ctx, db.Q(name), args...)
 }
 
 // Q returns a named query, or panics: a missing query is a programming error
@@ -94,11 +182,11 @@ func (t *Tx) Commit() error {
 func (t *Tx) Rollback() error { return t.Tx.Rollback() }
 
 func (t *Tx) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
-	r, err := t.Tx.ExecContext(ctx, t.db.Q(name), args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return r, nil
+	return t.db.ExecNamed(ctx, t.Tx, name, args...)
+}
+
+func (t *Tx) row(ctx context.Context, name string, args ...any) *sql.Row {
+	return t.db.RowNamed(ctx, t.Tx, name, args...)
 }
 
 func b(s string) []byte { return []byte(s) }
@@ -146,9 +234,9 @@ func (t *Tx) SessionListExpired(ctx context.Context, limit int) ([]string, error
 }
 
 func (t *Tx) strings(ctx context.Context, name string, args ...any) ([]string, error) {
-	rows, err := t.Tx.QueryContext(ctx, t.db.Q(name), args...)
+	rows, err := t.db.QueryNamed(ctx, t.Tx, name, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []string
@@ -170,7 +258,7 @@ func (t *Tx) LockIdentLock(ctx context.Context, ids []driver.Ident) ([]driver.Id
 			return nil, err
 		}
 		st := driver.IdentState{Ident: id}
-		err := t.Tx.QueryRowContext(ctx, t.db.Q("ident_lock"), id.Kind, b(id.NS), b(id.Name)).
+		err := t.row(ctx, "ident_lock", id.Kind, b(id.NS), b(id.Name)).
 			Scan(&st.Fence, &st.Readers, &st.Writers, &st.Waiting)
 		if err != nil {
 			return nil, fmt.Errorf("ident_lock: %w", err)
@@ -218,8 +306,8 @@ func ScanRequest(sc interface{ Scan(...any) error }, extra ...any) (driver.Reque
 	return r, nil
 }
 
-func (t *Tx) requests(ctx context.Context, q string, args ...any) ([]driver.Request, error) {
-	rows, err := t.Tx.QueryContext(ctx, q, args...)
+func (t *Tx) requests(ctx context.Context, name string, args ...any) ([]driver.Request, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, name, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -239,9 +327,9 @@ func (t *Tx) requests(ctx context.Context, q string, args ...any) ([]driver.Requ
 func (t *Tx) LockRequestList(ctx context.Context, ids []driver.Ident) ([]driver.Request, error) {
 	var out []driver.Request
 	for _, id := range ids {
-		rs, err := t.requests(ctx, t.db.Q("request_list"), id.Kind, b(id.NS), b(id.Name))
+		rs, err := t.requests(ctx, "request_list", id.Kind, b(id.NS), b(id.Name))
 		if err != nil {
-			return nil, fmt.Errorf("request_list: %w", err)
+			return nil, err
 		}
 		out = append(out, rs...)
 	}
@@ -251,17 +339,17 @@ func (t *Tx) LockRequestList(ctx context.Context, ids []driver.Ident) ([]driver.
 // LockRequestListBySession implements driver.Tx.
 func (t *Tx) LockRequestListBySession(ctx context.Context, sessionID string, kind int, ns string) ([]driver.Request, error) {
 	if kind < 0 {
-		return t.requests(ctx, t.db.Q("request_list_by_session"), sessionID)
+		return t.requests(ctx, "request_list_by_session", sessionID)
 	}
 	if ns == "" {
-		return t.requests(ctx, t.db.Q("request_list_by_session_kind"), sessionID, kind)
+		return t.requests(ctx, "request_list_by_session_kind", sessionID, kind)
 	}
-	return t.requests(ctx, t.db.Q("request_list_by_session_ns"), sessionID, kind, b(ns))
+	return t.requests(ctx, "request_list_by_session_ns", sessionID, kind, b(ns))
 }
 
 // LockRequestListCall implements driver.Tx.
 func (t *Tx) LockRequestListCall(ctx context.Context, sessionID string, callID int64) ([]driver.Request, error) {
-	return t.requests(ctx, t.db.Q("request_list_call"), sessionID, callID)
+	return t.requests(ctx, "request_list_call", sessionID, callID)
 }
 
 // LockRequestInsert implements driver.Tx.
@@ -269,7 +357,7 @@ func (t *Tx) LockRequestInsert(ctx context.Context, r driver.Request) (int64, er
 	args := []any{r.SessionID, r.ClientID, r.Kind, b(r.NS), b(r.Name), r.Mode, r.Status, r.CallID, r.Token}
 	if t.db.D.InsertReturning {
 		var id int64
-		if err := t.Tx.QueryRowContext(ctx, t.db.Q("request_insert"), args...).Scan(&id); err != nil {
+		if err := t.row(ctx, "request_insert", args...).Scan(&id); err != nil {
 			return 0, fmt.Errorf("request_insert: %w", err)
 		}
 		return id, nil
@@ -346,14 +434,14 @@ func RequestStatuses(ctx context.Context, q Querier, db *DB, ids []int64) (map[i
 
 // LockWaitGraph implements driver.Tx.
 func (t *Tx) LockWaitGraph(ctx context.Context) ([]driver.Request, error) {
-	return t.requests(ctx, t.db.Q("wait_graph"))
+	return t.requests(ctx, "wait_graph")
 }
 
 // LockDetectorLock implements driver.Tx.
 func (t *Tx) LockDetectorLock(ctx context.Context) error {
-	rows, err := t.Tx.QueryContext(ctx, t.db.Q("detector_lock"))
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "detector_lock")
 	if err != nil {
-		return fmt.Errorf("detector_lock: %w", err)
+		return err
 	}
 	for rows.Next() {
 	}
@@ -363,9 +451,9 @@ func (t *Tx) LockDetectorLock(ctx context.Context) error {
 
 // LockInfoList implements driver.Tx.
 func (t *Tx) LockInfoList(ctx context.Context) ([]driver.LockInfo, error) {
-	rows, err := t.Tx.QueryContext(ctx, t.db.Q("lock_info_list"))
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "lock_info_list")
 	if err != nil {
-		return nil, fmt.Errorf("lock_info_list: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []driver.LockInfo
@@ -384,7 +472,7 @@ func (t *Tx) LockInfoList(ctx context.Context) ([]driver.LockInfo, error) {
 // LockUserHolder implements driver.Tx.
 func (t *Tx) LockUserHolder(ctx context.Context, name string) (string, bool, error) {
 	var s string
-	err := t.Tx.QueryRowContext(ctx, t.db.Q("user_holder"), driver.KindUser, b(""), b(name)).Scan(&s)
+	err := t.row(ctx, "user_holder", driver.KindUser, b(""), b(name)).Scan(&s)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -417,7 +505,7 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 		nr, nw = 0, 1
 	}
 	var fence int64
-	err = t.Tx.QueryRowContext(ctx, db.Q("fast_acquire_ident"), p.Kind, b(p.NS), b(p.Name), nr, nw).Scan(&fence)
+	err = t.row(ctx, "fast_acquire_ident", p.Kind, b(p.NS), b(p.Name), nr, nw).Scan(&fence)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
 	}
@@ -443,26 +531,18 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 	}
 	defer t.Tx.Rollback()
 	var rs []driver.Request
-	if p.Name == "" {
-		rs, err = t.requests(ctx, db.Q("release_list_ns"), p.SessionID, p.Kind, b(p.NS))
+	if db.D.DeleteReturning {
+		rs, err = t.releaseDelete(ctx, p)
 	} else {
-		rs, err = t.requests(ctx, db.Q("release_list_name"), p.SessionID, p.Kind, b(p.NS), b(p.Name))
+		rs, err = t.releaseSelect(ctx, p)
 	}
-	if err != nil {
-		return 0, nil, fmt.Errorf("release_list: %w", err)
+	if err != nil || len(rs) == 0 {
+		return 0, nil, err
 	}
-	if p.Limit > 0 && len(rs) > p.Limit {
-		rs = rs[:p.Limit]
-	}
-	if len(rs) == 0 {
-		return 0, nil, nil
-	}
-	ids := make([]int64, len(rs))
 	type delta struct{ r, w int }
 	deltas := map[driver.Ident]*delta{}
 	var order []driver.Ident
-	for i, r := range rs {
-		ids[i] = r.ID
+	for _, r := range rs {
 		d := deltas[r.Ident]
 		if d == nil {
 			d = &delta{}
@@ -475,9 +555,6 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 			d.r++
 		}
 	}
-	if err := t.LockRequestDelete(ctx, ids); err != nil {
-		return 0, nil, err
-	}
 	sortIdents(order)
 	var waiting []driver.Ident
 	for _, id := range order {
@@ -485,9 +562,9 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 		var np int64
 		var err error
 		if db.D.UpdateReturning {
-			err = t.Tx.QueryRowContext(ctx, db.Q("ident_release"), d.r, d.w, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+			err = t.row(ctx, "ident_release", d.r, d.w, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
 		} else if _, err = t.exec(ctx, "ident_release", d.r, d.w, id.Kind, b(id.NS), b(id.Name)); err == nil {
-			err = t.Tx.QueryRowContext(ctx, db.Q("ident_waiting"), id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+			err = t.row(ctx, "ident_waiting", id.Kind, b(id.NS), b(id.Name)).Scan(&np)
 		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return 0, nil, fmt.Errorf("ident_release: %w", err)
@@ -500,6 +577,58 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 		return 0, nil, err
 	}
 	return len(rs), waiting, nil
+}
+
+// releaseSelect lists the instances to release, then deletes them.
+func (t *Tx) releaseSelect(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
+	var rs []driver.Request
+	var err error
+	if p.Name == "" {
+		rs, err = t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
+	} else {
+		rs, err = t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.Limit > 0 && len(rs) > p.Limit {
+		rs = rs[:p.Limit]
+	}
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return rs, t.LockRequestDelete(ctx, ids)
+}
+
+// releaseDelete deletes the instances to release in one statement.
+func (t *Tx) releaseDelete(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
+	limit := -1
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	var rows *sql.Rows
+	var err error
+	if p.Name == "" {
+		rows, err = t.db.QueryNamed(ctx, t.Tx, "release_delete_ns", p.SessionID, p.Kind, b(p.NS), limit)
+	} else {
+		rows, err = t.db.QueryNamed(ctx, t.Tx, "release_delete_name", p.SessionID, p.Kind, b(p.NS), b(p.Name), limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.Request
+	for rows.Next() {
+		var r driver.Request
+		var ns, name []byte
+		if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
+			return nil, err
+		}
+		r.NS, r.Name = string(ns), string(name)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 func sortIdents(ids []driver.Ident) {

@@ -22,7 +22,7 @@ CREATE TABLE {p}lock_idents (
 ) WITHOUT ROWID;
 
 CREATE TABLE {p}lock_requests (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         INTEGER PRIMARY KEY, -- rowid: ids only grow while rows exist
     session_id TEXT    NOT NULL,
     client_id  TEXT    NOT NULL,
     kind       INTEGER NOT NULL,
