@@ -77,10 +77,10 @@ type Request struct {
 // the uncontended fast path decide with one row lock.
 type IdentState struct {
 	Ident
-	Fence    int64
-	Readers  int64
-	Writers  int64
-	Waiting  int64
+	Fence   int64
+	Readers int64
+	Writers int64
+	Waiting int64
 }
 
 // Session is one row of the session table.
