@@ -122,3 +122,32 @@ SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, 
 -- name: user_holder
 SELECT session_id FROM {p}lock_requests
  WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
+
+-- name: fast_acquire
+-- One autocommit statement: the instance is inserted, with the next token,
+-- only when nobody holds a conflicting lock and nobody waits; the insert
+-- trigger then counts it on the lock row. SQLite's single writer makes the
+-- check and the insert atomic.
+INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'G', ?7, COALESCE(li.fence + 1, {now}), {now}, {now}
+  FROM (SELECT 1) AS one
+  LEFT JOIN {p}lock_idents li ON li.kind = ?3 AND li.ns = ?4 AND li.name = ?5
+ WHERE li.kind IS NULL OR (li.n_p = 0 AND li.n_w = 0 AND (?6 = 'R' OR li.n_r = 0))
+RETURNING id, token;
+
+-- name: fast_release_ns
+-- One autocommit statement: deletes the session's instances (the delete
+-- trigger adjusts the counters) and says, per instance, how many requests
+-- wait on its lock.
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND status = 'G' ORDER BY id DESC LIMIT ?4)
+RETURNING kind, ns, name,
+          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
+
+-- name: fast_release_name
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND name = ?5 AND status = 'G' ORDER BY id DESC LIMIT ?4)
+RETURNING kind, ns, name,
+          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
