@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "baton-cli-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "baton")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run executes the CLI and returns its exit status, stdout and stderr.
+func run(t *testing.T, dsn string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--dsn", dsn}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errb.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	t.Fatalf("run: %v", err)
+	return 0, "", ""
+}
+
+func client(t *testing.T, dsn string) (*baton.Client, *baton.Session) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := baton.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
+
+func expect(t *testing.T, code int, stderr string, wantCode int, word string) {
+	t.Helper()
+	if code != wantCode {
+		t.Fatalf("exit status %d, want %d (stderr %q)", code, wantCode, stderr)
+	}
+	if word != "" {
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], word) {
+			t.Fatalf("stderr %q: want one line naming %q", stderr, word)
+		}
+	}
+}
+
+func TestLockCommand(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		ctx := context.Background()
+		// CMD's status passes through; stdout is CMD's.
+		code, out, errs := run(t, dsn, "lock", "--write", "job", "--", "sh", "-c", "echo hi; exit 7")
+		expect(t, code, errs, 7, "")
+		if out != "hi\n" {
+			t.Fatalf("stdout %q", out)
+		}
+		_, s := client(t, dsn)
+		if _, err := s.Lock(ctx, "default", baton.Write, 0, "job"); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs = run(t, dsn, "lock", "--write", "job", "--", "true")
+		expect(t, code, errs, exitTimeout, "timeout")
+		code, _, errs = run(t, dsn, "lock", "--write", "--timeout", "100ms", "other", "job", "--", "true")
+		expect(t, code, errs, exitTimeout, "timeout")
+		// The failed call took nothing: "other" is free.
+		if _, err := s.Lock(ctx, "default", baton.Write, 0, "other"); err != nil {
+			t.Fatalf("failed CLI call left a lock: %v", err)
+		}
+		code, _, errs = run(t, dsn, "lock", "--write", "", "--", "true")
+		expect(t, code, errs, exitBadName, "name")
+		code, _, errs = run(t, dsn, "lock", "--ns", strings.Repeat("n", 65), "--write", "a", "--", "true")
+		expect(t, code, errs, exitBadName, "name")
+		for _, args := range [][]string{
+			{"lock", "--write", "--timeout", "soon", "a", "--", "true"},
+			{"lock", "--write", "a", "--"},
+			{"lock", "--write", "a"},
+			{"lock", "--read", "--write", "a", "--", "true"},
+			{"lock", "--bogus", "a", "--", "true"},
+		} {
+			code, _, errs = run(t, dsn, args...)
+			expect(t, code, errs, exitUsage, "")
+		}
+		code, _, errs = run(t, dsn, "lock", "--write", "a", "--", "/nonexistent/cmd")
+		expect(t, code, errs, 127, "not found")
+	})
+}
+
+func TestLockCommandDeadlock(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		c, s := client(t, dsn)
+		ctx := context.Background()
+		if _, err := s.Lock(ctx, "default", baton.Write, 0, "b"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var code int
+		var errs string
+		go func() {
+			defer close(done)
+			code, _, errs = run(t, dsn, "lock", "--read", "--timeout", "forever", "a", "b", "--", "true")
+		}()
+		// Wait until the CLI holds a and waits for b, then close the cycle.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			ls, _ := c.Locks(ctx)
+			pending := false
+			for _, l := range ls {
+				if l.Name == "b" && l.Status == "PENDING" {
+					pending = true
+				}
+			}
+			if pending {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("CLI never waited")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		got := make(chan error, 1)
+		go func() { _, err := s.Lock(ctx, "default", baton.Write, 20*time.Second, "a"); got <- err }()
+		<-done
+		expect(t, code, errs, exitDeadlock, "deadlock")
+		if err := <-got; err != nil {
+			t.Fatalf("the other session did not get its lock: %v", err)
+		}
+	})
+}
+
+func TestLockCommandLost(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		cmd := exec.Command(bin, "--dsn", dsn, "lock", "--write", "x", "--", "sh", "-c", "echo $BATON_SESSION; exec sleep 30")
+		out, _ := cmd.StdoutPipe()
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		id := strings.TrimSpace(line)
+		if id == "" {
+			t.Fatal("no session id")
+		}
+		d, err := baton.OpenDriver(context.Background(), dsn, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		tx, err := d.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.SessionDelete(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("wait: %v", err)
+		}
+		expect(t, ee.ExitCode(), errb.String(), exitLost, "lost")
+	})
+}
+
+func TestLocksJSON(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		_, s := client(t, dsn)
+		if _, err := s.Lock(context.Background(), "mon", baton.Read, 0, "x"); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := run(t, dsn, "locks", "--json")
+		expect(t, code, errs, 0, "")
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if len(rows) != 1 {
+			t.Fatalf("rows %v", rows)
+		}
+		for k, want := range map[string]string{"namespace": "mon", "name": "x", "mode": "SHARED", "status": "GRANTED", "session": s.ID()} {
+			if rows[0][k] != want {
+				t.Fatalf("%s = %v, want %v", k, rows[0][k], want)
+			}
+		}
+		for _, k := range []string{"owner", "since"} {
+			if rows[0][k] == "" || rows[0][k] == nil {
+				t.Fatalf("%s missing in %v", k, rows[0])
+			}
+		}
+		code, out, errs = run(t, dsn, "locks")
+		expect(t, code, errs, 0, "")
+		if !strings.Contains(out, "GRANTED") || !strings.Contains(out, "SHARED") {
+			t.Fatalf("table %q", out)
+		}
+	})
+}
+
+func TestBadDSN(t *testing.T) {
+	for dsn, want := range map[string]int{
+		"nonsense":                          exitUsage,
+		"postgres://nobody@127.0.0.1:1/x":   exitUnavailable,
+		"mysql://root@127.0.0.1:1/x":        exitUnavailable,
+		"sqlite:///nonexistent/dir/file.db": exitUnavailable,
+	} {
+		code, _, errs := run(t, dsn, "locks")
+		expect(t, code, errs, want, "")
+		if strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Fatalf("%s: stderr not one line: %q", dsn, errs)
+		}
+	}
+	code, _, errs := run(t, "sqlite::memory:", "migrate", "sideways")
+	expect(t, code, errs, exitUsage, "")
+}
+
+func TestMigrate(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	code, out, errs := run(t, dsn, "migrate", "status")
+	expect(t, code, errs, 0, "")
+	if !strings.Contains(out, "pending") {
+		t.Fatalf("status before: %q", out)
+	}
+	code, out, errs = run(t, dsn, "migrate")
+	expect(t, code, errs, 0, "")
+	if strings.Contains(out, "pending") || !strings.Contains(out, "applied") {
+		t.Fatalf("after: %q", out)
+	}
+}
