@@ -190,12 +190,7 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	}
 	// Slow path: decide under the identifier's row lock.
 	var req driver.Request
-	var w *waiter
 	err := c.inTx(ctx, func(tx driver.Tx) error {
-		if w != nil { // a retried transaction
-			c.removeWaiter(req.ID)
-			w = nil
-		}
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
 		if err != nil {
 			return err
@@ -220,24 +215,20 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 		}
 		rows = append(rows, req)
 		state.Readers, state.Writers, state.Waiting = lockcore.Counts(rows)
-		if err := tx.LockIdentUpdate(ctx, state); err != nil {
-			return err
-		}
-		if req.Status == driver.StatusPending {
-			w = c.addWaiter(req.ID, s.id)
-		}
-		return nil
+		return tx.LockIdentUpdate(ctx, state)
 	})
 	if err != nil {
-		if w != nil {
-			c.removeWaiter(req.ID)
-		}
 		return driver.Request{}, s.failure(ctx, err)
 	}
 	if req.Status == driver.StatusGranted {
 		return req, nil
 	}
-	// Waiting: this request may have closed a cycle.
+	// Waiting. The waiter is registered only now that the request is
+	// committed (a status check on another connection must find it); a
+	// grant that came in between is caught by the check this wake runs.
+	w := c.addWaiter(req.ID, s.id)
+	c.wake()
+	// This request may have closed a cycle.
 	_ = c.detectDeadlocks(ctx)
 	select {
 	case r := <-w.ch:

@@ -48,7 +48,13 @@ type Driver struct {
 	memory   bool
 	migrator *sqldriver.Migrator
 	hub      *hub
-	waiting  sync.Map // clientID -> *atomic.Bool
+	waiting  sync.Map // clientID -> *listenState
+}
+
+// listenState is what SetWaiting changes for one client's poller.
+type listenState struct {
+	waiting atomic.Bool
+	poke    chan struct{} // cuts an idle sleep short when a waiter appears
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -178,7 +184,13 @@ func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus,
 // SetWaiting implements driver.Driver.
 func (d *Driver) SetWaiting(clientID string, waiting bool) {
 	if v, ok := d.waiting.Load(clientID); ok {
-		v.(*atomic.Bool).Store(waiting)
+		st := v.(*listenState)
+		if !st.waiting.Swap(waiting) && waiting {
+			select {
+			case st.poke <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
@@ -186,8 +198,8 @@ func (d *Driver) SetWaiting(clientID string, waiting bool) {
 // a data_version check on a connection of its own for other processes'
 // commits.
 func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (func(), error) {
-	flag := &atomic.Bool{}
-	d.waiting.Store(clientID, flag)
+	st := &listenState{poke: make(chan struct{}, 1)}
+	d.waiting.Store(clientID, st)
 	d.hub.add(clientID, wake)
 	stopHub := func() { d.hub.remove(clientID); d.waiting.Delete(clientID) }
 	if d.memory {
@@ -209,13 +221,17 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), inter
 		last2 := time.Now()
 		for {
 			wait := interval
-			if flag.Load() {
+			if st.waiting.Load() {
 				wait = time.Millisecond
 			}
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-time.After(wait):
+			case <-st.poke:
+				t.Stop()
+			case <-t.C:
 			}
 			var v int64
 			if err := pdb.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {

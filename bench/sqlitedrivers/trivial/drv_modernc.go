@@ -1,0 +1,7 @@
+//go:build modernc
+
+package main
+
+import _ "modernc.org/sqlite"
+
+const drvName = "sqlite"

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton/internal/bench"
+)
+
+func init() { extraCommands = append(extraCommands, benchCmd) }
+
+func benchCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure baton against the database's own primitives",
+		Long: `Measure baton on a backend, side by side with the database's native
+primitive in the same run, in a scratch database that is dropped afterwards.
+See docs/benchmarks.md for the cases and published figures.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(benchLocksCmd(g), benchChildCmd(g))
+	return cmd
+}
+
+func benchLocksCmd(g *globals) *cobra.Command {
+	var backend string
+	var asJSON bool
+	var duration time.Duration
+	cmd := &cobra.Command{
+		Use:   "locks [--backend sqlite|postgres|mysql] [--json] [--duration D]",
+		Short: "Benchmark locks: uncontended pairs, hand-off, contention, deadlock detection",
+		Long: `Benchmark baton's locks on one backend, in a scratch database (a temporary
+SQLite file, a new PostgreSQL schema, a new MySQL/MariaDB database) dropped at
+the end.
+
+Cases:
+  lock_pair        uncontended Lock(write, timeout 0) + Release; ops/s = pairs/s
+                   baseline: pg_advisory_lock/unlock, GET_LOCK(name,0)/RELEASE_LOCK
+  handoff          latency from the holder's Release to the waiter's Lock
+                   returning (two clients); baseline: the native blocking lock
+  handoff_process  the same with the waiter in a child process (SQLite and
+                   MySQL wake clients of one process directly: this is their
+                   figure for separate processes); baseline as for handoff
+  contend8         8 sessions on 2 clients loop Lock(write, forever)+Release;
+                   ops/s = acquisitions/s; baseline: the native lock on 8
+                   connections
+  deadlock_detect  latency from the request that closes a 2-cycle to its
+                   deadlock error
+
+ratio is ops/s ÷ baseline ops/s for lock_pair and contend8 (above 1: faster
+than native) and p50 ÷ baseline p50 for handoff and handoff_process (above 1: slower than
+native).
+
+The server: --backend sqlite (the default) uses a temporary file; postgres uses
+$BATON_TEST_POSTGRES or postgres://postgres@127.0.0.1:5432/test; mysql uses
+$BATON_TEST_MYSQL or mysql://root@127.0.0.1:3306/test. An explicit --dsn names
+the server instead (the scratch schema or database is created inside it; for
+sqlite the scratch file goes next to the named file).`,
+		Example: `  baton bench locks
+  baton bench locks --backend postgres --json
+  baton --dsn postgres://bench@db.internal:5432/app bench locks --duration 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if backend != "" && !slices.Contains(bench.Backends, backend) {
+				return usageErr("bench locks: unknown --backend %q (use sqlite, postgres or mysql)", backend)
+			}
+			if duration <= 0 {
+				return usageErr("bench locks: --duration %v must be positive", duration)
+			}
+			server := ""
+			if cmd.Flags().Changed("dsn") {
+				b, err := bench.BackendOf(g.dsn)
+				if err != nil {
+					return usageErr("bench locks: --dsn: %v", err)
+				}
+				if backend != "" && backend != b {
+					return usageErr("bench locks: --backend %s does not match --dsn, which names a %s server", backend, b)
+				}
+				if err := bench.CheckServer(b, g.dsn); err != nil {
+					return usageErr("bench locks: --dsn: %v", err)
+				}
+				backend, server = b, g.dsn
+			}
+			if backend == "" {
+				backend = "sqlite"
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench: cannot find this program to run the child process: %w", err)
+			}
+			cfg := bench.Config{
+				Backend:  backend,
+				Server:   server,
+				Duration: duration,
+				Child: func(dsn string) *exec.Cmd {
+					return exec.Command(exe, "--dsn", dsn, "bench", "child")
+				},
+			}
+			var sp *spinner
+			if !asJSON && isTerminal(os.Stderr) {
+				sp = startSpinner(os.Stderr, backend)
+				cfg.Progress = sp.set
+			}
+			recs, runErr := bench.Run(cmd.Context(), cfg)
+			if sp != nil {
+				sp.stop()
+			}
+			if cmd.Context().Err() != nil {
+				// Figures cut short by an interrupt are not figures.
+				return &cliError{code: 130, msg: "bench locks: interrupted"}
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				for _, r := range recs {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+			} else if len(recs) > 0 {
+				if err := printBenchTable(os.Stdout, recs); err != nil {
+					return err
+				}
+			}
+			return runErr
+		},
+	}
+	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
+	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "roughly how long each case runs")
+	return cmd
+}
+
+// benchChildCmd is the waiter process of the handoff_process case; the
+// parent runs this program again with it and talks over stdin and stdout.
+func benchChildCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:    "child",
+		Short:  "Waiter process of the cross-process hand-off benchmark (internal)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.ServeChild(cmd.Context(), g.dsn, os.Stdin, os.Stdout)
+		},
+	}
+}
+
+func printBenchTable(w io.Writer, recs []bench.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S\tBASE P50 µs\tRATIO")
+	num := func(v float64, prec int) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.*f", prec, v)
+	}
+	for _, r := range recs {
+		base := r.Baseline
+		if base == "" {
+			base = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Backend, r.Ops,
+			num(r.OpsPerSec, 0), num(r.P50us, 0), num(r.P99us, 0), base,
+			num(r.BaselineOpsPerSec, 0), num(r.BaselineP50us, 0), num(r.Ratio, 2))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "ratio: lock_pair, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process = p50 ÷ baseline p50 (above 1 is slower)")
+	return err
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// spinner shows the running case on one line of a terminal.
+type spinner struct {
+	w       io.Writer
+	backend string
+	mu      sync.Mutex
+	name    string
+	since   time.Time
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+func startSpinner(w io.Writer, backend string) *spinner {
+	s := &spinner{w: w, backend: backend, name: "preparing", since: time.Now(),
+		quit: make(chan struct{}), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+func (s *spinner) set(name string) {
+	s.mu.Lock()
+	s.name, s.since = name, time.Now()
+	s.mu.Unlock()
+}
+
+func (s *spinner) run() {
+	defer close(s.done)
+	frames := []string{"|", "/", "-", `\`}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		s.mu.Lock()
+		line := fmt.Sprintf("%s bench %s: %s %.1fs", frames[i%len(frames)], s.backend, s.name, time.Since(s.since).Seconds())
+		s.mu.Unlock()
+		fmt.Fprint(s.w, "\r\x1b[K"+line)
+		select {
+		case <-s.quit:
+			fmt.Fprint(s.w, "\r\x1b[K")
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *spinner) stop() {
+	close(s.quit)
+	<-s.done
+}

@@ -1,0 +1,287 @@
+// Package bench measures baton's locks against the database's own locking
+// primitive, side by side in the same run, and returns the figures as
+// records. `baton bench locks` prints them; docs/benchmarks.md explains
+// every case.
+//
+// Each run works in a scratch database of its own (a temporary file on
+// SQLite, a new schema on PostgreSQL, a new database on MySQL/MariaDB) that
+// is dropped at the end, so it never touches an application's data and
+// several runs can share a server.
+//
+// The cases:
+//
+//   - lock_pair: uncontended Lock(write, timeout 0) + Release on one
+//     session and one name; ops_per_sec is pairs per second and the
+//     latencies are per pair. Baseline: pg_advisory_lock + pg_advisory_unlock
+//     (PostgreSQL), GET_LOCK(name, 0) + RELEASE_LOCK (MySQL/MariaDB), each on
+//     one dedicated connection. ratio = baton ops/s ÷ baseline ops/s.
+//   - handoff: one client holds a write lock, a second client waits for it
+//     with no timeout; the latency runs from the holder's call to Release to
+//     the moment the waiter's Lock returns. Baseline: the same with the
+//     native blocking lock on two connections. ratio = baton p50 ÷ baseline
+//     p50, so above 1 means slower than native.
+//   - handoff_process: handoff with the waiter in a child process
+//     (Config.Child), timed with the wall clock of both processes. SQLite
+//     and MySQL wake clients of the same process directly, so this is their
+//     figure for separate processes. Its baseline is the one the handoff
+//     case measured.
+//   - contend8: 8 sessions over 2 clients loop Lock(write, forever) +
+//     Release on one name; ops_per_sec is acquisitions per second, the
+//     latencies are wait + hold per acquisition. Baseline: the native
+//     blocking lock looped on 8 connections; ratio as for lock_pair.
+//   - deadlock_detect: two sessions form a 2-cycle; the latency runs from
+//     the call that closes the cycle (a read request) to its ErrDeadlock.
+//
+// For the latency cases (handoff, handoff_process, deadlock_detect)
+// ops_per_sec is 1 ÷ the mean measured latency.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/batonhq/baton"
+)
+
+// Record is the result of one benchmark case on one backend. Baseline
+// fields are empty when the case has no native counterpart on the backend.
+type Record struct {
+	// Name is the case: lock_pair, handoff, handoff_process, contend8 or
+	// deadlock_detect.
+	Name string `json:"name"`
+	// Backend is sqlite, postgres or mysql.
+	Backend string `json:"backend"`
+	// Ops is how many operations (pairs, hand-offs, acquisitions, detected
+	// deadlocks) were measured.
+	Ops int `json:"ops"`
+	// OpsPerSec is the throughput; for latency cases 1 ÷ mean latency.
+	OpsPerSec float64 `json:"ops_per_sec"`
+	// P50us and P99us are latency percentiles in microseconds.
+	P50us float64 `json:"p50_us"`
+	P99us float64 `json:"p99_us"`
+	// Baseline names the native primitive measured in the same run.
+	Baseline string `json:"baseline,omitempty"`
+	// BaselineOpsPerSec and BaselineP50us are the baseline's figures.
+	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec,omitempty"`
+	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
+	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
+	// throughput cases (lock_pair, contend8: above 1 is faster), p50 ÷
+	// baseline p50 for latency cases (handoff, handoff_process: above 1
+	// is slower).
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// Case names, in the order Run runs them.
+const (
+	CaseLockPair       = "lock_pair"
+	CaseHandoff        = "handoff"
+	CaseHandoffProcess = "handoff_process"
+	CaseContend8       = "contend8"
+	CaseDeadlockDetect = "deadlock_detect"
+)
+
+// Cases lists every case name in run order.
+var Cases = []string{CaseLockPair, CaseHandoff, CaseHandoffProcess, CaseContend8, CaseDeadlockDetect}
+
+// Backends lists the backend names Run accepts.
+var Backends = []string{"sqlite", "postgres", "mysql"}
+
+// Config says what to measure and where.
+type Config struct {
+	// Backend is sqlite, postgres or mysql.
+	Backend string
+	// Server is the DSN of the server the scratch database is created in
+	// (postgres:// or mysql://). For sqlite it is optional: a file DSN
+	// whose directory receives the scratch file (default: the system's
+	// temporary directory). Nothing outside the scratch file, schema or
+	// database is written; the baselines take only session-level locks.
+	Server string
+	// Duration is roughly how long each case runs (default 3s): lock_pair,
+	// handoff and contend8 give half to baton and half to the baseline
+	// (all of it to baton where there is none), and the round-based cases
+	// stop early when they reach their share.
+	Duration time.Duration
+	// Only, when not empty, restricts the run to these case names.
+	Only []string
+	// Progress, when set, is called with a case's name as it starts.
+	Progress func(caseName string)
+	// Child returns a command that runs ServeChild in another process with
+	// the given baton DSN on its stdin and stdout. Without it the
+	// handoff_process case is skipped.
+	Child func(dsn string) *exec.Cmd
+}
+
+const (
+	// handoffRounds and deadlockRounds are the rounds the round-based
+	// cases aim for; they stop earlier at Config.Duration.
+	handoffRounds  = 200
+	deadlockRounds = 30
+	// minRounds are always run, whatever the duration, so that a slow
+	// path still yields percentiles.
+	minRounds = 5
+	// settle is how long a round lets a waiter that is visibly queued
+	// reach its blocking wait before the holder releases.
+	settle = 3 * time.Millisecond
+	// ns is the lock namespace every baton case uses.
+	ns = "bench"
+)
+
+// Run runs the cases on the backend and returns their records. Cases that
+// fail are reported in the error (all failures joined) and leave no record;
+// the others still return theirs. A baseline that fails leaves its record
+// without baseline figures.
+func Run(ctx context.Context, cfg Config) ([]Record, error) {
+	if !slices.Contains(Backends, cfg.Backend) {
+		return nil, fmt.Errorf("bench: unknown backend %q (use sqlite, postgres or mysql)", cfg.Backend)
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	for _, c := range cfg.Only {
+		if !slices.Contains(Cases, c) {
+			return nil, fmt.Errorf("bench: unknown case %q", c)
+		}
+	}
+	sc, err := newScratch(ctx, cfg.Backend, cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.drop()
+
+	// Open once up front: a backend that cannot start fails the run with
+	// one error instead of one per case, and migrations are not timed.
+	probe, err := baton.Open(ctx, sc.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bench: open baton on the %s scratch database: %w", cfg.Backend, err)
+	}
+	_ = probe.Close()
+
+	r := &runner{cfg: cfg, sc: sc}
+	var out []Record
+	var errs []error
+	for _, name := range Cases {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, name) {
+			continue
+		}
+		fn := r.caseFunc(name)
+		if fn == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			if len(errs) == 0 {
+				errs = append(errs, err)
+			}
+			break
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(name)
+		}
+		rec, err := fn(ctx)
+		if rec != nil {
+			out = append(out, *rec)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s on %s: %w", name, cfg.Backend, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+type runner struct {
+	cfg Config
+	sc  *scratch
+	// nativeHandoff is the baseline measured by the handoff case, which
+	// handoff_process reuses.
+	nativeHandoff *stats
+}
+
+// caseFunc returns the function of a case, or nil when the case does not
+// apply to the backend.
+func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
+	switch name {
+	case CaseLockPair:
+		return r.lockPair
+	case CaseHandoff:
+		return r.handoff
+	case CaseHandoffProcess:
+		if r.cfg.Child == nil {
+			return nil
+		}
+		return r.handoffProcess
+	case CaseContend8:
+		return r.contend8
+	case CaseDeadlockDetect:
+		return r.deadlockDetect
+	}
+	return nil
+}
+
+// stats summarises latency samples.
+type stats struct {
+	n        int
+	p50, p99 float64 // µs
+	mean     float64 // µs
+}
+
+func summarize(d []time.Duration) stats {
+	if len(d) == 0 {
+		return stats{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, v := range s {
+		sum += v
+	}
+	return stats{
+		n:    len(s),
+		p50:  us(percentile(s, 0.50)),
+		p99:  us(percentile(s, 0.99)),
+		mean: us(sum) / float64(len(s)),
+	}
+}
+
+// percentile returns the nearest-rank percentile of sorted samples.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// round keeps figures readable in JSON: 3 significant decimals.
+func round(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	return math.Round(v*1000) / 1000
+}
+
+// latencyRecord builds the record of a latency case.
+func latencyRecord(name, backend string, st stats) *Record {
+	rec := &Record{Name: name, Backend: backend, Ops: st.n, P50us: round(st.p50), P99us: round(st.p99)}
+	if st.mean > 0 {
+		rec.OpsPerSec = round(1e6 / st.mean)
+	}
+	return rec
+}
+
+// withLatencyBaseline adds a latency baseline: ratio = p50 ÷ baseline p50.
+func (rec *Record) withLatencyBaseline(name string, st stats) {
+	rec.Baseline = name
+	rec.BaselineP50us = round(st.p50)
+	if st.mean > 0 {
+		rec.BaselineOpsPerSec = round(1e6 / st.mean)
+	}
+	if st.p50 > 0 {
+		rec.Ratio = round(rec.P50us / st.p50)
+	}
+}

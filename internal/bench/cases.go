@@ -1,0 +1,527 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton"
+)
+
+// openClients opens n baton clients on the scratch database, each as a
+// separate process would; closeAll closes them all and may be called again.
+func (r *runner) openClients(ctx context.Context, n int) (cs []*baton.Client, closeAll func(), err error) {
+	closeAll = func() {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	}
+	for range n {
+		c, err := baton.Open(ctx, r.sc.dsn, baton.Options{Name: "baton-bench"})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("open client: %w", err)
+		}
+		cs = append(cs, c)
+	}
+	return cs, closeAll, nil
+}
+
+// share is the time one side of a case runs: half the duration when the
+// backend has a baseline, all of it otherwise.
+func (r *runner) share() time.Duration {
+	if r.cfg.Backend == "sqlite" {
+		return r.cfg.Duration
+	}
+	return r.cfg.Duration / 2
+}
+
+// lockPair measures uncontended Lock(write, 0) + Release pairs, then the
+// native pair on the same server.
+func (r *runner) lockPair(ctx context.Context) (*Record, error) {
+	cs, closeAll, err := r.openClients(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	s, err := cs[0].NewSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pair := func() error {
+		if _, err := s.Lock(ctx, ns, baton.Write, 0, "pair"); err != nil {
+			return err
+		}
+		n, err := s.Release(ctx, ns)
+		if err == nil && n != 1 {
+			err = fmt.Errorf("release released %d instances, want 1", n)
+		}
+		return err
+	}
+	lat, elapsed, err := loop(r.share(), pair)
+	if err != nil {
+		return nil, err
+	}
+	st := summarize(lat)
+	rec := &Record{Name: CaseLockPair, Backend: r.cfg.Backend, Ops: st.n,
+		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	closeAll() // its heartbeat and listener stay out of the baseline
+
+	nat := r.native()
+	if nat == nil {
+		return rec, nil
+	}
+	defer nat.close()
+	conn, err := nat.open(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	defer conn.close()
+	nlat, nelapsed, err := loop(r.share(), func() error {
+		if err := conn.lock(ctx, false); err != nil {
+			return err
+		}
+		return conn.unlock(ctx)
+	})
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	nst := summarize(nlat)
+	rec.Baseline = nat.name()
+	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
+	rec.BaselineP50us = round(nst.p50)
+	if rec.BaselineOpsPerSec > 0 {
+		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
+	}
+	return rec, nil
+}
+
+// loop warms op up, then runs it for d and returns the latency of each
+// call and the time the measured calls took in all.
+func loop(d time.Duration, op func() error) ([]time.Duration, time.Duration, error) {
+	for range 50 {
+		if err := op(); err != nil {
+			return nil, 0, err
+		}
+	}
+	lat := make([]time.Duration, 0, 1<<14)
+	start := time.Now()
+	end := start.Add(d)
+	for {
+		t0 := time.Now()
+		if !t0.Before(end) {
+			break
+		}
+		if err := op(); err != nil {
+			return nil, 0, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return lat, time.Since(start), nil
+}
+
+// handoffSide is one implementation of the hand-off: a holder and a
+// waiter that take turns on one lock.
+type handoffSide struct {
+	// hold takes the lock for the holder; nobody else holds it.
+	hold func(ctx context.Context) error
+	// wait starts the waiter's blocking acquisition and returns at once;
+	// the channel delivers when the waiter got the lock (the waiter's own
+	// clock reading) or its error.
+	wait func(ctx context.Context) <-chan acquired
+	// waiting reports whether the waiter is visibly queued behind the
+	// holder.
+	waiting func(ctx context.Context) (bool, error)
+	// release releases the holder's lock: the timed call.
+	release func(ctx context.Context) error
+	// waiterRelease releases the waiter's lock after the round.
+	waiterRelease func(ctx context.Context) error
+}
+
+type acquired struct {
+	at  time.Time
+	err error
+}
+
+// runHandoff measures hand-offs until handoffRounds or the duration (at
+// least minRounds).
+func runHandoff(ctx context.Context, d time.Duration, h handoffSide) ([]time.Duration, error) {
+	if err := h.hold(ctx); err != nil {
+		return nil, fmt.Errorf("holder: %w", err)
+	}
+	var lat []time.Duration
+	start := time.Now()
+	for len(lat) < handoffRounds && (len(lat) < minRounds || time.Since(start) < d) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		got := h.wait(ctx)
+		if err := waitUntil(ctx, h.waiting, got); err != nil {
+			return nil, fmt.Errorf("waiter: %w", err)
+		}
+		time.Sleep(settle)
+		t0 := time.Now()
+		if err := h.release(ctx); err != nil {
+			return nil, fmt.Errorf("holder release: %w", err)
+		}
+		var a acquired
+		select {
+		case a = <-got:
+		case <-time.After(30 * time.Second):
+			return nil, errors.New("waiter did not get the lock within 30s of its release")
+		}
+		if a.err != nil {
+			return nil, fmt.Errorf("waiter: %w", a.err)
+		}
+		lat = append(lat, a.at.Sub(t0))
+		if err := h.waiterRelease(ctx); err != nil {
+			return nil, fmt.Errorf("waiter release: %w", err)
+		}
+		if err := h.hold(ctx); err != nil {
+			return nil, fmt.Errorf("holder: %w", err)
+		}
+	}
+	return lat, h.release(ctx)
+}
+
+// waitUntil polls cond until it holds, for at most 10s; a result arriving
+// on early means the waiter did not wait at all, which is an error.
+func waitUntil(ctx context.Context, cond func(context.Context) (bool, error), early <-chan acquired) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case a := <-early:
+			if a.err != nil {
+				return a.err
+			}
+			return errors.New("got the lock while another session held it")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Microsecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not seen waiting within 10s")
+		}
+	}
+}
+
+// pendingIn reports whether the session has a waiting request, as the
+// monitoring view shows it.
+func pendingIn(ctx context.Context, c *baton.Client, sessionID string) (bool, error) {
+	ls, err := c.Locks(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range ls {
+		if l.Session == sessionID && l.Status == "PENDING" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// batonHandoff is the hand-off between two sessions of two clients.
+func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name string) handoffSide {
+	return handoffSide{
+		hold: func(ctx context.Context) error {
+			_, err := holder.Lock(ctx, ns, baton.Write, 0, name)
+			return err
+		},
+		wait: func(ctx context.Context) <-chan acquired {
+			ch := make(chan acquired, 1)
+			go func() {
+				_, err := waiter.Lock(ctx, ns, baton.Write, baton.Forever, name)
+				ch <- acquired{at: time.Now(), err: err}
+			}()
+			return ch
+		},
+		waiting: func(ctx context.Context) (bool, error) { return pendingIn(ctx, holderC, waiter.ID()) },
+		release: func(ctx context.Context) error {
+			_, err := holder.Release(ctx, ns)
+			return err
+		},
+		waiterRelease: func(ctx context.Context) error {
+			_, err := waiter.Release(ctx, ns)
+			return err
+		},
+	}
+}
+
+// handoff measures the hand-off between two clients of one process, then
+// the native one.
+func (r *runner) handoff(ctx context.Context) (*Record, error) {
+	cs, closeAll, err := r.openClients(ctx, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	a, err := cs[0].NewSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cs[1].NewSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lat, err := runHandoff(ctx, r.share(), batonHandoff(cs[0], a, b, "handoff"))
+	if err != nil {
+		return nil, err
+	}
+	rec := latencyRecord(CaseHandoff, r.cfg.Backend, summarize(lat))
+	closeAll()
+
+	nat := r.native()
+	if nat == nil {
+		return rec, nil
+	}
+	defer nat.close()
+	nlat, err := nativeHandoff(ctx, nat, r.share())
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	nst := summarize(nlat)
+	r.nativeHandoff = &nst
+	rec.withLatencyBaseline(nat.name(), nst)
+	return rec, nil
+}
+
+// nativeHandoff runs the hand-off with the native lock on two dedicated
+// connections.
+func nativeHandoff(ctx context.Context, nat nativeLock, d time.Duration) ([]time.Duration, error) {
+	holder, err := nat.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer holder.close()
+	waiter, err := nat.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer waiter.close()
+	return runHandoff(ctx, d, handoffSide{
+		hold: func(ctx context.Context) error { return holder.lock(ctx, false) },
+		wait: func(ctx context.Context) <-chan acquired {
+			ch := make(chan acquired, 1)
+			go func() {
+				err := waiter.lock(ctx, true)
+				ch <- acquired{at: time.Now(), err: err}
+			}()
+			return ch
+		},
+		waiting:       func(ctx context.Context) (bool, error) { return nat.waiting(ctx, waiter) },
+		release:       holder.unlock,
+		waiterRelease: waiter.unlock,
+	})
+}
+
+// contend8 runs 8 sessions over 2 clients that loop Lock(write, forever) +
+// Release on one name, then the same with the native lock on 8
+// connections. With a baseline each side gets half the duration.
+func (r *runner) contend8(ctx context.Context) (*Record, error) {
+	const workers = 8
+	nat := r.native()
+	if nat != nil {
+		defer nat.close()
+	}
+	d := r.share()
+	cs, closeAll, err := r.openClients(ctx, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	ss := make([]*baton.Session, workers)
+	for i := range ss {
+		if ss[i], err = cs[i%2].NewSession(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// A bound for a waiter stuck at the end; never reached when the lock
+	// is handed on.
+	wctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	lat, elapsed, err := contend(d, workers, func(i int) error {
+		if _, err := ss[i].Lock(wctx, ns, baton.Write, baton.Forever, "contend"); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if _, err := ss[i].Release(wctx, ns); err != nil {
+			return fmt.Errorf("release: %w", err)
+		}
+		return nil
+	})
+	closeAll()
+	if err != nil {
+		return nil, err
+	}
+	st := summarize(lat)
+	rec := &Record{Name: CaseContend8, Backend: r.cfg.Backend, Ops: st.n,
+		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	if nat == nil {
+		return rec, nil
+	}
+	conns := make([]nativeConn, workers)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.close()
+			}
+		}
+	}()
+	for i := range conns {
+		if conns[i], err = nat.open(ctx); err != nil {
+			return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+		}
+	}
+	nlat, nelapsed, err := contend(d, workers, func(i int) error {
+		if err := conns[i].lock(wctx, true); err != nil {
+			return err
+		}
+		return conns[i].unlock(wctx)
+	})
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	nst := summarize(nlat)
+	rec.Baseline = nat.name()
+	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
+	rec.BaselineP50us = round(nst.p50)
+	if rec.BaselineOpsPerSec > 0 {
+		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
+	}
+	return rec, nil
+}
+
+// contend runs op(i) in a loop on workers goroutines for d and returns the
+// latency of every call and the time until the last worker stopped.
+func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duration, time.Duration, error) {
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		errs []error
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	end := start.Add(d)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			var err error
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				if err = op(i); err != nil {
+					break
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start), errors.Join(errs...)
+}
+
+// deadlockDetect forms a 2-cycle between sessions of two clients and times
+// the request that closes it until its ErrDeadlock.
+func (r *runner) deadlockDetect(ctx context.Context) (*Record, error) {
+	cs, closeAll, err := r.openClients(ctx, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	s1, err := cs[0].NewSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s2, err := cs[1].NewSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var lat []time.Duration
+	start := time.Now()
+	for len(lat) < deadlockRounds && (len(lat) < minRounds || time.Since(start) < r.cfg.Duration) {
+		d, err := deadlockRound(ctx, cs[0], s1, s2)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", len(lat)+1, err)
+		}
+		lat = append(lat, d)
+	}
+	return latencyRecord(CaseDeadlockDetect, r.cfg.Backend, summarize(lat)), nil
+}
+
+func deadlockRound(ctx context.Context, c1 *baton.Client, s1, s2 *baton.Session) (time.Duration, error) {
+	if _, err := s1.Lock(ctx, ns, baton.Write, 0, "a"); err != nil {
+		return 0, fmt.Errorf("s1 lock a: %w", err)
+	}
+	if _, err := s2.Lock(ctx, ns, baton.Write, 0, "b"); err != nil {
+		return 0, fmt.Errorf("s2 lock b: %w", err)
+	}
+	// Bounds for a detector that never fires.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got1 := make(chan acquired, 1)
+	go func() {
+		_, err := s1.Lock(rctx, ns, baton.Write, baton.Forever, "b")
+		got1 <- acquired{at: time.Now(), err: err}
+	}()
+	cleanup := func() {
+		_, _ = s2.Release(ctx, ns)
+		select {
+		case <-got1:
+		case <-time.After(10 * time.Second):
+		}
+		_, _ = s1.Release(ctx, ns)
+	}
+	if err := waitUntil(ctx, func(ctx context.Context) (bool, error) { return pendingIn(ctx, c1, s1.ID()) }, got1); err != nil {
+		cleanup()
+		return 0, fmt.Errorf("s1 waiting for b: %w", err)
+	}
+	time.Sleep(settle)
+	t0 := time.Now()
+	_, err := s2.Lock(rctx, ns, baton.Read, baton.Forever, "a")
+	d := time.Since(t0)
+	if !errors.Is(err, baton.ErrDeadlock) {
+		cleanup()
+		select {
+		case a := <-got1:
+			if errors.Is(a.err, baton.ErrDeadlock) {
+				return 0, fmt.Errorf("the write waiter was chosen as the deadlock victim, not the read request that closed the cycle (read request: %v)", err)
+			}
+		default:
+		}
+		if err == nil {
+			return 0, errors.New("s2 got read lock a while s1 held it for write")
+		}
+		return 0, fmt.Errorf("s2 read a: got %v after %v, want ErrDeadlock", err, d.Round(time.Millisecond))
+	}
+	// s2 gives b up: s1 gets it, then releases both.
+	if _, err := s2.Release(ctx, ns); err != nil {
+		return 0, fmt.Errorf("s2 release: %w", err)
+	}
+	select {
+	case a := <-got1:
+		if a.err != nil {
+			return 0, fmt.Errorf("s1 lock b after the victim released it: %w", a.err)
+		}
+	case <-time.After(10 * time.Second):
+		return 0, errors.New("s1 did not get b within 10s of its release")
+	}
+	if _, err := s1.Release(ctx, ns); err != nil {
+		return 0, fmt.Errorf("s1 release: %w", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// nativeLock is a database's own connection-bound lock, the baseline baton
+// is compared with. Every connection it opens works on the same lock, a
+// key of its own so that concurrent runs on one server do not meet.
+type nativeLock interface {
+	name() string
+	// open opens a dedicated connection.
+	open(ctx context.Context) (nativeConn, error)
+	// waiting reports whether c is blocked waiting for the lock.
+	waiting(ctx context.Context, c nativeConn) (bool, error)
+	close()
+}
+
+type nativeConn interface {
+	// lock takes the lock; block says whether to wait for it (otherwise
+	// it must be free).
+	lock(ctx context.Context, block bool) error
+	unlock(ctx context.Context) error
+	close()
+}
+
+// native returns the backend's baseline, or nil when it has none.
+func (r *runner) native() nativeLock {
+	switch r.cfg.Backend {
+	case "postgres":
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return &pgAdvisory{server: r.sc.server, key: int64(binary.BigEndian.Uint64(b[:]) >> 1)}
+	case "mysql":
+		return &getLock{server: r.sc.server, lockName: "baton_bench_" + randomSuffix()}
+	}
+	return nil
+}
+
+// ---- PostgreSQL: pg_advisory_lock ----
+
+type pgAdvisory struct {
+	server string
+	key    int64
+	admin  *pgx.Conn
+}
+
+func (p *pgAdvisory) name() string { return "pg_advisory_lock" }
+
+func (p *pgAdvisory) open(ctx context.Context) (nativeConn, error) {
+	c, err := pgx.Connect(ctx, p.server)
+	if err != nil {
+		return nil, err
+	}
+	return &pgConn{c: c, key: p.key}, nil
+}
+
+func (p *pgAdvisory) waiting(ctx context.Context, c nativeConn) (bool, error) {
+	if p.admin == nil {
+		a, err := pgx.Connect(ctx, p.server)
+		if err != nil {
+			return false, err
+		}
+		p.admin = a
+	}
+	var w bool
+	err := p.admin.QueryRow(ctx,
+		"SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted)",
+		c.(*pgConn).c.PgConn().PID()).Scan(&w)
+	return w, err
+}
+
+func (p *pgAdvisory) close() {
+	if p.admin != nil {
+		_ = p.admin.Close(context.Background())
+	}
+}
+
+type pgConn struct {
+	c   *pgx.Conn
+	key int64
+}
+
+// lock always uses pg_advisory_lock: on a free key it returns at once.
+func (c *pgConn) lock(ctx context.Context, _ bool) error {
+	_, err := c.c.Exec(ctx, "SELECT pg_advisory_lock($1)", c.key)
+	return err
+}
+
+func (c *pgConn) unlock(ctx context.Context) error {
+	var ok bool
+	if err := c.c.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", c.key).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("pg_advisory_unlock: lock was not held")
+	}
+	return nil
+}
+
+func (c *pgConn) close() { _ = c.c.Close(context.Background()) }
+
+// ---- MySQL/MariaDB: GET_LOCK ----
+
+type getLock struct {
+	server   string
+	lockName string
+	db       *sql.DB
+}
+
+func (g *getLock) name() string { return "get_lock" }
+
+func (g *getLock) pool() (*sql.DB, error) {
+	if g.db != nil {
+		return g.db, nil
+	}
+	dsn, err := MySQLDriverDSN(g.server)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	g.db = db
+	return db, nil
+}
+
+func (g *getLock) open(ctx context.Context) (nativeConn, error) {
+	db, err := g.pool()
+	if err != nil {
+		return nil, err
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var id int64
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &myConn{c: c, id: id, lockName: g.lockName}, nil
+}
+
+func (g *getLock) waiting(ctx context.Context, c nativeConn) (bool, error) {
+	db, err := g.pool()
+	if err != nil {
+		return false, err
+	}
+	var n int
+	err = db.QueryRowContext(ctx,
+		"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
+		c.(*myConn).id).Scan(&n)
+	return n > 0, err
+}
+
+func (g *getLock) close() {
+	if g.db != nil {
+		_ = g.db.Close()
+	}
+}
+
+type myConn struct {
+	c        *sql.Conn
+	id       int64
+	lockName string
+}
+
+func (c *myConn) lock(ctx context.Context, block bool) error {
+	timeout := 0
+	if block {
+		timeout = 10
+	}
+	var got sql.NullInt64
+	if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", c.lockName, timeout).Scan(&got); err != nil {
+		return err
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("GET_LOCK(%q, %d) returned %v", c.lockName, timeout, got)
+	}
+	return nil
+}
+
+func (c *myConn) unlock(ctx context.Context) error {
+	var rel sql.NullInt64
+	if err := c.c.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", c.lockName).Scan(&rel); err != nil {
+		return err
+	}
+	if !rel.Valid || rel.Int64 != 1 {
+		return fmt.Errorf("RELEASE_LOCK(%q) returned %v", c.lockName, rel)
+	}
+	return nil
+}
+
+func (c *myConn) close() { _ = c.c.Close() }
