@@ -344,6 +344,7 @@ func (c *Client) heartbeatLoop() {
 	defer t.Stop()
 	lastOK := time.Now()
 	purge := time.Now()
+	tick := 0
 	for {
 		select {
 		case <-c.quit:
@@ -360,6 +361,9 @@ func (c *Client) heartbeatLoop() {
 			lastOK = start
 		}
 		_ = c.reap(ctx)
+		if tick++; tick%10 == 0 {
+			_ = c.sweepOrphans(ctx)
+		}
 		if time.Since(purge) > time.Minute {
 			purge = time.Now()
 			_ = c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
@@ -403,8 +407,23 @@ func (c *Client) renew(ctx context.Context) error {
 	c.mu.Unlock()
 	for _, s := range lost {
 		s.lose(fmt.Errorf("%w: its lease expired and another process freed its locks", ErrSessionLost))
+		// A statement of this session may have landed after the reaper
+		// removed it; such requests are ours to delete.
+		_ = c.endSession(ctx, s.id)
 	}
 	return nil
+}
+
+// sweepOrphans removes requests whose session no longer exists, whatever
+// process they came from, and grants what that frees.
+func (c *Client) sweepOrphans(ctx context.Context) error {
+	return c.inTx(ctx, func(tx driver.Tx) error {
+		rs, err := tx.LockRequestListOrphans(ctx, 100)
+		if err != nil || len(rs) == 0 {
+			return err
+		}
+		return c.removeRequests(ctx, tx, rs)
+	})
 }
 
 func (c *Client) loseAll(err error) {

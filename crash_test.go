@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -263,6 +264,48 @@ func TestSessionLostWhenReaped(t *testing.T) {
 		}
 		if !errors.Is(s.Err(), baton.ErrSessionLost) {
 			t.Fatalf("Err() = %v", s.Err())
+		}
+	})
+}
+
+// TestOrphanedRequestSwept: a granted request whose session no longer exists
+// (a stalled session's statement that landed after it was reaped) is
+// removed, and the lock passes to a waiter.
+func TestOrphanedRequestSwept(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		c := openDSN(t, dsn, baton.Options{Lease: 600 * time.Millisecond})
+		ctx := ctxT(t)
+		d, err := baton.OpenDriver(ctx, dsn, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		tx, err := d.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := driver.Ident{Kind: driver.KindService, NS: "orphan", Name: "x"}
+		st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
+		if err == nil {
+			_, err = tx.LockRequestInsert(ctx, driver.Request{SessionID: "ghost", ClientID: "ghost", Ident: id,
+				Mode: driver.ModeWrite, Status: driver.StatusGranted, Token: st[0].Fence + 1})
+		}
+		if err == nil {
+			st[0].Fence, st[0].Writers = st[0].Fence+1, 1
+			err = tx.LockIdentUpdate(ctx, st[0])
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		_, err = s.Lock(ctx, "orphan", baton.Write, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		if _, err := s.Lock(ctx, "orphan", baton.Write, 20*time.Second, "x"); err != nil {
+			t.Fatalf("orphan never swept: %v", err)
 		}
 	})
 }

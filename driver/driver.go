@@ -210,6 +210,8 @@ type Tx interface {
 	// LockRequestListBySession lists a session's requests; kind < 0 means
 	// every kind and an empty ns every namespace.
 	LockRequestListBySession(ctx context.Context, sessionID string, kind int, ns string) ([]Request, error)
+	// LockRequestListOrphans lists requests whose session no longer exists.
+	LockRequestListOrphans(ctx context.Context, limit int) ([]Request, error)
 	// LockRequestListCall lists the requests of one call.
 	LockRequestListCall(ctx context.Context, sessionID string, callID int64) ([]Request, error)
 	// LockRequestInsert stores a request and returns its id.

@@ -1,10 +1,711 @@
+// Package mysql is baton's MySQL 8.0+ and MariaDB 10.6+ backend, on
+// database/sql with github.com/go-sql-driver/mysql.
+//
+// DSNs: mysql://user:password@host:port/database?option=value, or the same
+// with mariadb://. User and password are percent-decoded; the port defaults
+// to 3306. Options are go-sql-driver's (tls, timeout, readTimeout,
+// charset, ...) or session system variables (innodb_lock_wait_timeout=5,
+// time_zone=+00:00, ...), which are set on every connection.
+//
+// Every connection runs at READ COMMITTED, set once per connection through
+// the connection's system variables (tx_isolation on MariaDB before 11.1,
+// transaction_isolation elsewhere; the name is probed at Open). The
+// engine's named queries run as server-side prepared statements (see
+// sqldriver.DB.Prepare); other statements have their parameters
+// interpolated by go-sql-driver (one round trip instead of prepare,
+// execute and close) unless the DSN says interpolateParams=false.
+//
+// The uncontended fast paths (LockFastAcquire, LockFastRelease) run on a
+// second pool of autocommit=0 connections, where the first statement opens
+// the transaction: no START TRANSACTION round trip. On MariaDB the release
+// is a DELETE ... RETURNING; MySQL 8 has no RETURNING and selects first.
+//
+// Wake-ups: MySQL has no LISTEN/NOTIFY. Each client keeps one connection in
+// a statement that reads a sequence number and then SLEEPs for the poll
+// interval; a transaction that grants a lock to another client bumps that
+// client's sequence number and, after commit, interrupts the sleep with
+// KILL QUERY on the connection id the listener registered (see extra.sql
+// and listen.go). Clients of the same process are woken directly.
 package mysql
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	sqldrv "database/sql/driver"
+	"embed"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-func Open(ctx context.Context, dsn, prefix string) (driver.Driver, error) { return nil, errors.New("todo") }
+//go:embed queries.sql
+var queriesSQL string
+
+//go:embed extra.sql
+var extraSQL string
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Now is the database clock in microseconds since the Unix epoch. It counts
+// from UTC_TIMESTAMP so that the session's time zone (and its daylight
+// saving jumps) cannot move it; NOW(6) and UTC_TIMESTAMP(6) have
+// microsecond precision on MySQL 8 and MariaDB 10.x alike.
+const Now = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+
+// MySQL and MariaDB error numbers baton reacts to.
+const (
+	errLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
+	errLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
+	errUnknownSysVar   = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
+	errQueryInterrupt  = 1317 // ER_QUERY_INTERRUPTED
+)
+
+// Driver is the MySQL/MariaDB backend.
+type Driver struct {
+	*sqldriver.DB
+	addr     string
+	dbName   string
+	prefix   string
+	server   string // VERSION()
+	mariadb  bool
+	migrator *sqldriver.Migrator
+	wq       map[string]string // extra.sql
+
+	// fast is a second pool, of autocommit=0 connections, for the
+	// uncontended fast paths only: their first statement opens the
+	// transaction, which saves the START TRANSACTION round trip. Every
+	// use ends with COMMIT or ROLLBACK, or discards the connection, so no
+	// transaction is ever left open in the pool. Nothing else may use it.
+	fast *sql.DB
+
+	// serverStart is the server's start time on its own clock, in
+	// microseconds, minus a second of slack (0: unknown). A registered
+	// listener connection id older than that is from an earlier server
+	// run and must never be interrupted.
+	serverStart atomic.Int64
+
+	bgMu      sync.Mutex
+	bg        sync.WaitGroup // KILL QUERY goroutines
+	closed    bool
+	listeners map[*listener]bool
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Config is a parsed DSN: the go-sql-driver configuration (without the
+// isolation level, which Open adds) and what baton needs to know about it.
+type Config struct {
+	// Driver is the go-sql-driver configuration.
+	Driver *gomysql.Config
+	// Addr is host:port.
+	Addr string
+	// DBName is the database (schema) holding baton's tables.
+	DBName string
+}
+
+// driverOptions are go-sql-driver's own DSN options that baton passes
+// through as they are.
+var driverOptions = map[string]bool{
+	"allowCleartextPasswords": true, "allowFallbackToPlaintext": true,
+	"allowNativePasswords": true, "allowOldPasswords": true,
+	"charset": true, "checkConnLiveness": true, "collation": true,
+	"columnsWithAlias": true, "compress": true, "connectionAttributes": true,
+	"interpolateParams": true, "loc": true, "maxAllowedPacket": true,
+	"parseTime": true, "readTimeout": true, "rejectReadOnly": true,
+	"serverPubKey": true, "timeTruncate": true, "timeout": true, "tls": true,
+	"writeTimeout": true,
+}
+
+// refusedOptions are options that would change what baton's statements
+// mean, with the reason.
+var refusedOptions = map[string]string{
+	"clientFoundRows":       "baton reads changed-row counts",
+	"multiStatements":       "baton never sends several statements at once",
+	"allowAllFiles":         "baton never loads files",
+	"autocommit":            "baton manages its own transactions",
+	"tx_isolation":          "baton sets READ COMMITTED itself",
+	"transaction_isolation": "baton sets READ COMMITTED itself",
+}
+
+var (
+	sysVarRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	numberRE   = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+	safeWordRE = regexp.MustCompile(`^[A-Za-z0-9_.,:+\-/]{0,200}$`)
+	hostRE     = regexp.MustCompile(`^[A-Za-z0-9_.\-:%\[\]]+$`)
+)
+
+// ParseDSN checks a mysql:// or mariadb:// URL and converts it to a
+// go-sql-driver configuration. Errors name the problem and never contain
+// the password.
+func ParseDSN(dsn string) (*Config, error) {
+	scheme, _, _ := strings.Cut(dsn, ":")
+	if scheme != "mysql" && scheme != "mariadb" {
+		return nil, fmt.Errorf("mysql DSN must start with mysql:// or mariadb://")
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// url.Error quotes the DSN or pieces of it, which may be pieces
+		// of the password: say nothing of it.
+		return nil, fmt.Errorf("mysql DSN is not a valid URL: check the host and port, and percent-encode special characters (@ : / ? # %% space) in the user name and password")
+	}
+	shown := u.Redacted()
+	switch {
+	case u.Opaque != "" || !strings.HasPrefix(dsn, scheme+"://"):
+		return nil, fmt.Errorf("mysql DSN %s: write %s://user:password@host:port/database", shown, scheme)
+	case u.Hostname() == "":
+		return nil, fmt.Errorf("mysql DSN %s names no host", shown)
+	case !hostRE.MatchString(u.Host):
+		return nil, fmt.Errorf("mysql DSN %s: bad host %q", shown, u.Host)
+	case u.Fragment != "":
+		return nil, fmt.Errorf("mysql DSN %s: unexpected #fragment", shown)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "3306"
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, fmt.Errorf("mysql DSN %s: bad port %q", shown, port)
+	}
+	addr := net.JoinHostPort(u.Hostname(), port)
+	dbName := strings.TrimPrefix(u.Path, "/")
+	switch {
+	case dbName == "":
+		return nil, fmt.Errorf("mysql DSN %s names no database: add /database after the host", shown)
+	case strings.Contains(dbName, "/"):
+		return nil, fmt.Errorf("mysql DSN %s: database name %q contains a slash", shown, dbName)
+	case len(dbName) > 64:
+		return nil, fmt.Errorf("mysql DSN %s: database name is longer than 64 characters", shown)
+	}
+	user := u.User.Username()
+	pass, _ := u.User.Password()
+	if user == "" {
+		return nil, fmt.Errorf("mysql DSN %s names no user: write %s://user:password@host/database", shown, scheme)
+	}
+
+	// Driver options go through go-sql-driver's own parser; system
+	// variables are checked and quoted here, since the driver pastes them
+	// into a SET statement as they are.
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("mysql DSN %s: bad options: %v", shown, err)
+	}
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	opts := url.Values{}
+	params := map[string]string{}
+	for _, k := range keys {
+		vs := q[k]
+		if len(vs) != 1 {
+			return nil, fmt.Errorf("mysql DSN %s: option %s given %d times", shown, k, len(vs))
+		}
+		v := vs[0]
+		if why, ok := refusedOptions[k]; ok {
+			return nil, fmt.Errorf("mysql DSN %s: option %s is not supported: %s", shown, k, why)
+		}
+		switch {
+		case driverOptions[k]:
+			opts.Set(k, v)
+		case sysVarRE.MatchString(k):
+			switch {
+			case numberRE.MatchString(v):
+				params[k] = v
+			case safeWordRE.MatchString(v):
+				params[k] = "'" + v + "'"
+			default:
+				return nil, fmt.Errorf("mysql DSN %s: value of system variable %s has characters baton does not pass on", shown, k)
+			}
+		default:
+			return nil, fmt.Errorf("mysql DSN %s: unknown option %q", shown, k)
+		}
+	}
+	cfg, err := gomysql.ParseDSN("tcp(" + addr + ")/?" + opts.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("mysql DSN %s: %v", shown, err)
+	}
+	cfg.User, cfg.Passwd, cfg.DBName = user, pass, dbName
+	if _, set := q["interpolateParams"]; !set {
+		// One round trip per statement instead of three packets (prepare,
+		// execute, close) and two round trips. go-sql-driver refuses it
+		// for character sets where escaping is unsafe.
+		cfg.InterpolateParams = true
+	}
+	if _, set := q["timeout"]; !set {
+		cfg.Timeout = 10 * time.Second
+	}
+	if len(params) > 0 {
+		cfg.Params = params
+	}
+	cfg.Logger = &gomysql.NopLogger{} // errors are returned, not logged
+	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
+}
+
+// stripComments removes SQL comment lines, keeping "-- name:" markers, so
+// that the statements sent are short.
+func stripComments(src string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "--") && !strings.HasPrefix(t, "-- name:") {
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Open connects to the database a mysql:// or mariadb:// DSN names. prefix
+// is the table prefix (already validated by the caller).
+func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
+	pc, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{addr: pc.Addr, dbName: pc.DBName, prefix: prefix}
+
+	// Probe on a connection without the isolation variable: its name
+	// depends on the server.
+	isoVar, err := d.probe(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	pool := func(autocommit bool) (*sql.DB, error) {
+		cfg := pc.Driver.Clone()
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params[isoVar] = "'READ-COMMITTED'"
+		if !autocommit {
+			cfg.Params["autocommit"] = "0"
+		}
+		conn, err := gomysql.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
+		}
+		db := sql.OpenDB(conn)
+		// Keep enough idle connections that bursts of short transactions
+		// do not pay a new handshake each.
+		db.SetMaxIdleConns(16)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		return db, nil
+	}
+	db, err := pool(true)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("cannot connect to mysql server at %s: %w", d.addr, err)
+	}
+	if d.fast, err = pool(false); err != nil {
+		db.Close()
+		return nil, err
+	}
+	fail := func(err error) (*Driver, error) {
+		db.Close()
+		d.fast.Close()
+		return nil, err
+	}
+
+	q, err := sqldriver.ParseQueries(stripComments(queriesSQL), prefix, map[string]string{"now": Now})
+	if err != nil {
+		return fail(fmt.Errorf("mysql queries: %w", err))
+	}
+	d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, map[string]string{"now": Now})
+	if err != nil {
+		return fail(fmt.Errorf("mysql queries: %w", err))
+	}
+	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	if err != nil {
+		return fail(err)
+	}
+	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+		Name:            "mysql",
+		InsertReturning: false,
+		UpdateReturning: false,
+		// MariaDB has DELETE ... RETURNING, but not with the generic
+		// path's LIMIT -1; LockFastRelease below uses it on MariaDB.
+		DeleteReturning: false,
+		Queries:         q,
+		Wake:            d.wakeClients,
+		IsRetryable:     IsRetryable,
+	}}
+	d.migrator = &sqldriver.Migrator{
+		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
+		Locked: d.migrationLocked,
+	}
+	return d, nil
+}
+
+// probe checks that the server answers, learns its version and the name of
+// the isolation-level variable, and its start time.
+func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
+	conn, err := gomysql.NewConnector(pc.Driver)
+	if err != nil {
+		return "", fmt.Errorf("mysql %s: %w", d.addr, err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cannot connect to mysql server at %s: %w", d.addr, err)
+	}
+	defer c.Close()
+	if err := c.QueryRowContext(ctx, "SELECT VERSION()").Scan(&d.server); err != nil {
+		return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
+	}
+	d.mariadb = strings.Contains(strings.ToLower(d.server), "mariadb")
+	// MySQL 8 and MariaDB 11.1+ call it transaction_isolation; MariaDB
+	// 10.x only knows tx_isolation (MySQL 5.7 knew both).
+	isoVar := "transaction_isolation"
+	var iso string
+	if err := c.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&iso); err != nil {
+		var me *gomysql.MySQLError
+		if !errors.As(err, &me) || me.Number != errUnknownSysVar {
+			return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
+		}
+		isoVar = "tx_isolation"
+	}
+	d.refreshServerStart(ctx, c)
+	return isoVar, nil
+}
+
+// refreshServerStart reads the server's uptime and clock; on any error the
+// previous value stays.
+func (d *Driver) refreshServerStart(ctx context.Context, c *sql.Conn) {
+	var name string
+	var up, now int64
+	if err := c.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&name, &up); err != nil {
+		return
+	}
+	if err := c.QueryRowContext(ctx, "SELECT "+Now).Scan(&now); err != nil {
+		return
+	}
+	d.serverStart.Store(now - (up+1)*1_000_000)
+}
+
+// Server returns the server's VERSION(), for example "8.0.36" or
+// "10.11.6-MariaDB".
+func (d *Driver) Server() string { return d.server }
+
+// Close implements driver.Driver: it stops listeners still running, waits
+// for pending wake-up interruptions, then closes the connections.
+func (d *Driver) Close() error {
+	d.bgMu.Lock()
+	ls := make([]*listener, 0, len(d.listeners))
+	for l := range d.listeners {
+		ls = append(ls, l)
+	}
+	d.bgMu.Unlock()
+	for _, l := range ls {
+		l.stop()
+	}
+	d.bgMu.Lock()
+	d.closed = true
+	d.bgMu.Unlock()
+	d.bg.Wait()
+	return errors.Join(d.fast.Close(), d.SQL.Close())
+}
+
+// IsRetryable reports InnoDB's deadlock and lock wait timeout errors, after
+// which the whole transaction can run again, and connections that broke
+// before a statement was sent (go-sql-driver returns driver.ErrBadConn only
+// then, so nothing was committed).
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == errLockDeadlock || me.Number == errLockWaitTimeout
+	}
+	return errors.Is(err, sqldrv.ErrBadConn)
+}
+
+// Migrate implements driver.Driver.
+func (d *Driver) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
+	return d.migrator.Up(ctx)
+}
+
+// MigrationStatus implements driver.Driver.
+func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus, error) {
+	return d.migrator.Status(ctx)
+}
+
+// migrationLockName is the GET_LOCK name that serializes migrations of one
+// database and prefix; names longer than MySQL's 64 characters are hashed.
+func (d *Driver) migrationLockName() string {
+	name := d.dbName + "." + d.prefix + "migrate"
+	if len(name) > 64 {
+		sum := sha256.Sum256([]byte(name))
+		name = "baton.migrate." + hex.EncodeToString(sum[:20])
+	}
+	return name
+}
+
+// migrationLocked runs fn on a dedicated connection holding a user-level
+// lock: DDL is not transactional in MySQL, so a transaction cannot keep
+// concurrent migrators apart.
+func (d *Driver) migrationLocked(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	name := d.migrationLockName()
+	var got sql.NullInt64
+	if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil {
+		return fmt.Errorf("take migration lock %q: %w", name, err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("take migration lock %q: another process has held it for 60s", name)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// Ending the connection would release the lock too.
+		var r sql.NullInt64
+		_ = c.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", name).Scan(&r)
+	}()
+	return fn(ctx, c)
+}
+
+// bin passes an identifier part as VARBINARY: never NULL, even when empty.
+func bin(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return []byte(s)
+}
+
+func list(q string, n int) string {
+	return strings.ReplaceAll(q, "{list}", strings.TrimSuffix(strings.Repeat("?,", n), ","))
+}
+
+// inFastTx runs fn on a connection of the fast pool, whose first statement
+// opens a transaction, and ends it: COMMIT when fn returns true and no
+// error, ROLLBACK otherwise. The ending statement does not listen to ctx,
+// so that a cancellation cannot leave the outcome of a COMMIT unknown.
+// A connection whose transaction could not be ended is discarded (the
+// server rolls back what it had not committed).
+func (d *Driver) inFastTx(ctx context.Context, fn func(c *sql.Conn) (bool, error)) error {
+	c, err := d.fast.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	commit, err := fn(c)
+	end := "ROLLBACK"
+	if commit && err == nil {
+		end = "COMMIT"
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, eerr := c.ExecContext(ectx, end); eerr != nil {
+		discard(c)
+		if err == nil {
+			err = eerr
+		}
+		return err
+	}
+	_ = c.Close()
+	return err
+}
+
+// LockFastAcquire implements driver.Driver: fast_acquire_ident creates or
+// updates the identifier's row in one statement, granting only when the
+// lock is free for this mode and nobody waits, and reports the outcome
+// through the affected-row count and the new fence through the insert id;
+// then the granted instance is inserted. Three round trips (upsert,
+// insert, commit) on the fast pool; two (upsert, rollback) when not
+// granted.
+func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
+	nr, nw := 1, 0
+	if p.Mode == driver.ModeWrite {
+		nr, nw = 0, 1
+	}
+	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+		Status: driver.StatusGranted, CallID: p.CallID}
+	granted := false
+	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
+		res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
+			p.Kind, bin(p.NS), bin(p.Name), nr, nw, nw, nw, nr, nw, nw)
+		if err != nil {
+			return false, fmt.Errorf("fast_acquire_ident: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return false, err
+		}
+		if r.Token, err = res.LastInsertId(); err != nil {
+			return false, err
+		}
+		res, err = c.ExecContext(ctx, d.Q("request_insert"),
+			r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
+		if err != nil {
+			return false, fmt.Errorf("request_insert: %w", err)
+		}
+		if r.ID, err = res.LastInsertId(); err != nil {
+			return false, err
+		}
+		granted = true
+		return true, nil
+	})
+	if err != nil || !granted {
+		return driver.Request{}, false, err
+	}
+	return r, true, nil
+}
+
+// allRows is the row limit of release_delete_* that means "all": MySQL
+// has no LIMIT -1.
+const allRows = 1 << 62
+
+// LockFastRelease implements driver.Driver: delete the session's matching
+// instances and lower each identifier's counters; ident_release reports
+// the identifier's waiting count as its insert id, which saves the
+// ident_waiting query. On MariaDB one DELETE ... RETURNING says what it
+// deleted: three round trips (delete, update, commit) for one identifier.
+// MySQL has no DELETE ... RETURNING: the instances are selected FOR UPDATE
+// first (so that two releases of one session cannot count the same
+// instances), then deleted by id: four round trips.
+func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	var n int
+	var waiting []driver.Ident
+	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
+		n, waiting = 0, nil
+		rs, err := d.releaseDelete(ctx, c, p)
+		if err != nil || len(rs) == 0 {
+			return false, err
+		}
+		type delta struct{ r, w int }
+		deltas := map[driver.Ident]*delta{}
+		var order []driver.Ident
+		for _, r := range rs {
+			dl := deltas[r.Ident]
+			if dl == nil {
+				dl = &delta{}
+				deltas[r.Ident] = dl
+				order = append(order, r.Ident)
+			}
+			if r.Mode == driver.ModeWrite {
+				dl.w++
+			} else {
+				dl.r++
+			}
+		}
+		// Canonical order, like every multi-identifier operation.
+		sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
+		for _, id := range order {
+			dl := deltas[id]
+			res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.r, dl.w, id.Kind, bin(id.NS), bin(id.Name))
+			if err != nil {
+				return false, fmt.Errorf("ident_release: %w", err)
+			}
+			np, err := res.LastInsertId()
+			if err != nil {
+				return false, err
+			}
+			if np > 0 {
+				waiting = append(waiting, id)
+			}
+		}
+		n = len(rs)
+		return true, nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, waiting, nil
+}
+
+// releaseDelete deletes the instances a release names and returns their
+// identifiers and modes.
+func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) ([]driver.Request, error) {
+	limit := int64(allRows)
+	if p.Limit > 0 {
+		limit = int64(p.Limit)
+	}
+	if d.mariadb {
+		var rows *sql.Rows
+		var err error
+		if p.Name == "" {
+			rows, err = c.QueryContext(ctx, d.Q("release_delete_ns"), p.SessionID, p.Kind, bin(p.NS), limit)
+		} else {
+			rows, err = c.QueryContext(ctx, d.Q("release_delete_name"), p.SessionID, p.Kind, bin(p.NS), bin(p.Name), limit)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("release_delete: %w", err)
+		}
+		defer rows.Close()
+		var out []driver.Request
+		for rows.Next() {
+			var r driver.Request
+			var ns, name []byte
+			if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
+				return nil, err
+			}
+			r.NS, r.Name = string(ns), string(name)
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("release_delete: %w", err)
+		}
+		return out, nil
+	}
+	var rows *sql.Rows
+	var err error
+	if p.Name == "" {
+		rows, err = c.QueryContext(ctx, d.Q("release_list_ns"), p.SessionID, p.Kind, bin(p.NS))
+	} else {
+		rows, err = c.QueryContext(ctx, d.Q("release_list_name"), p.SessionID, p.Kind, bin(p.NS), bin(p.Name))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release_list: %w", err)
+	}
+	var rs []driver.Request
+	for rows.Next() {
+		r, err := sqldriver.ScanRequest(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("release_list: %w", err)
+	}
+	if int64(len(rs)) > limit {
+		rs = rs[:limit]
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	ids := make([]any, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	if _, err := c.ExecContext(ctx, list(d.Q("request_delete"), len(ids)), ids...); err != nil {
+		return nil, fmt.Errorf("request_delete: %w", err)
+	}
+	return rs, nil
+}

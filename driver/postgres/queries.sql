@@ -52,6 +52,14 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests WHERE session_id = $1 AND kind = $2 AND ns = $3 AND name = $4 AND status = 'G' ORDER BY id DESC;
 
+-- name: request_list_orphans
+-- Requests whose session is gone: a stalled session's statement that landed
+-- after another process reaped it.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests r
+ WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
+ ORDER BY id LIMIT $1;
+
 -- name: request_list
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests WHERE kind = $1 AND ns = $2 AND name = $3 ORDER BY id;

@@ -66,6 +66,14 @@ DELETE FROM {p}lock_requests
                WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
 RETURNING kind, ns, name, mode;
 
+-- name: request_list_orphans
+-- Requests whose session is gone: a stalled session's statement that landed
+-- after another process reaped it.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests r
+ WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
+ ORDER BY id LIMIT ?;
+
 -- name: request_list
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;

@@ -250,16 +250,27 @@ func (t *Tx) strings(ctx context.Context, name string, args ...any) ([]string, e
 	return out, rows.Err()
 }
 
-// LockIdentLock implements driver.Tx.
+// LockIdentLock implements driver.Tx. The lock row nearly always exists
+// (whoever holds or waits keeps it), so ident_lock (a locking read) runs first
+// and ident_ensure only when it found nothing, then ident_lock again: one
+// statement per identifier in the common case. A locking read of a missing
+// key takes no lock at READ COMMITTED; the insert then creates the row, or
+// waits for whoever is creating it.
 func (t *Tx) LockIdentLock(ctx context.Context, ids []driver.Ident) ([]driver.IdentState, error) {
 	out := make([]driver.IdentState, 0, len(ids))
 	for _, id := range ids {
-		if _, err := t.exec(ctx, "ident_ensure", id.Kind, b(id.NS), b(id.Name)); err != nil {
-			return nil, err
-		}
 		st := driver.IdentState{Ident: id}
-		err := t.row(ctx, "ident_lock", id.Kind, b(id.NS), b(id.Name)).
-			Scan(&st.Fence, &st.Readers, &st.Writers, &st.Waiting)
+		lock := func() error {
+			return t.row(ctx, "ident_lock", id.Kind, b(id.NS), b(id.Name)).
+				Scan(&st.Fence, &st.Readers, &st.Writers, &st.Waiting)
+		}
+		err := lock()
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err = t.exec(ctx, "ident_ensure", id.Kind, b(id.NS), b(id.Name)); err != nil {
+				return nil, err
+			}
+			err = lock()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ident_lock: %w", err)
 		}
@@ -345,6 +356,11 @@ func (t *Tx) LockRequestListBySession(ctx context.Context, sessionID string, kin
 		return t.requests(ctx, "request_list_by_session_kind", sessionID, kind)
 	}
 	return t.requests(ctx, "request_list_by_session_ns", sessionID, kind, b(ns))
+}
+
+// LockRequestListOrphans implements driver.Tx.
+func (t *Tx) LockRequestListOrphans(ctx context.Context, limit int) ([]driver.Request, error) {
+	return t.requests(ctx, "request_list_orphans", limit)
 }
 
 // LockRequestListCall implements driver.Tx.

@@ -1,0 +1,363 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	sqldrv "database/sql/driver"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+// local holds the wake functions of the clients listening in this process,
+// by client id (random, so unique across databases): a waker in the same
+// process calls them directly after commit instead of going through the
+// database.
+var local sync.Map // client id -> *localClient
+
+type localClient struct{ wake func() }
+
+// wakeClients is the dialect's Wake: inside the granting transaction, bump
+// the sequence number of every other process's client and read the
+// connection ids of their listeners; after commit, call local clients and
+// interrupt the others' listeners.
+func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []string) error {
+	var funcs []func()
+	var remote []string
+	for _, id := range clientIDs {
+		if lc, ok := local.Load(id); ok {
+			funcs = append(funcs, lc.(*localClient).wake)
+		} else {
+			remote = append(remote, id)
+		}
+	}
+	if len(funcs) > 0 {
+		t.AfterCommit(func() {
+			for _, f := range funcs {
+				f()
+			}
+		})
+	}
+	if len(remote) == 0 {
+		return nil
+	}
+	start := d.serverStart.Load()
+	var conns []int64
+	if len(remote) == 1 {
+		// One statement: the listener's connection id comes back as the
+		// insert id.
+		res, err := t.Tx.ExecContext(ctx, d.wq["wake_one"], start, remote[0])
+		if err != nil {
+			return fmt.Errorf("wake_one: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		if id > 0 {
+			conns = append(conns, id)
+		}
+	} else {
+		// Sorted, so that concurrent wakers lock the rows in one order.
+		sort.Strings(remote)
+		args := make([]any, 0, len(remote)+1)
+		for _, id := range remote {
+			args = append(args, id)
+		}
+		if _, err := t.Tx.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
+			return fmt.Errorf("wake_many: %w", err)
+		}
+		rows, err := t.Tx.QueryContext(ctx, list(d.wq["wake_conns"], len(remote)), append([]any{start}, args...)...)
+		if err != nil {
+			return fmt.Errorf("wake_conns: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			if id > 0 {
+				conns = append(conns, id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("wake_conns: %w", err)
+		}
+	}
+	if len(conns) > 0 {
+		t.AfterCommit(func() { d.interrupt(conns) })
+	}
+	return nil
+}
+
+// interrupt sends KILL QUERY to listener connections, asynchronously, on
+// pooled connections: the releasing call does not wait for it. A listener
+// connection is always held by its listener, never in a pool, so this never
+// targets the connection it runs on. Errors are ignored: the connection may
+// be gone (error 1094), or belong to another database user (1095, the
+// waker lacks CONNECTION_ADMIN); the listener's poll interval bounds the
+// delay then.
+func (d *Driver) interrupt(conns []int64) {
+	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	if d.closed {
+		return
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, id := range conns {
+			d.killQuery(ctx, id)
+		}
+	}()
+}
+
+// killQuery interrupts the statement running on a connection. The id is an
+// integer read from the database, never user input; KILL takes no bind
+// variables.
+func (d *Driver) killQuery(ctx context.Context, connID int64) {
+	_, _ = d.SQL.ExecContext(ctx, "KILL QUERY "+strconv.FormatInt(connID, 10))
+}
+
+// SetWaiting implements driver.Driver. Nothing to do: waiters are woken by
+// interruption, and the poll interval is the safety net either way.
+func (d *Driver) SetWaiting(clientID string, waiting bool) {}
+
+// listener is one client's wake-up loop.
+type listener struct {
+	d        *Driver
+	clientID string
+	wake     func()
+	local    *localClient
+	interval time.Duration
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopping atomic.Bool
+	connID   atomic.Int64
+	once     sync.Once
+}
+
+// Listen implements driver.Driver. It registers a dedicated connection for
+// the client (so that the first registration's errors reach the caller),
+// then loops on wake_poll: one statement per interval while idle, which
+// returns early when the client's seq moves or the statement is
+// interrupted. wake is called then, and at least once per interval in any
+// case (the safety net for a lost interruption). When the connection
+// breaks (server restart, network), the loop backs off, reconnects and
+// registers the new connection id.
+func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (func(), error) {
+	l, err := d.listen(ctx, clientID, wake, interval)
+	if err != nil {
+		return nil, err
+	}
+	return l.stop, nil
+}
+
+func (d *Driver) listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (*listener, error) {
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	l := &listener{d: d, clientID: clientID, wake: wake, interval: interval, done: make(chan struct{})}
+	l.local = &localClient{wake: wake}
+	local.Store(clientID, l.local)
+	// Registrations left by processes that died before the server's last
+	// start: their connection ids mean nothing any more.
+	if start := d.serverStart.Load(); start > 0 {
+		_, _ = d.SQL.ExecContext(ctx, d.wq["wake_purge_stale"], start)
+	}
+	conn, err := l.register(ctx)
+	if err != nil {
+		local.CompareAndDelete(clientID, l.local)
+		return nil, fmt.Errorf("mysql %s: listen: %w", d.addr, err)
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	d.bgMu.Lock()
+	if d.listeners == nil {
+		d.listeners = map[*listener]bool{}
+	}
+	d.listeners[l] = true
+	d.bgMu.Unlock()
+	go l.run(conn)
+	return l, nil
+}
+
+// register takes a connection from the pool for the listener and records
+// its id.
+func (l *listener) register(ctx context.Context) (*sql.Conn, error) {
+	conn, err := l.d.SQL.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var id int64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		discard(conn)
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, l.d.wq["wake_register"], l.clientID, id, id); err != nil {
+		discard(conn)
+		return nil, fmt.Errorf("wake_register: %w", err)
+	}
+	l.connID.Store(id)
+	return conn, nil
+}
+
+// discard closes a connection and keeps database/sql from pooling it again.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return sqldrv.ErrBadConn })
+	_ = conn.Close()
+}
+
+func isInterrupted(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == errQueryInterrupt
+}
+
+func (l *listener) run(conn *sql.Conn) {
+	defer close(l.done)
+	defer func() {
+		if conn != nil {
+			discard(conn)
+		}
+	}()
+	var lastWake atomic.Int64
+	wake := func() {
+		lastWake.Store(time.Now().UnixNano())
+		l.wake()
+	}
+	lastWake.Store(time.Now().UnixNano())
+	// The safety net: a wake-up at least once per interval even when the
+	// loop is stuck (a statement on a connection the network dropped).
+	go func() {
+		t := time.NewTicker(l.interval / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-t.C:
+				if time.Since(time.Unix(0, lastWake.Load())) >= l.interval {
+					wake()
+				}
+			}
+		}
+	}()
+	q := l.d.wq["wake_poll"]
+	secs := l.interval.Seconds()
+	// A poll lasts the interval; much longer means a dead connection.
+	pollLimit := l.interval + 5*time.Second
+	last := int64(-1) // the first poll returns at once and wakes
+	backoff := time.Duration(0)
+	noRows := 0
+	for {
+		if l.stopping.Load() || l.ctx.Err() != nil {
+			return
+		}
+		if conn == nil {
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff+10*time.Millisecond, l.interval)
+			ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+			c, err := l.register(ctx)
+			if err == nil {
+				// The server may have restarted: new start time, and new
+				// connection ids.
+				l.d.refreshServerStart(ctx, c)
+			}
+			cancel()
+			if err != nil {
+				continue
+			}
+			conn, last, backoff = c, -1, 0
+			continue
+		}
+		var seq, slept int64
+		ctx, cancel := context.WithTimeout(l.ctx, pollLimit)
+		err := conn.QueryRowContext(ctx, q, last, secs, l.clientID).Scan(&seq, &slept)
+		cancel()
+		switch {
+		case err == nil:
+			noRows = 0
+			// SLEEP returns 1 when interrupted (MySQL); MariaDB fails the
+			// statement with error 1317 instead.
+			if seq != last || slept != 0 {
+				wake()
+			}
+			last = seq
+		case isInterrupted(err):
+			wake()
+		case errors.Is(err, sql.ErrNoRows):
+			// The registration vanished: register this connection again.
+			noRows++
+			if noRows > 1 {
+				select {
+				case <-l.ctx.Done():
+					return
+				case <-time.After(min(time.Duration(noRows)*10*time.Millisecond, l.interval)):
+				}
+			}
+			id := l.connID.Load()
+			ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+			_, err := conn.ExecContext(ctx, l.d.wq["wake_register"], l.clientID, id, id)
+			cancel()
+			if err != nil {
+				discard(conn)
+				conn = nil
+			}
+			last = -1
+		default:
+			if l.stopping.Load() || l.ctx.Err() != nil {
+				return
+			}
+			// Connection trouble: a wake-up may have been missed.
+			discard(conn)
+			conn = nil
+			l.connID.Store(0)
+			wake()
+		}
+	}
+}
+
+// stop ends the loop promptly: interrupt its statement (again, should the
+// interruption land between two statements), give up after a moment by
+// cancelling (which closes the connection), then remove the registration.
+func (l *listener) stop() {
+	l.once.Do(func() {
+		l.stopping.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+	wait:
+		for i := 0; i < 10; i++ {
+			if id := l.connID.Load(); id > 0 {
+				l.d.killQuery(ctx, id)
+			}
+			select {
+			case <-l.done:
+				break wait
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		l.cancel()
+		<-l.done
+		_, _ = l.d.SQL.ExecContext(ctx, l.d.wq["wake_unregister"], l.clientID)
+		local.CompareAndDelete(l.clientID, l.local)
+		l.d.bgMu.Lock()
+		delete(l.d.listeners, l)
+		l.d.bgMu.Unlock()
+	})
+}

@@ -1,0 +1,591 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+func TestParseDSN(t *testing.T) {
+	good := []struct {
+		dsn, user, pass, addr, db string
+		check                     func(t *testing.T, c *Config)
+	}{
+		{dsn: "mysql://root@127.0.0.1/test", user: "root", addr: "127.0.0.1:3306", db: "test"},
+		{dsn: "mariadb://app:s%40cr%3At%2F@db.example.com:3307/app_db", user: "app", pass: "s@cr:t/", addr: "db.example.com:3307", db: "app_db"},
+		{dsn: "mysql://u:p@[::1]:3306/d", user: "u", pass: "p", addr: "[::1]:3306", db: "d"},
+		{dsn: "mysql://u@h/d?tls=skip-verify&readTimeout=5s&innodb_lock_wait_timeout=7&time_zone=%2B00:00", user: "u", addr: "h:3306", db: "d",
+			check: func(t *testing.T, c *Config) {
+				if c.Driver.TLSConfig != "skip-verify" || c.Driver.ReadTimeout != 5*time.Second {
+					t.Errorf("driver options not applied: %+v", c.Driver)
+				}
+				if c.Driver.Params["innodb_lock_wait_timeout"] != "7" || c.Driver.Params["time_zone"] != "'+00:00'" {
+					t.Errorf("system variables: %v", c.Driver.Params)
+				}
+				if !c.Driver.InterpolateParams || c.Driver.Timeout != 10*time.Second {
+					t.Errorf("defaults not set: %+v", c.Driver)
+				}
+			}},
+		{dsn: "mysql://u@h/d?interpolateParams=false&timeout=2s", user: "u", addr: "h:3306", db: "d",
+			check: func(t *testing.T, c *Config) {
+				if c.Driver.InterpolateParams || c.Driver.Timeout != 2*time.Second {
+					t.Errorf("explicit options overridden: %+v", c.Driver)
+				}
+			}},
+	}
+	for _, g := range good {
+		c, err := ParseDSN(g.dsn)
+		if err != nil {
+			t.Errorf("%s: %v", g.dsn, err)
+			continue
+		}
+		if c.Driver.User != g.user || c.Driver.Passwd != g.pass || c.Addr != g.addr || c.Driver.Addr != g.addr || c.DBName != g.db || c.Driver.DBName != g.db {
+			t.Errorf("%s: got user %q pass %q addr %q db %q", g.dsn, c.Driver.User, c.Driver.Passwd, c.Addr, c.DBName)
+		}
+		if g.check != nil {
+			g.check(t, c)
+		}
+	}
+	bad := []struct{ dsn, want string }{
+		{"postgres://u@h/d", "mysql://"},
+		{"mysql:u@h/d", "mysql://user:password@host"},
+		{"mysql://u:secret@/d", "no host"},
+		{"mysql://u:secret@h", "no database"},
+		{"mysql://u:secret@h/", "no database"},
+		{"mysql://u:secret@h/a/b", "slash"},
+		{"mysql://u:secret@h:99999/d", "bad port"},
+		{"mysql://u:secret@h:x/d", "port"},
+		{"mysql://:secret@h/d", "no user"},
+		{"mysql://u:secret@h/d?multiStatements=true", "multiStatements is not supported"},
+		{"mysql://u:secret@h/d?clientFoundRows=true", "clientFoundRows is not supported"},
+		{"mysql://u:secret@h/d?tx_isolation=SERIALIZABLE", "READ COMMITTED"},
+		{"mysql://u:secret@h/d?readTimeOut=5s", `unknown option "readTimeOut"`},
+		{"mysql://u:secret@h/d?sql_mode=a'b", "sql_mode"},
+		{"mysql://u:secret@h/d?timeout=soon", "timeout"},
+		{"mysql://u:se#cret@h/d", "not a valid URL"},
+		{"mysql://u:secret@h/d#x", "#fragment"},
+		{"mysql://u:s%zzecret@h/d", "not a valid URL"},
+		{"mysql://u:se cret@h/d", "not a valid URL"},
+		{"mysql://u:secret@h/d?a=1&a=2", "2 times"},
+	}
+	for _, b := range bad {
+		_, err := ParseDSN(b.dsn)
+		if err == nil {
+			t.Errorf("%s: no error", b.dsn)
+			continue
+		}
+		if !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%s: error %q does not mention %q", b.dsn, err, b.want)
+		}
+		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "cret") {
+			t.Errorf("%s: error %q shows the password", b.dsn, err)
+		}
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	ln := mustFreePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Open(ctx, "mysql://u:secret@"+ln+"/d", "baton_")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if !strings.Contains(err.Error(), ln) || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("error %q should name %s and hide the password", err, ln)
+	}
+}
+
+// mustFreePort returns host:port where nothing listens.
+func mustFreePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// newDSN returns a fresh database of the test server, or skips when
+// BATON_TEST_BACKENDS leaves mysql out.
+func newDSN(t *testing.T) string {
+	for _, b := range batontest.All() {
+		if b.Name == "mysql" {
+			return b.NewDSN(t)
+		}
+	}
+	t.Skip("mysql not in BATON_TEST_BACKENDS")
+	return ""
+}
+
+func openDriver(t *testing.T, dsn string) *Driver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := Open(ctx, dsn, "baton_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	dsn := newDSN(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			d, err := Open(ctx, dsn, "baton_")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer d.Close()
+			st, err := d.Migrate(ctx)
+			if err == nil && (len(st) == 0 || !st[0].Applied) {
+				t.Errorf("status after migrate: %+v", st)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := openDriver(t, dsn)
+	var n int
+	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_migrations").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("migrations recorded: %d, %v", n, err)
+	}
+}
+
+func TestFastPaths(t *testing.T) {
+	dsn := newDSN(t)
+	for _, mysqlShape := range []bool{false, true} {
+		d := openDriver(t, dsn)
+		if mysqlShape {
+			// The MySQL release (select, then delete) also runs on MariaDB.
+			d.mariadb = false
+			if _, err := d.SQL.Exec("DELETE FROM baton_lock_idents"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testFastPaths(t, d)
+	}
+}
+
+func testFastPaths(t *testing.T, d *Driver) {
+	ctx := context.Background()
+	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "x"}
+	acq := func(sess, mode string) (driver.Request, bool) {
+		t.Helper()
+		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: id, Mode: mode, CallID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, ok
+	}
+	counters := func() (f, r, w, p int64) {
+		t.Helper()
+		err := d.SQL.QueryRow("SELECT fence, n_r, n_w, n_p FROM baton_lock_idents WHERE kind = 0 AND ns = 'ns' AND name = 'x'").Scan(&f, &r, &w, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	r1, ok := acq("s1", driver.ModeRead)
+	if !ok || r1.ID == 0 || r1.Token == 0 {
+		t.Fatalf("first read: %+v %v", r1, ok)
+	}
+	r2, ok := acq("s2", driver.ModeRead)
+	if !ok || r2.Token != r1.Token+1 {
+		t.Fatalf("second read: token %d after %d, %v", r2.Token, r1.Token, ok)
+	}
+	if _, ok := acq("s3", driver.ModeWrite); ok {
+		t.Fatal("write granted over readers")
+	}
+	if f, r, w, p := counters(); f != r2.Token || r != 2 || w != 0 || p != 0 {
+		t.Fatalf("counters %d %d %d %d", f, r, w, p)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		n, waiting, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: s, Kind: driver.KindService, NS: "ns"})
+		if err != nil || n != 1 || len(waiting) != 0 {
+			t.Fatalf("release %s: %d %v %v", s, n, waiting, err)
+		}
+	}
+	w1, ok := acq("s3", driver.ModeWrite)
+	if !ok || w1.Token != r2.Token+1 {
+		t.Fatalf("write after release: %+v %v", w1, ok)
+	}
+	if _, ok := acq("s1", driver.ModeRead); ok {
+		t.Fatal("read granted over a writer")
+	}
+	// A waiter is reported by the release.
+	if _, err := d.SQL.Exec("UPDATE baton_lock_idents SET n_p = 1 WHERE ns = 'ns'"); err != nil {
+		t.Fatal(err)
+	}
+	n, waiting, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s3", Kind: driver.KindService, NS: "ns", Name: "x", Limit: 1})
+	if err != nil || n != 1 || len(waiting) != 1 || waiting[0] != id {
+		t.Fatalf("release with a waiter: %d %v %v", n, waiting, err)
+	}
+	if f, r, w, p := counters(); f != w1.Token || r != 0 || w != 0 || p != 1 {
+		t.Fatalf("counters %d %d %d %d", f, r, w, p)
+	}
+}
+
+// wakeCounter counts wake calls.
+type wakeCounter struct{ n atomic.Int64 }
+
+func (w *wakeCounter) wake() { w.n.Add(1) }
+
+// waitWake waits until the counter moves past from, and returns how long
+// that took.
+func (w *wakeCounter) waitWake(t *testing.T, from int64, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for w.n.Load() == from {
+		if time.Since(start) > limit {
+			t.Fatalf("no wake-up within %v", limit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// quiet waits until no wake-up came for a moment and returns the count.
+func (w *wakeCounter) quiet() int64 {
+	for {
+		n := w.n.Load()
+		time.Sleep(50 * time.Millisecond)
+		if w.n.Load() == n {
+			return n
+		}
+	}
+}
+
+func wakeFrom(t *testing.T, d *Driver, clientID string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.WakeClients(ctx, []string{clientID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWakeAcrossProcesses exercises the KILL QUERY path: the listener's
+// interval is long, so only an interruption can wake it in time.
+func TestWakeAcrossProcesses(t *testing.T) {
+	dsn := newDSN(t)
+	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
+	var w wakeCounter
+	l, err := d1.listen(context.Background(), "client-1", w.wake, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.stop()
+	// Pretend the listener lives in another process.
+	local.Delete("client-1")
+	w.waitWake(t, 0, 5*time.Second) // the first poll wakes at once
+	for i := 0; i < 5; i++ {
+		n := w.quiet()
+		wakeFrom(t, d2, "client-1")
+		el := w.waitWake(t, n, 5*time.Second)
+		t.Logf("woken after %v", el)
+	}
+	// Several clients at once take the other statement shape.
+	var w2 wakeCounter
+	l2, err := d1.listen(context.Background(), "client-2", w2.wake, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.stop()
+	local.Delete("client-2")
+	w2.waitWake(t, 0, 5*time.Second)
+	n1, n2 := w.quiet(), w2.quiet()
+	ctx := context.Background()
+	tx, err := d2.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.WakeClients(ctx, []string{"client-2", "client-1", "nobody"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitWake(t, n1, 5*time.Second)
+	w2.waitWake(t, n2, 5*time.Second)
+}
+
+// TestWakeNothingOnRollback: a wake-up is sent only on commit.
+func TestWakeNothingOnRollback(t *testing.T) {
+	dsn := newDSN(t)
+	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
+	var w wakeCounter
+	l, err := d1.listen(context.Background(), "client-1", w.wake, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.stop()
+	local.Delete("client-1")
+	w.waitWake(t, 0, 5*time.Second)
+	n := w.quiet()
+	ctx := context.Background()
+	tx, err := d2.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.WakeClients(ctx, []string{"client-1"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Rollback()
+	time.Sleep(300 * time.Millisecond)
+	if got := w.n.Load(); got != n {
+		t.Fatalf("woken %d times after a rollback", got-n)
+	}
+}
+
+// TestListenerReconnects: the listener's connection is killed (as by a
+// server restart); it reconnects, registers the new connection and is woken
+// through it.
+func TestListenerReconnects(t *testing.T) {
+	dsn := newDSN(t)
+	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
+	var w wakeCounter
+	l, err := d1.listen(context.Background(), "client-1", w.wake, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.stop()
+	local.Delete("client-1")
+	w.waitWake(t, 0, 5*time.Second)
+	for round := 0; round < 3; round++ {
+		n := w.quiet()
+		old := l.connID.Load()
+		if _, err := d2.SQL.Exec("KILL CONNECTION " + strconv.FormatInt(old, 10)); err != nil {
+			t.Fatal(err)
+		}
+		// The broken connection is reported as a wake-up (one may have
+		// been missed), then the new connection is registered.
+		w.waitWake(t, n, 5*time.Second)
+		deadline := time.Now().Add(5 * time.Second)
+		var reg int64
+		for {
+			_ = d2.SQL.QueryRow("SELECT conn_id FROM baton_wakeups WHERE client_id = 'client-1'").Scan(&reg)
+			if reg != old && reg == l.connID.Load() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("registration %d, listener %d, old %d", reg, l.connID.Load(), old)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		n = w.quiet()
+		wakeFrom(t, d2, "client-1")
+		w.waitWake(t, n, 5*time.Second)
+	}
+}
+
+// TestListenStopIsPrompt: stopping does not wait for the sleep to end, and
+// removes the registration.
+func TestListenStopIsPrompt(t *testing.T) {
+	d := openDriver(t, newDSN(t))
+	var w wakeCounter
+	stop, err := d.Listen(context.Background(), "client-1", w.wake, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitWake(t, 0, 5*time.Second)
+	time.Sleep(100 * time.Millisecond) // now sleeping in the poll statement
+	if n := sleepers(t, d); n != 1 {
+		t.Fatalf("%d listener statements running, want 1", n)
+	}
+	start := time.Now()
+	stop()
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("stop took %v", el)
+	}
+	var n int
+	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_wakeups").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("registrations left: %d %v", n, err)
+	}
+	if _, ok := local.Load("client-1"); ok {
+		t.Fatal("still registered in the process")
+	}
+	// No server thread is left sleeping for the client.
+	if n := sleepers(t, d); n != 0 {
+		t.Fatalf("%d listener statements still running", n)
+	}
+}
+
+// sleepers counts the listener statements running on the database.
+func sleepers(t *testing.T, d *Driver) int {
+	t.Helper()
+	var n int
+	err := d.SQL.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP%baton_wakeups%' AND INFO NOT LIKE '%PROCESSLIST%' AND DB = DATABASE()").Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestStaleRegistrationNeverInterrupted: a registration older than the
+// server's start names a connection id that may belong to anyone now.
+func TestStaleRegistrationNeverInterrupted(t *testing.T) {
+	d := openDriver(t, newDSN(t))
+	c, err := d.SQL.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var victim int64
+	if err := c.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&victim); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.SQL.Exec("INSERT INTO baton_wakeups (client_id, conn_id, seq, updated_at) VALUES ('old', ?, 0, ?)",
+		victim, d.serverStart.Load()-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var r int
+		err := c.QueryRowContext(context.Background(), "SELECT SLEEP(1)").Scan(&r)
+		if err == nil && r != 0 {
+			err = fmt.Errorf("SLEEP returned %d", r)
+		}
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	wakeFrom(t, d, "old")
+	if err := <-done; err != nil {
+		t.Fatalf("an unrelated connection was interrupted: %v", err)
+	}
+}
+
+// freezer is a TCP proxy whose traffic can be held (a network that drops
+// packets without closing anything).
+type freezer struct {
+	ln   net.Listener
+	gate sync.RWMutex
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln}
+	var conns []net.Conn
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				f.gate.RLock()
+				_, werr := dst.Write(buf[:n])
+				f.gate.RUnlock()
+				if werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		dst.Close()
+		src.Close()
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
+			go pipe(s, c)
+			go pipe(c, s)
+		}
+	}()
+	return f
+}
+
+// TestSafetyNetWhileStuck: with the listener's statement stuck on a frozen
+// network, wake-ups still come once per interval; when the network comes
+// back the listener carries on.
+func TestSafetyNetWhileStuck(t *testing.T) {
+	dsn := newDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFreezer(t, u.Host)
+	u.Host = f.ln.Addr().String()
+	d := openDriver(t, u.String())
+	var w wakeCounter
+	l, err := d.listen(context.Background(), "client-1", w.wake, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local.Delete("client-1")
+	w.waitWake(t, 0, 5*time.Second)
+	f.gate.Lock()
+	n := w.n.Load()
+	time.Sleep(time.Second)
+	got := w.n.Load() - n
+	f.gate.Unlock()
+	if got < 3 {
+		t.Fatalf("%d wake-ups in 1s while stuck, want one per 200ms interval", got)
+	}
+	n = w.quiet()
+	wakeFrom(t, openDriver(t, dsn), "client-1")
+	w.waitWake(t, n, 5*time.Second)
+	l.stop()
+}

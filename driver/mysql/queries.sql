@@ -1,0 +1,180 @@
+-- MySQL 8.0+ / MariaDB 10.6+ queries. Every query name exists in each
+-- dialect's file. {p} is the table prefix, {now} the current time in
+-- microseconds (database clock).
+--
+-- Bind variables are positional "?" only: a value used twice is passed
+-- twice. Transactions run at READ COMMITTED (set per connection): locking
+-- reads and writes see the latest committed rows, and every plain read sees
+-- what was committed when it started. Every change to an identifier's
+-- requests happens under the identifier's row lock (ident_ensure /
+-- ident_lock / fast_acquire_ident), so reads made under it are current.
+--
+-- Both servers evaluate single-table UPDATE and ON DUPLICATE KEY UPDATE
+-- assignments left to right, each seeing the values already assigned
+-- (unless MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode is on); the statements
+-- below give the same result in either order.
+
+-- name: session_insert
+INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, {now}, {now} + ?);
+
+-- name: session_renew
+UPDATE {p}sessions SET expires_at = {now} + ? WHERE client_id = ?;
+
+-- name: session_list_by_client
+SELECT id FROM {p}sessions WHERE client_id = ?;
+
+-- name: session_delete
+DELETE FROM {p}sessions WHERE id = ?;
+
+-- name: session_list_expired
+SELECT id FROM {p}sessions WHERE expires_at < {now} ORDER BY expires_at LIMIT ?;
+
+-- name: ident_ensure
+-- The MySQL LockIdentLock runs ident_lock first and this only when the row
+-- is missing. Not INSERT IGNORE: on an existing row that takes a shared
+-- lock, and the FOR UPDATE of ident_lock that follows would upgrade it, a
+-- classic InnoDB deadlock between two transactions on the same identifier.
+-- The no-op update takes the exclusive lock at once.
+INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
+VALUES (?, ?, ?, {now}, 0, 0, 0)
+ON DUPLICATE KEY UPDATE n_p = n_p;
+
+-- name: ident_lock
+SELECT fence, n_r, n_w, n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ? FOR UPDATE;
+
+-- name: ident_update
+UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: ident_purge_idle
+-- Only rows whose counter is more than a second behind the clock: a row
+-- created again later starts at the clock, above every token it gave.
+DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
+
+-- name: fast_acquire_ident
+-- One statement, under the row's exclusive lock: create the row already
+-- granted, or grant on the existing row only when nobody waits, nobody
+-- writes and (for a write) nobody reads. An upsert cannot return nothing
+-- when it does not grant, so the caller reads the outcome from the result:
+-- affected rows 1 (created) or 2 (updated) means granted, 0 means the row
+-- was left as it was; LAST_INSERT_ID(expr) makes the new fence the
+-- statement's insert id (the last call wins: the update's, or the
+-- VALUES' when the row was created).
+-- Arguments: kind, ns, name, n_r, n_w (1/0 or 0/1 by mode), then n_w for
+-- the fence's condition, then n_w, n_r and n_w, n_w for the counters.
+-- The condition reads n_p, n_w and n_r: in read mode n_w gets +0 and in
+-- write mode n_r gets +0, so the result is the same whichever order the
+-- server evaluates the assignments in.
+INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
+VALUES (?, ?, ?, LAST_INSERT_ID({now}), ?, ?, 0)
+ON DUPLICATE KEY UPDATE
+    fence = IF(n_p = 0 AND n_w = 0 AND (? = 0 OR n_r = 0), LAST_INSERT_ID(fence + 1), fence),
+    n_r = n_r + IF(n_p = 0 AND n_w = 0 AND (? = 0 OR n_r = 0), ?, 0),
+    n_w = n_w + IF(n_p = 0 AND n_w = 0 AND (? = 0 OR n_r = 0), ?, 0);
+
+-- name: ident_release
+-- No UPDATE ... RETURNING here: n_p = LAST_INSERT_ID(n_p) leaves n_p as it
+-- is and reports it as the statement's insert id, which the MySQL fast
+-- release reads instead of running ident_waiting.
+UPDATE {p}lock_idents SET n_r = n_r - ?, n_w = n_w - ?, n_p = LAST_INSERT_ID(n_p)
+ WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: ident_waiting
+SELECT n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: release_list_ns
+-- FOR UPDATE: two releases by one session at the same moment must not
+-- both count the same instances.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC
+   FOR UPDATE;
+
+-- name: release_list_name
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC
+   FOR UPDATE;
+
+-- name: release_delete_ns
+-- MariaDB only (DELETE ... RETURNING; MySQL 8 lacks it and uses
+-- release_list_ns, then request_delete). The last argument is a row limit:
+-- a huge one for all, since there is no LIMIT -1.
+DELETE FROM {p}lock_requests
+ WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G'
+ ORDER BY id DESC LIMIT ?
+RETURNING kind, ns, name, mode;
+
+-- name: release_delete_name
+-- MariaDB only, like release_delete_ns.
+DELETE FROM {p}lock_requests
+ WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G'
+ ORDER BY id DESC LIMIT ?
+RETURNING kind, ns, name, mode;
+
+-- name: request_list_orphans
+-- Requests whose session is gone: a stalled session's statement that landed
+-- after another process reaped it.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests r
+ WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
+ ORDER BY id LIMIT ?;
+
+-- name: request_list
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
+
+-- name: request_list_by_session
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE session_id = ? ORDER BY id;
+
+-- name: request_list_by_session_kind
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE session_id = ? AND kind = ? ORDER BY id;
+
+-- name: request_list_by_session_ns
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
+
+-- name: request_list_call
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE session_id = ? AND call_id = ? ORDER BY id;
+
+-- name: request_insert
+-- The value list may refer to a column set earlier in it (status), which
+-- spares passing the status twice.
+INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {now}, IF(status = 'G', {now}, NULL));
+
+-- name: request_set_status
+-- The constants are joined as a derived table so that granted_at depends
+-- on the new status whatever order the assignments run in.
+UPDATE {p}lock_requests r JOIN (SELECT ? AS st, ? AS tok) v
+   SET r.granted_at = IF(v.st = 'G', {now}, r.granted_at), r.status = v.st, r.token = v.tok
+ WHERE r.id = ? AND r.status = ?;
+
+-- name: request_delete
+DELETE FROM {p}lock_requests WHERE id IN ({list});
+
+-- name: request_statuses
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE id IN ({list});
+
+-- name: wait_graph
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at
+  FROM {p}lock_requests r
+ WHERE EXISTS (SELECT 1 FROM {p}lock_requests p
+                WHERE p.status = 'P' AND p.kind = r.kind AND p.ns = r.ns AND p.name = r.name)
+ ORDER BY r.id;
+
+-- name: detector_lock
+-- The row is inserted by the first migration.
+SELECT v FROM {p}meta WHERE k = 'deadlock' FOR UPDATE;
+
+-- name: lock_info_list
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
+       s.host, s.pid, s.name
+  FROM {p}lock_requests r JOIN {p}sessions s ON s.id = r.session_id
+ ORDER BY r.kind, r.ns, r.name, r.id;
+
+-- name: user_holder
+SELECT session_id FROM {p}lock_requests
+ WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
