@@ -140,7 +140,7 @@ func (s *Session) release(ctx context.Context, p driver.FastReleaseParams) (int,
 		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 	}
 	if len(waiting) > 0 {
-		if err := c.inTx(ctx, func(tx driver.Tx) error { return c.regrant(ctx, tx, waiting) }); err != nil {
+		if err := c.regrantNow(ctx, waiting); err != nil {
 			return n, fmt.Errorf("baton: release: %w", err)
 		}
 	}
@@ -322,6 +322,21 @@ func uniqueIdents(rs []driver.Request) []driver.Ident {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
 	return out
+}
+
+// regrantNow re-examines identifiers after a release, through the backend's
+// shortcut when it has one.
+func (c *Client) regrantNow(ctx context.Context, idents []driver.Ident) error {
+	for attempt := 0; ; attempt++ {
+		handled, err := c.drv.LockRegrant(ctx, idents)
+		if !handled {
+			return c.inTx(ctx, func(tx driver.Tx) error { return c.regrant(ctx, tx, idents) })
+		}
+		if err == nil || !c.drv.IsRetryable(err) || attempt > 20 {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
 }
 
 // regrant locks the identifiers and grants every waiting request that can

@@ -213,7 +213,7 @@ func TestLockInstances(t *testing.T) {
 				t.Fatalf("release: %d, %v; want %d", released, err, n)
 			}
 			mustLock(t, other, "ns", baton.Write, "x")
-			_, _ = other.Release(ctxT(t), "ns")
+			release(t, other, "ns")
 		}
 	})
 }
@@ -246,7 +246,7 @@ func TestLockUpgrade(t *testing.T) {
 			t.Fatalf("other writer got in while s1 holds write: %v", err)
 		case <-time.After(100 * time.Millisecond):
 		}
-		_, _ = s1.Release(ctxT(t), "ns")
+		release(t, s1, "ns")
 		if err := recv(t, w3); err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestLockTimeouts(t *testing.T) {
 		// Forever gets the lock when it is released.
 		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
 		waitPending(t, c, s2, 1)
-		_, _ = s1.Release(ctxT(t), "ns")
+		release(t, s1, "ns")
 		if err := recv(t, ch); err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +340,7 @@ func TestLockFIFO(t *testing.T) {
 		waitPending(t, c, r2, 1)
 		// ...but not a session that already holds the lock.
 		mustLock(t, r1, "ns", baton.Read, "x")
-		_, _ = r1.Release(ctxT(t), "ns")
+		release(t, r1, "ns")
 		if err := recv(t, wch); err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +349,7 @@ func TestLockFIFO(t *testing.T) {
 			t.Fatal("reader granted while the writer holds the lock")
 		case <-time.After(50 * time.Millisecond):
 		}
-		_, _ = w.Release(ctxT(t), "ns")
+		release(t, w, "ns")
 		if err := recv(t, r2ch); err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +373,7 @@ func TestLockDeadlockTwoSessions(t *testing.T) {
 		if h := held(t, c, s2); len(h) != 1 || h[0].Name != "b" || h[0].Status != "GRANTED" {
 			t.Fatalf("victim holds %+v, want b", h)
 		}
-		_, _ = s2.Release(ctxT(t), "ns")
+		release(t, s2, "ns")
 		if err := recv(t, ch1); err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +392,7 @@ func TestLockDeadlockReadWaiterChosen(t *testing.T) {
 		waitPending(t, c, s1, 1)
 		ch2 := async(s2, "ns", baton.Write, baton.Forever, "a")
 		wantErr(t, recv(t, ch1), baton.ErrDeadlock)
-		_, _ = s1.Release(ctxT(t), "ns")
+		release(t, s1, "ns")
 		if err := recv(t, ch2); err != nil {
 			t.Fatal(err)
 		}
@@ -416,11 +416,11 @@ func TestLockDeadlockThreeSessions(t *testing.T) {
 			t.Fatalf("victim holds %+v", h)
 		}
 		// Nobody else was aborted: s2 gives up b, then everything drains.
-		_, _ = s2.Release(ctxT(t), "ns")
+		release(t, s2, "ns")
 		if err := recv(t, ch1); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = s1.Release(ctxT(t), "ns")
+		release(t, s1, "ns")
 		if err := recv(t, ch3); err != nil {
 			t.Fatal(err)
 		}
@@ -621,7 +621,7 @@ func TestLocksAcrossClients(t *testing.T) {
 		mustLock(t, s1, "ns", baton.Write, "x")
 		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
 		waitPending(t, c2, s2, 1)
-		_, _ = s1.Release(ctxT(t), "ns")
+		release(t, s1, "ns")
 		if err := recv(t, ch); err != nil {
 			t.Fatal(err)
 		}
@@ -678,4 +678,11 @@ func TestLockMutualExclusion(t *testing.T) {
 			t.Fatalf("%d grants, want %d", total, 4*2*15)
 		}
 	})
+}
+
+func release(t *testing.T, s *baton.Session, ns string) {
+	t.Helper()
+	if _, err := s.Release(ctxT(t), ns); err != nil {
+		t.Fatalf("release %s: %v", ns, err)
+	}
 }

@@ -144,6 +144,12 @@ type Driver interface {
 	// re-examine with the slow path.
 	LockFastRelease(ctx context.Context, p FastReleaseParams) (n int, waiting []Ident, err error)
 
+	// LockRegrant grants what can be granted on each identifier and wakes
+	// the clients it granted, as the engine's own re-examination would, in
+	// fewer round trips. handled is false when the backend has no such
+	// shortcut; the engine then does it in a transaction of its own.
+	LockRegrant(ctx context.Context, ids []Ident) (handled bool, err error)
+
 	// Listen starts the backend's wake-up mechanism for one client. wake
 	// is called (from any goroutine) whenever lock state may have changed
 	// for this client; it must be cheap and must not block. interval bounds

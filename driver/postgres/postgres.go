@@ -195,6 +195,18 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	return n, waiting, rows.Err()
 }
 
+// LockRegrant implements driver.Driver with the {p}regrant function: one
+// statement per identifier.
+func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, error) {
+	for _, id := range ids {
+		var n int
+		if err := d.RowNamed(ctx, nil, "regrant", id.Kind, []byte(id.NS), []byte(id.Name), d.channel).Scan(&n); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
 // SetWaiting implements driver.Driver; LISTEN needs no hint.
 func (d *Driver) SetWaiting(string, bool) {}
 

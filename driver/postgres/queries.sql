@@ -153,3 +153,6 @@ u AS (
       FROM agg WHERE li.kind = agg.kind AND li.ns = agg.ns AND li.name = agg.name
     RETURNING li.kind, li.ns, li.name, li.n_p)
 SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d) FROM u;
+
+-- name: regrant
+SELECT {p}regrant($1::smallint, $2, $3, $4);

@@ -655,6 +655,9 @@ func sortIdents(ids []driver.Ident) {
 	}
 }
 
+// LockRegrant implements driver.Driver: no shortcut by default.
+func (db *DB) LockRegrant(context.Context, []driver.Ident) (bool, error) { return false, nil }
+
 // IsRetryable implements driver.Driver.
 func (db *DB) IsRetryable(err error) bool {
 	return err != nil && db.D.IsRetryable != nil && db.D.IsRetryable(err)
