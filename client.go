@@ -174,7 +174,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
-	stop, err := drv.Listen(ctx, c.id, c.wake, o.PollInterval)
+	stop, err := drv.Listen(ctx, c.id, c.wakeWith, o.PollInterval)
 	if err != nil {
 		drv.Close()
 		return nil, fmt.Errorf("baton: listen: %w", err)
@@ -252,8 +252,24 @@ func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
 	}
 }
 
-// wake is called by the driver's listener; it never blocks.
-func (c *Client) wake() {
+// wake is called by the driver's listener; it never blocks. Grants the
+// backend reported exactly are handed to their waiters at once; anything
+// else makes the wake loop query.
+func (c *Client) wake() { c.wakeWith(nil) }
+
+func (c *Client) wakeWith(granted []driver.Request) {
+	if len(granted) > 0 {
+		c.mu.Lock()
+		for _, g := range granted {
+			if w := c.waiters[g.ID]; w != nil {
+				delete(c.waiters, g.ID)
+				w.ch <- g
+			}
+		}
+		c.drv.SetWaiting(c.id, len(c.waiters) > 0)
+		c.mu.Unlock()
+		return
+	}
 	select {
 	case c.wakeCh <- struct{}{}:
 	default:

@@ -234,6 +234,7 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	case r := <-w.ch:
 		switch r.Status {
 		case driver.StatusGranted:
+			r.Ident, r.Mode, r.SessionID = id, mode, s.id // a hint carries only id and token
 			return r, nil
 		case driver.StatusDeadlock:
 			return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", ErrDeadlock, modeWord(mode), describe(id))

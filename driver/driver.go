@@ -152,10 +152,12 @@ type Driver interface {
 
 	// Listen starts the backend's wake-up mechanism for one client. wake
 	// is called (from any goroutine) whenever lock state may have changed
-	// for this client; it must be cheap and must not block. interval bounds
-	// how long a lost wake-up can go unnoticed. The returned stop function
-	// ends listening.
-	Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (stop func(), err error)
+	// for this client; it must be cheap and must not block. When the
+	// backend knows exactly which requests were granted (ID, Status and
+	// Token set), it passes them and the engine needs no query; otherwise
+	// it passes nil. interval bounds how long a lost wake-up can go
+	// unnoticed. The returned stop function ends listening.
+	Listen(ctx context.Context, clientID string, wake func(granted []Request), interval time.Duration) (stop func(), err error)
 	// SetWaiting tells the listener whether the client currently has lock
 	// waiters, so that backends with a cheap change check can poll it fast
 	// only when someone waits.

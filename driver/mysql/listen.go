@@ -14,6 +14,8 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/batonhq/baton/driver"
+
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -158,7 +160,9 @@ type listener struct {
 // case (the safety net for a lost interruption). When the connection
 // breaks (server restart, network), the loop backs off, reconnects and
 // registers the new connection id.
-func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (func(), error) {
+func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]driver.Request), interval time.Duration) (func(), error) {
+	// KILL QUERY carries no payload: every wake-up makes the engine query.
+	wake := func() { wakeWith(nil) }
 	l, err := d.listen(ctx, clientID, wake, interval)
 	if err != nil {
 		return nil, err

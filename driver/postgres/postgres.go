@@ -18,6 +18,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,7 +165,8 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	return r, true, nil
 }
 
-// LockFastRelease implements driver.Driver in one statement.
+// LockFastRelease implements driver.Driver in one statement, hand-off to
+// waiters included, so it never reports identifiers to re-examine.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	var name, limit any
 	if p.Name != "" {
@@ -173,26 +175,21 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	rows, err := d.QueryNamed(ctx, nil, "fast_release", p.SessionID, p.Kind, []byte(p.NS), name, limit)
+	rows, err := d.QueryNamed(ctx, nil, "fast_release", p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer rows.Close()
 	var n int
-	var waiting []driver.Ident
 	for rows.Next() {
-		var id driver.Ident
+		var kind, np int64
 		var ns, nm []byte
-		var np int64
-		if err := rows.Scan(&id.Kind, &ns, &nm, &np, &n); err != nil {
+		var granted sql.NullInt64
+		if err := rows.Scan(&kind, &ns, &nm, &np, &n, &granted); err != nil {
 			return 0, nil, err
 		}
-		id.NS, id.Name = string(ns), string(nm)
-		if np > 0 {
-			waiting = append(waiting, id)
-		}
 	}
-	return n, waiting, rows.Err()
+	return n, nil, rows.Err()
 }
 
 // LockRegrant implements driver.Driver with the {p}regrant function: one
@@ -212,7 +209,8 @@ func (d *Driver) SetWaiting(string, bool) {}
 
 // Listen implements driver.Driver with LISTEN on a dedicated connection.
 // It reconnects after errors and calls wake at least once per interval.
-func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (func(), error) {
+func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]driver.Request), interval time.Duration) (func(), error) {
+	wake := func() { wakeWith(nil) }
 	conn, err := d.listen(ctx)
 	if err != nil {
 		return nil, err
@@ -244,8 +242,8 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), inter
 			wcancel()
 			switch {
 			case err == nil:
-				if containsID(n.Payload, clientID) {
-					wake()
+				if mine, granted := parsePayload(n.Payload, clientID); mine {
+					wakeWith(granted)
 				}
 			case lctx.Err() != nil:
 				return
@@ -272,13 +270,35 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-func containsID(payload, id string) bool {
+// parsePayload reads a wake-up payload: comma-separated entries, each a
+// client id ("wake up and look") or "client:request:token" (that request was
+// granted with that token). mine is true when an entry is for clientID;
+// granted is nil when any entry for it asks for a look.
+func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
+	look := false
 	for payload != "" {
-		var head string
-		head, payload, _ = strings.Cut(payload, ",")
-		if head == id {
-			return true
+		var entry string
+		entry, payload, _ = strings.Cut(payload, ",")
+		client, rest, hinted := strings.Cut(entry, ":")
+		if client != clientID {
+			continue
 		}
+		mine = true
+		if !hinted {
+			look = true
+			continue
+		}
+		idText, tokenText, _ := strings.Cut(rest, ":")
+		id, err1 := strconv.ParseInt(idText, 10, 64)
+		token, err2 := strconv.ParseInt(tokenText, 10, 64)
+		if err1 != nil || err2 != nil {
+			look = true
+			continue
+		}
+		granted = append(granted, driver.Request{ID: id, Status: driver.StatusGranted, Token: token, ClientID: client})
 	}
-	return false
+	if look {
+		granted = nil
+	}
+	return mine, granted
 }

@@ -134,8 +134,10 @@ RETURNING id, token;
 
 -- name: fast_release
 -- Deletes the session's granted instances (all, or the newest $5), adjusts
--- the counters of their identifiers and returns, per identifier, how many
--- requests wait there, with the number of instances deleted.
+-- the counters of their identifiers and, where requests wait, hands the lock
+-- on at once with {p}regrant (a volatile function: it sees this statement's
+-- changes). Returns per identifier the waiting count before the hand-off,
+-- and the number of instances deleted.
 WITH d AS (
     DELETE FROM {p}lock_requests
      WHERE id IN (SELECT id FROM {p}lock_requests
@@ -152,7 +154,9 @@ u AS (
     UPDATE {p}lock_idents li SET n_r = li.n_r - agg.r, n_w = li.n_w - agg.w
       FROM agg WHERE li.kind = agg.kind AND li.ns = agg.ns AND li.name = agg.name
     RETURNING li.kind, li.ns, li.name, li.n_p)
-SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d) FROM u;
+SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d),
+       CASE WHEN u.n_p > 0 THEN {p}regrant(u.kind, u.ns, u.name, $6) END
+  FROM u;
 
 -- name: regrant
 SELECT {p}regrant($1::smallint, $2, $3, $4);

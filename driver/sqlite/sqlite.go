@@ -197,7 +197,8 @@ func (d *Driver) SetWaiting(clientID string, waiting bool) {
 // Listen implements driver.Driver: in-process wake-ups through the hub, and
 // a data_version check on a connection of its own for other processes'
 // commits.
-func (d *Driver) Listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (func(), error) {
+func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]driver.Request), interval time.Duration) (func(), error) {
+	wake := func() { wakeWith(nil) }
 	st := &listenState{poke: make(chan struct{}, 1)}
 	d.waiting.Store(clientID, st)
 	d.hub.add(clientID, wake)

@@ -1,5 +1,6 @@
 -- {p}regrant grants, under the lock row, every waiting request on one
--- identifier that can be granted now, and notifies the clients it granted.
+-- identifier that can be granted now, and notifies the clients it granted
+-- with "client:request:token" entries.
 -- It is the rule of internal/lockcore.Grants, in one statement so that a
 -- hand-off costs one round trip instead of a transaction of several; the
 -- conformance suite holds both to the same behaviour:
@@ -19,7 +20,7 @@ DECLARE
     g_mode    text[] := '{}';
     w_sess    text[] := '{}';
     w_mode    text[] := '{}';
-    clients   text[] := '{}';
+    payload   text := '';
     holds     boolean;
     ok        boolean;
     i         integer;
@@ -60,9 +61,13 @@ BEGIN
              WHERE id = r.id;
             g_sess := g_sess || r.session_id;
             g_mode := g_mode || r.mode;
-            IF NOT r.client_id = ANY (clients) THEN
-                clients := clients || r.client_id;
+            -- The payload names the grant, so the waiter needs no query.
+            IF length(payload) > 7000 THEN
+                PERFORM pg_notify(channel, payload);
+                payload := '';
             END IF;
+            payload := payload || CASE WHEN payload = '' THEN '' ELSE ',' END
+                               || r.client_id || ':' || r.id || ':' || top;
             granted := granted + 1;
         ELSE
             w_sess := w_sess || r.session_id;
@@ -75,8 +80,8 @@ BEGIN
            n_w = (SELECT count(*) FROM {p}lock_requests q WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status = 'G' AND q.mode = 'W'),
            n_p = (SELECT count(*) FROM {p}lock_requests q WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status <> 'G')
      WHERE li.kind = k AND li.ns = n AND li.name = m;
-    IF granted > 0 THEN
-        PERFORM pg_notify(channel, array_to_string(clients, ','));
+    IF payload <> '' THEN
+        PERFORM pg_notify(channel, payload);
     END IF;
     RETURN granted;
 END
