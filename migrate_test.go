@@ -1,0 +1,61 @@
+package baton_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestConcurrentMigrate: several processes' clients opening a fresh database
+// at the same moment all succeed, and the schema is applied once.
+func TestConcurrentMigrate(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 6)
+		for i := 0; i < 6; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				c, err := baton.Open(ctx, dsn)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer c.Close()
+				s, err := c.NewSession(ctx)
+				if err == nil {
+					_, err = s.Lock(ctx, "m", baton.Read, 0, "x")
+				}
+				if err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		d, err := baton.OpenDriver(context.Background(), dsn, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		st, err := d.MigrationStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range st {
+			if !m.Applied {
+				t.Fatalf("migration %03d_%s not applied", m.Version, m.Name)
+			}
+		}
+	})
+}
