@@ -82,11 +82,12 @@ func baseName(p string) string {
 // Client is a connection to one database used as a coordination layer. It
 // is safe for concurrent use; open one per process and share it.
 type Client struct {
-	drv  driver.Driver
-	id   string
-	opts Options
-	host string
-	pid  int
+	drv    driver.Driver
+	id     string
+	opts   Options
+	host   string
+	hostID string // boot and PID namespace; see hostIdentity
+	pid    int
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -170,7 +171,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	}
 	host, _ := os.Hostname()
 	c := &Client{
-		drv: drv, id: randomID(), opts: o, host: host, pid: os.Getpid(),
+		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
@@ -454,20 +455,24 @@ func (c *Client) loseAll(err error) {
 	}
 }
 
-// reap ends sessions whose lease ran out, from any process, freeing their
-// locks and waking whoever waits for them.
+// reap ends sessions whose lease ran out, from any process, and sessions of
+// processes on this host that no longer exist, freeing their locks and
+// waking whoever waits for them.
 func (c *Client) reap(ctx context.Context) error {
-	var ids []string
+	var refs []driver.SessionRef
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
-		ids, err = tx.SessionListExpired(ctx, 100)
+		refs, err = tx.SessionListReapable(ctx, c.hostID, 100)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := c.endSession(ctx, id); err != nil {
+	for _, r := range refs {
+		if !r.Expired && (r.PID == c.pid || processAlive(r.PID)) {
+			continue
+		}
+		if err := c.endSession(ctx, r.ID); err != nil {
 			return err
 		}
 	}

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 
 func holdForever(dsn string) {
 	ctx := context.Background()
+	if h := os.Getenv("BATON_TEST_HOSTID"); h != "" {
+		baton.SetHostIdentity(h)
+	}
 	c, err := baton.Open(ctx, dsn)
 	if err != nil {
 		fmt.Println("error:", err)
@@ -54,12 +57,22 @@ func holdForever(dsn string) {
 
 // TestKilledHolderFreesLocks: a process holding locks is killed with
 // SIGKILL; with default settings its locks pass to a waiter within seconds,
-// and never while the holder is alive.
+// and never while the holder is alive. On the same host the dead PID is
+// noticed at the next heartbeat; from another host the lease runs out.
 func TestKilledHolderFreesLocks(t *testing.T) {
+	for _, where := range []string{"same-host", "other-host"} {
+		t.Run(where, func(t *testing.T) { killedHolder(t, where == "other-host") })
+	}
+}
+
+func killedHolder(t *testing.T, remote bool) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := open(t, b)
 		child := exec.Command(os.Args[0], "-test.run=^$")
 		child.Env = append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn)
+		if remote {
+			child.Env = append(child.Env, "BATON_TEST_HOSTID=another-host")
+		}
 		out, err := child.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +81,7 @@ func TestKilledHolderFreesLocks(t *testing.T) {
 		if err := child.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+		t.Cleanup(func() { _ = child.Process.Kill() })
 		line, _ := bufio.NewReader(out).ReadString('\n')
 		if strings.TrimSpace(line) != "locked" {
 			t.Fatalf("child said %q", line)
@@ -85,6 +98,7 @@ func TestKilledHolderFreesLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		killed := time.Now()
+		_ = child.Wait() // reaped, as a supervisor or shell would
 		select {
 		case err := <-waiting:
 			if err != nil {

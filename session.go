@@ -51,7 +51,7 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	c.sessions[s.id] = s
 	c.mu.Unlock()
 	err := c.inTx(ctx, func(tx driver.Tx) error {
-		return tx.SessionInsert(ctx, driver.Session{ID: s.id, ClientID: c.id, Host: c.host, PID: c.pid, Name: o.Name}, c.opts.Lease)
+		return tx.SessionInsert(ctx, driver.Session{ID: s.id, ClientID: c.id, Host: c.host, PID: c.pid, Name: o.Name, HostID: c.hostID}, c.opts.Lease)
 	})
 	if err != nil {
 		c.mu.Lock()

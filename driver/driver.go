@@ -85,13 +85,25 @@ type IdentState struct {
 
 // Session is one row of the session table.
 type Session struct {
-	ID        string
-	ClientID  string
-	Host      string
-	PID       int
-	Name      string
+	ID       string
+	ClientID string
+	Host     string
+	PID      int
+	Name     string
+	// HostID names the boot and PID namespace of the session's process
+	// (empty when unknown): processes with the same HostID can check
+	// whether PID is alive.
+	HostID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+// SessionRef is a session that may be reaped: its lease ran out (Expired),
+// or its process runs on the caller's host and may be checked by PID.
+type SessionRef struct {
+	ID      string
+	PID     int
+	Expired bool
 }
 
 // LockInfo is one row of the monitoring view: a request joined with its
@@ -205,8 +217,9 @@ type Tx interface {
 	SessionListByClient(ctx context.Context, clientID string) ([]string, error)
 	// SessionDelete removes a session row.
 	SessionDelete(ctx context.Context, id string) error
-	// SessionListExpired lists sessions whose lease ran out.
-	SessionListExpired(ctx context.Context, limit int) ([]string, error)
+	// SessionListReapable lists sessions whose lease ran out and sessions
+	// whose HostID is hostID.
+	SessionListReapable(ctx context.Context, hostID string, limit int) ([]SessionRef, error)
 
 	// LockIdentLock creates the identifiers' lock rows if needed and locks
 	// them for the rest of the transaction; ids must be sorted and unique.

@@ -297,7 +297,7 @@ func (d *demo) crash() error {
 	if err := child.Start(); err != nil {
 		return err
 	}
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	defer func() { _ = child.Process.Kill() }()
 	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "holding" {
 		return fmt.Errorf("child did not take the lock: %q", line)
 	}
@@ -313,6 +313,7 @@ func (d *demo) crash() error {
 		return err
 	}
 	killed := time.Now()
+	_ = child.Wait()
 	say("kill -9 %d; waiting for the lock...", child.Process.Pid)
 	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 	defer cancel()
@@ -320,6 +321,7 @@ func (d *demo) crash() error {
 	if err != nil {
 		return err
 	}
-	say("acquired %v after the kill (the dead session's lease ran out), token %d", time.Since(killed).Round(time.Millisecond), g[0].Token)
+	say("acquired %v after the kill, token %d: a process on the same host saw the", time.Since(killed).Round(time.Millisecond), g[0].Token)
+	say("holder's PID gone; on another host its lease (3s) runs out first")
 	return nil
 }

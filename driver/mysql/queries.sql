@@ -15,8 +15,8 @@
 -- below give the same result in either order.
 
 -- name: session_insert
-INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, {now}, {now} + ?);
+INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at, hostid)
+VALUES (?, ?, ?, ?, ?, {now}, {now} + ?, ?);
 
 -- name: session_renew
 UPDATE {p}sessions SET expires_at = {now} + ? WHERE client_id = ?;
@@ -27,8 +27,12 @@ SELECT id FROM {p}sessions WHERE client_id = ?;
 -- name: session_delete
 DELETE FROM {p}sessions WHERE id = ?;
 
--- name: session_list_expired
-SELECT id FROM {p}sessions WHERE expires_at < {now} ORDER BY expires_at LIMIT ?;
+-- name: session_list_reapable
+-- Sessions whose lease ran out, and sessions of processes on this host
+-- (same boot, same PID namespace), whose PIDs the caller checks.
+SELECT id, pid, expires_at < {now} FROM {p}sessions
+ WHERE expires_at < {now} OR (hostid = ? AND hostid <> '')
+ ORDER BY expires_at LIMIT ?;
 
 -- name: ident_ensure
 -- The MySQL LockIdentLock runs ident_lock first and this only when the row

@@ -2,8 +2,8 @@
 -- {p} is the table prefix, {now} the current time in microseconds.
 
 -- name: session_insert
-INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, {now}, {now} + $6);
+INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at, hostid)
+VALUES ($1, $2, $3, $4, $5, {now}, {now} + $6, $7);
 
 -- name: session_renew
 UPDATE {p}sessions SET expires_at = {now} + $1 WHERE client_id = $2;
@@ -14,8 +14,12 @@ SELECT id FROM {p}sessions WHERE client_id = $1;
 -- name: session_delete
 DELETE FROM {p}sessions WHERE id = $1;
 
--- name: session_list_expired
-SELECT id FROM {p}sessions WHERE expires_at < {now} ORDER BY expires_at LIMIT $1;
+-- name: session_list_reapable
+-- Sessions whose lease ran out, and sessions of processes on this host
+-- (same boot, same PID namespace), whose PIDs the caller checks.
+SELECT id, pid, expires_at < {now} FROM {p}sessions
+ WHERE expires_at < {now} OR (hostid = $1 AND hostid <> '')
+ ORDER BY expires_at LIMIT $2;
 
 -- name: ident_ensure
 INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)

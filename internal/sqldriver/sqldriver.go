@@ -203,7 +203,7 @@ func FromMicros(v int64) time.Time {
 
 // SessionInsert implements driver.Tx.
 func (t *Tx) SessionInsert(ctx context.Context, s driver.Session, lease time.Duration) error {
-	_, err := t.exec(ctx, "session_insert", s.ID, s.ClientID, s.Host, s.PID, s.Name, us(lease))
+	_, err := t.exec(ctx, "session_insert", s.ID, s.ClientID, s.Host, s.PID, s.Name, us(lease), s.HostID)
 	return err
 }
 
@@ -228,9 +228,22 @@ func (t *Tx) SessionDelete(ctx context.Context, id string) error {
 	return err
 }
 
-// SessionListExpired implements driver.Tx.
-func (t *Tx) SessionListExpired(ctx context.Context, limit int) ([]string, error) {
-	return t.strings(ctx, "session_list_expired", limit)
+// SessionListReapable implements driver.Tx.
+func (t *Tx) SessionListReapable(ctx context.Context, hostID string, limit int) ([]driver.SessionRef, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "session_list_reapable", hostID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.SessionRef
+	for rows.Next() {
+		var r driver.SessionRef
+		if err := rows.Scan(&r.ID, &r.PID, &r.Expired); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 func (t *Tx) strings(ctx context.Context, name string, args ...any) ([]string, error) {
