@@ -89,10 +89,11 @@ type Client struct {
 	hostID string // boot and PID namespace; see hostIdentity
 	pid    int
 
-	mu       sync.Mutex
-	sessions map[string]*Session
-	waiters  map[int64]*waiter
-	closed   bool
+	mu        sync.Mutex
+	sessions  map[string]*Session
+	waiters   map[int64]*waiter
+	listeners map[*Listener]bool
+	closed    bool
 
 	wakeCh     chan struct{}
 	stopListen func()
@@ -172,10 +173,10 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	host, _ := os.Hostname()
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
-		sessions: map[string]*Session{}, waiters: map[int64]*waiter{},
+		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
-	stop, err := drv.Listen(ctx, c.id, c.wakeWith, o.PollInterval)
+	stop, err := drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: o.PollInterval})
 	if err != nil {
 		drv.Close()
 		return nil, fmt.Errorf("baton: listen: %w", err)
@@ -205,7 +206,14 @@ func (c *Client) Close() error {
 	for _, s := range c.sessions {
 		ss = append(ss, s)
 	}
+	ls := make([]*Listener, 0, len(c.listeners))
+	for l := range c.listeners {
+		ls = append(ls, l)
+	}
 	c.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
@@ -384,6 +392,7 @@ func (c *Client) heartbeatLoop() {
 		if time.Since(purge) > time.Minute {
 			purge = time.Now()
 			_ = c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
+			_ = c.drv.Maintain(ctx)
 		}
 		cancel()
 	}

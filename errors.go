@@ -22,6 +22,9 @@ var (
 	ErrSessionLost = errors.New("baton: session lost")
 	// ErrClosed is returned by calls on a closed session or client.
 	ErrClosed = errors.New("baton: closed")
+	// ErrInvalid is returned for a bad argument: a channel name, a
+	// payload, an option. Nothing was done.
+	ErrInvalid = errors.New("baton: invalid argument")
 	// ErrBadDSN is returned by Open for a DSN it cannot use.
 	ErrBadDSN = errors.New("baton: bad DSN")
 )

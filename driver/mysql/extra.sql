@@ -43,3 +43,7 @@ DELETE FROM {p}wakeups WHERE client_id = ?;
 -- name: wake_purge_stale
 -- Registrations from before the server's last start.
 DELETE FROM {p}wakeups WHERE updated_at < ?;
+
+-- name: wake_all_clients
+-- Every registered client: a notification wakes them all.
+SELECT client_id FROM {p}wakeups;

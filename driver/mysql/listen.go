@@ -160,14 +160,59 @@ type listener struct {
 // case (the safety net for a lost interruption). When the connection
 // breaks (server restart, network), the loop backs off, reconnects and
 // registers the new connection id.
-func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]driver.Request), interval time.Duration) (func(), error) {
-	// KILL QUERY carries no payload: every wake-up makes the engine query.
-	wake := func() { wakeWith(nil) }
-	l, err := d.listen(ctx, clientID, wake, interval)
+func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
+	// KILL QUERY carries no payload: every wake-up makes the engine query,
+	// and the notification pump read.
+	pump := sqldriver.StartPump(d.DB, p.Notify)
+	wake := func() { p.Wake(nil); pump.Poke() }
+	l, err := d.listen(ctx, p.ClientID, wake, p.Interval)
 	if err != nil {
+		pump.Stop()
 		return nil, err
 	}
-	return l.stop, nil
+	d.pumps.Store(p.ClientID, pump)
+	return func() { l.stop(); d.pumps.Delete(p.ClientID); pump.Stop() }, nil
+}
+
+// SetNotifying implements driver.Driver.
+func (d *Driver) SetNotifying(clientID string, on bool) {
+	if v, ok := d.pumps.Load(clientID); ok {
+		v.(*sqldriver.NotifyPump).SetOn(on)
+	}
+}
+
+// Notify implements driver.Driver: the insert and a wake-up of every
+// registered client, interrupted after commit.
+func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
+	t, err := d.DB.BeginTx(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.Rollback()
+	if _, err := d.ExecNamed(ctx, t.Tx, "notify_insert", channel, payload); err != nil {
+		return err
+	}
+	rows, err := t.Tx.QueryContext(ctx, d.wq["wake_all_clients"])
+	if err != nil {
+		return fmt.Errorf("wake_all_clients: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := d.wakeClients(ctx, t, ids); err != nil {
+		return err
+	}
+	return t.Commit()
 }
 
 func (d *Driver) listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (*listener, error) {

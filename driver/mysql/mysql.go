@@ -86,6 +86,7 @@ type Driver struct {
 	mariadb  bool
 	migrator *sqldriver.Migrator
 	wq       map[string]string // extra.sql
+	pumps    sync.Map          // client id -> *sqldriver.NotifyPump
 
 	// fast is a second pool, of autocommit=0 connections, for the
 	// uncontended fast paths only: their first statement opens the

@@ -427,7 +427,7 @@ func TestListenerReconnects(t *testing.T) {
 func TestListenStopIsPrompt(t *testing.T) {
 	d := openDriver(t, newDSN(t))
 	var w wakeCounter
-	stop, err := d.Listen(context.Background(), "client-1", func([]driver.Request) { w.wake() }, 30*time.Second)
+	stop, err := d.Listen(context.Background(), driver.ListenParams{ClientID: "client-1", Wake: func([]driver.Request) { w.wake() }, Notify: func(string, string) {}, Interval: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,3 +182,18 @@ SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, 
 -- name: user_holder
 SELECT session_id FROM {p}lock_requests
  WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
+
+-- name: notify_insert
+INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
+
+-- name: notify_max
+SELECT MAX(id) FROM {p}notifications;
+
+-- name: notify_since
+SELECT id, channel, payload FROM {p}notifications WHERE id > ? ORDER BY id LIMIT 1000;
+
+-- name: notify_ids
+SELECT id, channel, payload FROM {p}notifications WHERE id IN ({list});
+
+-- name: notify_purge
+DELETE FROM {p}notifications WHERE created_at < {now} - ?;

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,9 +44,11 @@ const Now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
 // Driver is the PostgreSQL backend.
 type Driver struct {
 	*sqldriver.DB
-	cfg      *pgx.ConnConfig
-	channel  string
-	migrator *sqldriver.Migrator
+	cfg       *pgx.ConnConfig
+	channel   string // lock wake-ups
+	notifyCh  string // notifications: payload "channel payload"
+	migrator  *sqldriver.Migrator
+	notifying sync.Map // client id -> *atomic.Bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -72,7 +76,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		db.Close()
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, channel: prefix + "wake"}
+	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify"}
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "postgres",
 		Numbered:        true,
@@ -207,10 +211,35 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 // SetWaiting implements driver.Driver; LISTEN needs no hint.
 func (d *Driver) SetWaiting(string, bool) {}
 
+// SetNotifying implements driver.Driver.
+func (d *Driver) SetNotifying(clientID string, on bool) {
+	if v, ok := d.notifying.Load(clientID); ok {
+		v.(*atomic.Bool).Store(on)
+	}
+}
+
+// Notify implements driver.Driver with NOTIFY, delivered by PostgreSQL in
+// commit order, never on rollback.
+func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
+	q, args := d.NotifyStatement(channel, payload)
+	if _, err := d.SQL.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// NotifyStatement implements driver.Driver.
+func (d *Driver) NotifyStatement(channel, payload string) (string, []any) {
+	return "SELECT pg_notify($1, $2)", []any{d.notifyCh, channel + " " + payload}
+}
+
 // Listen implements driver.Driver with LISTEN on a dedicated connection.
 // It reconnects after errors and calls wake at least once per interval.
-func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]driver.Request), interval time.Duration) (func(), error) {
+func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
+	clientID, interval, wakeWith := p.ClientID, p.Interval, p.Wake
 	wake := func() { wakeWith(nil) }
+	notifying := &atomic.Bool{}
+	d.notifying.Store(clientID, notifying)
 	conn, err := d.listen(ctx)
 	if err != nil {
 		return nil, err
@@ -241,6 +270,11 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]dr
 			n, err := conn.WaitForNotification(wctx)
 			wcancel()
 			switch {
+			case err == nil && n.Channel == d.notifyCh:
+				if notifying.Load() {
+					ch, payload, _ := strings.Cut(n.Payload, " ")
+					p.Notify(ch, payload)
+				}
 			case err == nil:
 				if mine, granted := parsePayload(n.Payload, clientID); mine {
 					wakeWith(granted)
@@ -255,7 +289,7 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]dr
 			}
 		}
 	}()
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done; d.notifying.Delete(clientID) }, nil
 }
 
 func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
@@ -263,9 +297,11 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize()); err != nil {
-		conn.Close(context.Background())
-		return nil, err
+	for _, ch := range []string{d.channel, d.notifyCh} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			conn.Close(context.Background())
+			return nil, err
+		}
 	}
 	return conn, nil
 }

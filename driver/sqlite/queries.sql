@@ -163,3 +163,18 @@ DELETE FROM {p}lock_requests
                WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND name = ?5 AND status = 'G' ORDER BY id DESC LIMIT ?4)
 RETURNING kind, ns, name,
           (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
+
+-- name: notify_insert
+INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
+
+-- name: notify_max
+SELECT MAX(id) FROM {p}notifications;
+
+-- name: notify_since
+SELECT id, channel, payload FROM {p}notifications WHERE id > ? ORDER BY id LIMIT 1000;
+
+-- name: notify_ids
+SELECT id, channel, payload FROM {p}notifications WHERE id IN ({list});
+
+-- name: notify_purge
+DELETE FROM {p}notifications WHERE created_at < {now} - ?;

@@ -51,10 +51,19 @@ type Driver struct {
 	waiting  sync.Map // clientID -> *listenState
 }
 
-// listenState is what SetWaiting changes for one client's poller.
+// listenState is what SetWaiting and SetNotifying change for one client's
+// poller.
 type listenState struct {
 	waiting atomic.Bool
 	poke    chan struct{} // cuts an idle sleep short when a waiter appears
+	pump    *sqldriver.NotifyPump
+}
+
+func (st *listenState) hurry() {
+	select {
+	case st.poke <- struct{}{}:
+	default:
+	}
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -186,23 +195,40 @@ func (d *Driver) SetWaiting(clientID string, waiting bool) {
 	if v, ok := d.waiting.Load(clientID); ok {
 		st := v.(*listenState)
 		if !st.waiting.Swap(waiting) && waiting {
-			select {
-			case st.poke <- struct{}{}:
-			default:
-			}
+			st.hurry()
 		}
 	}
+}
+
+// SetNotifying implements driver.Driver.
+func (d *Driver) SetNotifying(clientID string, on bool) {
+	if v, ok := d.waiting.Load(clientID); ok {
+		st := v.(*listenState)
+		st.pump.SetOn(on)
+		st.hurry()
+	}
+}
+
+// Notify implements driver.Driver: the insert, then an in-process poke;
+// other processes see the commit through data_version.
+func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
+	if err := d.DB.Notify(ctx, channel, payload); err != nil {
+		return err
+	}
+	d.hub.pokeAll()
+	return nil
 }
 
 // Listen implements driver.Driver: in-process wake-ups through the hub, and
 // a data_version check on a connection of its own for other processes'
 // commits.
-func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]driver.Request), interval time.Duration) (func(), error) {
-	wake := func() { wakeWith(nil) }
-	st := &listenState{poke: make(chan struct{}, 1)}
+func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
+	clientID, interval := p.ClientID, p.Interval
+	wake := func() { p.Wake(nil) }
+	st := &listenState{poke: make(chan struct{}, 1), pump: sqldriver.StartPump(d.DB, p.Notify)}
 	d.waiting.Store(clientID, st)
-	d.hub.add(clientID, wake)
-	stopHub := func() { d.hub.remove(clientID); d.waiting.Delete(clientID) }
+	d.hub.add(clientID, hubEntry{wake: wake, poke: st.pump.Poke})
+	stopHub := func() { d.hub.remove(clientID); d.waiting.Delete(clientID); st.pump.Stop() }
 	if d.memory {
 		// A private in-memory database has no other process.
 		return stopHub, nil
@@ -222,7 +248,7 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]dr
 		last2 := time.Now()
 		for {
 			wait := interval
-			if st.waiting.Load() {
+			if st.waiting.Load() || st.pump.On() {
 				wait = time.Millisecond
 			}
 			t := time.NewTimer(wait)
@@ -241,6 +267,7 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]dr
 			if v != last || time.Since(last2) >= interval {
 				last, last2 = v, time.Now()
 				wake()
+				st.pump.Poke()
 			}
 		}
 	}()
@@ -251,7 +278,13 @@ func (d *Driver) Listen(ctx context.Context, clientID string, wakeWith func([]dr
 // file in this process.
 type hub struct {
 	mu      sync.RWMutex
-	clients map[string]func()
+	clients map[string]hubEntry
+}
+
+// hubEntry is one client: its lock wake-up and its notification poke.
+type hubEntry struct {
+	wake func()
+	poke func()
 }
 
 var (
@@ -264,15 +297,15 @@ func hubFor(path string) *hub {
 	defer hubsMu.Unlock()
 	h := hubs[path]
 	if h == nil {
-		h = &hub{clients: map[string]func(){}}
+		h = &hub{clients: map[string]hubEntry{}}
 		hubs[path] = h
 	}
 	return h
 }
 
-func (h *hub) add(id string, f func()) {
+func (h *hub) add(id string, e hubEntry) {
 	h.mu.Lock()
-	h.clients[id] = f
+	h.clients[id] = e
 	h.mu.Unlock()
 }
 
@@ -286,63 +319,16 @@ func (h *hub) wake(ids []string) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, id := range ids {
-		if f := h.clients[id]; f != nil {
-			f()
+		if e, ok := h.clients[id]; ok {
+			e.wake()
 		}
 	}
 }
 
-// LockFastAcquire implements driver.Driver in one autocommit statement.
-func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID}
-	err := d.RowNamed(ctx, nil, "fast_acquire", p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name),
-		p.Mode, p.CallID).Scan(&r.ID, &r.Token)
-	if errors.Is(err, sql.ErrNoRows) {
-		return driver.Request{}, false, nil
+func (h *hub) pokeAll() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, e := range h.clients {
+		e.poke()
 	}
-	if err != nil {
-		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
-	}
-	return r, true, nil
-}
-
-// LockFastRelease implements driver.Driver in one autocommit statement.
-func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	limit := -1
-	if p.Limit > 0 {
-		limit = p.Limit
-	}
-	var rows *sql.Rows
-	var err error
-	if p.Name == "" {
-		rows, err = d.QueryNamed(ctx, nil, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
-	} else {
-		rows, err = d.QueryNamed(ctx, nil, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	defer rows.Close()
-	n := 0
-	seen := map[driver.Ident]bool{}
-	var waiting []driver.Ident
-	for rows.Next() {
-		var id driver.Ident
-		var ns, name []byte
-		var np sql.NullInt64
-		if err := rows.Scan(&id.Kind, &ns, &name, &np); err != nil {
-			return 0, nil, err
-		}
-		n++
-		id.NS, id.Name = string(ns), string(name)
-		if np.Int64 > 0 && !seen[id] {
-			seen[id] = true
-			waiting = append(waiting, id)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, err
-	}
-	return n, waiting, nil
 }

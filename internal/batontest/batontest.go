@@ -24,6 +24,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/mattn/go-sqlite3"
 )
 
 // Backend is one database server kind under test.
@@ -161,4 +162,30 @@ func newMySQL(t testing.TB) string {
 	})
 	u.Path = "/" + name
 	return u.String()
+}
+
+// SQLDB opens the database a test DSN names with plain database/sql, as an
+// application would (for the caller's-transaction variants).
+func SQLDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		db, err = sql.Open("sqlite3", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate")
+	case strings.HasPrefix(dsn, "postgres://"):
+		db, err = sql.Open("pgx", dsn)
+	case strings.HasPrefix(dsn, "mysql://"):
+		var u *url.URL
+		if u, err = url.Parse(dsn); err == nil {
+			db, err = sql.Open("mysql", MySQLDriverDSN(u))
+		}
+	default:
+		t.Fatalf("SQLDB: unsupported DSN %s", dsn)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -1,0 +1,211 @@
+package sqldriver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// GapWait is how long a notification id missing below the highest id seen
+// is looked for again before it is taken as rolled back. Ids are allocated
+// before commit on MySQL: a notification that commits after a later one
+// fills its gap late, and must still be delivered.
+const GapWait = 10 * time.Second
+
+// maxGap bounds how many missing ids one jump records; a larger jump is an
+// allocator skipping ahead, not transactions in flight.
+const maxGap = 10000
+
+// NotifyReader reads committed notifications of a table-backed backend
+// (notify_max, notify_since, notify_ids) after a cursor, without skipping
+// the ones that commit late. It is used by one goroutine at a time.
+type NotifyReader struct {
+	DB     *DB
+	mu     sync.Mutex
+	cursor int64
+	gaps   map[int64]time.Time
+	ready  bool
+}
+
+// Start places the cursor after the newest notification: a listener gets
+// what commits from now on.
+func (r *NotifyReader) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var max sql.NullInt64
+	if err := r.DB.RowNamed(ctx, nil, "notify_max").Scan(&max); err != nil {
+		return fmt.Errorf("notify_max: %w", err)
+	}
+	r.cursor, r.gaps, r.ready = max.Int64, map[int64]time.Time{}, true
+	return nil
+}
+
+// Read delivers every notification committed since the last call.
+func (r *NotifyReader) Read(ctx context.Context, deliver func(channel, payload string)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ready {
+		return nil
+	}
+	for {
+		rows, err := r.DB.QueryNamed(ctx, nil, "notify_since", r.cursor)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for rows.Next() {
+			var id int64
+			var ch, payload string
+			if err := rows.Scan(&id, &ch, &payload); err != nil {
+				rows.Close()
+				return err
+			}
+			n++
+			if id > r.cursor+1 && id-r.cursor <= maxGap {
+				now := time.Now()
+				for g := r.cursor + 1; g < id; g++ {
+					r.gaps[g] = now
+				}
+			}
+			r.cursor = id
+			deliver(ch, payload)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n < 1000 { // notify_since returns at most 1000 rows
+			break
+		}
+	}
+	return r.readGaps(ctx, deliver)
+}
+
+func (r *NotifyReader) readGaps(ctx context.Context, deliver func(channel, payload string)) error {
+	if len(r.gaps) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(r.gaps))
+	for id, since := range r.gaps {
+		if time.Since(since) > GapWait {
+			delete(r.gaps, id)
+			continue
+		}
+		ids = append(ids, id)
+		if len(ids) == 500 {
+			break
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	q := expandList(r.DB.Q("notify_ids"), r.DB.D.Numbered, 1, len(ids))
+	rows, err := r.DB.SQL.QueryContext(ctx, q, int64Args(ids)...)
+	if err != nil {
+		return fmt.Errorf("notify_ids: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var ch, payload string
+		if err := rows.Scan(&id, &ch, &payload); err != nil {
+			return err
+		}
+		delete(r.gaps, id)
+		deliver(ch, payload)
+	}
+	return rows.Err()
+}
+
+// Notify inserts a notification in its own transaction.
+func (db *DB) Notify(ctx context.Context, channel, payload string) error {
+	_, err := db.ExecNamed(ctx, nil, "notify_insert", channel, payload)
+	return err
+}
+
+// NotifyStatement implements driver.Driver for table-backed backends.
+func (db *DB) NotifyStatement(channel, payload string) (string, []any) {
+	return db.Q("notify_insert"), []any{channel, payload}
+}
+
+// Maintain implements driver.Driver: notifications older than a minute are
+// deleted (listeners read them within a poll interval).
+func (db *DB) Maintain(ctx context.Context) error {
+	if _, ok := db.D.Queries["notify_purge"]; !ok {
+		return nil
+	}
+	_, err := db.ExecNamed(ctx, nil, "notify_purge", int64(time.Minute/time.Microsecond))
+	return err
+}
+
+// NotifyPump reads a client's notifications when poked, while it is on, on
+// a goroutine of its own (so that a wake-up never waits for the read).
+type NotifyPump struct {
+	reader  NotifyReader
+	deliver func(channel, payload string)
+	on      atomic.Bool
+	poke    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+// StartPump starts a pump that hands notifications to deliver.
+func StartPump(db *DB, deliver func(channel, payload string)) *NotifyPump {
+	p := &NotifyPump{reader: NotifyReader{DB: db}, deliver: deliver,
+		poke: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+func (p *NotifyPump) run() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-p.poke:
+		}
+		if !p.on.Load() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.reader.Read(ctx, p.deliver)
+		cancel()
+	}
+}
+
+// SetOn turns reading on (from the newest notification on) or off.
+func (p *NotifyPump) SetOn(on bool) {
+	if on == p.on.Load() {
+		return
+	}
+	if on {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.reader.Start(ctx)
+		cancel()
+	}
+	p.on.Store(on)
+}
+
+// On reports whether the pump reads.
+func (p *NotifyPump) On() bool { return p.on.Load() }
+
+// Poke asks for a read; it never blocks.
+func (p *NotifyPump) Poke() {
+	if !p.on.Load() {
+		return
+	}
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the pump.
+func (p *NotifyPump) Stop() {
+	close(p.quit)
+	<-p.done
+}
