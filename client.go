@@ -40,6 +40,9 @@ type Options struct {
 	// Name is the default owner name of this client's sessions (default:
 	// the program's name).
 	Name string
+	// Retry is the backoff between a message's attempts (default: 1s
+	// doubling to at most 10m, ±20%).
+	Retry RetryPolicy
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
@@ -65,6 +68,15 @@ func (o *Options) fill() error {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 500 * time.Millisecond
+	}
+	if o.Retry.Base <= 0 {
+		o.Retry.Base = time.Second
+	}
+	if o.Retry.Max <= 0 {
+		o.Retry.Max = 10 * time.Minute
+	}
+	if o.Retry.Jitter == 0 {
+		o.Retry.Jitter = 0.2
 	}
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(baseName(os.Args[0]), ".test")
@@ -94,6 +106,12 @@ type Client struct {
 	waiters   map[int64]*waiter
 	listeners map[*Listener]bool
 	closed    bool
+
+	// queues
+	knownQueues sync.Map // queue name -> true once registered
+	qwaiters    map[string]map[chan struct{}]bool
+	qnotify     map[string]*notifyState
+	notifyUsers int // listeners and waiting consumers: notifications on
 
 	wakeCh     chan struct{}
 	stopListen func()
@@ -174,6 +192,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
+		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
 	stop, err := drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: o.PollInterval})
@@ -389,6 +408,9 @@ func (c *Client) heartbeatLoop() {
 		if tick++; tick%10 == 0 {
 			_ = c.sweepOrphans(ctx)
 		}
+		if tick%5 == 0 {
+			_ = c.recoverStaleClaims(ctx)
+		}
 		if time.Since(purge) > time.Minute {
 			purge = time.Now()
 			_ = c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
@@ -489,9 +511,11 @@ func (c *Client) reap(ctx context.Context) error {
 }
 
 // endSession deletes a session and every request it has, granting what that
-// frees.
+// frees, and gives its claimed messages back to their queues.
 func (c *Client) endSession(ctx context.Context, id string) error {
-	return c.inTx(ctx, func(tx driver.Tx) error {
+	var queues []string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		queues = nil
 		rs, err := tx.LockRequestListBySession(ctx, id, -1, "")
 		if err != nil {
 			return err
@@ -499,6 +523,27 @@ func (c *Client) endSession(ctx context.Context, id string) error {
 		if err := c.removeRequests(ctx, tx, rs); err != nil {
 			return err
 		}
+		refs, err := tx.ClaimsBySession(ctx, id)
+		if err != nil {
+			return err
+		}
+		if len(refs) > 0 {
+			ids, err := c.recoverClaims(ctx, tx, refs, "session ended")
+			if err != nil {
+				return err
+			}
+			ms, err := tx.MessageByIDs(ctx, ids)
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				queues = append(queues, m.Queue)
+			}
+		}
 		return tx.SessionDelete(ctx, id)
 	})
+	for _, q := range queues {
+		c.queueWake(q)
+	}
+	return err
 }

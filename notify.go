@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -116,8 +117,9 @@ func (c *Client) Listen(ctx context.Context, channels ...string) (*Listener, err
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	first := len(c.listeners) == 0
 	c.listeners[l] = true
+	c.notifyUsers++
+	first := c.notifyUsers == 1
 	c.mu.Unlock()
 	if first {
 		c.drv.SetNotifying(c.id, true)
@@ -143,7 +145,8 @@ func (l *Listener) Close() {
 	c := l.c
 	c.mu.Lock()
 	delete(c.listeners, l)
-	last := len(c.listeners) == 0
+	c.notifyUsers--
+	last := c.notifyUsers == 0
 	c.mu.Unlock()
 	if last {
 		c.drv.SetNotifying(c.id, false)
@@ -187,6 +190,10 @@ func (l *Listener) forward() {
 // deliver hands a notification from the driver to this process's
 // listeners of its channel.
 func (c *Client) deliver(channel, payload string) {
+	if q, ok := strings.CutPrefix(channel, "#q#"); ok {
+		c.wakeQueueLocal(q)
+		return
+	}
 	c.mu.Lock()
 	ls := make([]*Listener, 0, len(c.listeners))
 	for l := range c.listeners {

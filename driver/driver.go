@@ -181,6 +181,15 @@ type Driver interface {
 	// client calls it about once a minute.
 	Maintain(ctx context.Context) error
 
+	// QueueRegisterStatement registers a queue inside the caller's
+	// transaction.
+	QueueRegisterStatement(name string) (query string, args []any)
+
+	// EnqueueStatement is the statement that inserts a message inside the
+	// caller's transaction, with its arguments; returnsID says whether it
+	// returns the new id as a row (otherwise: the result's LastInsertId).
+	EnqueueStatement(m NewMessage) (query string, args []any, returnsID bool)
+
 	// NotifyStatement is the statement that sends a notification inside
 	// the caller's transaction, with its arguments.
 	NotifyStatement(channel, payload string) (query string, args []any)
@@ -232,6 +241,7 @@ type MigrationStatus struct {
 type Tx interface {
 	Commit() error
 	Rollback() error
+	QueueTx
 
 	// SessionInsert creates a session with a lease of the given length,
 	// measured on the database's clock.

@@ -178,3 +178,125 @@ SELECT id, channel, payload FROM {p}notifications WHERE id IN ({list});
 
 -- name: notify_purge
 DELETE FROM {p}notifications WHERE created_at < {now} - ?;
+
+-- ---- queues ----
+-- Message columns, in the order sqldriver.ScanMessage reads them:
+-- id, queue, payload, priority, msg_key, run_at, order_at, attempt,
+-- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
+-- created_at.
+
+-- name: queue_register
+INSERT INTO {p}queues (name, created_at) VALUES (?, {now}) ON CONFLICT (name) DO NOTHING;
+
+-- name: queue_exists
+SELECT COUNT(*) FROM {p}queues WHERE name = ?;
+
+-- name: queue_list
+SELECT name FROM {p}queues ORDER BY name;
+
+-- name: queue_lock
+-- Serializes ordered and per-key claims of one queue.
+SELECT name FROM {p}queues WHERE name = ?;
+
+-- name: message_insert
+-- Arguments: queue, payload, priority, key, delay, delay again, attempts.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)
+VALUES (?1, ?2, ?3, ?4, {now} + ?5, {now} + ?6, 0, ?7, 'R', '', {now})
+RETURNING id;
+
+-- name: claim_candidates
+SELECT id FROM {p}messages
+ WHERE queue = ? AND state = 'R' AND run_at <= {now}
+ ORDER BY priority, order_at, id LIMIT ?;
+
+-- name: claim_candidates_per_key
+-- The head of each key that has nothing in flight, and messages without a
+-- key. Run under queue_lock.
+SELECT m.id FROM {p}messages m
+ WHERE m.queue = ?1 AND m.state = 'R' AND m.run_at <= {now}
+   AND (m.msg_key IS NULL OR (
+        NOT EXISTS (SELECT 1 FROM {p}messages c
+                     WHERE c.queue = m.queue AND c.msg_key = m.msg_key AND c.state = 'C')
+    AND NOT EXISTS (SELECT 1 FROM {p}messages e
+                     WHERE e.queue = m.queue AND e.msg_key = m.msg_key AND e.state = 'R'
+                       AND (e.priority < m.priority OR (e.priority = m.priority
+                            AND (e.order_at < m.order_at OR (e.order_at = m.order_at AND e.id < m.id)))))))
+ ORDER BY m.priority, m.order_at, m.id LIMIT ?2;
+
+-- name: claim_in_flight
+SELECT COUNT(*) FROM {p}messages WHERE queue = ? AND state = 'C';
+
+-- name: claim_head
+-- The next message of an ordered queue, due or not.
+SELECT id, run_at - {now} FROM {p}messages WHERE queue = ? AND state = 'R' ORDER BY priority, order_at, id LIMIT 1;
+
+-- name: claim_ids
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
+ WHERE id IN ({list4}) AND state = 'R';
+
+-- name: message_by_ids
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at
+  FROM {p}messages WHERE id IN ({list});
+
+-- name: queue_next_due
+SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R';
+
+-- name: message_ack
+DELETE FROM {p}messages WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
+
+-- name: message_retry
+-- Arguments: 1 to move to the back of the queue (0 keeps its place),
+-- delay, delay again, error, id, session, attempt (the same in every
+-- dialect). Moving back adds a microsecond: it lands after messages
+-- enqueued in the same clock tick.
+UPDATE {p}messages
+   SET order_at = CASE WHEN ?1 = 1 THEN {now} + ?2 + 1 ELSE order_at END, run_at = {now} + ?3,
+       state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, last_error = ?4
+ WHERE id = ?5 AND claimed_by = ?6 AND attempt = ?7 AND state = 'C';
+
+-- name: message_extend
+UPDATE {p}messages SET claim_until = {now} + ? WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
+
+-- name: message_bury
+-- Copies a claimed message to the dead letters; message_ack then removes it.
+INSERT INTO {p}dead (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, ?1, created_at, {now}
+  FROM {p}messages WHERE id = ?2 AND claimed_by = ?3 AND attempt = ?4 AND state = 'C';
+
+-- name: claims_stale
+-- Claims whose lease ran out or whose session is gone.
+SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
+ WHERE state = 'C' AND (claim_until < {now} OR NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = m.claimed_by))
+ ORDER BY id LIMIT ?;
+
+-- name: claims_by_session
+SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE state = 'C' AND claimed_by = ?;
+
+-- name: dead_list
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at
+  FROM {p}dead WHERE queue = ? ORDER BY id LIMIT ?;
+
+-- name: dead_ids
+SELECT id FROM {p}dead WHERE queue = ? ORDER BY id LIMIT 500;
+
+-- name: dead_redrive_ids
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)
+SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at
+  FROM {p}dead WHERE id IN ({list}) ORDER BY id;
+
+-- name: dead_delete_ids
+DELETE FROM {p}dead WHERE id IN ({list});
+
+-- name: dead_purge
+DELETE FROM {p}dead WHERE queue = ?;
+
+-- name: queue_stats
+SELECT COALESCE(SUM(CASE WHEN state = 'R' AND run_at <= {now} THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN state = 'R' AND run_at > {now} THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN state = 'C' THEN 1 ELSE 0 END), 0),
+       COALESCE({now} - MIN(CASE WHEN state = 'R' AND run_at <= {now} THEN run_at END), 0)
+  FROM {p}messages WHERE queue = ?;
+
+-- name: dead_count
+SELECT COUNT(*) FROM {p}dead WHERE queue = ?;

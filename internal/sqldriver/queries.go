@@ -43,9 +43,16 @@ func ParseQueries(src, prefix string, macros map[string]string) (map[string]stri
 	return out, nil
 }
 
+var listMarker = regexp.MustCompile(`\{list(\d*)\}`)
+
 // expandList replaces the marker {list} in q with n bind variables whose
-// numbering (for $N styles) starts at first.
+// numbering (for $N styles) starts at first; a marker {listN} starts at N
+// instead.
 func expandList(q string, numbered bool, first, n int) string {
+	if m := listMarker.FindStringSubmatch(q); m != nil && m[1] != "" {
+		first, _ = strconv.Atoi(m[1])
+		q = strings.Replace(q, m[0], "{list}", 1)
+	}
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		if i > 0 {

@@ -56,7 +56,7 @@ type DB struct {
 // prepared yet are left to run as text.
 func (db *DB) Prepare(ctx context.Context) error {
 	for name, q := range db.D.Queries {
-		if strings.Contains(q, "{list}") {
+		if strings.Contains(q, "{list") {
 			continue
 		}
 		if _, ok := db.stmts.Load(name); ok {

@@ -2,7 +2,7 @@
 -- commit, so listeners track gaps (internal/sqldriver.NotifyReader).
 CREATE TABLE IF NOT EXISTS {p}notifications (
     id         BIGINT      NOT NULL AUTO_INCREMENT,
-    channel    VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    channel    VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     payload    TEXT        CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
     created_at BIGINT      NOT NULL,
     PRIMARY KEY (id),

@@ -1,0 +1,119 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Message states as stored.
+const (
+	MessageReady   = "R"
+	MessageClaimed = "C"
+)
+
+// Message is one row of the messages table.
+type Message struct {
+	ID          int64
+	Queue       string
+	Payload     []byte
+	Priority    int
+	Key         string // "" for none
+	HasKey      bool
+	RunAt       time.Time
+	OrderAt     time.Time
+	Attempt     int
+	MaxAttempts int
+	State       string
+	ClaimedBy   string
+	ClaimMode   int
+	ClaimUntil  time.Time
+	LastError   string
+	CreatedAt   time.Time
+}
+
+// NewMessage is what MessageInsert stores.
+type NewMessage struct {
+	Queue       string
+	Payload     []byte
+	Priority    int
+	Key         string
+	HasKey      bool
+	Delay       time.Duration
+	MaxAttempts int
+}
+
+// Claim identifies one claim of a message: the message, the session and
+// the attempt (a message claimed again is a new claim, which a stale
+// handle of the old one cannot acknowledge).
+type Claim struct {
+	ID        int64
+	SessionID string
+	Attempt   int
+}
+
+// ClaimRef identifies a claim for recovery.
+type ClaimRef struct {
+	ID          int64
+	SessionID   string
+	Attempt     int
+	MaxAttempts int
+	Mode        int
+}
+
+// DeadLetter is one row of the dead letters.
+type DeadLetter struct {
+	ID          int64
+	Queue       string
+	Payload     []byte
+	Priority    int
+	Key         string
+	HasKey      bool
+	Attempt     int
+	MaxAttempts int
+	LastError   string
+	CreatedAt   time.Time
+	FailedAt    time.Time
+}
+
+// QueueStats are the counts of one queue.
+type QueueStats struct {
+	Ready, Scheduled, Claimed, Dead int64
+	OldestReady                     time.Duration
+}
+
+// QueueTx is the queue part of Tx: one statement per method.
+type QueueTx interface {
+	QueueRegister(ctx context.Context, name string) error
+	QueueExists(ctx context.Context, name string) (bool, error)
+	QueueList(ctx context.Context) ([]string, error)
+	// QueueLock serializes ordered and per-key claims of one queue.
+	QueueLock(ctx context.Context, name string) error
+	MessageInsert(ctx context.Context, m NewMessage) (int64, error)
+	// ClaimCandidates lists up to limit ready, due messages in serving
+	// order, skipping rows other transactions have locked.
+	ClaimCandidates(ctx context.Context, queue string, limit int) ([]int64, error)
+	// ClaimCandidatesPerKey lists the heads of keys with nothing in flight
+	// and messages without a key; the caller holds QueueLock.
+	ClaimCandidatesPerKey(ctx context.Context, queue string, limit int) ([]int64, error)
+	ClaimInFlight(ctx context.Context, queue string) (int, error)
+	// ClaimHead returns the next message of the queue in serving order,
+	// due or not, and how long until it is due (zero or less: due).
+	ClaimHead(ctx context.Context, queue string) (id int64, dueIn time.Duration, ok bool, err error)
+	// ClaimIDs claims ready messages for a session and counts the attempt.
+	ClaimIDs(ctx context.Context, sessionID string, mode int, lease time.Duration, ids []int64) (int, error)
+	MessageByIDs(ctx context.Context, ids []int64) ([]Message, error)
+	// QueueNextDue returns how long until the next ready message is due.
+	QueueNextDue(ctx context.Context, queue string) (time.Duration, bool, error)
+	MessageAck(ctx context.Context, c Claim) (bool, error)
+	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, errText string) (bool, error)
+	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
+	// MessageBury moves a claimed message to the dead letters.
+	MessageBury(ctx context.Context, c Claim, reason string) (bool, error)
+	ClaimsStale(ctx context.Context, limit int) ([]ClaimRef, error)
+	ClaimsBySession(ctx context.Context, sessionID string) ([]ClaimRef, error)
+	DeadList(ctx context.Context, queue string, limit int) ([]DeadLetter, error)
+	// DeadRedrive moves up to 500 dead letters back to the queue.
+	DeadRedrive(ctx context.Context, queue string) (int, error)
+	DeadPurge(ctx context.Context, queue string) (int, error)
+	QueueStats(ctx context.Context, queue string) (QueueStats, error)
+}

@@ -1,0 +1,330 @@
+package sqldriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+)
+
+func nullKey(hasKey bool, key string) any {
+	if !hasKey {
+		return nil
+	}
+	return key
+}
+
+func messageArgs(m driver.NewMessage) []any {
+	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts}
+}
+
+// EnqueueStatement implements driver.Driver.
+func (db *DB) EnqueueStatement(m driver.NewMessage) (string, []any, bool) {
+	return db.Q("message_insert"), messageArgs(m), db.D.InsertReturning
+}
+
+func affected(r sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := r.RowsAffected()
+	return n > 0, err
+}
+
+func (t *Tx) count(ctx context.Context, name string, args ...any) (int64, error) {
+	var n sql.NullInt64
+	if err := t.row(ctx, name, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return n.Int64, nil
+}
+
+func (t *Tx) ids(ctx context.Context, name string, args ...any) ([]int64, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, name, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// QueueRegister implements driver.QueueTx.
+func (t *Tx) QueueRegister(ctx context.Context, name string) error {
+	_, err := t.exec(ctx, "queue_register", name)
+	return err
+}
+
+// QueueExists implements driver.QueueTx.
+func (t *Tx) QueueExists(ctx context.Context, name string) (bool, error) {
+	n, err := t.count(ctx, "queue_exists", name)
+	return n > 0, err
+}
+
+// QueueList implements driver.QueueTx.
+func (t *Tx) QueueList(ctx context.Context) ([]string, error) {
+	return t.strings(ctx, "queue_list")
+}
+
+// QueueLock implements driver.QueueTx.
+func (t *Tx) QueueLock(ctx context.Context, name string) error {
+	var s string
+	err := t.row(ctx, "queue_lock", name).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return err
+}
+
+// MessageInsert implements driver.QueueTx.
+func (t *Tx) MessageInsert(ctx context.Context, m driver.NewMessage) (int64, error) {
+	if t.db.D.InsertReturning {
+		var id int64
+		if err := t.row(ctx, "message_insert", messageArgs(m)...).Scan(&id); err != nil {
+			return 0, fmt.Errorf("message_insert: %w", err)
+		}
+		return id, nil
+	}
+	res, err := t.exec(ctx, "message_insert", messageArgs(m)...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// ClaimCandidates implements driver.QueueTx.
+func (t *Tx) ClaimCandidates(ctx context.Context, queue string, limit int) ([]int64, error) {
+	return t.ids(ctx, "claim_candidates", queue, limit)
+}
+
+// ClaimCandidatesPerKey implements driver.QueueTx.
+func (t *Tx) ClaimCandidatesPerKey(ctx context.Context, queue string, limit int) ([]int64, error) {
+	return t.ids(ctx, "claim_candidates_per_key", queue, limit)
+}
+
+// ClaimInFlight implements driver.QueueTx.
+func (t *Tx) ClaimInFlight(ctx context.Context, queue string) (int, error) {
+	n, err := t.count(ctx, "claim_in_flight", queue)
+	return int(n), err
+}
+
+// ClaimHead implements driver.QueueTx.
+func (t *Tx) ClaimHead(ctx context.Context, queue string) (int64, time.Duration, bool, error) {
+	var id, dueIn int64
+	err := t.row(ctx, "claim_head", queue).Scan(&id, &dueIn)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("claim_head: %w", err)
+	}
+	return id, time.Duration(dueIn) * time.Microsecond, true, nil
+}
+
+// ClaimIDs implements driver.QueueTx.
+func (t *Tx) ClaimIDs(ctx context.Context, sessionID string, mode int, lease time.Duration, ids []int64) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	q := expandList(t.db.Q("claim_ids"), t.db.D.Numbered, 4, len(ids))
+	args := append([]any{sessionID, mode, us(lease)}, int64Args(ids)...)
+	res, err := t.Tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("claim_ids: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// MessageCols is the column list of message queries, in ScanMessage order.
+const MessageCols = "id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at"
+
+// ScanMessage reads one message row.
+func ScanMessage(sc interface{ Scan(...any) error }) (driver.Message, error) {
+	var m driver.Message
+	var key []byte
+	var claimedBy sql.NullString
+	var mode, until sql.NullInt64
+	var runAt, orderAt, created int64
+	err := sc.Scan(&m.ID, &m.Queue, &m.Payload, &m.Priority, &key, &runAt, &orderAt, &m.Attempt, &m.MaxAttempts,
+		&m.State, &claimedBy, &mode, &until, &m.LastError, &created)
+	if err != nil {
+		return m, err
+	}
+	m.Key, m.HasKey = string(key), key != nil
+	m.RunAt, m.OrderAt, m.CreatedAt = FromMicros(runAt), FromMicros(orderAt), FromMicros(created)
+	m.ClaimedBy, m.ClaimMode = claimedBy.String, int(mode.Int64)
+	if until.Valid {
+		m.ClaimUntil = FromMicros(until.Int64)
+	}
+	return m, nil
+}
+
+// MessageByIDs implements driver.QueueTx.
+func (t *Tx) MessageByIDs(ctx context.Context, ids []int64) ([]driver.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := expandList(t.db.Q("message_by_ids"), t.db.D.Numbered, 1, len(ids))
+	rows, err := t.Tx.QueryContext(ctx, q, int64Args(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("message_by_ids: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Message
+	for rows.Next() {
+		m, err := ScanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// QueueNextDue implements driver.QueueTx.
+func (t *Tx) QueueNextDue(ctx context.Context, queue string) (time.Duration, bool, error) {
+	var d sql.NullInt64
+	if err := t.row(ctx, "queue_next_due", queue).Scan(&d); err != nil {
+		return 0, false, fmt.Errorf("queue_next_due: %w", err)
+	}
+	if !d.Valid {
+		return 0, false, nil
+	}
+	return time.Duration(max(d.Int64, 0)) * time.Microsecond, true, nil
+}
+
+// MessageAck implements driver.QueueTx.
+func (t *Tx) MessageAck(ctx context.Context, c driver.Claim) (bool, error) {
+	return affected(t.exec(ctx, "message_ack", c.ID, c.SessionID, c.Attempt))
+}
+
+// MessageRetry implements driver.QueueTx.
+func (t *Tx) MessageRetry(ctx context.Context, c driver.Claim, delay time.Duration, moveBack bool, errText string) (bool, error) {
+	back := 0
+	if moveBack {
+		back = 1
+	}
+	return affected(t.exec(ctx, "message_retry", back, us(delay), us(delay), errText, c.ID, c.SessionID, c.Attempt))
+}
+
+// MessageExtend implements driver.QueueTx.
+func (t *Tx) MessageExtend(ctx context.Context, c driver.Claim, d time.Duration) (bool, error) {
+	return affected(t.exec(ctx, "message_extend", us(d), c.ID, c.SessionID, c.Attempt))
+}
+
+// MessageBury implements driver.QueueTx.
+func (t *Tx) MessageBury(ctx context.Context, c driver.Claim, reason string) (bool, error) {
+	ok, err := affected(t.exec(ctx, "message_bury", reason, c.ID, c.SessionID, c.Attempt))
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.MessageAck(ctx, c)
+}
+
+// QueueRegisterStatement returns the statement registering a queue.
+func (db *DB) QueueRegisterStatement(name string) (string, []any) {
+	return db.Q("queue_register"), []any{name}
+}
+
+func (t *Tx) claimRefs(ctx context.Context, name string, args ...any) ([]driver.ClaimRef, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, name, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.ClaimRef
+	for rows.Next() {
+		var r driver.ClaimRef
+		var mode sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.Attempt, &r.MaxAttempts, &mode); err != nil {
+			return nil, err
+		}
+		r.Mode = int(mode.Int64)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ClaimsStale implements driver.QueueTx.
+func (t *Tx) ClaimsStale(ctx context.Context, limit int) ([]driver.ClaimRef, error) {
+	return t.claimRefs(ctx, "claims_stale", limit)
+}
+
+// ClaimsBySession implements driver.QueueTx.
+func (t *Tx) ClaimsBySession(ctx context.Context, sessionID string) ([]driver.ClaimRef, error) {
+	return t.claimRefs(ctx, "claims_by_session", sessionID)
+}
+
+// DeadList implements driver.QueueTx.
+func (t *Tx) DeadList(ctx context.Context, queue string, limit int) ([]driver.DeadLetter, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "dead_list", queue, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.DeadLetter
+	for rows.Next() {
+		var d driver.DeadLetter
+		var key []byte
+		var created, failed int64
+		if err := rows.Scan(&d.ID, &d.Queue, &d.Payload, &d.Priority, &key, &d.Attempt, &d.MaxAttempts,
+			&d.LastError, &created, &failed); err != nil {
+			return nil, err
+		}
+		d.Key, d.HasKey = string(key), key != nil
+		d.CreatedAt, d.FailedAt = FromMicros(created), FromMicros(failed)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// DeadRedrive implements driver.QueueTx.
+func (t *Tx) DeadRedrive(ctx context.Context, queue string) (int, error) {
+	ids, err := t.ids(ctx, "dead_ids", queue)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	q := expandList(t.db.Q("dead_redrive_ids"), t.db.D.Numbered, 1, len(ids))
+	if _, err := t.Tx.ExecContext(ctx, q, int64Args(ids)...); err != nil {
+		return 0, fmt.Errorf("dead_redrive_ids: %w", err)
+	}
+	q = expandList(t.db.Q("dead_delete_ids"), t.db.D.Numbered, 1, len(ids))
+	if _, err := t.Tx.ExecContext(ctx, q, int64Args(ids)...); err != nil {
+		return 0, fmt.Errorf("dead_delete_ids: %w", err)
+	}
+	return len(ids), nil
+}
+
+// DeadPurge implements driver.QueueTx.
+func (t *Tx) DeadPurge(ctx context.Context, queue string) (int, error) {
+	res, err := t.exec(ctx, "dead_purge", queue)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// QueueStats implements driver.QueueTx.
+func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, error) {
+	var s driver.QueueStats
+	var oldest int64
+	if err := t.row(ctx, "queue_stats", queue).Scan(&s.Ready, &s.Scheduled, &s.Claimed, &oldest); err != nil {
+		return s, fmt.Errorf("queue_stats: %w", err)
+	}
+	s.OldestReady = time.Duration(oldest) * time.Microsecond
+	var err error
+	s.Dead, err = t.count(ctx, "dead_count", queue)
+	return s, err
+}

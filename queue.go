@@ -1,0 +1,806 @@
+package baton
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Queue errors.
+var (
+	// ErrEmpty is returned by Claim when no message could be claimed
+	// before its wait ended.
+	ErrEmpty = errors.New("baton: no message ready")
+	// ErrNotClaimed is returned by Ack, Retry, Fail and Extend when the
+	// session no longer holds the message's claim: its lease ran out or
+	// its session ended, and the message went back to the queue (or to the
+	// dead letters) and may be processed again.
+	ErrNotClaimed = errors.New("baton: message not claimed by this session")
+	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
+	ErrUnknownQueue = errors.New("baton: unknown queue")
+	// ErrPermanent, wrapped in a handler's error, sends the message to the
+	// dead letters at once instead of retrying it.
+	ErrPermanent = errors.New("baton: permanent failure")
+)
+
+// MaxMessagePayload is the largest message payload, in bytes.
+const MaxMessagePayload = 1 << 20
+
+// DefaultMaxAttempts is a message's attempt limit when none is given.
+const DefaultMaxAttempts = 25
+
+// QueueMode says how a queue's messages are handed out.
+type QueueMode int
+
+const (
+	// Parallel hands out any ready messages, many in flight at once.
+	Parallel QueueMode = iota
+	// Ordered hands out one message at a time, strictly in order: the next
+	// is claimed only once the one in flight is done; a retry keeps its
+	// place and holds the queue back.
+	Ordered
+	// PerKey never has two messages with the same key in flight, and
+	// serves each key in order; different keys (and messages without a
+	// key) run in parallel. A retry holds back only its own key.
+	PerKey
+)
+
+func (m QueueMode) String() string {
+	return [...]string{"parallel", "ordered", "per-key"}[m]
+}
+
+var queueRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// ValidateQueue checks a queue name: 1 to 64 letters, digits, '_', '.',
+// ':' or '-'.
+func ValidateQueue(q string) error {
+	if !queueRE.MatchString(q) {
+		return fmt.Errorf("%w: queue %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, q)
+	}
+	return nil
+}
+
+// EnqueueOptions qualify one message.
+type EnqueueOptions struct {
+	// Delay before the message may be claimed; not negative.
+	Delay time.Duration
+	// Priority: lower numbers are served first (default 0).
+	Priority int
+	// Key groups messages for PerKey queues ("" for none).
+	Key string
+	// MaxAttempts before the message goes to the dead letters (default
+	// DefaultMaxAttempts).
+	MaxAttempts int
+}
+
+// NewMessage is a message to enqueue with EnqueueMany.
+type NewMessage struct {
+	Payload []byte
+	EnqueueOptions
+}
+
+// Message is a claimed message.
+type Message struct {
+	ID          int64
+	Queue       string
+	Payload     []byte
+	Priority    int
+	Key         string
+	Attempt     int // this attempt, from 1
+	MaxAttempts int
+	// LastError is the error recorded by the previous attempt, if any.
+	LastError string
+	CreatedAt time.Time
+	// ClaimedUntil is when the claim's lease runs out unless extended.
+	ClaimedUntil time.Time
+
+	mode QueueMode
+}
+
+func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return driver.NewMessage{}, err
+	}
+	switch {
+	case len(payload) == 0:
+		return driver.NewMessage{}, fmt.Errorf("%w: empty payload", ErrInvalid)
+	case len(payload) > MaxMessagePayload:
+		return driver.NewMessage{}, fmt.Errorf("%w: payload is %d bytes, more than %d", ErrInvalid, len(payload), MaxMessagePayload)
+	case o.Delay < 0:
+		return driver.NewMessage{}, fmt.Errorf("%w: negative delay %v", ErrInvalid, o.Delay)
+	case o.MaxAttempts < 0:
+		return driver.NewMessage{}, fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
+	case len(o.Key) > 255:
+		return driver.NewMessage{}, fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	return driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
+		Delay: o.Delay, MaxAttempts: o.MaxAttempts}, nil
+}
+
+// Enqueue adds one message to a queue and returns its id. Consumers waiting
+// on the queue, in any process, wake once it commits.
+func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
+	var o EnqueueOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	ids, err := c.EnqueueMany(ctx, queue, []NewMessage{{Payload: payload, EnqueueOptions: o}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// EnqueueMany adds messages to a queue in one transaction, all or none.
+func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
+	}
+	rows := make([]driver.NewMessage, len(msgs))
+	for i, m := range msgs {
+		r, err := c.newMessage(queue, m.Payload, m.EnqueueOptions)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = r
+	}
+	ids := make([]int64, len(rows))
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		if err := c.registerQueue(ctx, tx, queue); err != nil {
+			return err
+		}
+		for i, r := range rows {
+			id, err := tx.MessageInsert(ctx, r)
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("baton: enqueue: %w", err)
+	}
+	c.queueWake(queue)
+	return ids, nil
+}
+
+// registerQueue records the queue once per process.
+func (c *Client) registerQueue(ctx context.Context, tx driver.Tx, queue string) error {
+	if _, ok := c.knownQueues.Load(queue); ok {
+		return nil
+	}
+	if err := tx.QueueRegister(ctx, queue); err != nil {
+		return err
+	}
+	tx.(interface{ AfterCommit(func()) }).AfterCommit(func() { c.knownQueues.Store(queue, true) })
+	return nil
+}
+
+// rowQuerier is what EnqueueTx uses, when the caller's transaction has it
+// (*sql.Tx does), to read the new id.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// EnqueueTx adds a message inside the caller's transaction, on the same
+// database as the client: the message exists if and only if that
+// transaction commits. Waiting consumers wake after the commit: at once on
+// PostgreSQL (a NOTIFY rides in the transaction, which costs it
+// PostgreSQL's notification lock at commit), within a millisecond or so on
+// SQLite, and within the consumers' poll interval on MySQL/MariaDB. It
+// returns the new id (0 if tx can only execute statements and the backend
+// reports ids in rows).
+func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
+	var o EnqueueOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	m, err := c.newMessage(queue, payload, o)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := c.knownQueues.Load(queue); !ok {
+		// In the caller's transaction: on SQLite it holds the only write
+		// lock, so baton's own connection could not register the queue.
+		rq, rargs := c.drv.QueueRegisterStatement(queue)
+		if _, err := tx.ExecContext(ctx, rq, rargs...); err != nil {
+			return 0, fmt.Errorf("baton: enqueue: register queue: %w", err)
+		}
+	}
+	q, args, returnsID := c.drv.EnqueueStatement(m)
+	var id int64
+	if rq, ok := tx.(rowQuerier); ok && returnsID {
+		if err := rq.QueryRowContext(ctx, q, args...).Scan(&id); err != nil {
+			return 0, fmt.Errorf("baton: enqueue: %w", err)
+		}
+	} else if returnsID {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return 0, fmt.Errorf("baton: enqueue: %w", err)
+		}
+	} else {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, fmt.Errorf("baton: enqueue: %w", err)
+		}
+		id, _ = res.LastInsertId()
+	}
+	nq, nargs := c.drv.NotifyStatement(queueChannel(queue), "")
+	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
+		return 0, fmt.Errorf("baton: enqueue: wake-up: %w", err)
+	}
+	return id, nil
+}
+
+// queueChannel is the internal notification channel of a queue; '#' keeps
+// it apart from channels users can listen to.
+func queueChannel(queue string) string { return "#q#" + queue }
+
+// queueWake wakes this process's consumers of the queue at once and sends
+// one notification for other processes, never more than one in flight per
+// queue (NOTIFY is kept out of the enqueuing transaction).
+func (c *Client) queueWake(queue string) {
+	c.wakeQueueLocal(queue)
+	c.mu.Lock()
+	st := c.qnotify[queue]
+	if st == nil {
+		st = &notifyState{}
+		c.qnotify[queue] = st
+	}
+	if st.inFlight {
+		st.again = true
+		c.mu.Unlock()
+		return
+	}
+	st.inFlight = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+			_ = c.drv.Notify(ctx, queueChannel(queue), "")
+			cancel()
+			c.mu.Lock()
+			if !st.again {
+				st.inFlight = false
+				c.mu.Unlock()
+				return
+			}
+			st.again = false
+			c.mu.Unlock()
+		}
+	}()
+}
+
+type notifyState struct{ inFlight, again bool }
+
+func (c *Client) wakeQueueLocal(queue string) {
+	c.mu.Lock()
+	for ch := range c.qwaiters[queue] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) addQueueWaiter(queue string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	c.mu.Lock()
+	if c.qwaiters[queue] == nil {
+		c.qwaiters[queue] = map[chan struct{}]bool{}
+	}
+	c.qwaiters[queue][ch] = true
+	c.notifyUsers++
+	first := c.notifyUsers == 1
+	c.mu.Unlock()
+	if first {
+		c.drv.SetNotifying(c.id, true)
+	}
+	return ch
+}
+
+func (c *Client) removeQueueWaiter(queue string, ch chan struct{}) {
+	c.mu.Lock()
+	delete(c.qwaiters[queue], ch)
+	if len(c.qwaiters[queue]) == 0 {
+		delete(c.qwaiters, queue)
+	}
+	c.notifyUsers--
+	last := c.notifyUsers == 0
+	c.mu.Unlock()
+	if last {
+		c.drv.SetNotifying(c.id, false)
+	}
+}
+
+// ClaimOptions qualify a claim.
+type ClaimOptions struct {
+	// Max is how many messages to claim at most (default 1).
+	Max int
+	// Wait is how long to wait for a message when none is ready: 0 tries
+	// once, Forever waits until ctx ends.
+	Wait time.Duration
+	// Mode is how the queue hands out messages; every consumer of a queue
+	// must use the same mode.
+	Mode QueueMode
+	// Visibility is the claim's lease (default 30s): unless extended,
+	// acknowledged, retried or failed by then, the message goes back to the
+	// queue with its attempt counted.
+	Visibility time.Duration
+}
+
+// Claim claims up to opts.Max ready messages of a queue for the session,
+// in serving order (priority, then time, then id). It returns at once when
+// there are some; otherwise it waits up to opts.Wait for one to arrive, and
+// returns ErrEmpty if none did.
+func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	if opts.Max <= 0 {
+		opts.Max = 1
+	}
+	if opts.Mode == Ordered {
+		opts.Max = 1
+	}
+	if opts.Mode < Parallel || opts.Mode > PerKey {
+		return nil, fmt.Errorf("%w: unknown queue mode %d", ErrInvalid, opts.Mode)
+	}
+	if opts.Visibility <= 0 {
+		opts.Visibility = 30 * time.Second
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	c := s.c
+	if opts.Wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Wait, ErrEmpty)
+		defer cancel()
+	}
+	var wake chan struct{}
+	if opts.Wait != 0 {
+		// Registered before the first attempt, so that a message committed
+		// between the attempt and the wait is not missed.
+		wake = c.addQueueWaiter(queue)
+		defer c.removeQueueWaiter(queue, wake)
+	}
+	for {
+		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
+				return nil, ErrEmpty
+			}
+			return nil, fmt.Errorf("baton: claim: %w", err)
+		}
+		if len(msgs) > 0 {
+			return msgs, nil
+		}
+		if opts.Wait == 0 {
+			return nil, ErrEmpty
+		}
+		sleep := c.opts.PollInterval
+		if dueIn > 0 && dueIn < sleep {
+			sleep = dueIn
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-s.Done():
+			t.Stop()
+			return nil, s.Err()
+		case <-ctx.Done():
+			t.Stop()
+			if errors.Is(context.Cause(ctx), ErrEmpty) {
+				return nil, ErrEmpty
+			}
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// claimOnce claims what it can now; when nothing, dueIn is how long until
+// the next message is due (0: unknown).
+func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, time.Duration, error) {
+	var out []driver.Message
+	var dueIn time.Duration
+	err := s.c.inTx(ctx, func(tx driver.Tx) error {
+		out, dueIn = nil, 0
+		var ids []int64
+		var err error
+		switch opts.Mode {
+		case Parallel:
+			ids, err = tx.ClaimCandidates(ctx, queue, opts.Max)
+		case PerKey:
+			if err = tx.QueueLock(ctx, queue); err == nil {
+				ids, err = tx.ClaimCandidatesPerKey(ctx, queue, opts.Max)
+			}
+		case Ordered:
+			if err = tx.QueueLock(ctx, queue); err != nil {
+				return err
+			}
+			var n int
+			if n, err = tx.ClaimInFlight(ctx, queue); err != nil || n > 0 {
+				return err
+			}
+			id, due, ok, herr := tx.ClaimHead(ctx, queue)
+			if herr != nil || !ok {
+				return herr
+			}
+			if due > 0 {
+				dueIn = due
+				return nil
+			}
+			ids = []int64{id}
+		}
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			if opts.Mode != Ordered {
+				if d, ok, err := tx.QueueNextDue(ctx, queue); err == nil && ok {
+					dueIn = d
+				}
+			}
+			return nil
+		}
+		if _, err := tx.ClaimIDs(ctx, s.id, int(opts.Mode), opts.Visibility, ids); err != nil {
+			return err
+		}
+		ms, err := tx.MessageByIDs(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if m.State == driver.MessageClaimed && m.ClaimedBy == s.id {
+				out = append(out, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		if !a.OrderAt.Equal(b.OrderAt) {
+			return a.OrderAt.Before(b.OrderAt)
+		}
+		return a.ID < b.ID
+	})
+	msgs := make([]*Message, len(out))
+	for i, m := range out {
+		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Priority: m.Priority, Key: m.Key,
+			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
+			ClaimedUntil: m.ClaimUntil, mode: opts.Mode}
+	}
+	return msgs, dueIn, nil
+}
+
+func (s *Session) claim(m *Message) driver.Claim {
+	return driver.Claim{ID: m.ID, SessionID: s.id, Attempt: m.Attempt}
+}
+
+func notClaimed(m *Message) error {
+	return fmt.Errorf("%w: message %d of queue %q", ErrNotClaimed, m.ID, m.Queue)
+}
+
+// Ack marks a claimed message done: it is deleted.
+func (s *Session) Ack(ctx context.Context, m *Message) error {
+	var ok bool
+	err := s.c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		ok, err = tx.MessageAck(ctx, s.claim(m))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("baton: ack: %w", err)
+	}
+	if !ok {
+		return notClaimed(m)
+	}
+	return nil
+}
+
+// RetryPolicy is the backoff between attempts: Base × 2^(attempt-1), at
+// most Max, spread by ±Jitter (a fraction).
+type RetryPolicy struct {
+	Base   time.Duration
+	Max    time.Duration
+	Jitter float64
+}
+
+func (p RetryPolicy) delay(attempt int) time.Duration {
+	d := p.Base
+	for i := 1; i < attempt && d < p.Max; i++ {
+		d *= 2
+	}
+	d = min(d, p.Max)
+	if p.Jitter > 0 {
+		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rand.Float64()-1)))
+	}
+	return max(d, 0)
+}
+
+// Retry gives a claimed message back for another attempt after the
+// client's backoff, recording cause; at its attempt limit it goes to the
+// dead letters instead. In a Parallel queue it goes to the back of the
+// queue; in Ordered and PerKey queues it keeps its place and holds back the
+// queue or its key.
+func (s *Session) Retry(ctx context.Context, m *Message, cause error) error {
+	return s.RetryAfter(ctx, m, s.c.opts.Retry.delay(m.Attempt), cause)
+}
+
+// RetryAfter is Retry with an explicit delay.
+func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duration, cause error) error {
+	text := ""
+	if cause != nil {
+		text = cause.Error()
+	}
+	if m.Attempt >= m.MaxAttempts {
+		return s.Fail(ctx, m, fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, text))
+	}
+	var ok bool
+	err := s.c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		ok, err = tx.MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, text)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("baton: retry: %w", err)
+	}
+	if !ok {
+		return notClaimed(m)
+	}
+	if delay <= 0 {
+		s.c.queueWake(m.Queue)
+	}
+	return nil
+}
+
+// Fail sends a claimed message to the dead letters at once.
+func (s *Session) Fail(ctx context.Context, m *Message, reason string) error {
+	var ok bool
+	err := s.c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		ok, err = tx.MessageBury(ctx, s.claim(m), reason)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("baton: fail: %w", err)
+	}
+	if !ok {
+		return notClaimed(m)
+	}
+	// The next message of an ordered queue or of this key may go now.
+	s.c.queueWake(m.Queue)
+	return nil
+}
+
+// Extend renews a claim's lease for d from now.
+func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error {
+	var ok bool
+	err := s.c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		ok, err = tx.MessageExtend(ctx, s.claim(m), d)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("baton: extend: %w", err)
+	}
+	if !ok {
+		return notClaimed(m)
+	}
+	m.ClaimedUntil = time.Now().Add(d)
+	return nil
+}
+
+// recoverClaims gives claims back to their queues (attempt already
+// counted), or to the dead letters at their attempt limit; a recovered
+// message keeps its place.
+func (c *Client) recoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]int64, error) {
+	var ids []int64
+	for _, r := range refs {
+		var ok bool
+		var err error
+		cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
+		if r.Attempt >= r.MaxAttempts {
+			ok, err = tx.MessageBury(ctx, cl, fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why))
+		} else {
+			ok, err = tx.MessageRetry(ctx, cl, 0, false, why)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids, nil
+}
+
+// recoverStaleClaims returns to their queues the claims whose lease ran out
+// or whose session is gone.
+func (c *Client) recoverStaleClaims(ctx context.Context) error {
+	var queues []string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		refs, err := tx.ClaimsStale(ctx, 100)
+		if err != nil || len(refs) == 0 {
+			return err
+		}
+		ids, err := c.recoverClaims(ctx, tx, refs, "claim lease expired")
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		ms, err := tx.MessageByIDs(ctx, ids)
+		for _, m := range ms {
+			queues = append(queues, m.Queue)
+		}
+		return err
+	})
+	for _, q := range queues {
+		c.queueWake(q)
+	}
+	return err
+}
+
+// DeadLetter is a message that reached its attempt limit or failed.
+type DeadLetter struct {
+	ID          int64
+	Queue       string
+	Payload     []byte
+	Priority    int
+	Key         string
+	Attempts    int
+	MaxAttempts int
+	Error       string
+	CreatedAt   time.Time
+	FailedAt    time.Time
+}
+
+// DeadLetters lists a queue's dead letters, oldest first, at most limit
+// (default 100).
+func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	var rows []driver.DeadLetter
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		if err := c.mustExist(ctx, tx, queue); err != nil {
+			return err
+		}
+		var err error
+		rows, err = tx.DeadList(ctx, queue, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(rows))
+	for i, d := range rows {
+		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: d.Payload, Priority: d.Priority, Key: d.Key,
+			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
+	}
+	return out, nil
+}
+
+func (c *Client) mustExist(ctx context.Context, tx driver.Tx, queue string) error {
+	ok, err := tx.QueueExists(ctx, queue)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
+	}
+	return err
+}
+
+// Redrive moves every dead letter of a queue back to it, with its attempts
+// reset, and returns how many.
+func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return 0, err
+	}
+	total := 0
+	for {
+		var n int
+		err := c.inTx(ctx, func(tx driver.Tx) error {
+			if err := c.mustExist(ctx, tx, queue); err != nil {
+				return err
+			}
+			var err error
+			n, err = tx.DeadRedrive(ctx, queue)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n == 0 {
+			break
+		}
+	}
+	if total > 0 {
+		c.queueWake(queue)
+	}
+	return total, nil
+}
+
+// PurgeDead deletes every dead letter of a queue and returns how many.
+func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return 0, err
+	}
+	var n int
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		if err := c.mustExist(ctx, tx, queue); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.DeadPurge(ctx, queue)
+		return err
+	})
+	return n, err
+}
+
+// QueueStats are the counts of one queue.
+type QueueStats struct {
+	Queue     string `json:"queue"`
+	Ready     int64  `json:"ready"`     // claimable now
+	Scheduled int64  `json:"scheduled"` // delayed or backing off
+	Claimed   int64  `json:"claimed"`   // in flight
+	Dead      int64  `json:"dead"`
+	// OldestReady is how long the oldest claimable message has waited.
+	OldestReady time.Duration `json:"oldest_ready_ns"`
+}
+
+// Stats returns the counts of a queue; ErrUnknownQueue if nothing was ever
+// enqueued to it.
+func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return QueueStats{}, err
+	}
+	var st driver.QueueStats
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		if err := c.mustExist(ctx, tx, queue); err != nil {
+			return err
+		}
+		var err error
+		st, err = tx.QueueStats(ctx, queue)
+		return err
+	})
+	if err != nil {
+		return QueueStats{}, err
+	}
+	return QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
+		OldestReady: st.OldestReady}, nil
+}
+
+// Queues lists every queue.
+func (c *Client) Queues(ctx context.Context) ([]string, error) {
+	var out []string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		out, err = tx.QueueList(ctx)
+		return err
+	})
+	return out, err
+}

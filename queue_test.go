@@ -1,0 +1,465 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// fastRetry keeps backoffs short in tests.
+var fastRetry = baton.Options{Retry: baton.RetryPolicy{Base: 5 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: 0.1}}
+
+func openQ(t *testing.T, b batontest.Backend) (*baton.Client, string) {
+	t.Helper()
+	dsn := b.NewDSN(t)
+	return openDSN(t, dsn, fastRetry), dsn
+}
+
+func enqueue(t *testing.T, c *baton.Client, q, payload string, opts ...baton.EnqueueOptions) int64 {
+	t.Helper()
+	id, err := c.Enqueue(ctxT(t), q, []byte(payload), opts...)
+	if err != nil {
+		t.Fatalf("enqueue %q: %v", payload, err)
+	}
+	return id
+}
+
+func claim(t *testing.T, s *baton.Session, q string, o baton.ClaimOptions) []*baton.Message {
+	t.Helper()
+	ms, err := s.Claim(ctxT(t), q, o)
+	if err != nil && !errors.Is(err, baton.ErrEmpty) {
+		t.Fatalf("claim: %v", err)
+	}
+	return ms
+}
+
+func payloads(ms []*baton.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m.Payload)
+	}
+	return out
+}
+
+func ack(t *testing.T, s *baton.Session, ms ...*baton.Message) {
+	t.Helper()
+	for _, m := range ms {
+		if err := s.Ack(ctxT(t), m); err != nil {
+			t.Fatalf("ack %d: %v", m.ID, err)
+		}
+	}
+}
+
+func stats(t *testing.T, c *baton.Client, q string) baton.QueueStats {
+	t.Helper()
+	st, err := c.Stats(ctxT(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestQueueBasics(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		s := session(t, c)
+		_, err := s.Claim(ctxT(t), "q", baton.ClaimOptions{})
+		wantErr(t, err, baton.ErrEmpty)
+		enqueue(t, c, "q", "b", baton.EnqueueOptions{Priority: 5})
+		enqueue(t, c, "q", "c", baton.EnqueueOptions{Priority: 5})
+		enqueue(t, c, "q", "a", baton.EnqueueOptions{Priority: 1})
+		enqueue(t, c, "q", "later", baton.EnqueueOptions{Delay: time.Hour})
+		if st := stats(t, c, "q"); st.Ready != 3 || st.Scheduled != 1 || st.Claimed != 0 || st.Dead != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		ms := claim(t, s, "q", baton.ClaimOptions{Max: 10})
+		if got := strings.Join(payloads(ms), ","); got != "a,b,c" {
+			t.Fatalf("served %s, want a,b,c (priority, then time, then id)", got)
+		}
+		if ms[0].Attempt != 1 || ms[0].MaxAttempts != baton.DefaultMaxAttempts || ms[0].Queue != "q" {
+			t.Fatalf("message %+v", ms[0])
+		}
+		if st := stats(t, c, "q"); st.Claimed != 3 || st.Ready != 0 {
+			t.Fatalf("stats after claim %+v", st)
+		}
+		// Claimed messages are not handed out again.
+		other := session(t, c)
+		_, err = other.Claim(ctxT(t), "q", baton.ClaimOptions{Max: 10})
+		wantErr(t, err, baton.ErrEmpty)
+		ack(t, s, ms...)
+		wantErr(t, s.Ack(ctxT(t), ms[0]), baton.ErrNotClaimed)
+		if st := stats(t, c, "q"); st.Claimed != 0 || st.Ready != 0 || st.Scheduled != 1 {
+			t.Fatalf("stats after ack %+v", st)
+		}
+		// A short delay is honoured.
+		enqueue(t, c, "d", "soon", baton.EnqueueOptions{Delay: 300 * time.Millisecond})
+		start := time.Now()
+		ms = claim(t, s, "d", baton.ClaimOptions{Wait: 10 * time.Second})
+		if len(ms) != 1 || time.Since(start) < 250*time.Millisecond {
+			t.Fatalf("delayed message: %v after %v", payloads(ms), time.Since(start))
+		}
+	})
+}
+
+func TestQueueBadInput(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		for _, tc := range []struct {
+			q       string
+			payload []byte
+			o       baton.EnqueueOptions
+		}{
+			{"q", nil, baton.EnqueueOptions{}},
+			{"q", make([]byte, baton.MaxMessagePayload+1), baton.EnqueueOptions{}},
+			{"q", []byte("x"), baton.EnqueueOptions{Delay: -time.Second}},
+			{"q", []byte("x"), baton.EnqueueOptions{MaxAttempts: -1}},
+			{"bad name", []byte("x"), baton.EnqueueOptions{}},
+			{"", []byte("x"), baton.EnqueueOptions{}},
+		} {
+			_, err := c.Enqueue(ctx, tc.q, tc.payload, tc.o)
+			wantErr(t, err, baton.ErrInvalid)
+		}
+		// A bad message anywhere in a batch enqueues nothing.
+		_, err := c.EnqueueMany(ctx, "q", []baton.NewMessage{{Payload: []byte("ok")}, {Payload: nil}})
+		wantErr(t, err, baton.ErrInvalid)
+		_, err = c.Stats(ctx, "q")
+		wantErr(t, err, baton.ErrUnknownQueue)
+		_, err = c.DeadLetters(ctx, "nope", 10)
+		wantErr(t, err, baton.ErrUnknownQueue)
+		if _, err := c.Enqueue(ctx, "q", make([]byte, baton.MaxMessagePayload)); err != nil {
+			t.Fatalf("payload of exactly the limit: %v", err)
+		}
+	})
+}
+
+func TestQueueRetryAndDeadLetters(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		s := session(t, c)
+		ctx := ctxT(t)
+		enqueue(t, c, "r", "x", baton.EnqueueOptions{MaxAttempts: 3})
+		enqueue(t, c, "r", "y")
+		// A retry goes to the back of a parallel queue.
+		ms := claim(t, s, "r", baton.ClaimOptions{})
+		if err := s.RetryAfter(ctx, ms[0], 0, errors.New("smtp 451")); err != nil {
+			t.Fatal(err)
+		}
+		ms = claim(t, s, "r", baton.ClaimOptions{Max: 2})
+		if got := strings.Join(payloads(ms), ","); got != "y,x" {
+			t.Fatalf("after retry: %s, want y,x", got)
+		}
+		x := ms[1]
+		if x.Attempt != 2 || x.LastError != "smtp 451" {
+			t.Fatalf("retried message %+v", x)
+		}
+		ack(t, s, ms[0])
+		// Backoff: the next attempt is not claimable at once.
+		if err := s.Retry(ctx, x, errors.New("again")); err != nil {
+			t.Fatal(err)
+		}
+		ms = claim(t, s, "r", baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 || ms[0].Attempt != 3 {
+			t.Fatalf("third attempt: %+v", ms)
+		}
+		// At the attempt limit a retry dead-letters.
+		if err := s.Retry(ctx, ms[0], errors.New("final")); err != nil {
+			t.Fatal(err)
+		}
+		st := stats(t, c, "r")
+		if st.Dead != 1 || st.Ready+st.Scheduled+st.Claimed != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		dead, err := c.DeadLetters(ctx, "r", 10)
+		if err != nil || len(dead) != 1 || string(dead[0].Payload) != "x" || dead[0].Attempts != 3 || !strings.Contains(dead[0].Error, "final") {
+			t.Fatalf("dead letters %+v, %v", dead, err)
+		}
+		// Fail dead-letters at once.
+		enqueue(t, c, "r", "z")
+		ms = claim(t, s, "r", baton.ClaimOptions{})
+		if err := s.Fail(ctx, ms[0], "malformed"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Redrive(ctx, "r"); n != 2 || err != nil {
+			t.Fatalf("redrive: %d %v", n, err)
+		}
+		ms = claim(t, s, "r", baton.ClaimOptions{Max: 10})
+		if len(ms) != 2 || ms[0].Attempt != 1 {
+			t.Fatalf("redriven: %+v", ms)
+		}
+		for _, m := range ms {
+			_ = s.Fail(ctx, m, "again")
+		}
+		if n, err := c.PurgeDead(ctx, "r"); n != 2 || err != nil {
+			t.Fatalf("purge: %d %v", n, err)
+		}
+		if st := stats(t, c, "r"); st.Dead != 0 {
+			t.Fatalf("after purge %+v", st)
+		}
+	})
+}
+
+func TestQueueOrdered(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		ctx := ctxT(t)
+		for i := 1; i <= 3; i++ {
+			enqueue(t, c, "o", fmt.Sprint(i))
+		}
+		o := baton.ClaimOptions{Mode: baton.Ordered, Max: 5}
+		ms := claim(t, s1, "o", o)
+		if len(ms) != 1 || string(ms[0].Payload) != "1" {
+			t.Fatalf("ordered claim %v", payloads(ms))
+		}
+		// One in flight: nobody gets the next one.
+		if got := claim(t, s2, "o", o); len(got) != 0 {
+			t.Fatalf("second in flight: %v", payloads(got))
+		}
+		// A retry keeps its place and holds the queue back.
+		if err := s1.RetryAfter(ctx, ms[0], 100*time.Millisecond, errors.New("busy")); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(t, s2, "o", o); len(got) != 0 {
+			t.Fatalf("queue not held back by the retry: %v", payloads(got))
+		}
+		var seen []string
+		for len(seen) < 3 {
+			ms := claim(t, s2, "o", baton.ClaimOptions{Mode: baton.Ordered, Wait: 5 * time.Second})
+			if len(ms) != 1 {
+				t.Fatalf("ordered queue stalled after %v", seen)
+			}
+			seen = append(seen, string(ms[0].Payload))
+			ack(t, s2, ms[0])
+		}
+		if strings.Join(seen, ",") != "1,2,3" {
+			t.Fatalf("order %v", seen)
+		}
+	})
+}
+
+func TestQueuePerKey(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		s := session(t, c)
+		ctx := ctxT(t)
+		for _, p := range []string{"a1", "b1", "a2", "c1", "b2", "a3"} {
+			enqueue(t, c, "k", p, baton.EnqueueOptions{Key: p[:1]})
+		}
+		enqueue(t, c, "k", "nokey")
+		o := baton.ClaimOptions{Mode: baton.PerKey, Max: 10}
+		ms := claim(t, s, "k", o)
+		if got := strings.Join(payloads(ms), ","); got != "a1,b1,c1,nokey" {
+			t.Fatalf("per-key claim %s, want the head of each key", got)
+		}
+		if more := claim(t, s, "k", o); len(more) != 0 {
+			t.Fatalf("a key was in flight twice: %v", payloads(more))
+		}
+		// A retry of a1 holds back key a only.
+		if err := s.RetryAfter(ctx, ms[0], 200*time.Millisecond, errors.New("x")); err != nil {
+			t.Fatal(err)
+		}
+		ack(t, s, ms[1], ms[2], ms[3])
+		ms = claim(t, s, "k", o)
+		if got := strings.Join(payloads(ms), ","); got != "b2" {
+			t.Fatalf("after retry: %s, want b2 only (a held back by its retry)", got)
+		}
+		ack(t, s, ms...)
+		var rest []string
+		for len(rest) < 3 {
+			ms := claim(t, s, "k", baton.ClaimOptions{Mode: baton.PerKey, Max: 10, Wait: 5 * time.Second})
+			if len(ms) == 0 {
+				t.Fatalf("stalled after %v", rest)
+			}
+			rest = append(rest, payloads(ms)...)
+			ack(t, s, ms...)
+		}
+		if strings.Join(rest, ",") != "a1,a2,a3" {
+			t.Fatalf("key a in order: %v", rest)
+		}
+	})
+}
+
+func TestQueueEnqueueTx(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		s := session(t, c)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EnqueueTx(ctx, tx, "tx", []byte("rolled back")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		tx, err = db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := c.EnqueueTx(ctx, tx, "tx", []byte("committed"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		ms := claim(t, s, "tx", baton.ClaimOptions{Max: 10, Wait: 5 * time.Second})
+		if len(ms) != 1 || string(ms[0].Payload) != "committed" || (id != 0 && ms[0].ID != id) {
+			t.Fatalf("got %v (id %d, want %d)", payloads(ms), ms[0].ID, id)
+		}
+	})
+}
+
+// TestQueueCrashRecovery: claims of a session that ends go back to the
+// queue with their attempt counted; so do claims whose lease ran out; at the
+// attempt limit they go to the dead letters.
+func TestQueueCrashRecovery(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := openQ(t, b)
+		c := openDSN(t, dsn, baton.Options{Lease: 600 * time.Millisecond, Retry: fastRetry.Retry})
+		ctx := ctxT(t)
+		enqueue(t, c, "cr", "x", baton.EnqueueOptions{MaxAttempts: 3})
+		dying := session(t, c)
+		ms := claim(t, dying, "cr", baton.ClaimOptions{})
+		if err := dying.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		ms = claim(t, s, "cr", baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 || ms[0].Attempt != 2 || !strings.Contains(ms[0].LastError, "session ended") {
+			t.Fatalf("after the session ended: %+v", ms)
+		}
+		// A lease that runs out: the message comes back while the session lives.
+		if err := s.Extend(ctx, ms[0], 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		got := claim(t, s, "cr", baton.ClaimOptions{Wait: 10 * time.Second})
+		if len(got) != 1 || got[0].Attempt != 3 {
+			t.Fatalf("after the lease ran out: %+v", got)
+		}
+		wantErr(t, s.Ack(ctx, ms[0]), baton.ErrNotClaimed)
+		// At the limit, the next crash dead-letters it.
+		if err := s.Extend(ctx, got[0], 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for stats(t, c, "cr").Dead != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("never dead-lettered: %+v", stats(t, c, "cr"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+// TestQueueWorker: the worker runtime with concurrency, a panic turned into
+// a retry with its error recorded, an error retried, ErrPermanent
+// dead-lettered, and a graceful stop.
+func TestQueueWorker(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		for i := 0; i < 40; i++ {
+			enqueue(t, c, "w", fmt.Sprint(i), baton.EnqueueOptions{MaxAttempts: 2})
+		}
+		var mu sync.Mutex
+		done := map[string]int{}
+		var running, peak atomic.Int32
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		h := func(ctx context.Context, m *baton.Message) error {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+			p := string(m.Payload)
+			switch {
+			case p == "7" && m.Attempt == 1:
+				panic("boom")
+			case p == "8" && m.Attempt == 1:
+				return errors.New("transient")
+			case p == "9":
+				return fmt.Errorf("bad: %w", baton.ErrPermanent)
+			}
+			mu.Lock()
+			done[p]++
+			mu.Unlock()
+			return nil
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- c.Work(wctx, "w", h, baton.WorkerOptions{Concurrency: 4, Drain: true}) }()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("worker did not drain")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(done) != 39 {
+			t.Fatalf("%d messages done, want 39", len(done))
+		}
+		for p, n := range done {
+			if n != 1 {
+				t.Fatalf("message %s handled %d times", p, n)
+			}
+		}
+		if peak.Load() > 4 || peak.Load() < 2 {
+			t.Fatalf("peak concurrency %d, want 2..4", peak.Load())
+		}
+		dead, _ := c.DeadLetters(ctx, "w", 10)
+		if len(dead) != 1 || string(dead[0].Payload) != "9" {
+			t.Fatalf("dead letters %+v", dead)
+		}
+	})
+}
+
+func TestQueueWorkerGracefulStop(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		enqueue(t, c, "g", "slow")
+		started := make(chan struct{})
+		var finished atomic.Bool
+		wctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() {
+			errc <- c.Work(wctx, "g", func(ctx context.Context, m *baton.Message) error {
+				close(started)
+				time.Sleep(300 * time.Millisecond)
+				finished.Store(true)
+				return nil
+			}, baton.WorkerOptions{Grace: 5 * time.Second})
+		}()
+		<-started
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if !finished.Load() {
+			t.Fatal("in-flight message not finished within the grace period")
+		}
+		if st := stats(t, c, "g"); st.Ready+st.Claimed+st.Scheduled != 0 {
+			t.Fatalf("finished message not acknowledged: %+v", st)
+		}
+	})
+}
