@@ -23,8 +23,12 @@ import (
 // TestMain lets the test binary act as a child process that holds locks
 // until it is killed.
 func TestMain(m *testing.M) {
-	if os.Getenv("BATON_TEST_CHILD") == "hold" {
+	switch os.Getenv("BATON_TEST_CHILD") {
+	case "hold":
 		holdForever(os.Getenv("BATON_TEST_DSN"))
+		return
+	case "worker":
+		childWorker(os.Getenv("BATON_TEST_DSN"), os.Getenv("BATON_TEST_QUEUE"), os.Getenv("BATON_TEST_MODE"), os.Getenv("BATON_TEST_FILE"))
 		return
 	}
 	os.Exit(m.Run())

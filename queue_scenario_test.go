@@ -1,0 +1,319 @@
+package baton_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestSeed002Mailer is seed 002: a mail queue of 20 messages, fetched 10 at
+// a time again and again; a failed message goes to the back of the queue
+// until its limit of 3 attempts; messages 5, 10 and 15 never succeed and
+// end as dead letters while the rest flow.
+func TestSeed002Mailer(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		msgs := make([]baton.NewMessage, 20)
+		for i := range msgs {
+			msgs[i] = baton.NewMessage{Payload: []byte(fmt.Sprintf("Message %d", i+1)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: 3}}
+		}
+		if _, err := c.EnqueueMany(ctx, "t_queue", msgs); err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		sent := map[string]int{}
+		var batches []string
+		for round := 0; round < 10; round++ {
+			ms := claim(t, s, "t_queue", baton.ClaimOptions{Max: 10})
+			if len(ms) == 0 {
+				break
+			}
+			var nums []string
+			for _, m := range ms {
+				n := strings.TrimPrefix(string(m.Payload), "Message ")
+				nums = append(nums, n)
+				if n == "5" || n == "10" || n == "15" {
+					if err := s.RetryAfter(ctx, m, 0, errors.New("mailbox unavailable")); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				sent[n]++
+				ack(t, s, m)
+			}
+			batches = append(batches, strings.Join(nums, " "))
+		}
+		want := []string{"1 2 3 4 5 6 7 8 9 10", "11 12 13 14 15 16 17 18 19 20", "5 10 15", "5 10 15"}
+		if strings.Join(batches, " | ") != strings.Join(want, " | ") {
+			t.Fatalf("batches\n%s\nwant\n%s", strings.Join(batches, "\n"), strings.Join(want, "\n"))
+		}
+		if len(sent) != 17 {
+			t.Fatalf("%d messages sent, want 17", len(sent))
+		}
+		dead, err := c.DeadLetters(ctx, "t_queue", 10)
+		if err != nil || len(dead) != 3 {
+			t.Fatalf("dead letters %+v %v", dead, err)
+		}
+		for _, d := range dead {
+			if d.Attempts != 3 {
+				t.Fatalf("dead letter %s after %d attempts", d.Payload, d.Attempts)
+			}
+		}
+	})
+}
+
+// TestSeed000WakeOnCommit is seed 000: a consumer blocked on an empty queue
+// wakes when a producer commits, not before; a row committed while the
+// consumer was busy is not missed; a consumer started first never blocks
+// the producer; neither side dying hangs the other.
+func TestSeed000WakeOnCommit(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		consumerC, dsn := openQ(t, b)
+		producer := openDSN(t, dsn, fastRetry)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		consumer := session(t, consumerC)
+		got := make(chan []*baton.Message, 1)
+		go func() {
+			ms, _ := consumer.Claim(context.Background(), "messages", baton.ClaimOptions{Wait: 20 * time.Second})
+			got <- ms
+		}()
+		time.Sleep(100 * time.Millisecond) // the consumer waits first
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := producer.EnqueueTx(ctx, tx, "messages", []byte("hi")); err != nil {
+			t.Fatal(err) // the waiting consumer does not block the producer
+		}
+		select {
+		case ms := <-got:
+			t.Fatalf("consumer woke before the commit: %v", payloads(ms))
+		case <-time.After(200 * time.Millisecond):
+		}
+		committed := time.Now()
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ms := <-got:
+			if len(ms) != 1 || string(ms[0].Payload) != "hi" {
+				t.Fatalf("consumer got %v", payloads(ms))
+			}
+			t.Logf("consumer woke %v after the commit", time.Since(committed))
+			ack(t, consumer, ms...)
+		case <-time.After(15 * time.Second):
+			t.Fatal("consumer never woke")
+		}
+		// Committed while the consumer is busy: found at its next claim.
+		enqueue(t, producer, "messages", "while busy")
+		ms := claim(t, consumer, "messages", baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 || string(ms[0].Payload) != "while busy" {
+			t.Fatalf("missed a message committed while busy: %v", payloads(ms))
+		}
+		// The consumer dies holding it: the message comes back.
+		if err := consumer.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := session(t, consumerC)
+		ms = claim(t, next, "messages", baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 || ms[0].Attempt != 2 {
+			t.Fatalf("message of the dead consumer: %+v", ms)
+		}
+		// The producer goes away: a waiting consumer is not stuck.
+		producer.Close()
+		_, err = next.Claim(ctx, "messages", baton.ClaimOptions{Wait: 300 * time.Millisecond})
+		wantErr(t, err, baton.ErrEmpty)
+	})
+}
+
+// childWorker is run by the test binary as a child process: it works the
+// queue, appending "pid id" to a file per message, and optionally claims
+// one message and hangs (to be killed).
+func childWorker(dsn, queue, mode, file string) {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, dsn)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	if mode == "hang" {
+		s, err := c.NewSession(ctx)
+		if err == nil {
+			var ms []*baton.Message
+			ms, err = s.Claim(ctx, queue, baton.ClaimOptions{Wait: 20 * time.Second})
+			if err == nil {
+				fmt.Println("claimed", ms[0].ID)
+			}
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		select {}
+	}
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	err = c.Work(ctx, queue, func(ctx context.Context, m *baton.Message) error {
+		time.Sleep(time.Millisecond)
+		_, err := fmt.Fprintf(f, "%d %s\n", os.Getpid(), m.Payload)
+		return err
+	}, baton.WorkerOptions{Concurrency: 2, Drain: true})
+	f.Close()
+	c.Close()
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+}
+
+func startChild(t *testing.T, env ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), env...)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill() })
+	return child, bufio.NewReader(out)
+}
+
+// TestQueueWorkerKilled: a worker process killed with SIGKILL in the middle
+// of a message loses nothing: the message is delivered again.
+func TestQueueWorkerKilled(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		id := enqueue(t, c, "kq", "precious")
+		child, out := startChild(t, "BATON_TEST_CHILD=worker", "BATON_TEST_DSN="+dsn, "BATON_TEST_QUEUE=kq", "BATON_TEST_MODE=hang")
+		line, _ := out.ReadString('\n')
+		if strings.TrimSpace(line) != fmt.Sprintf("claimed %d", id) {
+			t.Fatalf("child said %q", line)
+		}
+		s := session(t, c)
+		_, err := s.Claim(ctxT(t), "kq", baton.ClaimOptions{})
+		wantErr(t, err, baton.ErrEmpty) // claimed by the living child
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		ms := claim(t, s, "kq", baton.ClaimOptions{Wait: 20 * time.Second})
+		if len(ms) != 1 || ms[0].ID != id || ms[0].Attempt != 2 {
+			t.Fatalf("after the kill: %+v", ms)
+		}
+		ack(t, s, ms...)
+	})
+}
+
+// TestQueueSeveralWorkerProcesses: three worker processes drain one queue;
+// every message is processed exactly once.
+func TestQueueSeveralWorkerProcesses(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		const n = 300
+		msgs := make([]baton.NewMessage, n)
+		for i := range msgs {
+			msgs[i] = baton.NewMessage{Payload: []byte(strconv.Itoa(i))}
+		}
+		if _, err := c.EnqueueMany(ctxT(t), "many", msgs); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "done")
+		var children []*exec.Cmd
+		for i := 0; i < 3; i++ {
+			child, out := startChild(t, "BATON_TEST_CHILD=worker", "BATON_TEST_DSN="+dsn, "BATON_TEST_QUEUE=many", "BATON_TEST_FILE="+file)
+			if line, _ := out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+				t.Fatalf("child said %q", line)
+			}
+			children = append(children, child)
+		}
+		for _, ch := range children {
+			if err := ch.Wait(); err != nil {
+				t.Fatalf("worker process: %v", err)
+			}
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		pids := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			pid, msg, _ := strings.Cut(line, " ")
+			pids[pid] = true
+			count[msg]++
+		}
+		if len(count) != n {
+			t.Fatalf("%d distinct messages processed, want %d", len(count), n)
+		}
+		var twice []string
+		for m, k := range count {
+			if k != 1 {
+				twice = append(twice, m)
+			}
+		}
+		sort.Strings(twice)
+		if len(twice) > 0 {
+			t.Fatalf("processed more than once: %v", twice)
+		}
+		t.Logf("%d processes shared the work", len(pids))
+	})
+}
+
+// TestQueueConsumerSurvivesOutage: a consumer waiting while its database is
+// unreachable (as during a restart) recovers by itself and gets the next
+// message.
+func TestQueueConsumerSurvivesOutage(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("embedded: no server to lose")
+		}
+		_, dsn := openQ(t, b)
+		pdsn, p := viaProxy(t, dsn)
+		consumerC := openDSN(t, pdsn, baton.Options{PollInterval: 200 * time.Millisecond})
+		producer := openDSN(t, dsn)
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := consumerC.Work(ctx, "outage", func(ctx context.Context, m *baton.Message) error {
+				got <- nil
+				return nil
+			}, baton.WorkerOptions{})
+			if err != nil {
+				got <- err
+			}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		p.cut(true)
+		time.Sleep(2 * time.Second)
+		p.restore()
+		enqueue(t, producer, "outage", "after the restart")
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("consumer did not recover")
+		}
+	})
+}
