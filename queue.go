@@ -155,6 +155,14 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessag
 		rows[i] = r
 	}
 	ids := make([]int64, len(rows))
+	if _, known := c.knownQueues.Load(queue); known && len(rows) == 1 {
+		id, err := c.drv.NoTx().MessageInsert(ctx, rows[0])
+		if err != nil {
+			return nil, fmt.Errorf("baton: enqueue: %w", err)
+		}
+		c.queueWake(queue)
+		return []int64{id}, nil
+	}
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		if err := c.registerQueue(ctx, tx, queue); err != nil {
 			return err
@@ -419,6 +427,22 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, time.Duration, error) {
 	var out []driver.Message
 	var dueIn time.Duration
+	if opts.Mode == Parallel {
+		ms, ok, err := s.c.drv.NoTx().ClaimParallel(ctx, queue, s.id, opts.Visibility, opts.Max)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok && len(ms) > 0 {
+			return s.messages(ms, opts.Mode), 0, nil
+		}
+		if ok {
+			d, has, err := s.c.drv.NoTx().QueueNextDue(ctx, queue)
+			if err != nil || !has {
+				return nil, 0, err
+			}
+			return nil, d, nil
+		}
+	}
 	err := s.c.inTx(ctx, func(tx driver.Tx) error {
 		out, dueIn = nil, 0
 		var ids []int64
@@ -476,6 +500,11 @@ func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions
 	if err != nil {
 		return nil, 0, err
 	}
+	return s.messages(out, opts.Mode), dueIn, nil
+}
+
+// messages converts claimed rows to Messages in serving order.
+func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Priority != b.Priority {
@@ -490,9 +519,9 @@ func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions
 	for i, m := range out {
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Priority: m.Priority, Key: m.Key,
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: opts.Mode}
+			ClaimedUntil: m.ClaimUntil, mode: mode}
 	}
-	return msgs, dueIn, nil
+	return msgs
 }
 
 func (s *Session) claim(m *Message) driver.Claim {
@@ -505,12 +534,7 @@ func notClaimed(m *Message) error {
 
 // Ack marks a claimed message done: it is deleted.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	var ok bool
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		ok, err = tx.MessageAck(ctx, s.claim(m))
-		return err
-	})
+	ok, err := s.c.drv.NoTx().MessageAck(ctx, s.claim(m))
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
@@ -558,12 +582,7 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	if m.Attempt >= m.MaxAttempts {
 		return s.Fail(ctx, m, fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, text))
 	}
-	var ok bool
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		ok, err = tx.MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, text)
-		return err
-	})
+	ok, err := s.c.drv.NoTx().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, text)
 	if err != nil {
 		return fmt.Errorf("baton: retry: %w", err)
 	}
@@ -597,12 +616,7 @@ func (s *Session) Fail(ctx context.Context, m *Message, reason string) error {
 
 // Extend renews a claim's lease for d from now.
 func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error {
-	var ok bool
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		ok, err = tx.MessageExtend(ctx, s.claim(m), d)
-		return err
-	})
+	ok, err := s.c.drv.NoTx().MessageExtend(ctx, s.claim(m), d)
 	if err != nil {
 		return fmt.Errorf("baton: extend: %w", err)
 	}

@@ -141,6 +141,10 @@ type Driver interface {
 	// client calls it after migrating.
 	Prepare(ctx context.Context) error
 
+	// NoTx returns a Tx whose methods each run as a statement of its own,
+	// outside any transaction: for operations that are one statement.
+	NoTx() Tx
+
 	// Begin starts a transaction in which baton's lock rows can be locked.
 	// On SQLite it takes the write lock at once (BEGIN IMMEDIATE).
 	Begin(ctx context.Context) (Tx, error)

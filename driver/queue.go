@@ -99,6 +99,10 @@ type QueueTx interface {
 	// ClaimHead returns the next message of the queue in serving order,
 	// due or not, and how long until it is due (zero or less: due).
 	ClaimHead(ctx context.Context, queue string) (id int64, dueIn time.Duration, ok bool, err error)
+	// ClaimParallel claims up to limit ready messages in serving order in
+	// one statement, when the dialect can; ok is false when it cannot (the
+	// engine then uses ClaimCandidates and ClaimIDs).
+	ClaimParallel(ctx context.Context, queue, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
 	// ClaimIDs claims ready messages for a session and counts the attempt.
 	ClaimIDs(ctx context.Context, sessionID string, mode int, lease time.Duration, ids []int64) (int, error)
 	MessageByIDs(ctx context.Context, ids []int64) ([]Message, error)

@@ -300,3 +300,13 @@ SELECT COALESCE(SUM(CASE WHEN state = 'R' AND run_at <= {now} THEN 1 ELSE 0 END)
 
 -- name: dead_count
 SELECT COUNT(*) FROM {p}dead WHERE queue = ?;
+
+-- name: claim_parallel
+-- A parallel claim in one statement. Arguments: session, mode, lease,
+-- queue, limit.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages
+               WHERE queue = ?4 AND state = 'R' AND run_at <= {now}
+               ORDER BY priority, order_at, id LIMIT ?5)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at;

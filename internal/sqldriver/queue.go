@@ -138,7 +138,7 @@ func (t *Tx) ClaimIDs(ctx context.Context, sessionID string, mode int, lease tim
 	}
 	q := expandList(t.db.Q("claim_ids"), t.db.D.Numbered, 4, len(ids))
 	args := append([]any{sessionID, mode, us(lease)}, int64Args(ids)...)
-	res, err := t.Tx.ExecContext(ctx, q, args...)
+	res, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("claim_ids: %w", err)
 	}
@@ -176,7 +176,7 @@ func (t *Tx) MessageByIDs(ctx context.Context, ids []int64) ([]driver.Message, e
 		return nil, nil
 	}
 	q := expandList(t.db.Q("message_by_ids"), t.db.D.Numbered, 1, len(ids))
-	rows, err := t.Tx.QueryContext(ctx, q, int64Args(ids)...)
+	rows, err := t.q().QueryContext(ctx, q, int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("message_by_ids: %w", err)
 	}
@@ -296,11 +296,11 @@ func (t *Tx) DeadRedrive(ctx context.Context, queue string) (int, error) {
 		return 0, err
 	}
 	q := expandList(t.db.Q("dead_redrive_ids"), t.db.D.Numbered, 1, len(ids))
-	if _, err := t.Tx.ExecContext(ctx, q, int64Args(ids)...); err != nil {
+	if _, err := t.q().ExecContext(ctx, q, int64Args(ids)...); err != nil {
 		return 0, fmt.Errorf("dead_redrive_ids: %w", err)
 	}
 	q = expandList(t.db.Q("dead_delete_ids"), t.db.D.Numbered, 1, len(ids))
-	if _, err := t.Tx.ExecContext(ctx, q, int64Args(ids)...); err != nil {
+	if _, err := t.q().ExecContext(ctx, q, int64Args(ids)...); err != nil {
 		return 0, fmt.Errorf("dead_delete_ids: %w", err)
 	}
 	return len(ids), nil
@@ -327,4 +327,26 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	var err error
 	s.Dead, err = t.count(ctx, "dead_count", queue)
 	return s, err
+}
+
+// ClaimParallel claims up to limit ready messages in one statement
+// (claim_parallel) when the dialect has it; ok is false otherwise.
+func (t *Tx) ClaimParallel(ctx context.Context, queue, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
+	if _, has := t.db.D.Queries["claim_parallel"]; !has {
+		return nil, false, nil
+	}
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_parallel", sessionID, int(0), us(lease), queue, limit)
+	if err != nil {
+		return nil, true, err
+	}
+	defer rows.Close()
+	var out []driver.Message
+	for rows.Next() {
+		m, err := ScanMessage(rows)
+		if err != nil {
+			return nil, true, err
+		}
+		out = append(out, m)
+	}
+	return out, true, rows.Err()
 }

@@ -164,13 +164,34 @@ type Tx struct {
 	after []func()
 }
 
+// NoTx returns a Tx whose statements run on their own, each in its own
+// implicit transaction: for operations that are one statement. Commit and
+// Rollback do nothing (AfterCommit hooks run at Commit).
+func (db *DB) NoTx() driver.Tx { return &Tx{db: db} }
+
+// execQuerier is what *sql.DB and *sql.Tx have in common.
+type execQuerier interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// q is the transaction, or the pool for a NoTx.
+func (t *Tx) q() execQuerier {
+	if t.Tx == nil {
+		return t.db.SQL
+	}
+	return t.Tx
+}
+
 // AfterCommit registers f to run after a successful commit.
 func (t *Tx) AfterCommit(f func()) { t.after = append(t.after, f) }
 
 // Commit implements driver.Tx.
 func (t *Tx) Commit() error {
-	if err := t.Tx.Commit(); err != nil {
-		return err
+	if t.Tx != nil {
+		if err := t.Tx.Commit(); err != nil {
+			return err
+		}
 	}
 	for _, f := range t.after {
 		f()
@@ -179,7 +200,12 @@ func (t *Tx) Commit() error {
 }
 
 // Rollback implements driver.Tx.
-func (t *Tx) Rollback() error { return t.Tx.Rollback() }
+func (t *Tx) Rollback() error {
+	if t.Tx == nil {
+		return nil
+	}
+	return t.Tx.Rollback()
+}
 
 func (t *Tx) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
 	return t.db.ExecNamed(ctx, t.Tx, name, args...)
@@ -422,7 +448,7 @@ func (t *Tx) LockRequestDelete(ctx context.Context, ids []int64) error {
 		return nil
 	}
 	q := expandList(t.db.Q("request_delete"), t.db.D.Numbered, 1, len(ids))
-	if _, err := t.Tx.ExecContext(ctx, q, int64Args(ids)...); err != nil {
+	if _, err := t.q().ExecContext(ctx, q, int64Args(ids)...); err != nil {
 		return fmt.Errorf("request_delete: %w", err)
 	}
 	return nil
