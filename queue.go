@@ -428,7 +428,7 @@ func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions
 	var out []driver.Message
 	var dueIn time.Duration
 	if opts.Mode == Parallel {
-		ms, ok, err := s.c.drv.NoTx().ClaimParallel(ctx, queue, s.id, opts.Visibility, opts.Max)
+		ms, ok, err := s.c.drv.Relaxed().ClaimParallel(ctx, queue, s.id, opts.Visibility, opts.Max)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -534,7 +534,7 @@ func notClaimed(m *Message) error {
 
 // Ack marks a claimed message done: it is deleted.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	ok, err := s.c.drv.NoTx().MessageAck(ctx, s.claim(m))
+	ok, err := s.c.drv.Relaxed().MessageAck(ctx, s.claim(m))
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
@@ -582,7 +582,7 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	if m.Attempt >= m.MaxAttempts {
 		return s.Fail(ctx, m, fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, text))
 	}
-	ok, err := s.c.drv.NoTx().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, text)
+	ok, err := s.c.drv.Relaxed().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, text)
 	if err != nil {
 		return fmt.Errorf("baton: retry: %w", err)
 	}
@@ -616,7 +616,7 @@ func (s *Session) Fail(ctx context.Context, m *Message, reason string) error {
 
 // Extend renews a claim's lease for d from now.
 func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error {
-	ok, err := s.c.drv.NoTx().MessageExtend(ctx, s.claim(m), d)
+	ok, err := s.c.drv.Relaxed().MessageExtend(ctx, s.claim(m), d)
 	if err != nil {
 		return fmt.Errorf("baton: extend: %w", err)
 	}

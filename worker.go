@@ -2,8 +2,10 @@ package baton
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	"github.com/batonhq/baton/driver"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -29,6 +31,10 @@ type WorkerOptions struct {
 	// Grace is how long a shutdown waits for running handlers before
 	// cancelling their contexts (default 10s).
 	Grace time.Duration
+	// Prefetch is how many messages are claimed ahead of the handlers
+	// (default: Concurrency, at least 32): larger batches mean fewer
+	// statements per message, at the cost of holding more claims.
+	Prefetch int
 	// Drain makes Work return once no message is ready and none is in
 	// flight (the cron pattern) instead of waiting for more.
 	Drain bool
@@ -57,6 +63,9 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	if opts.Grace <= 0 {
 		opts.Grace = 10 * time.Second
 	}
+	if opts.Prefetch <= 0 {
+		opts.Prefetch = max(opts.Concurrency, 32)
+	}
 	if opts.Name == "" {
 		opts.Name = "worker " + queue
 	}
@@ -64,20 +73,27 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	if err != nil {
 		return err
 	}
-	w := &worker{c: c, s: s, queue: queue, h: handler, o: opts, slots: make(chan struct{}, opts.Concurrency)}
+	w := &worker{c: c, s: s, queue: queue, h: handler, o: opts}
 	// Handler contexts outlive ctx by the grace period.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
+	// Graceful shutdown: once ctx ends, handlers get the grace period,
+	// then their contexts are cancelled.
+	stopGrace := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stopGrace:
+			return
+		}
+		select {
+		case <-time.After(opts.Grace):
+			hcancel()
+		case <-stopGrace:
+		}
+	}()
 	runErr := w.loop(ctx, hctx)
-	// Graceful shutdown: wait for handlers, then cancel them.
-	done := make(chan struct{})
-	go func() { w.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(opts.Grace):
-		hcancel()
-		<-done
-	}
+	close(stopGrace)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Lease)
 	defer cancel()
 	if err := s.Close(closeCtx); err != nil && runErr == nil {
@@ -92,51 +108,96 @@ type worker struct {
 	queue string
 	h     Handler
 	o     WorkerOptions
-	slots chan struct{}
 	wg    sync.WaitGroup
+
+	jobs    chan *Message // claimed, not yet started
+	results chan result   // finished, not yet acknowledged
+	mu      sync.Mutex
+	open    int           // claimed and not yet settled (acked, retried, failed)
+	settled chan struct{} // signalled when open decreases
+}
+
+type result struct {
+	m   *Message
+	err error
+}
+
+// capacity is how many claims the worker keeps: one per handler plus the
+// prefetched ones, so that handlers never wait for a round trip and each
+// claim and acknowledgement carries many messages.
+func (w *worker) capacity() int {
+	if w.o.Mode == Ordered {
+		return 1
+	}
+	return w.o.Concurrency + w.o.Prefetch
 }
 
 func (w *worker) loop(ctx, hctx context.Context) error {
+	w.jobs = make(chan *Message, w.capacity())
+	w.results = make(chan result, w.capacity())
+	w.settled = make(chan struct{}, 1)
+	for i := 0; i < w.o.Concurrency; i++ {
+		w.wg.Add(1)
+		go w.handler(hctx)
+	}
+	completed := make(chan struct{})
+	go func() { defer close(completed); w.completer() }()
+	err := w.fetch(ctx)
+	close(w.jobs) // handlers finish what was claimed, then stop
+	go func() { w.wg.Wait(); close(w.results) }()
+	<-completed
+	return err
+}
+
+func (w *worker) openCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.open
+}
+
+// fetch claims messages whenever the worker has room, until ctx ends or,
+// with Drain, until nothing is ready and nothing is open.
+func (w *worker) fetch(ctx context.Context) error {
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		// Wait for a free slot, then claim for every free slot.
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		case <-w.s.Done():
-			return w.s.Err()
-		}
-		free := 1
-		for len(w.slots) < cap(w.slots) {
-			w.slots <- struct{}{}
-			free++
+		free := w.capacity() - w.openCount()
+		if free <= 0 {
+			select {
+			case <-w.settled:
+				continue
+			case <-ctx.Done():
+				return nil
+			case <-w.s.Done():
+				return w.s.Err()
+			}
 		}
 		wait := Forever
-		if w.o.Drain {
+		if w.o.Drain || w.openCount() > 0 {
+			// With work open, don't block: claims are retried when
+			// something settles (or after a poll interval).
 			wait = 0
 		}
 		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility})
-		for i := len(msgs); i < free; i++ {
-			<-w.slots
-		}
 		switch {
-		case errors.Is(err, ErrEmpty) && w.o.Drain:
-			if len(w.slots) == 0 {
+		case errors.Is(err, ErrEmpty):
+			if w.o.Drain && w.openCount() == 0 {
 				return nil
 			}
-			// Something is in flight: a retry may come back; wait a beat.
-			select {
-			case <-time.After(10 * time.Millisecond):
-			case <-ctx.Done():
-				return nil
+			if w.openCount() > 0 {
+				t := time.NewTimer(w.c.opts.PollInterval)
+				select {
+				case <-w.settled:
+				case <-t.C:
+				case <-ctx.Done():
+				}
+				t.Stop()
 			}
 			continue
-		case errors.Is(err, ErrEmpty), ctx.Err() != nil:
-			continue
-		case errors.Is(err, ErrSessionLost):
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrSessionLost), errors.Is(err, ErrClosed):
 			return err
 		case err != nil:
 			// The database is unreachable or similar: back off and retry.
@@ -146,20 +207,33 @@ func (w *worker) loop(ctx, hctx context.Context) error {
 			}
 			continue
 		}
+		w.mu.Lock()
+		w.open += len(msgs)
+		w.mu.Unlock()
 		for _, m := range msgs {
-			w.wg.Add(1)
-			go w.handle(hctx, m)
+			w.jobs <- m
 		}
 	}
 }
 
-func (w *worker) handle(ctx context.Context, m *Message) {
+func (w *worker) handler(ctx context.Context) {
 	defer w.wg.Done()
-	defer func() { <-w.slots }()
+	for m := range w.jobs {
+		if ctx.Err() != nil {
+			// Shut down before it started: give it back.
+			w.results <- result{m: m, err: errors.New("worker shut down before handling it")}
+			continue
+		}
+		w.results <- result{m: m, err: w.handle(ctx, m)}
+	}
+}
+
+// handle runs the handler on one message, keeping its claim alive.
+func (w *worker) handle(ctx context.Context, m *Message) error {
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Keep the claim while the handler runs.
 	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
 		t := time.NewTicker(w.o.Visibility / 3)
 		defer t.Stop()
@@ -175,19 +249,60 @@ func (w *worker) handle(ctx context.Context, m *Message) {
 			}
 		}
 	}()
-	err := w.run(mctx, m)
-	close(stop)
-	// Acknowledge with a context of its own: a shutdown must not lose the
-	// outcome of a finished handler.
-	actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), w.c.opts.Lease)
-	defer acancel()
-	switch {
-	case err == nil:
-		_ = w.s.Ack(actx, m)
-	case errors.Is(err, ErrPermanent):
-		_ = w.s.Fail(actx, m, err.Error())
-	default:
-		_ = w.s.Retry(actx, m, err)
+	return w.run(mctx, m)
+}
+
+// completer settles finished messages: acknowledgements in batches (one
+// statement for all that finished meanwhile), retries and failures one by
+// one. It uses contexts of its own: a shutdown must not lose the outcome of
+// a finished handler.
+func (w *worker) completer() {
+	for r := range w.results {
+		batch := []result{r}
+	more:
+		for len(batch) < 500 {
+			select {
+			case r, ok := <-w.results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
+		var acks []driver.Claim
+		for _, r := range batch {
+			switch {
+			case r.err == nil:
+				acks = append(acks, w.s.claim(r.m))
+			case errors.Is(r.err, ErrPermanent):
+				_ = w.s.Fail(ctx, r.m, r.err.Error())
+			default:
+				_ = w.s.Retry(ctx, r.m, r.err)
+			}
+		}
+		if len(acks) > 0 {
+			if _, err := w.c.drv.Relaxed().MessageAckMany(ctx, w.s.id, acks); err != nil {
+				// One by one, so that a bad batch loses nothing it can keep.
+				for _, a := range acks {
+					_, _ = w.c.drv.Relaxed().MessageAck(ctx, a)
+				}
+			}
+			if w.o.Mode != Parallel {
+				// The next message of the queue or of a key may go now.
+				w.c.wakeQueueLocal(w.queue)
+			}
+		}
+		cancel()
+		w.mu.Lock()
+		w.open -= len(batch)
+		w.mu.Unlock()
+		select {
+		case w.settled <- struct{}{}:
+		default:
+		}
 	}
 }
 

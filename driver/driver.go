@@ -144,6 +144,11 @@ type Driver interface {
 	// NoTx returns a Tx whose methods each run as a statement of its own,
 	// outside any transaction: for operations that are one statement.
 	NoTx() Tx
+	// Relaxed is NoTx for statements whose loss in a database crash can
+	// only cause a message to be delivered again (claims, acknowledgements,
+	// retries, lease extensions): a backend may commit them without
+	// waiting for the disk. Never used for enqueueing.
+	Relaxed() Tx
 
 	// Begin starts a transaction in which baton's lock rows can be locked.
 	// On SQLite it takes the write lock at once (BEGIN IMMEDIATE).

@@ -109,6 +109,9 @@ type QueueTx interface {
 	// QueueNextDue returns how long until the next ready message is due.
 	QueueNextDue(ctx context.Context, queue string) (time.Duration, bool, error)
 	MessageAck(ctx context.Context, c Claim) (bool, error)
+	// MessageAckMany acknowledges claims of one session in one statement
+	// and returns how many it deleted.
+	MessageAckMany(ctx context.Context, sessionID string, claims []Claim) (int, error)
 	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, errText string) (bool, error)
 	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
 	// MessageBury moves a claimed message to the dead letters.

@@ -317,3 +317,7 @@ SELECT COALESCE(SUM(CASE WHEN state = 'R' AND run_at <= {now} THEN 1 ELSE 0 END)
 
 -- name: dead_count
 SELECT COUNT(*) FROM {p}dead WHERE queue = ?;
+
+-- name: message_ack_many
+-- Acknowledges many claims of one session: (id, attempt) pairs.
+DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) IN ({pairs});

@@ -49,6 +49,7 @@ type Driver struct {
 	notifyCh  string // notifications: payload "channel payload"
 	migrator  *sqldriver.Migrator
 	notifying sync.Map // client id -> *atomic.Bool
+	relaxed   *sqldriver.DB
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -77,6 +78,17 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify"}
+	// A second pool whose commits do not wait for the WAL flush, for claims
+	// and acknowledgements: losing one in a crash only redelivers a
+	// message, which at-least-once delivery allows.
+	rcfg := cfg.Copy()
+	if rcfg.RuntimeParams == nil {
+		rcfg.RuntimeParams = map[string]string{}
+	}
+	rcfg.RuntimeParams["synchronous_commit"] = "off"
+	rdb := stdlib.OpenDB(*rcfg)
+	rdb.SetMaxOpenConns(16)
+	rdb.SetMaxIdleConns(16)
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "postgres",
 		Numbered:        true,
@@ -94,6 +106,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		},
 		IsRetryable: IsRetryable,
 	}}
+	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now, Numbered: true,
 		Locked: func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
@@ -206,6 +219,22 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 		}
 	}
 	return true, nil
+}
+
+// Relaxed implements driver.Driver on the pool without synchronous commit.
+func (d *Driver) Relaxed() driver.Tx { return d.relaxed.NoTx() }
+
+// Prepare implements driver.Driver for both pools.
+func (d *Driver) Prepare(ctx context.Context) error {
+	if err := d.DB.Prepare(ctx); err != nil {
+		return err
+	}
+	return d.relaxed.Prepare(ctx)
+}
+
+// Close implements driver.Driver.
+func (d *Driver) Close() error {
+	return errors.Join(d.relaxed.SQL.Close(), d.DB.Close())
 }
 
 // SetWaiting implements driver.Driver; LISTEN needs no hint.

@@ -298,3 +298,7 @@ UPDATE {p}messages
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at;
+
+-- name: message_ack_many
+-- Acknowledges many claims of one session: (id, attempt) pairs.
+DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND (id, attempt) IN ({pairs2});

@@ -310,3 +310,7 @@ UPDATE {p}messages
                WHERE queue = ?4 AND state = 'R' AND run_at <= {now}
                ORDER BY priority, order_at, id LIMIT ?5)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at;
+
+-- name: message_ack_many
+-- Acknowledges many claims of one session: (id, attempt) pairs.
+DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) IN ({pairs});

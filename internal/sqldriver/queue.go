@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -349,4 +350,32 @@ func (t *Tx) ClaimParallel(ctx context.Context, queue, sessionID string, lease t
 		out = append(out, m)
 	}
 	return out, true, rows.Err()
+}
+
+// MessageAckMany implements driver.QueueTx in one statement.
+func (t *Tx) MessageAckMany(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
+	if len(claims) == 0 {
+		return 0, nil
+	}
+	q := t.db.Q("message_ack_many")
+	var b strings.Builder
+	args := []any{sessionID}
+	for i, c := range claims {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if t.db.D.Numbered {
+			fmt.Fprintf(&b, "($%d, $%d)", 2+2*i, 3+2*i)
+		} else {
+			b.WriteString("(?, ?)")
+		}
+		args = append(args, c.ID, c.Attempt)
+	}
+	q = strings.Replace(strings.Replace(q, "{pairs2}", b.String(), 1), "{pairs}", b.String(), 1)
+	res, err := t.q().ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("message_ack_many: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }

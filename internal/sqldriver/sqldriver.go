@@ -56,7 +56,7 @@ type DB struct {
 // prepared yet are left to run as text.
 func (db *DB) Prepare(ctx context.Context) error {
 	for name, q := range db.D.Queries {
-		if strings.Contains(q, "{list") {
+		if strings.Contains(q, "{list") || strings.Contains(q, "{pairs") {
 			continue
 		}
 		if _, ok := db.stmts.Load(name); ok {
@@ -168,6 +168,9 @@ type Tx struct {
 // implicit transaction: for operations that are one statement. Commit and
 // Rollback do nothing (AfterCommit hooks run at Commit).
 func (db *DB) NoTx() driver.Tx { return &Tx{db: db} }
+
+// Relaxed implements driver.Driver: by default the same as NoTx.
+func (db *DB) Relaxed() driver.Tx { return db.NoTx() }
 
 // execQuerier is what *sql.DB and *sql.Tx have in common.
 type execQuerier interface {
