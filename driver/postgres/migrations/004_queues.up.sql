@@ -37,3 +37,9 @@ CREATE TABLE {p}dead (
     failed_at    bigint   NOT NULL
 );
 CREATE INDEX {p}dead_queue ON {p}dead (queue, id);
+-- A queue table churns: every message is inserted, updated and deleted.
+-- Vacuum it after a few thousand dead rows, whatever its size, so that
+-- claims do not walk long runs of dead index entries.
+ALTER TABLE {p}messages SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+                             autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0,
+                             autovacuum_analyze_threshold = 5000);
