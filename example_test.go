@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/batonhq/baton"
 )
@@ -86,4 +88,46 @@ func ExampleGrant_token() {
 	g2, _ := s.Lock(ctx, "ns", baton.Write, 0, "resource")
 	fmt.Println(g2[0].Token > g1[0].Token)
 	// Output: true
+}
+
+// A mail queue worked the cron way: each run drains what is ready and
+// stops; a message that keeps failing ends as a dead letter after its
+// attempt limit while the rest are sent.
+func ExampleClient_Work() {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, "sqlite::memory:", baton.Options{Retry: baton.RetryPolicy{Base: time.Millisecond, Max: time.Millisecond}})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	for _, to := range []string{"ann", "bob", "nobody"} {
+		if _, err := c.Enqueue(ctx, "mail", []byte(to), baton.EnqueueOptions{MaxAttempts: 3}); err != nil {
+			panic(err)
+		}
+	}
+	var sent []string
+	send := func(ctx context.Context, m *baton.Message) error {
+		if string(m.Payload) == "nobody" {
+			return errors.New("550 no such user")
+		}
+		sent = append(sent, string(m.Payload))
+		return nil
+	}
+	for {
+		if err := c.Work(ctx, "mail", send, baton.WorkerOptions{Drain: true}); err != nil {
+			panic(err)
+		}
+		st, _ := c.Stats(ctx, "mail")
+		if st.Scheduled == 0 { // nothing backing off: done
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // the next cron run
+	}
+	sort.Strings(sent)
+	fmt.Println("sent:", sent)
+	dead, _ := c.DeadLetters(ctx, "mail", 10)
+	fmt.Printf("dead: %s after %d attempts\n", dead[0].Payload, dead[0].Attempts)
+	// Output:
+	// sent: [ann bob]
+	// dead: nobody after 3 attempts
 }
