@@ -397,14 +397,13 @@ func (c *Client) heartbeatLoop() {
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
-		if err := c.renew(ctx); err != nil {
+		if err := c.heartbeat(ctx); err != nil {
 			if time.Since(lastOK) > c.opts.Lease {
 				c.loseAll(fmt.Errorf("%w: database unreachable for longer than the lease (%v): %v", ErrSessionLost, c.opts.Lease, err))
 			}
 		} else {
 			lastOK = start
 		}
-		_ = c.reap(ctx)
 		if tick++; tick%10 == 0 {
 			_ = c.sweepOrphans(ctx)
 		}
@@ -420,26 +419,43 @@ func (c *Client) heartbeatLoop() {
 	}
 }
 
-func (c *Client) renew(ctx context.Context) error {
+// heartbeat renews this client's sessions and ends reapable sessions of
+// others, in one statement where the backend allows.
+func (c *Client) heartbeat(ctx context.Context) (renewErr error) {
 	c.mu.Lock()
 	local := len(c.sessions)
 	c.mu.Unlock()
+	lease := c.opts.Lease
 	if local == 0 {
-		return nil
+		lease = 0 // nothing to renew: only look for the dead
 	}
-	var n int
+	n, refs, err := c.drv.SessionHeartbeat(ctx, c.id, c.hostID, lease, 100)
+	if err != nil {
+		return err
+	}
+	if local > 0 && n < local {
+		c.checkLost(ctx)
+	}
+	for _, r := range refs {
+		if !r.Expired && (r.PID == c.pid || processAlive(r.PID)) {
+			continue
+		}
+		_ = c.endSession(ctx, r.ID)
+	}
+	return nil
+}
+
+// checkLost finds this client's sessions that are gone from the database
+// (reaped by another process) and reports them lost.
+func (c *Client) checkLost(ctx context.Context) {
 	var live []string
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
-		n, err = tx.SessionRenew(ctx, c.id, c.opts.Lease)
-		if err != nil || n >= local {
-			return err
-		}
 		live, err = tx.SessionListByClient(ctx, c.id)
 		return err
 	})
-	if err != nil || n >= local {
-		return err
+	if err != nil {
+		return
 	}
 	alive := map[string]bool{}
 	for _, id := range live {
@@ -459,19 +475,6 @@ func (c *Client) renew(ctx context.Context) error {
 		// removed it; such requests are ours to delete.
 		_ = c.endSession(ctx, s.id)
 	}
-	return nil
-}
-
-// sweepOrphans removes requests whose session no longer exists, whatever
-// process they came from, and grants what that frees.
-func (c *Client) sweepOrphans(ctx context.Context) error {
-	return c.inTx(ctx, func(tx driver.Tx) error {
-		rs, err := tx.LockRequestListOrphans(ctx, 100)
-		if err != nil || len(rs) == 0 {
-			return err
-		}
-		return c.removeRequests(ctx, tx, rs)
-	})
 }
 
 func (c *Client) loseAll(err error) {
@@ -484,30 +487,6 @@ func (c *Client) loseAll(err error) {
 	for _, s := range ss {
 		s.lose(err)
 	}
-}
-
-// reap ends sessions whose lease ran out, from any process, and sessions of
-// processes on this host that no longer exist, freeing their locks and
-// waking whoever waits for them.
-func (c *Client) reap(ctx context.Context) error {
-	var refs []driver.SessionRef
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		refs, err = tx.SessionListReapable(ctx, c.hostID, 100)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range refs {
-		if !r.Expired && (r.PID == c.pid || processAlive(r.PID)) {
-			continue
-		}
-		if err := c.endSession(ctx, r.ID); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // endSession deletes a session and every request it has, granting what that
@@ -546,4 +525,16 @@ func (c *Client) endSession(ctx context.Context, id string) error {
 		c.queueWake(q)
 	}
 	return err
+}
+
+// sweepOrphans removes requests whose session no longer exists, whatever
+// process they came from, and grants what that frees.
+func (c *Client) sweepOrphans(ctx context.Context) error {
+	return c.inTx(ctx, func(tx driver.Tx) error {
+		rs, err := tx.LockRequestListOrphans(ctx, 100)
+		if err != nil || len(rs) == 0 {
+			return err
+		}
+		return c.removeRequests(ctx, tx, rs)
+	})
 }

@@ -101,7 +101,8 @@ type Message struct {
 	// ClaimedUntil is when the claim's lease runs out unless extended.
 	ClaimedUntil time.Time
 
-	mode QueueMode
+	mode      QueueMode
+	claimedAt time.Time // local clock
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -400,7 +401,9 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		if opts.Wait == 0 {
 			return nil, ErrEmpty
 		}
-		sleep := c.opts.PollInterval
+		// Wake-ups bring new messages; this poll is only the safety net
+		// for a lost one, so it is sparse.
+		sleep := 5 * c.opts.PollInterval
 		if dueIn > 0 && dueIn < sleep {
 			sleep = dueIn
 		}
@@ -515,11 +518,12 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 		}
 		return a.ID < b.ID
 	})
+	now := time.Now()
 	msgs := make([]*Message, len(out))
 	for i, m := range out {
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Priority: m.Priority, Key: m.Key,
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: mode}
+			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now}
 	}
 	return msgs
 }
@@ -595,6 +599,17 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	return nil
 }
 
+// giveBack returns a claimed message that was never handled to its queue at
+// once, keeping its place; the attempt its claim counted is taken back.
+func (s *Session) giveBack(ctx context.Context, m *Message) error {
+	ok, err := s.c.drv.Relaxed().MessageRelease(ctx, s.claim(m))
+	if err == nil && !ok {
+		err = notClaimed(m)
+	}
+	s.c.queueWake(m.Queue)
+	return err
+}
+
 // Fail sends a claimed message to the dead letters at once.
 func (s *Session) Fail(ctx context.Context, m *Message, reason string) error {
 	var ok bool
@@ -624,6 +639,7 @@ func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error
 		return notClaimed(m)
 	}
 	m.ClaimedUntil = time.Now().Add(d)
+	m.claimedAt = time.Now()
 	return nil
 }
 

@@ -113,13 +113,16 @@ type worker struct {
 	jobs    chan *Message // claimed, not yet started
 	results chan result   // finished, not yet acknowledged
 	mu      sync.Mutex
-	open    int           // claimed and not yet settled (acked, retried, failed)
-	settled chan struct{} // signalled when open decreases
+	open    int               // claimed and not yet settled (acked, retried, failed)
+	waiting map[*Message]bool // claimed, not yet started: their leases are kept
+	settled chan struct{}     // signalled when open decreases
 }
 
 type result struct {
-	m   *Message
-	err error
+	m         *Message
+	err       error
+	unstarted bool // shut down before it started: give it back as it was
+	lost      bool // its claim ran out before it started: nothing to do
 }
 
 // capacity is how many claims the worker keeps: one per handler plus the
@@ -136,9 +139,14 @@ func (w *worker) loop(ctx, hctx context.Context) error {
 	w.jobs = make(chan *Message, w.capacity())
 	w.results = make(chan result, w.capacity())
 	w.settled = make(chan struct{}, 1)
+	w.waiting = map[*Message]bool{}
+	keeperDone := make(chan struct{})
+	stopKeeper := make(chan struct{})
+	go func() { defer close(keeperDone); w.keeper(stopKeeper) }()
+	defer func() { close(stopKeeper); <-keeperDone }()
 	for i := 0; i < w.o.Concurrency; i++ {
 		w.wg.Add(1)
-		go w.handler(hctx)
+		go w.handler(ctx, hctx)
 	}
 	completed := make(chan struct{})
 	go func() { defer close(completed); w.completer() }()
@@ -209,6 +217,9 @@ func (w *worker) fetch(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		w.open += len(msgs)
+		for _, m := range msgs {
+			w.waiting[m] = true
+		}
 		w.mu.Unlock()
 		for _, m := range msgs {
 			w.jobs <- m
@@ -216,15 +227,52 @@ func (w *worker) fetch(ctx context.Context) error {
 	}
 }
 
-func (w *worker) handler(ctx context.Context) {
+// handler runs messages until the jobs run out; once stop ends, the
+// prefetched messages it has not started go back to the queue unhandled.
+func (w *worker) handler(stop, ctx context.Context) {
 	defer w.wg.Done()
 	for m := range w.jobs {
-		if ctx.Err() != nil {
-			// Shut down before it started: give it back.
-			w.results <- result{m: m, err: errors.New("worker shut down before handling it")}
+		w.mu.Lock()
+		delete(w.waiting, m)
+		w.mu.Unlock()
+		if stop.Err() != nil {
+			w.results <- result{m: m, unstarted: true}
 			continue
 		}
+		// A prefetched message may have waited: renew its claim before
+		// starting, and skip it if it is no longer ours.
+		if time.Since(m.claimedAt) > w.o.Visibility/3 {
+			if err := w.s.Extend(ctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
+				w.results <- result{m: m, lost: true}
+				continue
+			}
+		}
 		w.results <- result{m: m, err: w.handle(ctx, m)}
+	}
+}
+
+// keeper renews the leases of claimed messages still waiting for a
+// handler, so that prefetching never lets a claim lapse.
+func (w *worker) keeper(stop chan struct{}) {
+	t := time.NewTicker(w.o.Visibility / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		// Under the lock: a handler takes a message out of waiting (and
+		// then reads its claim) only once its renewal is done.
+		w.mu.Lock()
+		for m := range w.waiting {
+			if time.Since(m.claimedAt) > w.o.Visibility/3 {
+				ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
+				_ = w.s.Extend(ctx, m, w.o.Visibility)
+				cancel()
+			}
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -275,6 +323,9 @@ func (w *worker) completer() {
 		var acks []driver.Claim
 		for _, r := range batch {
 			switch {
+			case r.lost:
+			case r.unstarted:
+				_ = w.s.giveBack(ctx, r.m)
 			case r.err == nil:
 				acks = append(acks, w.s.claim(r.m))
 			case errors.Is(r.err, ErrPermanent):

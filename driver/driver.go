@@ -154,6 +154,11 @@ type Driver interface {
 	// On SQLite it takes the write lock at once (BEGIN IMMEDIATE).
 	Begin(ctx context.Context) (Tx, error)
 
+	// SessionHeartbeat renews the client's sessions (returning how many)
+	// and lists other clients' sessions that may be reaped, in as few
+	// statements as the backend allows.
+	SessionHeartbeat(ctx context.Context, clientID, hostID string, lease time.Duration, limit int) (renewed int, reapable []SessionRef, err error)
+
 	// LockFastAcquire grants one uncontended lock in a single short
 	// transaction when nobody holds a conflicting lock and nobody waits on
 	// the identifier. ok is false when the slow path must decide.
@@ -262,9 +267,9 @@ type Tx interface {
 	SessionListByClient(ctx context.Context, clientID string) ([]string, error)
 	// SessionDelete removes a session row.
 	SessionDelete(ctx context.Context, id string) error
-	// SessionListReapable lists sessions whose lease ran out and sessions
-	// whose HostID is hostID.
-	SessionListReapable(ctx context.Context, hostID string, limit int) ([]SessionRef, error)
+	// SessionListReapable lists other clients' sessions whose lease ran
+	// out and whose HostID is hostID.
+	SessionListReapable(ctx context.Context, clientID, hostID string, limit int) ([]SessionRef, error)
 
 	// LockIdentLock creates the identifiers' lock rows if needed and locks
 	// them for the rest of the transaction; ids must be sorted and unique.

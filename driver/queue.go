@@ -114,6 +114,9 @@ type QueueTx interface {
 	MessageAckMany(ctx context.Context, sessionID string, claims []Claim) (int, error)
 	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, errText string) (bool, error)
 	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
+	// MessageRelease gives back a claim that was never handled, taking
+	// back the attempt it counted.
+	MessageRelease(ctx context.Context, c Claim) (bool, error)
 	// MessageBury moves a claimed message to the dead letters.
 	MessageBury(ctx context.Context, c Claim, reason string) (bool, error)
 	ClaimsStale(ctx context.Context, limit int) ([]ClaimRef, error)

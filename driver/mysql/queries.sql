@@ -29,9 +29,10 @@ DELETE FROM {p}sessions WHERE id = ?;
 
 -- name: session_list_reapable
 -- Sessions whose lease ran out, and sessions of processes on this host
--- (same boot, same PID namespace), whose PIDs the caller checks.
+-- (same boot, same PID namespace), whose PIDs the caller checks; never
+-- the caller's own. Arguments: client id, host id, limit.
 SELECT id, pid, expires_at < {now} FROM {p}sessions
- WHERE expires_at < {now} OR (hostid = ? AND hostid <> '')
+ WHERE client_id <> ? AND (expires_at < {now} OR (hostid = ? AND hostid <> ''))
  ORDER BY expires_at LIMIT ?;
 
 -- name: ident_ensure
@@ -321,3 +322,10 @@ SELECT COUNT(*) FROM {p}dead WHERE queue = ?;
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs.
 DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) IN ({pairs});
+
+-- name: message_release
+-- Gives back a claim that was never handled: ready at once, in its place,
+-- and the attempt the claim counted is taken back.
+UPDATE {p}messages
+   SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';

@@ -60,7 +60,11 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad postgres DSN: %w", errors.Unwrap(err))
 	}
-	db := stdlib.OpenDB(*cfg)
+	// No ping when a pooled connection is reused: a broken one fails its
+	// statement, and baton retries or reports; the ping would double an
+	// idle process's queries.
+	noPing := stdlib.OptionResetSession(func(context.Context, *pgx.Conn) error { return nil })
+	db := stdlib.OpenDB(*cfg, noPing)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	if err := db.PingContext(ctx); err != nil {
@@ -86,7 +90,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		rcfg.RuntimeParams = map[string]string{}
 	}
 	rcfg.RuntimeParams["synchronous_commit"] = "off"
-	rdb := stdlib.OpenDB(*rcfg)
+	rdb := stdlib.OpenDB(*rcfg, noPing)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
@@ -235,6 +239,32 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // Close implements driver.Driver.
 func (d *Driver) Close() error {
 	return errors.Join(d.relaxed.SQL.Close(), d.DB.Close())
+}
+
+// SessionHeartbeat implements driver.Driver in one statement.
+func (d *Driver) SessionHeartbeat(ctx context.Context, clientID, hostID string, lease time.Duration, limit int) (int, []driver.SessionRef, error) {
+	if lease <= 0 {
+		return d.DB.SessionHeartbeat(ctx, clientID, hostID, lease, limit)
+	}
+	rows, err := d.QueryNamed(ctx, nil, "session_heartbeat", lease.Microseconds(), clientID, hostID, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	n := 0
+	var refs []driver.SessionRef
+	for rows.Next() {
+		var id sql.NullString
+		var pid sql.NullInt64
+		var expired sql.NullBool
+		if err := rows.Scan(&n, &id, &pid, &expired); err != nil {
+			return 0, nil, err
+		}
+		if id.Valid {
+			refs = append(refs, driver.SessionRef{ID: id.String, PID: int(pid.Int64), Expired: expired.Bool})
+		}
+	}
+	return n, refs, rows.Err()
 }
 
 // SetWaiting implements driver.Driver; LISTEN needs no hint.

@@ -16,10 +16,11 @@ DELETE FROM {p}sessions WHERE id = $1;
 
 -- name: session_list_reapable
 -- Sessions whose lease ran out, and sessions of processes on this host
--- (same boot, same PID namespace), whose PIDs the caller checks.
+-- (same boot, same PID namespace), whose PIDs the caller checks; never
+-- the caller's own. Arguments: client id, host id, limit.
 SELECT id, pid, expires_at < {now} FROM {p}sessions
- WHERE expires_at < {now} OR (hostid = $1 AND hostid <> '')
- ORDER BY expires_at LIMIT $2;
+ WHERE client_id <> $1 AND (expires_at < {now} OR (hostid = $2 AND hostid <> ''))
+ ORDER BY expires_at LIMIT $3;
 
 -- name: ident_ensure
 INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
@@ -302,3 +303,21 @@ RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs.
 DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND (id, attempt) IN ({pairs2});
+
+-- name: session_heartbeat
+-- The heartbeat in one statement: renew the client's sessions and list the
+-- sessions of others that may be reaped. Arguments: lease, client id,
+-- host id, limit.
+WITH r AS (UPDATE {p}sessions SET expires_at = {now} + $1::bigint WHERE client_id = $2 RETURNING id)
+SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (SELECT id, pid, expires_at < {now} AS expired FROM {p}sessions
+                      WHERE client_id <> $2 AND (expires_at < {now} OR (hostid = $3 AND hostid <> ''))
+                      ORDER BY expires_at LIMIT $4) s ON true;
+
+-- name: message_release
+-- Gives back a claim that was never handled: ready at once, in its place,
+-- and the attempt the claim counted is taken back.
+UPDATE {p}messages
+   SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
+ WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C';

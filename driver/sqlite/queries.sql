@@ -18,10 +18,11 @@ DELETE FROM {p}sessions WHERE id = ?;
 
 -- name: session_list_reapable
 -- Sessions whose lease ran out, and sessions of processes on this host
--- (same boot, same PID namespace), whose PIDs the caller checks.
+-- (same boot, same PID namespace), whose PIDs the caller checks; never
+-- the caller's own. Arguments: client id, host id, limit.
 SELECT id, pid, expires_at < {now} FROM {p}sessions
- WHERE expires_at < {now} OR (hostid = ?1 AND hostid <> '')
- ORDER BY expires_at LIMIT ?2;
+ WHERE client_id <> ?1 AND (expires_at < {now} OR (hostid = ?2 AND hostid <> ''))
+ ORDER BY expires_at LIMIT ?3;
 
 -- name: ident_ensure
 INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
@@ -314,3 +315,10 @@ RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs.
 DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) IN ({pairs});
+
+-- name: message_release
+-- Gives back a claim that was never handled: ready at once, in its place,
+-- and the attempt the claim counted is taken back.
+UPDATE {p}messages
+   SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';

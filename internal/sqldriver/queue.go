@@ -224,6 +224,11 @@ func (t *Tx) MessageExtend(ctx context.Context, c driver.Claim, d time.Duration)
 	return affected(t.exec(ctx, "message_extend", us(d), c.ID, c.SessionID, c.Attempt))
 }
 
+// MessageRelease implements driver.QueueTx.
+func (t *Tx) MessageRelease(ctx context.Context, c driver.Claim) (bool, error) {
+	return affected(t.exec(ctx, "message_release", c.ID, c.SessionID, c.Attempt))
+}
+
 // MessageBury implements driver.QueueTx.
 func (t *Tx) MessageBury(ctx context.Context, c driver.Claim, reason string) (bool, error) {
 	ok, err := affected(t.exec(ctx, "message_bury", reason, c.ID, c.SessionID, c.Attempt))

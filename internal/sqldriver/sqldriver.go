@@ -258,8 +258,8 @@ func (t *Tx) SessionDelete(ctx context.Context, id string) error {
 }
 
 // SessionListReapable implements driver.Tx.
-func (t *Tx) SessionListReapable(ctx context.Context, hostID string, limit int) ([]driver.SessionRef, error) {
-	rows, err := t.db.QueryNamed(ctx, t.Tx, "session_list_reapable", hostID, limit)
+func (t *Tx) SessionListReapable(ctx context.Context, clientID, hostID string, limit int) ([]driver.SessionRef, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "session_list_reapable", clientID, hostID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -695,6 +695,21 @@ func sortIdents(ids []driver.Ident) {
 			ids[j], ids[j-1] = ids[j-1], ids[j]
 		}
 	}
+}
+
+// SessionHeartbeat implements driver.Driver with two statements, each
+// on its own (no transaction needed).
+func (db *DB) SessionHeartbeat(ctx context.Context, clientID, hostID string, lease time.Duration, limit int) (int, []driver.SessionRef, error) {
+	t := &Tx{db: db}
+	n := 0
+	if lease > 0 {
+		var err error
+		if n, err = t.SessionRenew(ctx, clientID, lease); err != nil {
+			return 0, nil, err
+		}
+	}
+	refs, err := t.SessionListReapable(ctx, clientID, hostID, limit)
+	return n, refs, err
 }
 
 // LockRegrant implements driver.Driver: no shortcut by default.
