@@ -670,6 +670,10 @@ func (c *Client) recoverClaims(ctx context.Context, tx driver.Tx, refs []driver.
 // recoverStaleClaims returns to their queues the claims whose lease ran out
 // or whose session is gone.
 func (c *Client) recoverStaleClaims(ctx context.Context) error {
+	// Look first without a transaction: there is nearly always nothing.
+	if refs, err := c.drv.NoTx().ClaimsStale(ctx, 1); err != nil || len(refs) == 0 {
+		return err
+	}
 	var queues []string
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		refs, err := tx.ClaimsStale(ctx, 100)

@@ -60,11 +60,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad postgres DSN: %w", errors.Unwrap(err))
 	}
-	// No ping when a pooled connection is reused: a broken one fails its
-	// statement, and baton retries or reports; the ping would double an
-	// idle process's queries.
-	noPing := stdlib.OptionResetSession(func(context.Context, *pgx.Conn) error { return nil })
-	db := stdlib.OpenDB(*cfg, noPing)
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	if err := db.PingContext(ctx); err != nil {
@@ -90,7 +86,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		rcfg.RuntimeParams = map[string]string{}
 	}
 	rcfg.RuntimeParams["synchronous_commit"] = "off"
-	rdb := stdlib.OpenDB(*rcfg, noPing)
+	rdb := stdlib.OpenDB(*rcfg)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
