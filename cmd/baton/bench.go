@@ -27,7 +27,7 @@ primitive in the same run, in a scratch database that is dropped afterwards.
 See docs/benchmarks.md for the cases and published figures.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(benchLocksCmd(g), benchChildCmd(g))
+	cmd.AddCommand(benchLocksCmd(g), benchQueueCmd(g), benchChildCmd(g))
 	return cmd
 }
 
