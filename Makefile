@@ -22,6 +22,10 @@ bench:
 	go run ./cmd/baton bench locks --backend sqlite
 	go run ./cmd/baton bench locks --backend postgres
 	go run ./cmd/baton bench locks --backend mysql
+	go run ./cmd/baton bench queue --backend sqlite
+	go run ./cmd/baton bench queue --backend postgres
+	go run ./cmd/baton bench queue --backend mysql
+	cd bench/river && go run . --dsn postgres://postgres@127.0.0.1:5432/test
 
 lint:
 	gofmt -l . | (! grep .)

@@ -802,7 +802,8 @@ type QueueStats struct {
 	Scheduled int64  `json:"scheduled"` // delayed or backing off
 	Claimed   int64  `json:"claimed"`   // in flight
 	Dead      int64  `json:"dead"`
-	// OldestReady is how long the oldest claimable message has waited.
+	// OldestReady is how long the oldest claimable message has waited
+	// (nanoseconds in JSON).
 	OldestReady time.Duration `json:"oldest_ready_ns"`
 }
 

@@ -65,7 +65,7 @@ func classify(err error) (int, string) {
 		return exitBadName, err.Error()
 	case errors.Is(err, baton.ErrSessionLost):
 		return exitLost, "lost: " + err.Error()
-	case errors.Is(err, baton.ErrBadDSN):
+	case errors.Is(err, baton.ErrBadDSN), errors.Is(err, baton.ErrInvalid):
 		return exitUsage, err.Error()
 	case isUnavailable(err):
 		return exitUnavailable, "database unavailable: " + err.Error()

@@ -1,0 +1,488 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/bench"
+)
+
+func init() { extraCommands = append(extraCommands, queueCmd) }
+
+func queueCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "Push messages, show queue counts, list, re-drive and purge dead letters",
+		Long: `Durable queues in the database. Messages are pushed here (or by programs
+through the Go API) and processed by baton work (or Client.Work).
+
+Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("queue: unknown command %q (use push, stats, dead, redrive or purge)", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g))
+	return cmd
+}
+
+func queuePushCmd(g *globals) *cobra.Command {
+	var delay time.Duration
+	var priority, maxAttempts int
+	var key string
+	cmd := &cobra.Command{
+		Use:   "push QUEUE [PAYLOAD|-]",
+		Short: "Add a message to a queue and print its id",
+		Long: fmt.Sprintf(`Add one message to QUEUE and print its id. The payload is PAYLOAD, or
+standard input when PAYLOAD is - or missing; it must not be empty and holds
+at most %d bytes (1 MiB). Consumers waiting on the queue wake once it commits.
+
+Bad input (a bad queue name, an empty or oversized payload, a negative
+--delay, a non-numeric --priority, a --max-attempts below 1) exits 64 with a
+one-line error and enqueues nothing.`, baton.MaxMessagePayload),
+		Example: `  baton queue push mail '{"to":"ann@example.com"}'
+  render-report | baton queue push reports --priority -1 --max-attempts 3
+  baton queue push mail --delay 10m --key customer-42 - < message.json`,
+		Args: argsUsage("queue push", 1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			queue := args[0]
+			if err := baton.ValidateQueue(queue); err != nil {
+				return invalidUsage("queue push", err)
+			}
+			if delay < 0 {
+				return usageErr("queue push: --delay %v is negative", delay)
+			}
+			if cmd.Flags().Changed("max-attempts") && maxAttempts < 1 {
+				return usageErr("queue push: --max-attempts %d: give at least 1", maxAttempts)
+			}
+			var payload []byte
+			if len(args) == 2 && args[1] != "-" {
+				payload = []byte(args[1])
+			} else {
+				b, err := io.ReadAll(io.LimitReader(os.Stdin, baton.MaxMessagePayload+1))
+				if err != nil {
+					return fmt.Errorf("queue push: read standard input: %w", err)
+				}
+				payload = b
+			}
+			switch {
+			case len(payload) == 0:
+				return usageErr("queue push: empty payload")
+			case len(payload) > baton.MaxMessagePayload:
+				return usageErr("queue push: payload is more than %d bytes", baton.MaxMessagePayload)
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			id, err := c.Enqueue(cmd.Context(), queue, payload, baton.EnqueueOptions{
+				Delay: delay, Priority: priority, Key: key, MaxAttempts: maxAttempts})
+			if err != nil {
+				return invalidUsage("queue push", err)
+			}
+			fmt.Println(id)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&delay, "delay", 0, "wait this long before the message may be claimed (e.g. 30s, 10m)")
+	cmd.Flags().IntVar(&priority, "priority", 0, "lower numbers are served first; may be negative")
+	cmd.Flags().StringVar(&key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
+	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
+	return cmd
+}
+
+// queueStatsJSON is one queue in `baton queue stats --json`.
+type queueStatsJSON struct {
+	Queue     string `json:"queue"`
+	Ready     int64  `json:"ready"`
+	Scheduled int64  `json:"scheduled"`
+	Claimed   int64  `json:"claimed"`
+	Dead      int64  `json:"dead"`
+	// OldestReadyMs is how long the oldest ready message has waited, in
+	// milliseconds (0 when none is ready).
+	OldestReadyMs float64 `json:"oldest_ready_ms"`
+}
+
+func statsJSON(st baton.QueueStats) queueStatsJSON {
+	return queueStatsJSON{Queue: st.Queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
+		OldestReadyMs: float64(st.OldestReady.Microseconds()) / 1000}
+}
+
+func queueStatsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats [QUEUE] [--json]",
+		Short: "Show the message counts of every queue, or of one",
+		Long: `Show, for every queue (or for QUEUE), how many messages are:
+  READY      claimable now
+  SCHEDULED  delayed, or backing off before their next attempt
+  CLAIMED    in flight (claimed by a worker)
+  DEAD       dead letters (see baton queue dead)
+and how long the oldest ready message has waited.
+
+--json prints an array of objects (every queue) or one object (QUEUE), with
+the fields queue, ready, scheduled, claimed, dead and oldest_ready_ms.
+A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
+		Example: `  baton queue stats
+  baton queue stats mail --json | jq .ready`,
+		Args: argsUsage("queue stats", 0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if err := baton.ValidateQueue(args[0]); err != nil {
+					return invalidUsage("queue stats", err)
+				}
+			}
+			ctx := cmd.Context()
+			c, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var all []baton.QueueStats
+			if len(args) == 1 {
+				st, err := c.Stats(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				all = append(all, st)
+			} else {
+				names, err := c.Queues(ctx)
+				if err != nil {
+					return err
+				}
+				for _, q := range names {
+					st, err := c.Stats(ctx, q)
+					if err != nil {
+						return err
+					}
+					all = append(all, st)
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				if len(args) == 1 {
+					return enc.Encode(statsJSON(all[0]))
+				}
+				out := make([]queueStatsJSON, 0, len(all))
+				for _, st := range all {
+					out = append(out, statsJSON(st))
+				}
+				return enc.Encode(out)
+			}
+			if len(all) == 0 {
+				fmt.Println("no queues")
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY")
+			for _, st := range all {
+				oldest := "-"
+				if st.Ready > 0 {
+					oldest = st.OldestReady.Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", st.Queue, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: an array (every queue) or an object (QUEUE)")
+	return cmd
+}
+
+// deadJSON is one dead letter in `baton queue dead --json`.
+type deadJSON struct {
+	ID          int64     `json:"id"`
+	Queue       string    `json:"queue"`
+	Payload     string    `json:"payload,omitempty"`
+	Payload64   string    `json:"payload_base64,omitempty"`
+	Priority    int       `json:"priority"`
+	Key         string    `json:"key,omitempty"`
+	Attempts    int       `json:"attempts"`
+	MaxAttempts int       `json:"max_attempts"`
+	Error       string    `json:"error"`
+	CreatedAt   time.Time `json:"created_at"`
+	FailedAt    time.Time `json:"failed_at"`
+}
+
+func queueDeadCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "dead QUEUE [--limit N] [--json]",
+		Short: "List a queue's dead letters, oldest first",
+		Long: `List the dead letters of QUEUE, oldest first, at most --limit: messages that
+failed at their attempt limit, or failed permanently. The table shows each
+one's id, attempts made (of its limit), when it failed, the first line of its
+last error and the start of its payload.
+
+--json prints an array of objects with the fields id, queue, payload (or
+payload_base64 when it is not UTF-8 text), priority, key, attempts,
+max_attempts, error, created_at and failed_at.
+
+baton queue redrive QUEUE puts them back in the queue; baton queue purge QUEUE
+deletes them.`,
+		Args: argsUsage("queue dead", 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := baton.ValidateQueue(args[0]); err != nil {
+				return invalidUsage("queue dead", err)
+			}
+			if limit < 1 {
+				return usageErr("queue dead: --limit %d: give at least 1", limit)
+			}
+			ctx := cmd.Context()
+			c, err := g.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ds, err := c.DeadLetters(ctx, args[0], limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]deadJSON, 0, len(ds))
+				for _, d := range ds {
+					j := deadJSON{ID: d.ID, Queue: d.Queue, Priority: d.Priority, Key: d.Key, Attempts: d.Attempts,
+						MaxAttempts: d.MaxAttempts, Error: d.Error, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
+					if utf8.Valid(d.Payload) {
+						j.Payload = string(d.Payload)
+					} else {
+						j.Payload64 = base64.StdEncoding.EncodeToString(d.Payload)
+					}
+					out = append(out, j)
+				}
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if len(ds) == 0 {
+				fmt.Printf("no dead letters in queue %s\n", args[0])
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tATTEMPTS\tFAILED AT\tERROR\tPAYLOAD")
+			for _, d := range ds {
+				first, _, _ := strings.Cut(d.Error, "\n")
+				fmt.Fprintf(tw, "%d\t%d/%d\t%s\t%s\t%s\n", d.ID, d.Attempts, d.MaxAttempts,
+					d.FailedAt.Local().Format("2006-01-02 15:04:05"), clip(first, 60), clip(string(d.Payload), 40))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().IntVar(&limit, "limit", 100, "list at most this many")
+	return cmd
+}
+
+// clip makes s printable on one table cell: control characters and invalid
+// UTF-8 escaped, at most n characters, an ellipsis when cut.
+func clip(s string, n int) string {
+	printable := utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) < 0
+	if !printable {
+		q := strconv.QuoteToGraphic(s)
+		s = q[1 : len(q)-1]
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func queueRedriveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "redrive QUEUE",
+		Short: "Put a queue's dead letters back in the queue and print how many",
+		Long: `Move every dead letter of QUEUE back to the queue, with its attempt count
+reset, and print how many were moved. Waiting consumers wake at once.`,
+		Args: argsUsage("queue redrive", 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := baton.ValidateQueue(args[0]); err != nil {
+				return invalidUsage("queue redrive", err)
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			n, err := c.Redrive(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Println(n)
+			return nil
+		},
+	}
+}
+
+func queuePurgeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "purge QUEUE",
+		Short: "Delete a queue's dead letters and print how many",
+		Long: `Delete every dead letter of QUEUE and print how many were deleted. Messages
+still in the queue (ready, scheduled or claimed) are not touched.`,
+		Args: argsUsage("queue purge", 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := baton.ValidateQueue(args[0]); err != nil {
+				return invalidUsage("queue purge", err)
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			n, err := c.PurgeDead(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Println(n)
+			return nil
+		},
+	}
+}
+
+func benchQueueCmd(g *globals) *cobra.Command {
+	var backend string
+	var asJSON bool
+	var duration time.Duration
+	var messages, workers int
+	cmd := &cobra.Command{
+		Use:   "queue [--backend sqlite|postgres|mysql] [--json] [--duration D] [--messages N]",
+		Short: "Benchmark queues: drain, enqueue while consuming, wake-up latency",
+		Long: `Benchmark baton's queues and notifications on one backend. Every case runs in
+a scratch database of its own (a temporary SQLite file, a new PostgreSQL
+schema, a new MySQL/MariaDB database), dropped at the end.
+
+Cases:
+  drain_1          a backlog of --messages messages, enqueued with EnqueueMany
+                   in batches of 1000 (not timed), drained by Client.Work with
+                   concurrency 1; ops/s = messages handled per second
+  drain_N          the same with concurrency --workers (default 4)
+                   baseline (PostgreSQL): skip_locked_raw, a loop of
+                   DELETE ... WHERE id IN (SELECT id ... ORDER BY id LIMIT 100
+                   FOR UPDATE SKIP LOCKED) RETURNING id on as many connections
+                   as workers, over as many rows; ratio = ops/s ÷ baseline ops/s
+  enqueue_consume  one client enqueues one message per transaction for
+                   --duration while another client's worker consumes them;
+                   ops/s = messages ÷ time until the last was handled;
+                   p50/p99 = the Enqueue calls
+  latency          an idle worker on a second client; from calling Enqueue to
+                   the handler starting (up to 200 rounds, 10ms apart)
+  latency_commit   the same rounds, from Enqueue's return (its commit)
+  latency_local    the same with producer and worker on one client
+  notify_latency   from Notify on one client to a Listener of another
+
+A drain still running after --duration is stopped there and counted as far as
+it got. For the latency cases ops/s is 1 ÷ the mean latency.
+
+The server: as for baton bench locks (--backend, $BATON_TEST_POSTGRES,
+$BATON_TEST_MYSQL, or an explicit --dsn).`,
+		Example: `  baton bench queue
+  baton bench queue --backend postgres --json
+  baton bench queue --backend mysql --messages 5000 --duration 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if backend != "" && !slices.Contains(bench.Backends, backend) {
+				return usageErr("bench queue: unknown --backend %q (use sqlite, postgres or mysql)", backend)
+			}
+			switch {
+			case duration <= 0:
+				return usageErr("bench queue: --duration %v must be positive", duration)
+			case messages < 1:
+				return usageErr("bench queue: --messages %d: give at least 1", messages)
+			case workers < 1:
+				return usageErr("bench queue: --workers %d: give at least 1", workers)
+			}
+			server := ""
+			if cmd.Flags().Changed("dsn") {
+				b, err := bench.BackendOf(g.dsn)
+				if err != nil {
+					return usageErr("bench queue: --dsn: %v", err)
+				}
+				if backend != "" && backend != b {
+					return usageErr("bench queue: --backend %s does not match --dsn, which names a %s server", backend, b)
+				}
+				if err := bench.CheckServer(b, g.dsn); err != nil {
+					return usageErr("bench queue: --dsn: %v", err)
+				}
+				backend, server = b, g.dsn
+			}
+			if backend == "" {
+				backend = "sqlite"
+			}
+			cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: duration, Messages: messages, Workers: workers}
+			var sp *spinner
+			if !asJSON && isTerminal(os.Stderr) {
+				sp = startSpinner(os.Stderr, backend)
+				cfg.Progress = sp.set
+			}
+			recs, runErr := bench.RunQueue(cmd.Context(), cfg)
+			if sp != nil {
+				sp.stop()
+			}
+			if cmd.Context().Err() != nil {
+				return &cliError{code: 130, msg: "bench queue: interrupted"}
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				for _, r := range recs {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+			} else if len(recs) > 0 {
+				if err := printQueueBenchTable(os.Stdout, recs); err != nil {
+					return err
+				}
+			}
+			return runErr
+		},
+	}
+	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
+	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "at most how long each case's measured part runs")
+	cmd.Flags().IntVar(&messages, "messages", 20000, "backlog of the drain cases")
+	cmd.Flags().IntVar(&workers, "workers", 4, "concurrency of drain_N")
+	return cmd
+}
+
+func printQueueBenchTable(w io.Writer, recs []bench.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S\tRATIO")
+	num := func(v float64, prec int) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.*f", prec, v)
+	}
+	for _, r := range recs {
+		base := r.Baseline
+		if base == "" {
+			base = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Backend, r.Ops,
+			num(r.OpsPerSec, 0), num(r.P50us, 0), num(r.P99us, 0), base, num(r.BaselineOpsPerSec, 0), num(r.Ratio, 2))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "ratio: ops/s ÷ baseline ops/s (above 1 is faster)")
+	return err
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+)
+
+func init() { extraCommands = append(extraCommands, workCmd) }
+
+func workCmd(g *globals) *cobra.Command {
+	var concurrency int
+	var ordered, perKey, drain bool
+	var visibility, grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "work QUEUE [--concurrency N] [--ordered|--per-key] [--drain] [--visibility D] [--grace D] -- CMD [ARG...]",
+		Short: "Run a command once per message of a queue",
+		Long: `Consume QUEUE: run CMD once per message, with the payload on its standard
+input and the message in its environment:
+
+  BATON_MESSAGE_ID    the message's id
+  BATON_QUEUE         the queue
+  BATON_ATTEMPT       this attempt, from 1
+  BATON_MAX_ATTEMPTS  the message's attempt limit
+  BATON_KEY           the message's key ("" when it has none)
+
+CMD's standard output and error pass through. Exit status 0 acknowledges the
+message (it is deleted); any other status retries it after a backoff (1s,
+doubling, at most 10m, ±20%), with the status and the last lines of CMD's
+standard error recorded as its error; at its attempt limit it goes to the dead
+letters (baton queue dead). baton waits for messages without polling: a push
+wakes it at once.
+
+Modes:
+  (default)   parallel: up to --concurrency messages at once, in any order
+  --ordered   one message at a time, strictly in order; a retry holds the queue
+  --per-key   never two messages with the same key at once, each key in order;
+              different keys (and messages without one) run in parallel
+Every worker of a queue must use the same mode.
+
+While CMD runs its claim is renewed; if baton dies, the message returns to the
+queue after --visibility and is delivered again, its attempt counted.
+
+SIGINT or SIGTERM stops gracefully: baton claims nothing more, lets running
+commands finish, and exits 0. Commands still running after --grace are killed
+(SIGKILL to their process group) and their messages retried; a second signal
+kills them at once. Each CMD runs in a process group of its own, so a Ctrl-C
+on the terminal reaches baton only.
+
+--drain exits 0 as soon as no message is ready and none is in flight (the
+cron pattern); delayed messages and retries backing off are left for later.
+
+Environment:
+  BATON_RETRY_BASE  the first retry's backoff, a Go duration (default 1s);
+                    mostly for tests
+
+Exit statuses: 0 after a graceful stop or a drain; 64 for a bad flag, a bad
+QUEUE or no CMD; 127 when CMD is not found; 69 when the database cannot be
+reached; 77 when the worker's session was lost.`,
+		Example: `  # send mail, ten at a time, forever
+  baton work mail --concurrency 10 -- ./send-mail.sh
+  # cron: process whatever is ready, then exit
+  baton work reports --drain -- python3 render.py
+  # one account's events in order, accounts in parallel
+  baton work ledger --per-key --concurrency 8 -- ./apply.sh`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 {
+				return usageErr("work: missing -- CMD: put the command to run after --")
+			}
+			if dash != 1 {
+				return usageErr("work: give exactly one QUEUE before -- (got %d)", dash)
+			}
+			queue, command := args[0], args[dash:]
+			if len(command) == 0 {
+				return usageErr("work: empty command after --")
+			}
+			if err := baton.ValidateQueue(queue); err != nil {
+				return invalidUsage("work", err)
+			}
+			opts := baton.WorkerOptions{Concurrency: concurrency, Visibility: visibility, Grace: grace, Drain: drain,
+				Name: "baton work " + queue}
+			switch {
+			case ordered && perKey:
+				return usageErr("work: give at most one of --ordered and --per-key")
+			case concurrency < 1:
+				return usageErr("work: --concurrency %d: give at least 1", concurrency)
+			case ordered && concurrency > 1:
+				return usageErr("work: --ordered runs one message at a time; drop --concurrency")
+			case visibility < time.Second:
+				return usageErr("work: --visibility %v: give at least 1s", visibility)
+			case grace <= 0:
+				return usageErr("work: --grace %v: give a positive duration", grace)
+			case ordered:
+				opts.Mode = baton.Ordered
+			case perKey:
+				opts.Mode = baton.PerKey
+			}
+			var retry baton.RetryPolicy
+			if v := os.Getenv("BATON_RETRY_BASE"); v != "" {
+				d, err := time.ParseDuration(v)
+				if err != nil || d <= 0 {
+					return usageErr("work: BATON_RETRY_BASE=%q: give a positive Go duration (e.g. 500ms, 5s)", v)
+				}
+				retry.Base = d
+			}
+			path, err := exec.LookPath(command[0])
+			if err != nil {
+				return &cliError{code: 127, msg: fmt.Sprintf("work: command %q not found", command[0])}
+			}
+			return runWorker(cmd.Context(), g, queue, opts, retry, path, command)
+		},
+	}
+	cmd.Flags().IntVar(&concurrency, "concurrency", 1, "how many messages (commands) at once")
+	cmd.Flags().BoolVar(&ordered, "ordered", false, "one message at a time, strictly in order")
+	cmd.Flags().BoolVar(&perKey, "per-key", false, "never two messages with the same key at once")
+	cmd.Flags().BoolVar(&drain, "drain", false, "exit once no message is ready (cron)")
+	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "claim lease, renewed while CMD runs: how soon a message of a dead worker is delivered again")
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long running commands may take before they are killed")
+	return cmd
+}
+
+func runWorker(ctx context.Context, g *globals, queue string, opts baton.WorkerOptions, retry baton.RetryPolicy,
+	path string, command []string) error {
+	// The first signal cancels ctx (see main): Work stops claiming and
+	// waits for running commands. A second one kills them.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	force := make(chan struct{})
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sigs:
+				n++
+				if n == 1 {
+					fmt.Fprintf(os.Stderr, "baton: work: stopping: letting running commands finish (at most %v; signal again to kill them)\n", opts.Grace)
+				} else {
+					close(force)
+					return
+				}
+			case <-stopped:
+				return
+			}
+		}
+	}()
+
+	// As g.open, with the backoff of BATON_RETRY_BASE.
+	c, err := baton.Open(ctx, g.dsn, baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
+		return err
+	}
+	defer c.Close()
+	h := func(hctx context.Context, m *baton.Message) error {
+		err := runMessage(hctx, force, m, path, command)
+		if err != nil {
+			next := "retrying"
+			if m.Attempt >= m.MaxAttempts {
+				next = "to the dead letters"
+			}
+			fmt.Fprintf(os.Stderr, "baton: work: message %d of %s, attempt %d of %d: %s; %s\n",
+				m.ID, m.Queue, m.Attempt, m.MaxAttempts, oneLine(err.Error()), next)
+		}
+		return err
+	}
+	return c.Work(ctx, queue, h, opts)
+}
+
+// runMessage runs CMD for one message; it kills CMD's process group when
+// ctx ends (the grace period ran out, or the claim was lost) or force is
+// closed.
+func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, path string, command []string) error {
+	select {
+	case <-force:
+		return errors.New("not run: baton was told to stop at once")
+	default:
+	}
+	child := exec.Command(path, command[1:]...)
+	child.Args[0] = command[0]
+	child.Stdin = bytes.NewReader(m.Payload)
+	child.Stdout = os.Stdout
+	tail := &tailWriter{}
+	child.Stderr = io.MultiWriter(os.Stderr, tail)
+	child.Env = append(os.Environ(),
+		"BATON_MESSAGE_ID="+strconv.FormatInt(m.ID, 10),
+		"BATON_QUEUE="+m.Queue,
+		"BATON_ATTEMPT="+strconv.Itoa(m.Attempt),
+		"BATON_MAX_ATTEMPTS="+strconv.Itoa(m.MaxAttempts),
+		"BATON_KEY="+m.Key,
+	)
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A background process that keeps CMD's standard error open must not
+	// hold the message once CMD itself has exited.
+	child.WaitDelay = 2 * time.Second
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("cannot run %s: %v", command[0], err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	var werr error
+	killed := ""
+	select {
+	case werr = <-exited:
+	case <-ctx.Done():
+		killed = "killed: " + context.Cause(ctx).Error()
+	case <-force:
+		killed = "killed: baton was told to stop at once"
+	}
+	if killed != "" {
+		_ = syscall.Kill(-child.Process.Pid, syscall.SIGKILL)
+		<-exited
+		return errors.New(command[0] + " " + killed)
+	}
+	code := childStatus(werr)
+	if code == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%s exited with status %d", command[0], code)
+	if last := tail.lastLines(3); last != "" {
+		msg += "; stderr: " + last
+	}
+	return errors.New(msg)
+}
+
+// tailWriter keeps the last bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailKeep = 1024
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailKeep {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailKeep:]...)
+	}
+	return len(p), nil
+}
+
+// lastLines returns the last n non-empty lines, joined by " | ".
+func (t *tailWriter) lastLines(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(string(t.buf), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.ToValidUTF8(strings.Join(lines, " | "), "?")
+}

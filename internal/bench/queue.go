@@ -1,0 +1,500 @@
+package bench
+
+// The queue benchmarks (`baton bench queue`). Each case runs in a scratch
+// database of its own, so a backlog one case leaves behind never slows the
+// next one down.
+//
+//   - drain_1, drain_N: a backlog of QueueConfig.Messages messages is
+//     enqueued with EnqueueMany in batches of 1000 (not timed), then
+//     drained by Client.Work with Drain set, with concurrency 1 and
+//     QueueConfig.Workers (default 4); ops is the messages handled and
+//     ops_per_sec messages per second, from Work's start to its return. A
+//     drain still running after Duration is stopped there (gracefully) and
+//     counted as far as it got. Baseline on PostgreSQL: skip_locked_raw, a
+//     loop of `DELETE FROM t WHERE id IN (SELECT id FROM t ORDER BY id
+//     LIMIT 100 FOR UPDATE SKIP LOCKED) RETURNING id` on as many
+//     connections as workers, over the same number of rows; ratio = baton
+//     ÷ baseline.
+//   - enqueue_consume: one client enqueues one message per call (one
+//     transaction each) for Duration while a second client's Work
+//     (concurrency 1) consumes them; ops is the messages, ops_per_sec is
+//     messages ÷ the time from the first enqueue until the last message
+//     was handled; p50/p99 are the latencies of the Enqueue calls.
+//   - latency: a second client's Work (concurrency 1) waits on an empty
+//     queue; from the producer calling Enqueue to the handler starting,
+//     up to 200 rounds 10 ms apart (so the consumer is idle each time).
+//     Two clients in one process: on PostgreSQL and MySQL/MariaDB the
+//     wake-up goes through the database as between processes.
+//   - latency_commit: the same rounds, timed from Enqueue's return (the
+//     commit) instead of its call; the latency case's run yields both.
+//   - latency_local: the same with producer and consumer on one client
+//     (the in-process wake-up).
+//   - notify_latency: from Notify on one client to the notification
+//     arriving on a Listener of a second client, up to 200 rounds 2 ms
+//     apart.
+//
+// For the latency cases ops_per_sec is 1 ÷ the mean latency.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton"
+)
+
+// Queue case names, in the order RunQueue runs them.
+const (
+	CaseDrain1         = "drain_1"
+	CaseDrainN         = "drain_N"
+	CaseEnqueueConsume = "enqueue_consume"
+	CaseLatency        = "latency"
+	CaseLatencyCommit  = "latency_commit"
+	CaseLatencyLocal   = "latency_local"
+	CaseNotifyLatency  = "notify_latency"
+)
+
+// QueueCases lists every queue case name in run order.
+var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency}
+
+// QueueConfig says what RunQueue measures and where.
+type QueueConfig struct {
+	// Backend is sqlite, postgres or mysql.
+	Backend string
+	// Server is as Config.Server.
+	Server string
+	// Duration bounds each case's measured part (default 3s): a drain is
+	// stopped there, enqueue_consume enqueues for that long, the latency
+	// cases stop early at it (after at least 5 rounds).
+	Duration time.Duration
+	// Messages is the backlog of the drain cases (default 20000).
+	Messages int
+	// Workers is N, the concurrency of drain_N (default 4).
+	Workers int
+	// Only, when not empty, restricts the run to these case names.
+	Only []string
+	// Progress, when set, is called with a case's name as it starts.
+	Progress func(caseName string)
+}
+
+const (
+	// latencyRounds is how many rounds the latency cases aim for.
+	latencyRounds = 200
+	// latencyWarmup rounds are run first and not counted.
+	latencyWarmup = 5
+	// enqueueBatch is the EnqueueMany batch of the drain backlog.
+	enqueueBatch = 1000
+)
+
+// RunQueue runs the queue cases on the backend and returns their records,
+// like Run.
+func RunQueue(ctx context.Context, cfg QueueConfig) ([]Record, error) {
+	if !slices.Contains(Backends, cfg.Backend) {
+		return nil, fmt.Errorf("bench: unknown backend %q (use sqlite, postgres or mysql)", cfg.Backend)
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	if cfg.Messages <= 0 {
+		cfg.Messages = 20000
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	for _, c := range cfg.Only {
+		if !slices.Contains(QueueCases, c) {
+			return nil, fmt.Errorf("bench: unknown case %q", c)
+		}
+	}
+	if err := CheckServer(cfg.Backend, cfg.Server); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	want := func(name string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, name) }
+	var out []Record
+	var errs []error
+	for _, name := range QueueCases {
+		run := want(name)
+		if name == CaseLatency {
+			// One run measures latency and latency_commit.
+			run = run || want(CaseLatencyCommit)
+		}
+		if !run || name == CaseLatencyCommit {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			if len(errs) == 0 {
+				errs = append(errs, err)
+			}
+			break
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(name)
+		}
+		recs, err := runQueueCase(ctx, cfg, name)
+		for _, r := range recs {
+			if want(r.Name) {
+				out = append(out, r)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s on %s: %w", name, cfg.Backend, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// runQueueCase runs one case in a scratch database of its own and returns
+// its records (the latency case yields latency_commit too).
+func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, error) {
+	sc, err := newScratch(ctx, cfg.Backend, cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.drop()
+	// Migrations are not timed.
+	probe, err := baton.Open(ctx, sc.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open baton on the %s scratch database: %w", cfg.Backend, err)
+	}
+	_ = probe.Close()
+	open := func(n int) ([]*baton.Client, func(), error) {
+		var cs []*baton.Client
+		closeAll := func() {
+			for _, c := range cs {
+				_ = c.Close()
+			}
+		}
+		for range n {
+			c, err := baton.Open(ctx, sc.dsn, baton.Options{Name: "baton-bench"})
+			if err != nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("open client: %w", err)
+			}
+			cs = append(cs, c)
+		}
+		return cs, closeAll, nil
+	}
+	d := cfg.Duration
+	switch name {
+	case CaseDrain1, CaseDrainN:
+		workers := 1
+		if name == CaseDrainN {
+			workers = cfg.Workers
+		}
+		cs, closeAll, err := open(1)
+		if err != nil {
+			return nil, err
+		}
+		n, elapsed, err := Drain(ctx, cs[0], "drain", cfg.Messages, workers, d)
+		closeAll()
+		if err != nil {
+			return nil, err
+		}
+		rec := NewThroughputRecord(name, cfg.Backend, n, elapsed)
+		if cfg.Backend == "postgres" {
+			rn, relapsed, err := skipLockedRaw(ctx, sc.dsn, cfg.Messages, workers, d)
+			if err != nil {
+				return []Record{rec}, fmt.Errorf("baseline skip_locked_raw: %w", err)
+			}
+			rec.WithThroughputBaseline("skip_locked_raw", NewThroughputRecord("", "", rn, relapsed).OpsPerSec)
+		}
+		return []Record{rec}, nil
+	case CaseEnqueueConsume:
+		cs, closeAll, err := open(2)
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll()
+		rec, err := enqueueConsume(ctx, cfg.Backend, cs[0], cs[1], d)
+		if err != nil {
+			return nil, err
+		}
+		return []Record{*rec}, nil
+	case CaseLatency, CaseLatencyLocal:
+		n := 2
+		if name == CaseLatencyLocal {
+			n = 1
+		}
+		cs, closeAll, err := open(n)
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll()
+		fromCall, fromCommit, err := EnqueueStartLatency(ctx, cs[0], cs[len(cs)-1], "latency", latencyRounds, d)
+		if err != nil {
+			return nil, err
+		}
+		recs := []Record{NewLatencyRecord(name, cfg.Backend, fromCall)}
+		if name == CaseLatency {
+			recs = append(recs, NewLatencyRecord(CaseLatencyCommit, cfg.Backend, fromCommit))
+		}
+		return recs, nil
+	case CaseNotifyLatency:
+		cs, closeAll, err := open(2)
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll()
+		lat, err := notifyLatency(ctx, cs[0], cs[1], d)
+		if err != nil {
+			return nil, err
+		}
+		return []Record{NewLatencyRecord(name, cfg.Backend, lat)}, nil
+	}
+	return nil, fmt.Errorf("unknown case %q", name)
+}
+
+// NewThroughputRecord is the record of ops operations in elapsed.
+func NewThroughputRecord(name, backend string, ops int, elapsed time.Duration) Record {
+	rec := Record{Name: name, Backend: backend, Ops: ops}
+	if elapsed > 0 {
+		rec.OpsPerSec = round(float64(ops) / elapsed.Seconds())
+	}
+	return rec
+}
+
+// WithThroughputBaseline adds a throughput baseline: ratio = ops/s ÷
+// baseline ops/s.
+func (rec *Record) WithThroughputBaseline(name string, opsPerSec float64) {
+	rec.Baseline = name
+	rec.BaselineOpsPerSec = round(opsPerSec)
+	if opsPerSec > 0 {
+		rec.Ratio = round(rec.OpsPerSec / opsPerSec)
+	}
+}
+
+// NewLatencyRecord is the record of latency samples: p50, p99 and 1 ÷ the
+// mean as ops_per_sec.
+func NewLatencyRecord(name, backend string, lat []time.Duration) Record {
+	return *latencyRecord(name, backend, summarize(lat))
+}
+
+// benchPayload is a small JSON payload, as applications send.
+func benchPayload(i int) []byte { return []byte(`{"n":` + strconv.Itoa(i) + `}`) }
+
+// Drain enqueues n messages to queue in batches of 1000 (EnqueueMany; not
+// timed), then drains the queue with c.Work at the given concurrency and a
+// handler that does nothing. It returns how many messages were handled and
+// how long Work ran. A drain still running after bound is stopped there,
+// gracefully. A drain that ends with messages left over (or unhandled) is
+// an error.
+func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
+	batch := make([]baton.NewMessage, 0, enqueueBatch)
+	for i := 0; i < n; {
+		batch = batch[:0]
+		for ; i < n && len(batch) < enqueueBatch; i++ {
+			batch = append(batch, baton.NewMessage{Payload: benchPayload(i)})
+		}
+		if _, err := c.EnqueueMany(ctx, queue, batch); err != nil {
+			return 0, 0, fmt.Errorf("enqueue the backlog: %w", err)
+		}
+	}
+	var handled atomic.Int64
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	t0 := time.Now()
+	err := c.Work(wctx, queue, func(context.Context, *baton.Message) error {
+		handled.Add(1)
+		return nil
+	}, baton.WorkerOptions{Concurrency: workers, Drain: true, Name: "baton-bench drain"})
+	elapsed := time.Since(t0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("work: %w", err)
+	}
+	if ctx.Err() != nil {
+		return 0, 0, ctx.Err()
+	}
+	h := int(handled.Load())
+	if wctx.Err() == nil {
+		// Drained to the end: everything handled once, nothing left.
+		st, err := c.Stats(ctx, queue)
+		if err != nil {
+			return 0, 0, err
+		}
+		if h != n || st.Ready+st.Scheduled+st.Claimed+st.Dead != 0 {
+			return 0, 0, fmt.Errorf("drain of %d messages handled %d and left %+v", n, h, st)
+		}
+	}
+	return h, elapsed, nil
+}
+
+// enqueueConsume enqueues one message per call on producer for d while
+// consumer's Work handles them.
+func enqueueConsume(ctx context.Context, backend string, producer, consumer *baton.Client, d time.Duration) (*Record, error) {
+	const queue = "flow"
+	var (
+		mu       sync.Mutex
+		consumed int
+		lastAt   time.Time
+	)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	werr := make(chan error, 1)
+	go func() {
+		werr <- consumer.Work(wctx, queue, func(context.Context, *baton.Message) error {
+			mu.Lock()
+			consumed++
+			lastAt = time.Now()
+			mu.Unlock()
+			return nil
+		}, baton.WorkerOptions{Name: "baton-bench consumer"})
+	}()
+	var lat []time.Duration
+	start := time.Now()
+	for i := 0; time.Since(start) < d; i++ {
+		t0 := time.Now()
+		if _, err := producer.Enqueue(ctx, queue, benchPayload(i)); err != nil {
+			cancel()
+			<-werr
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	n := len(lat)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		c, at := consumed, lastAt
+		mu.Unlock()
+		if c >= n {
+			cancel()
+			if err := <-werr; err != nil {
+				return nil, fmt.Errorf("work: %w", err)
+			}
+			st := summarize(lat)
+			rec := NewThroughputRecord(CaseEnqueueConsume, backend, n, at.Sub(start))
+			rec.P50us, rec.P99us = round(st.p50), round(st.p99)
+			return &rec, nil
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-werr
+			return nil, fmt.Errorf("%d of %d messages consumed 30s after the last enqueue", c, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// EnqueueStartLatency measures the time from calling Enqueue on producer
+// to the start of the handler of consumer's Work (concurrency 1), which
+// waits idle on an empty queue before each round: rounds rounds 10 ms
+// apart, after 5 uncounted ones, stopping early after bound (at least 5
+// counted). producer and consumer may be the same client. It returns each
+// round's latency from the Enqueue call and from its return (the commit;
+// negative when the handler started before Enqueue returned).
+func EnqueueStartLatency(ctx context.Context, producer, consumer *baton.Client, queue string, rounds int, bound time.Duration) (fromCall, fromCommit []time.Duration, err error) {
+	started := make(chan time.Time, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	go func() {
+		werr <- consumer.Work(wctx, queue, func(context.Context, *baton.Message) error {
+			select {
+			case started <- time.Now():
+			default:
+			}
+			return nil
+		}, baton.WorkerOptions{Name: "baton-bench idle consumer"})
+	}()
+	stop := func() error {
+		cancel()
+		return <-werr
+	}
+	var begin time.Time
+	for i := 0; ; i++ {
+		counted := i - latencyWarmup
+		if counted == 0 {
+			begin = time.Now()
+		}
+		if counted >= rounds || (counted >= minRounds && time.Since(begin) >= bound) {
+			break
+		}
+		// The previous handler has returned; let its ack finish and the
+		// consumer go back to waiting.
+		time.Sleep(10 * time.Millisecond)
+		t0 := time.Now()
+		_, err := producer.Enqueue(ctx, queue, benchPayload(i))
+		t1 := time.Now()
+		if err != nil {
+			_ = stop()
+			return nil, nil, fmt.Errorf("enqueue: %w", err)
+		}
+		select {
+		case at := <-started:
+			if counted >= 0 {
+				fromCall = append(fromCall, at.Sub(t0))
+				fromCommit = append(fromCommit, at.Sub(t1))
+			}
+		case err := <-werr:
+			cancel()
+			return nil, nil, fmt.Errorf("consumer stopped: %v", err)
+		case <-time.After(10 * time.Second):
+			_ = stop()
+			return nil, nil, fmt.Errorf("round %d: the handler did not start within 10s of the enqueue", i+1)
+		}
+	}
+	if err := stop(); err != nil {
+		return nil, nil, fmt.Errorf("work: %w", err)
+	}
+	return fromCall, fromCommit, nil
+}
+
+// notifyLatency measures Notify on a to the notification arriving on a
+// listener of b.
+func notifyLatency(ctx context.Context, a, b *baton.Client, d time.Duration) ([]time.Duration, error) {
+	const channel = "bench"
+	l, err := b.Listen(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	// The first notification may be sent before the listener is wired up
+	// on every path: send until one arrives.
+	deadline := time.Now().Add(10 * time.Second)
+	for got := false; !got; {
+		if err := a.Notify(ctx, channel, "warm-up"); err != nil {
+			return nil, err
+		}
+		select {
+		case <-l.C():
+			got = true
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().After(deadline) {
+				return nil, errors.New("no notification arrived within 10s")
+			}
+		}
+	}
+	// Drain late copies of the warm-up.
+	for drained := false; !drained; {
+		select {
+		case <-l.C():
+		case <-time.After(50 * time.Millisecond):
+			drained = true
+		}
+	}
+	var lat []time.Duration
+	begin := time.Now()
+	for i := 0; i < latencyRounds && (i < minRounds || time.Since(begin) < d); i++ {
+		time.Sleep(2 * time.Millisecond)
+		payload := strconv.Itoa(i)
+		t0 := time.Now()
+		if err := a.Notify(ctx, channel, payload); err != nil {
+			return nil, err
+		}
+		select {
+		case n := <-l.C():
+			at := time.Now()
+			if n.Payload != payload {
+				return nil, fmt.Errorf("round %d: got payload %q, want %q", i+1, n.Payload, payload)
+			}
+			lat = append(lat, at.Sub(t0))
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("round %d: no notification within 10s", i+1)
+		}
+	}
+	return lat, nil
+}
