@@ -332,3 +332,57 @@ func (h *hub) pokeAll() {
 		e.poke()
 	}
 }
+// LockFastAcquire implements driver.Driver in one autocommit statement.
+func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
+	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+		Status: driver.StatusGranted, CallID: p.CallID}
+	err := d.RowNamed(ctx, nil, "fast_acquire", p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name),
+		p.Mode, p.CallID).Scan(&r.ID, &r.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.Request{}, false, nil
+	}
+	if err != nil {
+		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
+	}
+	return r, true, nil
+}
+
+// LockFastRelease implements driver.Driver in one autocommit statement.
+func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	limit := -1
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	var rows *sql.Rows
+	var err error
+	if p.Name == "" {
+		rows, err = d.QueryNamed(ctx, nil, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
+	} else {
+		rows, err = d.QueryNamed(ctx, nil, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	n := 0
+	seen := map[driver.Ident]bool{}
+	var waiting []driver.Ident
+	for rows.Next() {
+		var id driver.Ident
+		var ns, name []byte
+		var np sql.NullInt64
+		if err := rows.Scan(&id.Kind, &ns, &name, &np); err != nil {
+			return 0, nil, err
+		}
+		n++
+		id.NS, id.Name = string(ns), string(name)
+		if np.Int64 > 0 && !seen[id] {
+			seen[id] = true
+			waiting = append(waiting, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, err
+	}
+	return n, waiting, nil
+}
