@@ -332,12 +332,14 @@ func TestQueueCrashRecovery(t *testing.T) {
 		ctx := ctxT(t)
 		enqueue(t, c, "cr", "x", baton.EnqueueOptions{MaxAttempts: 3})
 		dying := session(t, c)
-		ms := claim(t, dying, "cr", baton.ClaimOptions{})
+		if ms := claim(t, dying, "cr", baton.ClaimOptions{}); len(ms) != 1 {
+			t.Fatalf("first claim: %v", payloads(ms))
+		}
 		if err := dying.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
 		s := session(t, c)
-		ms = claim(t, s, "cr", baton.ClaimOptions{Wait: 5 * time.Second})
+		ms := claim(t, s, "cr", baton.ClaimOptions{Wait: 5 * time.Second})
 		if len(ms) != 1 || ms[0].Attempt != 2 || !strings.Contains(ms[0].LastError, "session ended") {
 			t.Fatalf("after the session ended: %+v", ms)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -105,32 +106,11 @@ sqlite the scratch file goes next to the named file).`,
 					return exec.Command(exe, "--dsn", dsn, "bench", "child")
 				},
 			}
-			var sp *spinner
-			if !asJSON && isTerminal(os.Stderr) {
-				sp = startSpinner(os.Stderr, backend)
-				cfg.Progress = sp.set
-			}
-			recs, runErr := bench.Run(cmd.Context(), cfg)
-			if sp != nil {
-				sp.stop()
-			}
-			if cmd.Context().Err() != nil {
-				// Figures cut short by an interrupt are not figures.
-				return &cliError{code: 130, msg: "bench locks: interrupted"}
-			}
-			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				for _, r := range recs {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-			} else if len(recs) > 0 {
-				if err := printBenchTable(os.Stdout, recs); err != nil {
-					return err
-				}
-			}
-			return runErr
+			return runBench(cmd.Context(), "bench locks", backend, asJSON, printBenchTable,
+				func(progress func(string)) ([]bench.Record, error) {
+					cfg.Progress = progress
+					return bench.Run(cmd.Context(), cfg)
+				})
 		},
 	}
 	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
@@ -230,4 +210,38 @@ func (s *spinner) run() {
 func (s *spinner) stop() {
 	close(s.quit)
 	<-s.done
+}
+
+// runBench runs one benchmark suite with a spinner on a terminal, and
+// prints its records as a table or as JSON lines.
+func runBench(ctx context.Context, what, backend string, asJSON bool,
+	table func(io.Writer, []bench.Record) error,
+	run func(progress func(string)) ([]bench.Record, error)) error {
+	var sp *spinner
+	var progress func(string)
+	if !asJSON && isTerminal(os.Stderr) {
+		sp = startSpinner(os.Stderr, backend)
+		progress = sp.set
+	}
+	recs, runErr := run(progress)
+	if sp != nil {
+		sp.stop()
+	}
+	if ctx.Err() != nil {
+		// Figures cut short by an interrupt are not figures.
+		return &cliError{code: 130, msg: what + ": interrupted"}
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	} else if len(recs) > 0 {
+		if err := table(os.Stdout, recs); err != nil {
+			return err
+		}
+	}
+	return runErr
 }

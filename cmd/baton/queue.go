@@ -428,31 +428,11 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
 				backend = "sqlite"
 			}
 			cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: duration, Messages: messages, Workers: workers}
-			var sp *spinner
-			if !asJSON && isTerminal(os.Stderr) {
-				sp = startSpinner(os.Stderr, backend)
-				cfg.Progress = sp.set
-			}
-			recs, runErr := bench.RunQueue(cmd.Context(), cfg)
-			if sp != nil {
-				sp.stop()
-			}
-			if cmd.Context().Err() != nil {
-				return &cliError{code: 130, msg: "bench queue: interrupted"}
-			}
-			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				for _, r := range recs {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-			} else if len(recs) > 0 {
-				if err := printQueueBenchTable(os.Stdout, recs); err != nil {
-					return err
-				}
-			}
-			return runErr
+			return runBench(cmd.Context(), "bench queue", backend, asJSON, printQueueBenchTable,
+				func(progress func(string)) ([]bench.Record, error) {
+					cfg.Progress = progress
+					return bench.RunQueue(cmd.Context(), cfg)
+				})
 		},
 	}
 	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")

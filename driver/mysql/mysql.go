@@ -597,27 +597,9 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		if err != nil || len(rs) == 0 {
 			return false, err
 		}
-		type delta struct{ r, w int }
-		deltas := map[driver.Ident]*delta{}
-		var order []driver.Ident
-		for _, r := range rs {
-			dl := deltas[r.Ident]
-			if dl == nil {
-				dl = &delta{}
-				deltas[r.Ident] = dl
-				order = append(order, r.Ident)
-			}
-			if r.Mode == driver.ModeWrite {
-				dl.w++
-			} else {
-				dl.r++
-			}
-		}
-		// Canonical order, like every multi-identifier operation.
-		sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
-		for _, id := range order {
-			dl := deltas[id]
-			res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.r, dl.w, id.Kind, bin(id.NS), bin(id.Name))
+		for _, dl := range sqldriver.ReleaseDeltas(rs) {
+			id := dl.Ident
+			res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
 			if err != nil {
 				return false, fmt.Errorf("ident_release: %w", err)
 			}

@@ -80,9 +80,7 @@ func ParseDSN(dsn string) (string, error) {
 	if rest == ":memory:" {
 		return rest, nil
 	}
-	if strings.HasPrefix(rest, "//") {
-		rest = rest[2:]
-	}
+	rest = strings.TrimPrefix(rest, "//")
 	if rest == "" {
 		return "", fmt.Errorf("sqlite DSN %q names no file", dsn)
 	}
@@ -332,6 +330,7 @@ func (h *hub) pokeAll() {
 		e.poke()
 	}
 }
+
 // LockFastAcquire implements driver.Driver in one autocommit statement.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,

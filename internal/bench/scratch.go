@@ -55,7 +55,7 @@ func BackendOf(dsn string) (string, error) {
 	case strings.HasPrefix(dsn, "mysql://"), strings.HasPrefix(dsn, "mariadb://"):
 		return "mysql", nil
 	}
-	return "", fmt.Errorf("DSN %q names no backend: use sqlite:PATH, postgres://... or mysql://...", redact(dsn))
+	return "", fmt.Errorf("DSN %q names no backend (use sqlite:PATH, postgres://... or mysql://...)", redact(dsn))
 }
 
 // CheckServer reports, without connecting, whether server can hold the

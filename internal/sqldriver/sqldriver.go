@@ -597,31 +597,14 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 	if err != nil || len(rs) == 0 {
 		return 0, nil, err
 	}
-	type delta struct{ r, w int }
-	deltas := map[driver.Ident]*delta{}
-	var order []driver.Ident
-	for _, r := range rs {
-		d := deltas[r.Ident]
-		if d == nil {
-			d = &delta{}
-			deltas[r.Ident] = d
-			order = append(order, r.Ident)
-		}
-		if r.Mode == driver.ModeWrite {
-			d.w++
-		} else {
-			d.r++
-		}
-	}
-	sortIdents(order)
 	var waiting []driver.Ident
-	for _, id := range order {
-		d := deltas[id]
+	for _, d := range ReleaseDeltas(rs) {
+		id := d.Ident
 		var np int64
 		var err error
 		if db.D.UpdateReturning {
-			err = t.row(ctx, "ident_release", d.r, d.w, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
-		} else if _, err = t.exec(ctx, "ident_release", d.r, d.w, id.Kind, b(id.NS), b(id.Name)); err == nil {
+			err = t.row(ctx, "ident_release", d.Readers, d.Writers, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+		} else if _, err = t.exec(ctx, "ident_release", d.Readers, d.Writers, id.Kind, b(id.NS), b(id.Name)); err == nil {
 			err = t.row(ctx, "ident_waiting", id.Kind, b(id.NS), b(id.Name)).Scan(&np)
 		}
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -687,6 +670,39 @@ func (t *Tx) releaseDelete(ctx context.Context, p driver.FastReleaseParams) ([]d
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ReleaseDelta is how many granted readers and writers a release removes
+// from one identifier.
+type ReleaseDelta struct {
+	driver.Ident
+	Readers, Writers int
+}
+
+// ReleaseDeltas sums released instances per identifier, in canonical
+// order (the order every multi-identifier operation locks in).
+func ReleaseDeltas(rs []driver.Request) []ReleaseDelta {
+	byIdent := map[driver.Ident]*ReleaseDelta{}
+	var order []driver.Ident
+	for _, r := range rs {
+		d := byIdent[r.Ident]
+		if d == nil {
+			d = &ReleaseDelta{Ident: r.Ident}
+			byIdent[r.Ident] = d
+			order = append(order, r.Ident)
+		}
+		if r.Mode == driver.ModeWrite {
+			d.Writers++
+		} else {
+			d.Readers++
+		}
+	}
+	sortIdents(order)
+	out := make([]ReleaseDelta, len(order))
+	for i, id := range order {
+		out[i] = *byIdent[id]
+	}
+	return out
 }
 
 func sortIdents(ids []driver.Ident) {
