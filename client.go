@@ -112,7 +112,8 @@ type Client struct {
 	knownQueues sync.Map // queue name -> true once registered
 	qwaiters    map[string]map[chan struct{}]bool
 	qnotify     map[string]*notifyState
-	notifyUsers int // listeners and waiting consumers: notifications on
+	finished    map[string][2]int64 // per queue: acked, dead since the last flush
+	notifyUsers int                 // listeners and waiting consumers: notifications on
 
 	wakeCh     chan struct{}
 	stopListen func()
@@ -193,7 +194,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
-		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{},
+		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
 	stop, err := drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: o.PollInterval})
@@ -236,6 +237,7 @@ func (c *Client) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	c.flushThroughput(ctx)
 	var errs []error
 	for _, s := range ss {
 		if err := s.Close(ctx); err != nil && !errors.Is(err, ErrSessionLost) {
@@ -411,10 +413,14 @@ func (c *Client) heartbeatLoop() {
 		if tick%5 == 0 {
 			_ = c.recoverStaleClaims(ctx)
 		}
+		if tick%10 == 0 {
+			c.flushThroughput(ctx)
+		}
 		if time.Since(purge) > time.Minute {
 			purge = time.Now()
 			_ = c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
 			_ = c.drv.Maintain(ctx)
+			_ = c.drv.NoTx().ThroughputPurge(ctx)
 		}
 		cancel()
 	}

@@ -545,6 +545,7 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 	if !ok {
 		return notClaimed(m)
 	}
+	s.c.countFinished(m.Queue, 1, 0)
 	return nil
 }
 
@@ -624,6 +625,7 @@ func (s *Session) Fail(ctx context.Context, m *Message, reason string) error {
 	if !ok {
 		return notClaimed(m)
 	}
+	s.c.countFinished(m.Queue, 0, 1)
 	// The next message of an ordered queue or of this key may go now.
 	s.c.queueWake(m.Queue)
 	return nil
@@ -694,6 +696,29 @@ func (c *Client) recoverStaleClaims(ctx context.Context) error {
 		c.queueWake(q)
 	}
 	return err
+}
+
+// countFinished adds to this process's unflushed throughput counts.
+func (c *Client) countFinished(queue string, acked, dead int64) {
+	c.mu.Lock()
+	t := c.finished[queue]
+	t[0] += acked
+	t[1] += dead
+	c.finished[queue] = t
+	c.mu.Unlock()
+}
+
+// flushThroughput writes this process's counts since the last flush.
+func (c *Client) flushThroughput(ctx context.Context) {
+	c.mu.Lock()
+	pending := c.finished
+	c.finished = map[string][2]int64{}
+	c.mu.Unlock()
+	for q, t := range pending {
+		if err := c.drv.NoTx().ThroughputAdd(ctx, q, t[0], t[1]); err != nil {
+			c.countFinished(q, t[0], t[1]) // next time
+		}
+	}
 }
 
 // DeadLetter is a message that reached its attempt limit or failed.
@@ -805,6 +830,10 @@ type QueueStats struct {
 	// OldestReady is how long the oldest claimable message has waited
 	// (nanoseconds in JSON).
 	OldestReady time.Duration `json:"oldest_ready_ns"`
+	// Throughput is messages finished (acknowledged or dead-lettered) per
+	// second over the last five minutes or so, as processes report them
+	// (every few seconds).
+	Throughput float64 `json:"throughput"`
 }
 
 // Stats returns the counts of a queue; ErrUnknownQueue if nothing was ever
@@ -825,8 +854,12 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err != nil {
 		return QueueStats{}, err
 	}
-	return QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
-		OldestReady: st.OldestReady}, nil
+	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
+		OldestReady: st.OldestReady}
+	if st.Window > 0 {
+		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
+	}
+	return out, nil
 }
 
 // Queues lists every queue.

@@ -465,3 +465,32 @@ func TestQueueWorkerGracefulStop(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueThroughput: finished messages (acknowledged and dead-lettered)
+// are counted per queue and reported as a rate over about five minutes.
+func TestQueueThroughput(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := openQ(t, b)
+		ctx := ctxT(t)
+		c := openDSN(t, dsn, fastRetry)
+		for i := 0; i < 10; i++ {
+			enqueue(t, c, "tp", fmt.Sprint(i))
+		}
+		s := session(t, c)
+		ms := claim(t, s, "tp", baton.ClaimOptions{Max: 8})
+		ack(t, s, ms[:7]...)
+		if err := s.Fail(ctx, ms[7], "bad"); err != nil {
+			t.Fatal(err)
+		}
+		if st := stats(t, c, "tp"); st.Throughput != 0 {
+			t.Fatalf("throughput %v before any flush", st.Throughput)
+		}
+		_ = c.Close() // flushes the counts
+		other := openDSN(t, dsn)
+		st := stats(t, other, "tp")
+		lo, hi := 8.0/360, 8.0/300
+		if st.Throughput < lo*0.99 || st.Throughput > hi*1.01 {
+			t.Fatalf("throughput %v/s, want 8 messages over 5 to 6 minutes (%v..%v)", st.Throughput, lo, hi)
+		}
+	})
+}

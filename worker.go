@@ -335,12 +335,17 @@ func (w *worker) completer() {
 			}
 		}
 		if len(acks) > 0 {
-			if _, err := w.c.drv.Relaxed().MessageAckMany(ctx, w.s.id, acks); err != nil {
+			n, err := w.c.drv.Relaxed().MessageAckMany(ctx, w.s.id, acks)
+			if err != nil {
 				// One by one, so that a bad batch loses nothing it can keep.
+				n = 0
 				for _, a := range acks {
-					_, _ = w.c.drv.Relaxed().MessageAck(ctx, a)
+					if ok, _ := w.c.drv.Relaxed().MessageAck(ctx, a); ok {
+						n++
+					}
 				}
 			}
+			w.c.countFinished(w.queue, int64(n), 0)
 			if w.o.Mode != Parallel {
 				// The next message of the queue or of a key may go now.
 				w.c.wakeQueueLocal(w.queue)

@@ -79,6 +79,9 @@ type DeadLetter struct {
 type QueueStats struct {
 	Ready, Scheduled, Claimed, Dead int64
 	OldestReady                     time.Duration
+	// RecentAcked and RecentDead count the messages finished in Window.
+	RecentAcked, RecentDead int64
+	Window                  time.Duration
 }
 
 // QueueTx is the queue part of Tx: one statement per method.
@@ -126,4 +129,8 @@ type QueueTx interface {
 	DeadRedrive(ctx context.Context, queue string) (int, error)
 	DeadPurge(ctx context.Context, queue string) (int, error)
 	QueueStats(ctx context.Context, queue string) (QueueStats, error)
+	// ThroughputAdd adds finished-message counts to the current minute.
+	ThroughputAdd(ctx context.Context, queue string, acked, dead int64) error
+	// ThroughputPurge deletes counts older than an hour.
+	ThroughputPurge(ctx context.Context) error
 }

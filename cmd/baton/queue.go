@@ -117,11 +117,13 @@ type queueStatsJSON struct {
 	// OldestReadyMs is how long the oldest ready message has waited, in
 	// milliseconds (0 when none is ready).
 	OldestReadyMs float64 `json:"oldest_ready_ms"`
+	// Throughput is messages finished per second over about five minutes.
+	Throughput float64 `json:"throughput_per_sec"`
 }
 
 func statsJSON(st baton.QueueStats) queueStatsJSON {
 	return queueStatsJSON{Queue: st.Queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
-		OldestReadyMs: float64(st.OldestReady.Microseconds()) / 1000}
+		OldestReadyMs: float64(st.OldestReady.Microseconds()) / 1000, Throughput: st.Throughput}
 }
 
 func queueStatsCmd(g *globals) *cobra.Command {
@@ -134,10 +136,13 @@ func queueStatsCmd(g *globals) *cobra.Command {
   SCHEDULED  delayed, or backing off before their next attempt
   CLAIMED    in flight (claimed by a worker)
   DEAD       dead letters (see baton queue dead)
-and how long the oldest ready message has waited.
+and how long the oldest ready message has waited; FINISHED/S is how many
+messages were acknowledged or dead-lettered per second over about five minutes.
 
 --json prints an array of objects (every queue) or one object (QUEUE), with
-the fields queue, ready, scheduled, claimed, dead and oldest_ready_ms.
+the fields queue, ready, scheduled, claimed, dead, oldest_ready_ms and
+throughput_per_sec (messages acknowledged or dead-lettered per second over
+about five minutes, as worker processes report them every ten seconds or so).
 A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 		Example: `  baton queue stats
   baton queue stats mail --json | jq .ready`,
@@ -191,13 +196,13 @@ A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY")
+			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)")
 			for _, st := range all {
 				oldest := "-"
 				if st.Ready > 0 {
 					oldest = st.OldestReady.Round(time.Millisecond).String()
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", st.Queue, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", st.Queue, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
 			}
 			return tw.Flush()
 		},

@@ -329,3 +329,16 @@ DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) I
 UPDATE {p}messages
    SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
  WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
+
+-- name: throughput_add
+INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES (?, {now} DIV 60000000, ?, ?)
+ON DUPLICATE KEY UPDATE acked = acked + VALUES(acked), dead = dead + VALUES(dead);
+
+-- name: throughput_recent
+-- Acknowledged and dead-lettered messages in the last five minutes and the
+-- current one, and how far into the current minute the clock is.
+SELECT COALESCE(SUM(acked), 0), COALESCE(SUM(dead), 0), {now} % 60000000 FROM {p}queue_throughput
+ WHERE queue = ? AND bucket >= {now} DIV 60000000 - 5;
+
+-- name: throughput_purge
+DELETE FROM {p}queue_throughput WHERE bucket < {now} DIV 60000000 - 60;

@@ -321,3 +321,17 @@ SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
 UPDATE {p}messages
    SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
  WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C';
+
+-- name: throughput_add
+INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES ($1, {now} / 60000000, $2, $3)
+ON CONFLICT (queue, bucket) DO UPDATE
+   SET acked = {p}queue_throughput.acked + excluded.acked, dead = {p}queue_throughput.dead + excluded.dead;
+
+-- name: throughput_recent
+-- Acknowledged and dead-lettered messages in the last five minutes and the
+-- current one, and how far into the current minute the clock is.
+SELECT COALESCE(SUM(acked), 0)::bigint, COALESCE(SUM(dead), 0)::bigint, {now} % 60000000 FROM {p}queue_throughput
+ WHERE queue = $1 AND bucket >= {now} / 60000000 - 5;
+
+-- name: throughput_purge
+DELETE FROM {p}queue_throughput WHERE bucket < {now} / 60000000 - 60;

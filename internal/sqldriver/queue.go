@@ -331,8 +331,27 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	}
 	s.OldestReady = time.Duration(oldest) * time.Microsecond
 	var err error
-	s.Dead, err = t.count(ctx, "dead_count", queue)
-	return s, err
+	if s.Dead, err = t.count(ctx, "dead_count", queue); err != nil {
+		return s, err
+	}
+	var into int64
+	if err := t.row(ctx, "throughput_recent", queue).Scan(&s.RecentAcked, &s.RecentDead, &into); err != nil {
+		return s, fmt.Errorf("throughput_recent: %w", err)
+	}
+	s.Window = 5*time.Minute + time.Duration(into)*time.Microsecond
+	return s, nil
+}
+
+// ThroughputAdd implements driver.QueueTx.
+func (t *Tx) ThroughputAdd(ctx context.Context, queue string, acked, dead int64) error {
+	_, err := t.exec(ctx, "throughput_add", queue, acked, dead)
+	return err
+}
+
+// ThroughputPurge implements driver.QueueTx.
+func (t *Tx) ThroughputPurge(ctx context.Context) error {
+	_, err := t.exec(ctx, "throughput_purge")
+	return err
 }
 
 // ClaimParallel claims up to limit ready messages in one statement
