@@ -71,28 +71,12 @@ sqlite the scratch file goes next to the named file).`,
   baton --dsn postgres://bench@db.internal:5432/app bench locks --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if backend != "" && !slices.Contains(bench.Backends, backend) {
-				return usageErr("bench locks: unknown --backend %q (use sqlite, postgres or mysql)", backend)
-			}
 			if duration <= 0 {
 				return usageErr("bench locks: --duration %v must be positive", duration)
 			}
-			server := ""
-			if cmd.Flags().Changed("dsn") {
-				b, err := bench.BackendOf(g.dsn)
-				if err != nil {
-					return usageErr("bench locks: --dsn: %v", err)
-				}
-				if backend != "" && backend != b {
-					return usageErr("bench locks: --backend %s does not match --dsn, which names a %s server", backend, b)
-				}
-				if err := bench.CheckServer(b, g.dsn); err != nil {
-					return usageErr("bench locks: --dsn: %v", err)
-				}
-				backend, server = b, g.dsn
-			}
-			if backend == "" {
-				backend = "sqlite"
+			backend, server, err := benchTarget(cmd, g, "bench locks", backend)
+			if err != nil {
+				return err
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -244,4 +228,31 @@ func runBench(ctx context.Context, what, backend string, asJSON bool,
 		}
 	}
 	return runErr
+}
+
+// benchTarget resolves which backend and server a bench command measures:
+// --backend, or the backend of --dsn when it was given (a scratch schema or
+// database is made inside that server); SQLite by default.
+func benchTarget(cmd *cobra.Command, g *globals, what, backend string) (string, string, error) {
+	if backend != "" && !slices.Contains(bench.Backends, backend) {
+		return "", "", usageErr("%s: unknown --backend %q (use sqlite, postgres or mysql)", what, backend)
+	}
+	server := ""
+	if cmd.Flags().Changed("dsn") {
+		b, err := bench.BackendOf(g.dsn)
+		if err != nil {
+			return "", "", usageErr("%s: --dsn: %v", what, err)
+		}
+		if backend != "" && backend != b {
+			return "", "", usageErr("%s: --backend %s does not match --dsn, which names a %s server", what, backend, b)
+		}
+		if err := bench.CheckServer(b, g.dsn); err != nil {
+			return "", "", usageErr("%s: --dsn: %v", what, err)
+		}
+		backend, server = b, g.dsn
+	}
+	if backend == "" {
+		backend = "sqlite"
+	}
+	return backend, server, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -404,9 +403,6 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
   baton bench queue --backend mysql --messages 5000 --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if backend != "" && !slices.Contains(bench.Backends, backend) {
-				return usageErr("bench queue: unknown --backend %q (use sqlite, postgres or mysql)", backend)
-			}
 			switch {
 			case duration <= 0:
 				return usageErr("bench queue: --duration %v must be positive", duration)
@@ -415,22 +411,9 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
 			case workers < 1:
 				return usageErr("bench queue: --workers %d: give at least 1", workers)
 			}
-			server := ""
-			if cmd.Flags().Changed("dsn") {
-				b, err := bench.BackendOf(g.dsn)
-				if err != nil {
-					return usageErr("bench queue: --dsn: %v", err)
-				}
-				if backend != "" && backend != b {
-					return usageErr("bench queue: --backend %s does not match --dsn, which names a %s server", backend, b)
-				}
-				if err := bench.CheckServer(b, g.dsn); err != nil {
-					return usageErr("bench queue: --dsn: %v", err)
-				}
-				backend, server = b, g.dsn
-			}
-			if backend == "" {
-				backend = "sqlite"
+			backend, server, err := benchTarget(cmd, g, "bench queue", backend)
+			if err != nil {
+				return err
 			}
 			cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: duration, Messages: messages, Workers: workers}
 			return runBench(cmd.Context(), "bench queue", backend, asJSON, printQueueBenchTable,
