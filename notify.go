@@ -191,7 +191,11 @@ func (l *Listener) forward() {
 // listeners of its channel.
 func (c *Client) deliver(channel, payload string) {
 	if q, ok := strings.CutPrefix(channel, "#q#"); ok {
-		c.wakeQueueLocal(q)
+		if q == "*" {
+			c.wakeAllQueuesLocal()
+		} else {
+			c.wakeQueueLocal(q)
+		}
 		return
 	}
 	c.mu.Lock()

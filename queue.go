@@ -305,6 +305,21 @@ func (c *Client) wakeQueueLocal(queue string) {
 	c.mu.Unlock()
 }
 
+// wakeAllQueuesLocal wakes every waiting consumer of this process (a
+// backend saw some commit but cannot say which queue it touched).
+func (c *Client) wakeAllQueuesLocal() {
+	c.mu.Lock()
+	for _, ws := range c.qwaiters {
+		for ch := range ws {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	c.mu.Unlock()
+}
+
 func (c *Client) addQueueWaiter(queue string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	c.mu.Lock()

@@ -256,6 +256,7 @@ type Tx interface {
 	Commit() error
 	Rollback() error
 	QueueTx
+	EventsTx
 
 	// SessionInsert creates a session with a lease of the given length,
 	// measured on the database's clock.

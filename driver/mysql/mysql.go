@@ -348,6 +348,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		Queries:         q,
 		Wake:            d.wakeClients,
 		IsRetryable:     IsRetryable,
+		Events:          events(prefix),
 	}}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,

@@ -105,6 +105,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 			return nil
 		},
 		IsRetryable: IsRetryable,
+		Events:      events(prefix),
 	}}
 	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
 	d.migrator = &sqldriver.Migrator{

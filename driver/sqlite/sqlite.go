@@ -144,6 +144,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 			return nil
 		},
 		IsRetryable: IsRetryable,
+		Events:      events(prefix),
 	}}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
@@ -263,9 +264,15 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 				continue
 			}
 			if v != last || time.Since(last2) >= interval {
+				changed := v != last && last != -1
 				last, last2 = v, time.Now()
 				wake()
 				st.pump.Poke()
+				if changed && st.pump.On() {
+					// Some connection committed: it may have been a
+					// trigger writing events, which sends no wake-up.
+					p.Notify("#q#*", "")
+				}
 			}
 		}
 	}()

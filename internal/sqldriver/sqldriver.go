@@ -35,6 +35,8 @@ type Dialect struct {
 	TxOptions *sql.TxOptions
 	// Wake is called inside a transaction to wake clients once it commits.
 	Wake func(ctx context.Context, t *Tx, clientIDs []string) error
+	// Events supplies change capture (table descriptions and triggers).
+	Events *EventsDialect
 	// IsRetryable reports whether a transaction failed only because of a
 	// transient conflict inside the database (deadlock, serialization,
 	// busy) and can be run again.

@@ -1,0 +1,41 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// TableInfo describes an application table for change capture.
+type TableInfo struct {
+	// Name is the table as the registry stores it: "schema.table" on
+	// PostgreSQL, "table" elsewhere.
+	Name    string
+	Columns []string
+	PK      []string
+}
+
+// Subscription is one row of the subscription registry. Actions is a
+// subset of "IUD".
+type Subscription struct {
+	Name        string
+	Table       string
+	Actions     string
+	MaxAttempts int
+	CreatedAt   time.Time
+}
+
+// EventsTx is the subscription part of Tx.
+type EventsTx interface {
+	SubscriptionInsert(ctx context.Context, s Subscription) error
+	SubscriptionDelete(ctx context.Context, name string) (bool, error)
+	SubscriptionGet(ctx context.Context, name string) (Subscription, bool, error)
+	SubscriptionList(ctx context.Context) ([]Subscription, error)
+	SubscriptionCountTable(ctx context.Context, table string) (int, error)
+	// TableDescribe finds a table (ok false when it does not exist) and its
+	// columns and primary key.
+	TableDescribe(ctx context.Context, table string) (info TableInfo, ok bool, err error)
+	// CaptureInstall creates baton's triggers on the table; CaptureDrop
+	// removes them. On MySQL they commit the transaction (DDL).
+	CaptureInstall(ctx context.Context, t TableInfo) error
+	CaptureDrop(ctx context.Context, t TableInfo) error
+}

@@ -1,0 +1,96 @@
+package mysql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+func ident(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+func lit(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}
+
+// events is MySQL's change capture: three row triggers per table, each
+// listing the table's columns. A trigger cannot interrupt a listener after
+// commit, so it also writes a notification row that listeners read at their
+// next wake-up.
+func events(prefix string) *sqldriver.EventsDialect {
+	return &sqldriver.EventsDialect{
+		Describe: func(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+			info := driver.TableInfo{Name: table}
+			rows, err := t.Query(ctx, `SELECT COLUMN_NAME FROM information_schema.COLUMNS
+				WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
+			if err != nil {
+				return info, false, err
+			}
+			for rows.Next() {
+				var c string
+				if err := rows.Scan(&c); err != nil {
+					rows.Close()
+					return info, false, err
+				}
+				info.Columns = append(info.Columns, c)
+			}
+			rows.Close()
+			if len(info.Columns) == 0 {
+				return info, false, rows.Err()
+			}
+			rows, err = t.Query(ctx, `SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+				WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION`, table)
+			if err != nil {
+				return info, false, err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var c string
+				if err := rows.Scan(&c); err != nil {
+					return info, false, err
+				}
+				info.PK = append(info.PK, c)
+			}
+			return info, true, rows.Err()
+		},
+		Install: func(ti driver.TableInfo) []string {
+			var out []string
+			for _, a := range []struct{ code, event, action, row string }{
+				{"I", "INSERT", "insert", "NEW"}, {"U", "UPDATE", "update", "NEW"}, {"D", "DELETE", "delete", "OLD"},
+			} {
+				obj := func(cols []string, row string) string {
+					parts := make([]string, len(cols))
+					for i, c := range cols {
+						parts[i] = lit(c) + ", " + row + "." + ident(c)
+					}
+					return "JSON_OBJECT(" + strings.Join(parts, ", ") + ")"
+				}
+				newRow, oldRow := "NULL", "NULL"
+				if a.code != "D" {
+					newRow = obj(ti.Columns, "NEW")
+				}
+				if a.code != "I" {
+					oldRow = obj(ti.Columns, "OLD")
+				}
+				pk := obj(ti.PK, a.row)
+				where := " FROM " + prefix + "subscriptions s WHERE s.table_name = " + lit(ti.Name) + " AND LOCATE('" + a.code + "', s.actions) > 0;\n"
+				out = append(out, "CREATE TRIGGER "+ident(prefix+"ev_"+ti.Name+"_"+strings.ToLower(a.code))+
+					" AFTER "+a.event+" ON "+ident(ti.Name)+" FOR EACH ROW BEGIN\n"+
+					"INSERT INTO "+prefix+"messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n"+
+					"SELECT CONCAT('ev:', s.name), CONVERT(JSON_OBJECT('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.action+"', "+
+					"'pk', "+pk+", 'new', "+newRow+", 'old', "+oldRow+") USING utf8mb4), 0, CONVERT("+pk+" USING utf8mb4), "+Now+", "+Now+", 0, s.max_attempts, 'R', '', "+Now+"\n"+
+					where+
+					"INSERT INTO "+prefix+"notifications (channel, payload, created_at) SELECT CONCAT('#q#ev:', s.name), '', "+Now+where+
+					"END")
+			}
+			return out
+		},
+		Drop: func(ti driver.TableInfo) []string {
+			var out []string
+			for _, c := range []string{"i", "u", "d"} {
+				out = append(out, "DROP TRIGGER IF EXISTS "+ident(prefix+"ev_"+ti.Name+"_"+c))
+			}
+			return out
+		},
+	}
+}

@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// quoted turns "table" or "schema.table" (validated identifiers) into a
+// quoted name.
+func quoted(table string) string {
+	return pgx.Identifier(strings.Split(table, ".")).Sanitize()
+}
+
+// events is PostgreSQL's change capture: one trigger per table on the
+// generic {p}capture function, with the primary key columns as arguments.
+func events(prefix string) *sqldriver.EventsDialect {
+	return &sqldriver.EventsDialect{
+		Describe: func(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+			var info driver.TableInfo
+			rows, err := t.Query(ctx, `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+				WHERE c.oid = to_regclass($1) AND c.relkind IN ('r', 'p')`, quoted(table))
+			if err != nil {
+				return info, false, err
+			}
+			var schema, name string
+			found := rows.Next()
+			if found {
+				err = rows.Scan(&schema, &name)
+			}
+			rows.Close()
+			if err != nil || !found {
+				return info, false, err
+			}
+			info.Name = schema + "." + name
+			rows, err = t.Query(ctx, `SELECT a.attname FROM pg_index i
+				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+				WHERE i.indrelid = to_regclass($1) AND i.indisprimary
+				ORDER BY array_position(i.indkey::int2[], a.attnum)`, quoted(info.Name))
+			if err != nil {
+				return info, false, err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var c string
+				if err := rows.Scan(&c); err != nil {
+					return info, false, err
+				}
+				info.PK = append(info.PK, c)
+			}
+			return info, true, rows.Err()
+		},
+		Install: func(ti driver.TableInfo) []string {
+			args := make([]string, len(ti.PK))
+			for i, c := range ti.PK {
+				args[i] = lit(c)
+			}
+			return []string{"CREATE TRIGGER " + prefix + "capture AFTER INSERT OR UPDATE OR DELETE ON " + quoted(ti.Name) +
+				" FOR EACH ROW EXECUTE FUNCTION " + prefix + "capture(" + strings.Join(args, ", ") + ")"}
+		},
+		Drop: func(ti driver.TableInfo) []string {
+			return []string{"DROP TRIGGER IF EXISTS " + prefix + "capture ON " + quoted(ti.Name)}
+		},
+	}
+}

@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func lit(s string) string   { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
+// events is SQLite's change capture: three triggers per table (SQLite has
+// no multi-event triggers), each listing the table's columns.
+func events(prefix string) *sqldriver.EventsDialect {
+	return &sqldriver.EventsDialect{
+		Describe: func(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+			rows, err := t.Query(ctx, "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", table)
+			if err != nil {
+				return driver.TableInfo{}, false, err
+			}
+			defer rows.Close()
+			info := driver.TableInfo{Name: table}
+			pks := map[int]string{}
+			for rows.Next() {
+				var name string
+				var pk int
+				if err := rows.Scan(&name, &pk); err != nil {
+					return info, false, err
+				}
+				info.Columns = append(info.Columns, name)
+				if pk > 0 {
+					pks[pk] = name
+				}
+			}
+			for i := 1; i <= len(pks); i++ {
+				info.PK = append(info.PK, pks[i])
+			}
+			return info, len(info.Columns) > 0, rows.Err()
+		},
+		Install: func(ti driver.TableInfo) []string {
+			var out []string
+			for _, a := range []struct{ code, event, action, row string }{
+				{"I", "INSERT", "insert", "NEW"}, {"U", "UPDATE", "update", "NEW"}, {"D", "DELETE", "delete", "OLD"},
+			} {
+				obj := func(cols []string, row string) string {
+					parts := make([]string, len(cols))
+					for i, c := range cols {
+						parts[i] = lit(c) + ", " + row + "." + ident(c)
+					}
+					return "json_object(" + strings.Join(parts, ", ") + ")"
+				}
+				newRow, oldRow := "NULL", "NULL"
+				if a.code != "D" {
+					newRow = "json(" + obj(ti.Columns, "NEW") + ")"
+				}
+				if a.code != "I" {
+					oldRow = "json(" + obj(ti.Columns, "OLD") + ")"
+				}
+				pk := obj(ti.PK, a.row)
+				out = append(out, "CREATE TRIGGER "+ident(prefix+"ev_"+ti.Name+"_"+strings.ToLower(a.code))+
+					" AFTER "+a.event+" ON "+ident(ti.Name)+" BEGIN\n"+
+					"INSERT INTO "+prefix+"messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n"+
+					"SELECT 'ev:' || s.name, CAST(json_object('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.action+"', "+
+					"'pk', json("+pk+"), 'new', "+newRow+", 'old', "+oldRow+") AS BLOB), 0, "+pk+", "+Now+", "+Now+", 0, s.max_attempts, 'R', '', "+Now+"\n"+
+					"  FROM "+prefix+"subscriptions s WHERE s.table_name = "+lit(ti.Name)+" AND instr(s.actions, '"+a.code+"') > 0;\n"+
+					"END")
+			}
+			return out
+		},
+		Drop: func(ti driver.TableInfo) []string {
+			var out []string
+			for _, c := range []string{"i", "u", "d"} {
+				out = append(out, "DROP TRIGGER IF EXISTS "+ident(prefix+"ev_"+ti.Name+"_"+c))
+			}
+			return out
+		},
+	}
+}

@@ -1,0 +1,221 @@
+package baton
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Subscription errors.
+var (
+	// ErrUnknownSubscription is returned for a subscription name that does
+	// not exist.
+	ErrUnknownSubscription = errors.New("baton: unknown subscription")
+	// ErrSubscriptionExists is returned by Subscribe for a name in use.
+	ErrSubscriptionExists = errors.New("baton: subscription exists")
+)
+
+// Action is a kind of table change.
+type Action string
+
+// The actions a subscription can follow.
+const (
+	Insert Action = "insert"
+	Update Action = "update"
+	Delete Action = "delete"
+)
+
+var actionCodes = map[Action]string{Insert: "I", Update: "U", Delete: "D"}
+
+// Subscription follows changes of one application table.
+type Subscription struct {
+	// Name identifies the subscription (the same rules as queue names, at
+	// most 61 characters); its events form the queue EventQueue(Name).
+	Name string
+	// Table is the application table: "table", or "schema.table" on
+	// PostgreSQL. It must have a primary key.
+	Table string
+	// Actions are the changes to follow (default: all three).
+	Actions []Action
+	// MaxAttempts is each event's attempt limit (default
+	// DefaultMaxAttempts).
+	MaxAttempts int
+	CreatedAt   time.Time
+}
+
+var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+
+// EventQueue is the queue that holds a subscription's events: work it with
+// Work (or WorkEvents), Claim, Stats, DeadLetters like any queue.
+func EventQueue(subscription string) string { return "ev:" + subscription }
+
+// Subscribe creates a subscription. The first subscription on a table
+// installs baton's triggers on it; they write one event per matching
+// subscription in the same transaction as each change, whatever client
+// makes it. All or nothing: bad input installs nothing.
+func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
+	if len(s.Name) > 61 {
+		return fmt.Errorf("%w: subscription name %q is longer than 61 characters", ErrInvalid, s.Name)
+	}
+	if err := ValidateQueue(s.Name); err != nil {
+		return fmt.Errorf("%w: subscription name %q: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
+	}
+	if !tableRE.MatchString(s.Table) {
+		return fmt.Errorf("%w: table %q: use a name of letters, digits and '_' (schema.table on PostgreSQL)", ErrInvalid, s.Table)
+	}
+	if s.MaxAttempts < 0 {
+		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, s.MaxAttempts)
+	}
+	if s.MaxAttempts == 0 {
+		s.MaxAttempts = DefaultMaxAttempts
+	}
+	if len(s.Actions) == 0 {
+		s.Actions = []Action{Insert, Update, Delete}
+	}
+	codes := ""
+	for _, a := range s.Actions {
+		code, ok := actionCodes[a]
+		if !ok {
+			return fmt.Errorf("%w: unknown action %q (use insert, update or delete)", ErrInvalid, a)
+		}
+		if !strings.Contains(codes, code) {
+			codes += code
+		}
+	}
+	var installed *driver.TableInfo
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		installed = nil
+		if _, exists, err := tx.SubscriptionGet(ctx, s.Name); err != nil || exists {
+			if err == nil {
+				err = fmt.Errorf("%w: %q", ErrSubscriptionExists, s.Name)
+			}
+			return err
+		}
+		info, ok, err := tx.TableDescribe(ctx, s.Table)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: table %q does not exist", ErrInvalid, s.Table)
+		}
+		if len(info.PK) == 0 {
+			return fmt.Errorf("%w: table %q has no primary key", ErrInvalid, s.Table)
+		}
+		if err := c.registerQueue(ctx, tx, EventQueue(s.Name)); err != nil {
+			return err
+		}
+		n, err := tx.SubscriptionCountTable(ctx, info.Name)
+		if err != nil {
+			return err
+		}
+		if err := tx.SubscriptionInsert(ctx, driver.Subscription{Name: s.Name, Table: info.Name, Actions: codes, MaxAttempts: s.MaxAttempts}); err != nil {
+			return err
+		}
+		if n == 0 {
+			installed = &info
+			return tx.CaptureInstall(ctx, info)
+		}
+		return nil
+	})
+	if err != nil {
+		// DDL commits on MySQL: take back whatever got in.
+		if installed != nil {
+			_ = c.inTx(context.WithoutCancel(ctx), func(tx driver.Tx) error {
+				_, _ = tx.SubscriptionDelete(ctx, s.Name)
+				if n, err := tx.SubscriptionCountTable(ctx, installed.Name); err == nil && n == 0 {
+					return tx.CaptureDrop(ctx, *installed)
+				}
+				return nil
+			})
+		}
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrSubscriptionExists) {
+			return err
+		}
+		return fmt.Errorf("baton: subscribe: %w", err)
+	}
+	return nil
+}
+
+// Unsubscribe removes a subscription; the last one on a table removes
+// baton's triggers from it. Events already written stay in the queue.
+func (c *Client) Unsubscribe(ctx context.Context, name string) error {
+	return c.inTx(ctx, func(tx driver.Tx) error {
+		sub, ok, err := tx.SubscriptionGet(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrUnknownSubscription, name)
+		}
+		if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
+			return err
+		}
+		n, err := tx.SubscriptionCountTable(ctx, sub.Table)
+		if err != nil || n > 0 {
+			return err
+		}
+		return tx.CaptureDrop(ctx, driver.TableInfo{Name: sub.Table})
+	})
+}
+
+// Subscriptions lists every subscription.
+func (c *Client) Subscriptions(ctx context.Context) ([]Subscription, error) {
+	var rows []driver.Subscription
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		rows, err = tx.SubscriptionList(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Subscription, len(rows))
+	for i, r := range rows {
+		var acts []Action
+		for _, a := range []Action{Insert, Update, Delete} {
+			if strings.Contains(r.Actions, actionCodes[a]) {
+				acts = append(acts, a)
+			}
+		}
+		out[i] = Subscription{Name: r.Name, Table: r.Table, Actions: acts, MaxAttempts: r.MaxAttempts, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// Event is one captured change.
+type Event struct {
+	Subscription string          `json:"subscription"`
+	Table        string          `json:"table"`
+	Action       Action          `json:"action"`
+	PK           json.RawMessage `json:"pk"`
+	New          json.RawMessage `json:"new"`
+	Old          json.RawMessage `json:"old"`
+}
+
+// ParseEvent reads the event a message of an event queue carries.
+func ParseEvent(m *Message) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(m.Payload, &e); err != nil {
+		return e, fmt.Errorf("baton: message %d is not an event: %w", m.ID, err)
+	}
+	return e, nil
+}
+
+// WorkEvents runs handler on a subscription's events with the worker
+// runtime: Ordered for one worker in order, PerKey for FIFO per primary key
+// with different keys in parallel, Parallel for any order.
+func (c *Client) WorkEvents(ctx context.Context, subscription string, handler func(ctx context.Context, e Event, m *Message) error, opts WorkerOptions) error {
+	return c.Work(ctx, EventQueue(subscription), func(ctx context.Context, m *Message) error {
+		e, err := ParseEvent(m)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrPermanent, err)
+		}
+		return handler(ctx, e, m)
+	}, opts)
+}
