@@ -23,13 +23,35 @@ import (
 func init() { extraCommands = append(extraCommands, workCmd) }
 
 func workCmd(g *globals) *cobra.Command {
-	var concurrency int
-	var ordered, perKey, drain bool
-	var visibility, grace time.Duration
-	cmd := &cobra.Command{
-		Use:   "work QUEUE [--concurrency N] [--ordered|--per-key] [--drain] [--visibility D] [--grace D] -- CMD [ARG...]",
-		Short: "Run a command once per message of a queue",
-		Long: `Consume QUEUE: run CMD once per message, with the payload on its standard
+	return newWorkCmd(g, workSpec{
+		what:  "work",
+		arg:   "QUEUE",
+		use:   "work QUEUE [--concurrency N] [--ordered|--per-key] [--drain] [--visibility D] [--grace D] -- CMD [ARG...]",
+		short: "Run a command once per message of a queue",
+		long:  workLong,
+		example: `  # send mail, ten at a time, forever
+  baton work mail --concurrency 10 -- ./send-mail.sh
+  # cron: process whatever is ready, then exit
+  baton work reports --drain -- python3 render.py
+  # one account's events in order, accounts in parallel
+  baton work ledger --per-key --concurrency 8 -- ./apply.sh`,
+		queue: func(_ context.Context, _ *globals, name string) (string, error) {
+			if err := baton.ValidateQueue(name); err != nil {
+				return "", invalidUsage("work", err)
+			}
+			return name, nil
+		},
+	})
+}
+
+// workSpec is what distinguishes `baton work` from `baton events work`.
+type workSpec struct {
+	what, arg, use, short, long, example string
+	// queue resolves the command's argument to the queue to work.
+	queue func(ctx context.Context, g *globals, arg string) (string, error)
+}
+
+const workLong = `Consume QUEUE: run CMD once per message, with the payload on its standard
 input and the message in its environment:
 
   BATON_MESSAGE_ID    the message's id
@@ -70,41 +92,47 @@ Environment:
 
 Exit statuses: 0 after a graceful stop or a drain; 64 for a bad flag, a bad
 QUEUE or no CMD; 127 when CMD is not found; 69 when the database cannot be
-reached; 77 when the worker's session was lost.`,
-		Example: `  # send mail, ten at a time, forever
-  baton work mail --concurrency 10 -- ./send-mail.sh
-  # cron: process whatever is ready, then exit
-  baton work reports --drain -- python3 render.py
-  # one account's events in order, accounts in parallel
-  baton work ledger --per-key --concurrency 8 -- ./apply.sh`,
+reached; 77 when the worker's session was lost.`
+
+func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
+	var concurrency int
+	var ordered, perKey, drain bool
+	var visibility, grace time.Duration
+	what := spec.what
+	cmd := &cobra.Command{
+		Use:     spec.use,
+		Short:   spec.short,
+		Long:    spec.long,
+		Example: spec.example,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 {
-				return usageErr("work: missing -- CMD: put the command to run after --")
+				return usageErr("%s: missing -- CMD: put the command to run after --", what)
 			}
 			if dash != 1 {
-				return usageErr("work: give exactly one QUEUE before -- (got %d)", dash)
+				return usageErr("%s: give exactly one %s before -- (got %d)", what, spec.arg, dash)
 			}
-			queue, command := args[0], args[dash:]
+			command := args[dash:]
 			if len(command) == 0 {
-				return usageErr("work: empty command after --")
+				return usageErr("%s: empty command after --", what)
 			}
-			if err := baton.ValidateQueue(queue); err != nil {
-				return invalidUsage("work", err)
+			queue, err := spec.queue(cmd.Context(), g, args[0])
+			if err != nil {
+				return err
 			}
 			opts := baton.WorkerOptions{Concurrency: concurrency, Visibility: visibility, Grace: grace, Drain: drain,
-				Name: "baton work " + queue}
+				Name: "baton " + what + " " + args[0]}
 			switch {
 			case ordered && perKey:
-				return usageErr("work: give at most one of --ordered and --per-key")
+				return usageErr("%s: give at most one of --ordered and --per-key", what)
 			case concurrency < 1:
-				return usageErr("work: --concurrency %d: give at least 1", concurrency)
+				return usageErr("%s: --concurrency %d: give at least 1", what, concurrency)
 			case ordered && concurrency > 1:
-				return usageErr("work: --ordered runs one message at a time; drop --concurrency")
+				return usageErr("%s: --ordered runs one message at a time; drop --concurrency", what)
 			case visibility < time.Second:
-				return usageErr("work: --visibility %v: give at least 1s", visibility)
+				return usageErr("%s: --visibility %v: give at least 1s", what, visibility)
 			case grace <= 0:
-				return usageErr("work: --grace %v: give a positive duration", grace)
+				return usageErr("%s: --grace %v: give a positive duration", what, grace)
 			case ordered:
 				opts.Mode = baton.Ordered
 			case perKey:
@@ -114,13 +142,13 @@ reached; 77 when the worker's session was lost.`,
 			if v := os.Getenv("BATON_RETRY_BASE"); v != "" {
 				d, err := time.ParseDuration(v)
 				if err != nil || d <= 0 {
-					return usageErr("work: BATON_RETRY_BASE=%q: give a positive Go duration (e.g. 500ms, 5s)", v)
+					return usageErr("%s: BATON_RETRY_BASE=%q: give a positive Go duration (e.g. 500ms, 5s)", what, v)
 				}
 				retry.Base = d
 			}
 			path, err := exec.LookPath(command[0])
 			if err != nil {
-				return &cliError{code: 127, msg: fmt.Sprintf("work: command %q not found", command[0])}
+				return &cliError{code: 127, msg: fmt.Sprintf("%s: command %q not found", what, command[0])}
 			}
 			return runWorker(cmd.Context(), g, queue, opts, retry, path, command)
 		},

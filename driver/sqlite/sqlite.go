@@ -39,7 +39,10 @@ var queriesSQL string
 var migrations embed.FS
 
 // Now is SQLite's clock in microseconds.
-const Now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
+// It uses julianday, not unixepoch('subsec') (SQLite 3.42+), because
+// triggers run in every client that writes to a subscribed table, whatever
+// its SQLite version.
+const Now = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
 
 // Driver is the SQLite backend.
 type Driver struct {

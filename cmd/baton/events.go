@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+)
+
+func init() { extraCommands = append(extraCommands, eventsCmd) }
+
+func eventsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Subscribe to changes of application tables and process them",
+		Long: `Table-change subscriptions. Subscribing to a table installs baton's triggers
+on it: every insert, update or delete by any client writes one event per
+matching subscription, in the same transaction as the change. A subscription's
+events form a queue that "baton events work" consumes like "baton work".`,
+	}
+	cmd.AddCommand(eventsSubscribeCmd(g), eventsListCmd(g), eventsUnsubscribeCmd(g), eventsWorkCmd(g))
+	return cmd
+}
+
+func eventsSubscribeCmd(g *globals) *cobra.Command {
+	var on, name string
+	var maxAttempts int
+	cmd := &cobra.Command{
+		Use:   "subscribe TABLE --on insert,update,delete --name NAME [--max-attempts N]",
+		Short: "Subscribe to changes of a table",
+		Long: `Subscribe NAME to the changes of TABLE ("schema.table" on PostgreSQL). The
+table must have a primary key. The first subscription on a table installs
+baton's triggers; later ones reuse them.`,
+		Example: `  baton events subscribe languages --on insert --name send_email`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return usageErr("events subscribe: --name is required")
+			}
+			var acts []baton.Action
+			for _, a := range strings.Split(on, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					acts = append(acts, baton.Action(a))
+				}
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			err = c.Subscribe(cmd.Context(), baton.Subscription{Name: name, Table: args[0], Actions: acts, MaxAttempts: maxAttempts})
+			if errors.Is(err, baton.ErrInvalid) || errors.Is(err, baton.ErrSubscriptionExists) {
+				return &cliError{code: exitUsage, msg: "events subscribe: " + err.Error()}
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Printf("subscribed %s to %s (%s); events in queue %s\n", name, args[0], on, baton.EventQueue(name))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&on, "on", "insert,update,delete", "the changes to follow, comma-separated")
+	cmd.Flags().StringVar(&name, "name", "", "the subscription's name")
+	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, "each event's attempt limit (default 25)")
+	return cmd
+}
+
+func eventsListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List subscriptions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			subs, err := c.Subscriptions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name        string    `json:"name"`
+				Table       string    `json:"table"`
+				Actions     []string  `json:"actions"`
+				Queue       string    `json:"queue"`
+				MaxAttempts int       `json:"max_attempts"`
+				CreatedAt   time.Time `json:"created_at"`
+			}
+			rows := make([]row, len(subs))
+			for i, s := range subs {
+				acts := make([]string, len(s.Actions))
+				for j, a := range s.Actions {
+					acts[j] = string(a)
+				}
+				rows[i] = row{s.Name, s.Table, acts, baton.EventQueue(s.Name), s.MaxAttempts, s.CreatedAt}
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			if len(rows) == 0 {
+				fmt.Println("no subscriptions")
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTABLE\tACTIONS\tQUEUE\tMAX ATTEMPTS")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Name, r.Table, strings.Join(r.Actions, ","), r.Queue, r.MaxAttempts)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+func eventsUnsubscribeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unsubscribe NAME",
+		Short: "Remove a subscription (the last one on a table removes the triggers)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.Unsubscribe(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Printf("unsubscribed %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func eventsWorkCmd(g *globals) *cobra.Command {
+	return newWorkCmd(g, workSpec{
+		what:  "events work",
+		arg:   "NAME",
+		use:   "work NAME [--concurrency N|--ordered|--per-key] [--drain] -- CMD [ARG...]",
+		short: "Run a command once per event of a subscription",
+		long: `Consume the events of subscription NAME exactly like "baton work" consumes a
+queue: CMD runs once per event with the event on its standard input as one JSON
+object {"subscription","table","action","pk","new","old"}, and the same
+environment variables and exit-status contract (0 acknowledges, anything else
+retries, the attempt limit dead-letters). --ordered processes the events one at
+a time in the order they became visible; --per-key keeps each row's events in
+order (FIFO per primary key) and runs different rows in parallel.
+
+` + strings.SplitN(workLong, "\n\n", 2)[1],
+		example: `  baton events work ring_bell --ordered -- ./ring.sh
+  baton events work send_email --concurrency 5 -- ./send.sh`,
+		queue: func(ctx context.Context, g *globals, name string) (string, error) {
+			c, err := g.open(ctx)
+			if err != nil {
+				return "", err
+			}
+			defer c.Close()
+			subs, err := c.Subscriptions(ctx)
+			if err != nil {
+				return "", err
+			}
+			for _, s := range subs {
+				if s.Name == name {
+					return baton.EventQueue(name), nil
+				}
+			}
+			return "", &cliError{code: exitUsage, msg: fmt.Sprintf("events work: unknown subscription %q", name)}
+		},
+	})
+}
