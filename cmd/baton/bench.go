@@ -28,7 +28,7 @@ primitive in the same run, in a scratch database that is dropped afterwards.
 See docs/benchmarks.md for the cases and published figures.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(benchLocksCmd(g), benchQueueCmd(g), benchChildCmd(g))
+	cmd.AddCommand(benchLocksCmd(g), benchQueueCmd(g), benchEventsCmd(g), benchChildCmd(g))
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/bench"
 )
 
 func init() { extraCommands = append(extraCommands, eventsCmd) }
@@ -181,4 +182,44 @@ order (FIFO per primary key) and runs different rows in parallel.
 			return "", &cliError{code: exitUsage, msg: fmt.Sprintf("events work: unknown subscription %q", name)}
 		},
 	})
+}
+
+func benchEventsCmd(g *globals) *cobra.Command {
+	var backend string
+	var asJSON bool
+	var duration time.Duration
+	var rows, workers int
+	cmd := &cobra.Command{
+		Use:   "events [--backend sqlite|postgres|mysql] [--json] [--rows N] [--workers N]",
+		Short: "Benchmark table-change capture and consumption against the naive loop",
+		Long: `Measure, on a scratch database:
+  events_ordered   events/s of one ordered worker over --rows captured inserts
+  events_parallel  the same with --workers parallel workers
+  writer_overhead  inserts/s (one row per transaction) into a subscribed table
+Baselines in the same run: seed 004's naive loop (select the unclaimed rows of
+an event log, then mark and delete each in its own transaction) for the
+consumption cases, inserts into an unsubscribed table for writer_overhead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rows < 1 || workers < 1 || duration <= 0 {
+				return usageErr("bench events: --rows, --workers and --duration must be positive")
+			}
+			backend, server, err := benchTarget(cmd, g, "bench events", backend)
+			if err != nil {
+				return err
+			}
+			cfg := bench.EventsConfig{Backend: backend, Server: server, Rows: rows, Workers: workers, Duration: duration}
+			return runBench(cmd.Context(), "bench events", backend, asJSON, printQueueBenchTable,
+				func(progress func(string)) ([]bench.Record, error) {
+					cfg.Progress = progress
+					return bench.RunEvents(cmd.Context(), cfg)
+				})
+		},
+	}
+	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
+	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "roughly how long each timed part runs")
+	cmd.Flags().IntVar(&rows, "rows", 5000, "captured inserts for the consumption cases")
+	cmd.Flags().IntVar(&workers, "workers", 4, "concurrency of events_parallel")
+	return cmd
 }
