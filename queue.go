@@ -364,6 +364,10 @@ type ClaimOptions struct {
 	// acknowledged, retried or failed by then, the message goes back to the
 	// queue with its attempt counted.
 	Visibility time.Duration
+
+	// inOrderBatch lets the worker claim the head of an Ordered queue in
+	// a batch that it runs one message at a time, in order.
+	inOrderBatch bool
 }
 
 // Claim claims up to opts.Max ready messages of a queue for the session,
@@ -377,7 +381,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	if opts.Max <= 0 {
 		opts.Max = 1
 	}
-	if opts.Mode == Ordered {
+	if opts.Mode == Ordered && !opts.inOrderBatch {
 		opts.Max = 1
 	}
 	if opts.Mode < Parallel || opts.Mode > PerKey {
@@ -480,15 +484,22 @@ func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions
 			if n, err = tx.ClaimInFlight(ctx, queue); err != nil || n > 0 {
 				return err
 			}
-			id, due, ok, herr := tx.ClaimHead(ctx, queue)
-			if herr != nil || !ok {
+			heads, due, herr := tx.ClaimHeads(ctx, queue, opts.Max)
+			if herr != nil || len(heads) == 0 {
 				return herr
 			}
-			if due > 0 {
-				dueIn = due
+			// The due prefix, in order: a message that is not due yet
+			// holds back the ones after it.
+			for i, id := range heads {
+				if due[i] > 0 {
+					break
+				}
+				ids = append(ids, id)
+			}
+			if len(ids) == 0 {
+				dueIn = due[0]
 				return nil
 			}
-			ids = []int64{id}
 		}
 		if err != nil {
 			return err

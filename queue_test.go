@@ -500,3 +500,47 @@ func TestQueueThroughput(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueOrderedWorkerKeepsOrderAcrossFailures: an ordered worker runs its
+// in-order batches one message at a time; when a message fails, nothing
+// after it runs before it succeeds, and the messages given back keep their
+// attempt count.
+func TestQueueOrderedWorkerKeepsOrderAcrossFailures(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		for i := 1; i <= 10; i++ {
+			enqueue(t, c, "ord", fmt.Sprint(i))
+		}
+		var runs []string
+		var running atomic.Int32
+		h := func(ctx context.Context, m *baton.Message) error {
+			if running.Add(1) != 1 {
+				t.Error("two messages of an ordered queue ran at once")
+			}
+			defer running.Add(-1)
+			runs = append(runs, fmt.Sprintf("%s/%d", m.Payload, m.Attempt))
+			if string(m.Payload) == "4" && m.Attempt == 1 {
+				return errors.New("try again")
+			}
+			return nil
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if err := c.Work(ctx, "ord", h, baton.WorkerOptions{Mode: baton.Ordered, Drain: true}); err != nil {
+				t.Fatal(err)
+			}
+			if st := stats(t, c, "ord"); st.Ready+st.Scheduled+st.Claimed == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stalled after %v", runs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		want := "1/1 2/1 3/1 4/1 4/2 5/1 6/1 7/1 8/1 9/1 10/1"
+		if got := strings.Join(runs, " "); got != want {
+			t.Fatalf("runs %s\nwant %s", got, want)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -115,6 +116,7 @@ type worker struct {
 	mu      sync.Mutex
 	open    int               // claimed and not yet settled (acked, retried, failed)
 	waiting map[*Message]bool // claimed, not yet started: their leases are kept
+	broken  atomic.Bool       // Ordered: a message of the current batch failed
 	settled chan struct{}     // signalled when open decreases
 }
 
@@ -129,9 +131,6 @@ type result struct {
 // prefetched ones, so that handlers never wait for a round trip and each
 // claim and acknowledgement carries many messages.
 func (w *worker) capacity() int {
-	if w.o.Mode == Ordered {
-		return 1
-	}
 	return w.o.Concurrency + w.o.Prefetch
 }
 
@@ -181,16 +180,21 @@ func (w *worker) fetch(ctx context.Context) error {
 				return w.s.Err()
 			}
 		}
+		openBefore := w.openCount()
 		wait := Forever
-		if w.o.Drain || w.openCount() > 0 {
+		if w.o.Drain || openBefore > 0 {
 			// With work open, don't block: claims are retried when
 			// something settles (or after a poll interval).
 			wait = 0
 		}
-		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility})
+		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
+			inOrderBatch: true})
 		switch {
 		case errors.Is(err, ErrEmpty):
-			if w.o.Drain && w.openCount() == 0 {
+			// Only a claim made with nothing of ours open proves the queue
+			// has nothing ready: ordered and per-key claims skip what our own
+			// open messages hold back.
+			if w.o.Drain && openBefore == 0 {
 				return nil
 			}
 			if w.openCount() > 0 {
@@ -221,6 +225,8 @@ func (w *worker) fetch(ctx context.Context) error {
 			w.waiting[m] = true
 		}
 		w.mu.Unlock()
+		// A new in-order batch: everything of the last one is settled.
+		w.broken.Store(false)
 		for _, m := range msgs {
 			w.jobs <- m
 		}
@@ -235,7 +241,9 @@ func (w *worker) handler(stop, ctx context.Context) {
 		w.mu.Lock()
 		delete(w.waiting, m)
 		w.mu.Unlock()
-		if stop.Err() != nil {
+		if stop.Err() != nil || w.broken.Load() {
+			// Shut down, or an earlier message of this in-order batch
+			// failed: give it back unhandled, to keep the order.
 			w.results <- result{m: m, unstarted: true}
 			continue
 		}
@@ -247,7 +255,11 @@ func (w *worker) handler(stop, ctx context.Context) {
 				continue
 			}
 		}
-		w.results <- result{m: m, err: w.handle(ctx, m)}
+		err := w.handle(ctx, m)
+		if err != nil && w.o.Mode == Ordered {
+			w.broken.Store(true)
+		}
+		w.results <- result{m: m, err: err}
 	}
 }
 

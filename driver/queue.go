@@ -99,9 +99,9 @@ type QueueTx interface {
 	// and messages without a key; the caller holds QueueLock.
 	ClaimCandidatesPerKey(ctx context.Context, queue string, limit int) ([]int64, error)
 	ClaimInFlight(ctx context.Context, queue string) (int, error)
-	// ClaimHead returns the next message of the queue in serving order,
-	// due or not, and how long until it is due (zero or less: due).
-	ClaimHead(ctx context.Context, queue string) (id int64, dueIn time.Duration, ok bool, err error)
+	// ClaimHeads returns the next limit messages of the queue in serving
+	// order, due or not, and how long until each is due (zero or less: due).
+	ClaimHeads(ctx context.Context, queue string, limit int) (ids []int64, dueIn []time.Duration, err error)
 	// ClaimParallel claims up to limit ready messages in serving order in
 	// one statement, when the dialect can; ok is false when it cannot (the
 	// engine then uses ClaimCandidates and ClaimIDs).

@@ -215,8 +215,9 @@ SELECT m.id FROM {p}messages m
 SELECT COUNT(*) FROM {p}messages WHERE queue = $1 AND state = 'C';
 
 -- name: claim_head
--- The next message of an ordered queue, due or not.
-SELECT id, run_at - {now} FROM {p}messages WHERE queue = $1 AND state = 'R' ORDER BY priority, order_at, id LIMIT 1;
+-- The next messages of an ordered queue in order, due or not, with how long
+-- until each is due.
+SELECT id, run_at - {now} FROM {p}messages WHERE queue = $1 AND state = 'R' ORDER BY priority, order_at, id LIMIT $2;
 
 -- name: claim_ids
 UPDATE {p}messages

@@ -121,9 +121,19 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+	// Several processes opening a new file at once race to switch it to
+	// WAL, which takes an exclusive lock and is not always covered by the
+	// busy timeout: retry a busy open for a few seconds.
+	for attempt := 0; ; attempt++ {
+		err := db.PingContext(ctx)
+		if err == nil {
+			break
+		}
+		if !IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
+			db.Close()
+			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+		}
+		time.Sleep(time.Duration(10+attempt*5) * time.Millisecond)
 	}
 	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
 	if err != nil {

@@ -119,17 +119,24 @@ func (t *Tx) ClaimInFlight(ctx context.Context, queue string) (int, error) {
 	return int(n), err
 }
 
-// ClaimHead implements driver.QueueTx.
-func (t *Tx) ClaimHead(ctx context.Context, queue string) (int64, time.Duration, bool, error) {
-	var id, dueIn int64
-	err := t.row(ctx, "claim_head", queue).Scan(&id, &dueIn)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, false, nil
-	}
+// ClaimHeads implements driver.QueueTx.
+func (t *Tx) ClaimHeads(ctx context.Context, queue string, limit int) ([]int64, []time.Duration, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_head", queue, limit)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("claim_head: %w", err)
+		return nil, nil, err
 	}
-	return id, time.Duration(dueIn) * time.Microsecond, true, nil
+	defer rows.Close()
+	var ids []int64
+	var due []time.Duration
+	for rows.Next() {
+		var id, dueIn int64
+		if err := rows.Scan(&id, &dueIn); err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+		due = append(due, time.Duration(dueIn)*time.Microsecond)
+	}
+	return ids, due, rows.Err()
 }
 
 // ClaimIDs implements driver.QueueTx.
