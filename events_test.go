@@ -278,3 +278,70 @@ func TestEventsLateCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsWorkerKilled: a worker process killed with SIGKILL in the middle
+// of an event loses nothing: the event is processed again.
+func TestEventsWorkerKilled(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		createLanguages(t, b, db)
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "crash", Table: "languages"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(sqlFor(b, "INSERT INTO languages (language_id, name) VALUES (?, ?)"), 7, "Ada"); err != nil {
+			t.Fatal(err)
+		}
+		child, out := startChild(t, "BATON_TEST_CHILD=worker", "BATON_TEST_DSN="+dsn,
+			"BATON_TEST_QUEUE="+baton.EventQueue("crash"), "BATON_TEST_MODE=hang")
+		if line, _ := out.ReadString('\n'); !strings.HasPrefix(line, "claimed ") {
+			t.Fatalf("child said %q", line)
+		}
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("crash"), baton.ClaimOptions{Wait: 20 * time.Second})
+		if len(ms) != 1 || ms[0].Attempt != 2 {
+			t.Fatalf("after the kill: %+v", ms)
+		}
+		if e, _ := baton.ParseEvent(ms[0]); langID(t, e) != 7 {
+			t.Fatalf("event %+v", e)
+		}
+	})
+}
+
+// TestEventsOtherSchema: on PostgreSQL a table in another schema can be
+// subscribed to as schema.table.
+func TestEventsOtherSchema(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "postgres" {
+			t.Skip("schemas are PostgreSQL's")
+		}
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		schema := "app_" + strings.ReplaceAll(fmt.Sprint(time.Now().UnixNano()), "-", "")
+		if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE") })
+		if _, err := db.Exec("CREATE TABLE " + schema + ".orders (id int PRIMARY KEY, total int)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "orders", Table: schema + ".orders"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec("INSERT INTO " + schema + ".orders VALUES (1, 42)"); err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("orders"), baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 {
+			t.Fatal("no event from the other schema")
+		}
+		if e, _ := baton.ParseEvent(ms[0]); e.Table != schema+".orders" || e.Action != baton.Insert {
+			t.Fatalf("event %+v", e)
+		}
+	})
+}
