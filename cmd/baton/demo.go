@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -29,7 +32,12 @@ temporary directory (or on --dsn when given explicitly):
      calls, timeouts, deadlock detection, monitoring, fencing tokens.
   2. Cron runners on several machines that must never process the same mailing
      job twice (GET_LOCK / IS_FREE_LOCK / RELEASE_LOCK per job).
-  3. A lock holder killed with SIGKILL: its locks pass on by themselves.`,
+  3. A lock holder killed with SIGKILL: its locks pass on by themselves.
+  4. A consumer that wakes the moment a producer commits (seed 000).
+  5. A mail queue: batches of 10, failures to the back of the queue until
+     their attempt limit, then dead letters (seed 002).
+  6. Table-change subscriptions: an ordered worker and parallel workers on
+     the changes of a table written by plain SQL (seed 004; SQLite only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dsn := g.dsn
@@ -67,7 +75,7 @@ func runDemo(ctx context.Context, dsn, prefix string) error {
 	}
 	defer c.Close()
 	d := &demo{ctx: ctx, dsn: dsn, prefix: prefix, c: c}
-	for _, step := range []func() error{d.lockingService, d.cron, d.crash} {
+	for _, step := range []func() error{d.lockingService, d.cron, d.crash, d.wakeOnCommit, d.mailQueue, d.tableEvents} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -323,5 +331,161 @@ func (d *demo) crash() error {
 	}
 	say("acquired %v after the kill, token %d: a process on the same host saw the", time.Since(killed).Round(time.Millisecond), g[0].Token)
 	say("holder's PID gone; on another host its lease (3s) runs out first")
+	return nil
+}
+
+// wakeOnCommit: seed 000, a consumer blocked on an empty queue wakes when a
+// producer commits.
+func (d *demo) wakeOnCommit() error {
+	heading("4. A consumer that wakes when a producer commits (seed 000)")
+	s, err := d.session("consumer")
+	if err != nil {
+		return err
+	}
+	defer s.Close(d.ctx)
+	got := make(chan time.Time, 1)
+	go func() {
+		ms, err := s.Claim(d.ctx, "messages", baton.ClaimOptions{Wait: 10 * time.Second})
+		if err == nil {
+			_ = s.Ack(d.ctx, ms[0])
+		}
+		got <- time.Now()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	say("the consumer waits on an empty queue (no polling)...")
+	sent := time.Now()
+	if _, err := d.c.Enqueue(d.ctx, "messages", []byte("hi")); err != nil {
+		return err
+	}
+	say("the producer commits a message; the consumer wakes %v later", (<-got).Sub(sent).Round(time.Microsecond))
+	return nil
+}
+
+// mailQueue: seed 002, a mail queue taken 10 at a time.
+func (d *demo) mailQueue() error {
+	heading("5. A mail queue, 10 at a time (seed 002)")
+	msgs := make([]baton.NewMessage, 20)
+	for i := range msgs {
+		msgs[i] = baton.NewMessage{Payload: []byte(fmt.Sprintf("Message %d", i+1)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: 3}}
+	}
+	if _, err := d.c.EnqueueMany(d.ctx, "t_queue", msgs); err != nil {
+		return err
+	}
+	s, err := d.session("mailer")
+	if err != nil {
+		return err
+	}
+	defer s.Close(d.ctx)
+	say("20 messages; 5, 10 and 15 always fail to send; attempt limit 3")
+	for round := 1; ; round++ {
+		ms, err := s.Claim(d.ctx, "t_queue", baton.ClaimOptions{Max: 10})
+		if errors.Is(err, baton.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		var line []string
+		for _, m := range ms {
+			n := strings.TrimPrefix(string(m.Payload), "Message ")
+			if n == "5" || n == "10" || n == "15" {
+				line = append(line, n+"✗")
+				if err := s.RetryAfter(d.ctx, m, 0, errors.New("mailbox unavailable")); err != nil {
+					return err
+				}
+				continue
+			}
+			line = append(line, n)
+			if err := s.Ack(d.ctx, m); err != nil {
+				return err
+			}
+		}
+		say("  batch %d: %s", round, strings.Join(line, " "))
+	}
+	dead, err := d.c.DeadLetters(d.ctx, "t_queue", 10)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, m := range dead {
+		names = append(names, string(m.Payload))
+	}
+	say("dead letters after 3 attempts: %s", strings.Join(names, ", "))
+	return nil
+}
+
+// tableEvents: seed 004, subscriptions on a table written by plain SQL.
+func (d *demo) tableEvents() error {
+	heading("6. Table-change subscriptions (seed 004)")
+	path, ok := strings.CutPrefix(d.dsn, "sqlite://")
+	if !ok {
+		say("(shown on SQLite only: run the demo without --dsn)")
+		return nil
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE languages (language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER)`); err != nil {
+		return err
+	}
+	for _, name := range []string{"send_email", "ring_bell"} {
+		if err := d.c.Subscribe(d.ctx, baton.Subscription{Name: name, Table: "languages", Actions: []baton.Action{baton.Insert}}); err != nil {
+			return err
+		}
+	}
+	say("subscriptions send_email and ring_bell on inserts into languages;")
+	say("500 rows inserted with plain SQL, in one transaction...")
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 500; i++ {
+		if _, err := tx.Exec(`INSERT INTO languages (name, year_released) VALUES ('Dylan', ?)`, i); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	var order []int
+	start := time.Now()
+	err = d.c.WorkEvents(d.ctx, "ring_bell", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+		var pk struct {
+			ID int `json:"language_id"`
+		}
+		_ = json.Unmarshal(e.PK, &pk)
+		order = append(order, pk.ID)
+		return nil
+	}, baton.WorkerOptions{Mode: baton.Ordered, Drain: true})
+	if err != nil {
+		return err
+	}
+	inOrder := sort.IntsAreSorted(order)
+	say("ring_bell, one ordered worker: %d events in %v, in insert order: %v", len(order), time.Since(start).Round(time.Millisecond), inOrder)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	start = time.Now()
+	err = d.c.WorkEvents(d.ctx, "send_email", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+		mu.Lock()
+		seen[string(e.PK)]++
+		mu.Unlock()
+		return nil
+	}, baton.WorkerOptions{Concurrency: 5, Drain: true})
+	if err != nil {
+		return err
+	}
+	twice := 0
+	for _, n := range seen {
+		if n > 1 {
+			twice++
+		}
+	}
+	say("send_email, five parallel workers: %d events in %v, %d handled twice", len(seen), time.Since(start).Round(time.Millisecond), twice)
+	if !inOrder || len(order) != 500 || len(seen) != 500 || twice != 0 {
+		return errors.New("events were lost, duplicated or out of order")
+	}
 	return nil
 }

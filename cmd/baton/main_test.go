@@ -270,3 +270,24 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("after: %q", out)
 	}
 }
+
+// TestDemo: the README's first command runs every scenario and says so.
+func TestDemo(t *testing.T) {
+	cmd := exec.Command(bin, "demo")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "BATON_DSN=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"deadlock", "no job was ever processed by two runners at once",
+		"dead letters after 3 attempts: Message 5, Message 10, Message 15", "in insert order: true", "0 handled twice",
+		"All scenarios ran as described"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if entries, _ := os.ReadDir(cmd.Dir); len(entries) != 0 {
+		t.Fatalf("demo left files in the working directory: %v", entries)
+	}
+}
