@@ -32,9 +32,12 @@ type WorkerOptions struct {
 	// Grace is how long a shutdown waits for running handlers before
 	// cancelling their contexts (default 10s).
 	Grace time.Duration
-	// Prefetch is how many messages are claimed ahead of the handlers
-	// (default: Concurrency, at least 32): larger batches mean fewer
-	// statements per message, at the cost of holding more claims.
+	// Prefetch is how many messages are claimed ahead of the handlers at
+	// first (default: Concurrency, at least 32; 256 in Ordered mode, where
+	// the batch is run in order by one handler). It grows (up to 256) while
+	// the handlers run dry and shrinks back when prefetched messages wait
+	// long: larger batches mean fewer statements per message, fewer claims
+	// held mean fairer sharing between processes when handlers are slow.
 	Prefetch int
 	// Drain makes Work return once no message is ready and none is in
 	// flight (the cron pattern) instead of waiting for more.
@@ -66,6 +69,11 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	}
 	if opts.Prefetch <= 0 {
 		opts.Prefetch = max(opts.Concurrency, 32)
+		if opts.Mode == Ordered {
+			// Only one worker can hold an ordered queue anyway: large
+			// in-order batches cost no fairness and save claims.
+			opts.Prefetch = 256
+		}
 	}
 	if opts.Name == "" {
 		opts.Name = "worker " + queue
@@ -117,6 +125,7 @@ type worker struct {
 	open    int               // claimed and not yet settled (acked, retried, failed)
 	waiting map[*Message]bool // claimed, not yet started: their leases are kept
 	broken  atomic.Bool       // Ordered: a message of the current batch failed
+	ahead   atomic.Int64      // current prefetch, adapted to the handlers' speed
 	settled chan struct{}     // signalled when open decreases
 }
 
@@ -131,7 +140,23 @@ type result struct {
 // prefetched ones, so that handlers never wait for a round trip and each
 // claim and acknowledgement carries many messages.
 func (w *worker) capacity() int {
-	return w.o.Concurrency + w.o.Prefetch
+	return w.o.Concurrency + int(w.ahead.Load())
+}
+
+// maxPrefetch bounds the adaptive prefetch.
+const maxPrefetch = 256
+
+// adapt grows the prefetch when the handlers ran dry (the claims could not
+// keep up) and shrinks it back towards the configured one when prefetched
+// messages had to wait long enough for their leases to need renewing.
+func (w *worker) adapt(grow bool) {
+	cur := w.ahead.Load()
+	switch {
+	case grow && cur < maxPrefetch:
+		w.ahead.Store(min(2*cur, maxPrefetch))
+	case !grow && cur > int64(w.o.Prefetch):
+		w.ahead.Store(max(cur/2, int64(w.o.Prefetch)))
+	}
 }
 
 func (w *worker) loop(ctx, hctx context.Context) error {
@@ -139,6 +164,7 @@ func (w *worker) loop(ctx, hctx context.Context) error {
 	w.results = make(chan result, w.capacity())
 	w.settled = make(chan struct{}, 1)
 	w.waiting = map[*Message]bool{}
+	w.ahead.Store(int64(w.o.Prefetch))
 	keeperDone := make(chan struct{})
 	stopKeeper := make(chan struct{})
 	go func() { defer close(keeperDone); w.keeper(stopKeeper) }()
@@ -219,6 +245,10 @@ func (w *worker) fetch(ctx context.Context) error {
 			}
 			continue
 		}
+		if openBefore == 0 && len(msgs) == free {
+			// The handlers ran dry and the claim was full: claim more.
+			w.adapt(true)
+		}
 		w.mu.Lock()
 		w.open += len(msgs)
 		for _, m := range msgs {
@@ -277,14 +307,19 @@ func (w *worker) keeper(stop chan struct{}) {
 		// Under the lock: a handler takes a message out of waiting (and
 		// then reads its claim) only once its renewal is done.
 		w.mu.Lock()
+		renewed := false
 		for m := range w.waiting {
 			if time.Since(m.claimedAt) > w.o.Visibility/3 {
 				ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
 				_ = w.s.Extend(ctx, m, w.o.Visibility)
 				cancel()
+				renewed = true
 			}
 		}
 		w.mu.Unlock()
+		if renewed {
+			w.adapt(false) // handlers are slow: hold fewer claims
+		}
 	}
 }
 
