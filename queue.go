@@ -400,12 +400,6 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		defer cancel()
 	}
 	var wake chan struct{}
-	if opts.Wait != 0 {
-		// Registered before the first attempt, so that a message committed
-		// between the attempt and the wait is not missed.
-		wake = c.addQueueWaiter(queue)
-		defer c.removeQueueWaiter(queue, wake)
-	}
 	for {
 		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
 		if err != nil {
@@ -419,6 +413,15 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		}
 		if opts.Wait == 0 {
 			return nil, ErrEmpty
+		}
+		if wake == nil {
+			// Wait only once registered, and try again right after
+			// registering: a message committed between the attempt and
+			// the registration is not missed. Claims that find work at
+			// once never register (registering can cost a query).
+			wake = c.addQueueWaiter(queue)
+			defer c.removeQueueWaiter(queue, wake)
+			continue
 		}
 		// Wake-ups bring new messages; this poll is only the safety net
 		// for a lost one, so it is sparse.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -90,7 +91,8 @@ sqlite the scratch file goes next to the named file).`,
 					return exec.Command(exe, "--dsn", dsn, "bench", "child")
 				},
 			}
-			return runBench(cmd.Context(), "bench locks", backend, asJSON, printBenchTable,
+			return runBench(cmd.Context(), "bench locks", backend, asJSON,
+				benchTable(true, "ratio: lock_pair, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process = p50 ÷ baseline p50 (above 1 is slower)"),
 				func(progress func(string)) ([]bench.Record, error) {
 					cfg.Progress = progress
 					return bench.Run(cmd.Context(), cfg)
@@ -117,29 +119,41 @@ func benchChildCmd(g *globals) *cobra.Command {
 	}
 }
 
-func printBenchTable(w io.Writer, recs []bench.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S\tBASE P50 µs\tRATIO")
-	num := func(v float64, prec int) string {
-		if v == 0 {
-			return "-"
+// benchTable returns a printer of records as a table, with a baseline p50
+// column when latency baselines are part of the suite, and a footer line
+// saying what the ratio means.
+func benchTable(baseP50 bool, footer string) func(io.Writer, []bench.Record) error {
+	return func(w io.Writer, recs []bench.Record) error {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		head := "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S"
+		if baseP50 {
+			head += "\tBASE P50 µs"
 		}
-		return fmt.Sprintf("%.*f", prec, v)
-	}
-	for _, r := range recs {
-		base := r.Baseline
-		if base == "" {
-			base = "-"
+		fmt.Fprintln(tw, head+"\tRATIO")
+		num := func(v float64, prec int) string {
+			if v == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.*f", prec, v)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Backend, r.Ops,
-			num(r.OpsPerSec, 0), num(r.P50us, 0), num(r.P99us, 0), base,
-			num(r.BaselineOpsPerSec, 0), num(r.BaselineP50us, 0), num(r.Ratio, 2))
-	}
-	if err := tw.Flush(); err != nil {
+		for _, r := range recs {
+			base := r.Baseline
+			if base == "" {
+				base = "-"
+			}
+			cols := []string{r.Name, r.Backend, fmt.Sprint(r.Ops), num(r.OpsPerSec, 0), num(r.P50us, 0), num(r.P99us, 0),
+				base, num(r.BaselineOpsPerSec, 0)}
+			if baseP50 {
+				cols = append(cols, num(r.BaselineP50us, 0))
+			}
+			fmt.Fprintln(tw, strings.Join(append(cols, num(r.Ratio, 2)), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(w, footer)
 		return err
 	}
-	_, err := fmt.Fprintln(w, "ratio: lock_pair, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process = p50 ÷ baseline p50 (above 1 is slower)")
-	return err
 }
 
 // isTerminal reports whether f is a terminal (a character device).

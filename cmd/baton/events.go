@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -107,9 +106,7 @@ func eventsListCmd(g *globals) *cobra.Command {
 				rows[i] = row{s.Name, s.Table, acts, baton.EventQueue(s.Name), s.MaxAttempts, s.CreatedAt}
 			}
 			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return printJSON(rows)
 			}
 			if len(rows) == 0 {
 				fmt.Println("no subscriptions")
@@ -209,7 +206,7 @@ consumption cases, inserts into an unsubscribed table for writer_overhead.`,
 				return err
 			}
 			cfg := bench.EventsConfig{Backend: backend, Server: server, Rows: rows, Workers: workers, Duration: duration}
-			return runBench(cmd.Context(), "bench events", backend, asJSON, printQueueBenchTable,
+			return runBench(cmd.Context(), "bench events", backend, asJSON, queueBenchTable,
 				func(progress func(string)) ([]bench.Record, error) {
 					cfg.Progress = progress
 					return bench.RunEvents(cmd.Context(), cfg)

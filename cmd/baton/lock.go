@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -198,9 +197,7 @@ of every process: type, namespace, name, mode (SHARED/EXCLUSIVE), status
 				if ls == nil {
 					ls = []baton.LockInfo{}
 				}
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(ls)
+				return printJSON(ls)
 			}
 			if len(ls) == 0 {
 				fmt.Println("no locks held or waited for")

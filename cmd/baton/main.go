@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -178,4 +179,11 @@ func parseTimeout(s string) (time.Duration, error) {
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	return 0, usageErr("--timeout %q is not a duration (examples: 0, 500ms, 10s, 2m, forever)", s)
+}
+
+// printJSON writes v to standard output as indented JSON.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

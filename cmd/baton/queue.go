@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -179,16 +178,14 @@ A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
 				if len(args) == 1 {
-					return enc.Encode(statsJSON(all[0]))
+					return printJSON(statsJSON(all[0]))
 				}
 				out := make([]queueStatsJSON, 0, len(all))
 				for _, st := range all {
 					out = append(out, statsJSON(st))
 				}
-				return enc.Encode(out)
+				return printJSON(out)
 			}
 			if len(all) == 0 {
 				fmt.Println("no queues")
@@ -272,9 +269,7 @@ deletes them.`,
 					}
 					out = append(out, j)
 				}
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return printJSON(out)
 			}
 			if len(ds) == 0 {
 				fmt.Printf("no dead letters in queue %s\n", args[0])
@@ -416,7 +411,7 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
 				return err
 			}
 			cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: duration, Messages: messages, Workers: workers}
-			return runBench(cmd.Context(), "bench queue", backend, asJSON, printQueueBenchTable,
+			return runBench(cmd.Context(), "bench queue", backend, asJSON, queueBenchTable,
 				func(progress func(string)) ([]bench.Record, error) {
 					cfg.Progress = progress
 					return bench.RunQueue(cmd.Context(), cfg)
@@ -431,26 +426,5 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
 	return cmd
 }
 
-func printQueueBenchTable(w io.Writer, recs []bench.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S\tRATIO")
-	num := func(v float64, prec int) string {
-		if v == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.*f", prec, v)
-	}
-	for _, r := range recs {
-		base := r.Baseline
-		if base == "" {
-			base = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Backend, r.Ops,
-			num(r.OpsPerSec, 0), num(r.P50us, 0), num(r.P99us, 0), base, num(r.BaselineOpsPerSec, 0), num(r.Ratio, 2))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(w, "ratio: ops/s ÷ baseline ops/s (above 1 is faster)")
-	return err
-}
+// queueBenchTable prints queue and events records.
+var queueBenchTable = benchTable(false, "ratio: ops/s ÷ baseline ops/s (above 1 is faster)")

@@ -55,29 +55,23 @@ func events(prefix string) *sqldriver.EventsDialect {
 		},
 		Install: func(ti driver.TableInfo) []string {
 			var out []string
-			for _, a := range []struct{ code, event, action, row string }{
-				{"I", "INSERT", "insert", "NEW"}, {"U", "UPDATE", "update", "NEW"}, {"D", "DELETE", "delete", "OLD"},
-			} {
+			for _, a := range sqldriver.CaptureActions {
 				obj := func(cols []string, row string) string {
-					parts := make([]string, len(cols))
-					for i, c := range cols {
-						parts[i] = lit(c) + ", " + row + "." + ident(c)
-					}
-					return "JSON_OBJECT(" + strings.Join(parts, ", ") + ")"
+					return sqldriver.RowObject("JSON_OBJECT", cols, row, lit, ident)
 				}
 				newRow, oldRow := "NULL", "NULL"
-				if a.code != "D" {
+				if a.Code != "D" {
 					newRow = obj(ti.Columns, "NEW")
 				}
-				if a.code != "I" {
+				if a.Code != "I" {
 					oldRow = obj(ti.Columns, "OLD")
 				}
-				pk := obj(ti.PK, a.row)
-				where := " FROM " + prefix + "subscriptions s WHERE s.table_name = " + lit(ti.Name) + " AND LOCATE('" + a.code + "', s.actions) > 0;\n"
-				out = append(out, "CREATE TRIGGER "+ident(prefix+"ev_"+ti.Name+"_"+strings.ToLower(a.code))+
-					" AFTER "+a.event+" ON "+ident(ti.Name)+" FOR EACH ROW BEGIN\n"+
+				pk := obj(ti.PK, a.Row)
+				where := " FROM " + prefix + "subscriptions s WHERE s.table_name = " + lit(ti.Name) + " AND LOCATE('" + a.Code + "', s.actions) > 0;\n"
+				out = append(out, "CREATE TRIGGER "+ident(sqldriver.TriggerName(prefix, ti.Name, a.Code))+
+					" AFTER "+a.Event+" ON "+ident(ti.Name)+" FOR EACH ROW BEGIN\n"+
 					"INSERT INTO "+prefix+"messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n"+
-					"SELECT CONCAT('ev:', s.name), CONVERT(JSON_OBJECT('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.action+"', "+
+					"SELECT CONCAT('ev:', s.name), CONVERT(JSON_OBJECT('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.Action+"', "+
 					"'pk', "+pk+", 'new', "+newRow+", 'old', "+oldRow+") USING utf8mb4), 0, CONVERT("+pk+" USING utf8mb4), "+Now+", "+Now+", 0, s.max_attempts, 'R', '', "+Now+"\n"+
 					where+
 					"INSERT INTO "+prefix+"notifications (channel, payload, created_at) SELECT CONCAT('#q#ev:', s.name), '', "+Now+where+
@@ -86,11 +80,7 @@ func events(prefix string) *sqldriver.EventsDialect {
 			return out
 		},
 		Drop: func(ti driver.TableInfo) []string {
-			var out []string
-			for _, c := range []string{"i", "u", "d"} {
-				out = append(out, "DROP TRIGGER IF EXISTS "+ident(prefix+"ev_"+ti.Name+"_"+c))
-			}
-			return out
+			return sqldriver.DropTriggers(prefix, ti.Name, ident)
 		},
 	}
 }

@@ -321,8 +321,9 @@ SELECT COALESCE(SUM(CASE WHEN state = 'R' AND run_at <= {now} THEN 1 ELSE 0 END)
 SELECT COUNT(*) FROM {p}dead WHERE queue = ?;
 
 -- name: message_ack_many
--- Acknowledges many claims of one session: (id, attempt) pairs.
-DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) IN ({pairs});
+-- Acknowledges many claims of one session: (id, attempt) pairs. The plain
+-- id list lets the planner use the primary key.
+DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs});
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,

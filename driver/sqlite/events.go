@@ -41,40 +41,30 @@ func events(prefix string) *sqldriver.EventsDialect {
 		},
 		Install: func(ti driver.TableInfo) []string {
 			var out []string
-			for _, a := range []struct{ code, event, action, row string }{
-				{"I", "INSERT", "insert", "NEW"}, {"U", "UPDATE", "update", "NEW"}, {"D", "DELETE", "delete", "OLD"},
-			} {
+			for _, a := range sqldriver.CaptureActions {
 				obj := func(cols []string, row string) string {
-					parts := make([]string, len(cols))
-					for i, c := range cols {
-						parts[i] = lit(c) + ", " + row + "." + ident(c)
-					}
-					return "json_object(" + strings.Join(parts, ", ") + ")"
+					return sqldriver.RowObject("json_object", cols, row, lit, ident)
 				}
 				newRow, oldRow := "NULL", "NULL"
-				if a.code != "D" {
+				if a.Code != "D" {
 					newRow = "json(" + obj(ti.Columns, "NEW") + ")"
 				}
-				if a.code != "I" {
+				if a.Code != "I" {
 					oldRow = "json(" + obj(ti.Columns, "OLD") + ")"
 				}
-				pk := obj(ti.PK, a.row)
-				out = append(out, "CREATE TRIGGER "+ident(prefix+"ev_"+ti.Name+"_"+strings.ToLower(a.code))+
-					" AFTER "+a.event+" ON "+ident(ti.Name)+" BEGIN\n"+
+				pk := obj(ti.PK, a.Row)
+				out = append(out, "CREATE TRIGGER "+ident(sqldriver.TriggerName(prefix, ti.Name, a.Code))+
+					" AFTER "+a.Event+" ON "+ident(ti.Name)+" BEGIN\n"+
 					"INSERT INTO "+prefix+"messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n"+
-					"SELECT 'ev:' || s.name, CAST(json_object('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.action+"', "+
+					"SELECT 'ev:' || s.name, CAST(json_object('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.Action+"', "+
 					"'pk', json("+pk+"), 'new', "+newRow+", 'old', "+oldRow+") AS BLOB), 0, "+pk+", "+Now+", "+Now+", 0, s.max_attempts, 'R', '', "+Now+"\n"+
-					"  FROM "+prefix+"subscriptions s WHERE s.table_name = "+lit(ti.Name)+" AND instr(s.actions, '"+a.code+"') > 0;\n"+
+					"  FROM "+prefix+"subscriptions s WHERE s.table_name = "+lit(ti.Name)+" AND instr(s.actions, '"+a.Code+"') > 0;\n"+
 					"END")
 			}
 			return out
 		},
 		Drop: func(ti driver.TableInfo) []string {
-			var out []string
-			for _, c := range []string{"i", "u", "d"} {
-				out = append(out, "DROP TRIGGER IF EXISTS "+ident(prefix+"ev_"+ti.Name+"_"+c))
-			}
-			return out
+			return sqldriver.DropTriggers(prefix, ti.Name, ident)
 		},
 	}
 }

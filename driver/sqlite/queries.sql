@@ -314,8 +314,9 @@ UPDATE {p}messages
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at;
 
 -- name: message_ack_many
--- Acknowledges many claims of one session: (id, attempt) pairs.
-DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND (id, attempt) IN ({pairs});
+-- Acknowledges many claims of one session: (id, attempt) pairs. The plain
+-- id list lets the planner use the primary key.
+DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs});
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,

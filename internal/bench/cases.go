@@ -12,14 +12,19 @@ import (
 
 // openClients opens n baton clients on the scratch database, each as a
 // separate process would; closeAll closes them all and may be called again.
-func (r *runner) openClients(ctx context.Context, n int) (cs []*baton.Client, closeAll func(), err error) {
+func (r *runner) openClients(ctx context.Context, n int) ([]*baton.Client, func(), error) {
+	return openClients(ctx, r.sc.dsn, n)
+}
+
+// openClients opens n clients on a DSN, as n processes would.
+func openClients(ctx context.Context, dsn string, n int) (cs []*baton.Client, closeAll func(), err error) {
 	closeAll = func() {
 		for _, c := range cs {
 			_ = c.Close()
 		}
 	}
 	for range n {
-		c, err := baton.Open(ctx, r.sc.dsn, baton.Options{Name: "baton-bench"})
+		c, err := baton.Open(ctx, dsn, baton.Options{Name: "baton-bench"})
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("open client: %w", err)
@@ -27,6 +32,22 @@ func (r *runner) openClients(ctx context.Context, n int) (cs []*baton.Client, cl
 		cs = append(cs, c)
 	}
 	return cs, closeAll, nil
+}
+
+// openSessions opens n clients with one session each.
+func (r *runner) openSessions(ctx context.Context, n int) ([]*baton.Client, []*baton.Session, func(), error) {
+	cs, closeAll, err := r.openClients(ctx, n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ss := make([]*baton.Session, n)
+	for i, c := range cs {
+		if ss[i], err = c.NewSession(ctx); err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+	}
+	return cs, ss, closeAll, nil
 }
 
 // share is the time one side of a case runs: half the duration when the
@@ -41,15 +62,12 @@ func (r *runner) share() time.Duration {
 // lockPair measures uncontended Lock(write, 0) + Release pairs, then the
 // native pair on the same server.
 func (r *runner) lockPair(ctx context.Context) (*Record, error) {
-	cs, closeAll, err := r.openClients(ctx, 1)
+	_, ss, closeAll, err := r.openSessions(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	s, err := cs[0].NewSession(ctx)
-	if err != nil {
-		return nil, err
-	}
+	s := ss[0]
 	pair := func() error {
 		if _, err := s.Lock(ctx, ns, baton.Write, 0, "pair"); err != nil {
 			return err
@@ -259,19 +277,12 @@ func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name str
 // handoff measures the hand-off between two clients of one process, then
 // the native one.
 func (r *runner) handoff(ctx context.Context) (*Record, error) {
-	cs, closeAll, err := r.openClients(ctx, 2)
+	cs, ss, closeAll, err := r.openSessions(ctx, 2)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	a, err := cs[0].NewSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := cs[1].NewSession(ctx)
-	if err != nil {
-		return nil, err
-	}
+	a, b := ss[0], ss[1]
 	lat, err := runHandoff(ctx, r.share(), batonHandoff(cs[0], a, b, "handoff"))
 	if err != nil {
 		return nil, err
@@ -438,19 +449,12 @@ func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duratio
 // deadlockDetect forms a 2-cycle between sessions of two clients and times
 // the request that closes it until its ErrDeadlock.
 func (r *runner) deadlockDetect(ctx context.Context) (*Record, error) {
-	cs, closeAll, err := r.openClients(ctx, 2)
+	cs, ss, closeAll, err := r.openSessions(ctx, 2)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	s1, err := cs[0].NewSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s2, err := cs[1].NewSession(ctx)
-	if err != nil {
-		return nil, err
-	}
+	s1, s2 := ss[0], ss[1]
 	var lat []time.Duration
 	start := time.Now()
 	for len(lat) < deadlockRounds && (len(lat) < minRounds || time.Since(start) < r.cfg.Duration) {

@@ -162,15 +162,12 @@ func (r *runner) startChild() (*child, error) {
 
 // handoffProcess is the hand-off with the waiter in a child process.
 func (r *runner) handoffProcess(ctx context.Context) (*Record, error) {
-	cs, closeAll, err := r.openClients(ctx, 1)
+	cs, ss, closeAll, err := r.openSessions(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	a, err := cs[0].NewSession(ctx)
-	if err != nil {
-		return nil, err
-	}
+	a := ss[0]
 	ch, err := r.startChild()
 	if err != nil {
 		return nil, err

@@ -162,23 +162,7 @@ func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, 
 		return nil, fmt.Errorf("open baton on the %s scratch database: %w", cfg.Backend, err)
 	}
 	_ = probe.Close()
-	open := func(n int) ([]*baton.Client, func(), error) {
-		var cs []*baton.Client
-		closeAll := func() {
-			for _, c := range cs {
-				_ = c.Close()
-			}
-		}
-		for range n {
-			c, err := baton.Open(ctx, sc.dsn, baton.Options{Name: "baton-bench"})
-			if err != nil {
-				closeAll()
-				return nil, nil, fmt.Errorf("open client: %w", err)
-			}
-			cs = append(cs, c)
-		}
-		return cs, closeAll, nil
-	}
+	open := func(n int) ([]*baton.Client, func(), error) { return openClients(ctx, sc.dsn, n) }
 	d := cfg.Duration
 	switch name {
 	case CaseDrain1, CaseDrainN:

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -105,4 +106,43 @@ func (t *Tx) CaptureDrop(ctx context.Context, ti driver.TableInfo) error {
 // Query runs a query in the transaction (drivers' describe functions).
 func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return t.q().QueryContext(ctx, q, args...)
+}
+
+// CaptureAction is one kind of change a row trigger captures.
+type CaptureAction struct {
+	Code   string // as stored in the registry's actions: I, U or D
+	Event  string // the trigger event: INSERT, UPDATE or DELETE
+	Action string // as events name it: insert, update or delete
+	Row    string // the row that holds the primary key: NEW or OLD
+}
+
+// CaptureActions are the three row triggers of dialects without
+// multi-event triggers.
+var CaptureActions = []CaptureAction{
+	{"I", "INSERT", "insert", "NEW"}, {"U", "UPDATE", "update", "NEW"}, {"D", "DELETE", "delete", "OLD"},
+}
+
+// RowObject renders fn('col', ROW.col, ...) for the columns, with the
+// dialect's literal and identifier quoting.
+func RowObject(fn string, cols []string, row string, lit, ident func(string) string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = lit(c) + ", " + row + "." + ident(c)
+	}
+	return fn + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// TriggerName is baton's trigger for one action on a table.
+func TriggerName(prefix, table, code string) string {
+	return prefix + "ev_" + table + "_" + strings.ToLower(code)
+}
+
+// DropTriggers returns the statements that drop baton's three row triggers
+// on a table.
+func DropTriggers(prefix, table string, ident func(string) string) []string {
+	out := make([]string, 0, len(CaptureActions))
+	for _, a := range CaptureActions {
+		out = append(out, "DROP TRIGGER IF EXISTS "+ident(TriggerName(prefix, table, a.Code)))
+	}
+	return out
 }

@@ -389,20 +389,32 @@ func (t *Tx) MessageAckMany(ctx context.Context, sessionID string, claims []driv
 		return 0, nil
 	}
 	q := t.db.Q("message_ack_many")
-	var b strings.Builder
+	var ids, pairs strings.Builder
 	args := []any{sessionID}
 	for i, c := range claims {
 		if i > 0 {
-			b.WriteByte(',')
+			ids.WriteByte(',')
 		}
 		if t.db.D.Numbered {
-			fmt.Fprintf(&b, "($%d, $%d)", 2+2*i, 3+2*i)
+			fmt.Fprintf(&ids, "$%d", len(args)+1)
 		} else {
-			b.WriteString("(?, ?)")
+			ids.WriteByte('?')
+		}
+		args = append(args, c.ID)
+	}
+	for i, c := range claims {
+		if i > 0 {
+			pairs.WriteByte(',')
+		}
+		if t.db.D.Numbered {
+			fmt.Fprintf(&pairs, "($%d, $%d)", len(args)+1, len(args)+2)
+		} else {
+			pairs.WriteString("(?, ?)")
 		}
 		args = append(args, c.ID, c.Attempt)
 	}
-	q = strings.Replace(strings.Replace(q, "{pairs2}", b.String(), 1), "{pairs}", b.String(), 1)
+	q = strings.Replace(q, "{ids}", ids.String(), 1)
+	q = strings.Replace(strings.Replace(q, "{pairs2}", pairs.String(), 1), "{pairs}", pairs.String(), 1)
 	res, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("message_ack_many: %w", err)
