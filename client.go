@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"strings"
@@ -44,6 +45,10 @@ type Options struct {
 	// Retry is the backoff between a message's attempts (default: 1s
 	// doubling to at most 10m, ±20%).
 	Retry RetryPolicy
+	// Logger receives every error of baton's background work (renewals,
+	// reaping, recovery), which never reaches a caller otherwise. Default:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
@@ -82,6 +87,9 @@ func (o *Options) fill() error {
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(baseName(os.Args[0]), ".test")
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return nil
 }
 
@@ -114,6 +122,8 @@ type Client struct {
 	qnotify     map[string]*notifyState
 	finished    map[string][2]int64 // per queue: acked, dead since the last flush
 	notifyUsers int                 // listeners and waiting consumers: notifications on
+
+	abandoned map[string]bool // lost sessions whose rows must still be deleted
 
 	wakeCh     chan struct{}
 	stopListen func()
@@ -382,14 +392,14 @@ func (c *Client) removeWaiter(id int64) {
 	c.mu.Unlock()
 }
 
-// heartbeatLoop renews the leases of every session of this client in one
-// statement, reports sessions that were lost, and frees the locks of dead
-// sessions of any process.
+// heartbeatLoop renews the leases of this client's live sessions, deletes
+// the sessions it has given up on, and frees the locks of dead sessions of
+// any process. Loss is not decided here: each session's own local deadline
+// fires on its own (see Session.renewed), whatever this loop is blocked on.
 func (c *Client) heartbeatLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.opts.Heartbeat)
 	defer t.Stop()
-	lastOK := time.Now()
 	purge := time.Now()
 	tick := 0
 	for {
@@ -398,102 +408,151 @@ func (c *Client) heartbeatLoop() {
 			return
 		case <-t.C:
 		}
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+		// A renewal that cannot finish before the next tick is no use: the
+		// next one starts afresh on another connection.
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Heartbeat)
 		if err := c.heartbeat(ctx); err != nil {
-			if time.Since(lastOK) > c.opts.Lease {
-				c.loseAll(fmt.Errorf("%w: database unreachable for longer than the lease (%v): %v", ErrSessionLost, c.opts.Lease, err))
-			}
-		} else {
-			lastOK = start
+			c.logf("heartbeat: %v", err)
 		}
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), c.opts.Lease)
+		c.endAbandoned(ctx)
 		if tick++; tick%10 == 0 {
-			_ = c.sweepOrphans(ctx)
+			c.logErr("sweep orphaned lock requests", c.sweepOrphans(ctx))
 		}
 		if tick%5 == 0 {
-			_ = c.recoverStaleClaims(ctx)
+			c.logErr("recover stale claims", c.recoverStaleClaims(ctx))
 		}
 		if tick%10 == 0 {
 			c.flushThroughput(ctx)
 		}
 		if time.Since(purge) > time.Minute {
 			purge = time.Now()
-			_ = c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
-			_ = c.drv.Maintain(ctx)
-			_ = c.drv.NoTx().ThroughputPurge(ctx)
+			c.logErr("purge idle lock rows", c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err }))
+			c.logErr("maintenance", c.drv.Maintain(ctx))
+			c.logErr("purge throughput", c.drv.NoTx().ThroughputPurge(ctx))
 		}
 		cancel()
 	}
 }
 
-// heartbeat renews this client's sessions and ends reapable sessions of
-// others, in one statement where the backend allows.
-func (c *Client) heartbeat(ctx context.Context) (renewErr error) {
-	c.mu.Lock()
-	local := len(c.sessions)
-	c.mu.Unlock()
-	lease := c.opts.Lease
-	if local == 0 {
-		lease = 0 // nothing to renew: only look for the dead
+func (c *Client) logf(format string, a ...any) {
+	c.opts.Logger.Warn("baton: " + fmt.Sprintf(format, a...))
+}
+
+// logErr logs err, if any, as the failure of what.
+func (c *Client) logErr(what string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		c.logf("%s: %v", what, err)
 	}
-	n, refs, err := c.drv.SessionHeartbeat(ctx, c.id, c.hostID, lease, 100)
+}
+
+// margin is how long before the database could reap a session its owner
+// counts it lost: it covers the time a renewal spends in flight before the
+// database stamps it, and bounded differences in clock rate.
+func (c *Client) margin() time.Duration {
+	m := c.opts.Lease / 5
+	if g := c.opts.Lease - c.opts.Heartbeat; m > g/2 {
+		m = g / 2
+	}
+	return m
+}
+
+// abandon records a lost session whose row and locks must be deleted as
+// soon as the database answers.
+func (c *Client) abandon(id string) {
+	c.mu.Lock()
+	if c.abandoned == nil {
+		c.abandoned = map[string]bool{}
+	}
+	c.abandoned[id] = true
+	c.mu.Unlock()
+}
+
+// endAbandoned deletes the sessions this client gave up on, freeing their
+// locks and requests and returning their claims.
+func (c *Client) endAbandoned(ctx context.Context) {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.abandoned))
+	for id := range c.abandoned {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		if err := c.endSession(ctx, id); err != nil {
+			c.logf("delete lost session %s: %v", id, err)
+			return // the database is still away; try again next tick
+		}
+		c.mu.Lock()
+		delete(c.abandoned, id)
+		c.mu.Unlock()
+	}
+}
+
+// liveSessions lists the sessions this client still owns.
+func (c *Client) liveSessions() []*Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ss := make([]*Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		if s.registered() {
+			ss = append(ss, s)
+		}
+	}
+	return ss
+}
+
+// heartbeat renews this client's live sessions by id (a session given up
+// on is never renewed, so never revived) and ends reapable sessions of
+// others, in one statement where the backend allows.
+func (c *Client) heartbeat(ctx context.Context) error {
+	ss := c.liveSessions()
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.id
+	}
+	start := time.Now()
+	n, refs, err := c.drv.SessionHeartbeat(ctx, driver.HeartbeatParams{
+		ClientID: c.id, HostID: c.hostID, SessionIDs: ids, Lease: c.opts.Lease, Limit: 100})
 	if err != nil {
 		return err
 	}
-	if local > 0 && n < local {
-		c.checkLost(ctx)
+	if n == len(ss) {
+		for _, s := range ss {
+			s.renewed(start)
+		}
+	} else if err := c.checkLost(ctx, ss, start); err != nil {
+		return err
 	}
 	for _, r := range refs {
 		if !r.Expired && (r.PID == c.pid || processAlive(r.PID)) {
 			continue
 		}
-		_ = c.endSession(ctx, r.ID)
+		c.logErr("reap session "+r.ID, c.endSession(ctx, r.ID))
 	}
 	return nil
 }
 
-// checkLost finds this client's sessions that are gone from the database
-// (reaped by another process) and reports them lost.
-func (c *Client) checkLost(ctx context.Context) {
-	var live []string
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		live, err = tx.SessionListByClient(ctx, c.id)
-		return err
-	})
+// checkLost runs when a renewal renewed fewer sessions than it named: the
+// sessions still live in the database were renewed at start; the others
+// are gone (reaped by another process) or expired, and are lost.
+func (c *Client) checkLost(ctx context.Context, ss []*Session, start time.Time) error {
+	live, err := c.drv.NoTx().SessionListByClient(ctx, c.id)
 	if err != nil {
-		return
+		return err
 	}
 	alive := map[string]bool{}
 	for _, id := range live {
 		alive[id] = true
 	}
-	c.mu.Lock()
-	var lost []*Session
-	for id, s := range c.sessions {
-		if !alive[id] && s.registered() {
-			lost = append(lost, s)
-		}
-	}
-	c.mu.Unlock()
-	for _, s := range lost {
-		s.lose(fmt.Errorf("%w: its lease expired and another process freed its locks", ErrSessionLost))
-		// A statement of this session may have landed after the reaper
-		// removed it; such requests are ours to delete.
-		_ = c.endSession(ctx, s.id)
-	}
-}
-
-func (c *Client) loseAll(err error) {
-	c.mu.Lock()
-	ss := make([]*Session, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		ss = append(ss, s)
-	}
-	c.mu.Unlock()
 	for _, s := range ss {
-		s.lose(err)
+		if alive[s.id] {
+			s.renewed(start)
+			continue
+		}
+		s.lose(fmt.Errorf("%w: its lease expired and another process freed its locks", ErrSessionLost))
 	}
+	return nil
 }
 
 // endSession deletes a session and every request it has, granting what that

@@ -169,6 +169,12 @@ func (s *Session) acquire(ctx context.Context, ids []driver.Ident, mode string, 
 		}
 		out = append(out, r)
 	}
+	// Every grant above was made before this moment; while the session is
+	// live here, the database cannot have reaped it before then.
+	if err := s.check(); err != nil {
+		s.undoCall(call)
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -279,18 +285,27 @@ func (s *Session) failure(ctx context.Context, err error) error {
 }
 
 // undoCall removes every request of a failed call, granted or waiting, and
-// grants what that frees.
+// grants what that frees. When that cannot be done (the database is away),
+// the session is given up: a request left behind could later be granted to
+// an owner who no longer waits, so the client deletes the whole session as
+// soon as the database answers.
 func (s *Session) undoCall(call int64) {
 	c := s.c
+	if s.Err() != nil {
+		return // ended: the client deletes everything it had
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
 	defer cancel()
-	_ = c.inTx(ctx, func(tx driver.Tx) error {
+	err := c.inTx(ctx, func(tx driver.Tx) error {
 		rs, err := tx.LockRequestListCall(ctx, s.id, call)
 		if err != nil {
 			return err
 		}
 		return c.removeRequests(ctx, tx, rs)
 	})
+	if err != nil {
+		s.lose(fmt.Errorf("%w: a failed lock call could not be withdrawn: %v", ErrSessionLost, err))
+	}
 }
 
 // removeRequests deletes requests and re-examines their identifiers.

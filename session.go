@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -25,6 +26,14 @@ type Session struct {
 	mu    sync.Mutex
 	err   error
 	isReg bool
+	// deadline is the local, monotonic moment at which the session counts
+	// itself lost: the start of its last successful renewal plus the
+	// lease, minus the client's safety margin. The database frees the
+	// session's locks only after the full lease, measured from a later
+	// moment (when the renewal ran there), so the owner hears "lost"
+	// before anyone else can hear "granted".
+	deadline time.Time
+	timer    *time.Timer
 }
 
 // SessionOptions configure a new session.
@@ -50,6 +59,7 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	}
 	c.sessions[s.id] = s
 	c.mu.Unlock()
+	start := time.Now()
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		return tx.SessionInsert(ctx, driver.Session{ID: s.id, ClientID: c.id, Host: c.host, PID: c.pid, Name: o.Name, HostID: c.hostID}, c.opts.Lease)
 	})
@@ -62,7 +72,54 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	s.mu.Lock()
 	s.isReg = true
 	s.mu.Unlock()
+	s.renewed(start)
+	if err := s.check(); err != nil {
+		// The insert took longer than the lease allows: never use it.
+		return nil, fmt.Errorf("baton: start session: %w", err)
+	}
 	return s, nil
+}
+
+// renewed moves the session's local deadline after a successful renewal
+// (or the insert) that started at start.
+func (s *Session) renewed(start time.Time) {
+	d := start.Add(s.c.opts.Lease - s.c.margin())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	if d.After(s.deadline) {
+		s.deadline = d
+	}
+	wait := time.Until(s.deadline)
+	if s.timer == nil {
+		s.timer = time.AfterFunc(wait, s.expire)
+	} else {
+		s.timer.Reset(wait)
+	}
+}
+
+// expire runs when the local deadline may have passed.
+func (s *Session) expire() {
+	s.mu.Lock()
+	left := time.Until(s.deadline)
+	if s.err == nil && left > 0 {
+		s.timer.Reset(left) // renewed meanwhile
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.lose(fmt.Errorf("%w: no lease renewal succeeded in time (the database could free its locks %v after the last one)", ErrSessionLost, s.c.opts.Lease))
+}
+
+// live reports whether the session is neither ended nor past its local
+// deadline. A grant observed while live was made before the database could
+// have reaped the session.
+func (s *Session) live() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err == nil && time.Now().Before(s.deadline)
 }
 
 // ID returns the session's id, as shown in monitoring and by IsUsedLock.
@@ -94,6 +151,9 @@ func (s *Session) end(err error) bool {
 	}
 	s.err = err
 	close(s.done)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	s.mu.Unlock()
 	s.c.mu.Lock()
 	delete(s.c.sessions, s.id)
@@ -108,7 +168,14 @@ func (s *Session) end(err error) bool {
 	return true
 }
 
-func (s *Session) lose(err error) { s.end(err) }
+// lose ends the session with err. Its row and everything it holds are
+// deleted by the client's heartbeat as soon as the database answers: a lost
+// session is never renewed again.
+func (s *Session) lose(err error) {
+	if s.end(err) {
+		s.c.abandon(s.id)
+	}
+}
 
 // Close ends the session and releases every lock it holds, at once.
 func (s *Session) Close(ctx context.Context) error {
@@ -127,6 +194,10 @@ func (s *Session) Close(ctx context.Context) error {
 func (s *Session) check() error {
 	if err := s.Err(); err != nil {
 		return err
+	}
+	if !s.live() {
+		s.expire()
+		return s.Err()
 	}
 	return nil
 }

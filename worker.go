@@ -51,6 +51,12 @@ type WorkerOptions struct {
 // it stops claiming, lets running handlers finish within the grace period,
 // cancels the rest and ends its session, which gives their messages back to
 // the queue. It returns nil after a graceful stop.
+//
+// A worker survives the loss of its session (the database was unreachable
+// for longer than the lease, or restarted): it stops claiming at once,
+// cancels the contexts of running handlers (their messages will be
+// delivered again), waits until the database answers, and carries on with
+// a new session.
 func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts WorkerOptions) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
@@ -82,6 +88,42 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	if err != nil {
 		return err
 	}
+	for {
+		err := c.workWith(ctx, s, queue, handler, opts)
+		if !errors.Is(err, ErrSessionLost) || ctx.Err() != nil {
+			return err
+		}
+		c.logf("worker on queue %q: %v; carrying on with a new session", queue, err)
+		if s, err = c.renewSession(ctx, opts.Name); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// renewSession opens a new session after a loss, waiting for the database
+// to answer, until ctx ends or the client is closed.
+func (c *Client) renewSession(ctx context.Context, name string) (*Session, error) {
+	delay := c.opts.PollInterval
+	for {
+		s, err := c.NewSession(ctx, SessionOptions{Name: name})
+		if err == nil || errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return s, err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		delay = min(2*delay, c.opts.Lease)
+	}
+}
+
+// workWith runs the worker with one session until ctx ends, the drain is
+// done, or the session is lost (then it returns the loss).
+func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler Handler, opts WorkerOptions) error {
 	w := &worker{c: c, s: s, queue: queue, h: handler, o: opts}
 	// Handler contexts outlive ctx by the grace period.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -101,8 +143,23 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 		case <-stopGrace:
 		}
 	}()
-	runErr := w.loop(ctx, hctx)
+	// A lost session stops claiming and handling at once: whatever it
+	// claimed may already be another worker's.
+	lctx, lcancel := context.WithCancel(ctx)
+	defer lcancel()
+	go func() {
+		select {
+		case <-s.Done():
+			lcancel()
+			hcancel()
+		case <-lctx.Done():
+		}
+	}()
+	runErr := w.loop(lctx, hctx)
 	close(stopGrace)
+	if err := s.Err(); errors.Is(err, ErrSessionLost) {
+		return err
+	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Lease)
 	defer cancel()
 	if err := s.Close(closeCtx); err != nil && runErr == nil {
@@ -366,6 +423,12 @@ func (w *worker) completer() {
 				break more
 			}
 		}
+		if w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed) {
+			// Lost: its claims go back to the queue when the client
+			// deletes the session; nothing can be settled with it.
+			w.settle(len(batch))
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
 		var acks []driver.Claim
 		for _, r := range batch {
@@ -399,13 +462,18 @@ func (w *worker) completer() {
 			}
 		}
 		cancel()
-		w.mu.Lock()
-		w.open -= len(batch)
-		w.mu.Unlock()
-		select {
-		case w.settled <- struct{}{}:
-		default:
-		}
+		w.settle(len(batch))
+	}
+}
+
+// settle records that n open messages are settled.
+func (w *worker) settle(n int) {
+	w.mu.Lock()
+	w.open -= n
+	w.mu.Unlock()
+	select {
+	case w.settled <- struct{}{}:
+	default:
 	}
 }
 

@@ -154,10 +154,11 @@ type Driver interface {
 	// On SQLite it takes the write lock at once (BEGIN IMMEDIATE).
 	Begin(ctx context.Context) (Tx, error)
 
-	// SessionHeartbeat renews the client's sessions (returning how many)
-	// and lists other clients' sessions that may be reaped, in as few
-	// statements as the backend allows.
-	SessionHeartbeat(ctx context.Context, clientID, hostID string, lease time.Duration, limit int) (renewed int, reapable []SessionRef, err error)
+	// SessionHeartbeat renews the named sessions whose lease has not run
+	// out (returning how many it renewed; an expired session is never
+	// revived) and lists other clients' sessions that may be reaped, in as
+	// few statements as the backend allows.
+	SessionHeartbeat(ctx context.Context, p HeartbeatParams) (renewed int, reapable []SessionRef, err error)
 
 	// LockFastAcquire grants one uncontended lock in a single short
 	// transaction when nobody holds a conflicting lock and nobody waits on
@@ -225,6 +226,17 @@ type ListenParams struct {
 	Interval time.Duration
 }
 
+// HeartbeatParams are the inputs of Driver.SessionHeartbeat.
+type HeartbeatParams struct {
+	ClientID string
+	HostID   string
+	// SessionIDs are the sessions to renew: those the client still owns,
+	// never one it has reported lost.
+	SessionIDs []string
+	Lease      time.Duration
+	Limit      int // at most this many reapable sessions
+}
+
 // FastAcquireParams are the inputs of Driver.LockFastAcquire.
 type FastAcquireParams struct {
 	SessionID string
@@ -261,10 +273,11 @@ type Tx interface {
 	// SessionInsert creates a session with a lease of the given length,
 	// measured on the database's clock.
 	SessionInsert(ctx context.Context, s Session, lease time.Duration) error
-	// SessionRenew extends the lease of every session of the client and
-	// returns how many it renewed.
-	SessionRenew(ctx context.Context, clientID string, lease time.Duration) (int, error)
-	// SessionListByClient lists the ids of a client's sessions.
+	// SessionRenew extends the lease of the named sessions whose lease has
+	// not run out and returns how many it renewed.
+	SessionRenew(ctx context.Context, ids []string, lease time.Duration) (int, error)
+	// SessionListByClient lists the ids of a client's sessions whose lease
+	// has not run out.
 	SessionListByClient(ctx context.Context, clientID string) ([]string, error)
 	// SessionDelete removes a session row.
 	SessionDelete(ctx context.Context, id string) error

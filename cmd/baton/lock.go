@@ -108,11 +108,8 @@ func runLocked(ctx context.Context, g *globals, ns string, mode baton.Mode, time
 		return err
 	}
 	defer c.Close()
-	s, err := c.NewSession(actx, baton.SessionOptions{Name: "baton lock " + command[0]})
+	s, err := lockWithRetry(actx, c, "baton lock "+command[0], ns, mode, timeout, names)
 	if err != nil {
-		return err
-	}
-	if _, err := s.Lock(actx, ns, mode, timeout, names...); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return &cliError{code: 130, msg: "lock: interrupted while waiting"}
 		}
@@ -158,6 +155,47 @@ wait:
 		return &exitStatus{code: exitLost}
 	}
 	return &exitStatus{code: childStatus(werr)}
+}
+
+// lockWithRetry takes the locks in a new session. A waiter whose session is
+// lost before it got its locks has lost nothing: it carries on with a new
+// session within what is left of its timeout (a try-once call tries once
+// more). Only a holder's loss is an error (exit 77, in runLocked).
+func lockWithRetry(ctx context.Context, c *baton.Client, owner, ns string, mode baton.Mode, timeout time.Duration, names []string) (*baton.Session, error) {
+	deadline := time.Now().Add(timeout)
+	retried := false
+	for {
+		s, err := c.NewSession(ctx, baton.SessionOptions{Name: owner})
+		if err == nil {
+			left := timeout
+			if timeout > 0 {
+				if left = time.Until(deadline); left <= 0 {
+					left = 0
+				}
+			}
+			if _, err = s.Lock(ctx, ns, mode, left, names...); err == nil {
+				return s, nil
+			}
+			closeCtx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = s.Close(closeCtx)
+			ccancel()
+			if !errors.Is(err, baton.ErrSessionLost) {
+				return nil, err
+			}
+		} else if !retried {
+			return nil, err // the first session cannot start: say why
+		}
+		if ctx.Err() != nil || (timeout >= 0 && time.Now().After(deadline) && retried) {
+			return nil, fmt.Errorf("%w: %v", baton.ErrTimeout, err)
+		}
+		retried = true
+		fmt.Fprintf(os.Stderr, "baton: %v; waiting again with a new session\n", err)
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 func childStatus(err error) int {

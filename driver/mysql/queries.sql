@@ -19,10 +19,12 @@ INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at,
 VALUES (?, ?, ?, ?, ?, {now}, {now} + ?, ?);
 
 -- name: session_renew
-UPDATE {p}sessions SET expires_at = {now} + ? WHERE client_id = ?;
+-- Renew the named sessions ({list}, from the second argument on) whose
+-- lease has not run out: an expired session is never revived.
+UPDATE {p}sessions SET expires_at = {now} + ? WHERE expires_at > {now} AND id IN ({list});
 
 -- name: session_list_by_client
-SELECT id FROM {p}sessions WHERE client_id = ?;
+SELECT id FROM {p}sessions WHERE client_id = ? AND expires_at > {now};
 
 -- name: session_delete
 DELETE FROM {p}sessions WHERE id = ?;

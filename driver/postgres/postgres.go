@@ -239,11 +239,16 @@ func (d *Driver) Close() error {
 }
 
 // SessionHeartbeat implements driver.Driver in one statement.
-func (d *Driver) SessionHeartbeat(ctx context.Context, clientID, hostID string, lease time.Duration, limit int) (int, []driver.SessionRef, error) {
-	if lease <= 0 {
-		return d.DB.SessionHeartbeat(ctx, clientID, hostID, lease, limit)
+func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
+	if len(p.SessionIDs) == 0 {
+		return d.DB.SessionHeartbeat(ctx, p)
 	}
-	rows, err := d.QueryNamed(ctx, nil, "session_heartbeat", lease.Microseconds(), clientID, hostID, limit)
+	q := sqldriver.ExpandList(d.Q("session_heartbeat"), true, 5, len(p.SessionIDs))
+	args := []any{p.Lease.Microseconds(), p.ClientID, p.HostID, p.Limit}
+	for _, id := range p.SessionIDs {
+		args = append(args, id)
+	}
+	rows, err := d.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return 0, nil, err
 	}

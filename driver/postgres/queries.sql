@@ -6,10 +6,12 @@ INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at,
 VALUES ($1, $2, $3, $4, $5, {now}, {now} + $6, $7);
 
 -- name: session_renew
-UPDATE {p}sessions SET expires_at = {now} + $1 WHERE client_id = $2;
+-- Renew the named sessions ({list}, from the second argument on) whose
+-- lease has not run out: an expired session is never revived.
+UPDATE {p}sessions SET expires_at = {now} + $1 WHERE expires_at > {now} AND id IN ({list});
 
 -- name: session_list_by_client
-SELECT id FROM {p}sessions WHERE client_id = $1;
+SELECT id FROM {p}sessions WHERE client_id = $1 AND expires_at > {now};
 
 -- name: session_delete
 DELETE FROM {p}sessions WHERE id = $1;
@@ -307,10 +309,11 @@ RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_
 DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
 
 -- name: session_heartbeat
--- The heartbeat in one statement: renew the client's sessions and list the
--- sessions of others that may be reaped. Arguments: lease, client id,
--- host id, limit.
-WITH r AS (UPDATE {p}sessions SET expires_at = {now} + $1::bigint WHERE client_id = $2 RETURNING id)
+-- The heartbeat in one statement: renew the client's live sessions (never
+-- an expired one) and list the sessions of others that may be reaped.
+-- Arguments: lease, client id, host id, limit, then the session ids.
+WITH r AS (UPDATE {p}sessions SET expires_at = {now} + $1::bigint
+           WHERE expires_at > {now} AND id IN ({list}) RETURNING id)
 SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
   FROM (SELECT 1) AS one
   LEFT JOIN LATERAL (SELECT id, pid, expires_at < {now} AS expired FROM {p}sessions

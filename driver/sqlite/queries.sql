@@ -8,10 +8,12 @@ INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at,
 VALUES (?1, ?2, ?3, ?4, ?5, {now}, {now} + ?6, ?7);
 
 -- name: session_renew
-UPDATE {p}sessions SET expires_at = {now} + ?1 WHERE client_id = ?2;
+-- Renew the named sessions ({list}, from the second argument on) whose
+-- lease has not run out: an expired session is never revived.
+UPDATE {p}sessions SET expires_at = {now} + ?1 WHERE expires_at > {now} AND id IN ({list});
 
 -- name: session_list_by_client
-SELECT id FROM {p}sessions WHERE client_id = ?;
+SELECT id FROM {p}sessions WHERE client_id = ? AND expires_at > {now};
 
 -- name: session_delete
 DELETE FROM {p}sessions WHERE id = ?;

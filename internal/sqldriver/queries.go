@@ -69,3 +69,9 @@ func expandList(q string, numbered bool, first, n int) string {
 	}
 	return strings.ReplaceAll(q, "{list}", b.String())
 }
+
+// ExpandList is expandList for backends that build a listed query
+// themselves.
+func ExpandList(q string, numbered bool, first, n int) string {
+	return expandList(q, numbered, first, n)
+}

@@ -239,10 +239,15 @@ func (t *Tx) SessionInsert(ctx context.Context, s driver.Session, lease time.Dur
 }
 
 // SessionRenew implements driver.Tx.
-func (t *Tx) SessionRenew(ctx context.Context, clientID string, lease time.Duration) (int, error) {
-	r, err := t.exec(ctx, "session_renew", us(lease), clientID)
+func (t *Tx) SessionRenew(ctx context.Context, ids []string, lease time.Duration) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	q := expandList(t.db.Q("session_renew"), t.db.D.Numbered, 2, len(ids))
+	args := append([]any{us(lease)}, stringArgs(ids)...)
+	r, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("session_renew: %w", err)
 	}
 	n, err := r.RowsAffected()
 	return int(n), err
@@ -717,16 +722,13 @@ func sortIdents(ids []driver.Ident) {
 
 // SessionHeartbeat implements driver.Driver with two statements, each
 // on its own (no transaction needed).
-func (db *DB) SessionHeartbeat(ctx context.Context, clientID, hostID string, lease time.Duration, limit int) (int, []driver.SessionRef, error) {
+func (db *DB) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
 	t := &Tx{db: db}
-	n := 0
-	if lease > 0 {
-		var err error
-		if n, err = t.SessionRenew(ctx, clientID, lease); err != nil {
-			return 0, nil, err
-		}
+	n, err := t.SessionRenew(ctx, p.SessionIDs, p.Lease)
+	if err != nil {
+		return 0, nil, err
 	}
-	refs, err := t.SessionListReapable(ctx, clientID, hostID, limit)
+	refs, err := t.SessionListReapable(ctx, p.ClientID, p.HostID, p.Limit)
 	return n, refs, err
 }
 
@@ -741,4 +743,12 @@ func (db *DB) IsRetryable(err error) bool {
 // LockRequestStatuses implements driver.Driver.
 func (db *DB) LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]driver.Request, error) {
 	return RequestStatuses(ctx, db.SQL, db, ids)
+}
+
+func stringArgs(v []string) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
 }
