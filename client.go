@@ -130,6 +130,7 @@ type Client struct {
 	quit       chan struct{}
 	wg         sync.WaitGroup
 	lastDetect time.Time
+	lastRescue time.Time
 }
 
 type waiter struct {
@@ -421,7 +422,8 @@ func (c *Client) heartbeatLoop() {
 			c.logErr("sweep orphaned lock requests", c.sweepOrphans(ctx))
 		}
 		if tick%5 == 0 {
-			c.logErr("recover stale claims", c.recoverStaleClaims(ctx))
+			_, err := c.recoverStaleClaims(ctx)
+			c.logErr("recover stale claims", err)
 		}
 		if tick%10 == 0 {
 			c.flushThroughput(ctx)
@@ -524,13 +526,49 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	} else if err := c.checkLost(ctx, ss, start); err != nil {
 		return err
 	}
+	c.reap(ctx, refs)
+	return nil
+}
+
+// reap ends the sessions among refs that are dead: lease run out, or a
+// process of this host that no longer runs. It returns how many it ended.
+func (c *Client) reap(ctx context.Context, refs []driver.SessionRef) int {
+	n := 0
 	for _, r := range refs {
 		if !r.Expired && (r.PID == c.pid || processAlive(r.PID)) {
 			continue
 		}
-		c.logErr("reap session "+r.ID, c.endSession(ctx, r.ID))
+		if err := c.endSession(ctx, r.ID); err != nil {
+			c.logErr("reap session "+r.ID, err)
+			continue
+		}
+		n++
 	}
-	return nil
+	return n
+}
+
+// rescue frees what dead sessions hold and returns stale claims to their
+// queues, at most once per poll interval per client. Claims that find
+// nothing call it, so that a process that runs only now and then (a cron
+// drain) picks up a killed worker's messages without waiting for some
+// long-running process to reap them. It reports whether it freed anything.
+func (c *Client) rescue(ctx context.Context) bool {
+	c.mu.Lock()
+	if !c.lastRescue.IsZero() && time.Since(c.lastRescue) < c.opts.PollInterval {
+		c.mu.Unlock()
+		return false
+	}
+	c.lastRescue = time.Now()
+	c.mu.Unlock()
+	refs, err := c.drv.NoTx().SessionListReapable(ctx, c.id, c.hostID, 100)
+	if err != nil {
+		c.logErr("look for dead sessions", err)
+		return false
+	}
+	n := c.reap(ctx, refs)
+	m, err := c.recoverStaleClaims(ctx)
+	c.logErr("recover stale claims", err)
+	return n+m > 0
 }
 
 // checkLost runs when a renewal renewed fewer sessions than it named: the

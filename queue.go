@@ -411,6 +411,9 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		if len(msgs) > 0 {
 			return msgs, nil
 		}
+		if c.rescue(ctx) {
+			continue // a dead worker's messages may be ready now
+		}
 		if opts.Wait == 0 {
 			return nil, ErrEmpty
 		}
@@ -699,14 +702,15 @@ func (c *Client) recoverClaims(ctx context.Context, tx driver.Tx, refs []driver.
 }
 
 // recoverStaleClaims returns to their queues the claims whose lease ran out
-// or whose session is gone.
-func (c *Client) recoverStaleClaims(ctx context.Context) error {
+// or whose session is gone, and says how many.
+func (c *Client) recoverStaleClaims(ctx context.Context) (int, error) {
 	// Look first without a transaction: there is nearly always nothing.
 	if refs, err := c.drv.NoTx().ClaimsStale(ctx, 1); err != nil || len(refs) == 0 {
-		return err
+		return 0, err
 	}
 	var queues []string
 	err := c.inTx(ctx, func(tx driver.Tx) error {
+		queues = nil
 		refs, err := tx.ClaimsStale(ctx, 100)
 		if err != nil || len(refs) == 0 {
 			return err
@@ -724,7 +728,7 @@ func (c *Client) recoverStaleClaims(ctx context.Context) error {
 	for _, q := range queues {
 		c.queueWake(q)
 	}
-	return err
+	return len(queues), err
 }
 
 // countFinished adds to this process's unflushed throughput counts.
