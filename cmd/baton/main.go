@@ -121,7 +121,8 @@ The default is sqlite:baton.db in the current directory.
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(lockCmd(g), locksCmd(g), migrateCmd(g), demoCmd(g))
+	root.AddCommand(lockCmd(g), locksCmd(g), migrateCmd(g), demoCmd(g), versionCmd())
+	setVersion(root)
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}
