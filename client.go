@@ -46,13 +46,13 @@ type Options struct {
 	Retry RetryPolicy
 }
 
-var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
+var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`) })
 
 func (o *Options) fill() error {
 	if o.Prefix == "" {
 		o.Prefix = "baton_"
 	}
-	if !prefixRE.MatchString(o.Prefix) {
+	if !prefixRE().MatchString(o.Prefix) {
 		return fmt.Errorf("baton: table prefix %q: use letters, digits and underscores (at most 31)", o.Prefix)
 	}
 	if o.Lease == 0 {
@@ -116,7 +116,9 @@ type Client struct {
 	notifyUsers int                 // listeners and waiting consumers: notifications on
 
 	wakeCh     chan struct{}
-	stopListen func()
+	listenMu   sync.Mutex
+	stopListen func() // nil until the listener starts (see listening)
+	unlistened bool   // Close stopped the listener: do not start it again
 	quit       chan struct{}
 	wg         sync.WaitGroup
 	lastDetect time.Time
@@ -164,7 +166,9 @@ func redact(dsn string) string {
 }
 
 // Open connects to the database a DSN names, applies migrations (unless
-// opts.NoMigrate) and starts the client's heartbeat and wake-up listener.
+// opts.NoMigrate) and starts the client's heartbeat. The wake-up listener
+// (a connection of its own on PostgreSQL and MySQL) starts on the first
+// wait for a lock or a message, or the first Listen.
 //
 //	sqlite:///var/lib/app/baton.db   sqlite:baton.db   sqlite::memory:
 //	postgres://user@host:5432/db     mysql://user:pass@host:3306/db
@@ -186,10 +190,6 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 			return nil, fmt.Errorf("baton: migrate: %w", err)
 		}
 	}
-	if err := drv.Prepare(ctx); err != nil {
-		drv.Close()
-		return nil, fmt.Errorf("baton: prepare: %w", err)
-	}
 	host, _ := os.Hostname()
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
@@ -197,16 +197,73 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
-	stop, err := drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: o.PollInterval})
-	if err != nil {
-		drv.Close()
-		return nil, fmt.Errorf("baton: listen: %w", err)
-	}
-	c.stopListen = stop
+	// The listening connection starts on the first wait or Listen, and
+	// statements are prepared once the client has lived a heartbeat: a
+	// one-shot command (push, a lock around a short command) opens one
+	// connection and pays no round trip it would not reuse.
+	c.wg.Add(1)
+	go c.prepareLater()
 	c.wg.Add(2)
 	go c.wakeLoop()
 	go c.heartbeatLoop()
 	return c, nil
+}
+
+// listening starts the driver's listener (wake-ups of lock waiters and
+// queue consumers, notifications, the waiters' safety-net poll) unless it
+// runs already. Every path that waits calls it before registering its
+// waiter; anything that happened before the listener ran is caught by the
+// wake it sends once started.
+func (c *Client) listening(ctx context.Context) error {
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	if c.stopListen != nil {
+		return nil
+	}
+	if c.unlistened {
+		return ErrClosed
+	}
+	stop, err := c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
+	if err != nil {
+		return fmt.Errorf("baton: listen: %w", err)
+	}
+	c.stopListen = stop
+	c.wake()
+	c.wakeAllQueuesLocal()
+	return nil
+}
+
+// stopListening stops the listener if it runs, for good.
+func (c *Client) stopListening() {
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	c.unlistened = true
+	if c.stopListen != nil {
+		c.stopListen()
+	}
+}
+
+// prepareLater prepares the backend's statements once the client has
+// lived for a heartbeat; Close cancels it.
+func (c *Client) prepareLater() {
+	defer c.wg.Done()
+	t := time.NewTimer(c.opts.Heartbeat)
+	defer t.Stop()
+	select {
+	case <-c.quit:
+		return
+	case <-t.C:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = c.drv.Prepare(ctx)
 }
 
 // Migrate applies pending migrations.
@@ -245,7 +302,7 @@ func (c *Client) Close() error {
 		}
 	}
 	close(c.quit)
-	c.stopListen()
+	c.stopListening()
 	c.wg.Wait()
 	errs = append(errs, c.drv.Close())
 	return errors.Join(errs...)

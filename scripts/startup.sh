@@ -32,17 +32,21 @@ PGDSN="$PG${sep}search_path=$schema"
 SQDSN="sqlite://$tmp/startup.db"
 
 # median_ms CMD...: runs CMD N times (output discarded) and prints the
-# median wall time in milliseconds.
+# median wall time in milliseconds, timed from python3 so that the timer's
+# own process start-up is not counted.
 median_ms() {
-  local times=()
-  for _ in $(seq 1 "$N"); do
-    local t0 t1
-    t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
-    t1=$(date +%s%N)
-    times+=($(( (t1 - t0) / 1000 )))
-  done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.1f\n", m / 1000}'
+  python3 - "$N" "$@" <<'PY'
+import statistics, subprocess, sys, time
+n, cmd = int(sys.argv[1]), sys.argv[2:]
+times = []
+for _ in range(n):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times.append((time.perf_counter() - t0) * 1000)
+    if r.returncode != 0:
+        sys.exit("failed: " + " ".join(cmd))
+print("%.1f" % statistics.median(times))
+PY
 }
 
 row() { printf '| %-52s | %8s |\n' "$1" "$2"; }
@@ -53,6 +57,7 @@ psql -q "$PG" -c "CREATE SCHEMA $schema" >/dev/null
 
 echo "| command (median of $N, whole process) | ms |"
 echo "|---|---:|"
+row "true (process start-up floor)" "$(median_ms true)"
 row "psql -c 'select 1'" "$(median_ms psql -q "$PG" -c 'select 1')"
 row "baton queue push (PostgreSQL)" "$(median_ms "$BATON" --dsn "$PGDSN" queue push startup x)"
 row "baton lock --write job -- true (PostgreSQL)" "$(median_ms "$BATON" --dsn "$PGDSN" lock --write job -- true)"
