@@ -237,7 +237,10 @@ migrate at the same moment. Clients also migrate on start unless told not to.
 On PostgreSQL, baton's tables go in the first schema of the DSN's
 search_path (postgres://.../db?search_path=myschema). migrate up creates that
 schema when it does not exist and says so; other commands fail with an error
-naming the missing schema.`,
+naming the missing schema.
+
+While migrations are applied, a progress line is shown on stderr when stderr
+is a terminal; otherwise stderr stays silent.`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{"up", "status"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -264,7 +267,15 @@ naming the missing schema.`,
 			}
 			st, err := d.MigrationStatus(cmd.Context())
 			if action == "up" && err == nil {
+				pending := 0
+				for _, m := range st {
+					if !m.Applied {
+						pending++
+					}
+				}
+				sp := progress("migrate", fmt.Sprintf("applying %d pending migrations", pending))
 				st, err = d.Migrate(cmd.Context())
+				sp.stop()
 			}
 			if err != nil {
 				return err
