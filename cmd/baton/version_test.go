@@ -49,3 +49,14 @@ drivers: sqlite (modernc.org/sqlite v1.62.0)
 		t.Fatalf("got:\n%s\nwant:\n%s", s.String(), want)
 	}
 }
+
+// TestVersionLinkTime: make release's -X main.version wins over the
+// module's version.
+func TestVersionLinkTime(t *testing.T) {
+	old := version
+	t.Cleanup(func() { version = old })
+	version = "v9.9.9"
+	if got := readBuildInfo().Version; got != "v9.9.9" {
+		t.Fatalf("version %q, want the link-time v9.9.9", got)
+	}
+}
