@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/driver/sqlite"
 )
 
 func demoCmd(g *globals) *cobra.Command {
@@ -44,7 +43,7 @@ written. The scenarios:
   5. A mail queue: batches of 10, failures to the back of the queue until
      their attempt limit, then dead letters (seed 002).
   6. Table-change subscriptions: an ordered worker and parallel workers on
-     the changes of a table written by plain SQL (seed 004; SQLite only).`,
+     the changes of a table written by plain SQL (seed 004).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("dsn") || os.Getenv("BATON_DSN") != "" {
@@ -438,12 +437,11 @@ func (d *demo) mailQueue() error {
 // tableEvents: seed 004, subscriptions on a table written by plain SQL.
 func (d *demo) tableEvents() error {
 	heading("6. Table-change subscriptions (seed 004)")
-	path, err := sqlite.ParseDSN(d.dsn)
-	if err != nil || path == ":memory:" {
-		say("(shown on a SQLite file only: run the demo without --dsn)")
+	if d.dsn == "sqlite::memory:" {
+		say("(not shown on sqlite::memory:, which no other connection can write)")
 		return nil
 	}
-	db, err := openSQLiteFile(path)
+	db, backend, err := openRaw(d.dsn)
 	if err != nil {
 		return err
 	}
@@ -451,7 +449,16 @@ func (d *demo) tableEvents() error {
 	// On a database of the user's the application table carries the
 	// demo's prefix too, and is dropped with the rest.
 	table := d.appPrefix + "languages"
-	if _, err := db.Exec(`CREATE TABLE ` + table + ` (language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER)`); err != nil {
+	ddl := map[string]string{
+		"sqlite":   "language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER",
+		"postgres": "language_id serial PRIMARY KEY, name text, year_released integer",
+		"mysql":    "language_id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100), year_released INT",
+	}[backend]
+	bind := "?"
+	if backend == "postgres" {
+		bind = "$1"
+	}
+	if _, err := db.Exec(`CREATE TABLE ` + table + ` (` + ddl + `)`); err != nil {
 		return err
 	}
 	for _, name := range []string{"send_email", "ring_bell"} {
@@ -466,7 +473,7 @@ func (d *demo) tableEvents() error {
 		return err
 	}
 	for i := 0; i < 500; i++ {
-		if _, err := tx.Exec(`INSERT INTO `+table+` (name, year_released) VALUES ('Dylan', ?)`, i); err != nil {
+		if _, err := tx.Exec(`INSERT INTO `+table+` (name, year_released) VALUES ('Dylan', `+bind+`)`, i); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
