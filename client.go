@@ -200,9 +200,15 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat: a
 	// one-shot command (push, a lock around a short command) opens one
-	// connection and pays no round trip it would not reuse.
-	c.wg.Add(1)
-	go c.prepareLater()
+	// connection and pays no round trip it would not reuse. A backend
+	// that prepares in-process (SQLite) prepares at once: it costs no
+	// round trip and halves the cost of later statements.
+	if lp, ok := drv.(localPreparer); ok && lp.PreparesLocally() {
+		_ = drv.Prepare(ctx)
+	} else {
+		c.wg.Add(1)
+		go c.prepareLater()
+	}
 	c.wg.Add(2)
 	go c.wakeLoop()
 	go c.heartbeatLoop()
@@ -241,6 +247,12 @@ func (c *Client) stopListening() {
 	if c.stopListen != nil {
 		c.stopListen()
 	}
+}
+
+// localPreparer is a backend whose statements are prepared in-process,
+// without a round trip to a server.
+type localPreparer interface {
+	PreparesLocally() bool
 }
 
 // prepareLater prepares the backend's statements once the client has
