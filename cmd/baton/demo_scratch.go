@@ -67,32 +67,31 @@ func openSQLiteFile(path string) (*sql.DB, error) {
 	return sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
 }
 
+// catalogQuery lists objects by name prefix ($1/? the prefix's length,
+// $2/? the prefix), each quoted; drop is the statement that drops one.
+type catalogQuery struct{ list, drop string }
+
+var catalogQueries = map[string][]catalogQuery{
+	"sqlite": {{
+		`SELECT '"' || replace(name, '"', '""') || '"' FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ? ORDER BY name`,
+		"DROP TABLE IF EXISTS %s"}},
+	"postgres": {{
+		`SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema() AND left(tablename, $1) = $2 ORDER BY tablename`,
+		"DROP TABLE IF EXISTS %s CASCADE"}, {
+		`SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		 WHERE n.nspname = current_schema() AND left(p.proname, $1) = $2 ORDER BY 1`,
+		"DROP FUNCTION IF EXISTS %s CASCADE"}},
+	"mysql": {{
+		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_name",
+		"DROP TABLE IF EXISTS %s"}},
+}
+
 // prefixedObjects lists the tables (and, on PostgreSQL, functions) whose
 // names start with prefix, each as the statement that drops it.
 func prefixedObjects(ctx context.Context, db *sql.DB, backend, prefix string) ([]string, error) {
-	var queries []struct{ q, drop string }
-	switch backend {
-	case "sqlite":
-		queries = append(queries, struct{ q, drop string }{
-			`SELECT '"' || replace(name, '"', '""') || '"' FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ? ORDER BY name`,
-			"DROP TABLE IF EXISTS %s"})
-	case "postgres":
-		queries = append(queries,
-			struct{ q, drop string }{
-				`SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema() AND left(tablename, $1) = $2 ORDER BY tablename`,
-				"DROP TABLE IF EXISTS %s CASCADE"},
-			struct{ q, drop string }{
-				`SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-				 WHERE n.nspname = current_schema() AND left(p.proname, $1) = $2 ORDER BY 1`,
-				"DROP FUNCTION IF EXISTS %s CASCADE"})
-	case "mysql":
-		queries = append(queries, struct{ q, drop string }{
-			"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_name",
-			"DROP TABLE IF EXISTS %s"})
-	}
 	var out []string
-	for _, q := range queries {
-		rows, err := db.QueryContext(ctx, q.q, len(prefix), prefix)
+	for _, q := range catalogQueries[backend] {
+		rows, err := db.QueryContext(ctx, q.list, len(prefix), prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -122,8 +121,9 @@ func dropPrefixed(dsn, prefix string) error {
 		return err
 	}
 	defer db.Close()
-	// A table's triggers go with it; a PostgreSQL function that one of
-	// them used goes after, so drop in two rounds.
+	// A table's indexes and triggers go with it, and tables are dropped
+	// before functions; look again until nothing is left, in case an
+	// object could only go once another had.
 	dropped := map[string]int{}
 	for round := 0; round < 3; round++ {
 		stmts, err := prefixedObjects(ctx, db, backend, prefix)
