@@ -31,8 +31,8 @@ With --dsn (or BATON_DSN) it runs on that database instead, under tables of
 its own named demo_XXXXXXXX_* (a fresh prefix each run; --prefix is not
 used), and drops every one of them when it ends, also after a failure or
 Ctrl-C: its queues, dead letters, subscriptions, sessions and locks go
-with them. It says what it dropped. Nothing else in the database is read or
-written. The scenarios:
+with them. It says what it dropped. Nothing else in the database is
+changed. The scenarios:
 
   1. MySQL's locking service: namespaces, read/write locks, atomic multi-lock
      calls, timeouts, deadlock detection, monitoring, fencing tokens.
