@@ -116,9 +116,11 @@ type Client struct {
 	notifyUsers int                 // listeners and waiting consumers: notifications on
 
 	wakeCh     chan struct{}
-	listenMu   sync.Mutex
-	stopListen func() // nil until the listener starts (see listening)
-	unlistened bool   // Close stopped the listener: do not start it again
+	listenMu    sync.Mutex
+	stopListen  func()        // nil until the listener runs (see listening)
+	listenStart chan struct{} // closed when the start under way ends
+	listenErr   error         // how the last start failed
+	unlistened  bool          // Close stopped the listener: do not start it again
 	quit       chan struct{}
 	wg         sync.WaitGroup
 	lastDetect time.Time
@@ -217,10 +219,31 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 
 // listening starts the driver's listener (wake-ups of lock waiters and
 // queue consumers, notifications, the waiters' safety-net poll) unless it
-// runs already. Every path that waits calls it before registering its
-// waiter; anything that happened before the listener ran is caught by the
-// wake it sends once started.
+// runs already, and returns once it runs, or when ctx ends first (the start
+// then goes on for the next waiter). Every path that waits calls it before
+// registering its waiter; anything that happened before the listener ran
+// is caught by the wake it sends once started.
 func (c *Client) listening(ctx context.Context) error {
+	c.listenMu.Lock()
+	switch {
+	case c.stopListen != nil:
+		c.listenMu.Unlock()
+		return nil
+	case c.unlistened:
+		c.listenMu.Unlock()
+		return ErrClosed
+	case c.listenStart == nil:
+		c.listenStart = make(chan struct{})
+		c.wg.Add(1)
+		go c.startListener(c.listenStart)
+	}
+	started := c.listenStart
+	c.listenMu.Unlock()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	c.listenMu.Lock()
 	defer c.listenMu.Unlock()
 	if c.stopListen != nil {
@@ -229,17 +252,41 @@ func (c *Client) listening(ctx context.Context) error {
 	if c.unlistened {
 		return ErrClosed
 	}
-	stop, err := c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
-	if err != nil {
-		return fmt.Errorf("baton: listen: %w", err)
-	}
-	c.stopListen = stop
-	c.wake()
-	c.wakeAllQueuesLocal()
-	return nil
+	return c.listenErr
 }
 
-// stopListening stops the listener if it runs, for good.
+// startListener starts the driver's listener on behalf of every waiter,
+// within a lease; a failed start is tried again by the next waiter.
+func (c *Client) startListener(done chan struct{}) {
+	defer c.wg.Done()
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stop, err := c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	c.listenStart = nil
+	switch {
+	case err != nil:
+		c.listenErr = fmt.Errorf("baton: listen: %w", err)
+	case c.unlistened:
+		stop() // Close came first
+	default:
+		c.stopListen, c.listenErr = stop, nil
+		c.wake()
+		c.wakeAllQueuesLocal()
+	}
+}
+
+// stopListening stops the listener if it runs, for good; a start under way
+// stops it when it ends.
 func (c *Client) stopListening() {
 	c.listenMu.Lock()
 	defer c.listenMu.Unlock()

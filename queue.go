@@ -421,6 +421,9 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 			// the registration is not missed. Claims that find work at
 			// once never register (registering can cost a query).
 			if err := c.listening(ctx); err != nil {
+				if errors.Is(context.Cause(ctx), ErrEmpty) {
+					return nil, ErrEmpty
+				}
 				return nil, err
 			}
 			wake = c.addQueueWaiter(queue)

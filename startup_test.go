@@ -1,6 +1,7 @@
 package baton_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -62,6 +63,48 @@ func TestOneShotOneConnection(t *testing.T) {
 		defer l.Close()
 		if n := conns(); n != 2 {
 			t.Fatalf("after Listen the client holds %d connections, want 2 (pool and listener)", n)
+		}
+	})
+}
+
+// TestShortWaitStartsListener: a wait shorter than the listener's start (a
+// connection on PostgreSQL and MySQL) still ends as a wait does, with
+// ErrEmpty or ErrTimeout, and the start goes on for the next waiter.
+func TestShortWaitStartsListener(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, err := baton.Open(ctxT(t), b.NewDSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Claim(ctxT(t), "empty", baton.ClaimOptions{Wait: time.Microsecond}); !errors.Is(err, baton.ErrEmpty) {
+			t.Fatalf("claim with a short wait: %v, want ErrEmpty", err)
+		}
+		other, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Lock(ctxT(t), "ns", baton.Write, 0, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Lock(ctxT(t), "ns", baton.Write, time.Microsecond, "x"); !errors.Is(err, baton.ErrTimeout) {
+			t.Fatalf("lock with a short wait: %v, want ErrTimeout", err)
+		}
+		// A listener that runs delivers.
+		l, err := c.Listen(ctxT(t), "news")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := c.Notify(ctxT(t), "news", "hi"); err != nil {
+			t.Fatal(err)
+		}
+		if n := next(t, l); n.Payload != "hi" {
+			t.Fatalf("notification %+v", n)
 		}
 	})
 }
