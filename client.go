@@ -115,15 +115,17 @@ type Client struct {
 	finished    map[string][2]int64 // per queue: acked, dead since the last flush
 	notifyUsers int                 // listeners and waiting consumers: notifications on
 
-	wakeCh      chan struct{}
+	wakeCh     chan struct{}
+	quit       chan struct{}
+	wg         sync.WaitGroup
+	lastDetect time.Time
+
+	// the listener, started by the first waiter (see listening)
 	listenMu    sync.Mutex
-	stopListen  func()        // nil until the listener runs (see listening)
+	stopListen  func()        // nil until the listener runs
 	listenStart chan struct{} // closed when the start under way ends
 	listenErr   error         // how the last start failed
 	unlistened  bool          // Close stopped the listener: do not start it again
-	quit        chan struct{}
-	wg          sync.WaitGroup
-	lastDetect  time.Time
 }
 
 type waiter struct {
