@@ -51,13 +51,13 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
+var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`) })
 
 func (o *Options) fill() error {
 	if o.Prefix == "" {
 		o.Prefix = "baton_"
 	}
-	if !prefixRE.MatchString(o.Prefix) {
+	if !prefixRE().MatchString(o.Prefix) {
 		return fmt.Errorf("baton: table prefix %q: use letters, digits and underscores (at most 31)", o.Prefix)
 	}
 	if o.Lease == 0 {
@@ -126,11 +126,17 @@ type Client struct {
 	abandoned map[string]bool // lost sessions whose rows must still be deleted
 
 	wakeCh     chan struct{}
-	stopListen func()
 	quit       chan struct{}
 	wg         sync.WaitGroup
 	lastDetect time.Time
 	lastRescue time.Time
+
+	// the listener, started by the first waiter (see listening)
+	listenMu    sync.Mutex
+	stopListen  func()        // nil until the listener runs
+	listenStart chan struct{} // closed when the start under way ends
+	listenErr   error         // how the last start failed
+	unlistened  bool          // Close stopped the listener: do not start it again
 }
 
 type waiter struct {
@@ -175,7 +181,9 @@ func redact(dsn string) string {
 }
 
 // Open connects to the database a DSN names, applies migrations (unless
-// opts.NoMigrate) and starts the client's heartbeat and wake-up listener.
+// opts.NoMigrate) and starts the client's heartbeat. The wake-up listener
+// (a connection of its own on PostgreSQL and MySQL) starts on the first
+// wait for a lock or a message, or the first Listen.
 //
 //	sqlite:///var/lib/app/baton.db   sqlite:baton.db   sqlite::memory:
 //	postgres://user@host:5432/db     mysql://user:pass@host:3306/db
@@ -197,10 +205,6 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 			return nil, fmt.Errorf("baton: migrate: %w", err)
 		}
 	}
-	if err := drv.Prepare(ctx); err != nil {
-		drv.Close()
-		return nil, fmt.Errorf("baton: prepare: %w", err)
-	}
 	host, _ := os.Hostname()
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
@@ -208,16 +212,130 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
-	stop, err := drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: o.PollInterval})
-	if err != nil {
-		drv.Close()
-		return nil, fmt.Errorf("baton: listen: %w", err)
+	// The listening connection starts on the first wait or Listen, and
+	// statements are prepared once the client has lived a heartbeat: a
+	// one-shot command (push, a lock around a short command) opens one
+	// connection and pays no round trip it would not reuse. A backend
+	// that prepares in-process (SQLite) prepares at once: it costs no
+	// round trip and halves the cost of later statements.
+	if lp, ok := drv.(localPreparer); ok && lp.PreparesLocally() {
+		_ = drv.Prepare(ctx)
+	} else {
+		c.wg.Add(1)
+		go c.prepareLater()
 	}
-	c.stopListen = stop
 	c.wg.Add(2)
 	go c.wakeLoop()
 	go c.heartbeatLoop()
 	return c, nil
+}
+
+// listening starts the driver's listener (wake-ups of lock waiters and
+// queue consumers, notifications, the waiters' safety-net poll) unless it
+// runs already, and returns once it runs, or when ctx ends first (the start
+// then goes on for the next waiter). Every path that waits calls it before
+// registering its waiter; anything that happened before the listener ran
+// is caught by the wake it sends once started.
+func (c *Client) listening(ctx context.Context) error {
+	c.listenMu.Lock()
+	switch {
+	case c.stopListen != nil:
+		c.listenMu.Unlock()
+		return nil
+	case c.unlistened:
+		c.listenMu.Unlock()
+		return ErrClosed
+	case c.listenStart == nil:
+		c.listenStart = make(chan struct{})
+		c.wg.Add(1)
+		go c.startListener(c.listenStart)
+	}
+	started := c.listenStart
+	c.listenMu.Unlock()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	if c.stopListen != nil {
+		return nil
+	}
+	if c.unlistened {
+		return ErrClosed
+	}
+	return c.listenErr
+}
+
+// startListener starts the driver's listener on behalf of every waiter,
+// within a lease; a failed start is tried again by the next waiter.
+func (c *Client) startListener(done chan struct{}) {
+	defer c.wg.Done()
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stop, err := c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	c.listenStart = nil
+	switch {
+	case err != nil:
+		c.listenErr = fmt.Errorf("baton: listen: %w", err)
+	case c.unlistened:
+		stop() // Close came first
+	default:
+		c.stopListen, c.listenErr = stop, nil
+		c.wake()
+		c.wakeAllQueuesLocal()
+	}
+}
+
+// stopListening stops the listener if it runs, for good; a start under way
+// stops it when it ends.
+func (c *Client) stopListening() {
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	c.unlistened = true
+	if c.stopListen != nil {
+		c.stopListen()
+	}
+}
+
+// localPreparer is a backend whose statements are prepared in-process,
+// without a round trip to a server.
+type localPreparer interface {
+	PreparesLocally() bool
+}
+
+// prepareLater prepares the backend's statements once the client has
+// lived for a heartbeat; Close cancels it.
+func (c *Client) prepareLater() {
+	defer c.wg.Done()
+	t := time.NewTimer(c.opts.Heartbeat)
+	defer t.Stop()
+	select {
+	case <-c.quit:
+		return
+	case <-t.C:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = c.drv.Prepare(ctx)
 }
 
 // Migrate applies pending migrations.
@@ -256,7 +374,7 @@ func (c *Client) Close() error {
 		}
 	}
 	close(c.quit)
-	c.stopListen()
+	c.stopListening()
 	c.wg.Wait()
 	errs = append(errs, c.drv.Close())
 	return errors.Join(errs...)

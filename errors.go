@@ -1,6 +1,10 @@
 package baton
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/batonhq/baton/driver"
+)
 
 // Errors that callers test with errors.Is. Returned errors wrap these with
 // details (which name, which session, why).
@@ -25,6 +29,10 @@ var (
 	// ErrInvalid is returned for a bad argument: a channel name, a
 	// payload, an option. Nothing was done.
 	ErrInvalid = errors.New("baton: invalid argument")
+	// ErrNoSchema is returned by Open (and Migrate) when the PostgreSQL
+	// schema the DSN's search_path names does not exist; `baton migrate`
+	// creates it.
+	ErrNoSchema = driver.ErrNoSchema
 	// ErrBadDSN is returned by Open for a DSN it cannot use.
 	ErrBadDSN = errors.New("baton: bad DSN")
 )

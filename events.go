@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -49,7 +50,9 @@ type Subscription struct {
 	CreatedAt   time.Time
 }
 
-var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+var tableRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+})
 
 // EventQueue is the queue that holds a subscription's events: work it with
 // Work (or WorkEvents), Claim, Stats, DeadLetters like any queue.
@@ -66,7 +69,7 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 	if err := ValidateQueue(s.Name); err != nil {
 		return fmt.Errorf("%w: subscription name %q: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
 	}
-	if !tableRE.MatchString(s.Table) {
+	if !tableRE().MatchString(s.Table) {
 		return fmt.Errorf("%w: table %q: use a name of letters, digits and '_' (schema.table on PostgreSQL)", ErrInvalid, s.Table)
 	}
 	if s.MaxAttempts < 0 {

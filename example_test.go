@@ -2,8 +2,12 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -130,4 +134,85 @@ func ExampleClient_Work() {
 	// Output:
 	// sent: [ann bob]
 	// dead: nobody after 3 attempts
+}
+
+// Table-change events: baton's triggers write one event per change of the
+// application's table, in the writer's own transaction, whatever client
+// wrote it; a worker takes them in order.
+func ExampleClient_Subscribe() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "baton-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "app.db")
+	c, err := baton.Open(ctx, "sqlite://"+path)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	// The application's own connection and table.
+	app, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		panic(err)
+	}
+	defer app.Close()
+	if _, err := app.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)`); err != nil {
+		panic(err)
+	}
+	err = c.Subscribe(ctx, baton.Subscription{Name: "shipping", Table: "orders",
+		Actions: []baton.Action{baton.Insert, baton.Update}})
+	if err != nil {
+		panic(err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO orders (item) VALUES ('book')`,
+		`UPDATE orders SET item = 'two books' WHERE id = 1`,
+		`DELETE FROM orders`, // not subscribed: no event
+	} {
+		if _, err := app.Exec(stmt); err != nil {
+			panic(err)
+		}
+	}
+	err = c.WorkEvents(ctx, "shipping", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+		var row struct {
+			ID   int    `json:"id"`
+			Item string `json:"item"`
+		}
+		if err := json.Unmarshal(e.New, &row); err != nil {
+			return err
+		}
+		fmt.Printf("%s order %d: %s\n", e.Action, row.ID, row.Item)
+		return nil
+	}, baton.WorkerOptions{Mode: baton.Ordered, Drain: true})
+	if err != nil {
+		panic(err)
+	}
+	// Output:
+	// insert order 1: book
+	// update order 1: two books
+}
+
+// Notifications reach every listener of a channel, in any process, once
+// the notifying transaction commits.
+func ExampleClient_Listen() {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, "sqlite::memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	l, err := c.Listen(ctx, "cache")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	if err := c.Notify(ctx, "cache", "invalidate users:42"); err != nil {
+		panic(err)
+	}
+	n := <-l.C()
+	fmt.Printf("%s: %s\n", n.Channel, n.Payload)
+	// Output: cache: invalidate users:42
 }

@@ -232,6 +232,9 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	// Waiting. The waiter is registered only now that the request is
 	// committed (a status check on another connection must find it); a
 	// grant that came in between is caught by the check this wake runs.
+	if err := c.listening(ctx); err != nil {
+		return driver.Request{}, s.failure(ctx, err)
+	}
 	w := c.addWaiter(req.ID, s.id)
 	c.wake()
 	// This request may have closed a cycle.

@@ -14,12 +14,12 @@ import (
 // NOTIFY limit with room to spare, the same on every backend.
 const MaxPayload = 4000
 
-var channelRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+var channelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
 
 // ValidateChannel checks a notification channel name: 1 to 64 letters,
 // digits, '_', '.', ':' or '-'.
 func ValidateChannel(ch string) error {
-	if !channelRE.MatchString(ch) {
+	if !channelRE().MatchString(ch) {
 		return fmt.Errorf("%w: channel %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, ch)
 	}
 	return nil
@@ -111,6 +111,9 @@ func (c *Client) Listen(ctx context.Context, channels ...string) (*Listener, err
 			return nil, err
 		}
 		l.channels[ch] = true
+	}
+	if err := c.listening(ctx); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	if c.closed {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -56,12 +57,12 @@ func (m QueueMode) String() string {
 	return [...]string{"parallel", "ordered", "per-key"}[m]
 }
 
-var queueRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+var queueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
 
 // ValidateQueue checks a queue name: 1 to 64 letters, digits, '_', '.',
 // ':' or '-'.
 func ValidateQueue(q string) error {
-	if !queueRE.MatchString(q) {
+	if !queueRE().MatchString(q) {
 		return fmt.Errorf("%w: queue %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, q)
 	}
 	return nil
@@ -422,6 +423,12 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 			// registering: a message committed between the attempt and
 			// the registration is not missed. Claims that find work at
 			// once never register (registering can cost a query).
+			if err := c.listening(ctx); err != nil {
+				if errors.Is(context.Cause(ctx), ErrEmpty) {
+					return nil, ErrEmpty
+				}
+				return nil, err
+			}
 			wake = c.addQueueWaiter(queue)
 			defer c.removeQueueWaiter(queue, wake)
 			continue

@@ -20,6 +20,10 @@ import (
 // ErrNoRows is returned by single-row lookups that found nothing.
 var ErrNoRows = errors.New("baton/driver: no rows")
 
+// ErrNoSchema is returned by Migrate when the schema that is to hold
+// baton's tables (PostgreSQL's search_path) does not exist.
+var ErrNoSchema = errors.New("baton: schema does not exist")
+
 // Lock kinds: the locking service and MySQL-style user-level locks have
 // separate identifier spaces.
 const (

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -26,7 +25,9 @@ func benchCmd(g *globals) *cobra.Command {
 		Short: "Measure baton against the database's own primitives",
 		Long: `Measure baton on a backend, side by side with the database's native
 primitive in the same run, in a scratch database that is dropped afterwards.
-See docs/benchmarks.md for the cases and published figures.`,
+See docs/benchmarks.md for the cases and published figures. The running case
+is shown on a progress line on stderr when stderr is a terminal (not with
+--json).`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(benchLocksCmd(g), benchQueueCmd(g), benchEventsCmd(g), benchChildCmd(g))
@@ -156,60 +157,6 @@ func benchTable(baseP50 bool, footer string) func(io.Writer, []bench.Record) err
 	}
 }
 
-// isTerminal reports whether f is a terminal (a character device).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// spinner shows the running case on one line of a terminal.
-type spinner struct {
-	w       io.Writer
-	backend string
-	mu      sync.Mutex
-	name    string
-	since   time.Time
-	quit    chan struct{}
-	done    chan struct{}
-}
-
-func startSpinner(w io.Writer, backend string) *spinner {
-	s := &spinner{w: w, backend: backend, name: "preparing", since: time.Now(),
-		quit: make(chan struct{}), done: make(chan struct{})}
-	go s.run()
-	return s
-}
-
-func (s *spinner) set(name string) {
-	s.mu.Lock()
-	s.name, s.since = name, time.Now()
-	s.mu.Unlock()
-}
-
-func (s *spinner) run() {
-	defer close(s.done)
-	frames := []string{"|", "/", "-", `\`}
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for i := 0; ; i++ {
-		s.mu.Lock()
-		line := fmt.Sprintf("%s bench %s: %s %.1fs", frames[i%len(frames)], s.backend, s.name, time.Since(s.since).Seconds())
-		s.mu.Unlock()
-		fmt.Fprint(s.w, "\r\x1b[K"+line)
-		select {
-		case <-s.quit:
-			fmt.Fprint(s.w, "\r\x1b[K")
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (s *spinner) stop() {
-	close(s.quit)
-	<-s.done
-}
-
 // runBench runs one benchmark suite with a spinner on a terminal, and
 // prints its records as a table or as JSON lines.
 func runBench(ctx context.Context, what, backend string, asJSON bool,
@@ -218,7 +165,7 @@ func runBench(ctx context.Context, what, backend string, asJSON bool,
 	var sp *spinner
 	var progress func(string)
 	if !asJSON && isTerminal(os.Stderr) {
-		sp = startSpinner(os.Stderr, backend)
+		sp = startSpinner(os.Stderr, "bench "+backend)
 		progress = sp.set
 	}
 	recs, runErr := run(progress)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,9 +23,16 @@ import (
 func demoCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
-		Short: "Guided run of the seed scenarios on embedded SQLite",
+		Short: "Guided run of the seed scenarios (embedded SQLite unless --dsn is given)",
 		Long: `A guided run of the scenarios baton grew from, on a fresh SQLite file in a
-temporary directory (or on --dsn when given explicitly):
+temporary directory that is removed at the end.
+
+With --dsn (or BATON_DSN) it runs on that database instead, under tables of
+its own named demo_XXXXXXXX_* (a fresh prefix each run; --prefix is not
+used), and drops every one of them when it ends, also after a failure or
+Ctrl-C: its queues, dead letters, subscriptions, sessions and locks go
+with them. It says what it dropped. Nothing else in the database is
+changed. The scenarios:
 
   1. MySQL's locking service: namespaces, read/write locks, atomic multi-lock
      calls, timeouts, deadlock detection, monitoring, fencing tokens.
@@ -37,19 +43,30 @@ temporary directory (or on --dsn when given explicitly):
   5. A mail queue: batches of 10, failures to the back of the queue until
      their attempt limit, then dead letters (seed 002).
   6. Table-change subscriptions: an ordered worker and parallel workers on
-     the changes of a table written by plain SQL (seed 004; SQLite only).`,
+     the changes of a table written by plain SQL (seed 004).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dsn := g.dsn
-			if !cmd.Flags().Changed("dsn") && os.Getenv("BATON_DSN") == "" {
-				dir, err := os.MkdirTemp("", "baton-demo-")
-				if err != nil {
-					return err
+			if cmd.Flags().Changed("dsn") || os.Getenv("BATON_DSN") != "" {
+				prefix := demoPrefix()
+				say("baton demo on %s, under tables named %s* that it drops at the end", redactDSN(g.dsn), prefix)
+				err := runDemo(cmd.Context(), g.dsn, prefix, prefix)
+				if cerr := dropPrefixed(g.dsn, prefix); cerr != nil {
+					return errors.Join(err, cerr)
 				}
-				defer os.RemoveAll(dir)
-				dsn = "sqlite://" + filepath.Join(dir, "demo.db")
+				return err
 			}
-			return runDemo(cmd.Context(), dsn, g.prefix)
+			dir, err := os.MkdirTemp("", "baton-demo-")
+			if err != nil {
+				return err
+			}
+			dsn := "sqlite://" + filepath.Join(dir, "demo.db")
+			say("baton demo on %s (a temporary file, removed at the end)", dsn)
+			err = runDemo(cmd.Context(), dsn, g.prefix, "")
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			say("\nRemoved %s.", dir)
+			return err
 		},
 	}
 }
@@ -59,6 +76,8 @@ type demo struct {
 	dsn    string
 	prefix string
 	c      *baton.Client
+	// appPrefix goes before the application tables' names.
+	appPrefix string
 }
 
 func say(format string, a ...any) { fmt.Printf(format+"\n", a...) }
@@ -67,14 +86,15 @@ func heading(s string) {
 	say("\n%s\n%s", s, strings.Repeat("─", len([]rune(s))))
 }
 
-func runDemo(ctx context.Context, dsn, prefix string) error {
-	say("baton demo on %s", dsn)
+// runDemo runs every scenario; appPrefix is put before the names of the
+// application tables the scenarios create.
+func runDemo(ctx context.Context, dsn, prefix, appPrefix string) error {
 	c, err := baton.Open(ctx, dsn, baton.Options{Prefix: prefix, Name: "demo"})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	d := &demo{ctx: ctx, dsn: dsn, prefix: prefix, c: c}
+	d := &demo{ctx: ctx, dsn: dsn, prefix: prefix, appPrefix: appPrefix, c: c}
 	for _, step := range []func() error{d.lockingService, d.cron, d.crash, d.wakeOnCommit, d.mailQueue, d.tableEvents} {
 		if err := step(); err != nil {
 			return err
@@ -417,32 +437,43 @@ func (d *demo) mailQueue() error {
 // tableEvents: seed 004, subscriptions on a table written by plain SQL.
 func (d *demo) tableEvents() error {
 	heading("6. Table-change subscriptions (seed 004)")
-	path, ok := strings.CutPrefix(d.dsn, "sqlite://")
-	if !ok {
-		say("(shown on SQLite only: run the demo without --dsn)")
+	if d.dsn == "sqlite::memory:" {
+		say("(not shown on sqlite::memory:, which no other connection can write)")
 		return nil
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	db, backend, err := openRaw(d.dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE languages (language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER)`); err != nil {
+	// On a database of the user's the application table carries the
+	// demo's prefix too, and is dropped with the rest.
+	table := d.appPrefix + "languages"
+	ddl := map[string]string{
+		"sqlite":   "language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER",
+		"postgres": "language_id serial PRIMARY KEY, name text, year_released integer",
+		"mysql":    "language_id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100), year_released INT",
+	}[backend]
+	bind := "?"
+	if backend == "postgres" {
+		bind = "$1"
+	}
+	if _, err := db.Exec(`CREATE TABLE ` + table + ` (` + ddl + `)`); err != nil {
 		return err
 	}
 	for _, name := range []string{"send_email", "ring_bell"} {
-		if err := d.c.Subscribe(d.ctx, baton.Subscription{Name: name, Table: "languages", Actions: []baton.Action{baton.Insert}}); err != nil {
+		if err := d.c.Subscribe(d.ctx, baton.Subscription{Name: name, Table: table, Actions: []baton.Action{baton.Insert}}); err != nil {
 			return err
 		}
 	}
-	say("subscriptions send_email and ring_bell on inserts into languages;")
+	say("subscriptions send_email and ring_bell on inserts into %s;", table)
 	say("500 rows inserted with plain SQL, in one transaction...")
 	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
 	for i := 0; i < 500; i++ {
-		if _, err := tx.Exec(`INSERT INTO languages (name, year_released) VALUES ('Dylan', ?)`, i); err != nil {
+		if _, err := tx.Exec(`INSERT INTO `+table+` (name, year_released) VALUES ('Dylan', `+bind+`)`, i); err != nil {
 			_ = tx.Rollback()
 			return err
 		}

@@ -258,13 +258,27 @@ of every process: type, namespace, name, mode (SHARED/EXCLUSIVE), status
 	return cmd
 }
 
+// schemaCreator is a backend that can create the schema its DSN names
+// (PostgreSQL's search_path).
+type schemaCreator interface {
+	CreateSchema(ctx context.Context) (string, error)
+}
+
 func migrateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate [up|status]",
 		Short: "Apply baton's schema migrations (up, the default) or show their status",
 		Long: `Apply baton's embedded, numbered schema migrations to the database (up, the
 default), or list them with their state (status). Safe when several processes
-migrate at the same moment. Clients also migrate on start unless told not to.`,
+migrate at the same moment. Clients also migrate on start unless told not to.
+
+On PostgreSQL, baton's tables go in the first schema of the DSN's
+search_path (postgres://.../db?search_path=myschema). migrate up creates that
+schema when it does not exist and says so; other commands fail with an error
+naming the missing schema.
+
+While migrations are applied, a progress line is shown on stderr when stderr
+is a terminal; otherwise stderr stays silent.`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{"up", "status"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -280,9 +294,26 @@ migrate at the same moment. Clients also migrate on start unless told not to.`,
 				return err
 			}
 			defer d.Close()
+			if cs, ok := d.(schemaCreator); ok && action == "up" {
+				created, err := cs.CreateSchema(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if created != "" {
+					fmt.Printf("created schema %s\n", created)
+				}
+			}
 			st, err := d.MigrationStatus(cmd.Context())
 			if action == "up" && err == nil {
+				pending := 0
+				for _, m := range st {
+					if !m.Applied {
+						pending++
+					}
+				}
+				sp := progress("migrate", fmt.Sprintf("applying %d pending migrations", pending))
 				st, err = d.Migrate(cmd.Context())
+				sp.stop()
 			}
 			if err != nil {
 				return err

@@ -112,7 +112,16 @@ PostgreSQL, MySQL/MariaDB) into its coordination layer.
 
 The database is chosen with --dsn or BATON_DSN:
   sqlite:PATH | sqlite:///ABS/PATH | postgres://user@host:5432/db | mysql://user:pass@host:3306/db
-The default is sqlite:baton.db in the current directory.
+The default is sqlite:baton.db in the current directory. On PostgreSQL,
+?search_path=SCHEMA picks the schema of baton's tables (baton migrate creates
+it when it does not exist); other parameters pass through to the backend's
+driver. Every parameter is listed in docs/dsn.md.
+
+A command that does not wait (queue push, a lock obtained at once) opens one
+connection. bench, migrate, queue redrive and queue purge show a progress
+line on stderr when it is a terminal. baton version (or --version) prints the
+version, commit, Go version and linked drivers; baton completion bash|zsh|fish
+prints a shell completion script.
 
 ` + exitHelp,
 		SilenceUsage:  true,
@@ -121,7 +130,8 @@ The default is sqlite:baton.db in the current directory.
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(lockCmd(g), locksCmd(g), migrateCmd(g), demoCmd(g))
+	root.AddCommand(lockCmd(g), locksCmd(g), migrateCmd(g), demoCmd(g), versionCmd())
+	setVersion(root)
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}

@@ -310,7 +310,8 @@ func queueRedriveCmd(g *globals) *cobra.Command {
 		Use:   "redrive QUEUE",
 		Short: "Put a queue's dead letters back in the queue and print how many",
 		Long: `Move every dead letter of QUEUE back to the queue, with its attempt count
-reset, and print how many were moved. Waiting consumers wake at once.`,
+reset, and print how many were moved. Waiting consumers wake at once.
+While it runs, a progress line is shown on stderr when stderr is a terminal.`,
 		Args: argsUsage("queue redrive", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := baton.ValidateQueue(args[0]); err != nil {
@@ -321,7 +322,9 @@ reset, and print how many were moved. Waiting consumers wake at once.`,
 				return err
 			}
 			defer c.Close()
+			sp := progress("queue redrive "+args[0], "moving dead letters back")
 			n, err := c.Redrive(cmd.Context(), args[0])
+			sp.stop()
 			if err != nil {
 				return err
 			}
@@ -336,7 +339,8 @@ func queuePurgeCmd(g *globals) *cobra.Command {
 		Use:   "purge QUEUE",
 		Short: "Delete a queue's dead letters and print how many",
 		Long: `Delete every dead letter of QUEUE and print how many were deleted. Messages
-still in the queue (ready, scheduled or claimed) are not touched.`,
+still in the queue (ready, scheduled or claimed) are not touched. While it
+runs, a progress line is shown on stderr when stderr is a terminal.`,
 		Args: argsUsage("queue purge", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := baton.ValidateQueue(args[0]); err != nil {
@@ -347,7 +351,9 @@ still in the queue (ready, scheduled or claimed) are not touched.`,
 				return err
 			}
 			defer c.Close()
+			sp := progress("queue purge "+args[0], "deleting dead letters")
 			n, err := c.PurgeDead(cmd.Context(), args[0])
+			sp.stop()
 			if err != nil {
 				return err
 			}

@@ -145,10 +145,10 @@ var refusedOptions = map[string]string{
 }
 
 var (
-	sysVarRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-	numberRE   = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
-	safeWordRE = regexp.MustCompile(`^[A-Za-z0-9_.,:+\-/]{0,200}$`)
-	hostRE     = regexp.MustCompile(`^[A-Za-z0-9_.\-:%\[\]]+$`)
+	sysVarRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
+	numberRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`) })
+	safeWordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.,:+\-/]{0,200}$`) })
+	hostRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.\-:%\[\]]+$`) })
 )
 
 // ParseDSN checks a mysql:// or mariadb:// URL and converts it to a
@@ -171,7 +171,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		return nil, fmt.Errorf("mysql DSN %s: write %s://user:password@host:port/database", shown, scheme)
 	case u.Hostname() == "":
 		return nil, fmt.Errorf("mysql DSN %s names no host", shown)
-	case !hostRE.MatchString(u.Host):
+	case !hostRE().MatchString(u.Host):
 		return nil, fmt.Errorf("mysql DSN %s: bad host %q", shown, u.Host)
 	case u.Fragment != "":
 		return nil, fmt.Errorf("mysql DSN %s: unexpected #fragment", shown)
@@ -224,11 +224,11 @@ func ParseDSN(dsn string) (*Config, error) {
 		switch {
 		case driverOptions[k]:
 			opts.Set(k, v)
-		case sysVarRE.MatchString(k):
+		case sysVarRE().MatchString(k):
 			switch {
-			case numberRE.MatchString(v):
+			case numberRE().MatchString(v):
 				params[k] = v
-			case safeWordRE.MatchString(v):
+			case safeWordRE().MatchString(v):
 				params[k] = "'" + v + "'"
 			default:
 				return nil, fmt.Errorf("mysql DSN %s: value of system variable %s has characters baton does not pass on", shown, k)

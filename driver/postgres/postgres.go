@@ -154,9 +154,55 @@ func IsRetryable(err error) bool {
 	return false
 }
 
-// Migrate implements driver.Driver.
+// Migrate implements driver.Driver. When the schema search_path names
+// does not exist, the error names it and the fix.
 func (d *Driver) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
-	return d.migrator.Up(ctx)
+	st, err := d.migrator.Up(ctx)
+	if err != nil {
+		if schema, missing := d.missingSchema(ctx); missing {
+			return nil, fmt.Errorf("%w: %q (search_path in the DSN): run `baton migrate`, which creates it, or CREATE SCHEMA %s", driver.ErrNoSchema, schema, pgx.Identifier{schema}.Sanitize())
+		}
+	}
+	return st, err
+}
+
+// searchSchema is the first schema of the DSN's search_path, where baton
+// creates its tables ("" when the DSN sets none).
+func (d *Driver) searchSchema() string {
+	first, _, _ := strings.Cut(d.cfg.RuntimeParams["search_path"], ",")
+	first = strings.TrimSpace(first)
+	if len(first) >= 2 && first[0] == '"' && first[len(first)-1] == '"' {
+		return strings.ReplaceAll(first[1:len(first)-1], `""`, `"`)
+	}
+	if first == "$user" {
+		return ""
+	}
+	return strings.ToLower(first)
+}
+
+// missingSchema reports the search_path schema when it does not exist.
+func (d *Driver) missingSchema(ctx context.Context) (string, bool) {
+	schema := d.searchSchema()
+	if schema == "" {
+		return "", false
+	}
+	var exists bool
+	err := d.SQL.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists)
+	return schema, err == nil && !exists
+}
+
+// CreateSchema creates the schema the DSN's search_path names when it
+// does not exist, and returns its name when it did so ("" otherwise).
+// `baton migrate` calls it before migrating.
+func (d *Driver) CreateSchema(ctx context.Context) (string, error) {
+	schema, missing := d.missingSchema(ctx)
+	if !missing {
+		return "", nil
+	}
+	if _, err := d.SQL.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create schema %q (search_path in the DSN): %w", schema, err)
+	}
+	return schema, nil
 }
 
 // MigrationStatus implements driver.Driver.

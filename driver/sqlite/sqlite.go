@@ -183,6 +183,10 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	return d, nil
 }
 
+// PreparesLocally reports that statements are prepared in-process, with no
+// round trip: clients prepare them when they open.
+func (d *Driver) PreparesLocally() bool { return true }
+
 // IsRetryable reports SQLite's busy and locked errors.
 func IsRetryable(err error) bool {
 	var se sqlite3.Error

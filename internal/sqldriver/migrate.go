@@ -138,8 +138,12 @@ func (m *Migrator) applied(ctx context.Context, q interface {
 	return out, rows.Err()
 }
 
-// Up applies every pending migration and returns the full status.
+// Up applies every pending migration and returns the full status. When
+// every migration is applied already, that is one query and no lock.
 func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
+	if done, err := m.applied(ctx, m.DB); err == nil && m.complete(done) {
+		return m.status(done), nil
+	}
 	err := m.Locked(ctx, func(ctx context.Context, conn *sql.Conn) error {
 		if err := m.ensureTable(ctx, conn); err != nil {
 			return fmt.Errorf("create migrations table: %w", err)
@@ -178,6 +182,20 @@ func (m *Migrator) Status(ctx context.Context) ([]driver.MigrationStatus, error)
 		// No migrations table yet: nothing is applied.
 		done = map[int]int64{}
 	}
+	return m.status(done), nil
+}
+
+// complete reports whether every migration is in done.
+func (m *Migrator) complete(done map[int]int64) bool {
+	for _, mig := range m.Migrations {
+		if _, ok := done[mig.Version]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Migrator) status(done map[int]int64) []driver.MigrationStatus {
 	out := make([]driver.MigrationStatus, 0, len(m.Migrations))
 	for _, mig := range m.Migrations {
 		at, ok := done[mig.Version]
@@ -187,5 +205,5 @@ func (m *Migrator) Status(ctx context.Context) ([]driver.MigrationStatus, error)
 		}
 		out = append(out, st)
 	}
-	return out, nil
+	return out
 }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// catalog lists every table (and PostgreSQL function) of a test database.
+func catalog(t *testing.T, db *sql.DB, backend string) []string {
+	t.Helper()
+	q := map[string]string{
+		"sqlite": `SELECT type || ' ' || name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY 1`,
+		"postgres": `SELECT 'table ' || tablename FROM pg_tables WHERE schemaname = current_schema()
+			UNION ALL SELECT 'function ' || p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()
+			UNION ALL SELECT 'sequence ' || sequencename FROM pg_sequences WHERE schemaname = current_schema() ORDER BY 1`,
+		"mysql": `SELECT CONCAT(table_type, ' ', table_name) FROM information_schema.tables WHERE table_schema = DATABASE()
+			UNION ALL SELECT CONCAT('trigger ', trigger_name) FROM information_schema.triggers WHERE trigger_schema = DATABASE()
+			UNION ALL SELECT CONCAT('routine ', routine_name) FROM information_schema.routines WHERE routine_schema = DATABASE() ORDER BY 1`,
+	}[backend]
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDemoCleansUp: `baton demo` on a user's database runs every scenario
+// (table-change events included) and leaves the database as it found it, an application table and
+// baton's own tables of another prefix included, and says so.
+func TestDemoCleansUp(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		// The user's own things: baton's tables under the default prefix,
+		// with a queued message, and a table of the application.
+		if code, _, errs := run(t, dsn, "queue", "push", "mail", "keep me"); code != 0 {
+			t.Fatalf("push: %s", errs)
+		}
+		db := batontest.SQLDB(t, dsn)
+		if _, err := db.Exec("CREATE TABLE app_orders (id INTEGER PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		before := catalog(t, db, b.Name)
+
+		cmd := exec.Command(bin, "--dsn", dsn, "demo")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("demo: %v\n%s", err, out)
+		}
+		for _, want := range []string{"in insert order: true", "0 handled twice", "All scenarios ran as described",
+			"Cleaned up: dropped the demo's", "Nothing else was touched"} {
+			if !strings.Contains(string(out), want) {
+				t.Fatalf("demo output lacks %q:\n%s", want, out)
+			}
+		}
+		if after := catalog(t, db, b.Name); !slices.Equal(before, after) {
+			t.Fatalf("the demo left the database changed:\nbefore %v\nafter  %v", before, after)
+		}
+		code, stats, errs := run(t, dsn, "queue", "stats", "--json")
+		expect(t, code, errs, 0, "")
+		if !strings.Contains(stats, `"mail"`) || strings.Contains(stats, "t_queue") || strings.Contains(stats, `"messages"`) {
+			t.Fatalf("queues after the demo: %s", stats)
+		}
+	})
+}

@@ -1,0 +1,110 @@
+package baton_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestOneShotOneConnection: a client that only takes a free lock and
+// enqueues (what `baton queue push` and `baton lock -- CMD` do) holds one
+// PostgreSQL connection: no listening connection and no second pool. The
+// listener starts with the first wait. (PostgreSQL shows every connection
+// of a client by its application_name; the other backends have no
+// per-client connection list to count.)
+func TestOneShotOneConnection(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "postgres" {
+			t.Skip("connections are counted on PostgreSQL")
+		}
+		app := "oneshot_" + time.Now().Format("150405.000000")
+		dsn := b.NewDSN(t) + "&application_name=" + app
+		db := batontest.SQLDB(t, b.NewDSN(t))
+		conns := func() int {
+			t.Helper()
+			var n int
+			if err := db.QueryRowContext(ctxT(t), "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		// A long lease: no heartbeat and no statement preparation run
+		// during the test (a long-running client prepares after one
+		// heartbeat).
+		c, err := baton.Open(ctxT(t), dsn, baton.Options{Lease: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Lock(ctxT(t), "default", baton.Write, 0, "job"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Release(ctxT(t), "default"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Enqueue(ctxT(t), "mail", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if n := conns(); n != 1 {
+			t.Fatalf("a one-shot client holds %d connections, want 1", n)
+		}
+		// The first wait or Listen starts the listener.
+		l, err := c.Listen(ctxT(t), "news")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if n := conns(); n != 2 {
+			t.Fatalf("after Listen the client holds %d connections, want 2 (pool and listener)", n)
+		}
+	})
+}
+
+// TestShortWaitStartsListener: a wait shorter than the listener's start (a
+// connection on PostgreSQL and MySQL) still ends as a wait does, with
+// ErrEmpty or ErrTimeout, and the start goes on for the next waiter.
+func TestShortWaitStartsListener(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, err := baton.Open(ctxT(t), b.NewDSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Claim(ctxT(t), "empty", baton.ClaimOptions{Wait: time.Microsecond}); !errors.Is(err, baton.ErrEmpty) {
+			t.Fatalf("claim with a short wait: %v, want ErrEmpty", err)
+		}
+		other, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Lock(ctxT(t), "ns", baton.Write, 0, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Lock(ctxT(t), "ns", baton.Write, time.Microsecond, "x"); !errors.Is(err, baton.ErrTimeout) {
+			t.Fatalf("lock with a short wait: %v, want ErrTimeout", err)
+		}
+		// A listener that runs delivers.
+		l, err := c.Listen(ctxT(t), "news")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := c.Notify(ctxT(t), "news", "hi"); err != nil {
+			t.Fatal(err)
+		}
+		if n := next(t, l); n.Payload != "hi" {
+			t.Fatalf("notification %+v", n)
+		}
+	})
+}
