@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -124,6 +125,10 @@ type Client struct {
 	notifyUsers int                 // listeners and waiting consumers: notifications on
 
 	abandoned map[string]bool // lost sessions whose rows must still be deleted
+	lostCount atomic.Int64    // sessions reported lost, ever
+	// renewalsOff stops renewals (tests: a process that cannot reach the
+	// database, whatever the network does).
+	renewalsOff atomic.Bool
 
 	wakeCh     chan struct{}
 	quit       chan struct{}
@@ -587,6 +592,7 @@ func (c *Client) abandon(id string) {
 	}
 	c.abandoned[id] = true
 	c.mu.Unlock()
+	c.lostCount.Add(1)
 }
 
 // endAbandoned deletes the sessions this client gave up on, freeing their
@@ -626,6 +632,9 @@ func (c *Client) liveSessions() []*Session {
 // on is never renewed, so never revived) and ends reapable sessions of
 // others, in one statement where the backend allows.
 func (c *Client) heartbeat(ctx context.Context) error {
+	if c.renewalsOff.Load() {
+		return errors.New("renewals switched off")
+	}
 	ss := c.liveSessions()
 	ids := make([]string, len(ss))
 	for i, s := range ss {

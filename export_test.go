@@ -3,3 +3,10 @@ package baton
 // SetHostIdentity makes clients opened afterwards in this process claim
 // another host, so that tests can exercise the lease path of crash recovery.
 func SetHostIdentity(id string) { hostIdentityFunc = func() string { return id } }
+
+// SwitchRenewals stops (off) or restarts a client's lease renewals, as if
+// the process could not reach the database.
+func SwitchRenewals(c *Client, off bool) { c.renewalsOff.Store(off) }
+
+// SessionsLost is how many sessions the client has reported lost.
+func SessionsLost(c *Client) int64 { return c.lostCount.Load() }

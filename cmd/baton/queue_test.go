@@ -671,3 +671,37 @@ func TestWorkStopReturnsUnstarted(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainRescuesKilledWorker: the cron pattern. A worker is SIGKILLed
+// with a message claimed; the very next `baton work --drain` (no other
+// baton process runs meanwhile) frees the dead worker's claim and handles
+// the message.
+func TestDrainRescuesKilledWorker(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		pushID(t, dsn, "", "rq", "job")
+		w := exec.Command(bin, "--dsn", dsn, "work", "rq", "--", "sh", "-c", "sleep 60")
+		w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL) })
+		deadline := time.Now().Add(20 * time.Second)
+		for statsOf(t, dsn, "rq")["claimed"] != float64(1) {
+			if time.Now().After(deadline) {
+				t.Fatal("the worker never claimed the message")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := syscall.Kill(-w.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Wait()
+		file := filepath.Join(t.TempDir(), "out")
+		code, _, errs := runWith(t, dsn, "", nil, "work", "rq", "--drain", "--", "sh", "-c", `cat >> "$0"`, file)
+		expect(t, code, errs, 0, "")
+		if got, _ := os.ReadFile(file); string(got) != "job" {
+			t.Fatalf("the drain did not handle the killed worker's message: %q", got)
+		}
+	})
+}

@@ -1,0 +1,196 @@
+package baton_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// waitLost waits until the session reports its loss.
+func waitLost(t *testing.T, s *baton.Session) time.Time {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("session loss never reported")
+	}
+	at := time.Now()
+	wantErr(t, s.Err(), baton.ErrSessionLost)
+	return at
+}
+
+// TestOwnerHearsLostFirst: a holder that cannot renew its lease is told
+// "lost" strictly before a waiter of another process is told "granted",
+// round after round (the client's deadline ends before the database's).
+func TestOwnerHearsLostFirst(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		opts := baton.Options{Lease: time.Second, PollInterval: 100 * time.Millisecond}
+		other := openDSN(t, dsn, opts)
+		waiter := session(t, other)
+		for round := 0; round < 5; round++ {
+			cut := openDSN(t, dsn, opts)
+			holder := session(t, cut)
+			mustLock(t, holder, "lease", baton.Write, "x")
+			granted := make(chan time.Time, 1)
+			go func() {
+				_, err := waiter.Lock(context.Background(), "lease", baton.Write, baton.Forever, "x")
+				if err != nil {
+					t.Error(err)
+				}
+				granted <- time.Now()
+			}()
+			waitPending(t, other, waiter, 1)
+			baton.SwitchRenewals(cut, true)
+			lostAt := waitLost(t, holder)
+			var grantedAt time.Time
+			select {
+			case grantedAt = <-granted:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the waiter was never granted")
+			}
+			if !lostAt.Before(grantedAt) {
+				t.Fatalf("round %d: holder told lost at %v, %v after the waiter was granted", round, lostAt, lostAt.Sub(grantedAt))
+			}
+			if _, err := waiter.Release(ctxT(t), "lease"); err != nil {
+				t.Fatal(err)
+			}
+			_ = cut.Close()
+		}
+	})
+}
+
+// TestLostSessionNeverRevived: a session reported lost stays lost when its
+// process reaches the database again before anyone reaped it: the client
+// deletes it (its locks are freed) instead of renewing it.
+func TestLostSessionNeverRevived(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		opts := baton.Options{Lease: time.Second}
+		c := openDSN(t, dsn, opts)
+		s := session(t, c)
+		mustLock(t, s, "revive", baton.Write, "x")
+		baton.SwitchRenewals(c, true)
+		waitLost(t, s)
+		baton.SwitchRenewals(c, false) // back before the database's lease ran out
+
+		// The same client's new session gets the lock once the lost one is
+		// deleted; the lost one is not in the monitoring view any more.
+		s2 := session(t, c)
+		if _, err := s2.Lock(ctxT(t), "revive", baton.Write, 10*time.Second, "x"); err != nil {
+			t.Fatalf("lock of a lost session never freed: %v", err)
+		}
+		if rows := held(t, c, s); len(rows) != 0 {
+			t.Fatalf("lost session still in the lock table: %+v", rows)
+		}
+		_, err := s.Lock(ctxT(t), "revive", baton.Write, 0, "y")
+		wantErr(t, err, baton.ErrSessionLost)
+		if n := baton.SessionsLost(c); n != 1 {
+			t.Fatalf("SessionsLost = %d, want 1", n)
+		}
+	})
+}
+
+// TestLostWaiterLeavesNoRequest: a waiting Lock whose session is lost fails
+// with ErrSessionLost and its request does not stay behind to be granted
+// to nobody.
+func TestLostWaiterLeavesNoRequest(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		opts := baton.Options{Lease: time.Second}
+		holderC := openDSN(t, dsn, opts)
+		waiterC := openDSN(t, dsn, opts)
+		h := session(t, holderC)
+		w := session(t, waiterC)
+		mustLock(t, h, "wait", baton.Write, "x")
+		got := async(w, "wait", baton.Write, baton.Forever, "x")
+		waitPending(t, holderC, w, 1)
+		baton.SwitchRenewals(waiterC, true)
+		wantErr(t, recv(t, got), baton.ErrSessionLost)
+		baton.SwitchRenewals(waiterC, false)
+		// Once the waiter's client deleted it, releasing hands the lock to
+		// nobody: a third session takes it at once.
+		deadline := time.Now().Add(10 * time.Second)
+		for len(held(t, holderC, w)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the lost waiter's request was never deleted")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := h.Release(ctxT(t), "wait"); err != nil {
+			t.Fatal(err)
+		}
+		third := session(t, holderC)
+		mustLock(t, third, "wait", baton.Write, "x")
+	})
+}
+
+// TestWorkerSurvivesLostSession: a worker whose session is lost stops
+// handling, opens a new session when it can, and carries on; Work does not
+// return.
+func TestWorkerSurvivesLostSession(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		c := openDSN(t, dsn, baton.Options{Lease: time.Second, PollInterval: 100 * time.Millisecond})
+		var mu sync.Mutex
+		seen := map[string]int{}
+		handled := make(chan string, 100)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "heal", func(ctx context.Context, m *baton.Message) error {
+				mu.Lock()
+				seen[string(m.Payload)]++
+				mu.Unlock()
+				handled <- string(m.Payload)
+				return nil
+			}, baton.WorkerOptions{Concurrency: 2})
+		}()
+		defer func() { cancel(); <-done }()
+		wait := func(want ...string) {
+			t.Helper()
+			missing := map[string]bool{}
+			for _, w := range want {
+				missing[w] = true
+			}
+			for len(missing) > 0 {
+				select {
+				case p := <-handled:
+					delete(missing, p)
+				case err := <-done:
+					t.Fatalf("Work returned: %v", err)
+				case <-time.After(20 * time.Second):
+					t.Fatalf("never handled: %v", missing)
+				}
+			}
+		}
+		if _, err := c.Enqueue(ctxT(t), "heal", []byte("before")); err != nil {
+			t.Fatal(err)
+		}
+		wait("before")
+		baton.SwitchRenewals(c, true)
+		deadline := time.Now().Add(20 * time.Second)
+		for baton.SessionsLost(c) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the worker's session was never lost")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		baton.SwitchRenewals(c, false)
+		for _, p := range []string{"after1", "after2", "after3"} {
+			if _, err := c.Enqueue(ctxT(t), "heal", []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait("after1", "after2", "after3")
+		select {
+		case err := <-done:
+			t.Fatalf("Work returned: %v", err)
+		default:
+		}
+	})
+}
