@@ -59,7 +59,7 @@ func (o *Options) fill() error {
 		o.Prefix = "baton_"
 	}
 	if !prefixRE().MatchString(o.Prefix) {
-		return fmt.Errorf("baton: table prefix %q: use letters, digits and underscores (at most 31)", o.Prefix)
+		return fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", ErrInvalid, o.Prefix)
 	}
 	if o.Lease == 0 {
 		o.Lease = 3 * time.Second

@@ -34,5 +34,5 @@ var (
 	// creates it.
 	ErrNoSchema = driver.ErrNoSchema
 	// ErrBadDSN is returned by Open for a DSN it cannot use.
-	ErrBadDSN = errors.New("baton: bad DSN")
+	ErrBadDSN = driver.ErrBadDSN
 )

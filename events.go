@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -50,9 +51,69 @@ type Subscription struct {
 	CreatedAt   time.Time
 }
 
-var tableRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+var bareIdentRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 })
+
+// ParseTable checks a table name as a user writes it: table or
+// schema.table (PostgreSQL), each part either a bare identifier (letters,
+// digits, '_') or a double-quoted one ("Mixed Case", "with-dash", with ""
+// for a quote), and returns the canonical name baton stores: the parts,
+// unquoted, joined by a dot. A quoted part may hold any valid UTF-8 of 1 to
+// 63 bytes except a dot, a double quote and NUL, which would make the stored
+// name ambiguous.
+func ParseTable(table string) (string, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: table %q: %s (write table, schema.table, or \"Quoted Name\")", ErrInvalid, table, why)
+	}
+	if !utf8.ValidString(table) {
+		return "", bad("not valid UTF-8")
+	}
+	var parts []string
+	rest := table
+	for {
+		var part string
+		if strings.HasPrefix(rest, `"`) {
+			i, b := 1, strings.Builder{}
+			for {
+				j := strings.IndexByte(rest[i:], '"')
+				if j < 0 {
+					return "", bad("unterminated quote")
+				}
+				b.WriteString(rest[i : i+j])
+				i += j + 1
+				if strings.HasPrefix(rest[i:], `"`) {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				break
+			}
+			part, rest = b.String(), rest[i:]
+			if part == "" || len(part) > 63 || strings.ContainsAny(part, ".\"\x00") {
+				return "", bad("a quoted name must be 1 to 63 bytes without '.', '\"' or NUL")
+			}
+		} else {
+			end := strings.IndexByte(rest, '.')
+			if end < 0 {
+				end = len(rest)
+			}
+			part, rest = rest[:end], rest[end:]
+			if !bareIdentRE().MatchString(part) {
+				return "", bad("use letters, digits and '_', or quote the name")
+			}
+		}
+		parts = append(parts, part)
+		if rest == "" {
+			break
+		}
+		if rest[0] != '.' || len(parts) == 2 {
+			return "", bad("at most schema.table")
+		}
+		rest = rest[1:]
+	}
+	return strings.Join(parts, "."), nil
+}
 
 // EventQueue is the queue that holds a subscription's events: work it with
 // Work (or WorkEvents), Claim, Stats, DeadLetters like any queue.
@@ -69,9 +130,11 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 	if err := ValidateQueue(s.Name); err != nil {
 		return fmt.Errorf("%w: subscription name %q: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
 	}
-	if !tableRE().MatchString(s.Table) {
-		return fmt.Errorf("%w: table %q: use a name of letters, digits and '_' (schema.table on PostgreSQL)", ErrInvalid, s.Table)
+	table, err := ParseTable(s.Table)
+	if err != nil {
+		return err
 	}
+	s.Table = table
 	if s.MaxAttempts < 0 {
 		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, s.MaxAttempts)
 	}
@@ -92,7 +155,7 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 		}
 	}
 	var installed *driver.TableInfo
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err = c.inTx(ctx, func(tx driver.Tx) error {
 		installed = nil
 		if _, exists, err := tx.SubscriptionGet(ctx, s.Name); err != nil || exists {
 			if err == nil {
@@ -145,8 +208,9 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 	return nil
 }
 
-// Unsubscribe removes a subscription; the last one on a table removes
-// baton's triggers from it. Events already written stay in the queue.
+// Unsubscribe removes a subscription and its events (pending, in flight
+// and dead), so that a new subscription of the same name starts empty; the
+// last subscription on a table removes baton's triggers from it.
 func (c *Client) Unsubscribe(ctx context.Context, name string) error {
 	return c.inTx(ctx, func(tx driver.Tx) error {
 		sub, ok, err := tx.SubscriptionGet(ctx, name)
@@ -157,6 +221,12 @@ func (c *Client) Unsubscribe(ctx context.Context, name string) error {
 			return fmt.Errorf("%w: %q", ErrUnknownSubscription, name)
 		}
 		if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
+			return err
+		}
+		if _, err := tx.QueueDeleteMessages(ctx, EventQueue(name)); err != nil {
+			return err
+		}
+		if _, err := tx.DeadPurge(ctx, EventQueue(name)); err != nil {
 			return err
 		}
 		n, err := tx.SubscriptionCountTable(ctx, sub.Table)

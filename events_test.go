@@ -345,3 +345,92 @@ func TestEventsOtherSchema(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsQuotedTable: tables whose names need quoting (spaces, dashes,
+// mixed case; schema and table quoted on PostgreSQL) can be subscribed, on
+// every backend; malformed names are refused before anything is done.
+func TestEventsQuotedTable(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		q := func(s string) string {
+			if b.Name == "mysql" {
+				return "`" + s + "`"
+			}
+			return `"` + s + `"`
+		}
+		table, spec := q("Odd Table-1"), `"Odd Table-1"`
+		if b.Name == "postgres" {
+			schema := "Sch " + strings.ReplaceAll(fmt.Sprint(time.Now().UnixNano()), "-", "")
+			if _, err := db.Exec("CREATE SCHEMA " + q(schema)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = db.Exec("DROP SCHEMA " + q(schema) + " CASCADE") })
+			table, spec = q(schema)+"."+q("Odd Table-1"), `"`+schema+`"."Odd Table-1"`
+		}
+		if _, err := db.Exec("CREATE TABLE " + table + " (" + q("Id") + " int PRIMARY KEY, " + q("the value") + " int)"); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{`"unterminated`, `a.b.c`, `"a.b"`, `""`, `x;drop table y`, `"a"b`} {
+			err := c.Subscribe(ctx, baton.Subscription{Name: "bad", Table: bad})
+			wantErr(t, err, baton.ErrInvalid)
+		}
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "odd", Table: spec}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec("INSERT INTO " + table + " VALUES (7, 42)"); err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("odd"), baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 {
+			t.Fatal("no event from the quoted table")
+		}
+		e, err := baton.ParseEvent(ms[0])
+		if err != nil || !strings.HasSuffix(e.Table, "Odd Table-1") || e.Action != baton.Insert || !strings.Contains(string(e.New), `"the value"`) {
+			t.Fatalf("event %+v, %v", e, err)
+		}
+		if err := c.Unsubscribe(ctx, "odd"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestUnsubscribeDropsEvents: unsubscribing removes the subscription's
+// pending and dead events; a new subscription under the same name starts
+// empty.
+func TestUnsubscribeDropsEvents(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		createLanguages(t, b, db)
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "langs", Table: "languages"}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			if _, err := db.Exec(sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), i, "go", 2009); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("langs"), baton.ClaimOptions{Max: 1})
+		if err := s.Fail(ctx, ms[0], "dead on purpose"); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := c.Stats(ctx, baton.EventQueue("langs")); err != nil || st.Ready != 2 || st.Dead != 1 {
+			t.Fatalf("before unsubscribe: %+v, %v", st, err)
+		}
+		if err := c.Unsubscribe(ctx, "langs"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "langs", Table: "languages"}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stats(ctx, baton.EventQueue("langs"))
+		if err != nil || st.Ready+st.Scheduled+st.Claimed+st.Dead != 0 {
+			t.Fatalf("a new subscription of the old name holds old events: %+v, %v", st, err)
+		}
+	})
+}

@@ -20,6 +20,10 @@ import (
 // ErrNoRows is returned by single-row lookups that found nothing.
 var ErrNoRows = errors.New("baton/driver: no rows")
 
+// ErrBadDSN is wrapped by a backend's Open for a DSN (or a file it names)
+// it cannot use: the fix is in the DSN, not in the database.
+var ErrBadDSN = errors.New("baton: bad DSN")
+
 // ErrNoSchema is returned by Migrate when the schema that is to hold
 // baton's tables (PostgreSQL's search_path) does not exist.
 var ErrNoSchema = errors.New("baton: schema does not exist")

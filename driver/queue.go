@@ -128,6 +128,9 @@ type QueueTx interface {
 	// DeadRedrive moves up to 500 dead letters back to the queue.
 	DeadRedrive(ctx context.Context, queue string) (int, error)
 	DeadPurge(ctx context.Context, queue string) (int, error)
+	// QueueDeleteMessages deletes every message of a queue, whatever its
+	// state (dead letters excepted: DeadPurge).
+	QueueDeleteMessages(ctx context.Context, queue string) (int, error)
 	QueueStats(ctx context.Context, queue string) (QueueStats, error)
 	// ThroughputAdd adds finished-message counts to the current minute.
 	ThroughputAdd(ctx context.Context, queue string, acked, dead int64) error

@@ -176,19 +176,20 @@ func parseTimeout(s string) (time.Duration, error) {
 	case "forever", "inf", "infinite", "-1":
 		return baton.Forever, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return baton.Forever, nil
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return 0, usageErr("--timeout %q is not a duration (examples: 0, 500ms, 10s, 2m, forever)", s)
 		}
-		return d, nil
+		d = time.Duration(secs * float64(time.Second))
 	}
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		if secs < 0 {
-			return baton.Forever, nil
-		}
-		return time.Duration(secs * float64(time.Second)), nil
+	if d < 0 {
+		// Only the spelled-out forms mean forever: a negative duration is
+		// more likely a typo than a wish to wait without end.
+		return 0, usageErr("--timeout %q is negative: use 0 to try once, a positive duration, or forever", s)
 	}
-	return 0, usageErr("--timeout %q is not a duration (examples: 0, 500ms, 10s, 2m, forever)", s)
+	return d, nil
 }
 
 // printJSON writes v to standard output as indented JSON.

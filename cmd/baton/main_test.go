@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +111,8 @@ func TestLockCommand(t *testing.T) {
 		expect(t, code, errs, exitBadName, "name")
 		for _, args := range [][]string{
 			{"lock", "--write", "--timeout", "soon", "a", "--", "true"},
+			{"lock", "--write", "--timeout", "-5s", "a", "--", "true"},
+			{"lock", "--write", "--timeout=-0.5", "a", "--", "true"},
 			{"lock", "--write", "a", "--"},
 			{"lock", "--write", "a"},
 			{"lock", "--read", "--write", "a", "--", "true"},
@@ -289,5 +292,53 @@ func TestDemo(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(cmd.Dir); len(entries) != 0 {
 		t.Fatalf("demo left files in the working directory: %v", entries)
+	}
+}
+
+// TestBadDSNExitsUsage: what is wrong with the DSN (or the file it names,
+// or the prefix) exits 64 with a message naming it, not 1.
+func TestBadDSNExitsUsage(t *testing.T) {
+	notDB := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(notDB, []byte("hello, not a database at all, but long enough to have a header\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--prefix", "x-y", "locks"}, "prefix"},
+		{[]string{"--dsn", "mysql://root@127.0.0.1:abc/test", "locks"}, "not a valid URL"},
+		{[]string{"--dsn", "mysql://root@127.0.0.1:3306", "locks"}, "names no database"},
+		{[]string{"--dsn", "sqlite:" + notDB, "locks"}, "not an SQLite database"},
+		{[]string{"--dsn", "bogus://x", "locks"}, "bad DSN"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, bin, tc.args...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("baton %v: %v, stderr %q; want exit %d naming %q", tc.args, err, errb.String(), exitUsage, tc.want)
+		}
+	}
+}
+
+// TestPostgresConnectErrorNamesCause: a refused login is reported by its
+// cause, once, not behind pgx's TLS attempt.
+func TestPostgresConnectErrorNamesCause(t *testing.T) {
+	u, err := url.Parse(batontest.PostgresDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("no_such_role_baton")
+	cmd := exec.Command(bin, "--dsn", u.String(), "locks")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	_ = cmd.Run()
+	msg := errb.String()
+	if strings.Count(msg, `role "no_such_role_baton" does not exist`) != 1 || strings.Contains(msg, "tls error") {
+		t.Fatalf("connect error: %q", msg)
 	}
 }

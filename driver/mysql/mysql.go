@@ -157,45 +157,45 @@ var (
 func ParseDSN(dsn string) (*Config, error) {
 	scheme, _, _ := strings.Cut(dsn, ":")
 	if scheme != "mysql" && scheme != "mariadb" {
-		return nil, fmt.Errorf("mysql DSN must start with mysql:// or mariadb://")
+		return nil, fmt.Errorf("%w: mysql DSN must start with mysql:// or mariadb://", driver.ErrBadDSN)
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		// url.Error quotes the DSN or pieces of it, which may be pieces
 		// of the password: say nothing of it.
-		return nil, fmt.Errorf("mysql DSN is not a valid URL: check the host and port, and percent-encode special characters (@ : / ? # %% space) in the user name and password")
+		return nil, fmt.Errorf("%w: mysql DSN is not a valid URL: check the host and port, and percent-encode special characters (@ : / ? # %% space) in the user name and password", driver.ErrBadDSN)
 	}
 	shown := u.Redacted()
 	switch {
 	case u.Opaque != "" || !strings.HasPrefix(dsn, scheme+"://"):
-		return nil, fmt.Errorf("mysql DSN %s: write %s://user:password@host:port/database", shown, scheme)
+		return nil, fmt.Errorf("%w: mysql DSN %s: write %s://user:password@host:port/database", driver.ErrBadDSN, shown, scheme)
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("mysql DSN %s names no host", shown)
+		return nil, fmt.Errorf("%w: mysql DSN %s names no host", driver.ErrBadDSN, shown)
 	case !hostRE().MatchString(u.Host):
-		return nil, fmt.Errorf("mysql DSN %s: bad host %q", shown, u.Host)
+		return nil, fmt.Errorf("%w: mysql DSN %s: bad host %q", driver.ErrBadDSN, shown, u.Host)
 	case u.Fragment != "":
-		return nil, fmt.Errorf("mysql DSN %s: unexpected #fragment", shown)
+		return nil, fmt.Errorf("%w: mysql DSN %s: unexpected #fragment", driver.ErrBadDSN, shown)
 	}
 	port := u.Port()
 	if port == "" {
 		port = "3306"
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return nil, fmt.Errorf("mysql DSN %s: bad port %q", shown, port)
+		return nil, fmt.Errorf("%w: mysql DSN %s: bad port %q", driver.ErrBadDSN, shown, port)
 	}
 	addr := net.JoinHostPort(u.Hostname(), port)
 	dbName := strings.TrimPrefix(u.Path, "/")
 	switch {
 	case dbName == "":
-		return nil, fmt.Errorf("mysql DSN %s names no database: add /database after the host", shown)
+		return nil, fmt.Errorf("%w: mysql DSN %s names no database: add /database after the host", driver.ErrBadDSN, shown)
 	case strings.Contains(dbName, "/"):
-		return nil, fmt.Errorf("mysql DSN %s: database name %q contains a slash", shown, dbName)
+		return nil, fmt.Errorf("%w: mysql DSN %s: database name %q contains a slash", driver.ErrBadDSN, shown, dbName)
 	case len(dbName) > 64:
-		return nil, fmt.Errorf("mysql DSN %s: database name is longer than 64 characters", shown)
+		return nil, fmt.Errorf("%w: mysql DSN %s: database name is longer than 64 characters", driver.ErrBadDSN, shown)
 	}
 	user := u.User.Username()
 	pass, _ := u.User.Password()
 	if user == "" {
-		return nil, fmt.Errorf("mysql DSN %s names no user: write %s://user:password@host/database", shown, scheme)
+		return nil, fmt.Errorf("%w: mysql DSN %s names no user: write %s://user:password@host/database", driver.ErrBadDSN, shown, scheme)
 	}
 
 	// Driver options go through go-sql-driver's own parser; system
@@ -203,7 +203,7 @@ func ParseDSN(dsn string) (*Config, error) {
 	// into a SET statement as they are.
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, fmt.Errorf("mysql DSN %s: bad options: %v", shown, err)
+		return nil, fmt.Errorf("%w: mysql DSN %s: bad options: %v", driver.ErrBadDSN, shown, err)
 	}
 	keys := make([]string, 0, len(q))
 	for k := range q {
@@ -215,11 +215,11 @@ func ParseDSN(dsn string) (*Config, error) {
 	for _, k := range keys {
 		vs := q[k]
 		if len(vs) != 1 {
-			return nil, fmt.Errorf("mysql DSN %s: option %s given %d times", shown, k, len(vs))
+			return nil, fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
 		}
 		v := vs[0]
 		if why, ok := refusedOptions[k]; ok {
-			return nil, fmt.Errorf("mysql DSN %s: option %s is not supported: %s", shown, k, why)
+			return nil, fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
 		}
 		switch {
 		case driverOptions[k]:
@@ -231,15 +231,15 @@ func ParseDSN(dsn string) (*Config, error) {
 			case safeWordRE().MatchString(v):
 				params[k] = "'" + v + "'"
 			default:
-				return nil, fmt.Errorf("mysql DSN %s: value of system variable %s has characters baton does not pass on", shown, k)
+				return nil, fmt.Errorf("%w: mysql DSN %s: value of system variable %s has characters baton does not pass on", driver.ErrBadDSN, shown, k)
 			}
 		default:
-			return nil, fmt.Errorf("mysql DSN %s: unknown option %q", shown, k)
+			return nil, fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
 		}
 	}
 	cfg, err := gomysql.ParseDSN("tcp(" + addr + ")/?" + opts.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("mysql DSN %s: %v", shown, err)
+		return nil, fmt.Errorf("%w: mysql DSN %s: %v", driver.ErrBadDSN, shown, err)
 	}
 	cfg.User, cfg.Passwd, cfg.DBName = user, pass, dbName
 	if _, set := q["interpolateParams"]; !set {

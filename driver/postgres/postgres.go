@@ -65,7 +65,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	db.SetMaxIdleConns(32)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, err)
+		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
 	}
 	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
 	if err != nil {
@@ -444,4 +444,19 @@ func parsePayload(payload, clientID string) (mine bool, granted []driver.Request
 		granted = nil
 	}
 	return mine, granted
+}
+
+// connectCause picks the real cause out of a failed connection: with
+// sslmode=prefer (the default) pgx tries TLS first and then plain text, and
+// joins both failures, so the first words of its message are often
+// "tls error: server refused TLS connection" although the plain-text attempt
+// failed for the reason that matters (unknown role, missing database).
+func connectCause(err error) error {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		if errs := joined.Unwrap(); len(errs) > 0 {
+			return errs[len(errs)-1]
+		}
+	}
+	return err
 }

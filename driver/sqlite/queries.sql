@@ -292,6 +292,9 @@ SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', la
 -- name: dead_delete_ids
 DELETE FROM {p}dead WHERE id IN ({list});
 
+-- name: queue_delete_messages
+DELETE FROM {p}messages WHERE queue = ?;
+
 -- name: dead_purge
 DELETE FROM {p}dead WHERE queue = ?;
 

@@ -131,6 +131,9 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		}
 		if !IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
 			db.Close()
+			if strings.Contains(err.Error(), "not a database") {
+				return nil, fmt.Errorf("%w: sqlite:%s is not an SQLite database file: %v", driver.ErrBadDSN, path, err)
+			}
 			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 		}
 		time.Sleep(time.Duration(10+attempt*5) * time.Millisecond)

@@ -319,6 +319,16 @@ func (t *Tx) DeadRedrive(ctx context.Context, queue string) (int, error) {
 	return len(ids), nil
 }
 
+// QueueDeleteMessages implements driver.QueueTx.
+func (t *Tx) QueueDeleteMessages(ctx context.Context, queue string) (int, error) {
+	res, err := t.exec(ctx, "queue_delete_messages", queue)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // DeadPurge implements driver.QueueTx.
 func (t *Tx) DeadPurge(ctx context.Context, queue string) (int, error) {
 	res, err := t.exec(ctx, "dead_purge", queue)
