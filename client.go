@@ -16,9 +16,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/driver/mysql"
-	"github.com/batonhq/baton/driver/postgres"
-	"github.com/batonhq/baton/driver/sqlite"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -155,28 +152,30 @@ func (c *Client) Backend() string { return c.drv.Name() }
 // ID returns this client's random id; sessions record it.
 func (c *Client) ID() string { return c.id }
 
+// backendPackages names the package that registers each scheme baton
+// ships, for the error that tells a program which import it lacks.
+var backendPackages = map[string]string{
+	"sqlite":     "github.com/batonhq/baton/driver/sqlite",
+	"postgres":   "github.com/batonhq/baton/driver/postgres",
+	"postgresql": "github.com/batonhq/baton/driver/postgres",
+	"mysql":      "github.com/batonhq/baton/driver/mysql",
+	"mariadb":    "github.com/batonhq/baton/driver/mysql",
+}
+
 // OpenDriver opens the backend a DSN names without starting a client; the
-// CLI uses it for migrations.
+// CLI uses it for migrations. The backend must be registered: import its
+// package (for example _ "github.com/batonhq/baton/driver/postgres").
 func OpenDriver(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
 	if prefix == "" {
 		prefix = "baton_"
 	}
-	switch {
-	case strings.HasPrefix(dsn, "sqlite:"):
-		return wrapDSN(sqlite.Open(ctx, dsn, prefix))
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return wrapDSN(postgres.Open(ctx, dsn, prefix))
-	case strings.HasPrefix(dsn, "mysql://"), strings.HasPrefix(dsn, "mariadb://"):
-		return wrapDSN(mysql.Open(ctx, dsn, prefix))
+	if open, ok := driver.Lookup(dsn); ok {
+		return open(ctx, dsn, prefix)
 	}
-	return nil, fmt.Errorf("%w: %q: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db", ErrBadDSN, redact(dsn))
-}
-
-func wrapDSN[D driver.Driver](d D, err error) (driver.Driver, error) {
-	if err != nil {
-		return nil, err
+	if pkg, known := backendPackages[driver.Scheme(dsn)]; known {
+		return nil, fmt.Errorf("%w: %q: the %s backend is not linked into this program: add import _ %q", ErrBadDSN, redact(dsn), driver.Scheme(dsn), pkg)
 	}
-	return d, nil
+	return nil, fmt.Errorf("%w: %q: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db (registered schemes: %s)", ErrBadDSN, redact(dsn), strings.Join(driver.Schemes(), ", "))
 }
 
 // redact hides a password in a DSN for error messages.
@@ -526,6 +525,7 @@ func (c *Client) heartbeatLoop() {
 	defer t.Stop()
 	purge := time.Now()
 	tick := 0
+	failing := false
 	for {
 		select {
 		case <-c.quit:
@@ -536,7 +536,13 @@ func (c *Client) heartbeatLoop() {
 		// next one starts afresh on another connection.
 		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Heartbeat)
 		if err := c.heartbeat(ctx); err != nil {
-			c.logf("heartbeat: %v", err)
+			if !failing {
+				c.logf("lease renewal failed (logged once until it works again): %v", err)
+			}
+			failing = true
+		} else if failing {
+			failing = false
+			c.opts.Logger.Info("baton: lease renewal works again")
 		}
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), c.opts.Lease)

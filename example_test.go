@@ -154,7 +154,7 @@ func ExampleClient_Subscribe() {
 	defer c.Close()
 
 	// The application's own connection and table.
-	app, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	app, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000")
 	if err != nil {
 		panic(err)
 	}

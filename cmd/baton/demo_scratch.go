@@ -64,7 +64,7 @@ func openRaw(dsn string) (*sql.DB, string, error) {
 
 // openSQLiteFile opens a SQLite file as an application would.
 func openSQLiteFile(path string) (*sql.DB, error) {
-	return sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	return sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000")
 }
 
 // catalogQuery lists objects by name prefix ($1/? the prefix's length,

@@ -17,6 +17,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
+	// The CLI links every backend; a Go program imports only the ones
+	// it needs.
+	_ "github.com/batonhq/baton/driver/mysql"
+	_ "github.com/batonhq/baton/driver/postgres"
+	_ "github.com/batonhq/baton/driver/sqlite"
 )
 
 // Exit statuses, documented in `baton --help` and `baton lock --help`.

@@ -236,7 +236,7 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 		"BATON_MAX_ATTEMPTS="+strconv.Itoa(m.MaxAttempts),
 		"BATON_KEY="+m.Key,
 	)
-	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(child)
 	// A background process that keeps CMD's standard error open must not
 	// hold the message once CMD itself has exited.
 	child.WaitDelay = 2 * time.Second
@@ -255,7 +255,7 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 		killed = "killed: baton was told to stop at once"
 	}
 	if killed != "" {
-		_ = syscall.Kill(-child.Process.Pid, syscall.SIGKILL)
+		killGroup(child)
 		<-exited
 		return errors.New(command[0] + " " + killed)
 	}

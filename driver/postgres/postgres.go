@@ -54,6 +54,16 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
+func init() {
+	driver.Register(func(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
+		d, err := Open(ctx, dsn, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}, "postgres", "postgresql")
+}
+
 // Open connects to the database a postgres:// DSN names.
 func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	cfg, err := pgx.ParseConfig(dsn)

@@ -1,5 +1,7 @@
-// Package sqlite is baton's embedded backend, on SQLite through
-// github.com/mattn/go-sqlite3 (chosen by measurement; see docs/benchmarks.md).
+// Package sqlite is baton's embedded backend, on SQLite through the pure-Go
+// modernc.org/sqlite (no cgo: baton builds with CGO_ENABLED=0 and
+// cross-compiles; chosen by measurement, see docs/benchmarks.md). Importing
+// it registers the sqlite: DSN scheme with baton.
 //
 // DSNs: sqlite:///absolute/path.db, sqlite:relative/path.db and
 // sqlite::memory: (a private in-memory database, for tests).
@@ -26,7 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/sqldriver"
@@ -37,6 +40,10 @@ var queriesSQL string
 
 //go:embed migrations/*.sql
 var migrations embed.FS
+
+// DriverName is the database/sql driver name of the SQLite driver baton
+// uses, for programs that open the same file themselves.
+const DriverName = "sqlite"
 
 // Now is SQLite's clock in microseconds.
 // It uses julianday, not unixepoch('subsec') (SQLite 3.42+), because
@@ -70,6 +77,16 @@ func (st *listenState) hurry() {
 }
 
 var _ driver.Driver = (*Driver)(nil)
+
+func init() {
+	driver.Register(func(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
+		d, err := Open(ctx, dsn, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}, "sqlite")
+}
 
 // ParseDSN returns the file path a sqlite: DSN names, or ":memory:".
 func ParseDSN(dsn string) (string, error) {
@@ -112,7 +129,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		d.path = abs
 		conn = "file:" + abs + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
 	}
-	db, err := sql.Open("sqlite3", conn)
+	db, err := sql.Open(DriverName, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -192,9 +209,10 @@ func (d *Driver) PreparesLocally() bool { return true }
 
 // IsRetryable reports SQLite's busy and locked errors.
 func IsRetryable(err error) bool {
-	var se sqlite3.Error
+	var se *sqlite.Error
 	if errors.As(err, &se) {
-		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+		code := se.Code() & 0xff // the primary code of an extended one
+		return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 	}
 	return false
 }
@@ -252,7 +270,7 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 		// A private in-memory database has no other process.
 		return stopHub, nil
 	}
-	pdb, err := sql.Open("sqlite3", "file:"+d.path+"?_busy_timeout=10000")
+	pdb, err := sql.Open(DriverName, "file:"+d.path+"?_busy_timeout=10000")
 	if err != nil {
 		stopHub()
 		return nil, err

@@ -24,7 +24,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "github.com/mattn/go-sqlite3"
+	_ "modernc.org/sqlite"
 )
 
 // Backend is one database server kind under test.
@@ -172,7 +172,7 @@ func SQLDB(t testing.TB, dsn string) *sql.DB {
 	var err error
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
-		db, err = sql.Open("sqlite3", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate")
+		db, err = sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate")
 	case strings.HasPrefix(dsn, "postgres://"):
 		db, err = sql.Open("pgx", dsn)
 	case strings.HasPrefix(dsn, "mysql://"):

@@ -71,7 +71,7 @@ func RunEvents(ctx context.Context, cfg EventsConfig) ([]Record, error) {
 func rawDB(sc *scratch) (*sql.DB, error) {
 	switch sc.backend {
 	case "sqlite":
-		return sql.Open("sqlite3", "file:"+strings.TrimPrefix(sc.dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate&_journal_mode=WAL")
+		return sql.Open("sqlite", "file:"+strings.TrimPrefix(sc.dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate&_journal_mode=WAL")
 	case "postgres":
 		return sql.Open("pgx", sc.dsn)
 	}

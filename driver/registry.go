@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Opener opens a backend from a DSN, with baton's table prefix.
+type Opener func(ctx context.Context, dsn, prefix string) (Driver, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes a backend available to baton.Open under the DSN schemes
+// it names (the part before the first colon, as in "postgres" for
+// postgres://...). Backend packages call it from init, as database/sql
+// drivers do, so that a program links only the backends it imports.
+// Registering a scheme twice panics.
+func Register(open Opener, schemes ...string) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, s := range schemes {
+		if _, dup := registry[s]; dup {
+			panic(fmt.Sprintf("baton/driver: scheme %q registered twice", s))
+		}
+		registry[s] = open
+	}
+}
+
+// Scheme returns the scheme of a DSN: the part before its first colon.
+func Scheme(dsn string) string {
+	if i := strings.IndexByte(dsn, ':'); i > 0 {
+		return dsn[:i]
+	}
+	return ""
+}
+
+// Lookup returns the backend registered for the DSN's scheme.
+func Lookup(dsn string) (Opener, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	open, ok := registry[Scheme(dsn)]
+	return open, ok
+}
+
+// Schemes lists the registered schemes, sorted.
+func Schemes() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for s := range registry {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
