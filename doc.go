@@ -6,7 +6,16 @@
 //
 // A Client is opened from a DSN (sqlite:PATH, postgres://..., mysql://...)
 // and shared by the whole process; Open applies baton's migrations to its
-// own tables. Work that must be coordinated happens in a Session: a live
+// own tables. Each backend is a package that registers its DSN schemes when
+// imported, as database/sql drivers do, so a program imports the ones it
+// uses:
+//
+//	import _ "github.com/batonhq/baton/driver/sqlite"   // sqlite:
+//	import _ "github.com/batonhq/baton/driver/postgres" // postgres://, postgresql://
+//	import _ "github.com/batonhq/baton/driver/mysql"    // mysql://, mariadb://
+//
+// Everything builds without cgo; driver/sqlite/cgo is an opt-in SQLite
+// backend on mattn/go-sqlite3. Work that must be coordinated happens in a Session: a live
 // participant with a lease that the client's heartbeat renews. Every lock
 // and every claimed message belongs to a session; when the session ends
 // (Close) or dies (its process is killed, or it loses the database for

@@ -32,6 +32,17 @@ func Register(open Opener, schemes ...string) {
 	}
 }
 
+// Replace registers open for the schemes, replacing what was registered:
+// an opt-in backend package (such as the cgo SQLite driver) takes over a
+// scheme its default registered.
+func Replace(open Opener, schemes ...string) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, s := range schemes {
+		registry[s] = open
+	}
+}
+
 // Scheme returns the scheme of a DSN: the part before its first colon.
 func Scheme(dsn string) string {
 	if i := strings.IndexByte(dsn, ':'); i > 0 {

@@ -54,6 +54,7 @@ const Now = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
 // Driver is the SQLite backend.
 type Driver struct {
 	*sqldriver.DB
+	flavor   Flavor
 	path     string
 	memory   bool
 	migrator *sqldriver.Migrator
@@ -107,14 +108,31 @@ func ParseDSN(dsn string) (string, error) {
 	return rest, nil
 }
 
+// Flavor is the database/sql SQLite driver underneath: its registered name
+// and how to recognise its busy and locked errors. The default is the pure-Go
+// modernc.org/sqlite; the opt-in package driver/sqlite/cgo swaps in
+// mattn/go-sqlite3.
+type Flavor struct {
+	SQLDriver   string
+	IsRetryable func(error) bool
+}
+
+// Pure is the default flavor, modernc.org/sqlite.
+var Pure = Flavor{SQLDriver: DriverName, IsRetryable: IsRetryable}
+
 // Open opens (creating if needed) the database a sqlite: DSN names. prefix
 // is the table prefix.
 func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
+	return OpenFlavor(ctx, Pure, dsn, prefix)
+}
+
+// OpenFlavor is Open on another database/sql SQLite driver.
+func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, error) {
 	path, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{memory: path == ":memory:"}
+	d := &Driver{memory: path == ":memory:", flavor: f}
 	var conn string
 	if d.memory {
 		var rnd [8]byte
@@ -129,7 +147,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		d.path = abs
 		conn = "file:" + abs + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
 	}
-	db, err := sql.Open(DriverName, conn)
+	db, err := sql.Open(f.SQLDriver, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +164,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		if err == nil {
 			break
 		}
-		if !IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
+		if !f.IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
 			db.Close()
 			if strings.Contains(err.Error(), "not a database") {
 				return nil, fmt.Errorf("%w: sqlite:%s is not an SQLite database file: %v", driver.ErrBadDSN, path, err)
@@ -176,7 +194,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 			t.AfterCommit(func() { d.hub.wake(ids) })
 			return nil
 		},
-		IsRetryable: IsRetryable,
+		IsRetryable: f.IsRetryable,
 		Events:      events(prefix),
 	}}
 	d.migrator = &sqldriver.Migrator{
@@ -270,7 +288,7 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 		// A private in-memory database has no other process.
 		return stopHub, nil
 	}
-	pdb, err := sql.Open(DriverName, "file:"+d.path+"?_busy_timeout=10000")
+	pdb, err := sql.Open(d.flavor.SQLDriver, "file:"+d.path+"?_busy_timeout=10000")
 	if err != nil {
 		stopHub()
 		return nil, err
