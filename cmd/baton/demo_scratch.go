@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/driver/postgres"
 	"github.com/batonhq/baton/driver/sqlite"
 	"github.com/batonhq/baton/internal/bench"
 )
@@ -49,7 +50,7 @@ func openRaw(dsn string) (*sql.DB, string, error) {
 		}
 		db, err = openSQLiteFile(path)
 	case "postgres":
-		db, err = sql.Open("pgx", dsn)
+		db, err = postgres.OpenSQL(context.Background(), dsn)
 	case "mysql":
 		var ddsn string
 		if ddsn, err = bench.MySQLDriverDSN(dsn); err == nil {

@@ -18,6 +18,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,15 @@ type Driver struct {
 	migrator  *sqldriver.Migrator
 	notifying sync.Map // client id -> *atomic.Bool
 	relaxed   *sqldriver.DB
+	// pooled is true behind a transaction-pooling proxy (PgBouncer in
+	// transaction mode): no named server-side statements, no session
+	// settings, and LISTEN only through listenCfg.
+	pooled bool
+	// listenCfg is where LISTEN connects: the DSN's listen_dsn when it has
+	// one, else the DSN itself.
+	listenCfg *pgx.ConnConfig
+	// listenWarn says once that wake-ups fall back to polling.
+	listenWarn sync.Once
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -68,14 +78,38 @@ func init() {
 func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("bad postgres DSN: %w", errors.Unwrap(err))
+		return nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
+	}
+	opts, err := takeOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opts.pooler == poolerTransaction {
+		usePooler(cfg)
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		if _, sp := cfg.RuntimeParams["search_path"]; sp && strings.Contains(err.Error(), "unsupported startup parameter: search_path") {
+			return nil, fmt.Errorf("%w: search_path: a transaction pooler (PgBouncer) refuses it as a connection setting: give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
+		}
 		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
+	}
+	pooled := opts.pooler == poolerTransaction
+	if opts.pooler == poolerAuto {
+		if pooled, err = behindPooler(ctx, cfg); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, err)
+		}
+		if pooled {
+			db.Close()
+			usePooler(cfg)
+			db = stdlib.OpenDB(*cfg)
+			db.SetMaxOpenConns(32)
+			db.SetMaxIdleConns(32)
+		}
 	}
 	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
 	if err != nil {
@@ -87,7 +121,13 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		db.Close()
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify"}
+	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: cfg}
+	if opts.listenDSN != "" {
+		if d.listenCfg, err = pgx.ParseConfig(opts.listenDSN); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("%w: bad listen_dsn: %w", driver.ErrBadDSN, errors.Unwrap(err))
+		}
+	}
 	// A second pool whose commits do not wait for the WAL flush, for claims
 	// and acknowledgements: losing one in a crash only redelivers a
 	// message, which at-least-once delivery allows.
@@ -95,7 +135,12 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if rcfg.RuntimeParams == nil {
 		rcfg.RuntimeParams = map[string]string{}
 	}
-	rcfg.RuntimeParams["synchronous_commit"] = "off"
+	if !pooled {
+		// A pooler refuses settings as startup parameters (and would
+		// carry them to other clients): behind one these commits wait
+		// for the disk like any other.
+		rcfg.RuntimeParams["synchronous_commit"] = "off"
+	}
 	rdb := stdlib.OpenDB(*rcfg)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
@@ -118,6 +163,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		Events:      events(prefix),
 	}}
 	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
+	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now, Numbered: true,
 		Locked: func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
@@ -357,6 +403,9 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 	wake := func() { wakeWith(nil) }
 	notifying := &atomic.Bool{}
 	d.notifying.Store(clientID, notifying)
+	if d.pooled && d.listenCfg == d.cfg {
+		return d.pollOnly(p), nil
+	}
 	conn, err := d.listen(ctx)
 	if err != nil {
 		return nil, err
@@ -410,7 +459,7 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 }
 
 func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, d.cfg)
+	conn, err := pgx.ConnectConfig(ctx, d.listenCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -469,4 +518,32 @@ func connectCause(err error) error {
 		}
 	}
 	return err
+}
+
+// pollOnly stands in for LISTEN behind a transaction pooler with no
+// listen_dsn: LISTEN through the pooler would run on a server connection
+// that goes back to the pool and hear nothing. Waiters are woken every
+// interval instead (lock hand-off and queue wake-ups take up to an
+// interval), and notifications cannot be received: both are said once.
+func (d *Driver) pollOnly(p driver.ListenParams) func() {
+	d.listenWarn.Do(func() {
+		slog.Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
+			p.Interval.String() + " and baton notifications (Listen) are not delivered; add listen_dsn=<a direct postgres:// DSN, URL-encoded> for wake-ups on commit")
+	})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(p.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.Wake(nil)
+			}
+		}
+	}()
+	return func() { close(stop); <-done; d.notifying.Delete(p.ClientID) }
 }

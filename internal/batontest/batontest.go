@@ -29,7 +29,12 @@ import (
 
 // Backend is one database server kind under test.
 type Backend struct {
+	// Name is the backend's kind: sqlite, postgres or mysql (what SQL the
+	// test writes depends on it).
 	Name string
+	// Label names the subtest and BATON_TEST_BACKENDS selects by it; it is
+	// Name but for pgbouncer (postgres through PgBouncer).
+	Label string
 	// NewDSN creates an empty database for the test and returns its DSN; it
 	// is dropped when the test ends.
 	NewDSN func(t testing.TB) string
@@ -68,14 +73,20 @@ func All() []Backend {
 		}},
 		{Name: "postgres", NewDSN: newPostgres},
 		{Name: "mysql", NewDSN: newMySQL},
+		{Name: "postgres", Label: "pgbouncer", NewDSN: newPgBouncer},
 	}
 	only := os.Getenv("BATON_TEST_BACKENDS")
+	var out []Backend
+	for i := range all {
+		if all[i].Label == "" {
+			all[i].Label = all[i].Name
+		}
+	}
 	if only == "" {
 		return all
 	}
-	var out []Backend
 	for _, b := range all {
-		if strings.Contains(","+only+",", ","+b.Name+",") {
+		if strings.Contains(","+only+",", ","+b.Label+",") {
 			out = append(out, b)
 		}
 	}
@@ -85,9 +96,13 @@ func All() []Backend {
 // Each runs body as a parallel subtest once per backend.
 func Each(t *testing.T, body func(t *testing.T, b Backend)) {
 	t.Helper()
-	for _, b := range All() {
+	all := All()
+	if len(all) == 0 {
+		t.Fatalf("BATON_TEST_BACKENDS=%q names no backend (use sqlite, postgres, mysql, pgbouncer)", os.Getenv("BATON_TEST_BACKENDS"))
+	}
+	for _, b := range all {
 		b := b
-		t.Run(b.Name, func(t *testing.T) {
+		t.Run(b.Label, func(t *testing.T) {
 			t.Parallel()
 			body(t, b)
 		})
@@ -173,6 +188,8 @@ func SQLDB(t testing.TB, dsn string) *sql.DB {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
 		db, err = sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate")
+	case strings.HasPrefix(dsn, "postgres://") && strings.Contains(dsn, "listen_dsn="):
+		db, err = pooledSQLDB(dsn)
 	case strings.HasPrefix(dsn, "postgres://"):
 		db, err = sql.Open("pgx", dsn)
 	case strings.HasPrefix(dsn, "mysql://"):

@@ -48,6 +48,10 @@ type Dialect struct {
 type DB struct {
 	SQL *sql.DB
 	D   *Dialect
+	// NoPrepare keeps every statement unnamed: behind a transaction pooler
+	// a named server-side statement lands on a server connection that
+	// other clients share, and collides or goes missing.
+	NoPrepare bool
 
 	stmts sync.Map // query name -> *sql.Stmt, filled by Prepare
 }
@@ -57,6 +61,9 @@ type DB struct {
 // statements instead of parsing SQL on every call. Queries that cannot be
 // prepared yet are left to run as text.
 func (db *DB) Prepare(ctx context.Context) error {
+	if db.NoPrepare {
+		return nil
+	}
 	for name, q := range db.D.Queries {
 		if strings.Contains(q, "{list") || strings.Contains(q, "{pairs") {
 			continue

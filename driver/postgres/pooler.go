@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Pooler modes, the DSN parameter pooler=.
+const (
+	poolerAuto        = "auto"        // detect at open (the default)
+	poolerTransaction = "transaction" // a transaction-pooling proxy is in between
+	poolerNone        = "none"        // a direct connection (or a session pooler)
+)
+
+// options are baton's own DSN parameters, taken out of the parameters pgx
+// would otherwise send to the server as settings.
+type options struct {
+	pooler    string
+	listenDSN string
+}
+
+// takeOptions removes baton's parameters from cfg and checks them.
+func takeOptions(cfg *pgx.ConnConfig) (options, error) {
+	o := options{pooler: poolerAuto}
+	if v, ok := cfg.RuntimeParams["pooler"]; ok {
+		delete(cfg.RuntimeParams, "pooler")
+		switch v {
+		case poolerAuto, poolerTransaction, poolerNone:
+			o.pooler = v
+		default:
+			return o, fmt.Errorf("%w: pooler=%q: use auto, transaction or none", driver.ErrBadDSN, v)
+		}
+	}
+	if v, ok := cfg.RuntimeParams["listen_dsn"]; ok {
+		delete(cfg.RuntimeParams, "listen_dsn")
+		o.listenDSN = v
+	}
+	if _, sp := cfg.RuntimeParams["search_path"]; sp && o.pooler == poolerTransaction {
+		return o, fmt.Errorf("%w: search_path cannot go through a transaction pooler as a connection setting (PgBouncer refuses it, and a session setting would leak to other clients): give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
+	}
+	return o, nil
+}
+
+// usePooler makes pgx talk to a transaction pooler: statements are sent
+// unnamed (their descriptions cached on the client), so that nothing
+// depends on which server connection runs them.
+func usePooler(cfg *pgx.ConnConfig) {
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+}
+
+// behindPooler tells whether the pool's connections are multiplexed over
+// shared server connections by a transaction pooler. Two signs, either
+// enough: a setting sent at connection start is refused as an "unsupported
+// startup parameter" (PgBouncer with its default settings), or two client
+// connections open at the same time are served by one backend process,
+// which a direct connection can never be.
+func behindPooler(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
+	probe := cfg.Copy()
+	if probe.RuntimeParams == nil {
+		probe.RuntimeParams = map[string]string{}
+	}
+	probe.RuntimeParams["synchronous_commit"] = "off"
+	a, err := pgx.ConnectConfig(ctx, probe)
+	if err != nil {
+		if strings.Contains(err.Error(), "unsupported startup parameter") {
+			return true, nil
+		}
+		return false, err
+	}
+	defer a.Close(context.Background())
+	b, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer b.Close(context.Background())
+	var pa, pb int
+	for _, x := range []struct {
+		c   *pgx.Conn
+		pid *int
+	}{{a, &pa}, {b, &pb}} {
+		if err := x.c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(x.pid); err != nil {
+			return false, err
+		}
+	}
+	return pa == pb, nil
+}
+
+// OpenSQL opens the database a postgres:// DSN names as a plain *sql.DB
+// for a program's own statements (the CLI's demo, tests): baton's own DSN
+// parameters are taken out, and behind a transaction pooler (pooler=transaction,
+// or detected) statements are sent unnamed.
+func OpenSQL(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
+	}
+	opts, err := takeOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pooled := opts.pooler == poolerTransaction
+	if opts.pooler == poolerAuto {
+		if pooled, err = behindPooler(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if pooled {
+		usePooler(cfg)
+	}
+	return stdlib.OpenDB(*cfg), nil
+}
