@@ -122,7 +122,11 @@ type Client struct {
 	notifyUsers int                 // listeners and waiting consumers: notifications on
 
 	abandoned map[string]bool // lost sessions whose rows must still be deleted
-	lostCount atomic.Int64    // sessions reported lost, ever
+	// prepareNow is closed by the first wait: a client that waits lives
+	// long enough for prepared statements to pay off at once.
+	prepareNow  chan struct{}
+	prepareOnce sync.Once
+	lostCount   atomic.Int64 // sessions reported lost, ever
 	// renewalsOff stops renewals (tests: a process that cannot reach the
 	// database, whatever the network does).
 	renewalsOff atomic.Bool
@@ -214,7 +218,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
 		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
-		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}),
+		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
 	}
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat: a
@@ -241,6 +245,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 // registering its waiter; anything that happened before the listener ran
 // is caught by the wake it sends once started.
 func (c *Client) listening(ctx context.Context) error {
+	c.prepareOnce.Do(func() { close(c.prepareNow) })
 	c.listenMu.Lock()
 	switch {
 	case c.stopListen != nil:
@@ -329,6 +334,7 @@ func (c *Client) prepareLater() {
 	case <-c.quit:
 		return
 	case <-t.C:
+	case <-c.prepareNow:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
