@@ -105,25 +105,6 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	return cmd
 }
 
-// queueStatsJSON is one queue in `baton queue stats --json`.
-type queueStatsJSON struct {
-	Queue     string `json:"queue"`
-	Ready     int64  `json:"ready"`
-	Scheduled int64  `json:"scheduled"`
-	Claimed   int64  `json:"claimed"`
-	Dead      int64  `json:"dead"`
-	// OldestReadyMs is how long the oldest ready message has waited, in
-	// milliseconds (0 when none is ready).
-	OldestReadyMs float64 `json:"oldest_ready_ms"`
-	// Throughput is messages finished per second over about five minutes.
-	Throughput float64 `json:"throughput_per_sec"`
-}
-
-func statsJSON(st baton.QueueStats) queueStatsJSON {
-	return queueStatsJSON{Queue: st.Queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
-		OldestReadyMs: float64(st.OldestReady.Microseconds()) / 1000, Throughput: st.Throughput}
-}
-
 func queueStatsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -137,10 +118,11 @@ func queueStatsCmd(g *globals) *cobra.Command {
 and how long the oldest ready message has waited; FINISHED/S is how many
 messages were acknowledged or dead-lettered per second over about five minutes.
 
---json prints an array of objects (every queue) or one object (QUEUE), with
-the fields queue, ready, scheduled, claimed, dead, oldest_ready_ms and
-throughput_per_sec (messages acknowledged or dead-lettered per second over
-about five minutes, as worker processes report them every ten seconds or so).
+--json prints an array of objects (every queue) or one object (QUEUE) with the
+Go type's (baton.QueueStats) field names: queue, ready, scheduled, claimed,
+dead, oldest_ready_ns (nanoseconds) and throughput (messages acknowledged or
+dead-lettered per second over about five minutes, as worker processes report
+them every ten seconds or so).
 A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 		Example: `  baton queue stats
   baton queue stats mail --json | jq .ready`,
@@ -179,13 +161,12 @@ A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 			}
 			if asJSON {
 				if len(args) == 1 {
-					return printJSON(statsJSON(all[0]))
+					return printJSON(all[0])
 				}
-				out := make([]queueStatsJSON, 0, len(all))
-				for _, st := range all {
-					out = append(out, statsJSON(st))
+				if all == nil {
+					all = []baton.QueueStats{}
 				}
-				return printJSON(out)
+				return printJSON(all)
 			}
 			if len(all) == 0 {
 				fmt.Println("no queues")

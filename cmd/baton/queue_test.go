@@ -92,8 +92,8 @@ func TestQueueCommands(t *testing.T) {
 			t.Fatalf("stats %v", st)
 		}
 		wantCounts(t, st, 2, 1, 0, 0)
-		if ms, ok := st["oldest_ready_ms"].(float64); !ok || ms < 0 {
-			t.Fatalf("oldest_ready_ms in %v", st)
+		if ns, ok := st["oldest_ready_ns"].(float64); !ok || ns < 0 {
+			t.Fatalf("oldest_ready_ns in %v", st)
 		}
 		code, out, errs := run(t, dsn, "queue", "stats", "--json")
 		expect(t, code, errs, 0, "")

@@ -61,9 +61,10 @@ type Record struct {
 	Ops int `json:"ops"`
 	// OpsPerSec is the throughput; for latency cases 1 ÷ mean latency.
 	OpsPerSec float64 `json:"ops_per_sec"`
-	// P50us and P99us are latency percentiles in microseconds.
-	P50us float64 `json:"p50_us"`
-	P99us float64 `json:"p99_us"`
+	// P50us and P99us are latency percentiles in microseconds; absent for
+	// cases that measure throughput only (drains).
+	P50us float64 `json:"p50_us,omitempty"`
+	P99us float64 `json:"p99_us,omitempty"`
 	// Baseline names the native primitive measured in the same run.
 	Baseline string `json:"baseline,omitempty"`
 	// BaselineOpsPerSec and BaselineP50us are the baseline's figures.
