@@ -72,9 +72,9 @@ exits 77. SIGINT, SIGTERM and SIGHUP sent to baton are passed on to CMD.
 					return err
 				}
 			}
-			path, err := exec.LookPath(command[0])
+			path, err := lookCommand("lock", command[0])
 			if err != nil {
-				return &cliError{code: 127, msg: fmt.Sprintf("lock: command %q not found", command[0])}
+				return err
 			}
 			return runLocked(cmd.Context(), g, ns, mode, to, names, path, command, grace)
 		},
@@ -111,7 +111,7 @@ func runLocked(ctx context.Context, g *globals, ns string, mode baton.Mode, time
 	s, err := lockWithRetry(actx, c, "baton lock "+command[0], ns, mode, timeout, names)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return &cliError{code: 130, msg: "lock: interrupted while waiting"}
+			return &cliError{code: exitInterrupted, msg: "lock: interrupted while waiting"}
 		}
 		return err
 	}

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -27,13 +29,16 @@ import (
 // Exit statuses, documented in `baton --help` and `baton lock --help`.
 const (
 	exitOK          = 0
-	exitError       = 1  // any other failure
-	exitUsage       = 64 // bad flags, arguments, DSN or duration; empty command
-	exitBadName     = 65 // invalid lock name or namespace
-	exitUnavailable = 69 // database unreachable
-	exitTimeout     = 75 // locks not obtained before the timeout
-	exitDeadlock    = 76 // chosen as a deadlock victim
-	exitLost        = 77 // the session (and its locks) was lost while CMD ran
+	exitError       = 1   // any other failure
+	exitUsage       = 64  // bad flags, arguments, DSN or duration; empty command
+	exitBadName     = 65  // invalid lock name or namespace
+	exitUnavailable = 69  // database unreachable
+	exitTimeout     = 75  // locks not obtained before the timeout
+	exitDeadlock    = 76  // chosen as a deadlock victim
+	exitLost        = 77  // the session (and its locks) was lost while CMD ran
+	exitNoExec      = 126 // CMD was found but cannot be executed
+	exitNotFound    = 127 // CMD was not found
+	exitInterrupted = 130 // interrupted (SIGINT/SIGTERM/SIGHUP) while waiting for the locks
 )
 
 const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own status):
@@ -42,8 +47,26 @@ const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own st
   69  unavailable: the database cannot be reached
   75  timeout: the locks were not obtained before --timeout
   76  deadlock: this request was chosen as a deadlock victim
-  77  lost: the locks were lost while CMD ran (CMD got SIGTERM)
+  77  lost: the locks were lost while CMD ran (CMD got SIGTERM); a waiter
+      whose session is lost before it got its locks waits again with a new
+      session instead
+ 126  CMD was found but cannot be executed
+ 127  CMD was not found
+ 130  interrupted while waiting for the locks
    1  any other error`
+
+// lookCommand finds CMD as a shell would, and fails as a shell does: 127
+// when it is not found, 126 when it is found but cannot be executed.
+func lookCommand(what, name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return "", &cliError{code: exitNoExec, msg: fmt.Sprintf("%s: command %q cannot be executed (permission denied)", what, name)}
+	}
+	return "", &cliError{code: exitNotFound, msg: fmt.Sprintf("%s: command %q not found", what, name)}
+}
 
 // cliError carries an exit status and a one-line message.
 type cliError struct {

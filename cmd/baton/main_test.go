@@ -342,3 +342,29 @@ func TestPostgresConnectErrorNamesCause(t *testing.T) {
 		t.Fatalf("connect error: %q", msg)
 	}
 }
+
+// TestCommandExitStatuses: what the shell would say about CMD, baton says
+// too, for baton lock and baton work: 127 not found, 126 not executable.
+func TestCommandExitStatuses(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	noExec := filepath.Join(t.TempDir(), "script.sh")
+	if err := os.WriteFile(noExec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		word string
+	}{
+		{[]string{"lock", "--write", "a", "--", "/nonexistent/cmd"}, exitNotFound, "not found"},
+		{[]string{"lock", "--write", "a", "--", noExec}, exitNoExec, "cannot be executed"},
+		{[]string{"work", "q", "--drain", "--", "/nonexistent/cmd"}, exitNotFound, "not found"},
+		{[]string{"work", "q", "--drain", "--", noExec}, exitNoExec, "cannot be executed"},
+		{[]string{"work", "q", "--drain"}, exitUsage, ""},
+	} {
+		code, _, errs := run(t, dsn, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.word) {
+			t.Errorf("baton %v: exit %d, stderr %q; want %d naming %q", tc.args, code, errs, tc.code, tc.word)
+		}
+	}
+}

@@ -91,8 +91,11 @@ Environment:
                     mostly for tests
 
 Exit statuses: 0 after a graceful stop or a drain; 64 for a bad flag, a bad
-QUEUE or no CMD; 127 when CMD is not found; 69 when the database cannot be
-reached; 77 when the worker's session was lost.`
+QUEUE or no CMD; 126 when CMD cannot be executed; 127 when CMD is not found;
+69 when the database cannot be reached at the start; 1 for any other error.
+A lost session is not an exit: the worker stops its running commands (their
+messages are delivered again), opens a new session once the database answers
+and carries on.`
 
 func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	var concurrency int
@@ -146,9 +149,9 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 				}
 				retry.Base = d
 			}
-			path, err := exec.LookPath(command[0])
+			path, err := lookCommand(what, command[0])
 			if err != nil {
-				return &cliError{code: 127, msg: fmt.Sprintf("%s: command %q not found", what, command[0])}
+				return err
 			}
 			return runWorker(cmd.Context(), g, queue, opts, retry, path, command)
 		},
