@@ -70,3 +70,15 @@ func Schemes() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Adapt turns a backend's Open, which returns its own driver type, into an
+// Opener.
+func Adapt[D Driver](open func(ctx context.Context, dsn, prefix string) (D, error)) Opener {
+	return func(ctx context.Context, dsn, prefix string) (Driver, error) {
+		d, err := open(ctx, dsn, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+}

@@ -109,15 +109,7 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-func init() {
-	driver.Register(func(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
-		d, err := Open(ctx, dsn, prefix)
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
-	}, "mysql", "mariadb")
-}
+func init() { driver.Register(driver.Adapt(Open), "mysql", "mariadb") }
 
 // Config is a parsed DSN: the go-sql-driver configuration (without the
 // isolation level, which Open adds) and what baton needs to know about it.

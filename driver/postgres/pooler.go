@@ -93,27 +93,46 @@ func behindPooler(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
 	return pa == pb, nil
 }
 
-// OpenSQL opens the database a postgres:// DSN names as a plain *sql.DB
-// for a program's own statements (the CLI's demo, tests): baton's own DSN
-// parameters are taken out, and behind a transaction pooler (pooler=transaction,
-// or detected) statements are sent unnamed.
-func OpenSQL(ctx context.Context, dsn string) (*sql.DB, error) {
+// connect parses a DSN, takes baton's own parameters out, finds out
+// whether a transaction pooler is in between, and opens a pool that works
+// through it, checked with one connection.
+func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
+		return nil, options{}, false, nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
 	}
 	opts, err := takeOptions(cfg)
 	if err != nil {
-		return nil, err
+		return nil, opts, false, nil, err
+	}
+	connErr := func(err error) error {
+		if _, sp := cfg.RuntimeParams["search_path"]; sp && strings.Contains(err.Error(), "unsupported startup parameter: search_path") {
+			return fmt.Errorf("%w: search_path: a transaction pooler (PgBouncer) refuses it as a connection setting: give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
+		}
+		return fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
 	}
 	pooled := opts.pooler == poolerTransaction
 	if opts.pooler == poolerAuto {
 		if pooled, err = behindPooler(ctx, cfg); err != nil {
-			return nil, err
+			return nil, opts, false, nil, connErr(err)
 		}
 	}
 	if pooled {
 		usePooler(cfg)
 	}
-	return stdlib.OpenDB(*cfg), nil
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, opts, false, nil, connErr(err)
+	}
+	return cfg, opts, pooled, db, nil
+}
+
+// OpenSQL opens the database a postgres:// DSN names as a plain *sql.DB
+// for a program's own statements (the CLI's demo, tests): baton's own DSN
+// parameters are taken out, and behind a transaction pooler statements are
+// sent unnamed.
+func OpenSQL(ctx context.Context, dsn string) (*sql.DB, error) {
+	_, _, _, db, err := connect(ctx, dsn)
+	return db, err
 }

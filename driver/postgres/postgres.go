@@ -64,53 +64,16 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-func init() {
-	driver.Register(func(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
-		d, err := Open(ctx, dsn, prefix)
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
-	}, "postgres", "postgresql")
-}
+func init() { driver.Register(driver.Adapt(Open), "postgres", "postgresql") }
 
 // Open connects to the database a postgres:// DSN names.
 func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
-	}
-	opts, err := takeOptions(cfg)
+	cfg, opts, pooled, db, err := connect(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if opts.pooler == poolerTransaction {
-		usePooler(cfg)
-	}
-	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		if _, sp := cfg.RuntimeParams["search_path"]; sp && strings.Contains(err.Error(), "unsupported startup parameter: search_path") {
-			return nil, fmt.Errorf("%w: search_path: a transaction pooler (PgBouncer) refuses it as a connection setting: give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
-		}
-		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
-	}
-	pooled := opts.pooler == poolerTransaction
-	if opts.pooler == poolerAuto {
-		if pooled, err = behindPooler(ctx, cfg); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, err)
-		}
-		if pooled {
-			db.Close()
-			usePooler(cfg)
-			db = stdlib.OpenDB(*cfg)
-			db.SetMaxOpenConns(32)
-			db.SetMaxIdleConns(32)
-		}
-	}
 	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
 	if err != nil {
 		db.Close()

@@ -79,15 +79,7 @@ func (st *listenState) hurry() {
 
 var _ driver.Driver = (*Driver)(nil)
 
-func init() {
-	driver.Register(func(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
-		d, err := Open(ctx, dsn, prefix)
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
-	}, "sqlite")
-}
+func init() { driver.Register(driver.Adapt(Open), "sqlite") }
 
 // ParseDSN returns the file path a sqlite: DSN names, or ":memory:".
 func ParseDSN(dsn string) (string, error) {

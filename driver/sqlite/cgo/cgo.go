@@ -33,11 +33,7 @@ func isRetryable(err error) bool {
 }
 
 func init() {
-	driver.Replace(func(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
-		d, err := sqlite.OpenFlavor(ctx, Flavor, dsn, prefix)
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
-	}, "sqlite")
+	driver.Replace(driver.Adapt(func(ctx context.Context, dsn, prefix string) (*sqlite.Driver, error) {
+		return sqlite.OpenFlavor(ctx, Flavor, dsn, prefix)
+	}), "sqlite")
 }
