@@ -275,6 +275,13 @@ func describe(id driver.Ident) string {
 
 // failure maps an error during acquisition to what the caller sees.
 func (s *Session) failure(ctx context.Context, err error) error {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// A statement (or a connection's dial) can fail on the deadline a
+		// moment before the context's own timer marks it done: wait for
+		// that, so that a lock timeout is reported as ErrTimeout and not
+		// as the network's "i/o timeout".
+		<-ctx.Done()
+	}
 	if errors.Is(err, ErrTimeout) || errors.Is(context.Cause(ctx), ErrTimeout) {
 		return fmt.Errorf("%w", ErrTimeout)
 	}
