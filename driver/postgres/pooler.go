@@ -56,39 +56,48 @@ func usePooler(cfg *pgx.ConnConfig) {
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 }
 
-// behindPooler tells whether the pool's connections are multiplexed over
-// shared server connections by a transaction pooler. Two signs, either
-// enough: a setting sent at connection start is refused as an "unsupported
-// startup parameter" (PgBouncer with its default settings), or two client
+// behindPooler tells whether db's connections are multiplexed over shared
+// server connections by a transaction pooler, at the cost of one extra
+// connection, dialled while db's first one works. Two signs, either enough:
+// a setting sent at connection start is refused as an "unsupported startup
+// parameter" (PgBouncer with its default settings), or two client
 // connections open at the same time are served by one backend process,
 // which a direct connection can never be.
-func behindPooler(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
+func behindPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (bool, error) {
 	probe := cfg.Copy()
 	if probe.RuntimeParams == nil {
 		probe.RuntimeParams = map[string]string{}
 	}
 	probe.RuntimeParams["synchronous_commit"] = "off"
-	a, err := pgx.ConnectConfig(ctx, probe)
-	if err != nil {
-		if strings.Contains(err.Error(), "unsupported startup parameter") {
-			return true, nil
-		}
-		return false, err
-	}
-	defer a.Close(context.Background())
-	b, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return false, err
-	}
-	defer b.Close(context.Background())
-	var pa, pb int
-	for _, x := range []struct {
+	type dialed struct {
 		c   *pgx.Conn
-		pid *int
-	}{{a, &pa}, {b, &pb}} {
-		if err := x.c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(x.pid); err != nil {
-			return false, err
-		}
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		c, err := pgx.ConnectConfig(ctx, probe)
+		ch <- dialed{c, err}
+	}()
+	var pa, pb int
+	a, err := db.Conn(ctx)
+	if err == nil {
+		err = a.QueryRowContext(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pa)
+		defer a.Close()
+	}
+	b := <-ch
+	if b.err == nil {
+		defer b.c.Close(context.Background())
+	}
+	switch {
+	case b.err != nil && strings.Contains(b.err.Error(), "unsupported startup parameter"):
+		return true, nil
+	case err != nil:
+		return false, err
+	case b.err != nil:
+		return false, b.err
+	}
+	if err := b.c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pb); err != nil {
+		return false, err
 	}
 	return pa == pb, nil
 }
@@ -112,15 +121,22 @@ func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *
 		return fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
 	}
 	pooled := opts.pooler == poolerTransaction
-	if opts.pooler == poolerAuto {
-		if pooled, err = behindPooler(ctx, cfg); err != nil {
-			return nil, opts, false, nil, connErr(err)
-		}
-	}
 	if pooled {
 		usePooler(cfg)
 	}
 	db := stdlib.OpenDB(*cfg)
+	if opts.pooler == poolerAuto {
+		if pooled, err = behindPooler(ctx, cfg, db); err != nil {
+			db.Close()
+			return nil, opts, false, nil, connErr(err)
+		}
+		if pooled {
+			// Reopen: the first connection was made for a direct server.
+			db.Close()
+			usePooler(cfg)
+			db = stdlib.OpenDB(*cfg)
+		}
+	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, opts, false, nil, connErr(err)
