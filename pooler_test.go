@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"net/url"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -13,18 +14,109 @@ import (
 
 // bouncerDSN returns a test database's DSN through the private PgBouncer
 // (transaction mode, default settings), without baton's listen_dsn.
-func bouncerDSN(t *testing.T) (string, bool) {
+func bouncerDSN(t testing.TB) (string, bool) {
+	dsn, ok := bouncerListenDSN(t)
+	if !ok {
+		return "", false
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.RawQuery = ""
+	return u.String(), true
+}
+
+// bouncerListenDSN is bouncerDSN with listen_dsn, a direct connection for
+// LISTEN.
+func bouncerListenDSN(t testing.TB) (string, bool) {
 	for _, b := range batontest.All() {
 		if b.Label == "pgbouncer" {
-			u, err := url.Parse(b.NewDSN(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			u.RawQuery = ""
-			return u.String(), true
+			return b.NewDSN(t), true
 		}
 	}
 	return "", false
+}
+
+// BenchmarkPoolerHandoff: lock hand-off between two clients through
+// PgBouncer (transaction mode), wake-ups by LISTEN on listen_dsn; reports
+// the p50 from the holder's Release to the waiter's Lock returning.
+//
+//	go test -run '^$' -bench PoolerHandoff -benchtime 200x .
+func BenchmarkPoolerHandoff(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		listen bool
+	}{{"listen_dsn", true}, {"polling", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dsn, ok := bouncerListenDSN(b)
+			if !ok {
+				b.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
+			}
+			if !tc.listen {
+				dsn, _ = bouncerDSN(b)
+			}
+			ctx := context.Background()
+			open := func() *baton.Client {
+				c, err := baton.Open(ctx, dsn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = c.Close() })
+				return c
+			}
+			c1, c2 := open(), open()
+			s1, err := c1.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s2, err := c2.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := s1.Lock(ctx, "h", baton.Write, 0, "x"); err != nil {
+					b.Fatal(err)
+				}
+				got := make(chan time.Time, 1)
+				go func() {
+					if _, err := s2.Lock(ctx, "h", baton.Write, baton.Forever, "x"); err != nil {
+						b.Error(err)
+					}
+					got <- time.Now()
+				}()
+				waitPendingB(b, c1, s2)
+				t0 := time.Now()
+				if _, err := s1.Release(ctx, "h"); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, (<-got).Sub(t0))
+				if _, err := s2.Release(ctx, "h"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50_us")
+		})
+	}
+}
+
+// waitPendingB waits until the session has a waiting request.
+func waitPendingB(b *testing.B, c *baton.Client, s *baton.Session) {
+	for {
+		ls, err := c.Locks(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range ls {
+			if l.Session == s.ID() && l.Status == "PENDING" {
+				return
+			}
+		}
+	}
 }
 
 // TestPoolerWithoutListenDSN: through PgBouncer with the DSN of a direct
