@@ -87,7 +87,7 @@ logfile = %s
 			args = append(args, "-u", "postgres") // pgbouncer refuses to run as root
 		}
 		args = append(args, filepath.Join(dir, "pgbouncer.ini"))
-		sh := exec.Command("sh", "-c", `"$@" & pid=$!; read _; kill $pid; wait $pid`, "sh")
+		sh := exec.Command("sh", "-c", `"$@" & pid=$!; read _; kill $pid; wait $pid; rm -rf "`+dir+`"`, "sh")
 		sh.Args = append(sh.Args, args...)
 		stdin, err := sh.StdinPipe()
 		if err != nil {
