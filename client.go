@@ -278,20 +278,26 @@ func (c *Client) listening(ctx context.Context) error {
 }
 
 // startListener starts the driver's listener on behalf of every waiter,
-// within a lease; a failed start is tried again by the next waiter.
+// within a lease per attempt, three attempts a poll interval apart (a busy
+// server can take longer than a short lease to accept one connection); a
+// start that still fails is tried again by the next waiter.
 func (c *Client) startListener(done chan struct{}) {
 	defer c.wg.Done()
 	defer close(done)
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
-	defer cancel()
-	go func() {
-		select {
-		case <-c.quit:
-			cancel()
-		case <-ctx.Done():
+	var stop func()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			c.logf("start listener: %v; trying again", err)
+			select {
+			case <-c.quit:
+			case <-time.After(c.opts.PollInterval):
+			}
 		}
-	}()
-	stop, err := c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
+		if stop, err = c.listenOnce(); err == nil || isClosed(c.quit) {
+			break
+		}
+	}
 	c.listenMu.Lock()
 	defer c.listenMu.Unlock()
 	c.listenStart = nil
@@ -304,6 +310,30 @@ func (c *Client) startListener(done chan struct{}) {
 		c.stopListen, c.listenErr = stop, nil
 		c.wake()
 		c.wakeAllQueuesLocal()
+	}
+}
+
+// listenOnce is one attempt to start the driver's listener, within a lease
+// and cancelled by Close.
+func (c *Client) listenOnce() (func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
