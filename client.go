@@ -245,22 +245,10 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 // registering its waiter; anything that happened before the listener ran
 // is caught by the wake it sends once started.
 func (c *Client) listening(ctx context.Context) error {
-	c.prepareOnce.Do(func() { close(c.prepareNow) })
-	c.listenMu.Lock()
-	switch {
-	case c.stopListen != nil:
-		c.listenMu.Unlock()
-		return nil
-	case c.unlistened:
-		c.listenMu.Unlock()
-		return ErrClosed
-	case c.listenStart == nil:
-		c.listenStart = make(chan struct{})
-		c.wg.Add(1)
-		go c.startListener(c.listenStart)
+	started, err := c.kickListener()
+	if started == nil {
+		return err
 	}
-	started := c.listenStart
-	c.listenMu.Unlock()
 	select {
 	case <-started:
 	case <-ctx.Done():
@@ -275,6 +263,26 @@ func (c *Client) listening(ctx context.Context) error {
 		return ErrClosed
 	}
 	return c.listenErr
+}
+
+// kickListener starts the driver's listener unless it runs or is starting
+// already, and returns the channel closed when the start ends (nil when it
+// runs, or with ErrClosed after Close).
+func (c *Client) kickListener() (chan struct{}, error) {
+	c.prepareOnce.Do(func() { close(c.prepareNow) })
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	switch {
+	case c.stopListen != nil:
+		return nil, nil
+	case c.unlistened:
+		return nil, ErrClosed
+	case c.listenStart == nil:
+		c.listenStart = make(chan struct{})
+		c.wg.Add(1)
+		go c.startListener(c.listenStart)
+	}
+	return c.listenStart, nil
 }
 
 // startListener starts the driver's listener on behalf of every waiter,
@@ -544,6 +552,13 @@ func (c *Client) addWaiter(id int64, sessionID string) *waiter {
 	return w
 }
 
+// waiting reports whether any lock request of this client waits.
+func (c *Client) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters) > 0
+}
+
 func (c *Client) removeWaiter(id int64) {
 	c.mu.Lock()
 	delete(c.waiters, id)
@@ -581,6 +596,11 @@ func (c *Client) heartbeatLoop() {
 			c.opts.Logger.Info("baton: lease renewal works again")
 		}
 		cancel()
+		if c.waiting() {
+			// Lock waiters whose listener could not start (the database
+			// was away) wait on: start it again; its start wakes them.
+			_, _ = c.kickListener()
+		}
 		ctx, cancel = context.WithTimeout(context.Background(), c.opts.Lease)
 		c.endAbandoned(ctx)
 		if tick++; tick%10 == 0 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -126,6 +125,10 @@ type proxy struct {
 	mu     sync.Mutex
 	conns  []net.Conn
 	down   bool
+	// gate is closed while bytes flow; during a partition it is open
+	// and every byte waits (connections stay up, as when a network drops
+	// packets silently).
+	gate chan struct{}
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -133,8 +136,9 @@ func newProxy(t *testing.T, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); p.cut(true) })
+	p := &proxy{ln: ln, target: target, gate: make(chan struct{})}
+	close(p.gate)
+	t.Cleanup(func() { ln.Close(); p.heal(); p.cut(true) })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -156,8 +160,8 @@ func newProxy(t *testing.T, target string) *proxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
+			go p.pipe(s, c)
+			go p.pipe(c, s)
 		}
 	}()
 	return p
@@ -173,6 +177,45 @@ func (p *proxy) cut(down bool) {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// pipe copies src to dst, holding every chunk while partitioned.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			gate := p.gate
+			p.mu.Unlock()
+			<-gate
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// partition stops every byte in both directions without closing anything.
+func (p *proxy) partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gate = make(chan struct{})
+}
+
+// heal lets the held bytes through.
+func (p *proxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+	default:
+		close(p.gate)
+	}
 }
 
 func (p *proxy) restore() {

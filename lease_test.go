@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -191,6 +192,63 @@ func TestWorkerSurvivesLostSession(t *testing.T) {
 		case err := <-done:
 			t.Fatalf("Work returned: %v", err)
 		default:
+		}
+	})
+}
+
+// TestPartitionedHolder: the network between a lock holder and its database
+// goes silent (no packet either way, connections stay open, as in a real
+// partition). The holder stops counting itself the holder strictly before
+// a waiter in another client is granted the lock, round after round,
+// judged by the timestamps of both critical sections; once the network
+// heals, the partitioned client works again.
+func TestPartitionedHolder(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("embedded: no network between client and database")
+		}
+		_, dsn := open(t, b)
+		opts := baton.Options{Lease: time.Second, PollInterval: 100 * time.Millisecond}
+		other := openDSN(t, dsn, opts)
+		waiter := session(t, other)
+		for round := 0; round < 5; round++ {
+			pdsn, p := viaProxy(t, dsn)
+			cut := openDSN(t, pdsn, opts)
+			holder := session(t, cut)
+			mustLock(t, holder, "part", baton.Write, "x")
+			granted := make(chan time.Time, 1)
+			go func() {
+				_, err := waiter.Lock(context.Background(), "part", baton.Write, baton.Forever, "x")
+				if err != nil {
+					t.Error(err)
+				}
+				granted <- time.Now()
+			}()
+			waitPending(t, other, waiter, 1)
+			p.partition()
+			lostAt := waitLost(t, holder)
+			var grantedAt time.Time
+			select {
+			case grantedAt = <-granted:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the waiter was never granted")
+			}
+			if !lostAt.Before(grantedAt) {
+				t.Fatalf("round %d: two holders: the partitioned holder heard it lost the lock %v after the waiter was granted", round, lostAt.Sub(grantedAt))
+			}
+			t.Logf("round %d: holder stopped %v before the waiter was granted", round, grantedAt.Sub(lostAt))
+			p.heal()
+			retry(t, "a new session after the partition healed", func() error {
+				s, err := cut.NewSession(ctxT(t))
+				if err == nil {
+					_, err = s.Lock(ctxT(t), "part-after", baton.Write, 0, fmt.Sprint(round))
+				}
+				return err
+			})
+			if _, err := waiter.Release(ctxT(t), "part"); err != nil {
+				t.Fatal(err)
+			}
+			_ = cut.Close()
 		}
 	})
 }

@@ -159,6 +159,9 @@ func (s *Session) acquire(ctx context.Context, ids []driver.Ident, mode string, 
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 		defer cancel()
 	}
+	if err := s.awaitLockable(ctx, tryOnce); err != nil {
+		return nil, err
+	}
 	call := randomInt63()
 	out := make([]driver.Request, 0, len(ids))
 	for _, id := range ids {
@@ -178,13 +181,40 @@ func (s *Session) acquire(ctx context.Context, ids []driver.Ident, mode string, 
 	return out, nil
 }
 
+// awaitLockable waits until the session may be granted locks: after a
+// restart of a server whose lock state a crash empties, not before holders
+// of the previous incarnation have stopped counting themselves holders.
+func (s *Session) awaitLockable(ctx context.Context, tryOnce bool) error {
+	wait := time.Until(s.lockable)
+	if wait <= 0 {
+		return nil
+	}
+	if tryOnce {
+		return fmt.Errorf("%w: a database server crash emptied the lock state; locks are granted again in %v, once the longest lease in use has passed", ErrTimeout, wait.Round(time.Millisecond))
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return s.check()
+	case <-s.done:
+		return s.Err()
+	case <-ctx.Done():
+		return s.failure(ctx, ctx.Err())
+	}
+}
+
 func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
 	c := s.c
 	for attempt := 0; ; attempt++ {
 		r, ok, err := c.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
-			SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode, CallID: call})
+			SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode, CallID: call, Incarnation: s.incarnation})
 		if err == nil && ok {
 			return r, nil
+		}
+		if errors.Is(err, driver.ErrServerRestarted) {
+			s.lose(fmt.Errorf("%w: %w", ErrSessionLost, err))
+			return driver.Request{}, s.Err()
 		}
 		if err == nil {
 			break
@@ -233,7 +263,14 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	// committed (a status check on another connection must find it); a
 	// grant that came in between is caught by the check this wake runs.
 	if err := c.listening(ctx); err != nil {
-		return driver.Request{}, s.failure(ctx, err)
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return driver.Request{}, s.failure(ctx, err)
+		}
+		// The listener could not start (the database may be away): wait
+		// all the same, until the timeout or the session's end; the
+		// heartbeat starts the listener again and its start wakes every
+		// waiter.
+		c.logf("lock waiter: %v; waiting on", err)
 	}
 	w := c.addWaiter(req.ID, s.id)
 	c.wake()

@@ -2,11 +2,9 @@ package baton_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -14,161 +12,325 @@ import (
 	"github.com/batonhq/baton"
 )
 
-// privatePG is a PostgreSQL server of the test's own (own data directory
-// and port), which the test may stop and start; the shared server is never
-// touched.
-type privatePG struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	port int
-}
+// outage is one stop/start of a private server.
+type outage struct{ from, to time.Time }
 
-func pgBin() (string, bool) {
-	m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
-	if len(m) == 0 {
-		return "", false
-	}
-	return filepath.Dir(m[len(m)-1]), true
-}
-
-// asPostgres runs a server program as the postgres user when the test runs
-// as root (PostgreSQL refuses root).
-func asPostgres(name string, args ...string) *exec.Cmd {
-	if os.Geteuid() == 0 {
-		return exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
-	}
-	return exec.Command(name, args...)
-}
-
-func startPrivatePG(t *testing.T) *privatePG {
-	bin, ok := pgBin()
-	if !ok {
-		t.Fatal("PostgreSQL server programs not found under /usr/lib/postgresql")
-	}
-	dir, err := os.MkdirTemp("", "baton-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = os.Chmod(dir, 0o777)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	p := &privatePG{t: t, bin: bin, dir: dir, port: port}
-	if out, err := asPostgres(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		_ = asPostgres(filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop").Run()
-		_ = os.RemoveAll(dir)
-	})
-	p.start()
-	return p
-}
-
-func (p *privatePG) start() {
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off -c max_connections=200", p.port, p.dir)
-	if out, err := asPostgres(filepath.Join(p.bin, "pg_ctl"), "-D", filepath.Join(p.dir, "data"), "-o", opts,
-		"-l", filepath.Join(p.dir, "log"), "-w", "-t", "60", "start").CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(p.dir, "log"))
-		p.t.Fatalf("start private PostgreSQL: %v: %s %s", err, out, log)
-	}
-}
-
-func (p *privatePG) stop(mode string) {
-	if out, err := asPostgres(filepath.Join(p.bin, "pg_ctl"), "-D", filepath.Join(p.dir, "data"), "-m", mode, "-w", "stop").CombinedOutput(); err != nil {
-		p.t.Fatalf("stop private PostgreSQL (%s): %v: %s", mode, err, out)
-	}
-}
-
-func (p *privatePG) dsn() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres", p.port)
-}
-
-// TestPostgresRestartMidDrain: workers draining a queue survive a
-// PostgreSQL restart (fast and immediate), each on its own, and every
-// message is handled; a lock holder hears it lost its session (the lock
-// tables are UNLOGGED and emptied by the crash) and no two sessions ever
-// hold the write lock at once.
-func TestPostgresRestartMidDrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a private PostgreSQL")
-	}
-	pg := startPrivatePG(t)
-	opts := baton.Options{Lease: time.Second, PollInterval: 100 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c := openDSN(t, pg.dsn(), opts)
-	const n = 300
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	workDone := make(chan error, 2)
-	for w := 0; w < 2; w++ {
-		wc := openDSN(t, pg.dsn(), opts)
-		go func() {
-			workDone <- wc.Work(ctx, "rq", func(ctx context.Context, m *baton.Message) error {
-				time.Sleep(5 * time.Millisecond)
-				mu.Lock()
-				seen[string(m.Payload)] = true
-				mu.Unlock()
-				return nil
-			}, baton.WorkerOptions{Concurrency: 2})
-		}()
-	}
-	holder := session(t, c)
-	mustLock(t, holder, "rs", baton.Write, "x")
-	enqueued := 0
-	enqueue := func(k int) {
-		for i := 0; i < k; i++ {
-			p := fmt.Sprint("m", enqueued)
-			for {
-				if _, err := c.Enqueue(ctx, "rq", []byte(p)); err == nil {
-					break
-				}
-				time.Sleep(50 * time.Millisecond) // the server is restarting
-			}
-			enqueued++
+// restartAll stops and starts db once per mode, pausing between, and
+// returns the outages.
+func restartAll(db privateDB, pause time.Duration, between func()) []outage {
+	var out []outage
+	for _, mode := range db.modes() {
+		time.Sleep(pause)
+		o := outage{from: time.Now()}
+		db.stop(mode)
+		db.start()
+		o.to = time.Now()
+		out = append(out, o)
+		if between != nil {
+			between()
 		}
 	}
-	enqueue(n / 3)
-	for _, mode := range []string{"fast", "immediate"} {
-		pg.stop(mode)
-		select {
-		case err := <-workDone:
-			t.Fatalf("a worker stopped during the outage (%s): %v", mode, err)
-		default:
-		}
-		pg.start()
-		enqueue(n / 3)
-	}
-	select {
-	case <-holder.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the holder never heard its session was lost")
-	}
-	wantErr(t, holder.Err(), baton.ErrSessionLost)
-	s2 := session(t, c)
-	if _, err := s2.Lock(ctxT(t), "rs", baton.Write, 10*time.Second, "x"); err != nil {
-		t.Fatalf("the lock was not free after the restarts: %v", err)
-	}
+	return out
+}
+
+// retry runs f until it succeeds (the server may be restarting).
+func retry(t *testing.T, what string, f func() error) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		mu.Lock()
-		got := len(seen)
-		mu.Unlock()
-		if got == enqueued {
-			break
+		err := f()
+		if err == nil {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("handled %d of %d messages after the restarts", got, enqueued)
+			t.Fatalf("%s: still failing after a minute: %v", what, err)
 		}
-		select {
-		case err := <-workDone:
-			t.Fatalf("a worker stopped: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestRestartMidDrain: workers draining a queue survive database restarts
+// (PostgreSQL fast, immediate and kill -9; MariaDB clean and kill -9), each
+// on its own; every message is handled, a message is handled twice only if
+// its first run was in flight during an outage; a lock holder hears it lost
+// its session or keeps a lock the database still gives it, and the lock is
+// usable afterwards.
+func TestRestartMidDrain(t *testing.T) {
+	eachPrivate(t, func(t *testing.T, db privateDB) {
+		const lease = time.Second
+		opts := baton.Options{Lease: lease, PollInterval: 100 * time.Millisecond}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c := openDSN(t, db.dsn(), opts)
+		type run struct{ from, to time.Time }
+		var mu sync.Mutex
+		runs := map[string][]run{}
+		workDone := make(chan error, 2)
+		for w := 0; w < 2; w++ {
+			wc := openDSN(t, db.dsn(), opts)
+			go func() {
+				workDone <- wc.Work(ctx, "rq", func(ctx context.Context, m *baton.Message) error {
+					r := run{from: time.Now()}
+					time.Sleep(5 * time.Millisecond)
+					r.to = time.Now()
+					mu.Lock()
+					runs[string(m.Payload)] = append(runs[string(m.Payload)], r)
+					mu.Unlock()
+					return nil
+				}, baton.WorkerOptions{Concurrency: 2})
+			}()
+		}
+		holder := session(t, c)
+		mustLock(t, holder, "rs", baton.Write, "x")
+		enqueued := 0
+		enqueue := func(k int) {
+			for i := 0; i < k; i++ {
+				p := fmt.Sprint("m", enqueued)
+				retry(t, "enqueue", func() error { _, err := c.Enqueue(ctx, "rq", []byte(p)); return err })
+				enqueued++
+			}
+		}
+		enqueue(100)
+		outages := restartAll(db, 300*time.Millisecond, func() {
+			select {
+			case err := <-workDone:
+				t.Fatalf("a worker stopped: %v", err)
+			default:
+			}
+			enqueue(100)
+		})
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			got := len(runs)
+			mu.Unlock()
+			if got == enqueued {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("handled %d of %d messages after the restarts", got, enqueued)
+			}
+			select {
+			case err := <-workDone:
+				t.Fatalf("a worker stopped: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		mu.Lock()
+		dups := 0
+		for p, rs := range runs {
+			for _, r := range rs[:len(rs)-1] {
+				inFlight := false
+				for _, o := range outages {
+					if !r.to.Before(o.from.Add(-lease)) && !r.from.After(o.to.Add(lease)) {
+						inFlight = true
+					}
+				}
+				if !inFlight {
+					t.Errorf("message %s handled again although its run %v-%v was not in flight during an outage", p, r.from, r.to)
+				}
+				dups++
+			}
+		}
+		mu.Unlock()
+		t.Logf("%d messages, %d handled twice (in flight during %d restarts)", enqueued, dups, len(outages))
+		// The holder either lost its session (and heard it) or still holds
+		// the lock; either way the lock ends up usable.
+		select {
+		case <-holder.Done():
+			wantErr(t, holder.Err(), baton.ErrSessionLost)
+		case <-time.After(3 * lease):
+			if _, err := holder.Release(ctxT(t), "rs"); err != nil {
+				t.Fatalf("holder alive but cannot release: %v", err)
+			}
+		}
+		s2 := session(t, c)
+		if _, err := s2.Lock(ctxT(t), "rs", baton.Write, 10*time.Second, "x"); err != nil {
+			t.Fatalf("the lock was not free after the restarts: %v", err)
+		}
+	})
+}
+
+// section is one holder's time with the lock: from the grant until it
+// released the lock or heard its session was lost, whichever came first.
+type section struct {
+	from, to time.Time
+	token    int64
+	who      int
+}
+
+// lockLoop takes and releases one write lock again and again with sessions
+// of c, opening a new session whenever one is lost, until stop.
+func lockLoop(c *baton.Client, who int, hold time.Duration, stop <-chan struct{}, out chan<- section) {
+	var s *baton.Session
+	var lostAt time.Time
+	var lostMu sync.Mutex
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if s == nil || s.Err() != nil {
+			ns, err := c.NewSession(context.Background())
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			s = ns
+			go func(s *baton.Session) {
+				<-s.Done()
+				lostMu.Lock()
+				lostAt = time.Now()
+				lostMu.Unlock()
+			}(s)
+			lostMu.Lock()
+			lostAt = time.Time{}
+			lostMu.Unlock()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		g, err := s.Lock(ctx, "loop", baton.Write, 3*time.Second, "x")
+		cancel()
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		sec := section{from: time.Now(), token: g[0].Token, who: who}
+		time.Sleep(hold)
+		sec.to = time.Now()
+		select {
+		case <-s.Done():
+			// Lost while "holding": the section ended when the owner heard.
+			for {
+				lostMu.Lock()
+				at := lostAt
+				lostMu.Unlock()
+				if !at.IsZero() {
+					sec.to = at
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+		default:
+		}
+		out <- sec
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = s.Release(ctx, "loop")
+		cancel()
+	}
+}
+
+// TestLockLoopAcrossRestarts: three clients take one write lock in turn
+// while the database restarts in every mode; the critical sections (grant
+// to release, or to the moment the owner heard it was lost) never overlap
+// and the fencing tokens of successive holders strictly increase. A holder
+// stops acting as one when it calls Release or hears it lost its session.
+func TestLockLoopAcrossRestarts(t *testing.T) {
+	eachPrivate(t, func(t *testing.T, db privateDB) {
+		opts := baton.Options{Lease: 2 * time.Second, PollInterval: 100 * time.Millisecond}
+		stop := make(chan struct{})
+		out := make(chan section, 10000)
+		var wg sync.WaitGroup
+		for i := 0; i < 3; i++ {
+			c := openDSN(t, db.dsn(), opts)
+			wg.Add(1)
+			// One client holds the lock long enough that a restart
+			// usually comes while it holds it.
+			hold := 15 * time.Millisecond
+			if i == 0 {
+				hold = 700 * time.Millisecond
+			}
+			go func(i int) { defer wg.Done(); lockLoop(c, i, hold, stop, out) }(i)
+		}
+		outages := restartAll(db, 1500*time.Millisecond, nil)
+		time.Sleep(3 * time.Second) // the loops carry on after the last restart
+		close(stop)
+		wg.Wait()
+		close(out)
+		var secs []section
+		for s := range out {
+			secs = append(secs, s)
+		}
+		sort.Slice(secs, func(i, j int) bool { return secs[i].from.Before(secs[j].from) })
+		after := 0
+		for i, s := range secs {
+			if s.from.After(outages[len(outages)-1].to) {
+				after++
+			}
+			if i == 0 {
+				continue
+			}
+			p := secs[i-1]
+			if !p.to.Before(s.from) {
+				t.Errorf("two holders: client %d held the lock %v-%v (token %d), client %d was granted at %v (token %d), %v before the first let go",
+					p.who, p.from.Format("15:04:05.000"), p.to.Format("15:04:05.000"), p.token, s.who, s.from.Format("15:04:05.000"), s.token, p.to.Sub(s.from))
+			}
+			if s.token <= p.token {
+				t.Errorf("fencing token went from %d to %d", p.token, s.token)
+			}
+		}
+		if after == 0 {
+			t.Fatalf("no lock was granted after the last restart (%d before)", len(secs))
+		}
+		t.Logf("%d critical sections across %d restarts, %d after the last", len(secs), len(outages), after)
+	})
+}
+
+// TestOutageLongerThanLease: the database is down for longer than the lease
+// while a lock is held and awaited by two clients. Within lease + 1 s of
+// its return the lock is free, or held by a session that is alive and
+// knows it holds it.
+func TestOutageLongerThanLease(t *testing.T) {
+	eachPrivate(t, func(t *testing.T, db privateDB) {
+		const lease = time.Second
+		opts := baton.Options{Lease: lease, PollInterval: 100 * time.Millisecond}
+		for _, mode := range db.modes() {
+			hc, wc, pc := openDSN(t, db.dsn(), opts), openDSN(t, db.dsn(), opts), openDSN(t, db.dsn(), opts)
+			holder, waiter := session(t, hc), session(t, wc)
+			mustLock(t, holder, "out", baton.Write, "x")
+			got := async(waiter, "out", baton.Write, baton.Forever, "x")
+			waitPending(t, wc, waiter, 1)
+			db.stop(mode)
+			time.Sleep(2 * lease)
+			db.start()
+			back := time.Now()
+			var werr error
+			select {
+			case werr = <-got:
+			case <-time.After(lease + time.Second):
+				t.Fatalf("%s: the waiter neither got the lock nor heard it lost within lease + 1 s", mode)
+			}
+			select {
+			case <-holder.Done():
+			default:
+				t.Fatalf("%s: the holder still believes it holds the lock after an outage of twice the lease", mode)
+			}
+			var probe *baton.Session
+			retry(t, "probe session", func() (err error) { probe, err = pc.NewSession(ctxT(t)); return err })
+			_, perr := probe.Lock(ctxT(t), "out", baton.Write, 0, "x")
+			switch {
+			case werr == nil:
+				select {
+				case <-waiter.Done():
+					t.Fatalf("%s: the waiter was granted with a session already lost", mode)
+				default:
+				}
+				wantErr(t, perr, baton.ErrTimeout) // held by the waiter, who knows it
+			case errors.Is(werr, baton.ErrSessionLost):
+				for perr != nil && time.Since(back) < lease+time.Second {
+					time.Sleep(20 * time.Millisecond)
+					_, perr = probe.Lock(ctxT(t), "out", baton.Write, 0, "x")
+				}
+				if perr != nil {
+					t.Fatalf("%s: waiter lost, and the lock is not free within lease + 1 s: %v", mode, perr)
+				}
+			default:
+				t.Fatalf("%s: waiter: %v", mode, werr)
+			}
+			t.Logf("%s: waiter %v, lock settled %v after the database came back", mode, werr, time.Since(back))
+			for _, c := range []*baton.Client{hc, wc, pc} {
+				_ = c.Close()
+			}
+		}
+	})
 }

@@ -34,6 +34,12 @@ type Session struct {
 	// before anyone else can hear "granted".
 	deadline time.Time
 	timer    *time.Timer
+	// incarnation is the lock state's incarnation the session began in,
+	// and lockable the local moment before which it may not be granted a
+	// lock (see driver.Incarnations); zero where the backend keeps lock
+	// state through crashes.
+	incarnation int64
+	lockable    time.Time
 }
 
 // SessionOptions configure a new session.
@@ -60,6 +66,16 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	c.sessions[s.id] = s
 	c.mu.Unlock()
 	start := time.Now()
+	if inc, ok := c.drv.(driver.Incarnations); ok {
+		id, wait, err := inc.Incarnation(ctx, c.opts.Lease)
+		if err != nil {
+			c.mu.Lock()
+			delete(c.sessions, s.id)
+			c.mu.Unlock()
+			return nil, fmt.Errorf("baton: start session: %w", err)
+		}
+		s.incarnation, s.lockable = id, start.Add(wait)
+	}
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		return tx.SessionInsert(ctx, driver.Session{ID: s.id, ClientID: c.id, Host: c.host, PID: c.pid, Name: o.Name, HostID: c.hostID}, c.opts.Lease)
 	})

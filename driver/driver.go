@@ -252,6 +252,28 @@ type FastAcquireParams struct {
 	Ident
 	Mode   string
 	CallID int64
+	// Incarnation is the lock state's incarnation the session began in
+	// (see Incarnations); 0 when the driver does not implement it.
+	Incarnation int64
+}
+
+// ErrServerRestarted is returned by LockFastAcquire when a server crash
+// emptied the lock state after the session began: the session is gone with
+// it and must be given up.
+var ErrServerRestarted = errors.New("a database server crash emptied the lock state after the session began")
+
+// Incarnations is implemented by drivers whose lock state does not survive
+// a server crash (PostgreSQL keeps it in UNLOGGED tables, which crash
+// recovery empties). A holder from before the crash still counts itself the
+// holder until its lease runs out, so after a restart no lock may be
+// granted until the longest lease in use has passed since the state was
+// found empty, and no session from an earlier incarnation may be granted
+// one. A clean restart keeps the state and its incarnation.
+type Incarnations interface {
+	// Incarnation records lease as a lease in use and returns the lock
+	// state's incarnation and how long from now its first grant must wait
+	// (never negative).
+	Incarnation(ctx context.Context, lease time.Duration) (id int64, wait time.Duration, err error)
 }
 
 // FastReleaseParams are the inputs of Driver.LockFastRelease.

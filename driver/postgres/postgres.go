@@ -237,15 +237,40 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	}
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID}
+	var inc sql.NullInt64
 	err := d.RowNamed(ctx, nil, "fast_acquire", p.Kind, []byte(p.NS), []byte(p.Name), nr, nw,
-		p.SessionID, p.ClientID, p.Mode, p.CallID).Scan(&r.ID, &r.Token)
+		p.SessionID, p.ClientID, p.Mode, p.CallID).Scan(&r.ID, &r.Token, &inc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
 	}
 	if err != nil {
 		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
 	}
+	if p.Incarnation != 0 && inc.Int64 != p.Incarnation {
+		// Granted from lock state that a crash emptied after the session
+		// began: the caller gives the session (and this grant) up.
+		return r, false, driver.ErrServerRestarted
+	}
 	return r, true, nil
+}
+
+// Incarnation implements driver.Incarnations: crash recovery empties the
+// UNLOGGED lock tables while holders of the lost state may still count
+// themselves holders until their leases run out.
+func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, time.Duration, error) {
+	var id, waitUS int64
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		// No row: another session wrote the new incarnation after this
+		// statement's snapshot; the next one sees it.
+		if err = d.RowNamed(ctx, nil, "incarnation", lease.Microseconds()).Scan(&id, &waitUS); !errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("incarnation: %w", err)
+	}
+	return id, time.Duration(waitUS) * time.Microsecond, nil
 }
 
 // LockFastRelease implements driver.Driver in one statement, hand-off to

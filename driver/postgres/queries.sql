@@ -137,7 +137,23 @@ WITH li AS (
     RETURNING fence)
 INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 SELECT $6, $7, $1, $2, $3, $8, 'G', $9, li.fence, {now}, {now} FROM li
-RETURNING id, token;
+RETURNING id, token, (SELECT id FROM {p}incarnation);
+
+-- name: incarnation
+-- The lock state's incarnation ({p}incarnation, emptied by crash recovery)
+-- and how long from now until it may grant a lock. Records $1 as a lease in
+-- use (in the logged meta table); writes a new incarnation when the row is
+-- gone, lockable from now plus the longest lease recorded.
+WITH rec AS (
+    INSERT INTO {p}meta AS m (k, v) VALUES ('max_lease_us', $1::bigint::text)
+    ON CONFLICT (k) DO UPDATE SET v = excluded.v WHERE m.v::bigint < excluded.v::bigint),
+ins AS (
+    INSERT INTO {p}incarnation (one, id, lockable_from)
+    SELECT 1, {now}, {now} + GREATEST($1::bigint, COALESCE((SELECT v::bigint FROM {p}meta WHERE k = 'max_lease_us'), 0))
+    ON CONFLICT (one) DO NOTHING
+    RETURNING id, lockable_from),
+cur AS (SELECT id, lockable_from FROM ins UNION ALL SELECT id, lockable_from FROM {p}incarnation)
+SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 
 -- name: fast_release
 -- Deletes the session's granted instances (all, or the newest $5), adjusts
