@@ -94,6 +94,11 @@ type Driver struct {
 	// use ends with COMMIT or ROLLBACK, or discards the connection, so no
 	// transaction is ever left open in the pool. Nothing else may use it.
 	fast *sql.DB
+	// fastReady is set by Prepare, once the client has lived a heartbeat
+	// or waited: before that (a one-shot command) the fast paths use the
+	// main pool with START TRANSACTION, so the process holds one
+	// connection instead of two.
+	fastReady atomic.Bool
 
 	// serverStart is the server's start time on its own clock, in
 	// microseconds, minus a second of slack (0: unknown). A registered
@@ -505,6 +510,32 @@ func list(q string, n int) string {
 	return strings.ReplaceAll(q, "{list}", strings.TrimSuffix(strings.Repeat("?,", n), ","))
 }
 
+// Prepare implements driver.Driver: besides preparing statements, the fast
+// paths move to their own pool (a client that lives this long takes locks
+// often enough for the saved round trip to matter).
+func (d *Driver) Prepare(ctx context.Context) error {
+	d.fastReady.Store(true)
+	return d.DB.Prepare(ctx)
+}
+
+// fastConn returns a connection in a transaction that the caller ends: one
+// of the fast pool, whose first statement opens it, or, before Prepare, one
+// of the main pool after START TRANSACTION.
+func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
+	if d.fastReady.Load() {
+		return d.fast.Conn(ctx)
+	}
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
+		discard(c)
+		return nil, err
+	}
+	return c, nil
+}
+
 // inFastTx runs fn on a connection of the fast pool, whose first statement
 // opens a transaction, and ends it: COMMIT when fn returns true and no
 // error, ROLLBACK otherwise. The ending statement does not listen to ctx,
@@ -512,7 +543,7 @@ func list(q string, n int) string {
 // A connection whose transaction could not be ended is discarded (the
 // server rolls back what it had not committed).
 func (d *Driver) inFastTx(ctx context.Context, fn func(c *sql.Conn) (bool, error)) error {
-	c, err := d.fast.Conn(ctx)
+	c, err := d.fastConn(ctx)
 	if err != nil {
 		return err
 	}

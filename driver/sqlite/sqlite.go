@@ -213,10 +213,6 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	return d, nil
 }
 
-// PreparesLocally reports that statements are prepared in-process, with no
-// round trip: clients prepare them when they open.
-func (d *Driver) PreparesLocally() bool { return true }
-
 // IsRetryable reports SQLite's busy and locked errors.
 func IsRetryable(err error) bool {
 	var se *sqlite.Error
