@@ -47,6 +47,9 @@ type Options struct {
 	// reaping, recovery), which never reaches a caller otherwise. Default:
 	// slog.Default().
 	Logger *slog.Logger
+	// Observer receives handler outcomes, lock waits, deadlocks and lost
+	// sessions, for metrics (see the metrics package). Default: none.
+	Observer Observer
 }
 
 var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`) })
@@ -84,6 +87,9 @@ func (o *Options) fill() error {
 	}
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(baseName(os.Args[0]), ".test")
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -645,6 +651,7 @@ func (c *Client) abandon(id string) {
 	c.abandoned[id] = true
 	c.mu.Unlock()
 	c.lostCount.Add(1)
+	c.opts.Observer.SessionLost()
 }
 
 // endAbandoned deletes the sessions this client gave up on, freeing their

@@ -153,6 +153,20 @@ func (s *Session) acquire(ctx context.Context, ids []driver.Ident, mode string, 
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	began := time.Now()
+	rs, err := s.acquireAll(ctx, ids, mode, timeout)
+	ns := ""
+	if ids[0].Kind == driver.KindService {
+		ns = ids[0].NS
+	}
+	s.c.opts.Observer.LockWaited(ns, time.Since(began), err == nil)
+	if errors.Is(err, ErrDeadlock) {
+		s.c.opts.Observer.Deadlock()
+	}
+	return rs, err
+}
+
+func (s *Session) acquireAll(ctx context.Context, ids []driver.Ident, mode string, timeout time.Duration) ([]driver.Request, error) {
 	tryOnce := timeout == 0
 	if timeout > 0 {
 		var cancel context.CancelFunc

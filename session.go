@@ -217,3 +217,35 @@ func (s *Session) check() error {
 	}
 	return nil
 }
+
+// SessionInfo is one session of any process, as monitoring shows it.
+type SessionInfo struct {
+	ID    string `json:"id"`
+	Owner string `json:"owner"` // host:pid/name
+	Host  string `json:"host"`
+	PID   int    `json:"pid"`
+	Name  string `json:"name"`
+	// Started is when the session began; Expires when its lease runs out
+	// unless renewed (its owner's last renewal plus the lease).
+	Started time.Time `json:"started"`
+	Expires time.Time `json:"expires"`
+}
+
+// Sessions lists every session of every process, oldest first.
+func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	var rows []driver.Session
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		rows, err = tx.SessionList(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("baton: sessions: %w", err)
+	}
+	out := make([]SessionInfo, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, SessionInfo{ID: r.ID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Name), Host: r.Host, PID: r.PID,
+			Name: r.Name, Started: r.CreatedAt, Expires: r.ExpiresAt})
+	}
+	return out, nil
+}

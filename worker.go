@@ -342,7 +342,9 @@ func (w *worker) handler(stop, ctx context.Context) {
 				continue
 			}
 		}
+		began := time.Now()
 		err := w.handle(ctx, m)
+		w.c.opts.Observer.HandlerDone(w.queue, "", outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
 		if err != nil && w.o.Mode == Ordered {
 			w.broken.Store(true)
 		}

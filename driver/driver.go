@@ -349,6 +349,8 @@ type Tx interface {
 	LockDetectorLock(ctx context.Context) error
 	// LockInfoList returns every request with its session's owner.
 	LockInfoList(ctx context.Context) ([]LockInfo, error)
+	// SessionList returns every session, oldest first.
+	SessionList(ctx context.Context) ([]Session, error)
 	// LockIdentPurgeIdle deletes lock rows that nobody holds or waits for.
 	// Fencing stays monotonic because a new lock row starts its counter at
 	// the database clock in microseconds.

@@ -26,6 +26,10 @@ UPDATE {p}sessions SET expires_at = {now} + ? WHERE expires_at > {now} AND id IN
 -- name: session_list_by_client
 SELECT id FROM {p}sessions WHERE client_id = ? AND expires_at > {now};
 
+-- name: session_list
+-- Every session, for monitoring.
+SELECT id, client_id, host, pid, name, hostid, created_at, expires_at FROM {p}sessions ORDER BY created_at, id;
+
 -- name: session_delete
 DELETE FROM {p}sessions WHERE id = ?;
 

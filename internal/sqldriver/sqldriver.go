@@ -541,6 +541,26 @@ func (t *Tx) LockInfoList(ctx context.Context) ([]driver.LockInfo, error) {
 	return out, rows.Err()
 }
 
+// SessionList implements driver.Tx.
+func (t *Tx) SessionList(ctx context.Context) ([]driver.Session, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "session_list")
+	if err != nil {
+		return nil, fmt.Errorf("session_list: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Session
+	for rows.Next() {
+		var s driver.Session
+		var created, expires int64
+		if err := rows.Scan(&s.ID, &s.ClientID, &s.Host, &s.PID, &s.Name, &s.HostID, &created, &expires); err != nil {
+			return nil, fmt.Errorf("session_list: %w", err)
+		}
+		s.CreatedAt, s.ExpiresAt = FromMicros(created), FromMicros(expires)
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
 // LockUserHolder implements driver.Tx.
 func (t *Tx) LockUserHolder(ctx context.Context, name string) (string, bool, error) {
 	var s string

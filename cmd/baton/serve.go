@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/dashboard"
+	"github.com/batonhq/baton/metrics"
+)
+
+func init() { extraCommands = append(extraCommands, serveCmd) }
+
+func serveCmd(g *globals) *cobra.Command {
+	var addr, token string
+	var readOnly bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the web dashboard and Prometheus metrics",
+		Long: `Run the web dashboard of the database's queues, dead letters, locks, sessions
+and subscriptions, refreshed every 2 seconds, and Prometheus metrics at
+/metrics.
+
+It listens on 127.0.0.1:8080 by default. A non-loopback --addr needs --token:
+then every request must carry the token (open any page once with ?token=T,
+which sets a cookie, or send "Authorization: Bearer T"). Mutations (re-drive
+and purge dead letters) are POST requests from the dashboard's own pages
+(same origin, with a CSRF token) or with the bearer token; --read-only leaves
+them out entirely. BATON_TOKEN sets --token.
+
+The address it listens on is printed on standard error. SIGINT or SIGTERM
+stops it gracefully (exit 0).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return usageErr("--addr %q: %v (write host:port, e.g. 127.0.0.1:8080)", addr, err)
+			}
+			if token == "" && !loopback(host) {
+				return usageErr("--addr %s is not a loopback address: give --token (or BATON_TOKEN) so that only holders of the token can use the dashboard", addr)
+			}
+			m := metrics.New()
+			c, err := baton.Open(cmd.Context(), g.dsn, baton.Options{Prefix: g.prefix, Name: "baton-serve", Observer: m})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			m.Watch(c)
+			h, err := dashboard.New(c, dashboard.Options{ReadOnly: readOnly, Token: token, Metrics: m.Handler()})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("%w: listen on %s: %v", baton.ErrInvalid, addr, err)
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(os.Stderr, "baton: dashboard on http://%s/ (metrics at /metrics)\n", ln.Addr())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			select {
+			case err := <-done:
+				return err
+			case <-cmd.Context().Done():
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("BATON_TOKEN"), "token every request must carry (required off loopback)")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "no mutating routes (re-drive, purge)")
+	return cmd
+}
+
+// loopback reports whether host is a loopback name or address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

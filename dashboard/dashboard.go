@@ -1,0 +1,362 @@
+// Package dashboard is baton's web dashboard, an http.Handler that an
+// application mounts (under any path prefix, with http.StripPrefix) or that
+// `baton serve` runs.
+//
+// Pages: the overview (every queue: counts by state, oldest ready message,
+// throughput), a queue (its counts and dead letters, with re-drive and
+// purge), locks (granted and pending, like MySQL's metadata_locks, with
+// owner, held for, waiters and fencing token), sessions and subscriptions.
+// Pages refresh themselves every 2 seconds. Server-rendered HTML, escaped by
+// html/template; the few assets are embedded, nothing is loaded from
+// elsewhere.
+//
+// Security: with Options.Token set, every request must carry it (an
+// "Authorization: Bearer" header, or the cookie set by opening any page
+// with ?token=...). Mutations are POST requests that carry either that
+// bearer token or the page's CSRF token from a same-origin form; with
+// Options.ReadOnly no mutating route exists at all.
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton"
+)
+
+//go:embed assets templates
+var files embed.FS
+
+// Options configure the dashboard.
+type Options struct {
+	// ReadOnly leaves out every mutating route.
+	ReadOnly bool
+	// Token, when set, is required on every request.
+	Token string
+	// Metrics, when set, is served at /metrics (for example
+	// (*metrics.Metrics).Handler()).
+	Metrics http.Handler
+}
+
+type dash struct {
+	c    *baton.Client
+	o    Options
+	csrf string
+	tmpl map[string]*template.Template
+}
+
+// New returns the dashboard of c's database.
+func New(c *baton.Client, o Options) (http.Handler, error) {
+	var rnd [24]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	d := &dash{c: c, o: o, csrf: hex.EncodeToString(rnd[:]), tmpl: map[string]*template.Template{}}
+	funcs := template.FuncMap{
+		"ago":  ago,
+		"dur":  dur,
+		"join": func(a []baton.Action) string { s := make([]string, len(a)); for i, x := range a { s[i] = string(x) }; return strings.Join(s, ", ") },
+		"path": url.PathEscape,
+		"preview": func(b []byte) string {
+			s := string(b)
+			if len(s) > 120 {
+				s = s[:120] + "…"
+			}
+			return s
+		},
+	}
+	for _, page := range []string{"overview", "queue", "locks", "sessions", "subscriptions", "error"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: template %s: %w", page, err)
+		}
+		d.tmpl[page] = t
+	}
+	static, err := fs.Sub(files, "assets")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", d.overview)
+	mux.HandleFunc("GET /queues/{queue}", d.queue)
+	mux.HandleFunc("GET /locks", d.locks)
+	mux.HandleFunc("GET /sessions", d.sessions)
+	mux.HandleFunc("GET /subscriptions", d.subscriptions)
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
+	}
+	if !o.ReadOnly {
+		mux.HandleFunc("POST /queues/{queue}/redrive", d.mutate(func(ctx context.Context, q string) (string, error) {
+			n, err := c.Redrive(ctx, q)
+			return fmt.Sprintf("%d dead letters of %s moved back to the queue", n, q), err
+		}))
+		mux.HandleFunc("POST /queues/{queue}/purge", d.mutate(func(ctx context.Context, q string) (string, error) {
+			n, err := c.PurgeDead(ctx, q)
+			return fmt.Sprintf("%d dead letters of %s deleted", n, q), err
+		}))
+	}
+	return d.guard(mux), nil
+}
+
+// guard checks the token and sets the headers every response carries.
+func (d *dash) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		if d.o.Token != "" {
+			if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && same(t, d.o.Token) {
+				http.SetCookie(w, &http.Cookie{Name: "baton_token", Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+				q := r.URL.Query()
+				q.Del("token")
+				u := *r.URL
+				u.RawQuery = q.Encode()
+				http.Redirect(w, r, base(r)+u.RequestURI(), http.StatusSeeOther)
+				return
+			}
+			if !d.bearer(r) && !d.cookie(r) {
+				http.Error(w, "baton dashboard: a token is required (open the page with ?token=..., or send Authorization: Bearer ...)", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func same(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func (d *dash) bearer(r *http.Request) bool {
+	t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && d.o.Token != "" && same(t, d.o.Token)
+}
+
+func (d *dash) cookie(r *http.Request) bool {
+	c, err := r.Cookie("baton_token")
+	return err == nil && same(c.Value, d.o.Token)
+}
+
+// sameOrigin: the browser says the request comes from this site's own
+// pages (Sec-Fetch-Site), or, for browsers that do not send it, Origin
+// names this host.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return true
+	case "":
+	default:
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// mutate wraps an action on one queue: bearer token, or CSRF token from a
+// same-origin form; then back to the queue's page with a message.
+func (d *dash) mutate(act func(ctx context.Context, queue string) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !d.bearer(r) && !(same(r.PostFormValue("csrf"), d.csrf) && sameOrigin(r)) {
+			http.Error(w, "baton dashboard: cross-site or unauthenticated request refused", http.StatusForbidden)
+			return
+		}
+		q := r.PathValue("queue")
+		msg, err := act(r.Context(), q)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		http.Redirect(w, r, base(r)+"/queues/"+url.PathEscape(q)+"?done="+url.QueryEscape(msg), http.StatusSeeOther)
+	}
+}
+
+// base is the path prefix the dashboard is mounted under (what
+// http.StripPrefix removed), so that links work wherever it is mounted.
+func base(r *http.Request) string {
+	full := r.URL.RawPath
+	if full == "" {
+		full = r.URL.EscapedPath()
+	}
+	orig := strings.SplitN(r.RequestURI, "?", 2)[0]
+	return strings.TrimSuffix(strings.TrimSuffix(orig, full), "/")
+}
+
+type page struct {
+	Base     string
+	Title    string
+	Nav      string
+	CSRF     string
+	ReadOnly bool
+	Metrics  bool
+	Now      time.Time
+	Done     string
+	Data     any
+}
+
+func (d *dash) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	p := page{Base: base(r), Title: title, Nav: name, CSRF: d.csrf, ReadOnly: d.o.ReadOnly, Metrics: d.o.Metrics != nil,
+		Now: time.Now(), Done: r.URL.Query().Get("done"), Data: data}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := d.tmpl[name].Execute(w, p); err != nil {
+		http.Error(w, "baton dashboard: "+err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (d *dash) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	if errors.Is(err, baton.ErrUnknownQueue) || errors.Is(err, baton.ErrInvalid) {
+		status = http.StatusNotFound
+	}
+	w.WriteHeader(status)
+	d.render(w, r, "error", "Error", err.Error())
+}
+
+type queueRow struct {
+	baton.QueueStats
+	Event bool
+}
+
+func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
+	qs, err := d.c.Queues(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	rows := make([]queueRow, 0, len(qs))
+	for _, q := range qs {
+		st, err := d.c.Stats(r.Context(), q)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		rows = append(rows, queueRow{QueueStats: st, Event: strings.HasPrefix(q, baton.EventQueue(""))})
+	}
+	d.render(w, r, "overview", "Queues", rows)
+}
+
+type queuePage struct {
+	Stats baton.QueueStats
+	Dead  []baton.DeadLetter
+	More  bool
+}
+
+const deadShown = 100
+
+func (d *dash) queue(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	st, err := d.c.Stats(r.Context(), q)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	dead, err := d.c.DeadLetters(r.Context(), q, deadShown+1)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	p := queuePage{Stats: st, Dead: dead}
+	if len(dead) > deadShown {
+		p.Dead, p.More = dead[:deadShown], true
+	}
+	d.render(w, r, "queue", "Queue "+q, p)
+}
+
+type lockRow struct {
+	baton.LockInfo
+	Waiters int
+}
+
+func (d *dash) locks(w http.ResponseWriter, r *http.Request) {
+	ls, err := d.c.Locks(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	type key struct{ t, ns, name string }
+	waiting := map[key]int{}
+	for _, l := range ls {
+		if l.Status == "PENDING" {
+			waiting[key{l.Type, l.Namespace, l.Name}]++
+		}
+	}
+	rows := make([]lockRow, len(ls))
+	for i, l := range ls {
+		rows[i] = lockRow{LockInfo: l}
+		if l.Status == "GRANTED" {
+			rows[i].Waiters = waiting[key{l.Type, l.Namespace, l.Name}]
+		}
+	}
+	d.render(w, r, "locks", "Locks", rows)
+}
+
+func (d *dash) sessions(w http.ResponseWriter, r *http.Request) {
+	ss, err := d.c.Sessions(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, "sessions", "Sessions", ss)
+}
+
+type subRow struct {
+	baton.Subscription
+	Stats baton.QueueStats
+}
+
+func (d *dash) subscriptions(w http.ResponseWriter, r *http.Request) {
+	subs, err := d.c.Subscriptions(r.Context())
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
+	rows := make([]subRow, len(subs))
+	for i, s := range subs {
+		rows[i].Subscription = s
+		st, err := d.c.Stats(r.Context(), baton.EventQueue(s.Name))
+		if err != nil && !errors.Is(err, baton.ErrUnknownQueue) {
+			d.fail(w, r, err)
+			return
+		}
+		rows[i].Stats = st
+	}
+	d.render(w, r, "subscriptions", "Subscriptions", rows)
+}
+
+// ago says how long before now t was, to the millisecond below a second.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return dur(now.Sub(t))
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,268 @@
+package dashboard_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/dashboard"
+	_ "github.com/batonhq/baton/driver/mysql"
+	_ "github.com/batonhq/baton/driver/postgres"
+	_ "github.com/batonhq/baton/driver/sqlite"
+	"github.com/batonhq/baton/internal/batontest"
+	"github.com/batonhq/baton/metrics"
+)
+
+const xss = "<script>alert(1)</script>"
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func open(t *testing.T, dsn string, o ...baton.Options) *baton.Client {
+	t.Helper()
+	c, err := baton.Open(ctxT(t), dsn, o...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// deadLetter enqueues one message to q and fails it for good with reason.
+func deadLetter(t *testing.T, c *baton.Client, q, payload, reason string) {
+	t.Helper()
+	if _, err := c.Enqueue(ctxT(t), q, []byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewSession(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctxT(t))
+	ms, err := s.Claim(ctxT(t), q, baton.ClaimOptions{})
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("claim: %v %d", err, len(ms))
+	}
+	if err := s.Fail(ctxT(t), ms[0], reason); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type client struct {
+	t   *testing.T
+	srv *httptest.Server
+}
+
+func (c client) do(method, path string, form url.Values, header map[string]string) (int, string, http.Header) {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.srv.URL+path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func (c client) get(path string) string {
+	c.t.Helper()
+	code, body, _ := c.do("GET", path, nil, nil)
+	if code != http.StatusOK {
+		c.t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	return body
+}
+
+var csrfRE = func(body string) string {
+	_, rest, ok := strings.Cut(body, `name="csrf" value="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// TestPages: every page shows what the database holds, with every string a
+// user controls escaped; re-drive needs the CSRF token from a same-origin
+// form (or the bearer token); the pages work under a path prefix.
+func TestPages(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		m := metrics.New()
+		c := open(t, dsn, baton.Options{Observer: m})
+		m.Watch(c)
+		h, err := dashboard.New(c, dashboard.Options{Metrics: m.Handler()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/ops/", http.StripPrefix("/ops", h))
+		srv := httptest.NewServer(mux)
+		defer srv.Close()
+		hc := client{t, srv}
+
+		deadLetter(t, c, "mail", xss, xss)
+		holder := open(t, dsn, baton.Options{Name: xss})
+		hs, err := holder.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hs.Lock(ctxT(t), xss, baton.Write, 0, xss); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := c.NewSession(ctxT(t), baton.SessionOptions{Name: "waiter"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitCtx, stopWait := context.WithCancel(context.Background())
+		defer stopWait()
+		go func() { _, _ = ws.Lock(waitCtx, xss, baton.Read, baton.Forever, xss) }()
+
+		overview := hc.get("/ops/")
+		if !strings.Contains(overview, `href="/ops/queues/mail"`) || !strings.Contains(overview, `<td class="n dead">1</td>`) {
+			t.Fatalf("overview lacks the queue with its dead letter:\n%s", overview)
+		}
+		queue := hc.get("/ops/queues/mail")
+		locks := ""
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			locks = hc.get("/ops/locks")
+			if strings.Contains(locks, "PENDING") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		sessions := hc.get("/ops/sessions")
+		for name, body := range map[string]string{"queue": queue, "locks": locks, "sessions": sessions} {
+			if strings.Contains(body, xss) {
+				t.Fatalf("%s page renders %s unescaped:\n%s", name, xss, body)
+			}
+			if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+				t.Fatalf("%s page lacks the escaped name:\n%s", name, body)
+			}
+		}
+		for _, want := range []string{"GRANTED", "PENDING", "EXCLUSIVE", "SHARED", "/waiter</td>"} {
+			if !strings.Contains(locks, want) {
+				t.Fatalf("locks page lacks %q:\n%s", want, locks)
+			}
+		}
+		if !strings.Contains(locks, `<td class="n">1</td>`) {
+			t.Fatalf("locks page does not count the waiter:\n%s", locks)
+		}
+
+		// Mutations: refused without the CSRF token or cross-site.
+		csrf := csrfRE(queue)
+		if csrf == "" {
+			t.Fatalf("queue page has no re-drive form:\n%s", queue)
+		}
+		for _, tc := range []struct {
+			form   url.Values
+			header map[string]string
+		}{
+			{url.Values{}, map[string]string{"Sec-Fetch-Site": "same-origin"}},
+			{url.Values{"csrf": {"wrong"}}, map[string]string{"Sec-Fetch-Site": "same-origin"}},
+			{url.Values{"csrf": {csrf}}, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+			{url.Values{"csrf": {csrf}}, map[string]string{"Origin": "http://evil.example"}},
+			{url.Values{"csrf": {csrf}}, nil},
+		} {
+			if code, body, _ := hc.do("POST", "/ops/queues/mail/redrive", tc.form, tc.header); code != http.StatusForbidden {
+				t.Fatalf("re-drive with %v %v: %d %s, want 403", tc.form, tc.header, code, body)
+			}
+		}
+		if st, _ := c.Stats(ctxT(t), "mail"); st.Dead != 1 {
+			t.Fatalf("a refused re-drive moved dead letters: %+v", st)
+		}
+		code, _, hdr := hc.do("POST", "/ops/queues/mail/redrive", url.Values{"csrf": {csrf}}, map[string]string{"Origin": srv.URL})
+		if code != http.StatusSeeOther || !strings.HasPrefix(hdr.Get("Location"), "/ops/queues/mail?done=") {
+			t.Fatalf("re-drive: %d %v", code, hdr)
+		}
+		if st, _ := c.Stats(ctxT(t), "mail"); st.Dead != 0 || st.Ready != 1 {
+			t.Fatalf("after re-drive: %+v", st)
+		}
+
+		stopWait() // the waiter gives up: its wait is observed
+		metricsText := ""
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			metricsText = hc.get("/ops/metrics")
+			if strings.Contains(metricsText, `baton_lock_wait_seconds_count{namespace="<script>alert(1)</script>"} 1`) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, want := range []string{`baton_queue_messages{queue="mail",state="ready"} 1`, `baton_locks_held{mode="write",namespace="<script>alert(1)</script>"} 1`, `baton_lock_wait_seconds_count{namespace="<script>alert(1)</script>"} 1`} {
+			if !strings.Contains(metricsText, want) {
+				t.Fatalf("metrics lack %q:\n%s", want, metricsText)
+			}
+		}
+		if code, _, _ := hc.do("GET", "/ops/queues/no-such-queue", nil, nil); code != http.StatusNotFound {
+			t.Fatalf("unknown queue: %d, want 404", code)
+		}
+	})
+}
+
+// TestTokenAndReadOnly: with a token every request needs it; read-only
+// has no mutating route.
+func TestTokenAndReadOnly(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "sqlite" {
+			t.Skip("the handler's access rules do not depend on the backend (the pages do: TestPages)")
+		}
+		c := open(t, b.NewDSN(t))
+		deadLetter(t, c, "mail", "x", "boom")
+		h, err := dashboard.New(c, dashboard.Options{Token: "s3cret", ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		hc := client{t, srv}
+		if code, _, _ := hc.do("GET", "/", nil, nil); code != http.StatusUnauthorized {
+			t.Fatalf("no token: %d, want 401", code)
+		}
+		if code, _, _ := hc.do("GET", "/?token=wrong", nil, nil); code != http.StatusUnauthorized {
+			t.Fatalf("wrong token: %d, want 401", code)
+		}
+		code, _, hdr := hc.do("GET", "/locks?token=s3cret", nil, nil)
+		cookie := hdr.Get("Set-Cookie")
+		if code != http.StatusSeeOther || hdr.Get("Location") != "/locks" || !strings.Contains(cookie, "baton_token=s3cret") || !strings.Contains(cookie, "HttpOnly") {
+			t.Fatalf("token login: %d %v", code, hdr)
+		}
+		if code, _, _ := hc.do("GET", "/", nil, map[string]string{"Cookie": "baton_token=s3cret"}); code != http.StatusOK {
+			t.Fatalf("with the cookie: %d", code)
+		}
+		bearer := map[string]string{"Authorization": "Bearer s3cret"}
+		code, body, _ := hc.do("GET", "/queues/mail", nil, bearer)
+		if code != http.StatusOK || strings.Contains(body, "redrive") || strings.Contains(body, `name="csrf"`) {
+			t.Fatalf("read-only queue page: %d, shows actions:\n%s", code, body)
+		}
+		if code, _, _ := hc.do("POST", "/queues/mail/redrive", url.Values{}, bearer); code/100 == 2 || code/100 == 3 {
+			t.Fatalf("read-only re-drive answered %d", code)
+		}
+		if st, _ := c.Stats(ctxT(t), "mail"); st.Dead != 1 {
+			t.Fatalf("read-only dashboard moved dead letters: %+v", st)
+		}
+	})
+}
