@@ -65,9 +65,15 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 	}
 	d := &dash{c: c, o: o, csrf: hex.EncodeToString(rnd[:]), tmpl: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"ago":  ago,
-		"dur":  dur,
-		"join": func(a []baton.Action) string { s := make([]string, len(a)); for i, x := range a { s[i] = string(x) }; return strings.Join(s, ", ") },
+		"ago": ago,
+		"dur": dur,
+		"join": func(a []baton.Action) string {
+			s := make([]string, len(a))
+			for i, x := range a {
+				s[i] = string(x)
+			}
+			return strings.Join(s, ", ")
+		},
 		"path": url.PathEscape,
 		"preview": func(b []byte) string {
 			s := string(b)
