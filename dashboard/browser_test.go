@@ -65,7 +65,9 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Listen(ctx, func(ev any) {
 			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 				dialogs.Add(1)
-				go func() { _, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false}) }()
+				go func() {
+					_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+				}()
 			}
 		}); err != nil {
 			t.Fatalf("start Chromium: %v", err)
