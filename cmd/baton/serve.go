@@ -92,3 +92,32 @@ func loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// workerMetrics serves a worker's Prometheus metrics (baton work --metrics).
+type workerMetrics struct {
+	m   *metrics.Metrics
+	srv *http.Server
+}
+
+func serveMetrics(addr string) (*workerMetrics, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, usageErr("--metrics %q: %v (write host:port, e.g. 127.0.0.1:9464)", addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --metrics: listen on %s: %v", baton.ErrInvalid, addr, err)
+	}
+	w := &workerMetrics{m: metrics.New()}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", w.m.Handler())
+	w.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "baton: metrics on http://%s/metrics\n", ln.Addr())
+	go func() { _ = w.srv.Serve(ln) }()
+	return w, nil
+}
+
+func (w *workerMetrics) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = w.srv.Shutdown(ctx)
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,5 +133,49 @@ func TestWorkKillStorm(t *testing.T) {
 			t.Logf("redelivery after SIGKILL: p50 %v, p90 %v, max %v (%d messages)", gaps[len(gaps)/2], gaps[len(gaps)*9/10], gaps[len(gaps)-1], len(gaps))
 		}
 		t.Logf("%d messages, %d kills, %d handled again", n, kills, again)
+	})
+}
+
+// TestWorkMetrics: baton work --metrics serves the worker's own metrics.
+func TestWorkMetrics(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Label != "sqlite" {
+			t.Skip("the flag does not depend on the backend (the metrics package's suite runs on every one)")
+		}
+		dsn := b.NewDSN(t)
+		pushID(t, dsn, "", "mq", "one")
+		w := exec.Command(bin, "--dsn", dsn, "work", "mq", "--metrics", "127.0.0.1:0", "--", "true")
+		stderr, err := w.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = w.Process.Signal(syscall.SIGTERM); _ = w.Wait() }()
+		line, err := bufio.NewReader(stderr).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, url, ok := strings.Cut(strings.TrimSpace(line), "metrics on ")
+		if !ok {
+			t.Fatalf("no metrics address on stderr: %q", line)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			body := ""
+			if resp, err := http.Get(url); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = string(b)
+			}
+			if strings.Contains(body, `baton_messages_processed_total{kind="",outcome="completed",queue="mq"} 1`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("metrics never counted the handled message:\n%s", body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	})
 }

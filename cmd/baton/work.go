@@ -86,6 +86,11 @@ on the terminal reaches baton only.
 --drain exits 0 as soon as no message is ready and none is in flight (the
 cron pattern); delayed messages and retries backing off are left for later.
 
+--metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
+worker runs: this worker's handler outcomes and durations, lost sessions, and
+the database's queue counts and held locks (the same baton_* metrics as
+baton serve).
+
 Environment:
   BATON_RETRY_BASE  the first retry's backoff, a Go duration (default 1s);
                     mostly for tests
@@ -101,6 +106,7 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	var concurrency int
 	var ordered, perKey, drain bool
 	var visibility, grace time.Duration
+	var metricsAddr string
 	what := spec.what
 	cmd := &cobra.Command{
 		Use:     spec.use,
@@ -153,7 +159,14 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runWorker(cmd.Context(), g, queue, opts, retry, path, command)
+			var obs *workerMetrics
+			if metricsAddr != "" {
+				if obs, err = serveMetrics(metricsAddr); err != nil {
+					return err
+				}
+				defer obs.close()
+			}
+			return runWorker(cmd.Context(), g, queue, opts, retry, obs, path, command)
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 1, "how many messages (commands) at once")
@@ -162,11 +175,12 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	cmd.Flags().BoolVar(&drain, "drain", false, "exit once no message is ready (cron)")
 	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "claim lease, renewed while CMD runs: how soon a message of a dead worker is delivered again")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long running commands may take before they are killed")
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port) while working")
 	return cmd
 }
 
 func runWorker(ctx context.Context, g *globals, queue string, opts baton.WorkerOptions, retry baton.RetryPolicy,
-	path string, command []string) error {
+	obs *workerMetrics, path string, command []string) error {
 	// The first signal cancels ctx (see main): Work stops claiming and
 	// waits for running commands. A second one kills them.
 	sigs := make(chan os.Signal, 2)
@@ -194,7 +208,11 @@ func runWorker(ctx context.Context, g *globals, queue string, opts baton.WorkerO
 	}()
 
 	// As g.open, with the backoff of BATON_RETRY_BASE.
-	c, err := baton.Open(ctx, g.dsn, baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry})
+	copts := baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry}
+	if obs != nil {
+		copts.Observer = obs.m
+	}
+	c, err := baton.Open(ctx, g.dsn, copts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
@@ -202,6 +220,9 @@ func runWorker(ctx context.Context, g *globals, queue string, opts baton.WorkerO
 		return err
 	}
 	defer c.Close()
+	if obs != nil {
+		obs.m.Watch(c)
+	}
 	h := func(hctx context.Context, m *baton.Message) error {
 		err := runMessage(hctx, force, m, path, command)
 		if err != nil {
