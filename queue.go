@@ -868,8 +868,13 @@ type QueueStats struct {
 	Claimed   int64  `json:"claimed"`   // in flight
 	Dead      int64  `json:"dead"`
 	// OldestReady is how long the oldest claimable message has waited
-	// (nanoseconds in JSON).
+	// (nanoseconds in JSON); over 10,000 ready messages, the oldest of the
+	// first 10,000 in claim order.
 	OldestReady time.Duration `json:"oldest_ready_ns"`
+	// Estimated: a state holds more than 10,000 messages; its count is the
+	// database planner's estimate (PostgreSQL, MySQL/MariaDB), so that
+	// stats cost the same for a queue of millions. SQLite counts exactly.
+	Estimated bool `json:"estimated,omitempty"`
 	// Throughput is messages finished (acknowledged or dead-lettered) per
 	// second over the last five minutes or so, as processes report them
 	// (every few seconds).
@@ -895,7 +900,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
-		OldestReady: st.OldestReady}
+		OldestReady: st.OldestReady, Estimated: st.Estimated}
 	if st.Window > 0 {
 		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
 	}

@@ -544,3 +544,42 @@ func TestQueueOrderedWorkerKeepsOrderAcrossFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestStatsOverTheLimit: more than 10,000 messages of a state are counted
+// by the planner's estimate (PostgreSQL, MySQL/MariaDB; after ANALYZE,
+// within a factor of two) or exactly (SQLite), and the stats say so;
+// smaller states and queues stay exact.
+func TestStatsOverTheLimit(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		const n = 10050
+		msgs := make([]baton.NewMessage, n)
+		for i := range msgs {
+			msgs[i] = baton.NewMessage{Payload: []byte("x")}
+		}
+		if _, err := c.EnqueueMany(ctxT(t), "big", msgs); err != nil {
+			t.Fatal(err)
+		}
+		enqueue(t, c, "big", "later", baton.EnqueueOptions{Delay: time.Hour})
+		db := batontest.SQLDB(t, dsn)
+		analyze := map[string]string{"postgres": "ANALYZE baton_messages", "mysql": "ANALYZE TABLE baton_messages", "sqlite": "ANALYZE"}[b.Name]
+		if _, err := db.ExecContext(ctxT(t), analyze); err != nil {
+			t.Fatal(err)
+		}
+		st := stats(t, c, "big")
+		if !st.Estimated || st.Claimed != 0 || st.Dead != 0 {
+			t.Fatalf("stats %+v: want the state R estimated, the rest exact", st)
+		}
+		total := st.Ready + st.Scheduled
+		if b.Name == "sqlite" && total != n+1 {
+			t.Fatalf("SQLite counts exactly: ready and scheduled %d, want %d", total, n+1)
+		}
+		if total < n/2 || total > n*2 {
+			t.Fatalf("ready and scheduled estimated as %d, want about %d", total, n+1)
+		}
+		enqueue(t, c, "small", "one")
+		if st := stats(t, c, "small"); st.Estimated || st.Ready != 1 {
+			t.Fatalf("a small queue: %+v", st)
+		}
+	})
+}

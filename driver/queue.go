@@ -78,7 +78,10 @@ type DeadLetter struct {
 // QueueStats are the counts of one queue.
 type QueueStats struct {
 	Ready, Scheduled, Claimed, Dead int64
-	OldestReady                     time.Duration
+	// Estimated: a state had more entries than the driver counts; its
+	// count is the planner's estimate.
+	Estimated   bool
+	OldestReady time.Duration
 	// RecentAcked and RecentDead count the messages finished in Window.
 	RecentAcked, RecentDead int64
 	Window                  time.Duration

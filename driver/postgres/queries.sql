@@ -306,11 +306,29 @@ DELETE FROM {p}messages WHERE queue = $1;
 DELETE FROM {p}dead WHERE queue = $1;
 
 -- name: queue_stats
-SELECT COALESCE(SUM(CASE WHEN state = 'R' AND run_at <= {now} THEN 1 ELSE 0 END), 0),
-       COALESCE(SUM(CASE WHEN state = 'R' AND run_at > {now} THEN 1 ELSE 0 END), 0),
-       COALESCE(SUM(CASE WHEN state = 'C' THEN 1 ELSE 0 END), 0),
-       COALESCE({now} - MIN(CASE WHEN state = 'R' AND run_at <= {now} THEN run_at END), 0)
-  FROM {p}messages WHERE queue = $1;
+-- Counts from the ready index, bounded: at most the limit (second argument)
+-- entries of each state are read, so that a queue of millions answers as
+-- fast as a small one. The first entries of state 'R' in claim order (how
+-- many, how many of them are ready, how long the oldest of those has
+-- waited), then the counts of 'C' and of the dead.
+SELECT r.total, r.ready, COALESCE({now} - r.oldest, 0),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'C' LIMIT $2) c),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}dead WHERE queue = $1 LIMIT $2) d)
+  FROM (SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN run_at <= {now} THEN 1 ELSE 0 END), 0) AS ready,
+               MIN(CASE WHEN run_at <= {now} THEN run_at END) AS oldest
+          FROM (SELECT run_at FROM {p}messages WHERE queue = $1 AND state = 'R'
+                 ORDER BY priority, order_at, id LIMIT $2) s) r;
+
+-- name: queue_estimate_r
+-- The planner's estimate of a state's count, for counts over the limit of
+-- queue_stats (no table is read).
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'R';
+
+-- name: queue_estimate_claimed
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'C';
+
+-- name: queue_estimate_dead
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}dead WHERE queue = $1;
 
 -- name: dead_count
 SELECT COUNT(*) FROM {p}dead WHERE queue = $1;

@@ -303,11 +303,29 @@ DELETE FROM {p}messages WHERE queue = ?;
 DELETE FROM {p}dead WHERE queue = ?;
 
 -- name: queue_stats
-SELECT COALESCE(SUM(CASE WHEN state = 'R' AND run_at <= {now} THEN 1 ELSE 0 END), 0),
-       COALESCE(SUM(CASE WHEN state = 'R' AND run_at > {now} THEN 1 ELSE 0 END), 0),
-       COALESCE(SUM(CASE WHEN state = 'C' THEN 1 ELSE 0 END), 0),
-       COALESCE({now} - MIN(CASE WHEN state = 'R' AND run_at <= {now} THEN run_at END), 0)
-  FROM {p}messages WHERE queue = ?;
+-- Counts from the ready index, bounded: at most the limit (second argument)
+-- entries of each state are read, so that a queue of millions answers as
+-- fast as a small one. The first entries of state 'R' in claim order (how
+-- many, how many of them are ready, how long the oldest of those has
+-- waited), then the counts of 'C' and of the dead.
+SELECT r.total, r.ready, COALESCE({now} - r.oldest, 0),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = ? AND state = 'C' LIMIT ?) c),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}dead WHERE queue = ? LIMIT ?) d)
+  FROM (SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN run_at <= {now} THEN 1 ELSE 0 END), 0) AS ready,
+               MIN(CASE WHEN run_at <= {now} THEN run_at END) AS oldest
+          FROM (SELECT run_at FROM {p}messages WHERE queue = ? AND state = 'R'
+                 ORDER BY priority, order_at, id LIMIT ?) s) r;
+
+-- name: queue_estimate_r
+-- Counts over the limit of queue_stats: SQLite has no planner estimate, and
+-- counting its covering index is quick (the other dialects explain).
+SELECT COUNT(*) FROM {p}messages WHERE queue = ? AND state = 'R';
+
+-- name: queue_estimate_claimed
+SELECT COUNT(*) FROM {p}messages WHERE queue = ? AND state = 'C';
+
+-- name: queue_estimate_dead
+SELECT COUNT(*) FROM {p}dead WHERE queue = ?;
 
 -- name: dead_count
 SELECT COUNT(*) FROM {p}dead WHERE queue = ?;

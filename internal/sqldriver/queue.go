@@ -3,6 +3,8 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"strconv"
 	"errors"
 	"fmt"
 	"strings"
@@ -342,14 +344,40 @@ func (t *Tx) DeadPurge(ctx context.Context, queue string) (int, error) {
 // QueueStats implements driver.QueueTx.
 func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, error) {
 	var s driver.QueueStats
-	var oldest int64
-	if err := t.row(ctx, "queue_stats", queue).Scan(&s.Ready, &s.Scheduled, &s.Claimed, &oldest); err != nil {
+	var stateR, oldest int64
+	args := []any{queue, StatsLimit}
+	if !t.db.D.Numbered {
+		args = []any{queue, StatsLimit, queue, StatsLimit, queue, StatsLimit}
+	}
+	if err := t.row(ctx, "queue_stats", args...).Scan(&stateR, &s.Ready, &oldest, &s.Claimed, &s.Dead); err != nil {
 		return s, fmt.Errorf("queue_stats: %w", err)
 	}
-	s.OldestReady = time.Duration(oldest) * time.Microsecond
-	var err error
-	if s.Dead, err = t.count(ctx, "dead_count", queue); err != nil {
-		return s, err
+	s.Scheduled = stateR - s.Ready
+	s.OldestReady = time.Duration(max(oldest, 0)) * time.Microsecond
+	// Over the limit: the planner's estimate (PostgreSQL, MySQL) or an
+	// exact count (SQLite) of the state; ready and scheduled are split in
+	// the proportion of the first entries, in claim order.
+	if stateR >= StatsLimit {
+		total, err := t.estimate(ctx, "queue_estimate_r", queue)
+		if err != nil {
+			return s, err
+		}
+		total = max(total, stateR)
+		s.Ready = total * s.Ready / stateR
+		s.Scheduled, s.Estimated = total-s.Ready, true
+	}
+	for _, e := range []struct {
+		q string
+		n *int64
+	}{{"queue_estimate_claimed", &s.Claimed}, {"queue_estimate_dead", &s.Dead}} {
+		if *e.n < StatsLimit {
+			continue
+		}
+		n, err := t.estimate(ctx, e.q, queue)
+		if err != nil {
+			return s, err
+		}
+		*e.n, s.Estimated = max(n, StatsLimit), true
 	}
 	var into int64
 	if err := t.row(ctx, "throughput_recent", queue).Scan(&s.RecentAcked, &s.RecentDead, &into); err != nil {
@@ -357,6 +385,56 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	}
 	s.Window = 5*time.Minute + time.Duration(into)*time.Microsecond
 	return s, nil
+}
+
+// StatsLimit is how many entries of one state QueueStats reads at most;
+// beyond it, counts are estimates.
+const StatsLimit = 10000
+
+// estimate runs a queue_estimate_* query: a count, or a plan in JSON whose
+// first row estimate ("Plan Rows" on PostgreSQL, "rows" on MySQL) it reads.
+func (t *Tx) estimate(ctx context.Context, name, queue string) (int64, error) {
+	var out string
+	if err := t.row(ctx, name, queue).Scan(&out); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if n, err := strconv.ParseInt(out, 10, 64); err == nil {
+		return n, nil
+	}
+	var plan any
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if n, ok := planRows(plan); ok {
+		return int64(n), nil
+	}
+	return 0, fmt.Errorf("%s: no row estimate in the plan", name)
+}
+
+// planRows finds the first row estimate in a JSON plan.
+func planRows(v any) (float64, bool) {
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			if n, ok := planRows(x); ok {
+				return n, true
+			}
+		}
+	case map[string]any:
+		for _, k := range []string{"Plan Rows", "rows", "rows_examined_per_scan"} {
+			if n, ok := v[k].(float64); ok {
+				return n, true
+			}
+		}
+		for _, k := range []string{"Plan", "query_block", "table", "nested_loop"} {
+			if x, ok := v[k]; ok {
+				if n, ok := planRows(x); ok {
+					return n, true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // ThroughputAdd implements driver.QueueTx.
