@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/driver"
 )
 
@@ -50,6 +52,10 @@ type Options struct {
 	// Observer receives handler outcomes, lock waits, deadlocks and lost
 	// sessions, for metrics (see the metrics package). Default: none.
 	Observer Observer
+	// TracerProvider makes the spans of enqueues and handler runs
+	// (OpenTelemetry). Default: the global provider (otel.SetTracerProvider),
+	// which does nothing unless the program sets one.
+	TracerProvider trace.TracerProvider
 }
 
 var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`) })
@@ -90,6 +96,9 @@ func (o *Options) fill() error {
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = defaultTracerProvider()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -133,6 +142,7 @@ type Client struct {
 	prepareNow  chan struct{}
 	prepareOnce sync.Once
 	lostCount   atomic.Int64 // sessions reported lost, ever
+	tracer      trace.Tracer
 	// renewalsOff stops renewals (tests: a process that cannot reach the
 	// database, whatever the network does).
 	renewalsOff atomic.Bool
@@ -225,6 +235,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
 		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
+		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or

@@ -104,6 +104,7 @@ type Message struct {
 
 	mode      QueueMode
 	claimedAt time.Time // local clock
+	meta      string    // trace context from the enqueuer (JSON)
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -144,7 +145,7 @@ func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts
 }
 
 // EnqueueMany adds messages to a queue in one transaction, all or none.
-func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) (ids []int64, err error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
 	}
@@ -156,7 +157,12 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessag
 		}
 		rows[i] = r
 	}
-	ids := make([]int64, len(rows))
+	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
+	defer func() { endSpan(span, err) }()
+	for i := range rows {
+		rows[i].Meta = meta
+	}
+	ids = make([]int64, len(rows))
 	if _, known := c.knownQueues.Load(queue); known && len(rows) == 1 {
 		id, err := c.drv.NoTx().MessageInsert(ctx, rows[0])
 		if err != nil {
@@ -165,7 +171,7 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessag
 		c.queueWake(queue)
 		return []int64{id}, nil
 	}
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err = c.inTx(ctx, func(tx driver.Tx) error {
 		if err := c.registerQueue(ctx, tx, queue); err != nil {
 			return err
 		}
@@ -211,7 +217,7 @@ type rowQuerier interface {
 // SQLite, and within the consumers' poll interval on MySQL/MariaDB. It
 // returns the new id (0 if tx can only execute statements and the backend
 // reports ids in rows).
-func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
+func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (id int64, err error) {
 	var o EnqueueOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -220,6 +226,9 @@ func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload
 	if err != nil {
 		return 0, err
 	}
+	ctx, span, meta := c.startEnqueue(ctx, queue, 1)
+	defer func() { endSpan(span, err) }()
+	m.Meta = meta
 	if _, ok := c.knownQueues.Load(queue); !ok {
 		// In the caller's transaction: on SQLite it holds the only write
 		// lock, so baton's own connection could not register the queue.
@@ -229,7 +238,6 @@ func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload
 		}
 	}
 	q, args, returnsID := c.drv.EnqueueStatement(m)
-	var id int64
 	if rq, ok := tx.(rowQuerier); ok && returnsID {
 		if err := rq.QueryRowContext(ctx, q, args...).Scan(&id); err != nil {
 			return 0, fmt.Errorf("baton: enqueue: %w", err)
@@ -404,6 +412,11 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	for {
 		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
 		if err != nil {
+			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+				// A dial or statement can fail on the deadline a moment
+				// before the context's timer marks it done.
+				<-ctx.Done()
+			}
 			if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
 				return nil, ErrEmpty
 			}
@@ -560,7 +573,7 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 	now := time.Now()
 	msgs := make([]*Message, len(out))
 	for i, m := range out {
-		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Priority: m.Priority, Key: m.Key,
+		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Priority: m.Priority, Key: m.Key, meta: m.Meta,
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
 			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now}
 	}

@@ -343,7 +343,9 @@ func (w *worker) handler(stop, ctx context.Context) {
 			}
 		}
 		began := time.Now()
-		err := w.handle(ctx, m)
+		hctx, span := w.c.startProcess(ctx, m)
+		err := w.handle(hctx, m)
+		endSpan(span, err)
 		w.c.opts.Observer.HandlerDone(w.queue, "", outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
 		if err != nil && w.o.Mode == Ordered {
 			w.broken.Store(true)

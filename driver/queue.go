@@ -29,6 +29,8 @@ type Message struct {
 	ClaimUntil  time.Time
 	LastError   string
 	CreatedAt   time.Time
+	// Meta is the message's metadata, a JSON object ("" for none).
+	Meta string
 }
 
 // NewMessage is what MessageInsert stores.
@@ -40,6 +42,8 @@ type NewMessage struct {
 	HasKey      bool
 	Delay       time.Duration
 	MaxAttempts int
+	// Meta is the message's metadata, a JSON object ("" for none).
+	Meta string
 }
 
 // Claim identifies one claim of a message: the message, the session and
@@ -73,6 +77,7 @@ type DeadLetter struct {
 	LastError   string
 	CreatedAt   time.Time
 	FailedAt    time.Time
+	Meta        string
 }
 
 // QueueStats are the counts of one queue.

@@ -225,8 +225,8 @@ SELECT name FROM {p}queues ORDER BY name;
 SELECT name FROM {p}queues WHERE name = ? FOR UPDATE;
 
 -- name: message_insert
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)
-VALUES (?, ?, ?, ?, {now} + ?, {now} + ?, 0, ?, 'R', '', {now});
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+VALUES (?, ?, ?, ?, {now} + ?, {now} + ?, 0, ?, 'R', '', {now}, ?);
 
 -- name: claim_candidates
 SELECT id FROM {p}messages
@@ -262,7 +262,7 @@ UPDATE {p}messages
  WHERE id IN ({list4}) AND state = 'R';
 
 -- name: message_by_ids
-SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
@@ -285,8 +285,8 @@ UPDATE {p}messages SET claim_until = {now} + ? WHERE id = ? AND claimed_by = ? A
 
 -- name: message_bury
 -- Copies a claimed message to the dead letters; message_ack then removes it.
-INSERT INTO {p}dead (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at)
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, ?, created_at, {now}
+INSERT INTO {p}dead (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, ?, created_at, {now}, meta
   FROM {p}messages WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
 
 -- name: claims_stale
@@ -299,15 +299,15 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
 SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE state = 'C' AND claimed_by = ?;
 
 -- name: dead_list
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta
   FROM {p}dead WHERE queue = ? ORDER BY id LIMIT ?;
 
 -- name: dead_ids
 SELECT id FROM {p}dead WHERE queue = ? ORDER BY id LIMIT 500 FOR UPDATE;
 
 -- name: dead_redrive_ids
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)
-SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta
   FROM {p}dead WHERE id IN ({list}) ORDER BY id;
 
 -- name: dead_delete_ids

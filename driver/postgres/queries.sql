@@ -208,9 +208,9 @@ SELECT name FROM {p}queues ORDER BY name;
 SELECT name FROM {p}queues WHERE name = $1 FOR UPDATE;
 
 -- name: message_insert
--- Arguments: queue, payload, priority, key, delay, delay again, attempts.
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)
-VALUES ($1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', {now})
+-- Arguments: queue, payload, priority, key, delay, delay again, attempts, meta.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+VALUES ($1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', {now}, $8)
 RETURNING id;
 
 -- name: claim_candidates
@@ -247,7 +247,7 @@ UPDATE {p}messages
  WHERE id IN ({list4}) AND state = 'R';
 
 -- name: message_by_ids
-SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
@@ -271,8 +271,8 @@ UPDATE {p}messages SET claim_until = {now} + $1 WHERE id = $2 AND claimed_by = $
 
 -- name: message_bury
 -- Copies a claimed message to the dead letters; message_ack then removes it.
-INSERT INTO {p}dead (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at)
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, $1::text, created_at, {now}
+INSERT INTO {p}dead (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, $1::text, created_at, {now}, meta
   FROM {p}messages WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C';
 
 -- name: claims_stale
@@ -285,15 +285,15 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
 SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE state = 'C' AND claimed_by = $1;
 
 -- name: dead_list
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta
   FROM {p}dead WHERE queue = $1 ORDER BY id LIMIT $2;
 
 -- name: dead_ids
 SELECT id FROM {p}dead WHERE queue = $1 ORDER BY id LIMIT 500 FOR UPDATE;
 
 -- name: dead_redrive_ids
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)
-SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta
   FROM {p}dead WHERE id IN ({list}) ORDER BY id;
 
 -- name: dead_delete_ids
@@ -342,7 +342,7 @@ UPDATE {p}messages
                WHERE queue = $4 AND state = 'R' AND run_at <= {now}
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
-RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at;
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta;
 
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs. The plain

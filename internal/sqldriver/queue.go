@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"strconv"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +21,11 @@ func nullKey(hasKey bool, key string) any {
 }
 
 func messageArgs(m driver.NewMessage) []any {
-	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts}
+	var meta any
+	if m.Meta != "" {
+		meta = m.Meta
+	}
+	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts, meta}
 }
 
 // EnqueueStatement implements driver.Driver.
@@ -157,23 +161,23 @@ func (t *Tx) ClaimIDs(ctx context.Context, sessionID string, mode int, lease tim
 }
 
 // MessageCols is the column list of message queries, in ScanMessage order.
-const MessageCols = "id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at"
+const MessageCols = "id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta"
 
 // ScanMessage reads one message row.
 func ScanMessage(sc interface{ Scan(...any) error }) (driver.Message, error) {
 	var m driver.Message
 	var key []byte
-	var claimedBy sql.NullString
+	var claimedBy, meta sql.NullString
 	var mode, until sql.NullInt64
 	var runAt, orderAt, created int64
 	err := sc.Scan(&m.ID, &m.Queue, &m.Payload, &m.Priority, &key, &runAt, &orderAt, &m.Attempt, &m.MaxAttempts,
-		&m.State, &claimedBy, &mode, &until, &m.LastError, &created)
+		&m.State, &claimedBy, &mode, &until, &m.LastError, &created, &meta)
 	if err != nil {
 		return m, err
 	}
 	m.Key, m.HasKey = string(key), key != nil
 	m.RunAt, m.OrderAt, m.CreatedAt = FromMicros(runAt), FromMicros(orderAt), FromMicros(created)
-	m.ClaimedBy, m.ClaimMode = claimedBy.String, int(mode.Int64)
+	m.ClaimedBy, m.ClaimMode, m.Meta = claimedBy.String, int(mode.Int64), meta.String
 	if until.Valid {
 		m.ClaimUntil = FromMicros(until.Int64)
 	}
@@ -293,10 +297,12 @@ func (t *Tx) DeadList(ctx context.Context, queue string, limit int) ([]driver.De
 		var d driver.DeadLetter
 		var key []byte
 		var created, failed int64
+		var meta sql.NullString
 		if err := rows.Scan(&d.ID, &d.Queue, &d.Payload, &d.Priority, &key, &d.Attempt, &d.MaxAttempts,
-			&d.LastError, &created, &failed); err != nil {
+			&d.LastError, &created, &failed, &meta); err != nil {
 			return nil, err
 		}
+		d.Meta = meta.String
 		d.Key, d.HasKey = string(key), key != nil
 		d.CreatedAt, d.FailedAt = FromMicros(created), FromMicros(failed)
 		out = append(out, d)
