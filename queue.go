@@ -930,3 +930,91 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 	})
 	return out, err
 }
+
+// MessageState names a state of a waiting or running message.
+type MessageState string
+
+// The states Messages lists.
+const (
+	StateReady     MessageState = "ready"     // claimable now
+	StateScheduled MessageState = "scheduled" // delayed, or backing off before a retry
+	StateClaimed   MessageState = "claimed"   // being handled
+)
+
+// MessageInfo is one message as monitoring shows it.
+type MessageInfo struct {
+	ID          int64        `json:"id"`
+	Queue       string       `json:"queue"`
+	State       MessageState `json:"state"`
+	Payload     []byte       `json:"payload"`
+	Priority    int          `json:"priority"`
+	Key         string       `json:"key,omitempty"`
+	Attempt     int          `json:"attempt"` // attempts made (the running one included)
+	MaxAttempts int          `json:"max_attempts"`
+	LastError   string       `json:"last_error,omitempty"`
+	CreatedAt   time.Time    `json:"created_at"`
+	RunAt       time.Time    `json:"run_at"` // when it is (or was) due
+	// ClaimedBy is the session handling it and ClaimedUntil when that
+	// claim runs out unless renewed (claimed messages only).
+	ClaimedBy    string    `json:"claimed_by,omitempty"`
+	ClaimedUntil time.Time `json:"claimed_until,omitzero"`
+}
+
+// Messages lists up to limit (1 to 1000) messages of a queue in one state,
+// in the order workers claim them (priority, then age), from the position
+// after ("" for the start; the second result of an earlier call). It returns
+// the position after the last message listed, "" when there is no more.
+// Pages are read along the queue's index: a page deep in a queue of
+// millions costs what the first one does.
+func (c *Client) Messages(ctx context.Context, queue string, state MessageState, after string, limit int) ([]MessageInfo, string, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, "", err
+	}
+	if limit < 1 || limit > 1000 {
+		return nil, "", fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, limit)
+	}
+	var due *bool
+	dbState := driver.MessageReady
+	switch state {
+	case StateReady, StateScheduled:
+		d := state == StateReady
+		due = &d
+	case StateClaimed:
+		dbState = driver.MessageClaimed
+	default:
+		return nil, "", fmt.Errorf("%w: message state %q: use ready, scheduled or claimed", ErrInvalid, state)
+	}
+	var pos driver.ListPos
+	if after != "" {
+		if _, err := fmt.Sscanf(after, "%d.%d.%d", &pos.Priority, &pos.OrderAt, &pos.ID); err != nil {
+			return nil, "", fmt.Errorf("%w: position %q is not one Messages returned", ErrInvalid, after)
+		}
+	}
+	var rows []driver.Message
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		if err := c.mustExist(ctx, tx, queue); err != nil {
+			return err
+		}
+		var err error
+		rows, err = tx.MessageList(ctx, queue, dbState, due, pos, limit+1)
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("baton: messages: %w", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
+	}
+	out := make([]MessageInfo, len(rows))
+	for i, m := range rows {
+		out[i] = MessageInfo{ID: m.ID, Queue: m.Queue, State: state, Payload: m.Payload, Priority: m.Priority, Key: m.Key,
+			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt, RunAt: m.RunAt}
+		if state == StateClaimed {
+			out[i].ClaimedBy, out[i].ClaimedUntil = m.ClaimedBy, m.ClaimUntil
+		}
+	}
+	return out, next, nil
+}

@@ -583,3 +583,63 @@ func TestStatsOverTheLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestMessagesList: a queue's messages by state, in claim order, page by
+// page along the index.
+func TestMessagesList(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		enqueue(t, c, "lq", "p1", baton.EnqueueOptions{Priority: 1})
+		enqueue(t, c, "lq", "a")
+		enqueue(t, c, "lq", "b")
+		enqueue(t, c, "lq", "neg", baton.EnqueueOptions{Priority: -3})
+		enqueue(t, c, "lq", "later", baton.EnqueueOptions{Delay: time.Hour})
+		enqueue(t, c, "lq", "c")
+		s := session(t, c)
+		claimed := claim(t, s, "lq", baton.ClaimOptions{}) // "neg", the first in claim order
+		if len(claimed) != 1 || string(claimed[0].Payload) != "neg" {
+			t.Fatalf("claimed %v", payloads(claimed))
+		}
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			ms, next, err := c.Messages(ctxT(t), "lq", baton.StateReady, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				if m.State != baton.StateReady || m.Queue != "lq" || m.ClaimedBy != "" {
+					t.Fatalf("listed %+v", m)
+				}
+				got = append(got, string(m.Payload))
+			}
+			if next == "" {
+				break
+			}
+			if pages > 5 {
+				t.Fatal("pages never end")
+			}
+			after = next
+		}
+		if strings.Join(got, ",") != "a,b,c,p1" {
+			t.Fatalf("ready in claim order: %v, want a,b,c,p1", got)
+		}
+		sched, next, err := c.Messages(ctxT(t), "lq", baton.StateScheduled, "", 10)
+		if err != nil || next != "" || len(sched) != 1 || string(sched[0].Payload) != "later" || !sched[0].RunAt.After(time.Now().Add(50*time.Minute)) {
+			t.Fatalf("scheduled: %+v %q %v", sched, next, err)
+		}
+		cl, _, err := c.Messages(ctxT(t), "lq", baton.StateClaimed, "", 10)
+		if err != nil || len(cl) != 1 || cl[0].ClaimedBy != s.ID() || cl[0].Attempt != 1 || cl[0].ClaimedUntil.IsZero() {
+			t.Fatalf("claimed: %+v %v", cl, err)
+		}
+		for _, bad := range []func() error{
+			func() error { _, _, err := c.Messages(ctxT(t), "lq", "dead", "", 10); return err },
+			func() error { _, _, err := c.Messages(ctxT(t), "lq", baton.StateReady, "x.y", 10); return err },
+			func() error { _, _, err := c.Messages(ctxT(t), "lq", baton.StateReady, "", 0); return err },
+		} {
+			wantErr(t, bad(), baton.ErrInvalid)
+		}
+		_, _, err = c.Messages(ctxT(t), "nope", baton.StateReady, "", 10)
+		wantErr(t, err, baton.ErrUnknownQueue)
+	})
+}

@@ -75,6 +75,7 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 			return strings.Join(s, ", ")
 		},
 		"path": url.PathEscape,
+		"list": func(v ...string) []string { return v },
 		"preview": func(b []byte) string {
 			s := string(b)
 			if len(s) > 120 {
@@ -260,11 +261,15 @@ func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
 
 type queuePage struct {
 	Stats baton.QueueStats
-	Dead  []baton.DeadLetter
-	More  bool
+	// State is the tab shown: ready, scheduled, claimed or dead.
+	State    string
+	Messages []baton.MessageInfo
+	Next     string
+	Dead     []baton.DeadLetter
+	More     bool
 }
 
-const deadShown = 100
+const pageSize = 50
 
 func (d *dash) queue(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
@@ -273,14 +278,34 @@ func (d *dash) queue(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	dead, err := d.c.DeadLetters(r.Context(), q, deadShown+1)
-	if err != nil {
-		d.fail(w, r, err)
+	p := queuePage{Stats: st, State: r.URL.Query().Get("state")}
+	switch p.State {
+	case "":
+		p.State = "ready"
+		if st.Ready == 0 && st.Dead > 0 {
+			p.State = "dead"
+		}
+	case "dead", string(baton.StateReady), string(baton.StateScheduled), string(baton.StateClaimed):
+	default:
+		d.fail(w, r, fmt.Errorf("%w: state %q: use ready, scheduled, claimed or dead", baton.ErrInvalid, p.State))
 		return
 	}
-	p := queuePage{Stats: st, Dead: dead}
-	if len(dead) > deadShown {
-		p.Dead, p.More = dead[:deadShown], true
+	if p.State == "dead" {
+		dead, err := d.c.DeadLetters(r.Context(), q, pageSize+1)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		p.Dead = dead
+		if len(dead) > pageSize {
+			p.Dead, p.More = dead[:pageSize], true
+		}
+	} else {
+		p.Messages, p.Next, err = d.c.Messages(r.Context(), q, baton.MessageState(p.State), r.URL.Query().Get("after"), pageSize)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
 	}
 	d.render(w, r, "queue", "Queue "+q, p)
 }

@@ -203,6 +203,14 @@ func TestPages(t *testing.T) {
 			t.Fatalf("after re-drive: %+v", st)
 		}
 
+		// The re-driven message is listed, escaped, on the ready tab.
+		ready := hc.get("/ops/queues/mail?state=ready")
+		if !strings.Contains(ready, `<table id="messages">`) || strings.Contains(ready, xss) || !strings.Contains(ready, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+			t.Fatalf("ready tab:\n%s", ready)
+		}
+		if code, _, _ := hc.do("GET", "/ops/queues/mail?state=bogus", nil, nil); code != http.StatusNotFound {
+			t.Fatalf("unknown state tab: %d, want 404", code)
+		}
 		stopWait() // the waiter gives up: its wait is observed
 		metricsText := ""
 		for deadline := time.Now().Add(10 * time.Second); ; {

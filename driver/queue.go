@@ -33,6 +33,13 @@ type Message struct {
 	Meta string
 }
 
+// ListPos is a position in claim order.
+type ListPos struct {
+	Priority int
+	OrderAt  int64 // microseconds
+	ID       int64
+}
+
 // NewMessage is what MessageInsert stores.
 type NewMessage struct {
 	Queue       string
@@ -133,6 +140,11 @@ type QueueTx interface {
 	ClaimsStale(ctx context.Context, limit int) ([]ClaimRef, error)
 	ClaimsBySession(ctx context.Context, sessionID string) ([]ClaimRef, error)
 	DeadList(ctx context.Context, queue string, limit int) ([]DeadLetter, error)
+	// MessageList lists a queue's messages of one state (MessageReady or
+	// MessageClaimed) in claim order (priority, order_at, id), after the
+	// position after (zero: from the start); with due set, only those
+	// whose run_at has come (true) or not (false).
+	MessageList(ctx context.Context, queue, state string, due *bool, after ListPos, limit int) ([]Message, error)
 	// DeadRedrive moves up to 500 dead letters back to the queue.
 	DeadRedrive(ctx context.Context, queue string) (int, error)
 	DeadPurge(ctx context.Context, queue string) (int, error)

@@ -281,6 +281,16 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
 -- name: claims_by_session
 SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE state = 'C' AND claimed_by = ?;
 
+-- name: message_list
+-- A page of a queue's messages of one state in claim order, after a
+-- position (keyset: the ready index, never a sort); the sixth argument
+-- picks due (1), not yet due (2) or both (0).
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta
+  FROM {p}messages
+ WHERE queue = ? AND state = ? AND (priority, order_at, id) > (?, ?, ?)
+   AND (? = 0 OR (? = 1 AND run_at <= {now}) OR (? = 2 AND run_at > {now}))
+ ORDER BY priority, order_at, id LIMIT ?;
+
 -- name: dead_list
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta
   FROM {p}dead WHERE queue = ? ORDER BY id LIMIT ?;

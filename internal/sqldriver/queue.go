@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -193,6 +194,37 @@ func (t *Tx) MessageByIDs(ctx context.Context, ids []int64) ([]driver.Message, e
 	rows, err := t.q().QueryContext(ctx, q, int64Args(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("message_by_ids: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Message
+	for rows.Next() {
+		m, err := ScanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// MessageList implements driver.QueueTx.
+func (t *Tx) MessageList(ctx context.Context, queue, state string, due *bool, after driver.ListPos, limit int) ([]driver.Message, error) {
+	mode := 0 // any
+	if due != nil && *due {
+		mode = 1
+	} else if due != nil {
+		mode = 2
+	}
+	if after == (driver.ListPos{}) {
+		after = driver.ListPos{Priority: math.MinInt32, OrderAt: math.MinInt64}
+	}
+	args := []any{queue, state, after.Priority, after.OrderAt, after.ID, mode, limit}
+	if !t.db.D.Numbered {
+		args = []any{queue, state, after.Priority, after.OrderAt, after.ID, mode, mode, mode, limit}
+	}
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list", args...)
+	if err != nil {
+		return nil, fmt.Errorf("message_list: %w", err)
 	}
 	defer rows.Close()
 	var out []driver.Message
