@@ -54,6 +54,18 @@ func holdForever(dsn string) {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
+	if name := os.Getenv("BATON_TEST_WAITFOR"); name != "" {
+		// A waiting request too (on a lock the parent holds), and a
+		// claimed message.
+		go func() { _, _ = s.Lock(ctx, "crash", baton.Write, baton.Forever, name) }()
+		if _, err := c.Enqueue(ctx, "crashq", []byte("m")); err == nil {
+			_, err = s.Claim(ctx, "crashq", baton.ClaimOptions{})
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+	}
 	fmt.Println("locked")
 	select {}
 }
@@ -92,11 +104,11 @@ func killedHolder(t *testing.T, remote bool) {
 		s := session(t, c)
 		_, err = s.Lock(ctxT(t), "crash", baton.Write, 0, "y")
 		wantErr(t, err, baton.ErrTimeout)
-		if ok, _ := s.GetLock(ctxT(t), "CRASH.USER", 0); ok {
-			t.Fatal("user lock granted while its holder lives")
+		if ok, err := s.GetLock(ctxT(t), "CRASH.USER", 0); ok || err != nil {
+			t.Fatalf("user lock while its holder lives: granted %v, %v (want not granted, no error)", ok, err)
 		}
 		waiting := async(s, "crash", baton.Write, baton.Forever, "x", "y")
-		time.Sleep(100 * time.Millisecond)
+		waitPending(t, c, s, 1)
 		if err := child.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -368,5 +380,86 @@ func TestOrphanedRequestSwept(t *testing.T) {
 		if _, err := s.Lock(ctx, "orphan", baton.Write, 20*time.Second, "x"); err != nil {
 			t.Fatalf("orphan never swept: %v", err)
 		}
+	})
+}
+
+// TestReaperLeavesNothing: one reaper pass over a SIGKILLed process's
+// session (same host: its PID is gone) deletes the session, every lock
+// request of it, granted or waiting, and hands its claimed message back, at
+// once: checked in the tables, not by waiting for a later sweep.
+func TestReaperLeavesNothing(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := open(t, b)
+		// A lease long enough that nothing expires during the test and
+		// no background pass does the reaper's work.
+		reaper := openDSN(t, dsn, baton.Options{Lease: time.Hour})
+		parent := session(t, c)
+		mustLock(t, parent, "crash", baton.Write, "z")
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn, "BATON_TEST_WAITFOR=z")
+		out, err := child.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = child.Process.Kill() })
+		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+			t.Fatalf("child said %q", line)
+		}
+		db := batontest.SQLDB(t, dsn)
+		ph := "?"
+		if b.Name == "postgres" {
+			ph = "$1"
+		}
+		var dead string
+		if err := db.QueryRowContext(ctxT(t), "SELECT id FROM baton_sessions WHERE pid = "+ph, child.Process.Pid).Scan(&dead); err != nil {
+			t.Fatal(err)
+		}
+		count := func(q string) int {
+			t.Helper()
+			var n int
+			if err := db.QueryRowContext(ctxT(t), strings.ReplaceAll(q, "?", ph), dead).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for count("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ? AND status <> 'G'") != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the child's waiting request never appeared")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := count("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ?"); n != 4 { // x, y, the user lock, z waiting
+			t.Fatalf("the child has %d lock requests, want 4", n)
+		}
+		if n := count("SELECT COUNT(*) FROM baton_messages WHERE claimed_by = ?"); n != 1 {
+			t.Fatalf("the child claims %d messages, want 1", n)
+		}
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		n, err := baton.ReapOnce(ctxT(t), reaper)
+		if err != nil || n != 1 {
+			t.Fatalf("one reaper pass ended %d sessions (%v), want 1", n, err)
+		}
+		for q, what := range map[string]string{
+			"SELECT COUNT(*) FROM baton_sessions WHERE id = ?":              "session",
+			"SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ?": "lock requests",
+			"SELECT COUNT(*) FROM baton_messages WHERE claimed_by = ?":      "claimed messages",
+		} {
+			if n := count(q); n != 0 {
+				t.Errorf("after one reaper pass the dead session still has %d %s", n, what)
+			}
+		}
+		if st := stats(t, c, "crashq"); st.Ready != 1 || st.Claimed != 0 {
+			t.Fatalf("the dead session's message was not handed back: %+v", st)
+		}
+		s := session(t, c)
+		mustLock(t, s, "crash", baton.Write, "x", "y")
 	})
 }

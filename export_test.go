@@ -1,5 +1,7 @@
 package baton
 
+import "context"
+
 // SetHostIdentity makes clients opened afterwards in this process claim
 // another host, so that tests can exercise the lease path of crash recovery.
 func SetHostIdentity(id string) { hostIdentityFunc = func() string { return id } }
@@ -10,3 +12,13 @@ func SwitchRenewals(c *Client, off bool) { c.renewalsOff.Store(off) }
 
 // SessionsLost is how many sessions the client has reported lost.
 func SessionsLost(c *Client) int64 { return c.lostCount.Load() }
+
+// ReapOnce runs one pass of the reaper (what every heartbeat and every
+// empty claim runs): it ends the dead sessions it finds and reports how many.
+func ReapOnce(ctx context.Context, c *Client) (int, error) {
+	refs, err := c.drv.NoTx().SessionListReapable(ctx, c.id, c.hostID, 100)
+	if err != nil {
+		return 0, err
+	}
+	return c.reap(ctx, refs), nil
+}
