@@ -308,3 +308,20 @@ func TestPoolerNotificationsWithoutListenDSN(t *testing.T) {
 		t.Fatalf("%d registered readers after Close, want 0", k)
 	}
 }
+
+// TestPoolerNotifyOrderWithoutListenDSN is TestNotifyOrderAfterLateCommit
+// for a listener behind PgBouncer without listen_dsn, which reads
+// notifications from the table, sent by a direct client.
+func TestPoolerNotifyOrderWithoutListenDSN(t *testing.T) {
+	withListen, ok := bouncerListenDSN(t)
+	if !ok {
+		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
+	}
+	u, err := url.Parse(withListen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := u.Query().Get("listen_dsn")
+	u.RawQuery = ""
+	notifyOrderAfterLateCommit(t, u.String(), direct)
+}
