@@ -64,9 +64,12 @@ type Execer interface {
 // NotifyTx sends a notification inside the caller's transaction, on the
 // same database as the client: listeners get it once that transaction
 // commits, and never if it rolls back. On PostgreSQL delivery follows the
-// commit at once; on SQLite other processes notice the commit within a
-// millisecond or so; on MySQL/MariaDB, whose listeners are woken by baton
-// only for commits it makes itself, within the client's poll interval.
+// commit at once (within the listener's poll interval for a listener
+// behind a transaction pooler without listen_dsn, which reads
+// notifications from a table); on SQLite other processes notice the commit
+// within a millisecond or so; on MySQL/MariaDB, whose listeners are woken
+// by baton only for commits it makes itself, within the client's poll
+// interval.
 func (c *Client) NotifyTx(ctx context.Context, tx Execer, channel, payload string) error {
 	if err := validateNotification(channel, payload); err != nil {
 		return err

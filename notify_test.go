@@ -1,6 +1,7 @@
 package baton_test
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -166,4 +167,64 @@ func TestNotifyBadInput(t *testing.T) {
 		_, err := c.Listen(ctx)
 		wantErr(t, err, baton.ErrInvalid)
 	})
+}
+
+// TestNotifyOrderAfterLateCommit: a sender's notifications arrive in the
+// order they committed even when the first of them committed late, after a
+// later id of another sender was read: both are read in one go, and the
+// late one must come first.
+func TestNotifyOrderAfterLateCommit(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("SQLite has one writer at a time: transactions cannot interleave")
+		}
+		notifyOrderAfterLateCommit(t, b.NewDSN(t), "")
+	})
+}
+
+// notifyOrderAfterLateCommit runs TestNotifyOrderAfterLateCommit with a
+// listener on dsn and senders on senderDSN (dsn when "").
+func notifyOrderAfterLateCommit(t *testing.T, dsn, senderDSN string) {
+	if senderDSN == "" {
+		senderDSN = dsn
+	}
+	// A long interval: both commits below land between two reads.
+	c := openDSN(t, dsn, baton.Options{PollInterval: 2 * time.Second})
+	other := openDSN(t, senderDSN)
+	db := batontest.SQLDB(t, senderDSN)
+	l := listen(t, c, "order")
+	ctx := ctxT(t)
+	notifyTx := func(tx *sql.Tx, payload string) {
+		t.Helper()
+		if err := other.NotifyTx(ctx, tx, "order", payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notifyTx(first, "a1")
+	if err := other.Notify(ctx, "order", "b1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := next(t, l); n.Payload != "b1" {
+		t.Fatalf("got %+v", n)
+	}
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notifyTx(second, "a2")
+	if err := second.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a1", "a2"} {
+		if n := next(t, l); n.Payload != want {
+			t.Fatalf("got %q, want %q: one sender's notifications out of commit order", n.Payload, want)
+		}
+	}
 }

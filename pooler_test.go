@@ -2,6 +2,8 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -172,4 +174,154 @@ func TestPoolerRefusesSearchPath(t *testing.T) {
 			t.Fatalf("error %v does not name search_path and the fix", err)
 		}
 	}
+}
+
+// TestPoolerNotificationsWithoutListenDSN: through PgBouncer without
+// listen_dsn LISTEN cannot work, so notifications come from a table: a
+// listener behind the pooler gets every notification, in order per sender,
+// from a client behind the pooler and from a direct one, from their own
+// transactions and from committed caller's transactions (one of them
+// committed long after later ones), never from a rolled-back one; and its
+// registration as a reader of the table goes with it.
+func TestPoolerNotificationsWithoutListenDSN(t *testing.T) {
+	withListen, ok := bouncerListenDSN(t)
+	if !ok {
+		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
+	}
+	u, err := url.Parse(withListen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := u.Query().Get("listen_dsn")
+	u.RawQuery = ""
+	pooled := u.String()
+	opts := baton.Options{PollInterval: 100 * time.Millisecond}
+	receiver := openDSN(t, pooled, opts)
+	viaPooler := openDSN(t, pooled, opts)
+	viaDirect := openDSN(t, direct, opts)
+	pooledDB := batontest.SQLDB(t, withListen) // unnamed statements
+	directDB := batontest.SQLDB(t, direct)
+	l := listen(t, receiver, "pn")
+	ctx := ctxT(t)
+
+	notifyTx := func(db *sql.DB, payload string, commit bool) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := viaDirect.NotifyTx(ctx, tx, "pn", payload); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Begun first, committed last: its id is below every other one.
+	late, err := directDB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := viaDirect.NotifyTx(ctx, late, "pn", "late"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	errs := make(chan error, 2)
+	for _, s := range []struct {
+		c      *baton.Client
+		prefix string
+	}{{viaPooler, "p"}, {viaDirect, "d"}} {
+		go func() {
+			for i := 0; i < n; i++ {
+				if err := s.c.Notify(ctx, "pn", fmt.Sprint(s.prefix, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each notification once, in order per sender; the others (want) in
+	// any order.
+	nextOf := map[string]int{"p": 0, "d": 0}
+	receive := func(want map[string]bool) {
+		t.Helper()
+		for nextOf["p"]+nextOf["d"] < 2*n || len(want) > 0 {
+			m := next(t, l)
+			if m.Channel != "pn" {
+				t.Fatalf("got %+v", m)
+			}
+			if want[m.Payload] {
+				delete(want, m.Payload)
+				continue
+			}
+			var i int
+			prefix := m.Payload[:1]
+			if _, err := fmt.Sscan(m.Payload[1:], &i); err != nil || (prefix != "p" && prefix != "d") {
+				t.Fatalf("unexpected notification %+v (rolled back or duplicated?)", m)
+			}
+			if i != nextOf[prefix] {
+				t.Fatalf("from sender %q: got %d, want %d (order kept per sender)", prefix, i, nextOf[prefix])
+			}
+			nextOf[prefix]++
+		}
+	}
+	receive(nil)
+	notifyTx(pooledDB, "rolled back via pooler", false)
+	notifyTx(directDB, "rolled back direct", false)
+	notifyTx(pooledDB, "tx via pooler", true)
+	notifyTx(directDB, "tx direct", true)
+	// Read after a hundred later ones: the reader looks for it again.
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	receive(map[string]bool{"late": true, "tx via pooler": true, "tx direct": true})
+	none(t, l, 500*time.Millisecond)
+
+	// The listener's client registered as a reader of the table; it is
+	// gone when the client closes.
+	count := func() int {
+		var k int
+		if err := directDB.QueryRowContext(ctx, "SELECT count(*) FROM baton_notify_pollers").Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if k := count(); k != 1 {
+		t.Fatalf("%d registered readers, want 1", k)
+	}
+	l.Close()
+	if err := receiver.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if k := count(); k != 0 {
+		t.Fatalf("%d registered readers after Close, want 0", k)
+	}
+}
+
+// TestPoolerNotifyOrderWithoutListenDSN is TestNotifyOrderAfterLateCommit
+// for a listener behind PgBouncer without listen_dsn, which reads
+// notifications from the table, sent by a direct client.
+func TestPoolerNotifyOrderWithoutListenDSN(t *testing.T) {
+	withListen, ok := bouncerListenDSN(t)
+	if !ok {
+		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
+	}
+	u, err := url.Parse(withListen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := u.Query().Get("listen_dsn")
+	u.RawQuery = ""
+	notifyOrderAfterLateCommit(t, u.String(), direct)
 }

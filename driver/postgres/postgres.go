@@ -9,7 +9,10 @@
 // sent only from transactions that granted a waiting request or chose a
 // deadlock victim, never from the uncontended path, so the global lock that
 // NOTIFY takes at commit stays off the hot path. Correctness never depends on
-// the listening connection: waiters also poll.
+// the listening connection: waiters also poll. Behind a transaction pooler
+// without listen_dsn LISTEN cannot work: waiters poll, and notifications
+// are read from a table that senders write to, in the statement of their
+// NOTIFY, only while such a reader is registered.
 package postgres
 
 import (
@@ -60,6 +63,9 @@ type Driver struct {
 	listenCfg *pgx.ConnConfig
 	// listenWarn says once that wake-ups fall back to polling.
 	listenWarn sync.Once
+	// pollers are the clients that read notifications from the table
+	// instead of LISTEN (pollOnly), by client id.
+	pollers sync.Map // client id -> *poller
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -367,35 +373,46 @@ func (d *Driver) SetNotifying(clientID string, on bool) {
 	if v, ok := d.notifying.Load(clientID); ok {
 		v.(*atomic.Bool).Store(on)
 	}
+	if v, ok := d.pollers.Load(clientID); ok {
+		v.(*poller).setOn(on)
+	}
 }
 
 // Notify implements driver.Driver with NOTIFY, delivered by PostgreSQL in
-// commit order, never on rollback.
+// commit order, never on rollback; the same statement also stores the
+// notification for clients that read it from the table (NotifyStatement).
 func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
-	q, args := d.NotifyStatement(channel, payload)
-	if _, err := d.SQL.ExecContext(ctx, q, args...); err != nil {
+	if _, err := d.ExecNamed(ctx, nil, "notify_send", d.notifyArgs(channel, payload)...); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
 }
 
-// NotifyStatement implements driver.Driver.
+// NotifyStatement implements driver.Driver: NOTIFY for the clients that
+// LISTEN and, while some client reads notifications from the table
+// (behind a transaction pooler without listen_dsn), an insert there, in
+// one statement.
 func (d *Driver) NotifyStatement(channel, payload string) (string, []any) {
-	return "SELECT pg_notify($1, $2)", []any{d.notifyCh, channel + " " + payload}
+	return d.Q("notify_send"), d.notifyArgs(channel, payload)
+}
+
+func (d *Driver) notifyArgs(channel, payload string) []any {
+	return []any{d.notifyCh, channel, payload}
 }
 
 // Listen implements driver.Driver with LISTEN on a dedicated connection.
 // It reconnects after errors and calls wake at least once per interval.
 func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
+	if d.pooled && d.listenCfg == d.cfg {
+		return d.pollOnly(p), nil
+	}
 	clientID, interval, wakeWith := p.ClientID, p.Interval, p.Wake
 	wake := func() { wakeWith(nil) }
 	notifying := &atomic.Bool{}
 	d.notifying.Store(clientID, notifying)
-	if d.pooled && d.listenCfg == d.cfg {
-		return d.pollOnly(p), nil
-	}
 	conn, err := d.listen(ctx)
 	if err != nil {
+		d.notifying.Delete(clientID)
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
@@ -512,26 +529,142 @@ func connectCause(err error) error {
 // listen_dsn: LISTEN through the pooler would run on a server connection
 // that goes back to the pool and hear nothing. Waiters are woken every
 // interval instead (lock hand-off and queue wake-ups take up to an
-// interval), and notifications cannot be received: both are said once.
+// interval), and notifications are read from the table every interval,
+// while the client is registered as a reader there (senders then store
+// them); both are said once.
 func (d *Driver) pollOnly(p driver.ListenParams) func() {
+	interval := p.Interval
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
 	d.listenWarn.Do(func() {
 		slog.Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
-			p.Interval.String() + " and baton notifications (Listen) are not delivered; add listen_dsn=<a direct postgres:// DSN, URL-encoded> for wake-ups on commit")
+			interval.String() + " and baton notifications (Listen) are delivered from a table, polled every " + interval.String() +
+			"; add listen_dsn=<a direct postgres:// DSN, URL-encoded> for wake-ups on commit")
 	})
+	po := &poller{d: d, clientID: p.ClientID, ttl: pollerTTL(interval), pump: sqldriver.StartPump(d.DB, p.Notify)}
+	d.pollers.Store(p.ClientID, po)
 	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(p.Interval)
-		defer t.Stop()
-		for {
+	var wg sync.WaitGroup
+	every := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					f()
+				}
+			}
+		}()
+	}
+	every(func() { p.Wake(nil); po.pump.Poke() })
+	// Apart, so that a slow renewal never delays a wake-up.
+	every(func() { po.renew(stop) })
+	return func() {
+		close(stop)
+		wg.Wait()
+		d.pollers.Delete(p.ClientID)
+		po.stop()
+	}
+}
+
+// pollerTTL is how long a reader's registration runs: many intervals, so
+// that a few failed renewals (a database under load) lose nothing, and at
+// least half a minute, so that renewing costs little.
+func pollerTTL(interval time.Duration) time.Duration {
+	return max(10*interval, 30*time.Second)
+}
+
+// poller reads one client's notifications from {p}notifications. While it
+// reads (SetNotifying on) it keeps the client registered in
+// {p}notify_pollers, renewed when a third of the registration has run;
+// once it stops reading the registration runs out by itself (a client
+// whose listeners come and go, a queue consumer between claims, does not
+// write at each change), and it is deleted when listening stops.
+type poller struct {
+	d        *Driver
+	clientID string
+	ttl      time.Duration
+	pump     *sqldriver.NotifyPump
+
+	mu      sync.Mutex
+	on      bool
+	stopped bool
+	until   time.Time // the registration runs at least until then
+	failing bool      // the last registration failed (said once)
+}
+
+// setOn turns reading on or off. Turning it on registers the client
+// before placing the reader's cursor, so that every notification sent
+// after it returns is stored for the client.
+func (po *poller) setOn(on bool) {
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	if po.stopped {
+		return
+	}
+	po.on = on
+	if on {
+		po.registerLocked(nil)
+	}
+	po.pump.SetOn(on)
+}
+
+// renew extends the registration when it is due, while reading.
+func (po *poller) renew(stop <-chan struct{}) {
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	if po.on && !po.stopped {
+		po.registerLocked(stop)
+	}
+}
+
+// registerLocked registers the client, or extends its registration, when
+// a third of it has run; stop, when it closes, cuts the statement short.
+func (po *poller) registerLocked(stop <-chan struct{}) {
+	if time.Until(po.until) > po.ttl*2/3 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(po.ttl/3, 10*time.Second))
+	defer cancel()
+	if stop != nil {
+		go func() {
 			select {
 			case <-stop:
-				return
-			case <-t.C:
-				p.Wake(nil)
+				cancel()
+			case <-ctx.Done():
 			}
+		}()
+	}
+	start := time.Now()
+	if _, err := po.d.ExecNamed(ctx, nil, "notify_poller_register", po.clientID, po.ttl.Microseconds()); err != nil {
+		if !po.failing {
+			slog.Warn("baton: registering as a reader of the notifications table failed (logged once until it works again; notifications may be missed meanwhile): " + err.Error())
 		}
-	}()
-	return func() { close(stop); <-done; d.notifying.Delete(p.ClientID) }
+		po.failing = true
+		return
+	}
+	if po.failing {
+		slog.Info("baton: registering as a reader of the notifications table works again")
+	}
+	po.failing = false
+	// The server counts from a moment after start: the registration runs
+	// at least this long.
+	po.until = start.Add(po.ttl)
+}
+
+// stop ends reading and deletes the registration.
+func (po *poller) stop() {
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	po.stopped = true
+	po.pump.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = po.d.ExecNamed(ctx, nil, "notify_poller_delete", po.clientID)
 }

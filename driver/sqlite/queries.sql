@@ -177,11 +177,16 @@ INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now})
 -- name: notify_max
 SELECT MAX(id) FROM {p}notifications;
 
--- name: notify_since
-SELECT id, channel, payload FROM {p}notifications WHERE id > ? ORDER BY id LIMIT 1000;
-
--- name: notify_ids
-SELECT id, channel, payload FROM {p}notifications WHERE id IN ({list});
+-- name: notify_read
+-- The notifications after the cursor (the first argument; at most 1000 of
+-- them) and those of the listed ids still missing below it, in one
+-- statement, so from one snapshot, by id: a notification that committed
+-- late comes before its sender's next one, read in the same go.
+SELECT id, channel, payload
+  FROM (SELECT id, channel, payload FROM {p}notifications WHERE id > ? ORDER BY id LIMIT 1000) s
+UNION ALL
+SELECT id, channel, payload FROM {p}notifications WHERE id IN ({list})
+ORDER BY id;
 
 -- name: notify_purge
 DELETE FROM {p}notifications WHERE created_at < {now} - ?;

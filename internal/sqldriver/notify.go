@@ -20,7 +20,7 @@ const GapWait = 10 * time.Second
 const maxGap = 10000
 
 // NotifyReader reads committed notifications of a table-backed backend
-// (notify_max, notify_since, notify_ids) after a cursor, without skipping
+// (notify_max, notify_read) after a cursor, without skipping
 // the ones that commit late. It is used by one goroutine at a time.
 type NotifyReader struct {
 	DB     *DB
@@ -43,7 +43,11 @@ func (r *NotifyReader) Start(ctx context.Context) error {
 	return nil
 }
 
-// Read delivers every notification committed since the last call.
+// Read delivers every notification committed since the last call. The
+// rows after the cursor and the missing ids that committed since are read
+// together (notify_read), from one snapshot and in id order: a sender's
+// notification that committed late is delivered before its sender's next
+// one, which it committed before.
 func (r *NotifyReader) Read(ctx context.Context, deliver func(channel, payload string)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -51,9 +55,11 @@ func (r *NotifyReader) Read(ctx context.Context, deliver func(channel, payload s
 		return nil
 	}
 	for {
-		rows, err := r.DB.QueryNamed(ctx, nil, "notify_since", r.cursor)
+		gaps := r.gapIDs()
+		q := expandList(r.DB.Q("notify_read"), r.DB.D.Numbered, 2, len(gaps))
+		rows, err := r.DB.SQL.QueryContext(ctx, q, append([]any{r.cursor}, int64Args(gaps)...)...)
 		if err != nil {
-			return err
+			return fmt.Errorf("notify_read: %w", err)
 		}
 		n := 0
 		for rows.Next() {
@@ -62,6 +68,14 @@ func (r *NotifyReader) Read(ctx context.Context, deliver func(channel, payload s
 			if err := rows.Scan(&id, &ch, &payload); err != nil {
 				rows.Close()
 				return err
+			}
+			if id <= r.cursor {
+				// A missing id, committed late.
+				if _, missing := r.gaps[id]; missing {
+					delete(r.gaps, id)
+					deliver(ch, payload)
+				}
+				continue
 			}
 			n++
 			if id > r.cursor+1 && id-r.cursor <= maxGap {
@@ -75,49 +89,28 @@ func (r *NotifyReader) Read(ctx context.Context, deliver func(channel, payload s
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return fmt.Errorf("notify_read: %w", err)
 		}
-		if n < 1000 { // notify_since returns at most 1000 rows
-			break
+		if n < 1000 { // notify_read returns at most 1000 rows after the cursor
+			return nil
 		}
 	}
-	return r.readGaps(ctx, deliver)
 }
 
-func (r *NotifyReader) readGaps(ctx context.Context, deliver func(channel, payload string)) error {
-	if len(r.gaps) == 0 {
-		return nil
-	}
-	ids := make([]int64, 0, len(r.gaps))
+// gapIDs forgets the missing ids looked for longer than GapWait and
+// returns up to 500 of the others.
+func (r *NotifyReader) gapIDs() []int64 {
+	ids := make([]int64, 0, min(len(r.gaps), 500))
 	for id, since := range r.gaps {
 		if time.Since(since) > GapWait {
 			delete(r.gaps, id)
 			continue
 		}
-		ids = append(ids, id)
-		if len(ids) == 500 {
-			break
+		if len(ids) < 500 {
+			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
-	q := expandList(r.DB.Q("notify_ids"), r.DB.D.Numbered, 1, len(ids))
-	rows, err := r.DB.SQL.QueryContext(ctx, q, int64Args(ids)...)
-	if err != nil {
-		return fmt.Errorf("notify_ids: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var ch, payload string
-		if err := rows.Scan(&id, &ch, &payload); err != nil {
-			return err
-		}
-		delete(r.gaps, id)
-		deliver(ch, payload)
-	}
-	return rows.Err()
+	return ids
 }
 
 // Notify inserts a notification in its own transaction.
