@@ -10,3 +10,10 @@ func SwitchRenewals(c *Client, off bool) { c.renewalsOff.Store(off) }
 
 // SessionsLost is how many sessions the client has reported lost.
 func SessionsLost(c *Client) int64 { return c.lostCount.Load() }
+
+// Event JSON canonical form (eventjson.go).
+var (
+	CanonicalEvent     = canonicalEvent
+	CanonicalNumber    = canonicalNumber
+	CanonicalTimestamp = canonicalTimestamp
+)
