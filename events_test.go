@@ -557,3 +557,39 @@ func TestEventsCanonicalJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsColumnAdded: on PostgreSQL the capture function reads the
+// table's columns at each change, so a column added (or dropped) after
+// subscribing shows in the events in its place, in canonical form.
+func TestEventsColumnAdded(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "postgres" {
+			t.Skip("SQLite and MySQL triggers list the columns: a schema change needs subscribing again")
+		}
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		createLanguages(t, b, db)
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "alter", Table: "languages"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			"ALTER TABLE languages DROP COLUMN name",
+			"ALTER TABLE languages ADD COLUMN logo bytea, ADD COLUMN seen timestamptz",
+			`INSERT INTO languages (language_id, year_released, logo, seen) VALUES (7, 2009, '\x0102', '2024-01-02 03:04:05-01')`,
+		} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("alter"), baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 {
+			t.Fatal("no event")
+		}
+		e, err := baton.ParseEvent(ms[0])
+		if want := `{"language_id":7,"year_released":2009,"logo":"AQI=","seen":"2024-01-02T04:04:05.000000Z"}`; err != nil || string(e.New) != want {
+			t.Fatalf("new %s, %v; want %s", e.New, err, want)
+		}
+	})
+}
