@@ -593,3 +593,38 @@ func TestEventsColumnAdded(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsMySQLTypes: MariaDB's JSON functions write BIT and spatial
+// values as raw bytes, which are not JSON (the write failed); events carry
+// BIT(1) as a boolean, other BITs as numbers, geometries as GeoJSON, and
+// read TINYINT(1) as a boolean but not TINYINT.
+func TestEventsMySQLTypes(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "mysql" {
+			t.Skip("MySQL's types")
+		}
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		if _, err := db.Exec(`CREATE TABLE kinds (id INT PRIMARY KEY, b1 BIT(1), b8 BIT(8), t1 TINYINT(1) UNSIGNED, t TINYINT,
+			y YEAR, p POINT, vb VARBINARY(4)) DEFAULT CHARSET=utf8mb4`); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "kinds", Table: "kinds"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO kinds VALUES (1, b'1', b'11111111', 2, 5, 2024, POINT(1.5, -2), 'ab')`); err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("kinds"), baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 {
+			t.Fatal("no event")
+		}
+		e, err := baton.ParseEvent(ms[0])
+		want := `{"id":1,"b1":true,"b8":255,"t1":true,"t":5,"y":2024,"p":{"coordinates":[1.5,-2],"type":"Point"},"vb":"YWI="}`
+		if err != nil || string(e.New) != want {
+			t.Fatalf("new %s, %v; want %s", e.New, err, want)
+		}
+	})
+}

@@ -91,9 +91,13 @@ func events(prefix string) *sqldriver.EventsDialect {
 }
 
 // column renders a capture trigger's [name, value, kind] entry for a column
-// of ROW (NEW or OLD) by its type: TINYINT(1), which BOOLEAN stands for, as
-// a boolean; binary strings as hex digits; DATETIME and TIMESTAMP as text
-// with microseconds, a TIMESTAMP in UTC whatever the session's time zone.
+// of ROW (NEW or OLD) by its type: TINYINT(1), which BOOLEAN stands for, and
+// BIT(1) as booleans, other BITs as numbers; binary strings as hex digits;
+// spatial types as GeoJSON (as PostGIS's to_json writes them); DATETIME and
+// TIMESTAMP as text with microseconds, a TIMESTAMP in UTC whatever the
+// session's time zone. (MariaDB's JSON functions write the bytes of BITs,
+// binary strings and geometries as they are, which is neither JSON nor
+// always UTF-8: the write would fail.)
 func column(c, typ, row string) string {
 	v := row + "." + ident(c)
 	typ = strings.ToLower(typ)
@@ -105,8 +109,14 @@ func column(c, typ, row string) string {
 	switch {
 	case strings.HasPrefix(typ, "tinyint(1)"):
 		return "JSON_ARRAY(" + lit(c) + ", " + v + ", 'bool')"
+	case typ == "bit(1)":
+		return "JSON_ARRAY(" + lit(c) + ", " + v + " + 0, 'bool')"
+	case base == "bit":
+		return "JSON_ARRAY(" + lit(c) + ", " + v + " + 0)"
 	case base == "binary" || base == "varbinary" || strings.HasSuffix(base, "blob"):
 		return "JSON_ARRAY(" + lit(c) + ", HEX(" + v + "), 'b')"
+	case spatial[base]:
+		return "JSON_ARRAY(" + lit(c) + ", ST_AsGeoJSON(" + v + "), 'j')"
 	case base == "datetime":
 		return "JSON_ARRAY(" + lit(c) + ", DATE_FORMAT(" + v + ", " + micros + "), 't')"
 	case base == "timestamp":
@@ -114,3 +124,6 @@ func column(c, typ, row string) string {
 	}
 	return "JSON_ARRAY(" + lit(c) + ", " + v + ")"
 }
+
+var spatial = map[string]bool{"geometry": true, "point": true, "linestring": true, "polygon": true,
+	"multipoint": true, "multilinestring": true, "multipolygon": true, "geometrycollection": true, "geomcollection": true}
