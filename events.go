@@ -117,7 +117,9 @@ func ParseTable(table string) (string, error) {
 
 // EventQueue is the queue that holds a subscription's events: work it with
 // Work (or WorkEvents), Claim, Stats, DeadLetters like any queue.
-func EventQueue(subscription string) string { return "ev:" + subscription }
+func EventQueue(subscription string) string { return eventQueuePrefix + subscription }
+
+const eventQueuePrefix = "ev:"
 
 // Subscribe creates a subscription. The first subscription on a table
 // installs baton's triggers on it; they write one event per matching
@@ -261,7 +263,14 @@ func (c *Client) Subscriptions(ctx context.Context) ([]Subscription, error) {
 	return out, nil
 }
 
-// Event is one captured change.
+// Event is one captured change. PK, New and Old are JSON objects (New is
+// null for a delete, Old for an insert) in canonical form, the same bytes
+// on every backend for the same table and row: compact, the columns in the
+// table's order (the primary key's in key order), numbers in their
+// shortest exact form, booleans as true and false, timestamps as RFC 3339
+// in UTC with microseconds, binary as base64; docs/events.md has the
+// details. The payload of an event message, and its Key (the primary key),
+// are in the same form.
 type Event struct {
 	Subscription string          `json:"subscription"`
 	Table        string          `json:"table"`
@@ -274,7 +283,11 @@ type Event struct {
 // ParseEvent reads the event a message of an event queue carries.
 func ParseEvent(m *Message) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(m.Payload, &e); err != nil {
+	payload := m.Payload
+	if !m.event {
+		payload, _, _ = eventPayload(EventQueue(""), payload, "")
+	}
+	if err := json.Unmarshal(payload, &e); err != nil {
 		return e, fmt.Errorf("baton: message %d is not an event: %w", m.ID, err)
 	}
 	return e, nil

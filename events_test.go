@@ -434,3 +434,197 @@ func TestUnsubscribeDropsEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsCanonicalJSON: the same table and changes give byte for byte
+// the same event rows on every backend (docs/events.md): columns in table
+// order, compact, numbers in shortest exact form, booleans, timestamps in
+// UTC with microseconds, binary as base64, text unescaped but for what JSON
+// requires, JSON columns with sorted keys. The writer's session settings
+// (time zone, float digits, bytea output) change nothing.
+func TestEventsCanonicalJSON(t *testing.T) {
+	const (
+		// DEL (U+007F) needs no escape.
+		row1    = `{"id":1,"big":9007199254740993,"amount":12.5,"ratio":0.30000000000000004,"label":"héllo ✓ 日本 😀 \"q\" \\ \n\t\u0001` + "\x7f" + ` end","note":null,"flag":true,"at_local":"2024-01-02T03:04:05.123456Z","at_zone":"2024-01-02T01:04:05.500000Z","data":"AP8Q","doc":{"a":"x","b":[1,2.5,true,null]}}`
+		row1Upd = `{"id":1,"big":9007199254740993,"amount":100,"ratio":-1.5e-7,"label":"","note":"n","flag":false,"at_local":"2024-01-02T03:04:05.123456Z","at_zone":"2024-01-02T01:04:05.500000Z","data":"","doc":{"a":"x","b":[1,2.5,true,null]}}`
+		row2    = `{"id":2,"big":null,"amount":null,"ratio":null,"label":null,"note":null,"flag":false,"at_local":null,"at_zone":null,"data":null,"doc":null}`
+	)
+	label := "héllo ✓ 日本 😀 \"q\" \\ \n\t\x01\x7f end"
+	doc := `{"b": [1, 2.50, true, null], "a": "x"}`
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		ddl := map[string]string{
+			"sqlite": `CREATE TABLE canon (id INTEGER PRIMARY KEY, big INTEGER, amount NUMERIC(12,4), ratio REAL, label TEXT, note TEXT,
+				flag BOOLEAN, at_local TIMESTAMP, at_zone TIMESTAMP, data BLOB, doc JSON)`,
+			"postgres": `CREATE TABLE canon (id integer PRIMARY KEY, big bigint, amount numeric(12,4), ratio double precision, label text, note text,
+				flag boolean, at_local timestamp, at_zone timestamptz, data bytea, doc jsonb)`,
+			"mysql": `CREATE TABLE canon (id INT PRIMARY KEY, big BIGINT, amount DECIMAL(12,4), ratio DOUBLE, label TEXT, note TEXT,
+				flag BOOLEAN, at_local DATETIME(6), at_zone TIMESTAMP(6) NULL, data BLOB, doc JSON) DEFAULT CHARSET=utf8mb4`,
+		}[b.Name]
+		if _, err := db.Exec(ddl); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "canon", Table: "canon"}); err != nil {
+			t.Fatal(err)
+		}
+		// One transaction on one connection, with session settings that
+		// change how each database writes values.
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		setup := map[string][]string{
+			"postgres": {"SET LOCAL TimeZone = 'Asia/Tokyo'", "SET LOCAL extra_float_digits = 0", "SET LOCAL bytea_output = 'escape'"},
+			"mysql":    {"SET time_zone = '+02:00'"},
+		}[b.Name]
+		zoned := map[string]string{
+			"sqlite":   "2024-01-02T03:04:05.5+02:00",
+			"postgres": "2024-01-02 03:04:05.5+02:00",
+			"mysql":    "2024-01-02 03:04:05.5", // in the session's time zone
+		}[b.Name]
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range append(setup,
+			"INSERT INTO canon (id, big, amount, ratio, label, note, flag, at_local, at_zone, data, doc) VALUES "+
+				"(?, ?, 12.5000, 0.30000000000000004, ?, NULL, TRUE, '2024-01-02 03:04:05.123456', '"+zoned+"', ?, ?)",
+			"INSERT INTO canon (id, flag) VALUES (2, FALSE)",
+			"UPDATE canon SET amount = 100, ratio = -1.5e-7, label = '', note = 'n', flag = FALSE, data = ? WHERE id = 1",
+			"DELETE FROM canon WHERE id = 2",
+		) {
+			var args []any
+			switch strings.Count(q, "?") {
+			case 5:
+				args = []any{1, int64(9007199254740993), label, []byte{0x00, 0xff, 0x10}, doc}
+			case 1:
+				args = []any{[]byte{}}
+			}
+			if _, err := tx.ExecContext(ctx, sqlFor(b, q), args...); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+
+		subs, err := c.Subscriptions(ctx)
+		if err != nil || len(subs) != 1 {
+			t.Fatalf("subscriptions %+v, %v", subs, err)
+		}
+		tableJSON, _ := json.Marshal(subs[0].Table) // "canon", or "schema.canon" on PostgreSQL
+		want := []struct{ action, pk, new, old string }{
+			{"insert", `{"id":1}`, row1, "null"},
+			{"insert", `{"id":2}`, row2, "null"},
+			{"update", `{"id":1}`, row1Upd, row1},
+			{"delete", `{"id":2}`, "null", row2},
+		}
+		payload := func(i int) string {
+			w := want[i]
+			return `{"subscription":"canon","table":` + string(tableJSON) + `,"action":"` + w.action +
+				`","pk":` + w.pk + `,"new":` + w.new + `,"old":` + w.old + `}`
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("canon"), baton.ClaimOptions{Max: 10, Wait: 5 * time.Second})
+		if len(ms) != len(want) {
+			t.Fatalf("%d events, want %d", len(ms), len(want))
+		}
+		for i, m := range ms {
+			if string(m.Payload) != payload(i) {
+				t.Errorf("event %d payload\n got %s\nwant %s", i+1, m.Payload, payload(i))
+			}
+			if m.Key != want[i].pk {
+				t.Errorf("event %d key %s, want %s", i+1, m.Key, want[i].pk)
+			}
+			e, err := baton.ParseEvent(m)
+			if err != nil || string(e.Action) != want[i].action || string(e.PK) != want[i].pk ||
+				string(e.New) != want[i].new || string(e.Old) != want[i].old {
+				t.Errorf("event %d parsed %v: %s pk %s new %s old %s", i+1, err, e.Action, e.PK, e.New, e.Old)
+			}
+		}
+		// Dead letters hand out the same bytes.
+		if err := s.Fail(ctx, ms[0], "to the dead letters"); err != nil {
+			t.Fatal(err)
+		}
+		dead, err := c.DeadLetters(ctx, baton.EventQueue("canon"), 0)
+		if err != nil || len(dead) != 1 || string(dead[0].Payload) != payload(0) || dead[0].Key != want[0].pk {
+			for _, d := range dead {
+				t.Logf("dead letter: key %s payload %s", d.Key, d.Payload)
+			}
+			t.Fatalf("%d dead letters, %v: want the first event", len(dead), err)
+		}
+	})
+}
+
+// TestEventsColumnAdded: on PostgreSQL the capture function reads the
+// table's columns at each change, so a column added (or dropped) after
+// subscribing shows in the events in its place, in canonical form.
+func TestEventsColumnAdded(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "postgres" {
+			t.Skip("SQLite and MySQL triggers list the columns: a schema change needs subscribing again")
+		}
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		createLanguages(t, b, db)
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "alter", Table: "languages"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			"ALTER TABLE languages DROP COLUMN name",
+			"ALTER TABLE languages ADD COLUMN logo bytea, ADD COLUMN seen timestamptz",
+			`INSERT INTO languages (language_id, year_released, logo, seen) VALUES (7, 2009, '\x0102', '2024-01-02 03:04:05-01')`,
+		} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("alter"), baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 {
+			t.Fatal("no event")
+		}
+		e, err := baton.ParseEvent(ms[0])
+		if want := `{"language_id":7,"year_released":2009,"logo":"AQI=","seen":"2024-01-02T04:04:05.000000Z"}`; err != nil || string(e.New) != want {
+			t.Fatalf("new %s, %v; want %s", e.New, err, want)
+		}
+	})
+}
+
+// TestEventsMySQLTypes: MariaDB's JSON functions write BIT and spatial
+// values as raw bytes, which are not JSON (the write failed); events carry
+// BIT(1) as a boolean, other BITs as numbers, geometries as GeoJSON, and
+// read TINYINT(1) as a boolean but not TINYINT.
+func TestEventsMySQLTypes(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "mysql" {
+			t.Skip("MySQL's types")
+		}
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		if _, err := db.Exec(`CREATE TABLE kinds (id INT PRIMARY KEY, b1 BIT(1), b8 BIT(8), t1 TINYINT(1) UNSIGNED, t TINYINT,
+			y YEAR, p POINT, vb VARBINARY(4)) DEFAULT CHARSET=utf8mb4`); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Subscribe(ctx, baton.Subscription{Name: "kinds", Table: "kinds"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO kinds VALUES (1, b'1', b'11111111', 2, 5, 2024, POINT(1.5, -2), 'ab')`); err != nil {
+			t.Fatal(err)
+		}
+		s := session(t, c)
+		ms := claim(t, s, baton.EventQueue("kinds"), baton.ClaimOptions{Wait: 5 * time.Second})
+		if len(ms) != 1 {
+			t.Fatal("no event")
+		}
+		e, err := baton.ParseEvent(ms[0])
+		want := `{"id":1,"b1":true,"b8":255,"t1":true,"t":5,"y":2024,"p":{"coordinates":[1.5,-2],"type":"Point"},"vb":"YWI="}`
+		if err != nil || string(e.New) != want {
+			t.Fatalf("new %s, %v; want %s", e.New, err, want)
+		}
+	})
+}

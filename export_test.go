@@ -22,3 +22,10 @@ func ReapOnce(ctx context.Context, c *Client) (int, error) {
 	}
 	return c.reap(ctx, refs), nil
 }
+
+// Event JSON canonical form (eventjson.go).
+var (
+	CanonicalEvent     = canonicalEvent
+	CanonicalNumber    = canonicalNumber
+	CanonicalTimestamp = canonicalTimestamp
+)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +106,7 @@ type Message struct {
 	mode      QueueMode
 	claimedAt time.Time // local clock
 	meta      string    // trace context from the enqueuer (JSON)
+	event     bool      // Payload is an event in canonical form
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -573,11 +575,29 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 	now := time.Now()
 	msgs := make([]*Message, len(out))
 	for i, m := range out {
-		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Priority: m.Priority, Key: m.Key, meta: m.Meta,
+		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
+		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: m.Meta,
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now}
+			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event}
 	}
 	return msgs
+}
+
+// eventPayload puts a message of an event queue in canonical form: the
+// payload (see eventjson.go) and, as its key, the event's primary key.
+// Other messages come back as they are, event false.
+func eventPayload(queue string, payload []byte, key string) ([]byte, string, bool) {
+	if !strings.HasPrefix(queue, eventQueuePrefix) {
+		return payload, key, false
+	}
+	canon, pk, ok := canonicalEvent(payload)
+	if !ok {
+		return payload, key, false
+	}
+	if pk != "" {
+		key = pk
+	}
+	return canon, key, true
 }
 
 func (s *Session) claim(m *Message) driver.Claim {
@@ -811,7 +831,8 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	}
 	out := make([]DeadLetter, len(rows))
 	for i, d := range rows {
-		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: d.Payload, Priority: d.Priority, Key: d.Key,
+		payload, key, _ := eventPayload(d.Queue, d.Payload, d.Key)
+		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: payload, Priority: d.Priority, Key: key,
 			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
 	}
 	return out, nil

@@ -11,7 +11,10 @@ type TableInfo struct {
 	// PostgreSQL, "table" elsewhere.
 	Name    string
 	Columns []string
-	PK      []string
+	// Types are the columns' declared types, as the backend names them
+	// (empty where the backend's capture does not need them).
+	Types []string
+	PK    []string
 }
 
 // Subscription is one row of the subscription registry. Actions is a

@@ -158,6 +158,11 @@ retries, the attempt limit dead-letters). --ordered processes the events one at
 a time in the order they became visible; --per-key keeps each row's events in
 order (FIFO per primary key) and runs different rows in parallel.
 
+The event is in canonical form, the same bytes on every backend: compact, the
+columns in the table's order, numbers in shortest exact form, booleans,
+timestamps as RFC 3339 in UTC with microseconds, binary as base64 (see
+docs/events.md); BATON_KEY is its "pk".
+
 ` + strings.SplitN(workLong, "\n\n", 2)[1],
 		example: `  baton events work ring_bell --ordered -- ./ring.sh
   baton events work send_email --concurrency 5 -- ./send.sh`,

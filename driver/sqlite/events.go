@@ -12,11 +12,14 @@ func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"
 func lit(s string) string   { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
 // events is SQLite's change capture: three triggers per table (SQLite has
-// no multi-event triggers), each listing the table's columns.
+// no multi-event triggers), each listing the table's columns. Each row is
+// written as [name, value, kind] columns for baton to put in canonical form
+// (see baton's eventjson.go): a blob, in any column, as hex digits (JSON
+// cannot hold one), and the kind named after the declared type.
 func events(prefix string) *sqldriver.EventsDialect {
 	return &sqldriver.EventsDialect{
 		Describe: func(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
-			rows, err := t.Query(ctx, "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid", table)
+			rows, err := t.Query(ctx, "SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", table)
 			if err != nil {
 				return driver.TableInfo{}, false, err
 			}
@@ -24,12 +27,13 @@ func events(prefix string) *sqldriver.EventsDialect {
 			info := driver.TableInfo{Name: table}
 			pks := map[int]string{}
 			for rows.Next() {
-				var name string
+				var name, typ string
 				var pk int
-				if err := rows.Scan(&name, &pk); err != nil {
+				if err := rows.Scan(&name, &typ, &pk); err != nil {
 					return info, false, err
 				}
 				info.Columns = append(info.Columns, name)
+				info.Types = append(info.Types, typ)
 				if pk > 0 {
 					pks[pk] = name
 				}
@@ -43,7 +47,14 @@ func events(prefix string) *sqldriver.EventsDialect {
 			var out []string
 			for _, a := range sqldriver.CaptureActions {
 				obj := func(cols []string, row string) string {
-					return sqldriver.RowObject("json_object", cols, row, lit, ident)
+					return sqldriver.RowArray("json_array", ti, cols, func(c, typ string) string {
+						v := row + "." + ident(c)
+						plain := "json_array(" + lit(c) + ", " + v + ")"
+						if k := kind(typ); k != "" {
+							plain = "json_array(" + lit(c) + ", " + v + ", '" + k + "')"
+						}
+						return "CASE WHEN typeof(" + v + ") = 'blob' THEN json_array(" + lit(c) + ", hex(" + v + "), 'b') ELSE " + plain + " END"
+					})
 				}
 				newRow, oldRow := "NULL", "NULL"
 				if a.Code != "D" {
@@ -67,4 +78,20 @@ func events(prefix string) *sqldriver.EventsDialect {
 			return sqldriver.DropTriggers(prefix, ti.Name, ident)
 		},
 	}
+}
+
+// kind is how baton reads the values of a column of a declared type, SQLite
+// types being names: a BOOL type as booleans, TIMESTAMP or DATETIME as
+// timestamps, JSON as JSON text.
+func kind(declared string) string {
+	t := strings.ToUpper(declared)
+	switch {
+	case strings.Contains(t, "BOOL"):
+		return "bool"
+	case strings.Contains(t, "TIMESTAMP"), strings.Contains(t, "DATETIME"):
+		return "t"
+	case strings.Contains(t, "JSON"):
+		return "j"
+	}
+	return ""
 }

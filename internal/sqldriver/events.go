@@ -122,12 +122,20 @@ var CaptureActions = []CaptureAction{
 	{"I", "INSERT", "insert", "NEW"}, {"U", "UPDATE", "update", "NEW"}, {"D", "DELETE", "delete", "OLD"},
 }
 
-// RowObject renders fn('col', ROW.col, ...) for the columns, with the
-// dialect's literal and identifier quoting.
-func RowObject(fn string, cols []string, row string, lit, ident func(string) string) string {
+// RowArray renders fn(entry, ...) for the columns of a row, in order: a
+// capture trigger's row, each entry the column's [name, value] or [name,
+// value, kind] array as the dialect's entry renders it from the column's
+// name and declared type (from t.Types; "" when unknown).
+func RowArray(fn string, t driver.TableInfo, cols []string, entry func(col, typ string) string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		parts[i] = lit(c) + ", " + row + "." + ident(c)
+		typ := ""
+		for j, tc := range t.Columns {
+			if tc == c && j < len(t.Types) {
+				typ = t.Types[j]
+			}
+		}
+		parts[i] = entry(c, typ)
 	}
 	return fn + "(" + strings.Join(parts, ", ") + ")"
 }

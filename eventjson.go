@@ -1,0 +1,646 @@
+package baton
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Canonical event JSON. The capture triggers write an event in a form of
+// their database's JSON functions; canonicalEvent turns it into the one form
+// the Go API and the CLI hand out, byte for byte the same on every backend
+// for the same table and row (docs/events.md describes it):
+//
+//	{"subscription":"s","table":"t","action":"update","pk":{...},"new":{...},"old":{...}}
+//
+// compact, members in that order, each row an object with its columns in
+// the table's order (the primary key's in key order).
+//
+// What the triggers write, each row (pk, new, old) one of:
+//   - null;
+//   - an array of columns in the table's order, each [name, value] or
+//     [name, value, kind], where kind says how to read a value that JSON
+//     cannot carry as it is: "b" binary as hex digits (PostgreSQL's \x
+//     prefix allowed), "t" a timestamp as text, "bool" a boolean stored as
+//     a number, "j" JSON stored as text;
+//   - an object, its keys in the table's order (PostgreSQL's triggers when
+//     the table has no binary or timestamp column; triggers installed before
+//     kinds existed), whose values need no kind.
+//
+// Every value is then written canonically: numbers in their shortest exact
+// form, strings with only the escapes JSON requires, objects nested in a
+// value (JSON columns) with their keys sorted.
+
+// jsonValue is a decoded JSON value that keeps numbers as their text and
+// objects' keys in order.
+type jsonValue struct {
+	kind  byte   // 0 null, 'b' boolean, 'n' number, 's' string, 'a' array, 'o' object
+	str   string // a number's text, a string
+	truth bool
+	keys  []string    // an object's keys
+	items []jsonValue // an array's items, an object's values
+}
+
+// decodeJSON reads one JSON value (RFC 8259); ok is false for anything
+// else. Strings come out as valid UTF-8: an invalid byte, or an escaped
+// lone surrogate, becomes U+FFFD, as encoding/json does.
+func decodeJSON(data []byte) (v jsonValue, ok bool) {
+	d := jsonDecoder{s: data}
+	if v, ok = d.value(0); !ok {
+		return v, false
+	}
+	d.space()
+	return v, d.p == len(d.s)
+}
+
+type jsonDecoder struct {
+	s []byte
+	p int
+}
+
+func (d *jsonDecoder) space() {
+	for d.p < len(d.s) && (d.s[d.p] == ' ' || d.s[d.p] == '\t' || d.s[d.p] == '\n' || d.s[d.p] == '\r') {
+		d.p++
+	}
+}
+
+// next skips white space and consumes c if it comes next.
+func (d *jsonDecoder) next(c byte) bool {
+	d.space()
+	if d.p < len(d.s) && d.s[d.p] == c {
+		d.p++
+		return true
+	}
+	return false
+}
+
+func (d *jsonDecoder) value(depth int) (jsonValue, bool) {
+	d.space()
+	if d.p >= len(d.s) || depth > 10000 {
+		return jsonValue{}, false
+	}
+	switch c := d.s[d.p]; c {
+	case '{', '[':
+		d.p++
+		v := jsonValue{kind: 'a'}
+		end := byte(']')
+		if c == '{' {
+			v.kind, end = 'o', '}'
+		}
+		if d.next(end) {
+			return v, true
+		}
+		for {
+			if v.kind == 'o' {
+				d.space()
+				k, ok := d.string()
+				if !ok || !d.next(':') {
+					return v, false
+				}
+				v.keys = append(v.keys, k)
+			}
+			item, ok := d.value(depth + 1)
+			if !ok {
+				return v, false
+			}
+			v.items = append(v.items, item)
+			if d.next(end) {
+				return v, true
+			}
+			if !d.next(',') {
+				return v, false
+			}
+		}
+	case '"':
+		str, ok := d.string()
+		return jsonValue{kind: 's', str: str}, ok
+	case 't':
+		return jsonValue{kind: 'b', truth: true}, d.literal("true")
+	case 'f':
+		return jsonValue{kind: 'b'}, d.literal("false")
+	case 'n':
+		return jsonValue{}, d.literal("null")
+	}
+	num, ok := d.number()
+	return jsonValue{kind: 'n', str: num}, ok
+}
+
+func (d *jsonDecoder) literal(lit string) bool {
+	if !bytes.HasPrefix(d.s[d.p:], []byte(lit)) {
+		return false
+	}
+	d.p += len(lit)
+	return true
+}
+
+func (d *jsonDecoder) digits() bool {
+	start := d.p
+	for d.p < len(d.s) && d.s[d.p] >= '0' && d.s[d.p] <= '9' {
+		d.p++
+	}
+	return d.p > start
+}
+
+func (d *jsonDecoder) number() (string, bool) {
+	start := d.p
+	if d.p < len(d.s) && d.s[d.p] == '-' {
+		d.p++
+	}
+	switch {
+	case d.p < len(d.s) && d.s[d.p] == '0':
+		d.p++
+	case !d.digits():
+		return "", false
+	}
+	if d.p < len(d.s) && d.s[d.p] == '.' {
+		d.p++
+		if !d.digits() {
+			return "", false
+		}
+	}
+	if d.p < len(d.s) && (d.s[d.p] == 'e' || d.s[d.p] == 'E') {
+		d.p++
+		if d.p < len(d.s) && (d.s[d.p] == '+' || d.s[d.p] == '-') {
+			d.p++
+		}
+		if !d.digits() {
+			return "", false
+		}
+	}
+	return string(d.s[start:d.p]), true
+}
+
+func (d *jsonDecoder) string() (string, bool) {
+	if d.p >= len(d.s) || d.s[d.p] != '"' {
+		return "", false
+	}
+	d.p++
+	start := d.p
+	// Most strings have nothing to decode.
+	for d.p < len(d.s) && d.s[d.p] != '"' && d.s[d.p] != '\\' && d.s[d.p] >= 0x20 && d.s[d.p] < utf8.RuneSelf {
+		d.p++
+	}
+	if d.p < len(d.s) && d.s[d.p] == '"' {
+		d.p++
+		return string(d.s[start : d.p-1]), true
+	}
+	b := append([]byte(nil), d.s[start:d.p]...)
+	for d.p < len(d.s) {
+		c := d.s[d.p]
+		switch {
+		case c == '"':
+			d.p++
+			return string(b), true
+		case c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(d.s[d.p:])
+			b = utf8.AppendRune(b, r) // U+FFFD for an invalid byte
+			d.p += size
+		case c != '\\':
+			b = append(b, c)
+			d.p++
+		default:
+			if d.p+1 >= len(d.s) {
+				return "", false
+			}
+			e := d.s[d.p+1]
+			d.p += 2
+			switch e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", false
+				}
+				if utf16.IsSurrogate(r) {
+					// A pair makes one character; a lone half is U+FFFD
+					// and the escape after it stands on its own.
+					save := d.p
+					pair := unicode.ReplacementChar
+					if d.p+1 < len(d.s) && d.s[d.p] == '\\' && d.s[d.p+1] == 'u' {
+						d.p += 2
+						if r2, ok := d.hex4(); ok {
+							pair = utf16.DecodeRune(r, r2)
+						}
+					}
+					if r = pair; r == unicode.ReplacementChar {
+						d.p = save
+					}
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				return "", false
+			}
+		}
+	}
+	return "", false
+}
+
+func (d *jsonDecoder) hex4() (rune, bool) {
+	if d.p+4 > len(d.s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(d.s[d.p:d.p+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	d.p += 4
+	return rune(v), true
+}
+
+// canonicalEvent returns an event message's payload in canonical form and
+// its primary key as canonical JSON ("" when the event has none); ok is
+// false, and the payload comes back unchanged, when it is not an event.
+// Canonical payloads come back unchanged.
+func canonicalEvent(payload []byte) (out []byte, pk string, ok bool) {
+	v, ok := decodeJSON(payload)
+	if !ok || v.kind != 'o' {
+		return payload, "", false
+	}
+	var sub, table, action *jsonValue
+	var rows [3]jsonValue // pk, new, old
+	for i, k := range v.keys {
+		switch k {
+		case "subscription":
+			sub = &v.items[i]
+		case "table":
+			table = &v.items[i]
+		case "action":
+			action = &v.items[i]
+		case "pk":
+			rows[0] = v.items[i]
+		case "new":
+			rows[1] = v.items[i]
+		case "old":
+			rows[2] = v.items[i]
+		}
+	}
+	if sub == nil || table == nil || action == nil || sub.kind != 's' || table.kind != 's' || action.kind != 's' {
+		return payload, "", false
+	}
+	b := make([]byte, 0, len(payload))
+	b = append(b, `{"subscription":`...)
+	b = appendJSONString(b, sub.str)
+	b = append(b, `,"table":`...)
+	b = appendJSONString(b, table.str)
+	b = append(b, `,"action":`...)
+	b = appendJSONString(b, action.str)
+	for i, name := range []string{`,"pk":`, `,"new":`, `,"old":`} {
+		b = append(b, name...)
+		start := len(b)
+		if b, ok = appendRow(b, rows[i]); !ok {
+			return payload, "", false
+		}
+		if i == 0 && rows[i].kind != 0 {
+			pk = string(b[start:])
+		}
+	}
+	return append(b, '}'), pk, true
+}
+
+// appendRow writes a row (see above) as an object in canonical form; ok is
+// false when it is no row.
+func appendRow(b []byte, row jsonValue) ([]byte, bool) {
+	switch row.kind {
+	case 0:
+		return append(b, "null"...), true
+	case 'o':
+		b = append(b, '{')
+		for i, k := range row.keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendCanonical(b, row.items[i])
+		}
+		return append(b, '}'), true
+	case 'a':
+		b = append(b, '{')
+		for i, col := range row.items {
+			if col.kind != 'a' || len(col.items) < 2 || len(col.items) > 3 || col.items[0].kind != 's' {
+				return b, false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, col.items[0].str)
+			b = append(b, ':')
+			kind := ""
+			if len(col.items) == 3 {
+				kind = col.items[2].str
+			}
+			b = appendColumn(b, col.items[1], kind)
+		}
+		return append(b, '}'), true
+	}
+	return b, false
+}
+
+// appendColumn writes a column's value, read as its kind says; a value
+// that does not read as its kind is written as it is.
+func appendColumn(b []byte, v jsonValue, kind string) []byte {
+	switch {
+	case kind == "b" && v.kind == 's':
+		if raw, err := hex.DecodeString(strings.TrimPrefix(v.str, `\x`)); err == nil {
+			return appendJSONString(b, base64.StdEncoding.EncodeToString(raw))
+		}
+	case kind == "t" && v.kind == 's':
+		if ts, ok := canonicalTimestamp(v.str); ok {
+			return appendJSONString(b, ts)
+		}
+	case kind == "bool" && v.kind == 'n':
+		return strconv.AppendBool(b, canonicalNumber(v.str) != "0")
+	case kind == "j" && v.kind == 's':
+		if j, ok := decodeJSON([]byte(v.str)); ok {
+			return appendCanonical(b, j)
+		}
+	}
+	return appendCanonical(b, v)
+}
+
+// appendCanonical writes a value canonically: objects with their keys
+// sorted (bytewise; a key that appears twice keeps its values' order).
+func appendCanonical(b []byte, v jsonValue) []byte {
+	switch v.kind {
+	case 0:
+		return append(b, "null"...)
+	case 'b':
+		return strconv.AppendBool(b, v.truth)
+	case 'n':
+		return append(b, canonicalNumber(v.str)...)
+	case 's':
+		return appendJSONString(b, v.str)
+	case 'a':
+		b = append(b, '[')
+		for i, item := range v.items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanonical(b, item)
+		}
+		return append(b, ']')
+	}
+	order := make([]int, len(v.keys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return v.keys[order[i]] < v.keys[order[j]] })
+	b = append(b, '{')
+	for n, i := range order {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, v.keys[i])
+		b = append(b, ':')
+		b = appendCanonical(b, v.items[i])
+	}
+	return append(b, '}')
+}
+
+// appendJSONString writes s as a JSON string with only the escapes JSON
+// requires: the quote, the backslash and the control characters U+0000 to
+// U+001F (\b, \f, \n, \r, \t, else \u00xx). Everything else, non-ASCII
+// included, is written as UTF-8; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\b':
+			b = append(b, '\\', 'b')
+		case r == '\f':
+			b = append(b, '\\', 'f')
+		case r == '\n':
+			b = append(b, '\\', 'n')
+		case r == '\r':
+			b = append(b, '\\', 'r')
+		case r == '\t':
+			b = append(b, '\\', 't')
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
+}
+
+// canonicalNumber writes a JSON number in its shortest exact form: no
+// leading or trailing zeros, no sign on zero, plain when 1e-6 <= |x| <
+// 1e21 and in exponent form otherwise (1e+21, 1.5e-7), as JavaScript and
+// Go's encoding/json write floating-point numbers. The value is the number
+// as written, digit for digit: 12.50 becomes 12.5, 100.00 becomes 100,
+// 9007199254740993 stays, 1.0e+20 becomes 100000000000000000000.
+func canonicalNumber(num string) string {
+	s := num
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	exp := 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > 1e8 || e < -1e8 {
+			return num // beyond anything a database writes
+		}
+		exp, s = e, s[:i]
+	}
+	digits := s
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		digits = s[:i] + s[i+1:]
+		exp -= len(s) - i - 1
+	}
+	digits = strings.TrimLeft(digits, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	digits = trimmed
+	if digits == "" {
+		return "0"
+	}
+	// The value is 0.digits × 10^point.
+	point := len(digits) + exp
+	var out strings.Builder
+	if neg {
+		out.WriteByte('-')
+	}
+	switch {
+	case point > 21 || point < -5:
+		out.WriteString(digits[:1])
+		if len(digits) > 1 {
+			out.WriteByte('.')
+			out.WriteString(digits[1:])
+		}
+		out.WriteByte('e')
+		if point-1 >= 0 {
+			out.WriteByte('+')
+		}
+		out.WriteString(strconv.Itoa(point - 1))
+	case point <= 0:
+		out.WriteString("0.")
+		out.WriteString(strings.Repeat("0", -point))
+		out.WriteString(digits)
+	case point >= len(digits):
+		out.WriteString(digits)
+		out.WriteString(strings.Repeat("0", point-len(digits)))
+	default:
+		out.WriteString(digits[:point])
+		out.WriteByte('.')
+		out.WriteString(digits[point:])
+	}
+	return out.String()
+}
+
+// canonicalTimestamp reads a timestamp as the databases write it,
+// 2006-01-02[ T]15:04[:05[.999999999]], optionally followed (after a space
+// or not) by Z or a UTC offset (-07, -0700, -07:00, -07:00:00) and then,
+// as Go's Time.String writes, a zone name and a monotonic clock reading;
+// a date alone is midnight. It returns the instant in UTC as
+// 2006-01-02T15:04:05.000000Z, the fraction cut to microseconds; a time
+// without an offset is taken as UTC. ok is false for anything else.
+func canonicalTimestamp(s string) (string, bool) {
+	p := 0
+	num := func(n int) (int, bool) {
+		if p+n > len(s) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range []byte(s[p : p+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		p += n
+		return v, true
+	}
+	lit := func(c byte) bool {
+		if p < len(s) && s[p] == c {
+			p++
+			return true
+		}
+		return false
+	}
+	year, ok1 := num(4)
+	ok2 := lit('-')
+	month, ok3 := num(2)
+	ok4 := lit('-')
+	day, ok5 := num(2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+		return "", false
+	}
+	var hour, minute, sec, micro int
+	if p < len(s) && (s[p] == ' ' || s[p] == 'T' || s[p] == 't') {
+		p++
+		var okh, okc, okm bool
+		hour, okh = num(2)
+		okc = lit(':')
+		minute, okm = num(2)
+		if !(okh && okc && okm) {
+			return "", false
+		}
+		if lit(':') {
+			var ok bool
+			if sec, ok = num(2); !ok {
+				return "", false
+			}
+			if lit('.') {
+				start := p
+				for p < len(s) && s[p] >= '0' && s[p] <= '9' {
+					p++
+				}
+				frac := s[start:p]
+				if frac == "" {
+					return "", false
+				}
+				frac = (frac + "000000")[:6]
+				micro, _ = strconv.Atoi(frac)
+			}
+		}
+	}
+	offset := 0
+	if p < len(s) && s[p] == ' ' && p+1 < len(s) && strings.IndexByte("Zz+-", s[p+1]) >= 0 {
+		p++
+	}
+	if p < len(s) {
+		switch s[p] {
+		case 'Z', 'z':
+			p++
+		case '+', '-':
+			sign := 1
+			if s[p] == '-' {
+				sign = -1
+			}
+			p++
+			oh, ok := num(2)
+			if !ok {
+				return "", false
+			}
+			om, osec := 0, 0
+			colon := lit(':')
+			if p < len(s) && s[p] >= '0' && s[p] <= '9' {
+				if om, ok = num(2); !ok {
+					return "", false
+				}
+				if colon && lit(':') {
+					if osec, ok = num(2); !ok {
+						return "", false
+					}
+				}
+			} else if colon {
+				return "", false
+			}
+			if oh > 23 || om > 59 || osec > 59 {
+				return "", false
+			}
+			offset = sign * (oh*3600 + om*60 + osec)
+			// Go's Time.String: " MST" and " m=+0.000000001" may follow.
+			rest := s[p:]
+			if strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, " m=") {
+				name := rest[1:]
+				if i := strings.IndexByte(name, ' '); i >= 0 {
+					name = name[:i]
+				}
+				if name == "" || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-_") != "" {
+					return "", false
+				}
+				p += 1 + len(name)
+				rest = s[p:]
+			}
+			if strings.HasPrefix(rest, " m=") && strings.Trim(rest[3:], "0123456789.+-") == "" {
+				p = len(s)
+			}
+		}
+	}
+	if p != len(s) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return "", false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, micro*1000, time.UTC)
+	if t.Day() != day {
+		return "", false // 2024-02-30
+	}
+	t = t.Add(-time.Duration(offset) * time.Second)
+	if t.Year() < 1 || t.Year() > 9999 {
+		return "", false
+	}
+	return t.Format("2006-01-02T15:04:05.000000") + "Z", true
+}
