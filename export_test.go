@@ -29,3 +29,10 @@ var (
 	CanonicalNumber    = canonicalNumber
 	CanonicalTimestamp = canonicalTimestamp
 )
+
+// QueueWaiters is how many of the client's Claim calls wait on the queue.
+func QueueWaiters(c *Client, queue string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.qwaiters[queue])
+}

@@ -289,8 +289,8 @@ func TestLockReleaseNamespace(t *testing.T) {
 		if h := held(t, c, s2); len(h) != 1 {
 			t.Fatalf("s2 lost its lock: %+v", h)
 		}
-		if n, _ := s1.Release(ctxT(t), "ns3"); n != 0 {
-			t.Fatalf("released %d in an unused namespace", n)
+		if n, err := s1.Release(ctxT(t), "ns3"); n != 0 || err != nil {
+			t.Fatalf("released %d in an unused namespace (%v)", n, err)
 		}
 	})
 }
@@ -472,8 +472,8 @@ func TestLockMonitoring(t *testing.T) {
 		mustLock(t, s1, "mon", baton.Write, "x")
 		ch := async(s2, "mon", baton.Read, baton.Forever, "x")
 		waitPending(t, c, s2, 1)
-		if ok, _ := s1.GetLock(ctxT(t), "cron.job.1", 0); !ok {
-			t.Fatal("GetLock failed")
+		if ok, err := s1.GetLock(ctxT(t), "cron.job.1", 0); !ok || err != nil {
+			t.Fatalf("GetLock: %v %v", ok, err)
 		}
 		all, err := c.Locks(ctxT(t))
 		if err != nil {
@@ -519,14 +519,14 @@ func TestUserLocks(t *testing.T) {
 		if ok, err := s2.GetLock(ctx, "civimail.job.1.7", 50*time.Millisecond); ok || err != nil {
 			t.Fatalf("timed get: %v %v", ok, err)
 		}
-		if free, _ := c.IsFreeLock(ctx, "civimail.job.1.7"); free {
-			t.Fatal("IS_FREE_LOCK says free")
+		if free, err := c.IsFreeLock(ctx, "civimail.job.1.7"); free || err != nil {
+			t.Fatalf("IS_FREE_LOCK of a held lock: %v %v", free, err)
 		}
-		if holder, used, _ := c.IsUsedLock(ctx, "CIVIMAIL.JOB.1.7"); !used || holder != s1.ID() {
-			t.Fatalf("IS_USED_LOCK: %q %v", holder, used)
+		if holder, used, err := c.IsUsedLock(ctx, "CIVIMAIL.JOB.1.7"); !used || holder != s1.ID() || err != nil {
+			t.Fatalf("IS_USED_LOCK: %q %v %v", holder, used, err)
 		}
-		if free, _ := c.IsFreeLock(ctx, "nobody"); !free {
-			t.Fatal("unused lock not free")
+		if free, err := c.IsFreeLock(ctx, "nobody"); !free || err != nil {
+			t.Fatalf("unused lock: free %v, %v", free, err)
 		}
 		// Re-entrant, counted.
 		if ok, _ := s1.GetLock(ctx, "civimail.job.1.7", 0); !ok {

@@ -52,6 +52,9 @@ func TestConcurrentMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(st) < 6 {
+			t.Fatalf("%d migrations known, want every backend's (at least 6)", len(st))
+		}
 		for _, m := range st {
 			if !m.Applied {
 				t.Fatalf("migration %03d_%s not applied", m.Version, m.Name)

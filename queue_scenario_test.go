@@ -91,7 +91,12 @@ func TestSeed000WakeOnCommit(t *testing.T) {
 			ms, _ := consumer.Claim(context.Background(), "messages", baton.ClaimOptions{Wait: 20 * time.Second})
 			got <- ms
 		}()
-		time.Sleep(100 * time.Millisecond) // the consumer waits first
+		for deadline := time.Now().Add(10 * time.Second); baton.QueueWaiters(consumerC, "messages") == 0; { // the consumer waits first
+			if time.Now().After(deadline) {
+				t.Fatal("the consumer never waited")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,9 @@ that long; "forever" waits until baton is interrupted.
 
 If the locks are lost while CMD runs (the database was unreachable for longer
 than the session lease), CMD gets SIGTERM (SIGKILL after --grace) and baton
-exits 77. SIGINT, SIGTERM and SIGHUP sent to baton are passed on to CMD.
+exits 77. SIGINT, SIGTERM and SIGHUP sent to baton are passed on to CMD. On
+Linux, if baton itself is killed (kill -9), the kernel kills CMD too: CMD never
+runs on after the session holding its locks is gone.
 
 ` + exitHelp,
 		Example: `  # cron, on every machine: one mailing job at a time, skip when busy
@@ -121,6 +123,7 @@ func runLocked(ctx context.Context, g *globals, ns string, mode baton.Mode, time
 	child.Args[0] = command[0]
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.Env = append(os.Environ(), "BATON_SESSION="+s.ID())
+	dieWithParent(child)
 	if err := child.Start(); err != nil {
 		return &cliError{code: 126, msg: fmt.Sprintf("lock: cannot run %s: %v", command[0], err)}
 	}

@@ -482,14 +482,12 @@ func TestWorkGracefulStop(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = w.Process.Kill() })
 		waitStats(t, c, "q", func(st baton.QueueStats) bool { return st.Claimed == 1 })
-		t0 := time.Now()
 		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
+		// With --grace 200ms the 30 s command is killed: baton exits well
+		// before it would have ended (a hang guard, not a speed check).
 		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
-		if d := time.Since(t0); d > 10*time.Second {
-			t.Fatalf("stop took %v with --grace 200ms", d)
-		}
 		st = waitStats(t, c, "q", func(baton.QueueStats) bool { return true })
 		if st.Claimed != 0 || st.Ready+st.Scheduled != 1 {
 			t.Fatalf("the killed message is not back in the queue: %+v", st)

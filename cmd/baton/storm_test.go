@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,4 +179,45 @@ func TestWorkMetrics(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// TestCommandDiesWithBaton: when baton itself is killed with SIGKILL, the
+// command it runs is killed too (Linux's parent-death signal): a command
+// never runs on after the session that holds its lock is gone, and a
+// worker's command never handles a message being delivered again elsewhere.
+func TestCommandDiesWithBaton(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "b.db")
+	pushID(t, dsn, "", "dq", "m")
+	for _, args := range [][]string{
+		{"lock", "--write", "job", "--", "sleep", "60"},
+		{"work", "dq", "--", "sleep", "60"},
+	} {
+		b := exec.Command(bin, append([]string{"--dsn", dsn}, args...)...)
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var child int
+		for deadline := time.Now().Add(20 * time.Second); child == 0; {
+			out, _ := exec.Command("pgrep", "-P", strconv.Itoa(b.Process.Pid), "sleep").Output()
+			child, _ = strconv.Atoi(strings.TrimSpace(string(out)))
+			if time.Now().After(deadline) {
+				t.Fatalf("baton %s never started its command", args[0])
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := b.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Wait()
+		for deadline := time.Now().Add(20 * time.Second); syscall.Kill(child, 0) == nil; {
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(child, syscall.SIGKILL)
+				t.Fatalf("baton %s was killed but its command (pid %d) runs on", args[0], child)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }

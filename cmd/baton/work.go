@@ -80,7 +80,9 @@ queue after --visibility and is delivered again, its attempt counted.
 SIGINT or SIGTERM stops gracefully: baton claims nothing more, lets running
 commands finish, and exits 0. Commands still running after --grace are killed
 (SIGKILL to their process group) and their messages retried; a second signal
-kills them at once. Each CMD runs in a process group of its own, so a Ctrl-C
+kills them at once. On Linux a CMD is killed with baton if baton itself is
+killed (kill -9), so it never handles a message that is being delivered again
+elsewhere. Each CMD runs in a process group of its own, so a Ctrl-C
 on the terminal reaches baton only.
 
 --drain exits 0 as soon as no message is ready and none is in flight (the
@@ -261,6 +263,7 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 		"BATON_KEY="+m.Key,
 	)
 	ownGroup(child)
+	dieWithParent(child)
 	// A background process that keeps CMD's standard error open must not
 	// hold the message once CMD itself has exited.
 	child.WaitDelay = 2 * time.Second

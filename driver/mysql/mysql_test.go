@@ -432,14 +432,17 @@ func TestListenStopIsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitWake(t, 0, 5*time.Second)
-	time.Sleep(100 * time.Millisecond) // now sleeping in the poll statement
-	if n := sleepers(t, d); n != 1 {
-		t.Fatalf("%d listener statements running, want 1", n)
+	for deadline := time.Now().Add(10 * time.Second); sleepers(t, d) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d listener statements running, want 1", sleepers(t, d))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	start := time.Now()
+	// Stop interrupts the sleeping poll statement (it would otherwise
+	// sleep for the 30 s interval): none runs once stop has returned.
 	stop()
-	if el := time.Since(start); el > 2*time.Second {
-		t.Fatalf("stop took %v", el)
+	if n := sleepers(t, d); n != 0 {
+		t.Fatalf("%d listener statements still running after stop", n)
 	}
 	var n int
 	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_wakeups").Scan(&n); err != nil || n != 0 {
@@ -492,7 +495,19 @@ func TestStaleRegistrationNeverInterrupted(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var n int
+		if err := d.SQL.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(1)'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the unrelated statement never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	wakeFrom(t, d, "old")
 	if err := <-done; err != nil {
 		t.Fatalf("an unrelated connection was interrupted: %v", err)
@@ -582,13 +597,17 @@ func TestSafetyNetWhileStuck(t *testing.T) {
 	local.Delete("client-1")
 	w.waitWake(t, 0, 5*time.Second)
 	f.gate.Lock()
+	// While the connection is stuck the safety net keeps waking (every
+	// 200ms interval): wait for three wake-ups.
 	n := w.n.Load()
-	time.Sleep(time.Second)
-	got := w.n.Load() - n
-	f.gate.Unlock()
-	if got < 3 {
-		t.Fatalf("%d wake-ups in 1s while stuck, want one per 200ms interval", got)
+	for deadline := time.Now().Add(20 * time.Second); w.n.Load()-n < 3; {
+		if time.Now().After(deadline) {
+			f.gate.Unlock()
+			t.Fatalf("%d wake-ups while stuck, want the safety net's", w.n.Load()-n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
+	f.gate.Unlock()
 	n = w.quiet()
 	wakeFrom(t, openDriver(t, dsn), "client-1")
 	w.waitWake(t, n, 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func TestStressCounters(t *testing.T) {
 	writers := map[string]int{}
 	readers := map[string]int{}
 	var wg sync.WaitGroup
+	var granted, grantedAfterWait atomic.Int32
 	errs := make(chan error, 100)
 	opts := baton.Options{PollInterval: 100 * time.Millisecond}
 	for ci := 0; ci < 3; ci++ {
@@ -74,6 +76,10 @@ func TestStressCounters(t *testing.T) {
 						errs <- err
 						return
 					}
+					granted.Add(1)
+					if timeout > 0 {
+						grantedAfterWait.Add(1)
+					}
 					mu.Lock()
 					for _, n := range call {
 						if m == baton.Write {
@@ -109,6 +115,12 @@ func TestStressCounters(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	// A run where (nearly) every call timed out or deadlocked checked
+	// nothing: 540 calls, about half of them able to wait.
+	if g, w := granted.Load(), grantedAfterWait.Load(); g < 150 || w < 50 {
+		t.Fatalf("only %d of 540 calls were granted (%d after waiting): the counters were hardly exercised", g, w)
+	}
+	t.Logf("%d of 540 calls granted, %d of them after waiting", granted.Load(), grantedAfterWait.Load())
 	u, _ := url.Parse(dsn)
 	db, err := sql.Open("mysql", batontest.MySQLDriverDSN(u))
 	if err != nil {
