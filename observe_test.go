@@ -27,6 +27,13 @@ func TestObserverHearsLostSessions(t *testing.T) {
 		s := session(t, c)
 		baton.SwitchRenewals(c, true)
 		waitLost(t, s)
+		// The observer hears it right after Done closes.
+		for deadline := time.Now().Add(10 * time.Second); obs.n.Load() == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the observer never heard the lost session")
+			}
+			time.Sleep(time.Millisecond)
+		}
 		if got := obs.n.Load(); got != 1 {
 			t.Fatalf("observer heard %d lost sessions, want 1", got)
 		}
