@@ -53,8 +53,8 @@ type Options struct {
 	// sessions, for metrics (see the metrics package). Default: none.
 	Observer Observer
 	// TracerProvider makes the spans of enqueues and handler runs
-	// (OpenTelemetry). Default: the global provider (otel.SetTracerProvider),
-	// which does nothing unless the program sets one.
+	// (OpenTelemetry), for example otel.GetTracerProvider(). Default: none,
+	// nothing is traced.
 	TracerProvider trace.TracerProvider
 }
 

@@ -80,29 +80,37 @@ func TestKilledHolderFreesLocks(t *testing.T) {
 	}
 }
 
+// startHolder starts this test binary as a child that takes locks (see
+// holdForever) and returns once it says it holds them.
+func startHolder(t *testing.T, dsn string, env ...string) *exec.Cmd {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn), env...)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+		t.Fatalf("child said %q", line)
+	}
+	return child
+}
+
 func killedHolder(t *testing.T, remote bool) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := open(t, b)
-		child := exec.Command(os.Args[0], "-test.run=^$")
-		child.Env = append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn)
+		var env []string
 		if remote {
-			child.Env = append(child.Env, "BATON_TEST_HOSTID=another-host")
+			env = append(env, "BATON_TEST_HOSTID=another-host")
 		}
-		out, err := child.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		child.Stderr = os.Stderr
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = child.Process.Kill() })
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		if strings.TrimSpace(line) != "locked" {
-			t.Fatalf("child said %q", line)
-		}
+		child := startHolder(t, dsn, env...)
 		s := session(t, c)
-		_, err = s.Lock(ctxT(t), "crash", baton.Write, 0, "y")
+		_, err := s.Lock(ctxT(t), "crash", baton.Write, 0, "y")
 		wantErr(t, err, baton.ErrTimeout)
 		if ok, err := s.GetLock(ctxT(t), "CRASH.USER", 0); ok || err != nil {
 			t.Fatalf("user lock while its holder lives: granted %v, %v (want not granted, no error)", ok, err)
@@ -395,20 +403,7 @@ func TestReaperLeavesNothing(t *testing.T) {
 		reaper := openDSN(t, dsn, baton.Options{Lease: time.Hour})
 		parent := session(t, c)
 		mustLock(t, parent, "crash", baton.Write, "z")
-		child := exec.Command(os.Args[0], "-test.run=^$")
-		child.Env = append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn, "BATON_TEST_WAITFOR=z")
-		out, err := child.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		child.Stderr = os.Stderr
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = child.Process.Kill() })
-		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-			t.Fatalf("child said %q", line)
-		}
+		child := startHolder(t, dsn, "BATON_TEST_WAITFOR=z")
 		db := batontest.SQLDB(t, dsn)
 		ph := "?"
 		if b.Name == "postgres" {

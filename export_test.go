@@ -36,3 +36,7 @@ func QueueWaiters(c *Client, queue string) int {
 	defer c.mu.Unlock()
 	return len(c.qwaiters[queue])
 }
+
+// TraceParentValid reports whether a message's traceparent would be
+// followed (the W3C form baton writes and reads).
+func TraceParentValid(tp string) bool { return decodeTrace(traceMeta{TraceParent: tp}).IsValid() }

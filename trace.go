@@ -2,29 +2,63 @@ package baton
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Tracing: a span for each enqueue (kind producer) and each handler run
 // (kind consumer). The enqueuer's trace context travels in the message's
 // metadata in W3C Trace Context form (traceparent, tracestate), so the
 // handler's span is a child of the enqueue's, in the same trace, whichever
-// process runs it. The spans come from Options.TracerProvider, by default
-// OpenTelemetry's global provider, which does nothing until the program
-// sets one.
+// process runs it. The spans come from Options.TracerProvider; without one
+// nothing is traced.
+//
+// The W3C form is written here rather than with otel/propagation, which
+// would link net/http (and with it cgo) into the root package.
 
 const tracerName = "github.com/batonhq/baton"
 
-// w3c is the propagator of the metadata: always W3C Trace Context, whatever
-// global propagator the program set (or none).
-var w3c = propagation.TraceContext{}
+// traceMeta is the metadata's trace context, W3C Trace Context's headers.
+type traceMeta struct {
+	TraceParent string `json:"traceparent"`
+	TraceState  string `json:"tracestate,omitempty"`
+}
+
+// encodeTrace writes a span context as W3C trace context (version 00).
+func encodeTrace(sc trace.SpanContext) traceMeta {
+	return traceMeta{
+		TraceParent: "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + hex.EncodeToString([]byte{byte(sc.TraceFlags())}),
+		TraceState:  sc.TraceState().String(),
+	}
+}
+
+// decodeTrace reads W3C trace context into a remote span context; invalid
+// when it is malformed (it is then ignored).
+func decodeTrace(m traceMeta) trace.SpanContext {
+	parts := strings.Split(m.TraceParent, "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || (parts[0] == "00" && len(parts) != 4) {
+		return trace.SpanContext{}
+	}
+	tid, err1 := trace.TraceIDFromHex(parts[1])
+	sid, err2 := trace.SpanIDFromHex(parts[2])
+	flags, err3 := hex.DecodeString(parts[3])
+	if err1 != nil || err2 != nil || err3 != nil || len(flags) != 1 {
+		return trace.SpanContext{}
+	}
+	ts, err := trace.ParseTraceState(m.TraceState)
+	if err != nil {
+		ts = trace.TraceState{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid,
+		TraceFlags: trace.TraceFlags(flags[0]) & trace.FlagsSampled, TraceState: ts, Remote: true})
+}
 
 // startEnqueue starts the span of an enqueue of n messages to queue and
 // returns the metadata that carries its context ("" when it is not
@@ -33,12 +67,11 @@ func (c *Client) startEnqueue(ctx context.Context, queue string, n int) (context
 	ctx, span := c.tracer.Start(ctx, "baton.enqueue "+queue, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("messaging.system", "baton"), attribute.String("messaging.destination.name", queue),
 			attribute.Int("messaging.batch.message_count", n)))
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
 		return ctx, span, ""
 	}
-	carrier := propagation.MapCarrier{}
-	w3c.Inject(ctx, carrier)
-	b, err := json.Marshal(map[string]string(carrier))
+	b, err := json.Marshal(encodeTrace(sc))
 	if err != nil {
 		return ctx, span, ""
 	}
@@ -58,9 +91,11 @@ func endSpan(span trace.Span, err error) {
 // enqueue's span when the message carries its context.
 func (c *Client) startProcess(ctx context.Context, m *Message) (context.Context, trace.Span) {
 	if m.meta != "" {
-		var carrier map[string]string
-		if json.Unmarshal([]byte(m.meta), &carrier) == nil {
-			ctx = w3c.Extract(ctx, propagation.MapCarrier(carrier))
+		var tm traceMeta
+		if json.Unmarshal([]byte(m.meta), &tm) == nil {
+			if sc := decodeTrace(tm); sc.IsValid() {
+				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+			}
 		}
 	}
 	return c.tracer.Start(ctx, "baton.process "+m.Queue, trace.WithSpanKind(trace.SpanKindConsumer),
@@ -68,4 +103,4 @@ func (c *Client) startProcess(ctx context.Context, m *Message) (context.Context,
 			attribute.String("messaging.message.id", strconv.FormatInt(m.ID, 10)), attribute.Int("baton.attempt", m.Attempt)))
 }
 
-func defaultTracerProvider() trace.TracerProvider { return otel.GetTracerProvider() }
+func defaultTracerProvider() trace.TracerProvider { return noop.NewTracerProvider() }

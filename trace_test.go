@@ -129,3 +129,24 @@ func TestTraceContextTravels(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceParentForms: the W3C traceparent forms a message may carry.
+func TestTraceParentForms(t *testing.T) {
+	for tp, want := range map[string]bool{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":     true,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00":     true,
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xyz": true, // a later version may add fields
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xyz": false,
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":     false,
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01":     false,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01":     false,
+		"00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01":      false,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7":        false,
+		"":        false,
+		"garbage": false,
+	} {
+		if got := baton.TraceParentValid(tp); got != want {
+			t.Errorf("traceparent %q: valid %v, want %v", tp, got, want)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/dashboard"
 	"github.com/batonhq/baton/internal/batontest"
 )
@@ -122,21 +121,8 @@ func TestBrowser(t *testing.T) {
 		}
 
 		// A held lock and a waiting request, names full of markup.
-		holder := open(t, dsn, baton.Options{Name: xss})
-		hs, err := holder.NewSession(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := hs.Lock(ctxT(t), xss, baton.Write, 0, xss); err != nil {
-			t.Fatal(err)
-		}
-		ws, err := c.NewSession(ctxT(t), baton.SessionOptions{Name: "waiter"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, stopWait := context.WithCancel(context.Background())
+		stopWait := holdAndWait(t, c, dsn)
 		defer stopWait()
-		go func() { _, _ = ws.Lock(wctx, xss, baton.Read, baton.Forever, xss) }()
 		if err := chromedp.Do(step(), chromedp.Navigate(srv.URL+"/locks"), chromedp.WaitVisible(`tr.PENDING`)); err != nil {
 			t.Fatal(err)
 		}

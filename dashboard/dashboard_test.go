@@ -57,6 +57,28 @@ func deadLetter(t *testing.T, c *baton.Client, q, payload, reason string) {
 	}
 }
 
+// holdAndWait has a client whose owner name is markup hold a write lock
+// named in markup, and a session of c named "waiter" wait for it; the
+// returned function ends the wait.
+func holdAndWait(t *testing.T, c *baton.Client, dsn string) context.CancelFunc {
+	t.Helper()
+	holder := open(t, dsn, baton.Options{Name: xss})
+	hs, err := holder.NewSession(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.Lock(ctxT(t), xss, baton.Write, 0, xss); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.NewSession(ctxT(t), baton.SessionOptions{Name: "waiter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { _, _ = ws.Lock(ctx, xss, baton.Read, baton.Forever, xss) }()
+	return stop
+}
+
 type client struct {
 	t   *testing.T
 	srv *httptest.Server
@@ -126,21 +148,8 @@ func TestPages(t *testing.T) {
 		hc := client{t, srv}
 
 		deadLetter(t, c, "mail", xss, xss)
-		holder := open(t, dsn, baton.Options{Name: xss})
-		hs, err := holder.NewSession(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := hs.Lock(ctxT(t), xss, baton.Write, 0, xss); err != nil {
-			t.Fatal(err)
-		}
-		ws, err := c.NewSession(ctxT(t), baton.SessionOptions{Name: "waiter"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitCtx, stopWait := context.WithCancel(context.Background())
+		stopWait := holdAndWait(t, c, dsn)
 		defer stopWait()
-		go func() { _, _ = ws.Lock(waitCtx, xss, baton.Read, baton.Forever, xss) }()
 
 		overview := hc.get("/ops/")
 		if !strings.Contains(overview, `href="/ops/queues/mail"`) || !strings.Contains(overview, `<td class="n dead">1</td>`) {

@@ -192,15 +192,20 @@ func (t *Tx) MessageByIDs(ctx context.Context, ids []int64) ([]driver.Message, e
 	}
 	q := expandList(t.db.Q("message_by_ids"), t.db.D.Numbered, 1, len(ids))
 	rows, err := t.q().QueryContext(ctx, q, int64Args(ids)...)
+	return scanMessages("message_by_ids", rows, err)
+}
+
+// scanMessages reads the message rows of the query name.
+func scanMessages(name string, rows *sql.Rows, err error) ([]driver.Message, error) {
 	if err != nil {
-		return nil, fmt.Errorf("message_by_ids: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer rows.Close()
 	var out []driver.Message
 	for rows.Next() {
 		m, err := ScanMessage(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		out = append(out, m)
 	}
@@ -223,19 +228,7 @@ func (t *Tx) MessageList(ctx context.Context, queue, state string, due *bool, af
 		args = []any{queue, state, after.Priority, after.OrderAt, after.ID, mode, mode, mode, limit}
 	}
 	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list", args...)
-	if err != nil {
-		return nil, fmt.Errorf("message_list: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Message
-	for rows.Next() {
-		m, err := ScanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return scanMessages("message_list", rows, err)
 }
 
 // QueueNextDue implements driver.QueueTx.
