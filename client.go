@@ -223,6 +223,30 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return start(ctx, drv, o)
+}
+
+// NewClient starts a client on a backend the program opened itself, on a
+// pool it already has: postgres.OpenPool (a pgx *pgxpool.Pool) or
+// postgres.OpenDB (a *sql.DB of pgx's database/sql driver). The table
+// prefix is the one given to the backend; Options.Prefix is not used.
+// Close ends the client and closes the backend, never the program's pool.
+func NewClient(ctx context.Context, drv driver.Driver, opts ...Options) (*Client, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	if drv == nil {
+		return nil, fmt.Errorf("%w: nil driver", ErrInvalid)
+	}
+	return start(ctx, drv, o)
+}
+
+// start migrates (unless o.NoMigrate) and starts the client on drv.
+func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	if !o.NoMigrate {
 		if _, err := drv.Migrate(ctx); err != nil {
 			drv.Close()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
@@ -63,6 +64,10 @@ type Driver struct {
 	listenCfg *pgx.ConnConfig
 	// listenWarn says once that wake-ups fall back to polling.
 	listenWarn sync.Once
+	// borrowed: the *sql.DB is the program's (OpenDB), never closed here;
+	// shared: the *sql.DB made over the program's pgx pool (OpenPool).
+	borrowed bool
+	shared   *sql.DB
 	// pollers are the clients that read notifications from the table
 	// instead of LISTEN (pollOnly), by client id.
 	pollers sync.Map // client id -> *poller
@@ -80,19 +85,9 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	}
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
-	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: cfg}
+	listenCfg := cfg
 	if opts.listenDSN != "" {
-		if d.listenCfg, err = pgx.ParseConfig(opts.listenDSN); err != nil {
+		if listenCfg, err = pgx.ParseConfig(opts.listenDSN); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("%w: bad listen_dsn: %w", driver.ErrBadDSN, errors.Unwrap(err))
 		}
@@ -113,6 +108,93 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	rdb := stdlib.OpenDB(*rcfg)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
+	d, err := newDriver(cfg, listenCfg, pooled, db, rdb, prefix)
+	if err != nil {
+		db.Close()
+		rdb.Close()
+	}
+	return d, err
+}
+
+// OpenPool opens the backend on a pgx pool the program already has. baton's
+// statements run on the pool's connections; LISTEN, which needs a session
+// of its own, connects with the pool's configuration (give a direct
+// configuration if the pool goes through a transaction pooler: baton then
+// sends every statement unnamed). Closing the client never closes the pool.
+func OpenPool(ctx context.Context, pool *pgxpool.Pool, prefix string) (*Driver, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pgx pool", driver.ErrBadDSN)
+	}
+	cfg := ownConfig(pool.Config().ConnConfig)
+	db := stdlib.OpenDBFromPool(pool)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
+	}
+	d, err := newDriver(cfg, cfg, false, db, db, prefix)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	d.shared = db // closing it releases the pool's connections, not the pool
+	return d, nil
+}
+
+// OpenDB opens the backend on a *sql.DB the program already has, opened
+// with pgx's database/sql driver ("pgx", github.com/jackc/pgx/v5/stdlib).
+// LISTEN connects with the configuration of the pool's connections.
+// Closing the client never closes db.
+func OpenDB(ctx context.Context, db *sql.DB, prefix string) (*Driver, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil *sql.DB", driver.ErrBadDSN)
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", connectCause(err))
+	}
+	var cfg *pgx.ConnConfig
+	err = c.Raw(func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("%w: the *sql.DB does not use pgx's database/sql driver (github.com/jackc/pgx/v5/stdlib): open it with sql.Open(\"pgx\", ...) or give baton a DSN", driver.ErrBadDSN)
+		}
+		cfg = ownConfig(pc.Conn().Config())
+		return nil
+	})
+	c.Close()
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDriver(cfg, cfg, false, db, db, prefix)
+	if err != nil {
+		return nil, err
+	}
+	d.borrowed = true
+	return d, nil
+}
+
+// ownConfig copies the configuration of the program's connections for
+// baton's listener: without the notification handler a live connection's
+// configuration carries (pgx would hand the listener's notifications to
+// that other connection).
+func ownConfig(c *pgx.ConnConfig) *pgx.ConnConfig {
+	cfg := c.Copy()
+	cfg.OnNotification = nil
+	return cfg
+}
+
+// newDriver builds the driver on its pools: db for everything, rdb for
+// claims and acknowledgements (db again when the program gave its own).
+func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, prefix string) (*Driver, error) {
+	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
+	if err != nil {
+		return nil, err
+	}
+	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "postgres",
 		Numbered:        true,
@@ -331,6 +413,12 @@ func (d *Driver) Prepare(ctx context.Context) error {
 
 // Close implements driver.Driver.
 func (d *Driver) Close() error {
+	switch {
+	case d.borrowed:
+		return nil // the program's *sql.DB
+	case d.shared != nil:
+		return d.shared.Close() // the program's pgx pool stays open
+	}
 	return errors.Join(d.relaxed.SQL.Close(), d.DB.Close())
 }
 
