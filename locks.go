@@ -177,6 +177,16 @@ func (s *Session) acquireAll(ctx context.Context, ids []driver.Ident, mode strin
 		return nil, err
 	}
 	call := randomInt63()
+	if rs, ok, err := s.acquireMany(ctx, call, ids, mode); err != nil || ok {
+		if err == nil {
+			err = s.check()
+		}
+		if err != nil {
+			s.undoCall(call)
+			return nil, err
+		}
+		return rs, nil
+	}
 	out := make([]driver.Request, 0, len(ids))
 	for _, id := range ids {
 		r, err := s.acquireOne(ctx, call, id, mode, tryOnce)
@@ -216,6 +226,36 @@ func (s *Session) awaitLockable(ctx context.Context, tryOnce bool) error {
 	case <-ctx.Done():
 		return s.failure(ctx, ctx.Err())
 	}
+}
+
+// acquireMany takes several free names of one namespace in one round trip
+// where the backend can (driver.ManyAcquirer); ok false sends the call
+// down the name-by-name path (nothing was taken).
+func (s *Session) acquireMany(ctx context.Context, call int64, ids []driver.Ident, mode string) ([]driver.Request, bool, error) {
+	ma, can := s.c.drv.(driver.ManyAcquirer)
+	if !can || len(ids) < 2 {
+		return nil, false, nil
+	}
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		if id.Kind != ids[0].Kind || id.NS != ids[0].NS || (i > 0 && id.Name == ids[i-1].Name) {
+			return nil, false, nil // sorted: a repeated name is next to itself
+		}
+		names[i] = id.Name
+	}
+	rs, ok, err := ma.LockFastAcquireMany(ctx, driver.FastAcquireParams{SessionID: s.id, ClientID: s.c.id,
+		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.incarnation}, names)
+	if errors.Is(err, driver.ErrServerRestarted) {
+		s.lose(fmt.Errorf("%w: %w", ErrSessionLost, err))
+		return nil, false, s.Err()
+	}
+	if err != nil {
+		if s.c.drv.IsRetryable(err) {
+			return nil, false, nil // the slow path retries name by name
+		}
+		return nil, false, s.failure(ctx, err)
+	}
+	return rs, ok, nil
 }
 
 func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {

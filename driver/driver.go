@@ -257,6 +257,15 @@ type FastAcquireParams struct {
 	Incarnation int64
 }
 
+// ManyAcquirer is implemented by drivers that take several uncontended
+// names of one namespace in one round trip, all or none.
+type ManyAcquirer interface {
+	// LockFastAcquireMany grants p's mode on every name (distinct, of
+	// p.Kind and p.NS; p.Name is ignored) or on none (ok false: the caller
+	// takes the slow path name by name). The requests are in names' order.
+	LockFastAcquireMany(ctx context.Context, p FastAcquireParams, names []string) (rs []Request, ok bool, err error)
+}
+
 // ErrServerRestarted is returned by LockFastAcquire when a server crash
 // emptied the lock state after the session began: the session is gone with
 // it and must be given up.

@@ -25,8 +25,8 @@ type spinner struct {
 	done  chan struct{}
 }
 
-func startSpinner(w io.Writer, label string) *spinner {
-	s := &spinner{w: w, label: label, name: "preparing", since: time.Now(),
+func startSpinner(w io.Writer, label, doing string) *spinner {
+	s := &spinner{w: w, label: label, name: doing, since: time.Now(),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
@@ -72,7 +72,7 @@ func progress(label, doing string) *spinner {
 	if !isTerminal(os.Stderr) {
 		return nil
 	}
-	s := startSpinner(os.Stderr, label)
-	s.set(doing)
-	return s
+	// The first frame already names what it does (set after the start
+	// raced with it: a quick migrate showed only "preparing").
+	return startSpinner(os.Stderr, label, doing)
 }

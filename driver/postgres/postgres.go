@@ -342,6 +342,53 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	return r, true, nil
 }
 
+// LockFastAcquireMany implements driver.ManyAcquirer in one statement.
+func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
+	nr, nw := 1, 0
+	if p.Mode == driver.ModeWrite {
+		nr, nw = 0, 1
+	}
+	bnames := make([][]byte, len(names))
+	for i, n := range names {
+		bnames[i] = []byte(n)
+	}
+	rows, err := d.QueryNamed(ctx, nil, "fast_acquire_many", p.Kind, []byte(p.NS), bnames, nr, nw,
+		p.SessionID, p.ClientID, p.Mode, p.CallID)
+	if err != nil {
+		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+	}
+	defer rows.Close()
+	byName := make(map[string]driver.Request, len(names))
+	restarted := false
+	for rows.Next() {
+		var name []byte
+		var inc sql.NullInt64
+		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted, CallID: p.CallID}
+		if err := rows.Scan(&name, &r.ID, &r.Token, &inc); err != nil {
+			return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+		}
+		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
+		byName[r.Name] = r
+		if p.Incarnation != 0 && inc.Int64 != p.Incarnation {
+			restarted = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+	}
+	if len(byName) == 0 {
+		return nil, false, nil
+	}
+	out := make([]driver.Request, len(names))
+	for i, n := range names {
+		out[i] = byName[n]
+	}
+	if restarted {
+		return out, false, driver.ErrServerRestarted
+	}
+	return out, true, nil
+}
+
 // Incarnation implements driver.Incarnations: crash recovery empties the
 // UNLOGGED lock tables while holders of the lost state may still count
 // themselves holders until their leases run out.

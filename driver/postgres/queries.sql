@@ -159,6 +159,11 @@ ins AS (
 cur AS (SELECT id, lockable_from FROM ins UNION ALL SELECT id, lockable_from FROM {p}incarnation)
 SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 
+-- name: fast_acquire_many
+-- Several names of one namespace at once, all or none: see
+-- {p}fast_acquire_many (migration 011).
+SELECT o_name, o_id, o_token, o_incarnation FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
+
 -- name: fast_release
 -- Deletes the session's granted instances (all, or the newest $5), adjusts
 -- the counters of their identifiers and, where requests wait, hands the lock

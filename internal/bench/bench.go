@@ -71,7 +71,7 @@ type Record struct {
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec,omitempty"`
 	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
 	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
-	// throughput cases (lock_pair, contend8: above 1 is faster), p50 ÷
+	// throughput cases (lock_pair, multi10, contend8: above 1 is faster), p50 ÷
 	// baseline p50 for latency cases (handoff, handoff_process: above 1
 	// is slower).
 	Ratio float64 `json:"ratio,omitempty"`
@@ -84,10 +84,11 @@ const (
 	CaseHandoffProcess = "handoff_process"
 	CaseContend8       = "contend8"
 	CaseDeadlockDetect = "deadlock_detect"
+	CaseMulti10        = "multi10"
 )
 
 // Cases lists every case name in run order.
-var Cases = []string{CaseLockPair, CaseHandoff, CaseHandoffProcess, CaseContend8, CaseDeadlockDetect}
+var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseContend8, CaseDeadlockDetect}
 
 // Backends lists the backend names Run accepts.
 var Backends = []string{"sqlite", "postgres", "mysql"}
@@ -207,6 +208,8 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 	switch name {
 	case CaseLockPair:
 		return r.lockPair
+	case CaseMulti10:
+		return r.multi10
 	case CaseHandoff:
 		return r.handoff
 	case CaseHandoffProcess:

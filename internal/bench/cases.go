@@ -116,6 +116,67 @@ func (r *runner) lockPair(ctx context.Context) (*Record, error) {
 	return rec, nil
 }
 
+// multi10 takes 10 names in one Lock call and releases them in one
+// Release, against 10 native lock calls and one release-all on one
+// connection.
+func (r *runner) multi10(ctx context.Context) (*Record, error) {
+	_, ss, closeAll, err := r.openSessions(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	s := ss[0]
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("multi.%d", i)
+	}
+	lat, elapsed, err := loop(r.share(), func() error {
+		if _, err := s.Lock(ctx, ns, baton.Write, 0, names...); err != nil {
+			return err
+		}
+		n, err := s.Release(ctx, ns)
+		if err == nil && n != len(names) {
+			err = fmt.Errorf("release released %d instances, want %d", n, len(names))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := summarize(lat)
+	rec := &Record{Name: CaseMulti10, Backend: r.cfg.Backend, Ops: st.n,
+		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	closeAll()
+
+	nat := r.native()
+	if nat == nil {
+		return rec, nil
+	}
+	defer nat.close()
+	conn, err := nat.open(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	defer conn.close()
+	nlat, nelapsed, err := loop(r.share(), func() error {
+		if err := conn.lockMany(ctx, len(names)); err != nil {
+			return err
+		}
+		return conn.unlockAll(ctx)
+	})
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	nst := summarize(nlat)
+	rec.Baseline = nat.name() + " ×10"
+	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
+	rec.BaselineP50us = round(nst.p50)
+	if rec.BaselineOpsPerSec > 0 {
+		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
+	}
+	return rec, nil
+}
+
 // loop warms op up, then runs it for d and returns the latency of each
 // call and the time the measured calls took in all.
 func loop(d time.Duration, op func() error) ([]time.Duration, time.Duration, error) {

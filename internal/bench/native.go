@@ -28,6 +28,10 @@ type nativeConn interface {
 	// it must be free).
 	lock(ctx context.Context, block bool) error
 	unlock(ctx context.Context) error
+	// lockMany takes n locks of their own, one call each, and unlockAll
+	// releases every lock of the connection in one call.
+	lockMany(ctx context.Context, n int) error
+	unlockAll(ctx context.Context) error
 	close()
 }
 
@@ -103,6 +107,20 @@ func (c *pgConn) unlock(ctx context.Context) error {
 		return errors.New("pg_advisory_unlock: lock was not held")
 	}
 	return nil
+}
+
+func (c *pgConn) lockMany(ctx context.Context, n int) error {
+	for i := 1; i <= n; i++ {
+		if _, err := c.c.Exec(ctx, "SELECT pg_advisory_lock($1)", c.key^int64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *pgConn) unlockAll(ctx context.Context) error {
+	_, err := c.c.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+	return err
 }
 
 func (c *pgConn) close() { _ = c.c.Close(context.Background()) }
@@ -198,6 +216,25 @@ func (c *myConn) unlock(ctx context.Context) error {
 		return fmt.Errorf("RELEASE_LOCK(%q) returned %v", c.lockName, rel)
 	}
 	return nil
+}
+
+func (c *myConn) lockMany(ctx context.Context, n int) error {
+	for i := 1; i <= n; i++ {
+		var got sql.NullInt64
+		name := fmt.Sprintf("%s.%d", c.lockName, i)
+		if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got); err != nil {
+			return err
+		}
+		if !got.Valid || got.Int64 != 1 {
+			return fmt.Errorf("GET_LOCK(%q, 0) returned %v", name, got)
+		}
+	}
+	return nil
+}
+
+func (c *myConn) unlockAll(ctx context.Context) error {
+	_, err := c.c.ExecContext(ctx, "SELECT RELEASE_ALL_LOCKS()")
+	return err
 }
 
 func (c *myConn) close() { _ = c.c.Close() }
