@@ -328,8 +328,10 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	}
 	w := c.addWaiter(req.ID, s.id)
 	c.wake()
-	// This request may have closed a cycle.
-	_ = c.detectDeadlocks(ctx)
+	// This request may have closed a cycle: look once it has waited
+	// deadlockDelay. Most waits end sooner and cost no graph walk.
+	detect := time.AfterFunc(deadlockDelay, func() { c.detectIfWaiting(req.ID) })
+	defer detect.Stop()
 	select {
 	case r := <-w.ch:
 		switch r.Status {
@@ -502,6 +504,25 @@ func (c *Client) regrantLocked(ctx context.Context, tx driver.Tx, states []drive
 		}
 	}
 	return tx.WakeClients(ctx, wake)
+}
+
+// deadlockDelay is how long a waiting request waits before its client
+// looks for a cycle it may have closed: well under the 100 ms within which
+// a deadlock is reported, and longer than most waits of a busy lock.
+const deadlockDelay = 20 * time.Millisecond
+
+// detectIfWaiting runs deadlock detection if the request still waits.
+func (c *Client) detectIfWaiting(id int64) {
+	c.mu.Lock()
+	_, waiting := c.waiters[id]
+	closed := c.closed
+	c.mu.Unlock()
+	if !waiting || closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	c.logErr("deadlock detection", c.detectDeadlocks(ctx))
 }
 
 // detectDeadlocks looks for cycles among all waiting requests and aborts one
