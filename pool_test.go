@@ -3,6 +3,8 @@ package baton_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +79,59 @@ func TestOpenOnProgramsPool(t *testing.T) {
 		defer other.Close()
 		_, err = postgres.OpenDB(context.Background(), other, "baton_")
 		wantErr(t, err, baton.ErrBadDSN)
+	})
+}
+
+// TestEnqueueInPgxTx: EnqueueTx, EnqueueManyTx and NotifyTx in a pgx
+// transaction (postgres.PgxTx): visible if and only if it commits.
+func TestEnqueueInPgxTx(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Label != "postgres" {
+			t.Skip("pgx transactions are PostgreSQL's (the pool is the program's, opened directly)")
+		}
+		c, dsn := openQ(t, b)
+		pool, err := pgxpool.New(ctxT(t), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		l, err := c.Listen(ctxT(t), "tx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for _, commit := range []bool{false, true} {
+			tx, err := pool.Begin(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptx := postgres.PgxTx{Tx: tx}
+			id, err := c.EnqueueTx(ctxT(t), ptx, "pgxq", []byte("one"))
+			if err != nil || id == 0 {
+				t.Fatalf("EnqueueTx in a pgx transaction: %d %v", id, err)
+			}
+			ids, err := c.EnqueueManyTx(ctxT(t), ptx, "pgxq", []baton.NewMessage{{Payload: []byte("two")}, {Payload: []byte("three")}})
+			if err != nil || len(ids) != 2 || ids[0] == 0 || ids[1] <= ids[0] {
+				t.Fatalf("EnqueueManyTx in a pgx transaction: %v %v", ids, err)
+			}
+			if err := c.NotifyTx(ctxT(t), ptx, "tx", fmt.Sprint(commit)); err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				err = tx.Commit(ctxT(t))
+			} else {
+				err = tx.Rollback(ctxT(t))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := session(t, c)
+		if got := payloads(claim(t, s, "pgxq", baton.ClaimOptions{Max: 10})); strings.Join(got, ",") != "one,two,three" {
+			t.Fatalf("after a rolled-back and a committed pgx transaction: %v", got)
+		}
+		if n := next(t, l); n.Payload != "true" {
+			t.Fatalf("notification %+v, want the committed one only", n)
+		}
 	})
 }

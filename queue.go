@@ -219,46 +219,84 @@ type rowQuerier interface {
 // SQLite, and within the consumers' poll interval on MySQL/MariaDB. It
 // returns the new id (0 if tx can only execute statements and the backend
 // reports ids in rows).
-func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (id int64, err error) {
+func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
 	var o EnqueueOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	m, err := c.newMessage(queue, payload, o)
+	ids, err := c.EnqueueManyTx(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: o}})
 	if err != nil {
 		return 0, err
 	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, 1)
+	return ids[0], nil
+}
+
+// idQuerier runs a statement that returns one id: the adapters of other
+// transaction types (postgres.PgxTx) have it.
+type idQuerier interface {
+	QueryID(ctx context.Context, query string, args ...any) (int64, error)
+}
+
+// EnqueueManyTx adds messages inside the caller's transaction, all of them
+// if and only if it commits (see EnqueueTx); tx is a *sql.Tx, or a pgx
+// transaction through postgres.PgxTx. It returns their ids (0s if tx can
+// only execute statements and the backend reports ids in rows).
+func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, err error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
+	}
+	rows := make([]driver.NewMessage, len(msgs))
+	for i, m := range msgs {
+		if rows[i], err = c.newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
+			return nil, err
+		}
+	}
+	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
 	defer func() { endSpan(span, err) }()
-	m.Meta = meta
 	if _, ok := c.knownQueues.Load(queue); !ok {
 		// In the caller's transaction: on SQLite it holds the only write
 		// lock, so baton's own connection could not register the queue.
 		rq, rargs := c.drv.QueueRegisterStatement(queue)
 		if _, err := tx.ExecContext(ctx, rq, rargs...); err != nil {
-			return 0, fmt.Errorf("baton: enqueue: register queue: %w", err)
+			return nil, fmt.Errorf("baton: enqueue: register queue: %w", err)
 		}
 	}
-	q, args, returnsID := c.drv.EnqueueStatement(m)
-	if rq, ok := tx.(rowQuerier); ok && returnsID {
-		if err := rq.QueryRowContext(ctx, q, args...).Scan(&id); err != nil {
-			return 0, fmt.Errorf("baton: enqueue: %w", err)
+	ids = make([]int64, len(rows))
+	for i, m := range rows {
+		m.Meta = meta
+		if ids[i], err = c.insertTx(ctx, tx, m); err != nil {
+			return nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
-	} else if returnsID {
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return 0, fmt.Errorf("baton: enqueue: %w", err)
-		}
-	} else {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, fmt.Errorf("baton: enqueue: %w", err)
-		}
-		id, _ = res.LastInsertId()
 	}
 	nq, nargs := c.drv.NotifyStatement(queueChannel(queue), "")
 	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
-		return 0, fmt.Errorf("baton: enqueue: wake-up: %w", err)
+		return nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
 	}
+	return ids, nil
+}
+
+// insertTx inserts one message in the caller's transaction and returns its
+// id when the transaction type can say it.
+func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
+	q, args, returnsID := c.drv.EnqueueStatement(m)
+	var id int64
+	switch {
+	case returnsID:
+		if iq, ok := tx.(idQuerier); ok {
+			return iq.QueryID(ctx, q, args...)
+		}
+		if rq, ok := tx.(rowQuerier); ok {
+			err := rq.QueryRowContext(ctx, q, args...).Scan(&id)
+			return id, err
+		}
+		_, err := tx.ExecContext(ctx, q, args...)
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	id, _ = res.LastInsertId()
 	return id, nil
 }
 

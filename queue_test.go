@@ -319,6 +319,30 @@ func TestQueueEnqueueTx(t *testing.T) {
 		if len(ms) != 1 || string(ms[0].Payload) != "committed" || (id != 0 && ms[0].ID != id) {
 			t.Fatalf("got %v (id %d, want %d)", payloads(ms), ms[0].ID, id)
 		}
+		// Several at once, all or none.
+		for _, commit := range []bool{false, true} {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := c.EnqueueManyTx(ctx, tx, "txmany", []baton.NewMessage{{Payload: []byte(fmt.Sprint("a", commit))}, {Payload: []byte(fmt.Sprint("b", commit))}})
+			if err != nil || len(ids) != 2 {
+				t.Fatalf("EnqueueManyTx: %v %v", ids, err)
+			}
+			if commit {
+				err = tx.Commit()
+			} else {
+				err = tx.Rollback()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := payloads(claim(t, s, "txmany", baton.ClaimOptions{Max: 10, Wait: 5 * time.Second})); strings.Join(got, ",") != "atrue,btrue" {
+			t.Fatalf("EnqueueManyTx after a rollback and a commit: %v", got)
+		}
+		_, err = c.EnqueueManyTx(ctx, db, "txmany", nil)
+		wantErr(t, err, baton.ErrInvalid)
 	})
 }
 

@@ -1,0 +1,44 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PgxTx lets baton's functions that work in the caller's transaction
+// (Client.EnqueueTx, EnqueueManyTx, NotifyTx) run in a pgx transaction:
+//
+//	tx, _ := pool.Begin(ctx)
+//	id, err := client.EnqueueTx(ctx, postgres.PgxTx{Tx: tx}, "mail", payload)
+//	... tx.Commit(ctx)
+type PgxTx struct {
+	Tx pgx.Tx
+}
+
+// ExecContext runs a statement in the transaction.
+func (t PgxTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	tag, err := t.Tx.Exec(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgxResult(tag), nil
+}
+
+// QueryID runs a statement that returns one id.
+func (t PgxTx) QueryID(ctx context.Context, query string, args ...any) (int64, error) {
+	var id int64
+	err := t.Tx.QueryRow(ctx, query, args...).Scan(&id)
+	return id, err
+}
+
+type pgxResult pgconn.CommandTag
+
+func (r pgxResult) LastInsertId() (int64, error) {
+	return 0, errors.New("postgres: LastInsertId is not supported (ids come back in rows)")
+}
+
+func (r pgxResult) RowsAffected() (int64, error) { return pgconn.CommandTag(r).RowsAffected(), nil }
