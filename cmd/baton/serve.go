@@ -36,7 +36,11 @@ and purge dead letters) are POST requests from the dashboard's own pages
 them out entirely. BATON_TOKEN sets --token.
 
 The address it listens on is printed on standard error. SIGINT or SIGTERM
-stops it gracefully (exit 0).`,
+stops it gracefully.
+
+Exit statuses: 0 after SIGINT/SIGTERM; 64 for a bad --addr, an address it
+cannot listen on, or a non-loopback address without --token; 69 when the
+database cannot be reached; 1 for any other error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(addr)

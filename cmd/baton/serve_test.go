@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeCommand: baton serve refuses a non-loopback address without a
+// token (exit 64), serves the dashboard and /metrics on loopback, and stops
+// gracefully on SIGTERM (exit 0).
+func TestServeCommand(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	code, _, errs := run(t, dsn, "serve", "--addr", "0.0.0.0:0")
+	expect(t, code, errs, 64, "not a loopback address: give --token")
+	code, _, errs = run(t, dsn, "serve", "--addr", "nonsense")
+	expect(t, code, errs, 64, "--addr")
+	pushID(t, dsn, "", "served", "x")
+
+	s := exec.Command(bin, "--dsn", dsn, "serve", "--addr", "127.0.0.1:0")
+	stderr, err := s.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Process.Kill() }()
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(line, "dashboard on ")
+	if !ok {
+		t.Fatalf("no address on stderr: %q", line)
+	}
+	base := strings.TrimSuffix(strings.Fields(rest)[0], "/")
+	for path, want := range map[string]string{"/": `data-queue="served"`, "/metrics": `baton_queue_messages{queue="served",state="ready"} 1`} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Fatalf("GET %s: %d, lacks %q", path, resp.StatusCode, want)
+		}
+	}
+	if err := s.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, waitExit(t, s, 15*time.Second), "", 0, "")
+}
