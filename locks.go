@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -285,6 +286,17 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 		if err != nil {
 			return err
 		}
+		// Only a session the database still has may queue or be granted:
+		// one whose row a crash emptied (PostgreSQL's UNLOGGED lock state)
+		// would hold a request nobody renews, swept as an orphan while
+		// its owner still counts itself the holder.
+		live, err := tx.SessionListByClient(ctx, c.id)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(live, s.id) {
+			return errSessionGone
+		}
 		rows, err := tx.LockRequestList(ctx, []driver.Ident{id})
 		if err != nil {
 			return err
@@ -307,6 +319,10 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 		state.Readers, state.Writers, state.Waiting = lockcore.Counts(rows)
 		return tx.LockIdentUpdate(ctx, state)
 	})
+	if errors.Is(err, errSessionGone) {
+		s.lose(fmt.Errorf("%w: the database no longer has the session (its lease ran out, or a crash emptied the lock state)", ErrSessionLost))
+		return driver.Request{}, s.Err()
+	}
 	if err != nil {
 		return driver.Request{}, s.failure(ctx, err)
 	}
@@ -344,7 +360,9 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 			if err := s.check(); err != nil {
 				return driver.Request{}, err
 			}
-			return driver.Request{}, fmt.Errorf("%w: lock request vanished (session ended)", ErrSessionLost)
+			// Reaped, or emptied by a crash: the session is gone too.
+			s.lose(fmt.Errorf("%w: lock request vanished (session ended)", ErrSessionLost))
+			return driver.Request{}, s.Err()
 		}
 	case <-ctx.Done():
 		c.removeWaiter(req.ID)
@@ -505,6 +523,9 @@ func (c *Client) regrantLocked(ctx context.Context, tx driver.Tx, states []drive
 	}
 	return tx.WakeClients(ctx, wake)
 }
+
+// errSessionGone: the session's row is not in the database.
+var errSessionGone = errors.New("baton: session not in the database")
 
 // deadlockDelay is how long a waiting request waits before its client
 // looks for a cycle it may have closed: well under the 100 ms within which
