@@ -86,34 +86,12 @@ func (r *runner) lockPair(ctx context.Context) (*Record, error) {
 	rec := &Record{Name: CaseLockPair, Backend: r.cfg.Backend, Ops: st.n,
 		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
 	closeAll() // its heartbeat and listener stay out of the baseline
-
-	nat := r.native()
-	if nat == nil {
-		return rec, nil
-	}
-	defer nat.close()
-	conn, err := nat.open(ctx)
-	if err != nil {
-		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
-	}
-	defer conn.close()
-	nlat, nelapsed, err := loop(r.share(), func() error {
+	return r.throughputBaseline(ctx, rec, "", func(conn nativeConn) error {
 		if err := conn.lock(ctx, false); err != nil {
 			return err
 		}
 		return conn.unlock(ctx)
 	})
-	if err != nil {
-		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
-	}
-	nst := summarize(nlat)
-	rec.Baseline = nat.name()
-	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
-	rec.BaselineP50us = round(nst.p50)
-	if rec.BaselineOpsPerSec > 0 {
-		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
-	}
-	return rec, nil
 }
 
 // multi10 takes 10 names in one Lock call and releases them in one
@@ -147,7 +125,17 @@ func (r *runner) multi10(ctx context.Context) (*Record, error) {
 	rec := &Record{Name: CaseMulti10, Backend: r.cfg.Backend, Ops: st.n,
 		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
 	closeAll()
+	return r.throughputBaseline(ctx, rec, " ×10", func(conn nativeConn) error {
+		if err := conn.lockMany(ctx, len(names)); err != nil {
+			return err
+		}
+		return conn.unlockAll(ctx)
+	})
+}
 
+// throughputBaseline measures op on one native connection, when the
+// backend has a native lock, and completes rec with it (ratio of ops/s).
+func (r *runner) throughputBaseline(ctx context.Context, rec *Record, suffix string, op func(nativeConn) error) (*Record, error) {
 	nat := r.native()
 	if nat == nil {
 		return rec, nil
@@ -158,17 +146,12 @@ func (r *runner) multi10(ctx context.Context) (*Record, error) {
 		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
 	defer conn.close()
-	nlat, nelapsed, err := loop(r.share(), func() error {
-		if err := conn.lockMany(ctx, len(names)); err != nil {
-			return err
-		}
-		return conn.unlockAll(ctx)
-	})
+	nlat, nelapsed, err := loop(r.share(), func() error { return op(conn) })
 	if err != nil {
 		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
 	nst := summarize(nlat)
-	rec.Baseline = nat.name() + " ×10"
+	rec.Baseline = nat.name() + suffix
 	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
 	rec.BaselineP50us = round(nst.p50)
 	if rec.BaselineOpsPerSec > 0 {
