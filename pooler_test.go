@@ -325,3 +325,69 @@ func TestPoolerNotifyOrderWithoutListenDSN(t *testing.T) {
 	u.RawQuery = ""
 	notifyOrderAfterLateCommit(t, u.String(), direct)
 }
+
+// TestPoolerEventWakeups: while a consumer behind PgBouncer without
+// listen_dsn reads notifications from the table, a change captured by a
+// subscription's trigger writes its wake-up there too (before, pooled
+// event consumers found new events only at their sparser safety-net poll).
+func TestPoolerEventWakeups(t *testing.T) {
+	withListen, ok := bouncerListenDSN(t)
+	if !ok {
+		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
+	}
+	u, err := url.Parse(withListen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := u.Query().Get("listen_dsn")
+	u.RawQuery = ""
+	c := openDSN(t, direct, baton.Options{PollInterval: 100 * time.Millisecond})
+	db := batontest.SQLDB(t, direct)
+	ctx := ctxT(t)
+	if _, err := db.ExecContext(ctx, "CREATE TABLE bells (id int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(ctx, baton.Subscription{Name: "bells", Table: "bells"}); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM baton_notifications WHERE channel = '#q#ev:bells'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO bells VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d wake-up rows written with no pooled reader", n)
+	}
+	// A pooled consumer registers as a table reader while it waits.
+	pooled := openDSN(t, u.String(), baton.Options{PollInterval: 100 * time.Millisecond})
+	got := make(chan baton.Action, 100)
+	wctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		_ = pooled.WorkEvents(wctx, "bells", func(ctx context.Context, e baton.Event, _ *baton.Message) error {
+			select {
+			case got <- e.Action:
+			default:
+			}
+			return nil
+		}, baton.WorkerOptions{})
+	}()
+	if a := <-got; a != baton.Insert {
+		t.Fatalf("first event %q", a)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for n := 0; n == 0; n = count() {
+		if _, err := db.ExecContext(ctx, "UPDATE bells SET id = id + 1"); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no wake-up row for a captured change while a pooled consumer reads the table")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

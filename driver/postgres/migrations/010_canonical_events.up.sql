@@ -6,7 +6,9 @@
 -- base64 and RFC 3339. The rows are built once per change, and only when a
 -- subscription matches. Generic plans: the catalog query would otherwise be
 -- planned again for every row. msg_key keeps its former text, so per-key
--- order holds across the upgrade.
+-- order holds across the upgrade. While a consumer behind a transaction
+-- pooler reads notifications from the table, the wake-up is written there
+-- too.
 -- statement
 CREATE OR REPLACE FUNCTION {p}capture() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT SET TimeZone = 'UTC' SET extra_float_digits = 1
@@ -56,6 +58,11 @@ BEGIN
                     'pk', pk, 'new', newrow, 'old', oldrow)::text, 'UTF8'),
                 0, msgkey, nowus, nowus, 0, s.max_attempts, 'R', '', nowus);
         PERFORM pg_notify('{p}notify', '#q#ev:' || s.name || ' ');
+        -- Consumers behind a transaction pooler without listen_dsn read
+        -- notifications from the table (migration 009).
+        IF EXISTS (SELECT 1 FROM {p}notify_pollers WHERE expires_at > nowus) THEN
+            INSERT INTO {p}notifications (channel, payload, created_at) VALUES ('#q#ev:' || s.name, '', nowus);
+        END IF;
     END LOOP;
     RETURN NULL;
 END
