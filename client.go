@@ -649,6 +649,7 @@ func (c *Client) heartbeatLoop() {
 			c.logErr("purge idle lock rows", c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err }))
 			c.logErr("maintenance", c.drv.Maintain(ctx))
 			c.logErr("purge throughput", c.drv.NoTx().ThroughputPurge(ctx))
+			c.logErr("purge unique keys", c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err }))
 		}
 		cancel()
 	}

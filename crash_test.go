@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	case "worker":
 		childWorker(os.Getenv("BATON_TEST_DSN"), os.Getenv("BATON_TEST_QUEUE"), os.Getenv("BATON_TEST_MODE"), os.Getenv("BATON_TEST_FILE"))
 		return
+	case "unique":
+		childUnique(os.Getenv("BATON_TEST_DSN"), os.Getenv("BATON_TEST_SEED"))
+		return
 	}
 	os.Exit(m.Run())
 }

@@ -80,6 +80,16 @@ type EnqueueOptions struct {
 	// MaxAttempts before the message goes to the dead letters (default
 	// DefaultMaxAttempts).
 	MaxAttempts int
+	// UniqueKey makes the message unique in its queue: while a message
+	// enqueued with the same key waits or runs (with UniquePeriod: until
+	// the period in which it was enqueued ends, whatever became of it),
+	// enqueuing the key again adds nothing and returns that message's id
+	// (EnqueueUnique also says it was a duplicate). At most 255 bytes.
+	UniqueKey string
+	// UniquePeriod holds UniqueKey for the period (aligned on the Unix
+	// epoch, by the enqueuer's clock) in which the message was enqueued;
+	// 0: while the message exists.
+	UniquePeriod time.Duration
 }
 
 // NewMessage is a message to enqueue with EnqueueMany.
@@ -124,12 +134,26 @@ func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (dri
 		return driver.NewMessage{}, fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
 	case len(o.Key) > 255:
 		return driver.NewMessage{}, fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
+	case len(o.UniqueKey) > 255:
+		return driver.NewMessage{}, fmt.Errorf("%w: unique key is %d bytes, more than 255", ErrInvalid, len(o.UniqueKey))
+	case o.UniquePeriod < 0:
+		return driver.NewMessage{}, fmt.Errorf("%w: negative unique period %v", ErrInvalid, o.UniquePeriod)
+	case o.UniquePeriod > 0 && o.UniqueKey == "":
+		return driver.NewMessage{}, fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
-	return driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
-		Delay: o.Delay, MaxAttempts: o.MaxAttempts}, nil
+	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
+		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey}
+	if o.UniquePeriod > 0 {
+		now := time.Now().UnixMicro()
+		p := o.UniquePeriod.Microseconds()
+		start := now - now%p
+		m.UniqueKey = fmt.Sprintf("%s@%d", o.UniqueKey, start)
+		m.UniqueExpires = start + p
+	}
+	return m, nil
 }
 
 // Enqueue adds one message to a queue and returns its id. Consumers waiting
@@ -164,33 +188,83 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessag
 	for i := range rows {
 		rows[i].Meta = meta
 	}
-	ids = make([]int64, len(rows))
-	if _, known := c.knownQueues.Load(queue); known && len(rows) == 1 {
+	ids, _, err = c.enqueueRows(ctx, queue, rows)
+	return ids, err
+}
+
+// EnqueueUnique enqueues one message with a unique key (opts.UniqueKey)
+// and says whether it was a duplicate: then nothing was added and id is the
+// message that holds the key.
+func (c *Client) EnqueueUnique(ctx context.Context, queue string, payload []byte, opts EnqueueOptions) (id int64, duplicate bool, err error) {
+	if opts.UniqueKey == "" {
+		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a unique key", ErrInvalid)
+	}
+	m, err := c.newMessage(queue, payload, opts)
+	if err != nil {
+		return 0, false, err
+	}
+	ctx, span, meta := c.startEnqueue(ctx, queue, 1)
+	defer func() { endSpan(span, err) }()
+	m.Meta = meta
+	ids, dups, err := c.enqueueRows(ctx, queue, []driver.NewMessage{m})
+	if err != nil {
+		return 0, false, err
+	}
+	return ids[0], dups[0], nil
+}
+
+// enqueueRows inserts the messages in one transaction (one statement for
+// a single message of a known queue without a unique key) and reports, per
+// message, its id and whether it was a duplicate of a unique key's holder.
+func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.NewMessage) ([]int64, []bool, error) {
+	ids := make([]int64, len(rows))
+	dups := make([]bool, len(rows))
+	if _, known := c.knownQueues.Load(queue); known && len(rows) == 1 && rows[0].UniqueKey == "" {
 		id, err := c.drv.NoTx().MessageInsert(ctx, rows[0])
 		if err != nil {
-			return nil, fmt.Errorf("baton: enqueue: %w", err)
+			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
 		c.queueWake(queue)
-		return []int64{id}, nil
+		return []int64{id}, dups, nil
 	}
-	err = c.inTx(ctx, func(tx driver.Tx) error {
+	added := false
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		added = false
 		if err := c.registerQueue(ctx, tx, queue); err != nil {
 			return err
 		}
 		for i, r := range rows {
+			dups[i] = false
+			if r.UniqueKey != "" {
+				holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires)
+				if err != nil {
+					return err
+				}
+				if !reserved {
+					ids[i], dups[i] = holder, true
+					continue
+				}
+			}
 			id, err := tx.MessageInsert(ctx, r)
 			if err != nil {
 				return err
 			}
-			ids[i] = id
+			ids[i], added = id, true
+			if r.UniqueKey != "" {
+				if err := tx.UniqueSet(ctx, queue, r.UniqueKey, id, r.UniqueExpires); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("baton: enqueue: %w", err)
+		return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
 	}
-	c.queueWake(queue)
-	return ids, nil
+	if added {
+		c.queueWake(queue)
+	}
+	return ids, dups, nil
 }
 
 // registerQueue records the queue once per process.
@@ -247,6 +321,9 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 	}
 	rows := make([]driver.NewMessage, len(msgs))
 	for i, m := range msgs {
+		if m.UniqueKey != "" {
+			return nil, fmt.Errorf("%w: unique keys are not supported in the caller's transaction (use Enqueue or EnqueueUnique)", ErrInvalid)
+		}
 		if rows[i], err = c.newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
 			return nil, err
 		}

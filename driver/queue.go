@@ -51,6 +51,11 @@ type NewMessage struct {
 	MaxAttempts int
 	// Meta is the message's metadata, a JSON object ("" for none).
 	Meta string
+	// UniqueKey, when set, is the unique key the message must reserve
+	// (its period's start appended when it has one), held until
+	// UniqueExpires (microseconds; 0: while the message exists).
+	UniqueKey     string
+	UniqueExpires int64
 }
 
 // Claim identifies one claim of a message: the message, the session and
@@ -107,6 +112,15 @@ type QueueTx interface {
 	// QueueLock serializes ordered and per-key claims of one queue.
 	QueueLock(ctx context.Context, name string) error
 	MessageInsert(ctx context.Context, m NewMessage) (int64, error)
+	// UniqueReserve reserves a unique key of the queue for a message about
+	// to be inserted (expiresAt: microseconds, 0 for "while the message
+	// exists"), or, when the key still holds, returns the message holding
+	// it (reserved false). Its row stays locked until the transaction ends.
+	UniqueReserve(ctx context.Context, queue, key string, expiresAt int64) (holder int64, reserved bool, err error)
+	// UniqueSet names the message that holds a reserved key.
+	UniqueSet(ctx context.Context, queue, key string, id, expiresAt int64) error
+	// UniquePurge deletes keys whose period is over.
+	UniquePurge(ctx context.Context) (int, error)
 	// ClaimCandidates lists up to limit ready, due messages in serving
 	// order, skipping rows other transactions have locked.
 	ClaimCandidates(ctx context.Context, queue string, limit int) ([]int64, error)

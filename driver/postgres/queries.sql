@@ -344,6 +344,28 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
    AND ($6::int = 0 OR ($6::int = 1) = (run_at <= {now}))
  ORDER BY priority, order_at, id LIMIT $7;
 
+-- name: unique_insert
+-- Reserves a unique key for a message about to be inserted; no row
+-- inserted: the key exists (on MySQL the no-op update locks its row).
+INSERT INTO {p}unique_keys (queue, ukey, message_id, expires_at) VALUES ($1, $2, 0, $3)
+ON CONFLICT (queue, ukey) DO NOTHING;
+
+-- name: unique_get
+-- The message holding a unique key, locked, and whether the key still
+-- holds: a key with a period until it expires, one without while its
+-- message exists (waits or runs).
+SELECT u.message_id,
+       CASE WHEN u.expires_at > 0 THEN (CASE WHEN u.expires_at > {now} THEN 1 ELSE 0 END)
+            WHEN EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = u.message_id) THEN 1 ELSE 0 END
+  FROM {p}unique_keys u WHERE u.queue = $1 AND u.ukey = $2 FOR UPDATE;
+
+-- name: unique_set
+UPDATE {p}unique_keys SET message_id = $1, expires_at = $2 WHERE queue = $3 AND ukey = $4;
+
+-- name: unique_purge
+-- Keys whose period is over.
+DELETE FROM {p}unique_keys WHERE expires_at > 0 AND expires_at < {now};
+
 -- name: dead_list
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta
   FROM {p}dead WHERE queue = $1 ORDER BY id LIMIT $2;

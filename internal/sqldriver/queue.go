@@ -94,6 +94,44 @@ func (t *Tx) QueueLock(ctx context.Context, name string) error {
 	return err
 }
 
+// UniqueReserve implements driver.QueueTx.
+func (t *Tx) UniqueReserve(ctx context.Context, queue, key string, expiresAt int64) (int64, bool, error) {
+	res, err := t.exec(ctx, "unique_insert", queue, key, expiresAt)
+	if err != nil {
+		return 0, false, fmt.Errorf("unique_insert: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, false, err
+	} else if n == 1 {
+		return 0, true, nil // a new key (MySQL counts an insert as 1, a no-op update as 0)
+	}
+	var holder int64
+	var holds int
+	if err := t.row(ctx, "unique_get", queue, key).Scan(&holder, &holds); err != nil {
+		return 0, false, fmt.Errorf("unique_get: %w", err)
+	}
+	if holds == 1 {
+		return holder, false, nil
+	}
+	return 0, true, nil // over: the new message takes the key over
+}
+
+// UniqueSet implements driver.QueueTx.
+func (t *Tx) UniqueSet(ctx context.Context, queue, key string, id, expiresAt int64) error {
+	_, err := t.exec(ctx, "unique_set", id, expiresAt, queue, key)
+	return err
+}
+
+// UniquePurge implements driver.QueueTx.
+func (t *Tx) UniquePurge(ctx context.Context) (int, error) {
+	res, err := t.exec(ctx, "unique_purge")
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // MessageInsert implements driver.QueueTx.
 func (t *Tx) MessageInsert(ctx context.Context, m driver.NewMessage) (int64, error) {
 	if t.db.D.InsertReturning {

@@ -1,0 +1,152 @@
+package baton_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestUniqueMessages: a unique key holds while its message waits or runs;
+// with a period, until the period ends, whatever became of the message.
+func TestUniqueMessages(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		ctx := ctxT(t)
+		u := baton.EnqueueOptions{UniqueKey: "report:42"}
+		id1, dup, err := c.EnqueueUnique(ctx, "uq", []byte("a"), u)
+		if err != nil || dup || id1 == 0 {
+			t.Fatalf("first: %d %v %v", id1, dup, err)
+		}
+		id2, dup, err := c.EnqueueUnique(ctx, "uq", []byte("b"), u)
+		if err != nil || !dup || id2 != id1 {
+			t.Fatalf("second: %d %v %v, want the first's id %d and a duplicate", id2, dup, err, id1)
+		}
+		if id, err := c.Enqueue(ctx, "uq", []byte("c"), u); err != nil || id != id1 {
+			t.Fatalf("Enqueue of the key: %d %v, want %d", id, err, id1)
+		}
+		ids, err := c.EnqueueMany(ctx, "uq", []baton.NewMessage{{Payload: []byte("d"), EnqueueOptions: u}, {Payload: []byte("e"), EnqueueOptions: baton.EnqueueOptions{UniqueKey: "other"}}})
+		if err != nil || ids[0] != id1 || ids[1] == id1 {
+			t.Fatalf("EnqueueMany: %v %v", ids, err)
+		}
+		s := session(t, c)
+		ms := claim(t, s, "uq", baton.ClaimOptions{Max: 10})
+		if strings.Join(payloads(ms), ",") != "a,e" {
+			t.Fatalf("queue holds %v, want a,e", payloads(ms))
+		}
+		// Running: the key still holds.
+		if _, dup, _ := c.EnqueueUnique(ctx, "uq", []byte("f"), u); !dup {
+			t.Fatal("a running message's key did not hold")
+		}
+		ack(t, s, ms...)
+		// Gone: the key is free again.
+		id3, dup, err := c.EnqueueUnique(ctx, "uq", []byte("g"), u)
+		if err != nil || dup || id3 == id1 {
+			t.Fatalf("after the holder finished: %d %v %v", id3, dup, err)
+		}
+		// With a period, the key outlives its message.
+		p := baton.EnqueueOptions{UniqueKey: "daily", UniquePeriod: 24 * time.Hour}
+		pid, dup, err := c.EnqueueUnique(ctx, "up", []byte("h"), p)
+		if err != nil || dup {
+			t.Fatalf("period: %d %v %v", pid, dup, err)
+		}
+		ack(t, s, claim(t, s, "up", baton.ClaimOptions{})...)
+		if id, dup, err := c.EnqueueUnique(ctx, "up", []byte("i"), p); err != nil || !dup || id != pid {
+			t.Fatalf("same period after the message finished: %d %v %v, want a duplicate of %d", id, dup, err, pid)
+		}
+		for _, bad := range []baton.EnqueueOptions{{UniquePeriod: time.Hour}, {UniqueKey: strings.Repeat("k", 256)}, {UniqueKey: "k", UniquePeriod: -time.Second}} {
+			_, _, err := c.EnqueueUnique(ctx, "uq", []byte("x"), bad)
+			wantErr(t, err, baton.ErrInvalid)
+		}
+		_, err = c.EnqueueManyTx(ctx, batontest.SQLDB(t, dsn), "uq", []baton.NewMessage{{Payload: []byte("x"), EnqueueOptions: u}})
+		wantErr(t, err, baton.ErrInvalid)
+	})
+}
+
+// childUnique enqueues the keys 0 to 999 of queue "many", in an order of its
+// own, and prints how many it added.
+func childUnique(dsn, seed string) {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, dsn)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	n, _ := strconv.ParseInt(seed, 10, 64)
+	keys := rand.New(rand.NewSource(n)).Perm(1000)
+	added := 0
+	for _, k := range keys {
+		_, dup, err := c.EnqueueUnique(ctx, "many", []byte(strconv.Itoa(k)), baton.EnqueueOptions{UniqueKey: strconv.Itoa(k)})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		if !dup {
+			added++
+		}
+	}
+	fmt.Println(added)
+}
+
+// TestUniqueAcrossProcesses: 8 processes enqueue the same 1,000 unique keys
+// at once, each in its own order: exactly 1,000 messages, one per key.
+func TestUniqueAcrossProcesses(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		total := 0
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				child := exec.Command(os.Args[0], "-test.run=^$")
+				child.Env = append(os.Environ(), "BATON_TEST_CHILD=unique", "BATON_TEST_DSN="+dsn, "BATON_TEST_SEED="+strconv.Itoa(i))
+				out, err := child.Output()
+				n, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+				if err != nil || perr != nil {
+					t.Errorf("child %d: %v %q", i, err, out)
+					return
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			}(i)
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		st := stats(t, c, "many")
+		if total != 1000 || st.Ready != 1000 {
+			t.Fatalf("8 processes added %d messages (the queue holds %d), want exactly 1000", total, st.Ready)
+		}
+		seen := map[string]bool{}
+		s := session(t, c)
+		for len(seen) < 1000 {
+			ms := claim(t, s, "many", baton.ClaimOptions{Max: 500})
+			if len(ms) == 0 {
+				break
+			}
+			for _, m := range ms {
+				if seen[string(m.Payload)] {
+					t.Fatalf("key %s enqueued twice", m.Payload)
+				}
+				seen[string(m.Payload)] = true
+			}
+		}
+		if len(seen) != 1000 {
+			t.Fatalf("%d distinct keys, want 1000", len(seen))
+		}
+	})
+}
