@@ -1024,6 +1024,8 @@ type QueueStats struct {
 	// database planner's estimate (PostgreSQL, MySQL/MariaDB), so that
 	// stats cost the same for a queue of millions. SQLite counts exactly.
 	Estimated bool `json:"estimated,omitempty"`
+	// Paused: the queue is paused (PauseQueue); its messages wait.
+	Paused bool `json:"paused,omitempty"`
 	// Throughput is messages finished (acknowledged or dead-lettered) per
 	// second over the last five minutes or so, as processes report them
 	// (every few seconds).
@@ -1049,7 +1051,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
-		OldestReady: st.OldestReady, Estimated: st.Estimated}
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
 	if st.Window > 0 {
 		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
 	}
@@ -1153,4 +1155,39 @@ func (c *Client) Messages(ctx context.Context, queue string, state MessageState,
 		}
 	}
 	return out, next, nil
+}
+
+// PauseQueue pauses a queue for every process: its messages stay, waiting
+// and running ones alike, but no claim takes one until ResumeQueue. Running
+// handlers finish. ErrUnknownQueue if nothing was ever enqueued to it.
+func (c *Client) PauseQueue(ctx context.Context, queue string) error {
+	return c.pause(ctx, queue, true)
+}
+
+// ResumeQueue resumes a paused queue; its consumers wake at once.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
+	if err := c.pause(ctx, queue, false); err != nil {
+		return err
+	}
+	c.queueWake(queue)
+	return nil
+}
+
+func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
+	if err := ValidateQueue(queue); err != nil {
+		return err
+	}
+	var found bool
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		found, err = tx.QueuePause(ctx, queue, paused)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("baton: pause queue: %w", err)
+	}
+	if !found {
+		return fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
+	}
+	return nil
 }

@@ -114,6 +114,12 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 			n, err := c.PurgeDead(ctx, q)
 			return fmt.Sprintf("%d dead letters of %s deleted", n, q), err
 		}))
+		mux.HandleFunc("POST /queues/{queue}/pause", d.mutate(func(ctx context.Context, q string) (string, error) {
+			return q + " paused: no worker takes its messages until it is resumed", c.PauseQueue(ctx, q)
+		}))
+		mux.HandleFunc("POST /queues/{queue}/resume", d.mutate(func(ctx context.Context, q string) (string, error) {
+			return q + " resumed", c.ResumeQueue(ctx, q)
+		}))
 	}
 	return d.guard(mux), nil
 }

@@ -212,6 +212,22 @@ func TestPages(t *testing.T) {
 			t.Fatalf("after re-drive: %+v", st)
 		}
 
+		// Pause and resume from the page's forms.
+		for _, act := range []string{"pause", "resume"} {
+			page := hc.get("/ops/queues/mail")
+			if !strings.Contains(page, `action="/ops/queues/mail/`+act+`"`) {
+				t.Fatalf("queue page offers no %s:\n%s", act, page)
+			}
+			if code, _, _ := hc.do("POST", "/ops/queues/mail/"+act, url.Values{"csrf": {csrfRE(page)}}, map[string]string{"Sec-Fetch-Site": "same-origin"}); code != http.StatusSeeOther {
+				t.Fatalf("%s: %d", act, code)
+			}
+			if st, _ := c.Stats(ctxT(t), "mail"); st.Paused != (act == "pause") {
+				t.Fatalf("after %s: %+v", act, st)
+			}
+			if act == "pause" && !strings.Contains(hc.get("/ops/"), "paused</span>") {
+				t.Fatal("the overview does not show the paused queue")
+			}
+		}
 		// The re-driven message is listed, escaped, on the ready tab.
 		ready := hc.get("/ops/queues/mail?state=ready")
 		if !strings.Contains(ready, `<table id="messages">`) || strings.Contains(ready, xss) || !strings.Contains(ready, "&lt;script&gt;alert(1)&lt;/script&gt;") {

@@ -97,7 +97,9 @@ type QueueStats struct {
 	Ready, Scheduled, Claimed, Dead int64
 	// Estimated: a state had more entries than the driver counts; its
 	// count is the planner's estimate.
-	Estimated   bool
+	Estimated bool
+	// Paused: no claim takes the queue's messages.
+	Paused      bool
 	OldestReady time.Duration
 	// RecentAcked and RecentDead count the messages finished in Window.
 	RecentAcked, RecentDead int64
@@ -121,6 +123,8 @@ type QueueTx interface {
 	UniqueSet(ctx context.Context, queue, key string, id, expiresAt int64) error
 	// UniquePurge deletes keys whose period is over.
 	UniquePurge(ctx context.Context) (int, error)
+	// QueuePause pauses or resumes a queue; false when it does not exist.
+	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
 	// ClaimCandidates lists up to limit ready, due messages in serving
 	// order, skipping rows other transactions have locked.
 	ClaimCandidates(ctx context.Context, queue string, limit int) ([]int64, error)

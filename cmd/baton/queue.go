@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +36,8 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g))
+	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g),
+		queuePauseCmd(g, true), queuePauseCmd(g, false))
 	return cmd
 }
 
@@ -179,7 +181,11 @@ A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 				if st.Ready > 0 {
 					oldest = st.OldestReady.Round(time.Millisecond).String()
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", st.Queue, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
+				name := st.Queue
+				if st.Paused {
+					name += " (paused)"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", name, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
 			}
 			return tw.Flush()
 		},
@@ -415,3 +421,38 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
 
 // queueBenchTable prints queue and events records.
 var queueBenchTable = benchTable(false, "ratio: ops/s ÷ baseline ops/s (above 1 is faster)")
+
+// queuePauseCmd is baton queue pause (pause true) or baton queue resume.
+func queuePauseCmd(g *globals, pause bool) *cobra.Command {
+	use, short, long := "resume", "Resume a paused queue", `Resume QUEUE for every process: its waiting consumers wake at once.`
+	if pause {
+		use, short, long = "pause", "Pause a queue for every process", `Pause QUEUE for every process: its messages stay where they are, running
+commands finish, and no worker claims another message until baton queue resume.
+baton queue stats shows paused queues.`
+	}
+	return &cobra.Command{
+		Use:   use + " QUEUE",
+		Short: short,
+		Long:  long + "\n\nExit statuses: 0 done; 64 for a bad or unknown QUEUE; 69 when the database\ncannot be reached; 1 for any other error.",
+		Args:  argsUsage("queue "+use, 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := baton.ValidateQueue(args[0]); err != nil {
+				return invalidUsage("queue "+use, err)
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if pause {
+				err = c.PauseQueue(cmd.Context(), args[0])
+			} else {
+				err = c.ResumeQueue(cmd.Context(), args[0])
+			}
+			if errors.Is(err, baton.ErrUnknownQueue) {
+				return usageErr("queue %s: %s", use, strings.TrimPrefix(err.Error(), "baton: "))
+			}
+			return err
+		},
+	}
+}

@@ -216,6 +216,13 @@ DELETE FROM {p}notifications WHERE created_at < {now} - ?;
 -- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
 -- created_at.
 
+-- name: queue_pause
+-- Pauses (1) or resumes (0) a queue: paused, no claim takes its messages.
+UPDATE {p}queues SET paused = ? WHERE name = ?;
+
+-- name: queue_paused
+SELECT paused FROM {p}queues WHERE name = ?;
+
 -- name: queue_register
 INSERT IGNORE INTO {p}queues (name, created_at) VALUES (?, {now});
 
@@ -244,6 +251,7 @@ SELECT id FROM {p}messages
 -- key. Run under queue_lock.
 SELECT m.id FROM {p}messages m
  WHERE m.queue = ? AND m.state = 'R' AND m.run_at <= {now}
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = m.queue AND pq.paused <> 0)
    AND (m.msg_key IS NULL OR (
         NOT EXISTS (SELECT 1 FROM {p}messages c
                      WHERE c.queue = m.queue AND c.msg_key = m.msg_key AND c.state = 'C')
@@ -259,19 +267,22 @@ SELECT COUNT(*) FROM {p}messages WHERE queue = ? AND state = 'C';
 -- name: claim_head
 -- The next messages of an ordered queue in order, due or not, with how long
 -- until each is due.
-SELECT id, run_at - {now} FROM {p}messages WHERE queue = ? AND state = 'R' ORDER BY priority, order_at, id LIMIT ?;
+SELECT id, run_at - {now} FROM {p}messages WHERE queue = ? AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0) ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: claim_ids
+-- (A paused queue is checked here, not in claim_candidates: its FOR
+-- UPDATE SKIP LOCKED would lock the queue row too.)
 UPDATE {p}messages
    SET state = 'C', claimed_by = ?, claim_mode = ?, claim_until = {now} + ?, attempt = attempt + 1
- WHERE id IN ({list4}) AND state = 'R';
+ WHERE id IN ({list4}) AND state = 'R'
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
 
 -- name: message_by_ids
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
-SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R';
+SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
 
 -- name: message_ack
 DELETE FROM {p}messages WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';

@@ -197,6 +197,13 @@ DELETE FROM {p}notifications WHERE created_at < {now} - ?;
 -- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
 -- created_at.
 
+-- name: queue_pause
+-- Pauses (1) or resumes (0) a queue: paused, no claim takes its messages.
+UPDATE {p}queues SET paused = ? WHERE name = ?;
+
+-- name: queue_paused
+SELECT paused FROM {p}queues WHERE name = ?;
+
 -- name: queue_register
 INSERT INTO {p}queues (name, created_at) VALUES (?, {now}) ON CONFLICT (name) DO NOTHING;
 
@@ -219,6 +226,7 @@ RETURNING id;
 -- name: claim_candidates
 SELECT id FROM {p}messages
  WHERE queue = ? AND state = 'R' AND run_at <= {now}
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
  ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: claim_candidates_per_key
@@ -226,6 +234,7 @@ SELECT id FROM {p}messages
 -- key. Run under queue_lock.
 SELECT m.id FROM {p}messages m
  WHERE m.queue = ?1 AND m.state = 'R' AND m.run_at <= {now}
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = m.queue AND pq.paused <> 0)
    AND (m.msg_key IS NULL OR (
         NOT EXISTS (SELECT 1 FROM {p}messages c
                      WHERE c.queue = m.queue AND c.msg_key = m.msg_key AND c.state = 'C')
@@ -241,7 +250,7 @@ SELECT COUNT(*) FROM {p}messages WHERE queue = ? AND state = 'C';
 -- name: claim_head
 -- The next messages of an ordered queue in order, due or not, with how long
 -- until each is due.
-SELECT id, run_at - {now} FROM {p}messages WHERE queue = ? AND state = 'R' ORDER BY priority, order_at, id LIMIT ?;
+SELECT id, run_at - {now} FROM {p}messages WHERE queue = ? AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0) ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: claim_ids
 UPDATE {p}messages
@@ -253,7 +262,7 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
-SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R';
+SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
 
 -- name: message_ack
 DELETE FROM {p}messages WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
@@ -374,6 +383,7 @@ UPDATE {p}messages
    SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages
                WHERE queue = ?4 AND state = 'R' AND run_at <= {now}
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT ?5)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta;
 

@@ -122,6 +122,28 @@ func (t *Tx) UniqueSet(ctx context.Context, queue, key string, id, expiresAt int
 	return err
 }
 
+// QueuePause implements driver.QueueTx.
+func (t *Tx) QueuePause(ctx context.Context, name string, paused bool) (bool, error) {
+	v := 0
+	if paused {
+		v = 1
+	}
+	res, err := t.exec(ctx, "queue_pause", v, name)
+	if err != nil {
+		return false, fmt.Errorf("queue_pause: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return n > 0, err
+	}
+	// MySQL counts only changed rows: a queue already in that state.
+	var cur int
+	err = t.row(ctx, "queue_paused", name).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // UniquePurge implements driver.QueueTx.
 func (t *Tx) UniquePurge(ctx context.Context) (int, error) {
 	res, err := t.exec(ctx, "unique_purge")
@@ -423,6 +445,11 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	}
 	s.Scheduled = stateR - s.Ready
 	s.OldestReady = time.Duration(max(oldest, 0)) * time.Microsecond
+	var paused int
+	if err := t.row(ctx, "queue_paused", queue).Scan(&paused); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("queue_paused: %w", err)
+	}
+	s.Paused = paused != 0
 	// Over the limit: the planner's estimate (PostgreSQL, MySQL) or an
 	// exact count (SQLite) of the state; ready and scheduled are split in
 	// the proportion of the first entries, in claim order.
