@@ -27,6 +27,12 @@ var (
 	ErrNotClaimed = errors.New("baton: message not claimed by this session")
 	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
 	ErrUnknownQueue = errors.New("baton: unknown queue")
+	// ErrNoMessage: no such message in the queue (finished, dead, or
+	// never there).
+	ErrNoMessage = errors.New("baton: no such message")
+	// ErrRunning: the message is being handled; only waiting messages can
+	// be retried now or deleted.
+	ErrRunning = errors.New("baton: message is being handled")
 	// ErrPermanent, wrapped in a handler's error, sends the message to the
 	// dead letters at once instead of retrying it.
 	ErrPermanent = errors.New("baton: permanent failure")
@@ -1190,4 +1196,43 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 		return fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
 	}
 	return nil
+}
+
+// RetryNow makes a waiting message (delayed, or backing off before a retry)
+// due at once. ErrRunning while it is being handled, ErrNoMessage when the
+// queue has no such message.
+func (c *Client) RetryNow(ctx context.Context, queue string, id int64) error {
+	if err := c.onWaiting(ctx, queue, id, driver.QueueTx.MessageRetryNow); err != nil {
+		return err
+	}
+	c.queueWake(queue)
+	return nil
+}
+
+// DeleteMessage deletes a waiting message. ErrRunning while it is being
+// handled, ErrNoMessage when the queue has no such message.
+func (c *Client) DeleteMessage(ctx context.Context, queue string, id int64) error {
+	return c.onWaiting(ctx, queue, id, driver.QueueTx.MessageDeleteWaiting)
+}
+
+func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(driver.QueueTx, context.Context, string, int64) (bool, string, error)) error {
+	if err := ValidateQueue(queue); err != nil {
+		return err
+	}
+	var done bool
+	var state string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		done, state, err = op(tx, ctx, queue, id)
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("baton: message %d of %s: %w", id, queue, err)
+	case done:
+		return nil
+	case state == driver.MessageClaimed:
+		return fmt.Errorf("%w: message %d of %s", ErrRunning, id, queue)
+	}
+	return fmt.Errorf("%w: %d in %s", ErrNoMessage, id, queue)
 }

@@ -204,3 +204,33 @@ func TestPauseQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryNowAndDelete: a waiting message can be made due at once or
+// deleted; a running one cannot; unknown ids say so.
+func TestRetryNowAndDelete(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		later := enqueue(t, c, "rn", "later", baton.EnqueueOptions{Delay: time.Hour})
+		gone := enqueue(t, c, "rn", "gone")
+		s := session(t, c)
+		if err := c.DeleteMessage(ctx, "rn", gone); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, c.DeleteMessage(ctx, "rn", gone), baton.ErrNoMessage)
+		if ms := claim(t, s, "rn", baton.ClaimOptions{Max: 10}); len(ms) != 0 {
+			t.Fatalf("claimed %v before RetryNow", payloads(ms))
+		}
+		if err := c.RetryNow(ctx, "rn", later); err != nil {
+			t.Fatal(err)
+		}
+		ms := claim(t, s, "rn", baton.ClaimOptions{Max: 10})
+		if len(ms) != 1 || ms[0].ID != later {
+			t.Fatalf("after RetryNow: %v", payloads(ms))
+		}
+		wantErr(t, c.RetryNow(ctx, "rn", later), baton.ErrRunning)
+		wantErr(t, c.DeleteMessage(ctx, "rn", later), baton.ErrRunning)
+		wantErr(t, c.RetryNow(ctx, "other", later), baton.ErrNoMessage)
+		wantErr(t, c.RetryNow(ctx, "bad queue!", later), baton.ErrInvalid)
+	})
+}

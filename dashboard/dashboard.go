@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,20 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 			n, err := c.PurgeDead(ctx, q)
 			return fmt.Sprintf("%d dead letters of %s deleted", n, q), err
 		}))
+		mux.HandleFunc("POST /queues/{queue}/messages/{id}/retry", d.mutate(func(ctx context.Context, q string) (string, error) {
+			id, err := messageID(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("message %d of %s is due now", id, q), c.RetryNow(ctx, q, id)
+		}))
+		mux.HandleFunc("POST /queues/{queue}/messages/{id}/delete", d.mutate(func(ctx context.Context, q string) (string, error) {
+			id, err := messageID(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("message %d of %s deleted", id, q), c.DeleteMessage(ctx, q, id)
+		}))
 		mux.HandleFunc("POST /queues/{queue}/pause", d.mutate(func(ctx context.Context, q string) (string, error) {
 			return q + " paused: no worker takes its messages until it is resumed", c.PauseQueue(ctx, q)
 		}))
@@ -192,13 +207,25 @@ func (d *dash) mutate(act func(ctx context.Context, queue string) (string, error
 			return
 		}
 		q := r.PathValue("queue")
-		msg, err := act(r.Context(), q)
+		msg, err := act(context.WithValue(r.Context(), idKey{}, r.PathValue("id")), q)
 		if err != nil {
 			d.fail(w, r, err)
 			return
 		}
 		http.Redirect(w, r, base(r)+"/queues/"+url.PathEscape(q)+"?done="+url.QueryEscape(msg), http.StatusSeeOther)
 	}
+}
+
+type idKey struct{}
+
+// messageID is the {id} of a message route.
+func messageID(ctx context.Context) (int64, error) {
+	s, _ := ctx.Value(idKey{}).(string)
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%w: message id %q", baton.ErrInvalid, s)
+	}
+	return id, nil
 }
 
 // base is the path prefix the dashboard is mounted under (what
@@ -235,8 +262,11 @@ func (d *dash) render(w http.ResponseWriter, r *http.Request, name, title string
 
 func (d *dash) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
-	if errors.Is(err, baton.ErrUnknownQueue) || errors.Is(err, baton.ErrInvalid) {
+	switch {
+	case errors.Is(err, baton.ErrUnknownQueue), errors.Is(err, baton.ErrInvalid), errors.Is(err, baton.ErrNoMessage):
 		status = http.StatusNotFound
+	case errors.Is(err, baton.ErrRunning):
+		status = http.StatusConflict
 	}
 	w.WriteHeader(status)
 	d.render(w, r, "error", "Error", err.Error())

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -232,6 +233,29 @@ func TestPages(t *testing.T) {
 		ready := hc.get("/ops/queues/mail?state=ready")
 		if !strings.Contains(ready, `<table id="messages">`) || strings.Contains(ready, xss) || !strings.Contains(ready, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 			t.Fatalf("ready tab:\n%s", ready)
+		}
+		// Run now and delete one waiting message from its row.
+		later, err := c.Enqueue(ctxT(t), "mail", []byte("later"), baton.EnqueueOptions{Delay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched := hc.get("/ops/queues/mail?state=scheduled")
+		retry := fmt.Sprintf("/ops/queues/mail/messages/%d/retry", later)
+		if !strings.Contains(sched, `action="`+retry+`"`) {
+			t.Fatalf("scheduled tab offers no run-now for %d:\n%s", later, sched)
+		}
+		same := map[string]string{"Sec-Fetch-Site": "same-origin"}
+		if code, _, _ := hc.do("POST", retry, url.Values{"csrf": {csrfRE(sched)}}, same); code != http.StatusSeeOther {
+			t.Fatalf("run now: %d", code)
+		}
+		if st, _ := c.Stats(ctxT(t), "mail"); st.Scheduled != 0 || st.Ready != 2 {
+			t.Fatalf("after run now: %+v", st)
+		}
+		if code, _, _ := hc.do("POST", fmt.Sprintf("/ops/queues/mail/messages/%d/delete", later), url.Values{"csrf": {csrfRE(sched)}}, same); code != http.StatusSeeOther {
+			t.Fatalf("delete: %d", code)
+		}
+		if code, _, _ := hc.do("POST", fmt.Sprintf("/ops/queues/mail/messages/%d/delete", later), url.Values{"csrf": {csrfRE(sched)}}, same); code != http.StatusNotFound {
+			t.Fatalf("delete of a deleted message: %d, want 404", code)
 		}
 		if code, _, _ := hc.do("GET", "/ops/queues/mail?state=bogus", nil, nil); code != http.StatusNotFound {
 			t.Fatalf("unknown state tab: %d, want 404", code)

@@ -216,6 +216,17 @@ DELETE FROM {p}notifications WHERE created_at < {now} - ?;
 -- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
 -- created_at.
 
+-- name: message_retry_now
+-- A waiting message of the queue becomes due now.
+UPDATE {p}messages SET run_at = {now} WHERE id = ? AND queue = ? AND state = 'R';
+
+-- name: message_delete_waiting
+-- Deletes a waiting (not running) message of the queue.
+DELETE FROM {p}messages WHERE id = ? AND queue = ? AND state = 'R';
+
+-- name: message_state
+SELECT state FROM {p}messages WHERE id = ? AND queue = ?;
+
 -- name: queue_pause
 -- Pauses (1) or resumes (0) a queue: paused, no claim takes its messages.
 UPDATE {p}queues SET paused = ? WHERE name = ?;

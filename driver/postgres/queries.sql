@@ -244,6 +244,17 @@ DELETE FROM {p}notify_pollers WHERE client_id = $1;
 -- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
 -- created_at.
 
+-- name: message_retry_now
+-- A waiting message of the queue becomes due now.
+UPDATE {p}messages SET run_at = {now} WHERE id = $1 AND queue = $2 AND state = 'R';
+
+-- name: message_delete_waiting
+-- Deletes a waiting (not running) message of the queue.
+DELETE FROM {p}messages WHERE id = $1 AND queue = $2 AND state = 'R';
+
+-- name: message_state
+SELECT state FROM {p}messages WHERE id = $1 AND queue = $2;
+
 -- name: queue_pause
 -- Pauses (1) or resumes (0) a queue: paused, no claim takes its messages.
 UPDATE {p}queues SET paused = $1 WHERE name = $2;

@@ -122,6 +122,34 @@ func (t *Tx) UniqueSet(ctx context.Context, queue, key string, id, expiresAt int
 	return err
 }
 
+// MessageRetryNow implements driver.QueueTx.
+func (t *Tx) MessageRetryNow(ctx context.Context, queue string, id int64) (bool, string, error) {
+	return t.onWaiting(ctx, "message_retry_now", queue, id)
+}
+
+// MessageDeleteWaiting implements driver.QueueTx.
+func (t *Tx) MessageDeleteWaiting(ctx context.Context, queue string, id int64) (bool, string, error) {
+	return t.onWaiting(ctx, "message_delete_waiting", queue, id)
+}
+
+// onWaiting runs a statement on one waiting message; when it changed
+// nothing, it says the message's state.
+func (t *Tx) onWaiting(ctx context.Context, name, queue string, id int64) (bool, string, error) {
+	res, err := t.exec(ctx, name, id, queue)
+	if err != nil {
+		return false, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return n > 0, "", err
+	}
+	var state string
+	err = t.row(ctx, "message_state", id, queue).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, "", nil
+	}
+	return false, state, err
+}
+
 // QueuePause implements driver.QueueTx.
 func (t *Tx) QueuePause(ctx context.Context, name string, paused bool) (bool, error) {
 	v := 0
