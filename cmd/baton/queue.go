@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -37,7 +38,11 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
 		},
 	}
 	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g),
-		queuePauseCmd(g, true), queuePauseCmd(g, false))
+		queuePauseCmd(g, true), queuePauseCmd(g, false),
+		queueMessageCmd(g, "retry", "Make a waiting message due now",
+			"Make message ID of QUEUE, delayed or backing off before a retry, due at once.", (*baton.Client).RetryNow),
+		queueMessageCmd(g, "delete", "Delete a waiting message",
+			"Delete message ID of QUEUE, which waits (ready or scheduled).", (*baton.Client).DeleteMessage))
 	return cmd
 }
 
@@ -451,6 +456,45 @@ baton queue stats shows paused queues.`
 			}
 			if errors.Is(err, baton.ErrUnknownQueue) {
 				return usageErr("queue %s: %s", use, strings.TrimPrefix(err.Error(), "baton: "))
+			}
+			return err
+		},
+	}
+}
+
+// queueMessageCmd is a command on one waiting message: baton queue retry
+// or baton queue delete.
+func queueMessageCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string, int64) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " QUEUE ID",
+		Short: short,
+		Long: long + ` A message being handled cannot be (exit 65); a finished,
+dead or unknown one neither (exit 66; the ids are in baton queue dead and the
+dashboard).
+
+Exit statuses: 0 done; 64 for a bad QUEUE or ID; 65 the message is being
+handled; 66 no such message; 69 when the database cannot be reached; 1 for
+any other error.`,
+		Args: argsUsage("queue "+use, 2, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := baton.ValidateQueue(args[0]); err != nil {
+				return invalidUsage("queue "+use, err)
+			}
+			id, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil || id <= 0 {
+				return usageErr("queue %s: message id %q: give a positive number", use, args[1])
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			err = op(c, cmd.Context(), args[0], id)
+			switch {
+			case errors.Is(err, baton.ErrRunning):
+				return &cliError{code: 65, msg: fmt.Sprintf("queue %s: message %d is being handled", use, id)}
+			case errors.Is(err, baton.ErrNoMessage):
+				return &cliError{code: 66, msg: fmt.Sprintf("queue %s: no waiting message %d in %s", use, id, args[0])}
 			}
 			return err
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -56,4 +57,33 @@ func TestServeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, waitExit(t, s, 15*time.Second), "", 0, "")
+}
+
+// TestQueueControlCommands: pause/resume, retry and delete of one message,
+// with their exit statuses.
+func TestQueueControlCommands(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "c.db")
+	id := pushID(t, dsn, "", "cq", "x", "--delay", "1h")
+	code, _, errs := run(t, dsn, "queue", "pause", "cq")
+	expect(t, code, errs, 0, "")
+	code, out, errs := run(t, dsn, "queue", "stats")
+	expect(t, code, errs, 0, "")
+	if !strings.Contains(out, "cq (paused)") {
+		t.Fatalf("stats do not show the paused queue:\n%s", out)
+	}
+	code, _, errs = run(t, dsn, "queue", "resume", "cq")
+	expect(t, code, errs, 0, "")
+	code, _, errs = run(t, dsn, "queue", "pause", "nope")
+	expect(t, code, errs, 64, "unknown queue")
+	code, _, errs = run(t, dsn, "queue", "retry", "cq", fmt.Sprint(id))
+	expect(t, code, errs, 0, "")
+	if st := statsOf(t, dsn, "cq"); st["ready"] != float64(1) || st["scheduled"] != float64(0) {
+		t.Fatalf("after retry: %v", st)
+	}
+	code, _, errs = run(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
+	expect(t, code, errs, 0, "")
+	code, _, errs = run(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
+	expect(t, code, errs, 66, "no waiting message")
+	code, _, errs = run(t, dsn, "queue", "retry", "cq", "x")
+	expect(t, code, errs, 64, "positive number")
 }
