@@ -573,41 +573,11 @@ func (d *Driver) inFastTx(ctx context.Context, fn func(c *sql.Conn) (bool, error
 // insert, commit) on the fast pool; two (upsert, rollback) when not
 // granted.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
-	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID}
-	granted := false
-	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
-			p.Kind, bin(p.NS), bin(p.Name), nr, nw, nw, nw, nr, nw, nw)
-		if err != nil {
-			return false, fmt.Errorf("fast_acquire_ident: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil || n == 0 {
-			return false, err
-		}
-		if r.Token, err = res.LastInsertId(); err != nil {
-			return false, err
-		}
-		res, err = c.ExecContext(ctx, d.Q("request_insert"),
-			r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
-		if err != nil {
-			return false, fmt.Errorf("request_insert: %w", err)
-		}
-		if r.ID, err = res.LastInsertId(); err != nil {
-			return false, err
-		}
-		granted = true
-		return true, nil
-	})
-	if err != nil || !granted {
+	rs, ok, err := d.LockFastAcquireMany(ctx, p, []string{p.Name})
+	if err != nil || !ok {
 		return driver.Request{}, false, err
 	}
-	return r, true, nil
+	return rs[0], true, nil
 }
 
 // LockFastAcquireMany implements driver.ManyAcquirer: the names of
