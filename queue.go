@@ -96,6 +96,10 @@ type EnqueueOptions struct {
 	// epoch, by the enqueuer's clock) in which the message was enqueued;
 	// 0: while the message exists.
 	UniquePeriod time.Duration
+	// Timeout bounds each handler run of the message (Work cancels the
+	// handler's context after it; the attempt then fails and is retried);
+	// it overrides WorkerOptions.Timeout. 0: none. At least a millisecond.
+	Timeout time.Duration
 }
 
 // NewMessage is a message to enqueue with EnqueueMany.
@@ -146,12 +150,15 @@ func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (dri
 		return driver.NewMessage{}, fmt.Errorf("%w: negative unique period %v", ErrInvalid, o.UniquePeriod)
 	case o.UniquePeriod > 0 && o.UniqueKey == "":
 		return driver.NewMessage{}, fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
+	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
+		return driver.NewMessage{}, fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
 	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
-		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey}
+		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey,
+		Meta: encodeMeta(messageMeta{TimeoutMS: o.Timeout.Milliseconds()})}
 	if o.UniquePeriod > 0 {
 		now := time.Now().UnixMicro()
 		p := o.UniquePeriod.Microseconds()
@@ -192,7 +199,7 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessag
 	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
 	defer func() { endSpan(span, err) }()
 	for i := range rows {
-		rows[i].Meta = meta
+		rows[i].Meta = withTrace(rows[i].Meta, meta)
 	}
 	ids, _, err = c.enqueueRows(ctx, queue, rows)
 	return ids, err
@@ -211,7 +218,7 @@ func (c *Client) EnqueueUnique(ctx context.Context, queue string, payload []byte
 	}
 	ctx, span, meta := c.startEnqueue(ctx, queue, 1)
 	defer func() { endSpan(span, err) }()
-	m.Meta = meta
+	m.Meta = withTrace(m.Meta, meta)
 	ids, dups, err := c.enqueueRows(ctx, queue, []driver.NewMessage{m})
 	if err != nil {
 		return 0, false, err
@@ -346,7 +353,7 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 	}
 	ids = make([]int64, len(rows))
 	for i, m := range rows {
-		m.Meta = meta
+		m.Meta = withTrace(m.Meta, meta)
 		if ids[i], err = c.insertTx(ctx, tx, m); err != nil {
 			return nil, fmt.Errorf("baton: enqueue: %w", err)
 		}

@@ -27,8 +27,43 @@ const tracerName = "github.com/batonhq/baton"
 
 // traceMeta is the metadata's trace context, W3C Trace Context's headers.
 type traceMeta struct {
-	TraceParent string `json:"traceparent"`
+	TraceParent string `json:"traceparent,omitempty"`
 	TraceState  string `json:"tracestate,omitempty"`
+}
+
+// messageMeta is what a message carries in its meta column (JSON): the
+// enqueuer's trace context and the message's handler timeout.
+type messageMeta struct {
+	traceMeta
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// encodeMeta writes a message's metadata ("" when there is none).
+func encodeMeta(m messageMeta) string {
+	if m == (messageMeta{}) {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// decodeMeta reads a message's metadata; what cannot be read is ignored.
+func decodeMeta(s string) messageMeta {
+	var m messageMeta
+	if s != "" {
+		_ = json.Unmarshal([]byte(s), &m)
+	}
+	return m
+}
+
+// withTrace adds the trace context to a message's metadata.
+func withTrace(meta string, tm traceMeta) string {
+	m := decodeMeta(meta)
+	m.traceMeta = tm
+	return encodeMeta(m)
 }
 
 // encodeTrace writes a span context as W3C trace context (version 00).
@@ -61,21 +96,17 @@ func decodeTrace(m traceMeta) trace.SpanContext {
 }
 
 // startEnqueue starts the span of an enqueue of n messages to queue and
-// returns the metadata that carries its context ("" when it is not
+// returns the trace context the messages carry (empty when it is not
 // recording and no trace came in).
-func (c *Client) startEnqueue(ctx context.Context, queue string, n int) (context.Context, trace.Span, string) {
+func (c *Client) startEnqueue(ctx context.Context, queue string, n int) (context.Context, trace.Span, traceMeta) {
 	ctx, span := c.tracer.Start(ctx, "baton.enqueue "+queue, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("messaging.system", "baton"), attribute.String("messaging.destination.name", queue),
 			attribute.Int("messaging.batch.message_count", n)))
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
-		return ctx, span, ""
+		return ctx, span, traceMeta{}
 	}
-	b, err := json.Marshal(encodeTrace(sc))
-	if err != nil {
-		return ctx, span, ""
-	}
-	return ctx, span, string(b)
+	return ctx, span, encodeTrace(sc)
 }
 
 // endSpan records err, if any, and ends the span.
@@ -90,13 +121,8 @@ func endSpan(span trace.Span, err error) {
 // startProcess starts the span of one handler run of m, a child of the
 // enqueue's span when the message carries its context.
 func (c *Client) startProcess(ctx context.Context, m *Message) (context.Context, trace.Span) {
-	if m.meta != "" {
-		var tm traceMeta
-		if json.Unmarshal([]byte(m.meta), &tm) == nil {
-			if sc := decodeTrace(tm); sc.IsValid() {
-				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
-			}
-		}
+	if sc := decodeTrace(decodeMeta(m.meta).traceMeta); sc.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	return c.tracer.Start(ctx, "baton.process "+m.Queue, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("messaging.system", "baton"), attribute.String("messaging.destination.name", m.Queue),

@@ -42,6 +42,10 @@ type WorkerOptions struct {
 	// Drain makes Work return once no message is ready and none is in
 	// flight (the cron pattern) instead of waiting for more.
 	Drain bool
+	// Timeout bounds each handler run (its context is cancelled after it;
+	// the attempt then fails and is retried); a message's own
+	// EnqueueOptions.Timeout overrides it. 0: none.
+	Timeout time.Duration
 	// Name is the worker session's owner name (default "worker QUEUE").
 	Name string
 }
@@ -63,6 +67,9 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	}
 	if handler == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalid)
+	}
+	if opts.Timeout < 0 {
+		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, opts.Timeout)
 	}
 	if opts.Concurrency <= 0 || opts.Mode == Ordered {
 		opts.Concurrency = 1
@@ -384,10 +391,20 @@ func (w *worker) keeper(stop chan struct{}) {
 	}
 }
 
-// handle runs the handler on one message, keeping its claim alive.
+// handle runs the handler on one message, keeping its claim alive, within
+// the message's timeout (or the worker's).
 func (w *worker) handle(ctx context.Context, m *Message) error {
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	timeout := w.o.Timeout
+	if ms := decodeMeta(m.meta).TimeoutMS; ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	if timeout > 0 {
+		var tcancel context.CancelFunc
+		mctx, tcancel = context.WithTimeoutCause(mctx, timeout, fmt.Errorf("%w: handler ran longer than its timeout %v", context.DeadlineExceeded, timeout))
+		defer tcancel()
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {

@@ -47,15 +47,21 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
 }
 
 func queuePushCmd(g *globals) *cobra.Command {
-	var delay time.Duration
+	var delay, timeout, uniqueFor time.Duration
 	var priority, maxAttempts int
-	var key string
+	var key, unique string
 	cmd := &cobra.Command{
 		Use:   "push QUEUE [PAYLOAD|-]",
 		Short: "Add a message to a queue and print its id",
 		Long: fmt.Sprintf(`Add one message to QUEUE and print its id. The payload is PAYLOAD, or
 standard input when PAYLOAD is - or missing; it must not be empty and holds
 at most %d bytes (1 MiB). Consumers waiting on the queue wake once it commits.
+
+--unique KEY adds the message only if no message with that unique key waits
+or runs in QUEUE (with --unique-for D: none was enqueued with it in the same
+period D); otherwise it adds nothing, prints the holder's id and says so on
+standard error. --timeout D bounds each run of the message's handler (baton
+work kills a command that runs longer; the attempt fails).
 
 Bad input (a bad queue name, an empty or oversized payload, a negative
 --delay, a non-numeric --priority, a --max-attempts below 1) exits 64 with a
@@ -96,12 +102,22 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 				return err
 			}
 			defer c.Close()
-			id, err := c.Enqueue(cmd.Context(), queue, payload, baton.EnqueueOptions{
-				Delay: delay, Priority: priority, Key: key, MaxAttempts: maxAttempts})
+			o := baton.EnqueueOptions{Delay: delay, Priority: priority, Key: key, MaxAttempts: maxAttempts,
+				Timeout: timeout, UniqueKey: unique, UniquePeriod: uniqueFor}
+			var id int64
+			dup := false
+			if unique != "" {
+				id, dup, err = c.EnqueueUnique(cmd.Context(), queue, payload, o)
+			} else {
+				id, err = c.Enqueue(cmd.Context(), queue, payload, o)
+			}
 			if err != nil {
 				return invalidUsage("queue push", err)
 			}
 			fmt.Println(id)
+			if dup {
+				fmt.Fprintf(os.Stderr, "baton: queue push: not added: message %d holds unique key %q\n", id, unique)
+			}
 			return nil
 		},
 	}
@@ -109,6 +125,9 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().IntVar(&priority, "priority", 0, "lower numbers are served first; may be negative")
 	cmd.Flags().StringVar(&key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
 	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "bound each handler run of the message (e.g. 30s; overrides baton work --timeout)")
+	cmd.Flags().StringVar(&unique, "unique", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
+	cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "with --unique: hold the key for the period of this length in which the message is enqueued")
 	return cmd
 }
 

@@ -86,4 +86,17 @@ func TestQueueControlCommands(t *testing.T) {
 	expect(t, code, errs, 66, "no waiting message")
 	code, _, errs = run(t, dsn, "queue", "retry", "cq", "x")
 	expect(t, code, errs, 64, "positive number")
+
+	// Unique keys and handler timeouts.
+	first := pushID(t, dsn, "", "uq", "a", "--unique", "k1")
+	code, out, errs = run(t, dsn, "queue", "push", "uq", "b", "--unique", "k1")
+	if code != 0 || strings.TrimSpace(out) != fmt.Sprint(first) || !strings.Contains(errs, "not added") {
+		t.Fatalf("duplicate push: %d %q %q, want the first id %d and a note", code, out, errs, first)
+	}
+	pushID(t, dsn, "", "tq", "slow", "--timeout", "100ms")
+	code, _, errs = run(t, dsn, "work", "tq", "--drain", "--", "sleep", "30")
+	expect(t, code, errs, 0, "ran longer than its timeout 100ms")
+	if st := statsOf(t, dsn, "tq"); st["scheduled"] != float64(1) {
+		t.Fatalf("the timed-out message is not backing off: %v", st)
+	}
 }

@@ -107,7 +107,7 @@ and carries on.`
 func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	var concurrency int
 	var ordered, perKey, drain bool
-	var visibility, grace time.Duration
+	var visibility, grace, timeout time.Duration
 	var metricsAddr string
 	what := spec.what
 	cmd := &cobra.Command{
@@ -131,7 +131,10 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := baton.WorkerOptions{Concurrency: concurrency, Visibility: visibility, Grace: grace, Drain: drain,
+			if timeout < 0 {
+				return usageErr("%s: --timeout %v is negative", what, timeout)
+			}
+			opts := baton.WorkerOptions{Concurrency: concurrency, Visibility: visibility, Grace: grace, Drain: drain, Timeout: timeout,
 				Name: "baton " + what + " " + args[0]}
 			switch {
 			case ordered && perKey:
@@ -177,6 +180,7 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	cmd.Flags().BoolVar(&drain, "drain", false, "exit once no message is ready (cron)")
 	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "claim lease, renewed while CMD runs: how soon a message of a dead worker is delivered again")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long running commands may take before they are killed")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill a command that runs longer than this (its attempt fails); a message's own --timeout (queue push) wins")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port) while working")
 	return cmd
 }
