@@ -247,8 +247,7 @@ func (s *Session) acquireMany(ctx context.Context, call int64, ids []driver.Iden
 	rs, ok, err := ma.LockFastAcquireMany(ctx, driver.FastAcquireParams{SessionID: s.id, ClientID: s.c.id,
 		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.incarnation}, names)
 	if errors.Is(err, driver.ErrServerRestarted) {
-		s.lose(fmt.Errorf("%w: %w", ErrSessionLost, err))
-		return nil, false, s.Err()
+		return nil, false, s.lost("%w", err)
 	}
 	if err != nil {
 		if s.c.drv.IsRetryable(err) {
@@ -268,8 +267,7 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 			return r, nil
 		}
 		if errors.Is(err, driver.ErrServerRestarted) {
-			s.lose(fmt.Errorf("%w: %w", ErrSessionLost, err))
-			return driver.Request{}, s.Err()
+			return driver.Request{}, s.lost("%w", err)
 		}
 		if err == nil {
 			break
@@ -320,8 +318,7 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 		return tx.LockIdentUpdate(ctx, state)
 	})
 	if errors.Is(err, errSessionGone) {
-		s.lose(fmt.Errorf("%w: the database no longer has the session (its lease ran out, or a crash emptied the lock state)", ErrSessionLost))
-		return driver.Request{}, s.Err()
+		return driver.Request{}, s.lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
 	}
 	if err != nil {
 		return driver.Request{}, s.failure(ctx, err)
@@ -361,8 +358,7 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 				return driver.Request{}, err
 			}
 			// Reaped, or emptied by a crash: the session is gone too.
-			s.lose(fmt.Errorf("%w: lock request vanished (session ended)", ErrSessionLost))
-			return driver.Request{}, s.Err()
+			return driver.Request{}, s.lost("lock request vanished (session ended)")
 		}
 	case <-ctx.Done():
 		c.removeWaiter(req.ID)

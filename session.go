@@ -193,6 +193,13 @@ func (s *Session) lose(err error) {
 	}
 }
 
+// lost ends the session as lost, saying why (it wraps ErrSessionLost), and
+// returns its error: the first reason it was ended with.
+func (s *Session) lost(format string, a ...any) error {
+	s.lose(fmt.Errorf("%w: "+format, append([]any{ErrSessionLost}, a...)...))
+	return s.Err()
+}
+
 // Close ends the session and releases every lock it holds, at once.
 func (s *Session) Close(ctx context.Context) error {
 	if err := s.Err(); err != nil {
