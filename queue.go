@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/batonhq/baton/driver"
 )
 
@@ -124,9 +126,9 @@ type Message struct {
 	ClaimedUntil time.Time
 
 	mode      QueueMode
-	claimedAt time.Time // local clock
-	meta      string    // trace context from the enqueuer (JSON)
-	event     bool      // Payload is an event in canonical form
+	claimedAt time.Time   // local clock
+	meta      messageMeta // the enqueuer's trace context, the handler timeout
+	event     bool        // Payload is an event in canonical form
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -184,46 +186,54 @@ func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts
 }
 
 // EnqueueMany adds messages to a queue in one transaction, all or none.
-func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) (ids []int64, err error) {
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
-	}
-	rows := make([]driver.NewMessage, len(msgs))
-	for i, m := range msgs {
-		r, err := c.newMessage(queue, m.Payload, m.EnqueueOptions)
-		if err != nil {
-			return nil, err
-		}
-		rows[i] = r
-	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
-	defer func() { endSpan(span, err) }()
-	for i := range rows {
-		rows[i].Meta = withTrace(rows[i].Meta, meta)
-	}
-	ids, _, err = c.enqueueRows(ctx, queue, rows)
+func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+	ids, _, err := c.enqueue(ctx, queue, msgs)
 	return ids, err
 }
 
 // EnqueueUnique enqueues one message with a unique key (opts.UniqueKey)
 // and says whether it was a duplicate: then nothing was added and id is the
 // message that holds the key.
-func (c *Client) EnqueueUnique(ctx context.Context, queue string, payload []byte, opts EnqueueOptions) (id int64, duplicate bool, err error) {
+func (c *Client) EnqueueUnique(ctx context.Context, queue string, payload []byte, opts EnqueueOptions) (int64, bool, error) {
 	if opts.UniqueKey == "" {
 		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a unique key", ErrInvalid)
 	}
-	m, err := c.newMessage(queue, payload, opts)
-	if err != nil {
-		return 0, false, err
-	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, 1)
-	defer func() { endSpan(span, err) }()
-	m.Meta = withTrace(m.Meta, meta)
-	ids, dups, err := c.enqueueRows(ctx, queue, []driver.NewMessage{m})
+	ids, dups, err := c.enqueue(ctx, queue, []NewMessage{{Payload: payload, EnqueueOptions: opts}})
 	if err != nil {
 		return 0, false, err
 	}
 	return ids[0], dups[0], nil
+}
+
+// enqueue checks the messages, then inserts them under an enqueue span
+// whose trace context they carry.
+func (c *Client) enqueue(ctx context.Context, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
+	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { endSpan(span, err) }()
+	return c.enqueueRows(ctx, queue, rows)
+}
+
+// newMessages checks messages to enqueue and starts the enqueue's span;
+// the rows carry its trace context. The caller ends the span.
+func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessage) (context.Context, trace.Span, []driver.NewMessage, error) {
+	if len(msgs) == 0 {
+		return ctx, nil, nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
+	}
+	rows := make([]driver.NewMessage, len(msgs))
+	for i, m := range msgs {
+		var err error
+		if rows[i], err = c.newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
+			return ctx, nil, nil, err
+		}
+	}
+	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
+	for i := range rows {
+		rows[i].Meta = withTrace(rows[i].Meta, meta)
+	}
+	return ctx, span, rows, nil
 }
 
 // enqueueRows inserts the messages in one transaction (one statement for
@@ -329,19 +339,15 @@ type idQuerier interface {
 // transaction through postgres.PgxTx. It returns their ids (0s if tx can
 // only execute statements and the backend reports ids in rows).
 func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, err error) {
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
-	}
-	rows := make([]driver.NewMessage, len(msgs))
-	for i, m := range msgs {
+	for _, m := range msgs {
 		if m.UniqueKey != "" {
 			return nil, fmt.Errorf("%w: unique keys are not supported in the caller's transaction (use Enqueue or EnqueueUnique)", ErrInvalid)
 		}
-		if rows[i], err = c.newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
-			return nil, err
-		}
 	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
+	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
+	if err != nil {
+		return nil, err
+	}
 	defer func() { endSpan(span, err) }()
 	if _, ok := c.knownQueues.Load(queue); !ok {
 		// In the caller's transaction: on SQLite it holds the only write
@@ -353,7 +359,6 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 	}
 	ids = make([]int64, len(rows))
 	for i, m := range rows {
-		m.Meta = withTrace(m.Meta, meta)
 		if ids[i], err = c.insertTx(ctx, tx, m); err != nil {
 			return nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
@@ -704,7 +709,7 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 	msgs := make([]*Message, len(out))
 	for i, m := range out {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
-		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: m.Meta,
+		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
 			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event}
 	}

@@ -121,7 +121,7 @@ func endSpan(span trace.Span, err error) {
 // startProcess starts the span of one handler run of m, a child of the
 // enqueue's span when the message carries its context.
 func (c *Client) startProcess(ctx context.Context, m *Message) (context.Context, trace.Span) {
-	if sc := decodeTrace(decodeMeta(m.meta).traceMeta); sc.IsValid() {
+	if sc := decodeTrace(m.meta.traceMeta); sc.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	return c.tracer.Start(ctx, "baton.process "+m.Queue, trace.WithSpanKind(trace.SpanKindConsumer),

@@ -397,7 +397,7 @@ func (w *worker) handle(ctx context.Context, m *Message) error {
 	mctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timeout := w.o.Timeout
-	if ms := decodeMeta(m.meta).TimeoutMS; ms > 0 {
+	if ms := m.meta.TimeoutMS; ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
 	if timeout > 0 {
