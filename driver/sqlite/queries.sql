@@ -364,10 +364,12 @@ DELETE FROM {p}dead WHERE queue = ?;
 -- entries of each state are read, so that a queue of millions answers as
 -- fast as a small one. The first entries of state 'R' in claim order (how
 -- many, how many of them are ready, how long the oldest of those has
--- waited), then the counts of 'C' and of the dead.
+-- waited), then the counts of 'C' and of the dead, and whether the queue
+-- is paused.
 SELECT r.total, r.ready, COALESCE({now} - r.oldest, 0),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = ? AND state = 'C' LIMIT ?) c),
-       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}dead WHERE queue = ? LIMIT ?) d)
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}dead WHERE queue = ? LIMIT ?) d),
+       COALESCE((SELECT paused FROM {p}queues WHERE name = ?), 0)
   FROM (SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN run_at <= {now} THEN 1 ELSE 0 END), 0) AS ready,
                MIN(CASE WHEN run_at <= {now} THEN run_at END) AS oldest
           FROM (SELECT run_at FROM {p}messages WHERE queue = ? AND state = 'R'

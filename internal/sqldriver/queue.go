@@ -466,18 +466,15 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	var stateR, oldest int64
 	args := []any{queue, StatsLimit}
 	if !t.db.D.Numbered {
-		args = []any{queue, StatsLimit, queue, StatsLimit, queue, StatsLimit}
+		args = []any{queue, StatsLimit, queue, StatsLimit, queue, queue, StatsLimit}
 	}
-	if err := t.row(ctx, "queue_stats", args...).Scan(&stateR, &s.Ready, &oldest, &s.Claimed, &s.Dead); err != nil {
+	var paused int
+	if err := t.row(ctx, "queue_stats", args...).Scan(&stateR, &s.Ready, &oldest, &s.Claimed, &s.Dead, &paused); err != nil {
 		return s, fmt.Errorf("queue_stats: %w", err)
 	}
+	s.Paused = paused != 0
 	s.Scheduled = stateR - s.Ready
 	s.OldestReady = time.Duration(max(oldest, 0)) * time.Microsecond
-	var paused int
-	if err := t.row(ctx, "queue_paused", queue).Scan(&paused); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return s, fmt.Errorf("queue_paused: %w", err)
-	}
-	s.Paused = paused != 0
 	// Over the limit: the planner's estimate (PostgreSQL, MySQL) or an
 	// exact count (SQLite) of the state; ready and scheduled are split in
 	// the proportion of the first entries, in claim order.
