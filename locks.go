@@ -380,15 +380,20 @@ func describe(id driver.Ident) string {
 	return fmt.Sprintf("%q in namespace %q", id.Name, id.NS)
 }
 
-// failure maps an error during acquisition to what the caller sees.
-func (s *Session) failure(ctx context.Context, err error) error {
+// settleDeadline waits for ctx to be done when its deadline has passed: a
+// statement (or a connection's dial) can fail on the deadline a moment
+// before the context's own timer marks it done, and the caller must see
+// the context's cause (ErrTimeout, ErrEmpty), not the network's "i/o
+// timeout".
+func settleDeadline(ctx context.Context) {
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		// A statement (or a connection's dial) can fail on the deadline a
-		// moment before the context's own timer marks it done: wait for
-		// that, so that a lock timeout is reported as ErrTimeout and not
-		// as the network's "i/o timeout".
 		<-ctx.Done()
 	}
+}
+
+// failure maps an error during acquisition to what the caller sees.
+func (s *Session) failure(ctx context.Context, err error) error {
+	settleDeadline(ctx)
 	if errors.Is(err, ErrTimeout) || errors.Is(context.Cause(ctx), ErrTimeout) {
 		return fmt.Errorf("%w", ErrTimeout)
 	}

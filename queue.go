@@ -547,11 +547,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	for {
 		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
 		if err != nil {
-			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-				// A dial or statement can fail on the deadline a moment
-				// before the context's timer marks it done.
-				<-ctx.Done()
-			}
+			settleDeadline(ctx)
 			if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
 				return nil, ErrEmpty
 			}
