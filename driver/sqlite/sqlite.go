@@ -183,6 +183,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	d.hub = hubFor(d.path)
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "sqlite",
+		PrepareOnUse:    true,
 		InsertReturning: true,
 		UpdateReturning: true,
 		DeleteReturning: true,

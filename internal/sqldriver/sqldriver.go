@@ -31,6 +31,11 @@ type Dialect struct {
 	UpdateReturning bool
 	// Queries are the named queries of the dialect's query file.
 	Queries map[string]string
+	// PrepareOnUse prepares a statement the first time it runs outside a
+	// transaction (SQLite: preparing is in-process, so a one-shot command
+	// pays only for the statements it runs, and a busy client gets the
+	// prepared fast paths at once instead of after Prepare).
+	PrepareOnUse bool
 	// TxOptions are used for every transaction.
 	TxOptions *sql.TxOptions
 	// Wake is called inside a transaction to wake clients once it commits.
@@ -64,26 +69,42 @@ func (db *DB) Prepare(ctx context.Context) error {
 	if db.NoPrepare {
 		return nil
 	}
-	for name, q := range db.D.Queries {
-		if strings.Contains(q, "{list") || strings.Contains(q, "{pairs") {
-			continue
+	for name := range db.D.Queries {
+		if _, ok := db.stmts.Load(name); !ok {
+			db.prepareOne(ctx, name)
 		}
-		if _, ok := db.stmts.Load(name); ok {
-			continue
-		}
-		st, err := db.SQL.PrepareContext(ctx, q)
-		if err != nil {
-			continue
-		}
-		db.stmts.Store(name, st)
 	}
 	return nil
+}
+
+// prepareOne prepares a named query and keeps it; nil when it cannot be
+// prepared (it then runs as text).
+func (db *DB) prepareOne(ctx context.Context, name string) *sql.Stmt {
+	q := db.D.Queries[name]
+	if q == "" || strings.Contains(q, "{list") || strings.Contains(q, "{pairs") {
+		return nil
+	}
+	st, err := db.SQL.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	if v, loaded := db.stmts.LoadOrStore(name, st); loaded {
+		st.Close() // prepared meanwhile by another caller
+		return v.(*sql.Stmt)
+	}
+	return st
 }
 
 // stmtFor returns the prepared statement of a query, bound to tx when tx is
 // not nil, or nil when it is not prepared.
 func (db *DB) stmtFor(ctx context.Context, tx *sql.Tx, name string) *sql.Stmt {
 	v, ok := db.stmts.Load(name)
+	if !ok && tx == nil && db.D.PrepareOnUse && !db.NoPrepare {
+		// Outside a transaction only: inside one, preparing on the pool
+		// would wait for the connection the transaction holds (SQLite has
+		// one).
+		return db.prepareOne(ctx, name)
+	}
 	if !ok {
 		return nil
 	}
