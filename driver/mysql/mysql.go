@@ -99,6 +99,7 @@ type Driver struct {
 	// main pool with START TRANSACTION, so the process holds one
 	// connection instead of two.
 	fastReady atomic.Bool
+	fastUses  atomic.Int32 // fast-path calls on the main pool so far
 
 	// serverStart is the server's start time on its own clock, in
 	// microseconds, minus a second of slack (0: unknown). A registered
@@ -510,6 +511,12 @@ func list(q string, n int) string {
 	return strings.ReplaceAll(q, "{list}", strings.TrimSuffix(strings.Repeat("?,", n), ","))
 }
 
+// oneShotFastUses is how many fast-path calls a client makes on the main
+// pool before the fast pool: a lock around a command takes two (acquire,
+// release) and opens no second connection; a busier client moves at its
+// fifth call instead of waiting for Prepare.
+const oneShotFastUses = 4
+
 // Prepare implements driver.Driver: besides preparing statements, the fast
 // paths move to their own pool (a client that lives this long takes locks
 // often enough for the saved round trip to matter).
@@ -522,7 +529,8 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // of the fast pool, whose first statement opens it, or, before Prepare, one
 // of the main pool after START TRANSACTION.
 func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
-	if d.fastReady.Load() {
+	if d.fastReady.Load() || d.fastUses.Add(1) > oneShotFastUses {
+		d.fastReady.Store(true)
 		return d.fast.Conn(ctx)
 	}
 	c, err := d.SQL.Conn(ctx)
