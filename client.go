@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/maintain"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -149,6 +150,7 @@ type Client struct {
 
 	wakeCh     chan struct{}
 	quit       chan struct{}
+	upkeep     *maintain.Group
 	wg         sync.WaitGroup
 	lastDetect time.Time
 	lastRescue time.Time
@@ -269,9 +271,10 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	// open took a 10 ms command to 15.
 	c.wg.Add(1)
 	go c.prepareLater()
-	c.wg.Add(2)
+	c.wg.Add(1)
 	go c.wakeLoop()
-	go c.heartbeatLoop()
+	c.upkeep = c.services()
+	c.upkeep.Start()
 	return c, nil
 }
 
@@ -414,7 +417,9 @@ func (c *Client) prepareLater() {
 		case <-ctx.Done():
 		}
 	}()
-	_ = c.drv.Prepare(ctx)
+	// Unprepared statements still run (prepared on use where the backend
+	// does that): a failure costs speed, not correctness.
+	c.logErr("prepare statements", c.drv.Prepare(ctx))
 }
 
 // Migrate applies pending migrations.
@@ -445,7 +450,7 @@ func (c *Client) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c.flushThroughput(ctx)
+	c.logErr("flush throughput counts", c.flushThroughput(ctx))
 	var errs []error
 	for _, s := range ss {
 		if err := s.Close(ctx); err != nil && !errors.Is(err, ErrSessionLost) {
@@ -453,6 +458,7 @@ func (c *Client) Close() error {
 		}
 	}
 	close(c.quit)
+	c.upkeep.Stop()
 	c.stopListening()
 	c.wg.Wait()
 	errs = append(errs, c.drv.Close())
@@ -597,62 +603,36 @@ func (c *Client) removeWaiter(id int64) {
 	c.mu.Unlock()
 }
 
-// heartbeatLoop renews the leases of this client's live sessions, deletes
-// the sessions it has given up on, and frees the locks of dead sessions of
-// any process. Loss is not decided here: each session's own local deadline
-// fires on its own (see Session.renewed), whatever this loop is blocked on.
-func (c *Client) heartbeatLoop() {
-	defer c.wg.Done()
-	t := time.NewTicker(c.opts.Heartbeat)
-	defer t.Stop()
-	purge := time.Now()
-	tick := 0
-	failing := false
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-t.C:
-		}
-		// A renewal that cannot finish before the next tick is no use: the
-		// next one starts afresh on another connection.
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Heartbeat)
-		if err := c.heartbeat(ctx); err != nil {
-			if !failing {
-				c.logf("lease renewal failed (logged once until it works again): %v", err)
-			}
-			failing = true
-		} else if failing {
-			failing = false
-			c.opts.Logger.Info("baton: lease renewal works again")
-		}
-		cancel()
-		if c.waiting() {
-			// Lock waiters whose listener could not start (the database
-			// was away) wait on: start it again; its start wakes them.
-			_, _ = c.kickListener()
-		}
-		ctx, cancel = context.WithTimeout(context.Background(), c.opts.Lease)
-		c.endAbandoned(ctx)
-		if tick++; tick%10 == 0 {
-			c.logErr("sweep orphaned lock requests", c.sweepOrphans(ctx))
-		}
-		if tick%5 == 0 {
-			_, err := c.recoverStaleClaims(ctx)
-			c.logErr("recover stale claims", err)
-		}
-		if tick%10 == 0 {
-			c.flushThroughput(ctx)
-		}
-		if time.Since(purge) > time.Minute {
-			purge = time.Now()
-			c.logErr("purge idle lock rows", c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err }))
-			c.logErr("maintenance", c.drv.Maintain(ctx))
-			c.logErr("purge throughput", c.drv.NoTx().ThroughputPurge(ctx))
-			c.logErr("purge unique keys", c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err }))
-		}
-		cancel()
-	}
+// services are the client's background upkeep, each on its own interval
+// (see internal/maintain): a slow sweep never delays a lease renewal, and
+// every failure goes to Options.Logger. Loss is not decided here: each
+// session's own local deadline fires on its own (see Session.renewed),
+// whatever a renewal is blocked on.
+func (c *Client) services() *maintain.Group {
+	hb, lease := c.opts.Heartbeat, c.opts.Lease
+	g := maintain.NewGroup(c.opts.Logger)
+	// A renewal that cannot finish before the next tick is no use: the
+	// next one starts afresh on another connection. It also reaps: the
+	// statement that renews lists the dead sessions of others.
+	g.Add(maintain.Service{Name: "lease renewal", Interval: hb, Run: c.heartbeat})
+	g.Add(maintain.Service{Name: "lost-session cleanup", Interval: hb, Timeout: lease, Run: c.endAbandoned})
+	g.Add(maintain.Service{Name: "claim rescuer", Interval: 5 * hb, Timeout: lease, Run: func(ctx context.Context) error {
+		_, err := c.recoverStaleClaims(ctx)
+		return err
+	}})
+	g.Add(maintain.Service{Name: "orphan sweeper", Interval: 10 * hb, Timeout: lease, Run: c.sweepOrphans})
+	g.Add(maintain.Service{Name: "throughput flush", Interval: 10 * hb, Timeout: lease, Run: c.flushThroughput})
+	g.Add(maintain.Service{Name: "idle lock-row purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
+		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
+	}})
+	g.Add(maintain.Service{Name: "backend upkeep", Interval: time.Minute, Timeout: lease, Run: c.drv.Maintain})
+	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
+		return c.drv.NoTx().ThroughputPurge(ctx)
+	}})
+	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
+		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
+	}})
+	return g
 }
 
 func (c *Client) logf(format string, a ...any) {
@@ -691,8 +671,9 @@ func (c *Client) abandon(id string) {
 }
 
 // endAbandoned deletes the sessions this client gave up on, freeing their
-// locks and requests and returning their claims.
-func (c *Client) endAbandoned(ctx context.Context) {
+// locks and requests and returning their claims. It stops at the first
+// failure (the database is still away) and tries again next time.
+func (c *Client) endAbandoned(ctx context.Context) error {
 	c.mu.Lock()
 	ids := make([]string, 0, len(c.abandoned))
 	for id := range c.abandoned {
@@ -701,13 +682,13 @@ func (c *Client) endAbandoned(ctx context.Context) {
 	c.mu.Unlock()
 	for _, id := range ids {
 		if err := c.endSession(ctx, id); err != nil {
-			c.logf("delete lost session %s: %v", id, err)
-			return // the database is still away; try again next tick
+			return fmt.Errorf("delete lost session %s: %w", id, err)
 		}
 		c.mu.Lock()
 		delete(c.abandoned, id)
 		c.mu.Unlock()
 	}
+	return nil
 }
 
 // liveSessions lists the sessions this client still owns.
@@ -749,6 +730,14 @@ func (c *Client) heartbeat(ctx context.Context) error {
 		return err
 	}
 	c.reap(ctx, refs)
+	if c.waiting() {
+		// Lock waiters whose listener could not start (the database was
+		// away) wait on: start it again; its start wakes them. Its only
+		// error is ErrClosed, when the client closes meanwhile.
+		if _, err := c.kickListener(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -911,16 +911,19 @@ func (c *Client) countFinished(queue string, acked, dead int64) {
 }
 
 // flushThroughput writes this process's counts since the last flush.
-func (c *Client) flushThroughput(ctx context.Context) {
+func (c *Client) flushThroughput(ctx context.Context) error {
 	c.mu.Lock()
 	pending := c.finished
 	c.finished = map[string][2]int64{}
 	c.mu.Unlock()
+	var errs []error
 	for q, t := range pending {
 		if err := c.drv.NoTx().ThroughputAdd(ctx, q, t[0], t[1]); err != nil {
 			c.countFinished(q, t[0], t[1]) // next time
+			errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // DeadLetter is a message that reached its attempt limit or failed.

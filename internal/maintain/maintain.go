@@ -1,0 +1,141 @@
+// Package maintain runs a client's background upkeep as small services:
+// each has a name, an interval and one job, runs on its own goroutine (a
+// slow sweep never delays a lease renewal), and reports every failure to
+// one log/slog logger. A Group starts them together and stops them
+// together.
+package maintain
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Service is one piece of upkeep, run every Interval (the first run one
+// Interval after Start).
+type Service struct {
+	// Name says what the service does, in the log ("lease renewal").
+	Name     string
+	Interval time.Duration
+	// Timeout bounds one run (Interval when zero): a run that cannot end
+	// in time is abandoned, and the next one starts afresh.
+	Timeout time.Duration
+	Run     func(ctx context.Context) error
+}
+
+// Group is a set of services started and stopped together.
+type Group struct {
+	log      *slog.Logger
+	services []Service
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	started  bool
+}
+
+// NewGroup returns an empty group logging to log.
+func NewGroup(log *slog.Logger) *Group {
+	return &Group{log: log, quit: make(chan struct{})}
+}
+
+// Add adds a service; it panics once the group has started, or on a
+// service without a name, a positive interval or a job (a programming
+// error, never input).
+func (g *Group) Add(s Service) {
+	if g.started || s.Name == "" || s.Interval <= 0 || s.Run == nil {
+		panic("maintain: Add after Start, or a service without name, interval or job")
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = s.Interval
+	}
+	g.services = append(g.services, s)
+}
+
+// Names lists the services in the order they were added.
+func (g *Group) Names() []string {
+	out := make([]string, len(g.services))
+	for i, s := range g.services {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Start starts every service.
+func (g *Group) Start() {
+	g.started = true
+	for _, s := range g.services {
+		g.wg.Add(1)
+		go g.loop(s)
+	}
+}
+
+// Stop stops every service and waits for runs in progress to end (their
+// contexts are cancelled).
+func (g *Group) Stop() {
+	select {
+	case <-g.quit:
+	default:
+		close(g.quit)
+	}
+	g.wg.Wait()
+}
+
+func (g *Group) loop(s Service) {
+	defer g.wg.Done()
+	t := time.NewTicker(s.Interval)
+	defer t.Stop()
+	var st streak
+	for {
+		select {
+		case <-g.quit:
+			return
+		case <-t.C:
+		}
+		g.runOnce(s, &st)
+	}
+}
+
+// streak counts the consecutive failures of a service.
+type streak struct{ failures int }
+
+// runOnce runs s once and logs the outcome: the first failure of a streak
+// as a warning, later ones of the same streak at debug level (a database
+// that is away for an hour does not flood the log, and nothing is
+// dropped), and the end of a streak as information.
+func (g *Group) runOnce(s Service, st *streak) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := s.Run(ctx)
+	switch {
+	case err == nil:
+		if st.failures > 0 {
+			g.log.Info("baton: "+s.Name+" works again", "failures", st.failures)
+		}
+		st.failures = 0
+	case isClosed(g.quit):
+		// Stopping: whatever the run met was the stop.
+	default:
+		st.failures++
+		level := slog.LevelWarn
+		if st.failures > 1 {
+			level = slog.LevelDebug
+		}
+		g.log.Log(context.Background(), level, "baton: "+s.Name+" failed", "error", err, "failures", st.failures)
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
