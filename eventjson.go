@@ -86,38 +86,9 @@ func (d *jsonDecoder) value(depth int) (jsonValue, bool) {
 	if d.p >= len(d.s) || depth > 10000 {
 		return jsonValue{}, false
 	}
-	switch c := d.s[d.p]; c {
+	switch d.s[d.p] {
 	case '{', '[':
-		d.p++
-		v := jsonValue{kind: 'a'}
-		end := byte(']')
-		if c == '{' {
-			v.kind, end = 'o', '}'
-		}
-		if d.next(end) {
-			return v, true
-		}
-		for {
-			if v.kind == 'o' {
-				d.space()
-				k, ok := d.string()
-				if !ok || !d.next(':') {
-					return v, false
-				}
-				v.keys = append(v.keys, k)
-			}
-			item, ok := d.value(depth + 1)
-			if !ok {
-				return v, false
-			}
-			v.items = append(v.items, item)
-			if d.next(end) {
-				return v, true
-			}
-			if !d.next(',') {
-				return v, false
-			}
-		}
+		return d.container(depth)
 	case '"':
 		str, ok := d.string()
 		return jsonValue{kind: 's', str: str}, ok
@@ -130,6 +101,40 @@ func (d *jsonDecoder) value(depth int) (jsonValue, bool) {
 	}
 	num, ok := d.number()
 	return jsonValue{kind: 'n', str: num}, ok
+}
+
+// container reads an object or an array, whose opening bracket is at d.p.
+func (d *jsonDecoder) container(depth int) (jsonValue, bool) {
+	v := jsonValue{kind: 'a'}
+	end := byte(']')
+	if d.s[d.p] == '{' {
+		v.kind, end = 'o', '}'
+	}
+	d.p++
+	if d.next(end) {
+		return v, true
+	}
+	for {
+		if v.kind == 'o' {
+			d.space()
+			k, ok := d.string()
+			if !ok || !d.next(':') {
+				return v, false
+			}
+			v.keys = append(v.keys, k)
+		}
+		item, ok := d.value(depth + 1)
+		if !ok {
+			return v, false
+		}
+		v.items = append(v.items, item)
+		if d.next(end) {
+			return v, true
+		}
+		if !d.next(',') {
+			return v, false
+		}
+	}
 }
 
 func (d *jsonDecoder) literal(lit string) bool {
@@ -150,31 +155,34 @@ func (d *jsonDecoder) digits() bool {
 
 func (d *jsonDecoder) number() (string, bool) {
 	start := d.p
-	if d.p < len(d.s) && d.s[d.p] == '-' {
-		d.p++
-	}
+	d.skip('-')
 	switch {
-	case d.p < len(d.s) && d.s[d.p] == '0':
-		d.p++
+	case d.skip('0'):
 	case !d.digits():
 		return "", false
 	}
-	if d.p < len(d.s) && d.s[d.p] == '.' {
-		d.p++
-		if !d.digits() {
-			return "", false
-		}
+	if d.skip('.') && !d.digits() {
+		return "", false
 	}
-	if d.p < len(d.s) && (d.s[d.p] == 'e' || d.s[d.p] == 'E') {
-		d.p++
-		if d.p < len(d.s) && (d.s[d.p] == '+' || d.s[d.p] == '-') {
-			d.p++
-		}
-		if !d.digits() {
-			return "", false
-		}
+	if (d.skip('e') || d.skip('E')) && !d.exponent() {
+		return "", false
 	}
 	return string(d.s[start:d.p]), true
+}
+
+// exponent reads an exponent's optional sign and its digits.
+func (d *jsonDecoder) exponent() bool {
+	_ = d.skip('+') || d.skip('-')
+	return d.digits()
+}
+
+// skip reads the byte c if it comes next.
+func (d *jsonDecoder) skip(c byte) bool {
+	if d.p < len(d.s) && d.s[d.p] == c {
+		d.p++
+		return true
+	}
+	return false
 }
 
 func (d *jsonDecoder) string() (string, bool) {
@@ -184,11 +192,8 @@ func (d *jsonDecoder) string() (string, bool) {
 	d.p++
 	start := d.p
 	// Most strings have nothing to decode.
-	for d.p < len(d.s) && d.s[d.p] != '"' && d.s[d.p] != '\\' && d.s[d.p] >= 0x20 && d.s[d.p] < utf8.RuneSelf {
-		d.p++
-	}
-	if d.p < len(d.s) && d.s[d.p] == '"' {
-		d.p++
+	d.plain()
+	if d.skip('"') {
 		return string(d.s[start : d.p-1]), true
 	}
 	b := append([]byte(nil), d.s[start:d.p]...)
@@ -208,51 +213,64 @@ func (d *jsonDecoder) string() (string, bool) {
 			b = append(b, c)
 			d.p++
 		default:
-			if d.p+1 >= len(d.s) {
-				return "", false
-			}
-			e := d.s[d.p+1]
-			d.p += 2
-			switch e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r, ok := d.hex4()
-				if !ok {
-					return "", false
-				}
-				if utf16.IsSurrogate(r) {
-					// A pair makes one character; a lone half is U+FFFD
-					// and the escape after it stands on its own.
-					save := d.p
-					pair := unicode.ReplacementChar
-					if d.p+1 < len(d.s) && d.s[d.p] == '\\' && d.s[d.p+1] == 'u' {
-						d.p += 2
-						if r2, ok := d.hex4(); ok {
-							pair = utf16.DecodeRune(r, r2)
-						}
-					}
-					if r = pair; r == unicode.ReplacementChar {
-						d.p = save
-					}
-				}
-				b = utf8.AppendRune(b, r)
-			default:
+			var ok bool
+			if b, ok = d.escape(b); !ok {
 				return "", false
 			}
 		}
 	}
 	return "", false
+}
+
+// plain skips bytes that stand for themselves in a string: printable
+// ASCII other than the quote and the backslash.
+func (d *jsonDecoder) plain() {
+	for d.p < len(d.s) && d.s[d.p] != '"' && d.s[d.p] != '\\' && d.s[d.p] >= 0x20 && d.s[d.p] < utf8.RuneSelf {
+		d.p++
+	}
+}
+
+// jsonEscapes maps the one-letter escapes to what they stand for.
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape decodes the escape at d.p (a backslash) and appends it to b.
+func (d *jsonDecoder) escape(b []byte) ([]byte, bool) {
+	if d.p+1 >= len(d.s) {
+		return b, false
+	}
+	e := d.s[d.p+1]
+	d.p += 2
+	if e == 'u' {
+		r, ok := d.unicodeEscape()
+		return utf8.AppendRune(b, r), ok
+	}
+	if c := jsonEscapes[e]; c != 0 {
+		return append(b, c), true
+	}
+	return b, false
+}
+
+// unicodeEscape reads the four hex digits after \u and, for the first half
+// of a surrogate pair, the pair's second escape.
+func (d *jsonDecoder) unicodeEscape() (rune, bool) {
+	r, ok := d.hex4()
+	if !ok || !utf16.IsSurrogate(r) {
+		return r, ok
+	}
+	// A pair makes one character; a lone half is U+FFFD and the escape
+	// after it stands on its own.
+	save := d.p
+	pair := unicode.ReplacementChar
+	if d.p+1 < len(d.s) && d.s[d.p] == '\\' && d.s[d.p+1] == 'u' {
+		d.p += 2
+		if r2, ok := d.hex4(); ok {
+			pair = utf16.DecodeRune(r, r2)
+		}
+	}
+	if pair == unicode.ReplacementChar {
+		d.p = save
+	}
+	return pair, true
 }
 
 func (d *jsonDecoder) hex4() (rune, bool) {
@@ -276,25 +294,9 @@ func canonicalEvent(payload []byte) (out []byte, pk string, ok bool) {
 	if !ok || v.kind != 'o' {
 		return payload, "", false
 	}
-	var sub, table, action *jsonValue
-	var rows [3]jsonValue // pk, new, old
-	for i, k := range v.keys {
-		switch k {
-		case "subscription":
-			sub = &v.items[i]
-		case "table":
-			table = &v.items[i]
-		case "action":
-			action = &v.items[i]
-		case "pk":
-			rows[0] = v.items[i]
-		case "new":
-			rows[1] = v.items[i]
-		case "old":
-			rows[2] = v.items[i]
-		}
-	}
-	if sub == nil || table == nil || action == nil || sub.kind != 's' || table.kind != 's' || action.kind != 's' {
+	sub, table, action := v.field("subscription"), v.field("table"), v.field("action")
+	rows := [3]jsonValue{v.fieldValue("pk"), v.fieldValue("new"), v.fieldValue("old")}
+	if !sub.isString() || !table.isString() || !action.isString() {
 		return payload, "", false
 	}
 	b := make([]byte, 0, len(payload))
@@ -316,6 +318,27 @@ func canonicalEvent(payload []byte) (out []byte, pk string, ok bool) {
 	}
 	return append(b, '}'), pk, true
 }
+
+// field returns an object's member (the last one of that name, as
+// encoding/json reads duplicates), nil when it has none.
+func (v *jsonValue) field(name string) *jsonValue {
+	for i := len(v.keys) - 1; i >= 0; i-- {
+		if v.keys[i] == name {
+			return &v.items[i]
+		}
+	}
+	return nil
+}
+
+// fieldValue is field's value, JSON null when absent.
+func (v *jsonValue) fieldValue(name string) jsonValue {
+	if f := v.field(name); f != nil {
+		return *f
+	}
+	return jsonValue{}
+}
+
+func (v *jsonValue) isString() bool { return v != nil && v.kind == 's' }
 
 // appendRow writes a row (see above) as an object in canonical form; ok is
 // false when it is no row.
@@ -518,129 +541,184 @@ func canonicalNumber(num string) string {
 // 2006-01-02T15:04:05.000000Z, the fraction cut to microseconds; a time
 // without an offset is taken as UTC. ok is false for anything else.
 func canonicalTimestamp(s string) (string, bool) {
-	p := 0
-	num := func(n int) (int, bool) {
-		if p+n > len(s) {
-			return 0, false
-		}
-		v := 0
-		for _, c := range []byte(s[p : p+n]) {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		p += n
-		return v, true
-	}
-	lit := func(c byte) bool {
-		if p < len(s) && s[p] == c {
-			p++
-			return true
-		}
-		return false
-	}
-	year, ok1 := num(4)
-	ok2 := lit('-')
-	month, ok3 := num(2)
-	ok4 := lit('-')
-	day, ok5 := num(2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+	sc := &tsScanner{s: s}
+	var f tsFields
+	if !sc.date(&f) || !sc.clock(&f) || !sc.offset(&f) || sc.p != len(s) || !f.valid() {
 		return "", false
 	}
-	var hour, minute, sec, micro int
-	if p < len(s) && (s[p] == ' ' || s[p] == 'T' || s[p] == 't') {
-		p++
-		var okh, okc, okm bool
-		hour, okh = num(2)
-		okc = lit(':')
-		minute, okm = num(2)
-		if !(okh && okc && okm) {
-			return "", false
-		}
-		if lit(':') {
-			var ok bool
-			if sec, ok = num(2); !ok {
-				return "", false
-			}
-			if lit('.') {
-				start := p
-				for p < len(s) && s[p] >= '0' && s[p] <= '9' {
-					p++
-				}
-				frac := s[start:p]
-				if frac == "" {
-					return "", false
-				}
-				frac = (frac + "000000")[:6]
-				micro, _ = strconv.Atoi(frac)
-			}
-		}
-	}
-	offset := 0
-	if p < len(s) && s[p] == ' ' && p+1 < len(s) && strings.IndexByte("Zz+-", s[p+1]) >= 0 {
-		p++
-	}
-	if p < len(s) {
-		switch s[p] {
-		case 'Z', 'z':
-			p++
-		case '+', '-':
-			sign := 1
-			if s[p] == '-' {
-				sign = -1
-			}
-			p++
-			oh, ok := num(2)
-			if !ok {
-				return "", false
-			}
-			om, osec := 0, 0
-			colon := lit(':')
-			if p < len(s) && s[p] >= '0' && s[p] <= '9' {
-				if om, ok = num(2); !ok {
-					return "", false
-				}
-				if colon && lit(':') {
-					if osec, ok = num(2); !ok {
-						return "", false
-					}
-				}
-			} else if colon {
-				return "", false
-			}
-			if oh > 23 || om > 59 || osec > 59 {
-				return "", false
-			}
-			offset = sign * (oh*3600 + om*60 + osec)
-			// Go's Time.String: " MST" and " m=+0.000000001" may follow.
-			rest := s[p:]
-			if strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, " m=") {
-				name := rest[1:]
-				if i := strings.IndexByte(name, ' '); i >= 0 {
-					name = name[:i]
-				}
-				if name == "" || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-_") != "" {
-					return "", false
-				}
-				p += 1 + len(name)
-				rest = s[p:]
-			}
-			if strings.HasPrefix(rest, " m=") && strings.Trim(rest[3:], "0123456789.+-") == "" {
-				p = len(s)
-			}
-		}
-	}
-	if p != len(s) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
-		return "", false
-	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, micro*1000, time.UTC)
-	if t.Day() != day {
+	t := time.Date(f.year, time.Month(f.month), f.day, f.hour, f.minute, f.sec, f.micro*1000, time.UTC)
+	if t.Day() != f.day {
 		return "", false // 2024-02-30
 	}
-	t = t.Add(-time.Duration(offset) * time.Second)
+	t = t.Add(-time.Duration(f.offset) * time.Second)
 	if t.Year() < 1 || t.Year() > 9999 {
 		return "", false
 	}
 	return t.Format("2006-01-02T15:04:05.000000") + "Z", true
+}
+
+// tsFields are the parts of a timestamp canonicalTimestamp reads; offset
+// is in seconds east of UTC.
+type tsFields struct {
+	year, month, day, hour, minute, sec, micro, offset int
+}
+
+func (f *tsFields) valid() bool {
+	return f.month >= 1 && f.month <= 12 && f.day >= 1 && f.hour <= 23 && f.minute <= 59 && f.sec <= 59
+}
+
+// tsScanner reads a timestamp left to right; p is the next byte.
+type tsScanner struct {
+	s string
+	p int
+}
+
+// num reads exactly n decimal digits.
+func (sc *tsScanner) num(n int) (int, bool) {
+	if sc.p+n > len(sc.s) {
+		return 0, false
+	}
+	v := 0
+	for _, c := range []byte(sc.s[sc.p : sc.p+n]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	sc.p += n
+	return v, true
+}
+
+// lit reads the byte c if it comes next.
+func (sc *tsScanner) lit(c byte) bool {
+	if sc.p < len(sc.s) && sc.s[sc.p] == c {
+		sc.p++
+		return true
+	}
+	return false
+}
+
+// peek returns the next byte (0 at the end).
+func (sc *tsScanner) peek() byte {
+	if sc.p < len(sc.s) {
+		return sc.s[sc.p]
+	}
+	return 0
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// date reads 2006-01-02.
+func (sc *tsScanner) date(f *tsFields) bool {
+	var ok [5]bool
+	f.year, ok[0] = sc.num(4)
+	ok[1] = sc.lit('-')
+	f.month, ok[2] = sc.num(2)
+	ok[3] = sc.lit('-')
+	f.day, ok[4] = sc.num(2)
+	return ok == [5]bool{true, true, true, true, true}
+}
+
+// clock reads an optional [ Tt]15:04[:05[.999999999]].
+func (sc *tsScanner) clock(f *tsFields) bool {
+	if c := sc.peek(); c != ' ' && c != 'T' && c != 't' {
+		return true
+	}
+	sc.p++
+	var okh, okc, okm bool
+	f.hour, okh = sc.num(2)
+	okc = sc.lit(':')
+	f.minute, okm = sc.num(2)
+	if !(okh && okc && okm) {
+		return false
+	}
+	if !sc.lit(':') {
+		return true
+	}
+	var ok bool
+	if f.sec, ok = sc.num(2); !ok {
+		return false
+	}
+	if !sc.lit('.') {
+		return true
+	}
+	start := sc.p
+	for isDigit(sc.peek()) {
+		sc.p++
+	}
+	frac := sc.s[start:sc.p]
+	if frac == "" {
+		return false
+	}
+	f.micro, _ = strconv.Atoi((frac + "000000")[:6])
+	return true
+}
+
+// offset reads an optional zone: Z, or a signed offset followed by what
+// Go's Time.String may append.
+func (sc *tsScanner) offset(f *tsFields) bool {
+	if sc.peek() == ' ' && sc.p+1 < len(sc.s) && strings.IndexByte("Zz+-", sc.s[sc.p+1]) >= 0 {
+		sc.p++
+	}
+	switch sc.peek() {
+	case 'Z', 'z':
+		sc.p++
+	case '+', '-':
+		return sc.signedOffset(f) && sc.goSuffix()
+	}
+	return true
+}
+
+// signedOffset reads -07, -0700, -07:00 or -07:00:00.
+func (sc *tsScanner) signedOffset(f *tsFields) bool {
+	sign := 1
+	if sc.s[sc.p] == '-' {
+		sign = -1
+	}
+	sc.p++
+	oh, ok := sc.num(2)
+	if !ok {
+		return false
+	}
+	om, osec := 0, 0
+	colon := sc.lit(':')
+	switch {
+	case isDigit(sc.peek()):
+		if om, ok = sc.num(2); !ok {
+			return false
+		}
+		if colon && sc.lit(':') {
+			if osec, ok = sc.num(2); !ok {
+				return false
+			}
+		}
+	case colon:
+		return false
+	}
+	if oh > 23 || om > 59 || osec > 59 {
+		return false
+	}
+	f.offset = sign * (oh*3600 + om*60 + osec)
+	return true
+}
+
+// goSuffix reads what Go's Time.String writes after an offset: " MST" and
+// " m=+0.000000001", each optional.
+func (sc *tsScanner) goSuffix() bool {
+	rest := sc.s[sc.p:]
+	if strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, " m=") {
+		name := rest[1:]
+		if i := strings.IndexByte(name, ' '); i >= 0 {
+			name = name[:i]
+		}
+		if name == "" || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-_") != "" {
+			return false
+		}
+		sc.p += 1 + len(name)
+		rest = sc.s[sc.p:]
+	}
+	if strings.HasPrefix(rest, " m=") && strings.Trim(rest[3:], "0123456789.+-") == "" {
+		sc.p = len(sc.s)
+	}
+	return true
 }
