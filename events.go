@@ -126,19 +126,45 @@ const eventQueuePrefix = "ev:"
 // subscription in the same transaction as each change, whatever client
 // makes it. All or nothing: bad input installs nothing.
 func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
-	if len(s.Name) > 61 {
-		return fmt.Errorf("%w: subscription name %q is longer than 61 characters", ErrInvalid, s.Name)
-	}
-	if err := ValidateQueue(s.Name); err != nil {
-		return fmt.Errorf("%w: subscription name %q: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
-	}
-	table, err := ParseTable(s.Table)
+	codes, err := s.normalize()
 	if err != nil {
 		return err
 	}
+	var installed *driver.TableInfo
+	err = c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		installed, err = c.subscribeTx(ctx, tx, s, codes)
+		return err
+	})
+	if err != nil {
+		// DDL commits on MySQL: take back whatever got in.
+		if installed != nil {
+			c.logErr("take back the triggers of a failed subscription "+s.Name, c.undoSubscribe(context.WithoutCancel(ctx), s.Name, *installed))
+		}
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrSubscriptionExists) {
+			return err
+		}
+		return fmt.Errorf("baton: subscribe: %w", err)
+	}
+	return nil
+}
+
+// normalize checks a subscription, fills its defaults and returns its
+// actions' codes.
+func (s *Subscription) normalize() (string, error) {
+	if len(s.Name) > 61 {
+		return "", fmt.Errorf("%w: subscription name %q is longer than 61 characters", ErrInvalid, s.Name)
+	}
+	if err := ValidateQueue(s.Name); err != nil {
+		return "", fmt.Errorf("%w: subscription name %q: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
+	}
+	table, err := ParseTable(s.Table)
+	if err != nil {
+		return "", err
+	}
 	s.Table = table
 	if s.MaxAttempts < 0 {
-		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, s.MaxAttempts)
+		return "", fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, s.MaxAttempts)
 	}
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
@@ -150,64 +176,63 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 	for _, a := range s.Actions {
 		code, ok := actionCodes[a]
 		if !ok {
-			return fmt.Errorf("%w: unknown action %q (use insert, update or delete)", ErrInvalid, a)
+			return "", fmt.Errorf("%w: unknown action %q (use insert, update or delete)", ErrInvalid, a)
 		}
 		if !strings.Contains(codes, code) {
 			codes += code
 		}
 	}
-	var installed *driver.TableInfo
-	err = c.inTx(ctx, func(tx driver.Tx) error {
-		installed = nil
-		if _, exists, err := tx.SubscriptionGet(ctx, s.Name); err != nil || exists {
-			if err == nil {
-				err = fmt.Errorf("%w: %q", ErrSubscriptionExists, s.Name)
-			}
-			return err
+	return codes, nil
+}
+
+// subscribeTx stores a subscription and, for the first one on its table,
+// installs the triggers, which it returns (nil when none were installed).
+func (c *Client) subscribeTx(ctx context.Context, tx driver.Tx, s Subscription, codes string) (*driver.TableInfo, error) {
+	if _, exists, err := tx.SubscriptionGet(ctx, s.Name); err != nil || exists {
+		if err == nil {
+			err = fmt.Errorf("%w: %q", ErrSubscriptionExists, s.Name)
 		}
-		info, ok, err := tx.TableDescribe(ctx, s.Table)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: table %q does not exist", ErrInvalid, s.Table)
-		}
-		if len(info.PK) == 0 {
-			return fmt.Errorf("%w: table %q has no primary key", ErrInvalid, s.Table)
-		}
-		if err := c.registerQueue(ctx, tx, EventQueue(s.Name)); err != nil {
+		return nil, err
+	}
+	info, ok, err := tx.TableDescribe(ctx, s.Table)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("%w: table %q does not exist", ErrInvalid, s.Table)
+	case len(info.PK) == 0:
+		return nil, fmt.Errorf("%w: table %q has no primary key", ErrInvalid, s.Table)
+	}
+	if err := c.registerQueue(ctx, tx, EventQueue(s.Name)); err != nil {
+		return nil, err
+	}
+	n, err := tx.SubscriptionCountTable(ctx, info.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.SubscriptionInsert(ctx, driver.Subscription{Name: s.Name, Table: info.Name, Actions: codes, MaxAttempts: s.MaxAttempts}); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		return nil, nil
+	}
+	return &info, tx.CaptureInstall(ctx, info)
+}
+
+// undoSubscribe deletes a subscription whose transaction failed after its
+// triggers were installed (DDL commits on MySQL), and the triggers unless
+// another subscription uses them.
+func (c *Client) undoSubscribe(ctx context.Context, name string, info driver.TableInfo) error {
+	return c.inTx(ctx, func(tx driver.Tx) error {
+		if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
 			return err
 		}
 		n, err := tx.SubscriptionCountTable(ctx, info.Name)
-		if err != nil {
+		if err != nil || n > 0 {
 			return err
 		}
-		if err := tx.SubscriptionInsert(ctx, driver.Subscription{Name: s.Name, Table: info.Name, Actions: codes, MaxAttempts: s.MaxAttempts}); err != nil {
-			return err
-		}
-		if n == 0 {
-			installed = &info
-			return tx.CaptureInstall(ctx, info)
-		}
-		return nil
+		return tx.CaptureDrop(ctx, info)
 	})
-	if err != nil {
-		// DDL commits on MySQL: take back whatever got in.
-		if installed != nil {
-			_ = c.inTx(context.WithoutCancel(ctx), func(tx driver.Tx) error {
-				_, _ = tx.SubscriptionDelete(ctx, s.Name)
-				if n, err := tx.SubscriptionCountTable(ctx, installed.Name); err == nil && n == 0 {
-					return tx.CaptureDrop(ctx, *installed)
-				}
-				return nil
-			})
-		}
-		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrSubscriptionExists) {
-			return err
-		}
-		return fmt.Errorf("baton: subscribe: %w", err)
-	}
-	return nil
 }
 
 // Unsubscribe removes a subscription and its events (pending, in flight
