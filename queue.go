@@ -256,6 +256,17 @@ func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.Ne
 		if err := c.registerQueue(ctx, tx, queue); err != nil {
 			return err
 		}
+		if !anyUnique(rows) {
+			// Many messages in one statement where the backend can.
+			got, err := tx.MessageInsertMany(ctx, queue, rows)
+			if err != nil {
+				return err
+			}
+			copy(ids, got)
+			clear(dups)
+			added = true
+			return nil
+		}
 		for i, r := range rows {
 			dups[i] = false
 			if r.UniqueKey != "" {
@@ -288,6 +299,16 @@ func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.Ne
 		c.queueWake(queue)
 	}
 	return ids, dups, nil
+}
+
+// anyUnique reports whether a message of rows has a unique key.
+func anyUnique(rows []driver.NewMessage) bool {
+	for _, r := range rows {
+		if r.UniqueKey != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // registerQueue records the queue once per process.

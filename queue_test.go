@@ -667,3 +667,71 @@ func TestMessagesList(t *testing.T) {
 		wantErr(t, err, baton.ErrUnknownQueue)
 	})
 }
+
+// TestEnqueueManyRoundTrip: a batch (one statement where the backend can)
+// keeps every message's fields, returns ids in the batch's order, rising,
+// and is served in that order within a priority.
+func TestEnqueueManyRoundTrip(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		msgs := []baton.NewMessage{
+			{Payload: []byte("a"), EnqueueOptions: baton.EnqueueOptions{Key: "k1", MaxAttempts: 3}},
+			{Payload: []byte{0, 1, 255}},
+			{Payload: []byte("later"), EnqueueOptions: baton.EnqueueOptions{Delay: time.Hour}},
+			{Payload: []byte("urgent"), EnqueueOptions: baton.EnqueueOptions{Priority: -5, Timeout: time.Minute}},
+			{Payload: []byte("c"), EnqueueOptions: baton.EnqueueOptions{Key: ""}},
+		}
+		ids, err := c.EnqueueMany(ctxT(t), "rt", msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != len(msgs) {
+			t.Fatalf("%d ids for %d messages", len(ids), len(msgs))
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				t.Fatalf("ids %v do not rise in the batch's order", ids)
+			}
+		}
+		s, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctxT(t))
+		got := claim(t, s, "rt", baton.ClaimOptions{Max: 10})
+		want := []int{3, 0, 1, 4} // priority first, then the batch's order; the delayed one waits
+		if len(got) != len(want) {
+			t.Fatalf("claimed %d messages, want %d", len(got), len(want))
+		}
+		for i, w := range want {
+			m, in := got[i], msgs[w]
+			if m.ID != ids[w] || string(m.Payload) != string(in.Payload) || m.Key != in.Key || m.Priority != in.Priority {
+				t.Fatalf("claim %d: got id %d payload %q key %q priority %d, want message %d (%d %q %q %d)",
+					i, m.ID, m.Payload, m.Key, m.Priority, w, ids[w], in.Payload, in.Key, in.Priority)
+			}
+		}
+		if got[1].MaxAttempts != 3 {
+			t.Fatalf("attempt limit %d, want 3", got[1].MaxAttempts)
+		}
+		ack(t, s, got...)
+		// Metadata (here the per-message timeout) survives the batch.
+		if _, err := c.EnqueueMany(ctxT(t), "tm", []baton.NewMessage{
+			{Payload: []byte("x"), EnqueueOptions: baton.EnqueueOptions{Timeout: time.Hour}},
+			{Payload: []byte("y"), EnqueueOptions: baton.EnqueueOptions{Timeout: time.Hour}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		err = c.Work(ctx, "tm", func(hctx context.Context, m *baton.Message) error {
+			defer cancel()
+			if _, ok := hctx.Deadline(); !ok {
+				t.Errorf("message %q: the handler has no deadline; its timeout was lost", m.Payload)
+			}
+			return nil
+		}, baton.WorkerOptions{})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	})
+}

@@ -114,6 +114,11 @@ type QueueTx interface {
 	// QueueLock serializes ordered and per-key claims of one queue.
 	QueueLock(ctx context.Context, name string) error
 	MessageInsert(ctx context.Context, m NewMessage) (int64, error)
+	// MessageInsertMany inserts messages of one queue, none with a unique
+	// key, in as few statements as the backend allows; the ids are in the
+	// messages' order and rise in that order (the serving order of
+	// messages enqueued together).
+	MessageInsertMany(ctx context.Context, queue string, ms []NewMessage) ([]int64, error)
 	// UniqueReserve reserves a unique key of the queue for a message about
 	// to be inserted (expiresAt: microseconds, 0 for "while the message
 	// exists"), or, when the key still holds, returns the message holding

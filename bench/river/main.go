@@ -43,6 +43,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/batonhq/baton"
+	_ "github.com/batonhq/baton/driver/postgres" // the postgres:// scheme
 	"github.com/batonhq/baton/internal/bench"
 )
 
@@ -58,6 +59,9 @@ type config struct {
 	workers  []int
 	rounds   int
 	bound    time.Duration
+	// insertMany is how many messages the insert cases enqueue, in
+	// batches of 1000 (0: no insert case).
+	insertMany int
 }
 
 func main() {
@@ -73,6 +77,7 @@ func main() {
 	flag.IntVar(&cfg.messages, "messages", 20000, "backlog of the drain cases")
 	flag.StringVar(&workers, "workers", "1,4", "comma-separated worker counts of the drain cases (one drain_W case each)")
 	flag.IntVar(&cfg.rounds, "rounds", 200, "rounds of the latency case")
+	flag.IntVar(&cfg.insertMany, "insert-many", 100000, "messages of the insert cases, in batches of 1000, against River's InsertMany and InsertManyFast (COPY); 0: none")
 	flag.DurationVar(&cfg.bound, "duration", 5*time.Second, "at most how long each measured part runs")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -153,6 +158,23 @@ func run(ctx context.Context, cfg config, emit func(record)) ([]record, error) {
 		}
 		rr.Name, br.Name = name, name
 		add(rr, br, false)
+	}
+	if cfg.insertMany > 0 {
+		bi, err := batonInsertMany(ctx, cfg)
+		if err != nil {
+			return out, fmt.Errorf("baton insert_many: %w", err)
+		}
+		for _, fast := range []bool{false, true} {
+			ri, err := riverInsertMany(ctx, cfg, fast)
+			if err != nil {
+				return out, fmt.Errorf("river insert_many: %w", err)
+			}
+			ri.Name, bi.Name = "insert_many", "insert_many"
+			if fast {
+				ri.Name, bi.Name = "insert_many_fast", "insert_many_fast"
+			}
+			add(ri, bi, false)
+		}
 	}
 	rl, err := riverLatency(ctx, cfg)
 	if err != nil {
@@ -263,7 +285,60 @@ func batonLatency(ctx context.Context, cfg config) (bench.Record, error) {
 	return bench.NewLatencyRecord("latency", "postgres", lat), nil
 }
 
+// batonInsertMany enqueues cfg.insertMany messages with EnqueueMany in
+// batches of 1000, one transaction each, as fast as it can.
+func batonInsertMany(ctx context.Context, cfg config) (bench.Record, error) {
+	cs, closeAll, err := batonOpen(ctx, cfg, 1)
+	if err != nil {
+		return bench.Record{}, err
+	}
+	defer closeAll()
+	batch := make([]baton.NewMessage, 0, 1000)
+	start := time.Now()
+	for i := 0; i < cfg.insertMany; {
+		batch = batch[:0]
+		for ; i < cfg.insertMany && len(batch) < 1000; i++ {
+			batch = append(batch, baton.NewMessage{Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		}
+		if _, err := cs[0].EnqueueMany(ctx, "insert", batch); err != nil {
+			return bench.Record{}, err
+		}
+	}
+	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, time.Since(start)), nil
+}
+
 // ---- River ----
+
+// riverInsertMany inserts cfg.insertMany jobs in batches of 1000 with
+// InsertMany, or InsertManyFast (COPY) when fast.
+func riverInsertMany(ctx context.Context, cfg config, fast bool) (bench.Record, error) {
+	pool, name, cleanup, err := riverSetup(ctx, cfg)
+	if err != nil {
+		return bench.Record{}, err
+	}
+	defer cleanup()
+	client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(name, 0, nil))
+	if err != nil {
+		return bench.Record{}, err
+	}
+	batch := make([]river.InsertManyParams, 0, 1000)
+	start := time.Now()
+	for i := 0; i < cfg.insertMany; {
+		batch = batch[:0]
+		for ; i < cfg.insertMany && len(batch) < 1000; i++ {
+			batch = append(batch, river.InsertManyParams{Args: benchArgs{N: i}})
+		}
+		if fast {
+			_, err = client.InsertManyFast(ctx, batch)
+		} else {
+			_, err = client.InsertMany(ctx, batch)
+		}
+		if err != nil {
+			return bench.Record{}, err
+		}
+	}
+	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, time.Since(start)), nil
+}
 
 type benchArgs struct {
 	N int `json:"n"`

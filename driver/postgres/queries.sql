@@ -281,6 +281,19 @@ INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, at
 VALUES ($1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', {now}, $8)
 RETURNING id;
 
+-- name: message_insert_many
+-- Many messages of one queue in one statement, one array element per
+-- message: payloads, priorities, keys, whether each has a key, delays,
+-- attempt limits, metadata (NULL: none); then the queue. Rows are inserted
+-- in the arrays' order, so their ids rise in that order (the caller sorts
+-- what RETURNING gives).
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+SELECT $8, u.payload, u.priority, CASE WHEN u.has_key THEN u.msg_key END, {now} + u.delay, {now} + u.delay, 0, u.attempts, 'R', '', {now}, u.meta
+  FROM unnest($1::bytea[], $2::int[], $3::text[], $4::bool[], $5::bigint[], $6::int[], $7::text[])
+       WITH ORDINALITY AS u(payload, priority, msg_key, has_key, delay, attempts, meta, ord)
+ ORDER BY u.ord
+RETURNING id;
+
 -- name: claim_candidates
 SELECT id FROM {p}messages
  WHERE queue = $1 AND state = 'R' AND run_at <= {now}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -196,6 +197,50 @@ func (t *Tx) MessageInsert(ctx context.Context, m driver.NewMessage) (int64, err
 		return 0, err
 	}
 	return res.LastInsertId()
+}
+
+// MessageInsertMany implements driver.QueueTx: one statement of arrays
+// where the dialect has message_insert_many, one insert per message
+// otherwise.
+func (t *Tx) MessageInsertMany(ctx context.Context, queue string, ms []driver.NewMessage) ([]int64, error) {
+	ids := make([]int64, 0, len(ms))
+	if _, ok := t.db.D.Queries["message_insert_many"]; !ok || len(ms) == 1 {
+		for _, m := range ms {
+			id, err := t.MessageInsert(ctx, m)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, nil
+	}
+	ids, err := t.ids(ctx, "message_insert_many", manyArgs(queue, ms)...)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(ms) {
+		return nil, fmt.Errorf("message_insert_many: %d ids for %d messages", len(ids), len(ms))
+	}
+	slices.Sort(ids) // inserted in order: the ids rise in the messages' order
+	return ids, nil
+}
+
+// manyArgs are message_insert_many's arrays, one element per message.
+func manyArgs(queue string, ms []driver.NewMessage) []any {
+	payloads := make([][]byte, len(ms))
+	prios, attempts := make([]int32, len(ms)), make([]int32, len(ms))
+	keys, metas := make([]string, len(ms)), make([]*string, len(ms))
+	hasKey := make([]bool, len(ms))
+	delays := make([]int64, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		payloads[i], prios[i], attempts[i] = m.Payload, int32(m.Priority), int32(m.MaxAttempts)
+		keys[i], hasKey[i], delays[i] = m.Key, m.HasKey, us(m.Delay)
+		if m.Meta != "" {
+			metas[i] = &m.Meta
+		}
+	}
+	return []any{payloads, prios, keys, hasKey, delays, attempts, metas, queue}
 }
 
 // ClaimCandidates implements driver.QueueTx.
