@@ -138,16 +138,8 @@ const (
 // the others still return theirs. A baseline that fails leaves its record
 // without baseline figures.
 func Run(ctx context.Context, cfg Config) ([]Record, error) {
-	if !slices.Contains(Backends, cfg.Backend) {
-		return nil, fmt.Errorf("bench: unknown backend %q (use sqlite, postgres or mysql)", cfg.Backend)
-	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 3 * time.Second
-	}
-	for _, c := range cfg.Only {
-		if !slices.Contains(Cases, c) {
-			return nil, fmt.Errorf("bench: unknown case %q", c)
-		}
+	if err := cfg.fill(); err != nil {
+		return nil, err
 	}
 	sc, err := newScratch(ctx, cfg.Backend, cfg.Server)
 	if err != nil {
@@ -161,7 +153,9 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: open baton on the %s scratch database: %w", cfg.Backend, err)
 	}
-	_ = probe.Close()
+	if err := probe.Close(); err != nil {
+		return nil, fmt.Errorf("bench: close the migrating client: %w", err)
+	}
 
 	r := &runner{cfg: cfg, sc: sc}
 	var out []Record
@@ -192,6 +186,22 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// fill checks the configuration and sets its defaults.
+func (cfg *Config) fill() error {
+	if !slices.Contains(Backends, cfg.Backend) {
+		return fmt.Errorf("bench: unknown backend %q (use sqlite, postgres or mysql)", cfg.Backend)
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	for _, c := range cfg.Only {
+		if !slices.Contains(Cases, c) {
+			return fmt.Errorf("bench: unknown case %q", c)
+		}
+	}
+	return nil
 }
 
 type runner struct {

@@ -422,6 +422,12 @@ func (r *runner) contend8(ctx context.Context) (*Record, error) {
 	if nat == nil {
 		return rec, nil
 	}
+	return rec, contendNative(ctx, wctx, nat, workers, d, rec)
+}
+
+// contendNative measures contend8's baseline on workers native
+// connections and adds it to rec.
+func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d time.Duration, rec *Record) error {
 	conns := make([]nativeConn, workers)
 	defer func() {
 		for _, c := range conns {
@@ -431,8 +437,9 @@ func (r *runner) contend8(ctx context.Context) (*Record, error) {
 		}
 	}()
 	for i := range conns {
+		var err error
 		if conns[i], err = nat.open(ctx); err != nil {
-			return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+			return fmt.Errorf("baseline %s: %w", nat.name(), err)
 		}
 	}
 	nlat, nelapsed, err := contend(d, workers, func(i int) error {
@@ -442,7 +449,7 @@ func (r *runner) contend8(ctx context.Context) (*Record, error) {
 		return conns[i].unlock(wctx)
 	})
 	if err != nil {
-		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+		return fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
 	nst := summarize(nlat)
 	rec.Baseline = nat.name()
@@ -451,7 +458,7 @@ func (r *runner) contend8(ctx context.Context) (*Record, error) {
 	if rec.BaselineOpsPerSec > 0 {
 		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
 	}
-	return rec, nil
+	return nil
 }
 
 // contend runs op(i) in a loop on workers goroutines for d and returns the

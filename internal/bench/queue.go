@@ -94,38 +94,13 @@ const (
 // RunQueue runs the queue cases on the backend and returns their records,
 // like Run.
 func RunQueue(ctx context.Context, cfg QueueConfig) ([]Record, error) {
-	if !slices.Contains(Backends, cfg.Backend) {
-		return nil, fmt.Errorf("bench: unknown backend %q (use sqlite, postgres or mysql)", cfg.Backend)
-	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 3 * time.Second
-	}
-	if cfg.Messages <= 0 {
-		cfg.Messages = 20000
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
-	}
-	for _, c := range cfg.Only {
-		if !slices.Contains(QueueCases, c) {
-			return nil, fmt.Errorf("bench: unknown case %q", c)
-		}
-	}
-	if err := CheckServer(cfg.Backend, cfg.Server); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+	if err := cfg.fill(); err != nil {
+		return nil, err
 	}
 	want := func(name string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, name) }
 	var out []Record
 	var errs []error
-	for _, name := range QueueCases {
-		run := want(name)
-		if name == CaseLatency {
-			// One run measures latency and latency_commit.
-			run = run || want(CaseLatencyCommit)
-		}
-		if !run || name == CaseLatencyCommit {
-			continue
-		}
+	for _, name := range cfg.toRun(want) {
 		if err := ctx.Err(); err != nil {
 			if len(errs) == 0 {
 				errs = append(errs, err)
@@ -148,6 +123,47 @@ func RunQueue(ctx context.Context, cfg QueueConfig) ([]Record, error) {
 	return out, errors.Join(errs...)
 }
 
+// fill checks the configuration and sets its defaults.
+func (cfg *QueueConfig) fill() error {
+	if !slices.Contains(Backends, cfg.Backend) {
+		return fmt.Errorf("bench: unknown backend %q (use sqlite, postgres or mysql)", cfg.Backend)
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Second
+	}
+	if cfg.Messages <= 0 {
+		cfg.Messages = 20000
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	for _, c := range cfg.Only {
+		if !slices.Contains(QueueCases, c) {
+			return fmt.Errorf("bench: unknown case %q", c)
+		}
+	}
+	if err := CheckServer(cfg.Backend, cfg.Server); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// toRun lists the cases to run, in order: one latency run measures
+// latency and latency_commit.
+func (cfg *QueueConfig) toRun(want func(string) bool) []string {
+	var out []string
+	for _, name := range QueueCases {
+		switch {
+		case name == CaseLatencyCommit:
+		case name == CaseLatency && (want(name) || want(CaseLatencyCommit)):
+			out = append(out, name)
+		case want(name):
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // runQueueCase runs one case in a scratch database of its own and returns
 // its records (the latency case yields latency_commit too).
 func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, error) {
@@ -161,55 +177,81 @@ func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, 
 	if err != nil {
 		return nil, fmt.Errorf("open baton on the %s scratch database: %w", cfg.Backend, err)
 	}
-	_ = probe.Close()
-	open := func(n int) ([]*baton.Client, func(), error) { return openClients(ctx, sc.dsn, n) }
-	d := cfg.Duration
-	switch name {
-	case CaseDrain1, CaseDrainN:
-		workers := 1
-		if name == CaseDrainN {
-			workers = cfg.Workers
-		}
-		cs, closeAll, err := open(1)
+	if err := probe.Close(); err != nil {
+		return nil, fmt.Errorf("close the migrating client: %w", err)
+	}
+	run, ok := queueCaseFuncs[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown case %q", name)
+	}
+	return run(ctx, cfg, sc, name)
+}
+
+// queueCase runs one queue case on a scratch database.
+type queueCase func(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error)
+
+var queueCaseFuncs = map[string]queueCase{
+	CaseDrain1:         drainCase,
+	CaseDrainN:         drainCase,
+	CaseEnqueueConsume: enqueueConsumeCase,
+	CaseLatency:        latencyCase,
+	CaseLatencyLocal:   latencyCase,
+	CaseNotifyLatency:  notifyLatencyCase,
+}
+
+// withClients opens n clients on the scratch database, runs fn and closes
+// them.
+func withClients(ctx context.Context, sc *scratch, n int, fn func(cs []*baton.Client) ([]Record, error)) ([]Record, error) {
+	cs, closeAll, err := openClients(ctx, sc.dsn, n)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	return fn(cs)
+}
+
+func drainCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error) {
+	workers := 1
+	if name == CaseDrainN {
+		workers = cfg.Workers
+	}
+	recs, err := withClients(ctx, sc, 1, func(cs []*baton.Client) ([]Record, error) {
+		n, elapsed, err := Drain(ctx, cs[0], "drain", cfg.Messages, workers, cfg.Duration)
 		if err != nil {
 			return nil, err
 		}
-		n, elapsed, err := Drain(ctx, cs[0], "drain", cfg.Messages, workers, d)
-		closeAll()
-		if err != nil {
-			return nil, err
-		}
-		rec := NewThroughputRecord(name, cfg.Backend, n, elapsed)
-		if cfg.Backend == "postgres" {
-			rn, relapsed, err := skipLockedRaw(ctx, sc.dsn, cfg.Messages, workers, d)
-			if err != nil {
-				return []Record{rec}, fmt.Errorf("baseline skip_locked_raw: %w", err)
-			}
-			rec.WithThroughputBaseline("skip_locked_raw", NewThroughputRecord("", "", rn, relapsed).OpsPerSec)
-		}
-		return []Record{rec}, nil
-	case CaseEnqueueConsume:
-		cs, closeAll, err := open(2)
-		if err != nil {
-			return nil, err
-		}
-		defer closeAll()
-		rec, err := enqueueConsume(ctx, cfg.Backend, cs[0], cs[1], d)
+		return []Record{NewThroughputRecord(name, cfg.Backend, n, elapsed)}, nil
+	})
+	if err != nil || cfg.Backend != "postgres" {
+		return recs, err
+	}
+	rn, relapsed, err := skipLockedRaw(ctx, sc.dsn, cfg.Messages, workers, cfg.Duration)
+	if err != nil {
+		return recs, fmt.Errorf("baseline skip_locked_raw: %w", err)
+	}
+	recs[0].WithThroughputBaseline("skip_locked_raw", NewThroughputRecord("", "", rn, relapsed).OpsPerSec)
+	return recs, nil
+}
+
+func enqueueConsumeCase(ctx context.Context, cfg QueueConfig, sc *scratch, _ string) ([]Record, error) {
+	return withClients(ctx, sc, 2, func(cs []*baton.Client) ([]Record, error) {
+		rec, err := enqueueConsume(ctx, cfg.Backend, cs[0], cs[1], cfg.Duration)
 		if err != nil {
 			return nil, err
 		}
 		return []Record{*rec}, nil
-	case CaseLatency, CaseLatencyLocal:
-		n := 2
-		if name == CaseLatencyLocal {
-			n = 1
-		}
-		cs, closeAll, err := open(n)
-		if err != nil {
-			return nil, err
-		}
-		defer closeAll()
-		fromCall, fromCommit, err := EnqueueStartLatency(ctx, cs[0], cs[len(cs)-1], "latency", latencyRounds, d)
+	})
+}
+
+// latencyCase yields latency and latency_commit, or latency_local (the
+// producer and the consumer on one client).
+func latencyCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error) {
+	n := 2
+	if name == CaseLatencyLocal {
+		n = 1
+	}
+	return withClients(ctx, sc, n, func(cs []*baton.Client) ([]Record, error) {
+		fromCall, fromCommit, err := EnqueueStartLatency(ctx, cs[0], cs[len(cs)-1], "latency", latencyRounds, cfg.Duration)
 		if err != nil {
 			return nil, err
 		}
@@ -218,19 +260,17 @@ func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, 
 			recs = append(recs, NewLatencyRecord(CaseLatencyCommit, cfg.Backend, fromCommit))
 		}
 		return recs, nil
-	case CaseNotifyLatency:
-		cs, closeAll, err := open(2)
-		if err != nil {
-			return nil, err
-		}
-		defer closeAll()
-		lat, err := notifyLatency(ctx, cs[0], cs[1], d)
+	})
+}
+
+func notifyLatencyCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error) {
+	return withClients(ctx, sc, 2, func(cs []*baton.Client) ([]Record, error) {
+		lat, err := notifyLatency(ctx, cs[0], cs[1], cfg.Duration)
 		if err != nil {
 			return nil, err
 		}
 		return []Record{NewLatencyRecord(name, cfg.Backend, lat)}, nil
-	}
-	return nil, fmt.Errorf("unknown case %q", name)
+	})
 }
 
 // NewThroughputRecord is the record of ops operations in elapsed.
@@ -427,6 +467,32 @@ func EnqueueStartLatency(ctx context.Context, producer, consumer *baton.Client, 
 	return fromCall, fromCommit, nil
 }
 
+// warmUpListener notifies until one arrives (the first may be sent before
+// the listener is wired up on every path), then drains late copies.
+func warmUpListener(ctx context.Context, a *baton.Client, l *baton.Listener, channel string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for got := false; !got; {
+		if err := a.Notify(ctx, channel, "warm-up"); err != nil {
+			return err
+		}
+		select {
+		case <-l.C():
+			got = true
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().After(deadline) {
+				return errors.New("no notification arrived within 10s")
+			}
+		}
+	}
+	for {
+		select {
+		case <-l.C():
+		case <-time.After(50 * time.Millisecond):
+			return nil
+		}
+	}
+}
+
 // notifyLatency measures Notify on a to the notification arriving on a
 // listener of b.
 func notifyLatency(ctx context.Context, a, b *baton.Client, d time.Duration) ([]time.Duration, error) {
@@ -436,29 +502,8 @@ func notifyLatency(ctx context.Context, a, b *baton.Client, d time.Duration) ([]
 		return nil, err
 	}
 	defer l.Close()
-	// The first notification may be sent before the listener is wired up
-	// on every path: send until one arrives.
-	deadline := time.Now().Add(10 * time.Second)
-	for got := false; !got; {
-		if err := a.Notify(ctx, channel, "warm-up"); err != nil {
-			return nil, err
-		}
-		select {
-		case <-l.C():
-			got = true
-		case <-time.After(100 * time.Millisecond):
-			if time.Now().After(deadline) {
-				return nil, errors.New("no notification arrived within 10s")
-			}
-		}
-	}
-	// Drain late copies of the warm-up.
-	for drained := false; !drained; {
-		select {
-		case <-l.C():
-		case <-time.After(50 * time.Millisecond):
-			drained = true
-		}
+	if err := warmUpListener(ctx, a, l, channel); err != nil {
+		return nil, err
 	}
 	var lat []time.Duration
 	begin := time.Now()
