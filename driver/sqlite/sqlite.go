@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -272,7 +273,7 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 // a data_version check on a connection of its own for other processes'
 // commits.
 func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
-	clientID, interval := p.ClientID, p.Interval
+	clientID := p.ClientID
 	wake := func() { p.Wake(nil) }
 	st := &listenState{poke: make(chan struct{}, 1), pump: sqldriver.StartPump(d.DB, p.Notify)}
 	d.waiting.Store(clientID, st)
@@ -289,67 +290,102 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 	}
 	pdb.SetMaxOpenConns(1)
 	ctx, cancel := context.WithCancel(context.Background())
-	changes := d.watchFiles(ctx)
+	w := &versionWatch{p: p, st: st, db: pdb, changes: d.watchFiles(ctx), last: -1, lastWake: time.Now()}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer pdb.Close()
-		var last int64 = -1
-		last2 := time.Now()
-		var burst time.Time    // until then, look every millisecond
-		var lastLook time.Time // the last data_version check
-		for {
-			wait := interval
-			if st.waiting.Load() || st.pump.On() {
-				switch {
-				case changes == nil:
-					wait = time.Millisecond // no file events: poll
-				case time.Now().Before(burst):
-					wait = time.Millisecond
-				}
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-st.poke:
-				t.Stop()
-			case _, ok := <-changes:
-				t.Stop()
-				if !ok {
-					changes = nil // the watcher failed: poll
-					continue
-				}
-				// A write to the database or its WAL: the commit's
-				// wal-index update (shared memory, no file event) may
-				// follow a moment later, so look again for a while. Events
-				// closer together than watchGap share one look.
-				burst = time.Now().Add(watchBurst)
-				if time.Since(lastLook) < watchGap {
-					continue
-				}
-			case <-t.C:
-			}
-			var v int64
-			lastLook = time.Now()
-			if err := pdb.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-				continue
-			}
-			if v != last || time.Since(last2) >= interval {
-				changed := v != last && last != -1
-				last, last2 = v, time.Now()
-				wake()
-				st.pump.Poke()
-				if changed && st.pump.On() {
-					// Some connection committed: it may have been a
-					// trigger writing events, which sends no wake-up.
-					p.Notify("#q#*", "")
-				}
-			}
+		for w.next(ctx) {
+			w.look(ctx)
 		}
 	}()
 	return func() { cancel(); <-done; stopHub() }, nil
+}
+
+// versionWatch is a listener's check of other processes' commits: PRAGMA
+// data_version on a connection of its own, looked at when the files
+// change (or every millisecond without file events) while someone waits,
+// and every poll interval otherwise.
+type versionWatch struct {
+	p        driver.ListenParams
+	st       *listenState
+	db       *sql.DB
+	changes  <-chan struct{} // nil: no file events, poll
+	last     int64           // the last data_version seen (-1: none yet)
+	lastWake time.Time
+	burst    time.Time // until then, look every millisecond
+	lastLook time.Time // the last data_version check
+	failing  bool      // the last look failed (logged once until it works)
+}
+
+// wait is how long to sleep before the next look.
+func (w *versionWatch) wait() time.Duration {
+	if !w.st.waiting.Load() && !w.st.pump.On() {
+		return w.p.Interval
+	}
+	if w.changes == nil || time.Now().Before(w.burst) {
+		return time.Millisecond
+	}
+	return w.p.Interval
+}
+
+// next waits until it is time to look; false when ctx ends.
+func (w *versionWatch) next(ctx context.Context) bool {
+	for {
+		t := time.NewTimer(w.wait())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-w.st.poke:
+			t.Stop()
+			return true
+		case _, ok := <-w.changes:
+			t.Stop()
+			if !ok {
+				w.changes = nil // the watcher failed: poll
+				continue
+			}
+			// A write to the database or its WAL: the commit's wal-index
+			// update (shared memory, no file event) may follow a moment
+			// later, so look again for a while. Events closer together
+			// than watchGap share one look.
+			w.burst = time.Now().Add(watchBurst)
+			if time.Since(w.lastLook) < watchGap {
+				continue
+			}
+			return true
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// look reads data_version and wakes the client when it changed, or when
+// a poll interval has passed since the last wake-up (the safety net).
+func (w *versionWatch) look(ctx context.Context) {
+	var v int64
+	w.lastLook = time.Now()
+	if err := w.db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		if !w.failing && ctx.Err() == nil {
+			slog.Warn("baton: sqlite: checking for other processes' commits failed (logged once until it works again; the next poll retries): " + err.Error())
+		}
+		w.failing = true
+		return
+	}
+	w.failing = false
+	if v == w.last && time.Since(w.lastWake) < w.p.Interval {
+		return
+	}
+	changed := v != w.last && w.last != -1
+	w.last, w.lastWake = v, time.Now()
+	w.p.Wake(nil)
+	w.st.pump.Poke()
+	if changed && w.st.pump.On() {
+		// Some connection committed: it may have been a trigger writing
+		// events, which sends no wake-up.
+		w.p.Notify("#q#*", "")
+	}
 }
 
 // watchBurst is how long a waiting listener looks every millisecond for
