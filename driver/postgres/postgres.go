@@ -541,61 +541,108 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 	if d.pooled && d.listenCfg == d.cfg {
 		return d.pollOnly(p), nil
 	}
-	clientID, interval, wakeWith := p.ClientID, p.Interval, p.Wake
-	wake := func() { wakeWith(nil) }
 	notifying := &atomic.Bool{}
-	d.notifying.Store(clientID, notifying)
+	d.notifying.Store(p.ClientID, notifying)
 	conn, err := d.listen(ctx)
 	if err != nil {
-		d.notifying.Delete(clientID)
+		d.notifying.Delete(p.ClientID)
 		return nil, err
 	}
+	l := &pgListener{d: d, p: p, notifying: notifying, conn: conn}
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer func() {
-			if conn != nil {
-				conn.Close(context.Background())
-			}
-		}()
-		for lctx.Err() == nil {
-			if conn == nil {
-				select {
-				case <-lctx.Done():
-					return
-				case <-time.After(interval):
-				}
-				if conn, err = d.listen(lctx); err != nil {
-					conn = nil
-					continue
-				}
-				wake() // anything could have happened while disconnected
-			}
-			wctx, wcancel := context.WithTimeout(lctx, interval)
-			n, err := conn.WaitForNotification(wctx)
-			wcancel()
-			switch {
-			case err == nil && n.Channel == d.notifyCh:
-				if notifying.Load() {
-					ch, payload, _ := strings.Cut(n.Payload, " ")
-					p.Notify(ch, payload)
-				}
-			case err == nil:
-				if mine, granted := parsePayload(n.Payload, clientID); mine {
-					wakeWith(granted)
-				}
-			case lctx.Err() != nil:
-				return
-			case errors.Is(err, context.DeadlineExceeded):
-				wake() // the safety net
-			default:
-				conn.Close(context.Background())
-				conn = nil
-			}
+		l.run(lctx)
+	}()
+	return func() { cancel(); <-done; d.notifying.Delete(p.ClientID) }, nil
+}
+
+// pgListener is one client's LISTEN connection: it passes notifications
+// on, wakes the client at least once per interval, and reconnects after
+// errors (waking the client, since anything could have happened while
+// disconnected).
+type pgListener struct {
+	d         *Driver
+	p         driver.ListenParams
+	notifying *atomic.Bool
+	conn      *pgx.Conn // nil while disconnected
+	failing   bool      // the connection is lost (logged once until back)
+}
+
+func (l *pgListener) run(ctx context.Context) {
+	defer func() {
+		if l.conn != nil {
+			l.conn.Close(context.Background())
 		}
 	}()
-	return func() { cancel(); <-done; d.notifying.Delete(clientID) }, nil
+	for ctx.Err() == nil {
+		if l.conn == nil && !l.reconnect(ctx) {
+			continue
+		}
+		wctx, wcancel := context.WithTimeout(ctx, l.p.Interval)
+		n, err := l.conn.WaitForNotification(wctx)
+		wcancel()
+		switch {
+		case err == nil:
+			l.deliver(n)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			l.p.Wake(nil) // the safety net
+		default:
+			l.lost(err)
+		}
+	}
+}
+
+// deliver passes a notification on: a baton notification to the
+// client's listeners, a grant or wake-up to the client it names.
+func (l *pgListener) deliver(n *pgconn.Notification) {
+	if n.Channel == l.d.notifyCh {
+		if l.notifying.Load() {
+			ch, payload, _ := strings.Cut(n.Payload, " ")
+			l.p.Notify(ch, payload)
+		}
+		return
+	}
+	if mine, granted := parsePayload(n.Payload, l.p.ClientID); mine {
+		l.p.Wake(granted)
+	}
+}
+
+// lost drops a broken connection; run reconnects after an interval.
+func (l *pgListener) lost(err error) {
+	if !l.failing {
+		slog.Warn("baton: postgres: the LISTEN connection failed; waiters fall back on the poll interval until it is back (logged once until it works again): " + err.Error())
+	}
+	l.failing = true
+	l.conn.Close(context.Background())
+	l.conn = nil
+}
+
+// reconnect waits an interval and connects again; false when it could not
+// (or ctx ended).
+func (l *pgListener) reconnect(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(l.p.Interval):
+	}
+	conn, err := l.d.listen(ctx)
+	if err != nil {
+		if !l.failing && ctx.Err() == nil {
+			slog.Warn("baton: postgres: reconnecting the LISTEN connection failed (logged once until it works again): " + err.Error())
+		}
+		l.failing = true
+		return false
+	}
+	if l.failing {
+		slog.Info("baton: postgres: the LISTEN connection works again")
+	}
+	l.conn, l.failing = conn, false
+	l.p.Wake(nil) // anything could have happened while disconnected
+	return true
 }
 
 func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
