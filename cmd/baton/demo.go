@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -213,6 +214,78 @@ func (d *demo) monitor() error {
 	return tw.Flush()
 }
 
+// cronSpan is when a runner processed a job.
+type cronSpan struct {
+	runner     string
+	start, end time.Time
+}
+
+// cronLog collects what the cron runners did.
+type cronLog struct {
+	mu      sync.Mutex
+	spans   map[int][]cronSpan // by job
+	skipped int
+}
+
+// cronRunner runs the cron loop twice over the six jobs on a session of
+// c: GET_LOCK with timeout 0, process, RELEASE_LOCK; a busy job is skipped.
+func (d *demo) cronRunner(c *baton.Client, name string, log *cronLog) error {
+	s, err := c.NewSession(d.ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close(d.ctx)
+	for round := 0; round < 2; round++ {
+		for job := 1; job <= 6; job++ {
+			lock := fmt.Sprintf("civimail.job.1.%d", job)
+			ok, err := s.GetLock(d.ctx, lock, 0)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				log.mu.Lock()
+				log.skipped++
+				log.mu.Unlock()
+				continue
+			}
+			sp := cronSpan{runner: name, start: time.Now()}
+			time.Sleep(15 * time.Millisecond) // send the mailing
+			sp.end = time.Now()
+			log.mu.Lock()
+			log.spans[job] = append(log.spans[job], sp)
+			log.mu.Unlock()
+			if _, err := s.ReleaseLock(d.ctx, lock); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// report prints who processed each job, and fails if two runners ever
+// processed one job at once.
+func (log *cronLog) report() error {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  JOB\tPROCESSED BY\tOVERLAPS")
+	for job := 1; job <= 6; job++ {
+		var who []string
+		overlaps := 0
+		for i, a := range log.spans[job] {
+			who = append(who, a.runner)
+			for _, b := range log.spans[job][i+1:] {
+				if a.start.Before(b.end) && b.start.Before(a.end) {
+					overlaps++
+				}
+			}
+		}
+		if overlaps > 0 {
+			return fmt.Errorf("job %d was processed by two runners at once", job)
+		}
+		fmt.Fprintf(tw, "  civimail.job.1.%d\t%s\t%d\n", job, strings.Join(who, ", "), overlaps)
+	}
+	return tw.Flush()
+}
+
 // cron: three runners, as on three machines, each with its own client and
 // session, run the CiviMail cron loop twice over six jobs at the same time.
 func (d *demo) cron() error {
@@ -220,13 +293,7 @@ func (d *demo) cron() error {
 	say("3 runners, each its own client (as separate machines would be), run the")
 	say("cron loop over 6 mailing jobs, twice, all at once. Per job: GET_LOCK with")
 	say("timeout 0, process it if acquired, RELEASE_LOCK; a busy job is skipped.")
-	type span struct {
-		runner     string
-		start, end time.Time
-	}
-	var mu sync.Mutex
-	spans := map[int][]span{}
-	skipped := 0
+	log := &cronLog{spans: map[int][]cronSpan{}}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	for r := 1; r <= 3; r++ {
@@ -239,37 +306,8 @@ func (d *demo) cron() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := c.NewSession(d.ctx)
-			if err != nil {
+			if err := d.cronRunner(c, name, log); err != nil {
 				errs <- err
-				return
-			}
-			defer s.Close(d.ctx)
-			for round := 0; round < 2; round++ {
-				for job := 1; job <= 6; job++ {
-					lock := fmt.Sprintf("civimail.job.1.%d", job)
-					ok, err := s.GetLock(d.ctx, lock, 0)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if !ok {
-						mu.Lock()
-						skipped++
-						mu.Unlock()
-						continue
-					}
-					sp := span{runner: name, start: time.Now()}
-					time.Sleep(15 * time.Millisecond) // send the mailing
-					sp.end = time.Now()
-					mu.Lock()
-					spans[job] = append(spans[job], sp)
-					mu.Unlock()
-					if _, err := s.ReleaseLock(d.ctx, lock); err != nil {
-						errs <- err
-						return
-					}
-				}
 			}
 		}()
 	}
@@ -278,26 +316,10 @@ func (d *demo) cron() error {
 	for err := range errs {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  JOB\tPROCESSED BY\tOVERLAPS")
-	for job := 1; job <= 6; job++ {
-		var who []string
-		overlaps := 0
-		for i, a := range spans[job] {
-			who = append(who, a.runner)
-			for _, b := range spans[job][i+1:] {
-				if a.start.Before(b.end) && b.start.Before(a.end) {
-					overlaps++
-				}
-			}
-		}
-		if overlaps > 0 {
-			return fmt.Errorf("job %d was processed by two runners at once", job)
-		}
-		fmt.Fprintf(tw, "  civimail.job.1.%d\t%s\t%d\n", job, strings.Join(who, ", "), overlaps)
+	if err := log.report(); err != nil {
+		return err
 	}
-	_ = tw.Flush()
-	say("%d busy jobs were skipped; no job was ever processed by two runners at once.", skipped)
+	say("%d busy jobs were skipped; no job was ever processed by two runners at once.", log.skipped)
 	free, err := d.c.IsFreeLock(d.ctx, "civimail.job.1.1")
 	if err != nil {
 		return err
@@ -434,6 +456,53 @@ func (d *demo) mailQueue() error {
 	return nil
 }
 
+// ringBell drains the ring_bell subscription with one ordered worker and
+// returns the keys of its events in the order handled.
+func (d *demo) ringBell() ([]int, error) {
+	var order []int
+	err := d.c.WorkEvents(d.ctx, "ring_bell", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+		var pk struct {
+			ID int `json:"language_id"`
+		}
+		if err := json.Unmarshal(e.PK, &pk); err != nil {
+			return fmt.Errorf("event key %s: %w", e.PK, err)
+		}
+		order = append(order, pk.ID)
+		return nil
+	}, baton.WorkerOptions{Mode: baton.Ordered, Drain: true})
+	return order, err
+}
+
+// createLanguages creates the demo's application table.
+func createLanguages(db *sql.DB, backend, table string) error {
+	ddl := map[string]string{
+		"sqlite":   "language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER",
+		"postgres": "language_id serial PRIMARY KEY, name text, year_released integer",
+		"mysql":    "language_id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100), year_released INT",
+	}[backend]
+	_, err := db.Exec(`CREATE TABLE ` + table + ` (` + ddl + `)`)
+	return err
+}
+
+// insertLanguages inserts n rows with plain SQL in one transaction.
+func insertLanguages(db *sql.DB, backend, table string, n int) error {
+	bind := "?"
+	if backend == "postgres" {
+		bind = "$1"
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		if _, err := tx.Exec(`INSERT INTO `+table+` (name, year_released) VALUES ('Dylan', `+bind+`)`, i); err != nil {
+			_ = tx.Rollback() // the insert's error is the one to report
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
 // tableEvents: seed 004, subscriptions on a table written by plain SQL.
 func (d *demo) tableEvents() error {
 	heading("6. Table-change subscriptions (seed 004)")
@@ -449,16 +518,7 @@ func (d *demo) tableEvents() error {
 	// On a database of the user's the application table carries the
 	// demo's prefix too, and is dropped with the rest.
 	table := d.appPrefix + "languages"
-	ddl := map[string]string{
-		"sqlite":   "language_id INTEGER PRIMARY KEY, name TEXT, year_released INTEGER",
-		"postgres": "language_id serial PRIMARY KEY, name text, year_released integer",
-		"mysql":    "language_id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100), year_released INT",
-	}[backend]
-	bind := "?"
-	if backend == "postgres" {
-		bind = "$1"
-	}
-	if _, err := db.Exec(`CREATE TABLE ` + table + ` (` + ddl + `)`); err != nil {
+	if err := createLanguages(db, backend, table); err != nil {
 		return err
 	}
 	for _, name := range []string{"send_email", "ring_bell"} {
@@ -468,29 +528,11 @@ func (d *demo) tableEvents() error {
 	}
 	say("subscriptions send_email and ring_bell on inserts into %s;", table)
 	say("500 rows inserted with plain SQL, in one transaction...")
-	tx, err := db.Begin()
-	if err != nil {
+	if err := insertLanguages(db, backend, table, 500); err != nil {
 		return err
 	}
-	for i := 0; i < 500; i++ {
-		if _, err := tx.Exec(`INSERT INTO `+table+` (name, year_released) VALUES ('Dylan', `+bind+`)`, i); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	var order []int
 	start := time.Now()
-	err = d.c.WorkEvents(d.ctx, "ring_bell", func(ctx context.Context, e baton.Event, m *baton.Message) error {
-		var pk struct {
-			ID int `json:"language_id"`
-		}
-		_ = json.Unmarshal(e.PK, &pk)
-		order = append(order, pk.ID)
-		return nil
-	}, baton.WorkerOptions{Mode: baton.Ordered, Drain: true})
+	order, err := d.ringBell()
 	if err != nil {
 		return err
 	}
