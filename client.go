@@ -480,16 +480,26 @@ func randomInt63() int64 {
 // inTx runs fn in a transaction, again when the database reports a
 // transient conflict.
 func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
-	for attempt := 0; ; attempt++ {
+	return c.retrying(ctx, func() error {
 		tx, err := c.drv.Begin(ctx)
-		if err == nil {
-			err = fn(tx)
-			if err == nil {
-				err = tx.Commit()
-			} else {
-				_ = tx.Rollback()
-			}
+		if err != nil {
+			return err
 		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback() // fn's error is the one to report
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// retrying runs op, and again while it fails with a transient conflict
+// inside the database (IsRetryable), at most 20 more times with a backoff
+// growing by a millisecond each time, until ctx ends. It is the one retry
+// loop of the engine.
+func (c *Client) retrying(ctx context.Context, op func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := op()
 		if err == nil || !c.drv.IsRetryable(err) || attempt >= 20 || ctx.Err() != nil {
 			return err
 		}

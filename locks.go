@@ -129,16 +129,12 @@ func (s *Session) release(ctx context.Context, p driver.FastReleaseParams) (int,
 	c := s.c
 	var n int
 	var waiting []driver.Ident
-	for attempt := 0; ; attempt++ {
-		var err error
+	err := c.retrying(ctx, func() (err error) {
 		n, waiting, err = c.drv.LockFastRelease(ctx, p)
-		if err == nil {
-			break
-		}
-		if !c.drv.IsRetryable(err) || attempt > 20 {
-			return 0, fmt.Errorf("baton: release: %w", err)
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("baton: release: %w", err)
 	}
 	if len(waiting) > 0 {
 		if err := c.regrantNow(ctx, waiting); err != nil {
@@ -260,26 +256,24 @@ func (s *Session) acquireMany(ctx context.Context, call int64, ids []driver.Iden
 
 func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
 	c := s.c
-	for attempt := 0; ; attempt++ {
-		r, ok, err := c.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
+	var r driver.Request
+	var ok bool
+	err := c.retrying(ctx, func() (err error) {
+		r, ok, err = c.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
 			SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode, CallID: call, Incarnation: s.incarnation})
-		if err == nil && ok {
-			return r, nil
-		}
-		if errors.Is(err, driver.ErrServerRestarted) {
-			return driver.Request{}, s.lost("%w", err)
-		}
-		if err == nil {
-			break
-		}
-		if !c.drv.IsRetryable(err) || attempt > 20 {
-			return driver.Request{}, s.failure(ctx, err)
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		return err
+	})
+	switch {
+	case errors.Is(err, driver.ErrServerRestarted):
+		return driver.Request{}, s.lost("%w", err)
+	case err != nil:
+		return driver.Request{}, s.failure(ctx, err)
+	case ok:
+		return r, nil
 	}
 	// Slow path: decide under the identifier's row lock.
 	var req driver.Request
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err = c.inTx(ctx, func(tx driver.Tx) error {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
 		if err != nil {
 			return err
@@ -465,16 +459,17 @@ func uniqueIdents(rs []driver.Request) []driver.Ident {
 // regrantNow re-examines identifiers after a release, through the backend's
 // shortcut when it has one.
 func (c *Client) regrantNow(ctx context.Context, idents []driver.Ident) error {
-	for attempt := 0; ; attempt++ {
-		handled, err := c.drv.LockRegrant(ctx, idents)
-		if !handled {
-			return c.inTx(ctx, func(tx driver.Tx) error { return c.regrant(ctx, tx, idents) })
+	handled := true
+	err := c.retrying(ctx, func() (err error) {
+		if handled, err = c.drv.LockRegrant(ctx, idents); !handled {
+			return nil
 		}
-		if err == nil || !c.drv.IsRetryable(err) || attempt > 20 {
-			return err
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		return err
+	})
+	if !handled {
+		return c.inTx(ctx, func(tx driver.Tx) error { return c.regrant(ctx, tx, idents) })
 	}
+	return err
 }
 
 // regrant locks the identifiers and grants every waiting request that can
