@@ -364,26 +364,12 @@ func (c *Client) startListener(done chan struct{}) {
 // listenOnce is one attempt to start the driver's listener, within a lease
 // and cancelled by Close.
 func (c *Client) listenOnce() (func(), error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	ctx, cancel := maintain.Until(c.quit, c.opts.Lease)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	return c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
 }
 
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+func isClosed(ch chan struct{}) bool { return maintain.Closed(ch) }
 
 // stopListening stops the listener if it runs, for good; a start under way
 // stops it when it ends.
@@ -408,15 +394,8 @@ func (c *Client) prepareLater() {
 	case <-t.C:
 	case <-c.prepareNow:
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := maintain.Until(c.quit, 0)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	// Unprepared statements still run (prepared on use where the backend
 	// does that): a failure costs speed, not correctness.
 	c.logErr("prepare statements", c.drv.Prepare(ctx))

@@ -103,15 +103,8 @@ type streak struct{ failures int }
 // that is away for an hour does not flood the log, and nothing is
 // dropped), and the end of a streak as information.
 func (g *Group) runOnce(s Service, st *streak) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	ctx, cancel := Until(g.quit, s.Timeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-g.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	err := s.Run(ctx)
 	switch {
 	case err == nil:
@@ -119,7 +112,7 @@ func (g *Group) runOnce(s Service, st *streak) {
 			g.log.Info("baton: "+s.Name+" works again", "failures", st.failures)
 		}
 		st.failures = 0
-	case isClosed(g.quit):
+	case Closed(g.quit):
 		// Stopping: whatever the run met was the stop.
 	default:
 		st.failures++
@@ -131,7 +124,25 @@ func (g *Group) runOnce(s Service, st *streak) {
 	}
 }
 
-func isClosed(ch chan struct{}) bool {
+// Until returns a context that ends after timeout (never when timeout is
+// zero or less), when quit is closed, or when cancel is called.
+func Until(quit <-chan struct{}, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	}
+	go func() {
+		select {
+		case <-quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// Closed reports whether ch is closed (without blocking).
+func Closed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true
