@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,44 +23,64 @@ import (
 // refuses search_path, so a schema cannot be chosen per test), and LISTEN
 // goes to the server directly through listen_dsn.
 var bouncer struct {
-	once  sync.Once
-	port  int
-	err   error
-	stdin io.WriteCloser // held open for the life of the test binary
+	once sync.Once
+	port int
+	err  error
+	keep *os.File // the write end of the wrappers' standard input, open for the life of the test binary
+
+	mu      sync.Mutex
+	wrapper int // pid of the running wrapper shell (pgbouncer is its child)
 }
 
-// startBouncer starts the private pgbouncer. It runs under a shell that
-// kills it when the test binary exits (its standard input closes then).
+// bouncerScript runs pgbouncer ("$@") and ends it, and removes its
+// directory, when the test binary exits (the standard input it reads
+// through fd 3 closes then). When pgbouncer exits by itself the script
+// exits with its status and leaves the directory (and log) for the next
+// start.
+const bouncerScript = `exec 3<&0
+"$@" & pid=$!
+(read _ <&3; : >"$BOUNCER_DIR/.stop"; kill $pid 2>/dev/null) & guard=$!
+wait $pid; status=$?
+if [ -e "$BOUNCER_DIR/.stop" ]; then rm -rf "$BOUNCER_DIR"; exit 0; fi
+kill $guard 2>/dev/null
+exit $status`
+
+// startBouncer starts the private pgbouncer and keeps it running: should it
+// exit while the tests run (it is infrastructure, like the servers), the
+// test binary says so on its standard error with the end of pgbouncer's
+// log, and starts it again on the same port.
 func startBouncer() (int, error) {
 	bouncer.once.Do(func() {
-		bin, err := exec.LookPath("pgbouncer")
-		if err != nil {
-			bin = "/usr/sbin/pgbouncer"
-			if _, serr := os.Stat(bin); serr != nil {
-				bouncer.err = fmt.Errorf("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does): %w", err)
-				return
-			}
+		bouncer.port, bouncer.err = launchBouncer()
+	})
+	return bouncer.port, bouncer.err
+}
+
+func launchBouncer() (int, error) {
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		bin = "/usr/sbin/pgbouncer"
+		if _, serr := os.Stat(bin); serr != nil {
+			return 0, fmt.Errorf("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does): %w", err)
 		}
-		pg, err := url.Parse(PostgresDSN())
-		if err != nil {
-			bouncer.err = err
-			return
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			bouncer.err = err
-			return
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		dir, err := os.MkdirTemp("", "baton-pgbouncer-")
-		if err != nil {
-			bouncer.err = err
-			return
-		}
-		_ = os.Chmod(dir, 0o777)
-		user := pg.User.Username()
-		ini := fmt.Sprintf(`[databases]
+	}
+	pg, err := url.Parse(PostgresDSN())
+	if err != nil {
+		return 0, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir, err := os.MkdirTemp("", "baton-pgbouncer-")
+	if err != nil {
+		return 0, err
+	}
+	_ = os.Chmod(dir, 0o777)
+	logPath := filepath.Join(dir, "pgbouncer.log")
+	ini := fmt.Sprintf(`[databases]
 * = host=%s port=%s
 
 [pgbouncer]
@@ -73,49 +93,88 @@ pool_mode = transaction
 max_client_conn = 2000
 default_pool_size = 40
 logfile = %s
-`, pg.Hostname(), pg.Port(), port, filepath.Join(dir, "users.txt"), filepath.Join(dir, "pgbouncer.log"))
-		if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
-			bouncer.err = err
-			return
-		}
-		if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(strconv.Quote(user)+` ""`+"\n"), 0o644); err != nil {
-			bouncer.err = err
-			return
-		}
-		args := []string{bin}
-		if os.Geteuid() == 0 {
-			args = append(args, "-u", "postgres") // pgbouncer refuses to run as root
-		}
-		args = append(args, filepath.Join(dir, "pgbouncer.ini"))
-		sh := exec.Command("sh", "-c", `"$@" & pid=$!; read _; kill $pid; wait $pid; rm -rf "`+dir+`"`, "sh")
-		sh.Args = append(sh.Args, args...)
-		stdin, err := sh.StdinPipe()
-		if err != nil {
-			bouncer.err = err
-			return
-		}
-		bouncer.stdin = stdin // a pipe left unreferenced is closed by its finalizer
+`, pg.Hostname(), pg.Port(), port, filepath.Join(dir, "users.txt"), logPath)
+	if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(strconv.Quote(pg.User.Username())+` ""`+"\n"), 0o644); err != nil {
+		return 0, err
+	}
+	args := []string{bin}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "postgres") // pgbouncer refuses to run as root
+	}
+	args = append(args, filepath.Join(dir, "pgbouncer.ini"))
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	bouncer.keep = w
+	start := func() (*exec.Cmd, error) {
+		sh := exec.Command("sh", append([]string{"-c", bouncerScript, "sh"}, args...)...)
+		sh.Stdin = r
+		sh.Env = append(os.Environ(), "BOUNCER_DIR="+dir)
 		if err := sh.Start(); err != nil {
-			bouncer.err = err
-			return
+			return nil, err
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				log, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
-				bouncer.err = fmt.Errorf("pgbouncer did not start: %v; log: %s", err, log)
+		bouncer.mu.Lock()
+		bouncer.wrapper = sh.Process.Pid
+		bouncer.mu.Unlock()
+		return sh, nil
+	}
+	sh, err := start()
+	if err != nil {
+		return 0, err
+	}
+	if err := waitListening(port, logPath); err != nil {
+		return 0, err
+	}
+	go func() {
+		for restarts := 0; ; restarts++ {
+			err := sh.Wait()
+			tail := logTail(logPath, 20)
+			if restarts == 5 {
+				fmt.Fprintf(os.Stderr, "batontest: the private pgbouncer on port %d exited (%v) for the sixth time; not starting it again. Its log ends:\n%s\n", port, err, tail)
 				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			fmt.Fprintf(os.Stderr, "batontest: the private pgbouncer on port %d exited (%v); starting it again. Its log ends:\n%s\n", port, err, tail)
+			time.Sleep(100 * time.Millisecond)
+			if sh, err = start(); err != nil {
+				fmt.Fprintf(os.Stderr, "batontest: restarting the private pgbouncer: %v\n", err)
+				return
+			}
 		}
-		bouncer.port = port
-	})
-	return bouncer.port, bouncer.err
+	}()
+	return port, nil
+}
+
+// waitListening waits until pgbouncer accepts connections on port.
+func waitListening(port int, logPath string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgbouncer did not start: %v; log: %s", err, logTail(logPath, 20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// logTail returns the last n lines of the file at path.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 var createDBMu sync.Mutex

@@ -1,0 +1,65 @@
+package batontest
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBouncerComesBack: the private pgbouncer killed while the tests run is
+// started again on the same port, and a database behind it answers.
+func TestBouncerComesBack(t *testing.T) {
+	dsn := newPgBouncer(t)
+	query := func() error {
+		db, err := pooledSQLDB(dsn)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var one int
+		return db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	}
+	if err := query(); err != nil {
+		t.Fatal(err)
+	}
+	bouncer.mu.Lock()
+	wrapper := bouncer.wrapper
+	bouncer.mu.Unlock()
+	out, err := exec.Command("pgrep", "-P", strconv.Itoa(wrapper), "-x", "pgbouncer").Output()
+	if err != nil {
+		t.Fatalf("no pgbouncer under wrapper %d: %v", wrapper, err)
+	}
+	pid, err := strconv.Atoi(strings.Fields(string(out))[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := query()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgbouncer not back after it was killed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	bouncer.mu.Lock()
+	again := bouncer.wrapper
+	bouncer.mu.Unlock()
+	if again == wrapper {
+		t.Fatalf("still the wrapper %d that lost its pgbouncer", wrapper)
+	}
+}
