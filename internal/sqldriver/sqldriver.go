@@ -494,7 +494,7 @@ func (t *Tx) LockRequestDelete(ctx context.Context, ids []int64) error {
 
 // LockRequestStatuses implements driver.Tx.
 func (t *Tx) LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]driver.Request, error) {
-	return RequestStatuses(ctx, t.Tx, t.db, ids)
+	return RequestStatuses(ctx, t.q(), t.db, ids)
 }
 
 // Querier is what *sql.DB and *sql.Tx have in common.
