@@ -56,6 +56,9 @@ import (
 //go:embed queries.sql
 var queriesSQL string
 
+//go:embed mysql.sql
+var ownSQL string
+
 //go:embed extra.sql
 var extraSQL string
 
@@ -334,7 +337,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		return nil, err
 	}
 
-	q, err := sqldriver.ParseQueries(stripComments(queriesSQL), prefix, map[string]string{"now": Now})
+	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, stripComments(queriesSQL), stripComments(ownSQL))
 	if err != nil {
 		return fail(fmt.Errorf("mysql queries: %w", err))
 	}

@@ -1,6 +1,6 @@
--- MySQL 8.0+ / MariaDB 10.6+ queries. Every query name exists in each
--- dialect's file. {p} is the table prefix, {now} the current time in
--- microseconds (database clock).
+-- MySQL 8.0+ / MariaDB 10.6+ queries: the same names in every dialect's
+-- queries.sql (what only MySQL has is in mysql.sql). {p} is the table
+-- prefix, {now} the current time in microseconds (database clock).
 --
 -- Bind variables are positional "?" only: a value used twice is passed
 -- twice. Transactions run at READ COMMITTED (set per connection): locking
@@ -90,9 +90,6 @@ ON DUPLICATE KEY UPDATE
 UPDATE {p}lock_idents SET n_r = n_r - ?, n_w = n_w - ?, n_p = LAST_INSERT_ID(n_p)
  WHERE kind = ? AND ns = ? AND name = ?;
 
--- name: ident_waiting
-SELECT n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
-
 -- name: release_list_ns
 -- FOR UPDATE: two releases by one session at the same moment must not
 -- both count the same instances.
@@ -104,22 +101,6 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC
    FOR UPDATE;
-
--- name: release_delete_ns
--- MariaDB only (DELETE ... RETURNING; MySQL 8 lacks it and uses
--- release_list_ns, then request_delete). The last argument is a row limit:
--- a huge one for all, since there is no LIMIT -1.
-DELETE FROM {p}lock_requests
- WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G'
- ORDER BY id DESC LIMIT ?
-RETURNING kind, ns, name, mode;
-
--- name: release_delete_name
--- MariaDB only, like release_delete_ns.
-DELETE FROM {p}lock_requests
- WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G'
- ORDER BY id DESC LIMIT ?
-RETURNING kind, ns, name, mode;
 
 -- name: request_list_orphans
 -- Requests whose session is gone: a stalled session's statement that landed
@@ -189,9 +170,6 @@ SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, 
 -- name: user_holder
 SELECT session_id FROM {p}lock_requests
  WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
-
--- name: notify_insert
-INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
 
 -- name: notify_max
 SELECT MAX(id) FROM {p}notifications;

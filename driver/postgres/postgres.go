@@ -40,6 +40,9 @@ import (
 //go:embed queries.sql
 var queriesSQL string
 
+//go:embed postgres.sql
+var ownSQL string
+
 //go:embed migrations/*.sql
 var migrations embed.FS
 
@@ -186,7 +189,7 @@ func ownConfig(c *pgx.ConnConfig) *pgx.ConnConfig {
 // newDriver builds the driver on its pools: db for everything, rdb for
 // claims and acknowledgements (db again when the program gave its own).
 func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, prefix string) (*Driver, error) {
-	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
+	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
 		return nil, err
 	}

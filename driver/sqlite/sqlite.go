@@ -44,6 +44,9 @@ import (
 //go:embed queries.sql
 var queriesSQL string
 
+//go:embed sqlite.sql
+var ownSQL string
+
 //go:embed migrations/*.sql
 var migrations embed.FS
 
@@ -171,7 +174,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 		}
 		time.Sleep(time.Duration(10+attempt*5) * time.Millisecond)
 	}
-	q, err := sqldriver.ParseQueries(queriesSQL, prefix, map[string]string{"now": Now})
+	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
 		db.Close()
 		return nil, err

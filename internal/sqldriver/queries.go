@@ -1,6 +1,7 @@
 // Package sqldriver implements driver.Tx and most of driver.Driver once, on
 // database/sql, for every backend. A backend supplies a Dialect: its named
-// queries (one .sql file per dialect, same names everywhere), its bind-variable
+// queries (queries.sql, the same names in every dialect, and a file of the
+// dialect's own), its bind-variable
 // style and hooks for the few operations whose shape differs (wake-ups,
 // migration locking, the fast paths).
 package sqldriver
@@ -39,6 +40,26 @@ func ParseQueries(src, prefix string, macros map[string]string) (map[string]stri
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no queries found")
+	}
+	return out, nil
+}
+
+// ParseQueryFiles parses a dialect's query files (queries.sql, the names
+// every dialect has, then the dialect's own) into one set; a name defined
+// in two files is an error.
+func ParseQueryFiles(prefix string, macros map[string]string, srcs ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, src := range srcs {
+		q, err := ParseQueries(src, prefix, macros)
+		if err != nil {
+			return nil, err
+		}
+		for name, body := range q {
+			if _, dup := out[name]; dup {
+				return nil, fmt.Errorf("query %q defined in two files", name)
+			}
+			out[name] = body
+		}
 	}
 	return out, nil
 }

@@ -1,0 +1,61 @@
+-- SQLite's own queries: the ones no other dialect has, because they
+-- use what only SQLite offers (the engine uses a query of this file only
+-- where the dialect has it, or this driver's own code does). queries.sql
+-- holds the queries every dialect has, under the same names
+-- (driver/queries_test.go checks both rules).
+
+-- name: release_delete_ns
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
+RETURNING kind, ns, name, mode;
+
+-- name: release_delete_name
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
+RETURNING kind, ns, name, mode;
+
+-- name: fast_acquire
+-- One autocommit statement: the instance is inserted, with the next token,
+-- only when nobody holds a conflicting lock and nobody waits; the insert
+-- trigger then counts it on the lock row. SQLite's single writer makes the
+-- check and the insert atomic.
+INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'G', ?7, COALESCE(li.fence + 1, {now}), {now}, {now}
+  FROM (SELECT 1) AS one
+  LEFT JOIN {p}lock_idents li ON li.kind = ?3 AND li.ns = ?4 AND li.name = ?5
+ WHERE li.kind IS NULL OR (li.n_p = 0 AND li.n_w = 0 AND (?6 = 'R' OR li.n_r = 0))
+RETURNING id, token;
+
+-- name: fast_release_ns
+-- One autocommit statement: deletes the session's instances (the delete
+-- trigger adjusts the counters) and says, per instance, how many requests
+-- wait on its lock.
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND status = 'G' ORDER BY id DESC LIMIT ?4)
+RETURNING kind, ns, name,
+          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
+
+-- name: fast_release_name
+DELETE FROM {p}lock_requests
+ WHERE id IN (SELECT id FROM {p}lock_requests
+               WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND name = ?5 AND status = 'G' ORDER BY id DESC LIMIT ?4)
+RETURNING kind, ns, name,
+          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
+
+-- name: notify_insert
+INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
+
+-- name: claim_parallel
+-- A parallel claim in one statement. Arguments: session, mode, lease,
+-- queue, limit.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages
+               WHERE queue = ?4 AND state = 'R' AND run_at <= {now}
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+               ORDER BY priority, order_at, id LIMIT ?5)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta;
+
