@@ -57,12 +57,10 @@ func Run(t *testing.T, open Open) {
 			t.Parallel()
 			d := open(t)
 			ctx := testCtx(t)
-			if _, err := d.Migrate(ctx); err != nil {
-				t.Fatalf("migrate: %v", err)
-			}
-			if err := d.Prepare(ctx); err != nil {
-				t.Fatalf("prepare: %v", err)
-			}
+			_, err := d.Migrate(ctx)
+			failIf(t, err != nil, "migrate: %v", err)
+			err = d.Prepare(ctx)
+			failIf(t, err != nil, "prepare: %v", err)
 			tc.f(t, d)
 		})
 	}
@@ -72,6 +70,14 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// failIf fails the test with the message when cond holds.
+func failIf(t *testing.T, cond bool, format string, args ...any) {
+	t.Helper()
+	if cond {
+		t.Fatalf(format, args...)
+	}
 }
 
 func must(t *testing.T, err error) {
@@ -107,22 +113,14 @@ func testMigrations(t *testing.T, d driver.Driver) {
 		t.Fatal("no migrations known")
 	}
 	for i, m := range st {
-		if m.Version != i+1 {
-			t.Fatalf("migration %d has version %d: numbers must run 1, 2, 3 … in every dialect", i, m.Version)
-		}
-		if !m.Applied || m.AppliedAt.IsZero() {
-			t.Fatalf("migration %03d_%s not applied after Migrate", m.Version, m.Name)
-		}
+		failIf(t, m.Version != i+1, "migration %d has version %d: numbers must run 1, 2, 3 … in every dialect", i, m.Version)
+		failIf(t, !m.Applied || m.AppliedAt.IsZero(), "migration %03d_%s not applied after Migrate", m.Version, m.Name)
 	}
 	again, err := d.Migrate(ctx)
 	must(t, err)
-	if len(again) != len(st) {
-		t.Fatalf("second Migrate knows %d migrations, the first %d", len(again), len(st))
-	}
+	failIf(t, len(again) != len(st), "second Migrate knows %d migrations, the first %d", len(again), len(st))
 	for i := range again {
-		if !again[i].AppliedAt.Equal(st[i].AppliedAt) {
-			t.Fatalf("second Migrate applied %03d_%s again", again[i].Version, again[i].Name)
-		}
+		failIf(t, !again[i].AppliedAt.Equal(st[i].AppliedAt), "second Migrate applied %03d_%s again", again[i].Version, again[i].Name)
 	}
 }
 
@@ -136,16 +134,10 @@ func testSessions(t *testing.T, d driver.Driver) {
 
 	all, err := d.NoTx().SessionList(ctx)
 	must(t, err)
-	if len(all) != 4 {
-		t.Fatalf("SessionList: %d sessions, want 4", len(all))
-	}
+	failIf(t, len(all) != 4, "SessionList: %d sessions, want 4", len(all))
 	got := all[slices.IndexFunc(all, func(s driver.Session) bool { return s.ID == "a1" })]
-	if got.ClientID != a1.ClientID || got.Host != a1.Host || got.PID != a1.PID || got.Name != a1.Name {
-		t.Fatalf("SessionList: %+v, stored %+v", got, a1)
-	}
-	if !got.ExpiresAt.After(got.CreatedAt) {
-		t.Fatalf("a session with a lease of an hour expires at %v, created at %v", got.ExpiresAt, got.CreatedAt)
-	}
+	failIf(t, got.ClientID != a1.ClientID || got.Host != a1.Host || got.PID != a1.PID || got.Name != a1.Name, "SessionList: %+v, stored %+v", got, a1)
+	failIf(t, !got.ExpiresAt.After(got.CreatedAt), "a session with a lease of an hour expires at %v, created at %v", got.ExpiresAt, got.CreatedAt)
 	if i := slices.IndexFunc(all, func(s driver.Session) bool { return s.ID == "c1" }); all[i].HostID != "boot-1" {
 		t.Fatalf("HostID not kept: %+v", all[i])
 	}
@@ -156,36 +148,25 @@ func testSessions(t *testing.T, d driver.Driver) {
 	if !slices.Equal(ids, []string{"a1", "a2"}) {
 		t.Fatalf("SessionListByClient(A) = %v", ids)
 	}
-	if ids, err := d.NoTx().SessionListByClient(ctx, "B"); err != nil || len(ids) != 0 {
-		t.Fatalf("SessionListByClient lists an expired session: %v %v", ids, err)
-	}
+	ids, err = d.NoTx().SessionListByClient(ctx, "B")
+	failIf(t, err != nil || len(ids) != 0, "SessionListByClient lists an expired session: %v %v", ids, err)
 	n, err := d.NoTx().SessionRenew(ctx, []string{"a1", "b1", "nobody"}, hour)
 	must(t, err)
-	if n != 1 {
-		t.Fatalf("SessionRenew renewed %d, want 1 (an expired session is never revived)", n)
-	}
+	failIf(t, n != 1, "SessionRenew renewed %d, want 1 (an expired session is never revived)", n)
 
 	reap, err := d.NoTx().SessionListReapable(ctx, "A", "boot-1", 10)
 	must(t, err)
 	want := map[string]bool{"b1": true, "c1": false} // id -> expired
-	if len(reap) != len(want) {
-		t.Fatalf("SessionListReapable = %+v, want b1 (expired) and c1 (same host)", reap)
-	}
+	failIf(t, len(reap) != len(want), "SessionListReapable = %+v, want b1 (expired) and c1 (same host)", reap)
 	for _, r := range reap {
 		exp, ok := want[r.ID]
-		if !ok || exp != r.Expired {
-			t.Fatalf("SessionListReapable = %+v, want b1 (expired) and c1 (same host)", reap)
-		}
-		if r.ID == "c1" && r.PID != 7 {
-			t.Fatalf("reapable c1 has PID %d, want 7", r.PID)
-		}
+		failIf(t, !ok || exp != r.Expired, "SessionListReapable = %+v, want b1 (expired) and c1 (same host)", reap)
+		failIf(t, r.ID == "c1" && r.PID != 7, "reapable c1 has PID %d, want 7", r.PID)
 	}
-	if reap, _ := d.NoTx().SessionListReapable(ctx, "B", "other-boot", 10); len(reap) != 0 {
-		t.Fatalf("a client is offered its own or live sessions: %+v", reap)
-	}
-	if reap, _ := d.NoTx().SessionListReapable(ctx, "A", "", 10); len(reap) != 1 || reap[0].ID != "b1" {
-		t.Fatalf("an empty host id matched sessions by host: %+v", reap)
-	}
+	reap, _ = d.NoTx().SessionListReapable(ctx, "B", "other-boot", 10)
+	failIf(t, len(reap) != 0, "a client is offered its own or live sessions: %+v", reap)
+	reap, _ = d.NoTx().SessionListReapable(ctx, "A", "", 10)
+	failIf(t, len(reap) != 1 || reap[0].ID != "b1", "an empty host id matched sessions by host: %+v", reap)
 
 	must(t, d.NoTx().SessionDelete(ctx, "b1"))
 	all, err = d.NoTx().SessionList(ctx)
@@ -204,18 +185,12 @@ func testHeartbeat(t *testing.T, d driver.Driver) {
 		ClientID: "A", HostID: "", SessionIDs: []string{"a1", "a2", "b1"}, Lease: hour, Limit: 10,
 	})
 	must(t, err)
-	if renewed != 2 {
-		t.Fatalf("heartbeat renewed %d, want 2 (b1 is expired and another client's)", renewed)
-	}
-	if len(reap) != 1 || reap[0].ID != "b1" || !reap[0].Expired {
-		t.Fatalf("heartbeat reapable = %+v, want b1 expired", reap)
-	}
+	failIf(t, renewed != 2, "heartbeat renewed %d, want 2 (b1 is expired and another client's)", renewed)
+	failIf(t, len(reap) != 1 || reap[0].ID != "b1" || !reap[0].Expired, "heartbeat reapable = %+v, want b1 expired", reap)
 	// No sessions to renew: still lists what may be reaped.
 	renewed, reap, err = d.SessionHeartbeat(ctx, driver.HeartbeatParams{ClientID: "A", Lease: hour, Limit: 10})
 	must(t, err)
-	if renewed != 0 || len(reap) != 1 {
-		t.Fatalf("heartbeat without sessions: renewed %d, reapable %+v", renewed, reap)
-	}
+	failIf(t, renewed != 0 || len(reap) != 1, "heartbeat without sessions: renewed %d, reapable %+v", renewed, reap)
 }
 
 func testTransactions(t *testing.T, d driver.Driver) {
@@ -249,13 +224,9 @@ func testIdentRows(t *testing.T, d driver.Driver) {
 	inTx(t, d, func(tx driver.Tx) {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{identA, identB})
 		must(t, err)
-		if len(st) != 2 || st[0].Ident != identA || st[1].Ident != identB {
-			t.Fatalf("LockIdentLock = %+v, want a and b in order", st)
-		}
+		failIf(t, len(st) != 2 || st[0].Ident != identA || st[1].Ident != identB, "LockIdentLock = %+v, want a and b in order", st)
 		for _, s := range st {
-			if s.Fence <= 0 || s.Readers != 0 || s.Writers != 0 || s.Waiting != 0 {
-				t.Fatalf("a new lock row: %+v, want a positive fence and zero counts", s)
-			}
+			failIf(t, s.Fence <= 0 || s.Readers != 0 || s.Writers != 0 || s.Waiting != 0, "a new lock row: %+v, want a positive fence and zero counts", s)
 		}
 		// The counter 2 s behind the clock: idle, this row may be purged
 		// (a row is purged only when its counter is a second behind).
@@ -266,23 +237,17 @@ func testIdentRows(t *testing.T, d driver.Driver) {
 	inTx(t, d, func(tx driver.Tx) {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{identA})
 		must(t, err)
-		if st[0] != first[0] {
-			t.Fatalf("LockIdentUpdate stored %+v, read back %+v", first[0], st[0])
-		}
+		failIf(t, st[0] != first[0], "LockIdentUpdate stored %+v, read back %+v", first[0], st[0])
 		st[0].Readers, st[0].Waiting = 0, 0
 		must(t, tx.LockIdentUpdate(ctx, st[0]))
 	})
 	n, err := d.NoTx().LockIdentPurgeIdle(ctx)
 	must(t, err)
-	if n != 1 {
-		t.Fatalf("LockIdentPurgeIdle deleted %d idle rows, want 1 (b's counter is not yet a second old)", n)
-	}
+	failIf(t, n != 1, "LockIdentPurgeIdle deleted %d idle rows, want 1 (b's counter is not yet a second old)", n)
 	inTx(t, d, func(tx driver.Tx) {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{identA})
 		must(t, err)
-		if st[0].Fence <= first[0].Fence {
-			t.Fatalf("a purged and recreated lock row starts its fence at %d, not above the old %d", st[0].Fence, first[0].Fence)
-		}
+		failIf(t, st[0].Fence <= first[0].Fence, "a purged and recreated lock row starts its fence at %d, not above the old %d", st[0].Fence, first[0].Fence)
 	})
 }
 
@@ -290,9 +255,7 @@ func insertRequest(t *testing.T, tx driver.Tx, r driver.Request) driver.Request 
 	t.Helper()
 	id, err := tx.LockRequestInsert(testCtx(t), r)
 	must(t, err)
-	if id <= 0 {
-		t.Fatalf("LockRequestInsert returned id %d", id)
-	}
+	failIf(t, id <= 0, "LockRequestInsert returned id %d", id)
 	r.ID = id
 	return r
 }
@@ -312,68 +275,49 @@ func testRequests(t *testing.T, d driver.Driver) {
 	tx := d.NoTx()
 	rs, err := tx.LockRequestList(ctx, []driver.Ident{identA})
 	must(t, err)
-	if len(rs) != 2 || rs[0].ID != g1.ID || rs[1].ID != p2.ID {
-		t.Fatalf("LockRequestList = %+v, want the granted then the pending request", rs)
-	}
-	if r := rs[0]; r.SessionID != "s1" || r.ClientID != "A" || r.Mode != driver.ModeWrite || r.Status != driver.StatusGranted || r.Token != 11 || r.CallID != 1 || r.Ident != identA {
-		t.Fatalf("stored %+v, read %+v", g1, r)
-	}
+	failIf(t, len(rs) != 2 || rs[0].ID != g1.ID || rs[1].ID != p2.ID, "LockRequestList = %+v, want the granted then the pending request", rs)
+	r := rs[0]
+	failIf(t, r.SessionID != "s1" || r.ClientID != "A" || r.Mode != driver.ModeWrite || r.Status != driver.StatusGranted || r.Token != 11 || r.CallID != 1 || r.Ident != identA, "stored %+v, read %+v", g1, r)
 	mine, err := tx.LockRequestListBySession(ctx, "s1", -1, "")
 	must(t, err)
-	if len(mine) != 2 {
-		t.Fatalf("LockRequestListBySession(every kind) = %+v, want 2", mine)
-	}
-	if mine, _ := tx.LockRequestListBySession(ctx, "s1", driver.KindUser, ""); len(mine) != 1 || mine[0].ID != u1.ID {
-		t.Fatalf("LockRequestListBySession(user kind) = %+v", mine)
-	}
-	if mine, _ := tx.LockRequestListBySession(ctx, "s1", driver.KindService, "other"); len(mine) != 0 {
-		t.Fatalf("LockRequestListBySession(another namespace) = %+v", mine)
-	}
-	if call, _ := tx.LockRequestListCall(ctx, "s2", 2); len(call) != 1 || call[0].ID != p2.ID {
-		t.Fatalf("LockRequestListCall = %+v", call)
-	}
+	failIf(t, len(mine) != 2, "LockRequestListBySession(every kind) = %+v, want 2", mine)
+	mine, _ = tx.LockRequestListBySession(ctx, "s1", driver.KindUser, "")
+	failIf(t, len(mine) != 1 || mine[0].ID != u1.ID, "LockRequestListBySession(user kind) = %+v", mine)
+	mine, _ = tx.LockRequestListBySession(ctx, "s1", driver.KindService, "other")
+	failIf(t, len(mine) != 0, "LockRequestListBySession(another namespace) = %+v", mine)
+	call, _ := tx.LockRequestListCall(ctx, "s2", 2)
+	failIf(t, len(call) != 1 || call[0].ID != p2.ID, "LockRequestListCall = %+v", call)
 	holder, ok, err := tx.LockUserHolder(ctx, identU.Name)
 	must(t, err)
-	if !ok || holder != "s1" {
-		t.Fatalf("LockUserHolder = %q %v, want s1", holder, ok)
-	}
+	failIf(t, !ok || holder != "s1", "LockUserHolder = %q %v, want s1", holder, ok)
 	if _, ok, _ := tx.LockUserHolder(ctx, "nobody"); ok {
 		t.Fatal("LockUserHolder found a holder of an unused lock")
 	}
 	info, err := tx.LockInfoList(ctx)
 	must(t, err)
 	i := slices.IndexFunc(info, func(l driver.LockInfo) bool { return l.ID == g1.ID })
-	if len(info) != 3 || i < 0 || info[i].Owner != "owner s1" || info[i].Host != "host-A" || info[i].PID != 4242 {
-		t.Fatalf("LockInfoList = %+v", info)
-	}
+	failIf(t, len(info) != 3 || i < 0 || info[i].Owner != "owner s1" || info[i].Host != "host-A" || info[i].PID != 4242, "LockInfoList = %+v", info)
 
 	// Compare-and-set of a status.
-	if ok, err := tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusGranted, 13); !ok || err != nil {
-		t.Fatalf("pending to granted: %v %v", ok, err)
-	}
-	if ok, err := tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusDeadlock, 0); ok || err != nil {
-		t.Fatalf("a status changed from a value it did not have: %v %v", ok, err)
-	}
+	ok, err = tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusGranted, 13)
+	failIf(t, !ok || err != nil, "pending to granted: %v %v", ok, err)
+	ok, err = tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusDeadlock, 0)
+	failIf(t, ok || err != nil, "a status changed from a value it did not have: %v %v", ok, err)
 	st, err := d.LockRequestStatuses(ctx, []int64{g1.ID, p2.ID, 999999})
 	must(t, err)
-	if len(st) != 2 || st[p2.ID].Status != driver.StatusGranted || st[p2.ID].Token != 13 {
-		t.Fatalf("LockRequestStatuses = %+v", st)
-	}
+	failIf(t, len(st) != 2 || st[p2.ID].Status != driver.StatusGranted || st[p2.ID].Token != 13, "LockRequestStatuses = %+v", st)
 	must(t, tx.LockRequestDelete(ctx, []int64{g1.ID, p2.ID}))
 	if st, _ := tx.LockRequestStatuses(ctx, []int64{g1.ID, p2.ID}); len(st) != 0 {
 		t.Fatalf("LockRequestDelete left %+v", st)
 	}
 
 	// A request whose session is gone is an orphan.
-	if o, _ := tx.LockRequestListOrphans(ctx, 10); len(o) != 0 {
-		t.Fatalf("orphans while every session lives: %+v", o)
-	}
+	o, _ := tx.LockRequestListOrphans(ctx, 10)
+	failIf(t, len(o) != 0, "orphans while every session lives: %+v", o)
 	must(t, tx.SessionDelete(ctx, "s1"))
-	o, err := tx.LockRequestListOrphans(ctx, 10)
+	o, err = tx.LockRequestListOrphans(ctx, 10)
 	must(t, err)
-	if len(o) != 1 || o[0].ID != u1.ID {
-		t.Fatalf("LockRequestListOrphans = %+v, want the dead session's request", o)
-	}
+	failIf(t, len(o) != 1 || o[0].ID != u1.ID, "LockRequestListOrphans = %+v, want the dead session's request", o)
 }
 
 func fastParams(session, client string, id driver.Ident, mode string) driver.FastAcquireParams {
@@ -386,57 +330,41 @@ func testFastPath(t *testing.T, d driver.Driver) {
 	newSession(t, d, "s2", "B", hour)
 	r, ok, err := d.LockFastAcquire(ctx, fastParams("s1", "A", identA, driver.ModeWrite))
 	must(t, err)
-	if !ok || r.ID <= 0 || r.Status != driver.StatusGranted || r.Token <= 0 || r.SessionID != "s1" {
-		t.Fatalf("fast acquire of a free lock: %+v %v", r, ok)
-	}
-	if _, ok, err := d.LockFastAcquire(ctx, fastParams("s2", "B", identA, driver.ModeRead)); ok || err != nil {
-		t.Fatalf("fast acquire granted a read under a write: %v %v", ok, err)
-	}
-	if _, ok, err := d.LockFastAcquire(ctx, fastParams("s2", "B", identB, driver.ModeRead)); !ok || err != nil {
-		t.Fatalf("fast acquire of another name: %v %v", ok, err)
-	}
+	failIf(t, !ok || r.ID <= 0 || r.Status != driver.StatusGranted || r.Token <= 0 || r.SessionID != "s1", "fast acquire of a free lock: %+v %v", r, ok)
+	_, ok, err = d.LockFastAcquire(ctx, fastParams("s2", "B", identA, driver.ModeRead))
+	failIf(t, ok || err != nil, "fast acquire granted a read under a write: %v %v", ok, err)
+	_, ok, err = d.LockFastAcquire(ctx, fastParams("s2", "B", identB, driver.ModeRead))
+	failIf(t, !ok || err != nil, "fast acquire of another name: %v %v", ok, err)
 	r2, ok, err := d.LockFastAcquire(ctx, fastParams("s1", "A", identB, driver.ModeRead))
 	must(t, err)
 	if !ok {
 		t.Fatal("fast acquire refused a second reader")
 	}
-	if r2.Token == r.Token {
-		t.Fatalf("two grants share the fencing token %d", r.Token)
-	}
+	failIf(t, r2.Token == r.Token, "two grants share the fencing token %d", r.Token)
 	n, waiting, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "ns", Name: "a"})
 	must(t, err)
-	if n != 1 || len(waiting) != 0 {
-		t.Fatalf("fast release: %d released, waiters on %v; want 1 and none", n, waiting)
-	}
+	failIf(t, n != 1 || len(waiting) != 0, "fast release: %d released, waiters on %v; want 1 and none", n, waiting)
 	r3, ok, err := d.LockFastAcquire(ctx, fastParams("s2", "B", identA, driver.ModeWrite))
 	must(t, err)
-	if !ok || r3.Token <= r.Token {
-		t.Fatalf("after the release: granted %v with token %d (the first grant had %d: tokens only rise)", ok, r3.Token, r.Token)
-	}
+	failIf(t, !ok || r3.Token <= r.Token, "after the release: granted %v with token %d (the first grant had %d: tokens only rise)", ok, r3.Token, r.Token)
 	// Release of a whole namespace.
 	n, _, err = d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "ns"})
 	must(t, err)
-	if n != 2 {
-		t.Fatalf("namespace release freed %d, want 2 (a and b)", n)
-	}
-	if rs, _ := d.NoTx().LockRequestListBySession(ctx, "s2", -1, ""); len(rs) != 0 {
-		t.Fatalf("left after release: %+v", rs)
-	}
+	failIf(t, n != 2, "namespace release freed %d, want 2 (a and b)", n)
+	rs, _ := d.NoTx().LockRequestListBySession(ctx, "s2", -1, "")
+	failIf(t, len(rs) != 0, "left after release: %+v", rs)
 	if m, ok := d.(driver.ManyAcquirer); ok {
 		names := []string{"m1", "m2", "m3"}
 		p := fastParams("s1", "A", driver.Ident{Kind: driver.KindService, NS: "many"}, driver.ModeWrite)
 		rs, ok, err := m.LockFastAcquireMany(ctx, p, names)
 		must(t, err)
-		if !ok || len(rs) != 3 || rs[0].Name != "m1" || rs[2].Name != "m3" {
-			t.Fatalf("LockFastAcquireMany = %+v %v", rs, ok)
-		}
+		failIf(t, !ok || len(rs) != 3 || rs[0].Name != "m1" || rs[2].Name != "m3", "LockFastAcquireMany = %+v %v", rs, ok)
 		p.SessionID, p.ClientID = "s2", "B"
 		if rs, ok, err := m.LockFastAcquireMany(ctx, p, []string{"m0", "m3"}); ok || err != nil || len(rs) != 0 {
 			t.Fatalf("LockFastAcquireMany granted some of a conflicting set: %+v %v %v", rs, ok, err)
 		}
-		if rs, _ := d.NoTx().LockRequestListBySession(ctx, "s2", -1, ""); len(rs) != 0 {
-			t.Fatalf("a refused LockFastAcquireMany left %+v", rs)
-		}
+		rs, _ = d.NoTx().LockRequestListBySession(ctx, "s2", -1, "")
+		failIf(t, len(rs) != 0, "a refused LockFastAcquireMany left %+v", rs)
 	}
 }
 
@@ -449,16 +377,13 @@ func testFastReleaseWaiters(t *testing.T, d driver.Driver) {
 	newSession(t, d, "s1", "A", hour)
 	newSession(t, d, "s2", "B", hour)
 	newSession(t, d, "s3", "C", hour)
-	if _, ok, err := d.LockFastAcquire(ctx, fastParams("s1", "A", identA, driver.ModeWrite)); !ok || err != nil {
-		t.Fatalf("fast acquire: %v %v", ok, err)
-	}
+	_, ok, err := d.LockFastAcquire(ctx, fastParams("s1", "A", identA, driver.ModeWrite))
+	failIf(t, !ok || err != nil, "fast acquire: %v %v", ok, err)
 	var pending driver.Request
 	inTx(t, d, func(tx driver.Tx) {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{identA})
 		must(t, err)
-		if st[0].Writers != 1 {
-			t.Fatalf("the fast path's grant is not counted on the lock row: %+v", st[0])
-		}
+		failIf(t, st[0].Writers != 1, "the fast path's grant is not counted on the lock row: %+v", st[0])
 		pending = insertRequest(t, tx, driver.Request{SessionID: "s2", ClientID: "B", Ident: identA, Mode: driver.ModeWrite, Status: driver.StatusPending, CallID: 2})
 		st[0].Waiting++
 		must(t, tx.LockIdentUpdate(ctx, st[0]))
@@ -470,9 +395,7 @@ func testFastReleaseWaiters(t *testing.T, d driver.Driver) {
 		must(t, err)
 		return st[pending.ID].Status == driver.StatusGranted && st[pending.ID].Token > 0
 	}
-	if n != 1 {
-		t.Fatalf("fast release with a waiter released %d, want 1", n)
-	}
+	failIf(t, n != 1, "fast release with a waiter released %d, want 1", n)
 	if len(waiting) == 0 {
 		// The backend handed the lock over in the release itself.
 		if !granted() {
@@ -480,12 +403,9 @@ func testFastReleaseWaiters(t *testing.T, d driver.Driver) {
 		}
 		return
 	}
-	if len(waiting) != 1 || waiting[0] != identA {
-		t.Fatalf("fast release reports waiters on %v, want [a]", waiting)
-	}
-	if _, ok, err := d.LockFastAcquire(ctx, fastParams("s3", "C", identA, driver.ModeRead)); ok || err != nil {
-		t.Fatalf("fast acquire jumped a queued waiter: %v %v", ok, err)
-	}
+	failIf(t, len(waiting) != 1 || waiting[0] != identA, "fast release reports waiters on %v, want [a]", waiting)
+	_, ok, err = d.LockFastAcquire(ctx, fastParams("s3", "C", identA, driver.ModeRead))
+	failIf(t, ok || err != nil, "fast acquire jumped a queued waiter: %v %v", ok, err)
 	handled, err := d.LockRegrant(ctx, []driver.Ident{identA})
 	must(t, err)
 	if handled && !granted() {
@@ -509,9 +429,7 @@ func testWaitGraph(t *testing.T, d driver.Driver) {
 		must(t, tx.LockDetectorLock(ctx))
 		rs, err := tx.LockWaitGraph(ctx)
 		must(t, err)
-		if len(rs) != 2 || rs[0].ID != g.ID || rs[1].ID != p.ID {
-			t.Fatalf("LockWaitGraph = %+v, want the holder and the waiter of a (b has no waiter)", rs)
-		}
+		failIf(t, len(rs) != 2 || rs[0].ID != g.ID || rs[1].ID != p.ID, "LockWaitGraph = %+v, want the holder and the waiter of a (b has no waiter)", rs)
 		must(t, tx.WakeClients(ctx, []string{"A", "B"}))
 	})
 }
@@ -568,9 +486,7 @@ func testNotify(t *testing.T, d driver.Driver) {
 	for _, want := range [][2]string{{"ch", "one"}, {"other", "two"}} {
 		select {
 		case n := <-got:
-			if n != want {
-				t.Fatalf("received %q, want %q (commit order)", n, want)
-			}
+			failIf(t, n != want, "received %q, want %q (commit order)", n, want)
 		case <-time.After(20 * time.Second):
 			t.Fatalf("%q not delivered", want)
 		}
@@ -582,9 +498,7 @@ func testNotify(t *testing.T, d driver.Driver) {
 		t.Fatal("the listener was never woken")
 	}
 	q, args := d.NotifyStatement("ch", "p")
-	if q == "" || len(args) == 0 {
-		t.Fatalf("NotifyStatement = %q %v", q, args)
-	}
+	failIf(t, q == "" || len(args) == 0, "NotifyStatement = %q %v", q, args)
 }
 
 func testQueue(t *testing.T, d driver.Driver) {
@@ -593,9 +507,8 @@ func testQueue(t *testing.T, d driver.Driver) {
 	tx := d.NoTx()
 	must(t, tx.QueueRegister(ctx, "q"))
 	must(t, tx.QueueRegister(ctx, "q")) // twice is fine
-	if ok, err := tx.QueueExists(ctx, "q"); !ok || err != nil {
-		t.Fatalf("QueueExists: %v %v", ok, err)
-	}
+	ok, err := tx.QueueExists(ctx, "q")
+	failIf(t, !ok || err != nil, "QueueExists: %v %v", ok, err)
 	if ok, _ := tx.QueueExists(ctx, "none"); ok {
 		t.Fatal("QueueExists of an unknown queue")
 	}
@@ -610,9 +523,7 @@ func testQueue(t *testing.T, d driver.Driver) {
 	must(t, err)
 	many, err := tx.MessageInsertMany(ctx, "q", []driver.NewMessage{{Queue: "q", Payload: []byte("m1"), MaxAttempts: 1}, {Queue: "q", Payload: []byte("m2"), MaxAttempts: 1}})
 	must(t, err)
-	if len(many) != 2 || many[0] >= many[1] || many[0] <= later {
-		t.Fatalf("MessageInsertMany ids %v (after %d): want two rising ids", many, later)
-	}
+	failIf(t, len(many) != 2 || many[0] >= many[1] || many[0] <= later, "MessageInsertMany ids %v (after %d): want two rising ids", many, later)
 	ms, err := tx.MessageByIDs(ctx, []int64{high})
 	must(t, err)
 	if len(ms) != 1 || string(ms[0].Payload) != "high" || ms[0].Priority != -5 || !ms[0].HasKey || ms[0].Key != "k" || ms[0].Meta != `{"a":1}` || ms[0].State != driver.MessageReady {
@@ -621,44 +532,32 @@ func testQueue(t *testing.T, d driver.Driver) {
 	due := true
 	ready, err := tx.MessageList(ctx, "q", driver.MessageReady, &due, driver.ListPos{}, 10)
 	must(t, err)
-	if len(ready) != 4 || ready[0].ID != high || ready[1].ID != low {
-		t.Fatalf("due messages in claim order: %v", ids(ready))
-	}
+	failIf(t, len(ready) != 4 || ready[0].ID != high || ready[1].ID != low, "due messages in claim order: %v", ids(ready))
 	notDue := false
 	if l, _ := tx.MessageList(ctx, "q", driver.MessageReady, &notDue, driver.ListPos{}, 10); len(l) != 1 || l[0].ID != later {
 		t.Fatalf("messages not yet due: %v", ids(l))
 	}
 	heads, dueIn, err := tx.ClaimHeads(ctx, "q", 10)
 	must(t, err)
-	if len(heads) != 5 || heads[0] != high || dueIn[len(dueIn)-1] <= 0 {
-		t.Fatalf("ClaimHeads = %v %v", heads, dueIn)
-	}
+	failIf(t, len(heads) != 5 || heads[0] != high || dueIn[len(dueIn)-1] <= 0, "ClaimHeads = %v %v", heads, dueIn)
 
 	claimed := claim(t, d, "q", "w", 2)
-	if len(claimed) != 2 || claimed[0].ID != high || claimed[1].ID != low {
-		t.Fatalf("claimed %v, want high then low", ids(claimed))
-	}
+	failIf(t, len(claimed) != 2 || claimed[0].ID != high || claimed[1].ID != low, "claimed %v, want high then low", ids(claimed))
 	for _, m := range claimed {
-		if m.State != driver.MessageClaimed || m.ClaimedBy != "w" || m.Attempt != 1 || !m.ClaimUntil.After(m.CreatedAt) {
-			t.Fatalf("a claimed message: %+v", m)
-		}
+		failIf(t, m.State != driver.MessageClaimed || m.ClaimedBy != "w" || m.Attempt != 1 || !m.ClaimUntil.After(m.CreatedAt), "a claimed message: %+v", m)
 	}
-	if n, _ := tx.ClaimInFlight(ctx, "q"); n != 2 {
-		t.Fatalf("ClaimInFlight = %d, want 2", n)
-	}
-	if refs, _ := tx.ClaimsBySession(ctx, "w"); len(refs) != 2 {
-		t.Fatalf("ClaimsBySession = %+v", refs)
-	}
+	n, _ := tx.ClaimInFlight(ctx, "q")
+	failIf(t, n != 2, "ClaimInFlight = %d, want 2", n)
+	refs, _ := tx.ClaimsBySession(ctx, "w")
+	failIf(t, len(refs) != 2, "ClaimsBySession = %+v", refs)
 	c := driver.Claim{ID: high, SessionID: "w", Attempt: 1}
-	if ok, err := tx.MessageExtend(ctx, c, hour); !ok || err != nil {
-		t.Fatalf("MessageExtend: %v %v", ok, err)
-	}
+	ok, err = tx.MessageExtend(ctx, c, hour)
+	failIf(t, !ok || err != nil, "MessageExtend: %v %v", ok, err)
 	if ok, err := tx.MessageAck(ctx, driver.Claim{ID: high, SessionID: "w", Attempt: 2}); ok || err != nil {
 		t.Fatalf("a claim of another attempt acknowledged: %v %v", ok, err)
 	}
-	if ok, err := tx.MessageAck(ctx, c); !ok || err != nil {
-		t.Fatalf("MessageAck: %v %v", ok, err)
-	}
+	ok, err = tx.MessageAck(ctx, c)
+	failIf(t, !ok || err != nil, "MessageAck: %v %v", ok, err)
 	if ok, _ := tx.MessageAck(ctx, c); ok {
 		t.Fatal("a claim acknowledged twice")
 	}
@@ -669,27 +568,20 @@ func testQueue(t *testing.T, d driver.Driver) {
 		t.Fatalf("released message: %+v, want ready with its attempt taken back", ms[0])
 	}
 	all := claim(t, d, "q", "w", 10)
-	if len(all) != 3 {
-		t.Fatalf("claimed %v, want low, m1, m2 (later is not due)", ids(all))
-	}
+	failIf(t, len(all) != 3, "claimed %v, want low, m1, m2 (later is not due)", ids(all))
 	claims := make([]driver.Claim, len(all))
 	for i, m := range all {
 		claims[i] = driver.Claim{ID: m.ID, SessionID: "w", Attempt: m.Attempt}
 	}
-	if n, err := tx.MessageAckMany(ctx, "w", claims); n != 3 || err != nil {
-		t.Fatalf("MessageAckMany: %d %v", n, err)
-	}
+	n, err = tx.MessageAckMany(ctx, "w", claims)
+	failIf(t, n != 3 || err != nil, "MessageAckMany: %d %v", n, err)
 	st, err := tx.QueueStats(ctx, "q")
 	must(t, err)
-	if st.Ready != 0 || st.Scheduled != 1 || st.Claimed != 0 || st.Dead != 0 {
-		t.Fatalf("QueueStats = %+v, want one scheduled", st)
-	}
-	if next, ok, err := tx.QueueNextDue(ctx, "q"); !ok || err != nil || next <= 0 || next > hour {
-		t.Fatalf("QueueNextDue = %v %v %v", next, ok, err)
-	}
-	if ok, err := tx.QueuePause(ctx, "q", true); !ok || err != nil {
-		t.Fatalf("QueuePause: %v %v", ok, err)
-	}
+	failIf(t, st.Ready != 0 || st.Scheduled != 1 || st.Claimed != 0 || st.Dead != 0, "QueueStats = %+v, want one scheduled", st)
+	next, ok, err := tx.QueueNextDue(ctx, "q")
+	failIf(t, !ok || err != nil || next <= 0 || next > hour, "QueueNextDue = %v %v %v", next, ok, err)
+	ok, err = tx.QueuePause(ctx, "q", true)
+	failIf(t, !ok || err != nil, "QueuePause: %v %v", ok, err)
 	if st, _ := tx.QueueStats(ctx, "q"); !st.Paused {
 		t.Fatal("a paused queue's stats say it is not")
 	}
@@ -697,15 +589,12 @@ func testQueue(t *testing.T, d driver.Driver) {
 		t.Fatal("QueuePause of an unknown queue")
 	}
 	must(t, err)
-	if done, _, err := tx.MessageRetryNow(ctx, "q", later); !done || err != nil {
-		t.Fatalf("MessageRetryNow: %v %v", done, err)
-	}
-	if done, _, err := tx.MessageDeleteWaiting(ctx, "q", later); !done || err != nil {
-		t.Fatalf("MessageDeleteWaiting: %v %v", done, err)
-	}
-	if done, state, err := tx.MessageDeleteWaiting(ctx, "q", later); done || state != "" || err != nil {
-		t.Fatalf("MessageDeleteWaiting of a deleted message: %v %q %v", done, state, err)
-	}
+	done, _, err := tx.MessageRetryNow(ctx, "q", later)
+	failIf(t, !done || err != nil, "MessageRetryNow: %v %v", done, err)
+	done, _, err = tx.MessageDeleteWaiting(ctx, "q", later)
+	failIf(t, !done || err != nil, "MessageDeleteWaiting: %v %v", done, err)
+	done, state, err := tx.MessageDeleteWaiting(ctx, "q", later)
+	failIf(t, done || state != "" || err != nil, "MessageDeleteWaiting of a deleted message: %v %q %v", done, state, err)
 }
 
 func ids(ms []driver.Message) []int64 {
@@ -744,9 +633,7 @@ func claimByIDs(t *testing.T, d driver.Driver, queue, session string, limit int)
 		must(t, err)
 		n, err := tx.ClaimIDs(ctx, session, 0, hour, cand)
 		must(t, err)
-		if n != len(cand) {
-			t.Fatalf("ClaimIDs claimed %d of %d candidates", n, len(cand))
-		}
+		failIf(t, n != len(cand), "ClaimIDs claimed %d of %d candidates", n, len(cand))
 		out, err = tx.MessageByIDs(ctx, cand)
 		must(t, err)
 	})
@@ -766,47 +653,33 @@ func testQueueRetryBury(t *testing.T, d driver.Driver) {
 	}
 	ms, err := tx.MessageByIDs(ctx, []int64{id})
 	must(t, err)
-	if ms[0].State != driver.MessageReady || ms[0].LastError != "boom" || ms[0].Attempt != 1 || !ms[0].RunAt.After(time.Now().Add(30*time.Minute)) {
-		t.Fatalf("retried message: %+v, want ready an hour from now with its error", ms[0])
-	}
-	if got := claim(t, d, "q", "w", 1); len(got) != 0 {
-		t.Fatalf("claimed a message backing off: %v", ids(got))
-	}
-	if done, _, err := tx.MessageRetryNow(ctx, "q", id); !done || err != nil {
-		t.Fatalf("MessageRetryNow: %v %v", done, err)
-	}
+	failIf(t, ms[0].State != driver.MessageReady || ms[0].LastError != "boom" || ms[0].Attempt != 1 || !ms[0].RunAt.After(time.Now().Add(30*time.Minute)), "retried message: %+v, want ready an hour from now with its error", ms[0])
+	got := claim(t, d, "q", "w", 1)
+	failIf(t, len(got) != 0, "claimed a message backing off: %v", ids(got))
+	done, _, err := tx.MessageRetryNow(ctx, "q", id)
+	failIf(t, !done || err != nil, "MessageRetryNow: %v %v", done, err)
 	m = claim(t, d, "q", "w", 1)[0]
-	if m.Attempt != 2 {
-		t.Fatalf("second claim counts attempt %d", m.Attempt)
-	}
+	failIf(t, m.Attempt != 2, "second claim counts attempt %d", m.Attempt)
 	if ok, err := tx.MessageBury(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: 2}, "gave up"); !ok || err != nil {
 		t.Fatalf("MessageBury: %v %v", ok, err)
 	}
 	dead, err := tx.DeadList(ctx, "q", 10)
 	must(t, err)
-	if len(dead) != 1 || dead[0].ID != id || dead[0].LastError != "gave up" || dead[0].Attempt != 2 || string(dead[0].Payload) != "x" {
-		t.Fatalf("DeadList = %+v", dead)
-	}
-	if st, _ := tx.QueueStats(ctx, "q"); st.Dead != 1 || st.Ready != 0 {
-		t.Fatalf("QueueStats after a burial: %+v", st)
-	}
-	if n, err := tx.DeadRedrive(ctx, "q"); n != 1 || err != nil {
-		t.Fatalf("DeadRedrive: %d %v", n, err)
-	}
-	if got := claim(t, d, "q", "w", 1); len(got) != 1 || string(got[0].Payload) != "x" {
-		t.Fatalf("the re-driven message is not claimable: %+v", got)
-	}
-	if n, err := tx.QueueDeleteMessages(ctx, "q"); n != 1 || err != nil {
-		t.Fatalf("QueueDeleteMessages: %d %v", n, err)
-	}
+	failIf(t, len(dead) != 1 || dead[0].ID != id || dead[0].LastError != "gave up" || dead[0].Attempt != 2 || string(dead[0].Payload) != "x", "DeadList = %+v", dead)
+	st, _ := tx.QueueStats(ctx, "q")
+	failIf(t, st.Dead != 1 || st.Ready != 0, "QueueStats after a burial: %+v", st)
+	n, err := tx.DeadRedrive(ctx, "q")
+	failIf(t, n != 1 || err != nil, "DeadRedrive: %d %v", n, err)
+	got = claim(t, d, "q", "w", 1)
+	failIf(t, len(got) != 1 || string(got[0].Payload) != "x", "the re-driven message is not claimable: %+v", got)
+	n, err = tx.QueueDeleteMessages(ctx, "q")
+	failIf(t, n != 1 || err != nil, "QueueDeleteMessages: %d %v", n, err)
 	must(t, tx.ThroughputAdd(ctx, "q", 3, 1))
-	if st, _ := tx.QueueStats(ctx, "q"); st.RecentAcked != 3 || st.RecentDead != 1 {
-		t.Fatalf("throughput: %+v, want 3 acknowledged and 1 dead", st)
-	}
+	st, _ = tx.QueueStats(ctx, "q")
+	failIf(t, st.RecentAcked != 3 || st.RecentDead != 1, "throughput: %+v, want 3 acknowledged and 1 dead", st)
 	must(t, tx.ThroughputPurge(ctx))
-	if n, err := tx.DeadPurge(ctx, "q"); n != 0 || err != nil {
-		t.Fatalf("DeadPurge of an empty dead letter list: %d %v", n, err)
-	}
+	n, err = tx.DeadPurge(ctx, "q")
+	failIf(t, n != 0 || err != nil, "DeadPurge of an empty dead letter list: %d %v", n, err)
 }
 
 // testStaleClaims: a claim whose lease ran out (a negative lease moves the
@@ -834,9 +707,7 @@ func testStaleClaims(t *testing.T, d driver.Driver) {
 	})
 	stale, err := tx.ClaimsStale(ctx, 10)
 	must(t, err)
-	if len(stale) != 1 || stale[0].ID != a || stale[0].SessionID != "w" || stale[0].Attempt != 1 || stale[0].MaxAttempts != 5 {
-		t.Fatalf("ClaimsStale = %+v, want only a's expired claim", stale)
-	}
+	failIf(t, len(stale) != 1 || stale[0].ID != a || stale[0].SessionID != "w" || stale[0].Attempt != 1 || stale[0].MaxAttempts != 5, "ClaimsStale = %+v, want only a's expired claim", stale)
 }
 
 func testHousekeeping(t *testing.T, d driver.Driver) {
@@ -846,30 +717,21 @@ func testHousekeeping(t *testing.T, d driver.Driver) {
 	must(t, tx.QueueRegister(ctx, "q"))
 	holder, reserved, err := tx.UniqueReserve(ctx, "q", "u", 1)
 	must(t, err)
-	if !reserved || holder != 0 {
-		t.Fatalf("UniqueReserve of a new key: %d %v", holder, reserved)
-	}
+	failIf(t, !reserved || holder != 0, "UniqueReserve of a new key: %d %v", holder, reserved)
 	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("u"), MaxAttempts: 1})
 	must(t, err)
 	must(t, tx.UniqueSet(ctx, "q", "u", id, 1))
-	if n, err := tx.UniquePurge(ctx); n != 1 || err != nil {
-		t.Fatalf("UniquePurge of a key whose period ended: %d %v", n, err)
-	}
-	if _, reserved, err := tx.UniqueReserve(ctx, "q", "u", 0); !reserved || err != nil {
-		t.Fatalf("UniqueReserve after the purge: %v %v", reserved, err)
-	}
+	n, err := tx.UniquePurge(ctx)
+	failIf(t, n != 1 || err != nil, "UniquePurge of a key whose period ended: %d %v", n, err)
+	_, reserved, err = tx.UniqueReserve(ctx, "q", "u", 0)
+	failIf(t, !reserved || err != nil, "UniqueReserve after the purge: %v %v", reserved, err)
 	must(t, tx.UniqueSet(ctx, "q", "u", id, 0))
-	if holder, reserved, err := tx.UniqueReserve(ctx, "q", "u", 0); reserved || holder != id || err != nil {
-		t.Fatalf("UniqueReserve of a held key: %d %v %v, want holder %d", holder, reserved, err, id)
-	}
+	holder, reserved, err = tx.UniqueReserve(ctx, "q", "u", 0)
+	failIf(t, reserved || holder != id || err != nil, "UniqueReserve of a held key: %d %v %v, want holder %d", holder, reserved, err, id)
 	q, args := d.QueueRegisterStatement("q2")
-	if q == "" || len(args) == 0 {
-		t.Fatalf("QueueRegisterStatement = %q %v", q, args)
-	}
+	failIf(t, q == "" || len(args) == 0, "QueueRegisterStatement = %q %v", q, args)
 	q, args, _ = d.EnqueueStatement(driver.NewMessage{Queue: "q2", Payload: []byte("p"), MaxAttempts: 1})
-	if q == "" || len(args) == 0 {
-		t.Fatalf("EnqueueStatement = %q %v", q, args)
-	}
+	failIf(t, q == "" || len(args) == 0, "EnqueueStatement = %q %v", q, args)
 }
 
 // testPerKey: under the queue lock, the per-key candidates are the head of
@@ -909,15 +771,11 @@ func testPerKey(t *testing.T, d driver.Driver) {
 	})
 	first, err := tx.MessageList(ctx, "q", driver.MessageReady, nil, driver.ListPos{}, 2)
 	must(t, err)
-	if len(first) != 2 {
-		t.Fatalf("first page: %v", ids(first))
-	}
+	failIf(t, len(first) != 2, "first page: %v", ids(first))
 	last := first[1]
 	rest, err := tx.MessageList(ctx, "q", driver.MessageReady, nil, driver.ListPos{Priority: last.Priority, OrderAt: last.OrderAt.UnixMicro(), ID: last.ID}, 2)
 	must(t, err)
-	if len(rest) != 1 || slices.Contains(ids(first), rest[0].ID) {
-		t.Fatalf("second page %v after %v: want the one ready message left", ids(rest), ids(first))
-	}
+	failIf(t, len(rest) != 1 || slices.Contains(ids(first), rest[0].ID), "second page %v after %v: want the one ready message left", ids(rest), ids(first))
 }
 
 func testSubscriptions(t *testing.T, d driver.Driver) {
@@ -928,25 +786,19 @@ func testSubscriptions(t *testing.T, d driver.Driver) {
 	must(t, tx.SubscriptionInsert(ctx, driver.Subscription{Name: "audit", Table: "orders", Actions: "IUD", MaxAttempts: 1}))
 	got, ok, err := tx.SubscriptionGet(ctx, "orders")
 	must(t, err)
-	if !ok || got.Table != s.Table || got.Actions != s.Actions || got.MaxAttempts != s.MaxAttempts || got.CreatedAt.IsZero() {
-		t.Fatalf("SubscriptionGet = %+v %v, stored %+v", got, ok, s)
-	}
+	failIf(t, !ok || got.Table != s.Table || got.Actions != s.Actions || got.MaxAttempts != s.MaxAttempts || got.CreatedAt.IsZero(), "SubscriptionGet = %+v %v, stored %+v", got, ok, s)
 	if _, ok, _ := tx.SubscriptionGet(ctx, "none"); ok {
 		t.Fatal("SubscriptionGet of an unknown name")
 	}
-	if l, _ := tx.SubscriptionList(ctx); len(l) != 2 {
-		t.Fatalf("SubscriptionList = %+v", l)
-	}
-	if n, err := tx.SubscriptionCountTable(ctx, "orders"); n != 2 || err != nil {
-		t.Fatalf("SubscriptionCountTable = %d %v", n, err)
-	}
-	if ok, err := tx.SubscriptionDelete(ctx, "orders"); !ok || err != nil {
-		t.Fatalf("SubscriptionDelete: %v %v", ok, err)
-	}
+	l, _ := tx.SubscriptionList(ctx)
+	failIf(t, len(l) != 2, "SubscriptionList = %+v", l)
+	n, err := tx.SubscriptionCountTable(ctx, "orders")
+	failIf(t, n != 2 || err != nil, "SubscriptionCountTable = %d %v", n, err)
+	ok, err = tx.SubscriptionDelete(ctx, "orders")
+	failIf(t, !ok || err != nil, "SubscriptionDelete: %v %v", ok, err)
 	if ok, _ := tx.SubscriptionDelete(ctx, "orders"); ok {
 		t.Fatal("a subscription deleted twice")
 	}
-	if _, ok, err := tx.TableDescribe(ctx, "no_such_table"); ok || err != nil {
-		t.Fatalf("TableDescribe of a missing table: %v %v", ok, err)
-	}
+	_, ok, err = tx.TableDescribe(ctx, "no_such_table")
+	failIf(t, ok || err != nil, "TableDescribe of a missing table: %v %v", ok, err)
 }
