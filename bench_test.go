@@ -42,3 +42,33 @@ func BenchmarkLockPair(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEnqueueMany measures EnqueueMany of batches of 1,000 messages
+// (one op is one batch; msgs/s reported), once per backend.
+//
+//	go test -run '^$' -bench EnqueueMany -benchtime 20x .
+func BenchmarkEnqueueMany(b *testing.B) {
+	for _, be := range batontest.All() {
+		b.Run(be.Label, func(b *testing.B) {
+			dsn := be.NewDSN(b)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			c, err := baton.Open(ctx, dsn)
+			if err != nil {
+				b.Fatalf("open %s: %v", be.Name, err)
+			}
+			b.Cleanup(func() { _ = c.Close() })
+			batch := make([]baton.NewMessage, 1000)
+			for i := range batch {
+				batch[i] = baton.NewMessage{Payload: []byte(`{"n":1}`)}
+			}
+			start := time.Now()
+			for b.Loop() {
+				if _, err := c.EnqueueMany(ctx, "bench", batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(batch))/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 		{"WaitGraph", testWaitGraph},
 		{"Notify", testNotify},
 		{"Queue", testQueue},
+		{"InsertMany", testInsertMany},
 		{"QueueRetryAndBury", testQueueRetryBury},
 		{"StaleClaims", testStaleClaims},
 		{"PerKeyClaims", testPerKey},
@@ -801,4 +802,32 @@ func testSubscriptions(t *testing.T, d driver.Driver) {
 	}
 	_, ok, err = tx.TableDescribe(ctx, "no_such_table")
 	failIf(t, ok || err != nil, "TableDescribe of a missing table: %v %v", ok, err)
+}
+
+// testInsertMany: a batch keeps every field of every message (binary and
+// empty payloads, keys, metadata, delays), in order.
+func testInsertMany(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	must(t, tx.QueueRegister(ctx, "q"))
+	batch := []driver.NewMessage{
+		{Queue: "q", Payload: []byte{}, Priority: 3, Key: "k", HasKey: true, Meta: `{"b":2}`, Delay: hour, MaxAttempts: 4},
+		{Queue: "q", Payload: []byte{0, 1, 0xff, '"', '\\'}, MaxAttempts: 1},
+		{Queue: "q", Payload: []byte("c"), Key: "", HasKey: true, MaxAttempts: 2},
+	}
+	got, err := tx.MessageInsertMany(ctx, "q", batch)
+	must(t, err)
+	failIf(t, len(got) != 3 || got[0] >= got[1] || got[1] >= got[2], "MessageInsertMany ids %v: want three rising ids", got)
+	ms, err := tx.MessageByIDs(ctx, got)
+	must(t, err)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	failIf(t, len(ms) != 3, "MessageByIDs found %d of 3", len(ms))
+	for i, m := range ms {
+		w := batch[i]
+		failIf(t, string(m.Payload) != string(w.Payload) || m.Priority != w.Priority || m.HasKey != w.HasKey || m.Key != w.Key,
+			"message %d stored as %+v, sent %+v", i, m, w)
+		failIf(t, m.Meta != w.Meta || m.MaxAttempts != w.MaxAttempts || m.Attempt != 0 || m.State != driver.MessageReady,
+			"message %d stored as %+v, sent %+v", i, m, w)
+	}
+	failIf(t, !ms[0].RunAt.After(ms[1].RunAt.Add(30*time.Minute)), "a delay of an hour: run at %v, the undelayed at %v", ms[0].RunAt, ms[1].RunAt)
 }

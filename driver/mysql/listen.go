@@ -274,112 +274,149 @@ func isInterrupted(err error) bool {
 	return errors.As(err, &me) && me.Number == errQueryInterrupt
 }
 
+// run polls for wake-ups on conn until the listener stops, registering a
+// new connection whenever one fails.
 func (l *listener) run(conn *sql.Conn) {
 	defer close(l.done)
+	p := &poller{l: l, conn: conn, last: -1} // the first poll returns at once and wakes
 	defer func() {
-		if conn != nil {
-			discard(conn)
+		if p.conn != nil {
+			discard(p.conn)
 		}
 	}()
-	var lastWake atomic.Int64
-	wake := func() {
-		lastWake.Store(time.Now().UnixNano())
-		l.wake()
-	}
-	lastWake.Store(time.Now().UnixNano())
-	// The safety net: a wake-up at least once per interval even when the
-	// loop is stuck (a statement on a connection the network dropped).
-	go func() {
-		t := time.NewTicker(l.interval / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.done:
+	p.lastWake.Store(time.Now().UnixNano())
+	go p.safetyNet()
+	for !l.stopping.Load() && l.ctx.Err() == nil {
+		if p.conn == nil {
+			if !p.reconnect() {
 				return
-			case <-t.C:
-				if time.Since(time.Unix(0, lastWake.Load())) >= l.interval {
-					wake()
-				}
 			}
-		}
-	}()
-	q := l.d.wq["wake_poll"]
-	secs := l.interval.Seconds()
-	// A poll lasts the interval; much longer means a dead connection.
-	pollLimit := l.interval + 5*time.Second
-	last := int64(-1) // the first poll returns at once and wakes
-	backoff := time.Duration(0)
-	noRows := 0
-	for {
-		if l.stopping.Load() || l.ctx.Err() != nil {
-			return
-		}
-		if conn == nil {
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff+10*time.Millisecond, l.interval)
-			ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
-			c, err := l.register(ctx)
-			if err == nil {
-				// The server may have restarted: new start time, and new
-				// connection ids.
-				l.d.refreshServerStart(ctx, c)
-			}
-			cancel()
-			if err != nil {
-				continue
-			}
-			conn, last, backoff = c, -1, 0
 			continue
 		}
-		var seq, slept int64
-		ctx, cancel := context.WithTimeout(l.ctx, pollLimit)
-		err := conn.QueryRowContext(ctx, q, last, secs, l.clientID).Scan(&seq, &slept)
-		cancel()
-		switch {
-		case err == nil:
-			noRows = 0
-			// SLEEP returns 1 when interrupted (MySQL); MariaDB fails the
-			// statement with error 1317 instead.
-			if seq != last || slept != 0 {
-				wake()
-			}
-			last = seq
-		case isInterrupted(err):
-			wake()
-		case errors.Is(err, sql.ErrNoRows):
-			// The registration vanished: register this connection again.
-			noRows++
-			if noRows > 1 {
-				select {
-				case <-l.ctx.Done():
-					return
-				case <-time.After(min(time.Duration(noRows)*10*time.Millisecond, l.interval)):
-				}
-			}
-			id := l.connID.Load()
-			ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
-			_, err := conn.ExecContext(ctx, l.d.wq["wake_register"], l.clientID, id, id)
-			cancel()
-			if err != nil {
-				discard(conn)
-				conn = nil
-			}
-			last = -1
-		default:
-			if l.stopping.Load() || l.ctx.Err() != nil {
-				return
-			}
-			// Connection trouble: a wake-up may have been missed.
-			discard(conn)
-			conn = nil
-			l.connID.Store(0)
-			wake()
+		if !p.poll() {
+			return
 		}
 	}
+}
+
+// poller is the state of one listener's loop: its connection, the last
+// wake-up sequence number it saw, and its reconnection backoff.
+type poller struct {
+	l        *listener
+	conn     *sql.Conn
+	last     int64
+	backoff  time.Duration
+	noRows   int
+	lastWake atomic.Int64
+}
+
+func (p *poller) wake() {
+	p.lastWake.Store(time.Now().UnixNano())
+	p.l.wake()
+}
+
+// safetyNet wakes the client at least once per interval even when the loop
+// is stuck (a statement on a connection the network dropped).
+func (p *poller) safetyNet() {
+	t := time.NewTicker(p.l.interval / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.l.done:
+			return
+		case <-t.C:
+			if time.Since(time.Unix(0, p.lastWake.Load())) >= p.l.interval {
+				p.wake()
+			}
+		}
+	}
+}
+
+// reconnect registers a new connection after the backoff; false when the
+// listener stops meanwhile.
+func (p *poller) reconnect() bool {
+	l := p.l
+	select {
+	case <-l.ctx.Done():
+		return false
+	case <-time.After(p.backoff):
+	}
+	p.backoff = min(2*p.backoff+10*time.Millisecond, l.interval)
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	defer cancel()
+	c, err := l.register(ctx)
+	if err != nil {
+		return true
+	}
+	// The server may have restarted: new start time, and new connection
+	// ids.
+	l.d.refreshServerStart(ctx, c)
+	p.conn, p.last, p.backoff = c, -1, 0
+	return true
+}
+
+// poll waits for the next wake-up on the connection (a poll lasts the
+// interval; much longer means a dead connection); false when the listener
+// stops meanwhile.
+func (p *poller) poll() bool {
+	l := p.l
+	var seq, slept int64
+	ctx, cancel := context.WithTimeout(l.ctx, l.interval+5*time.Second)
+	err := p.conn.QueryRowContext(ctx, l.d.wq["wake_poll"], p.last, l.interval.Seconds(), l.clientID).Scan(&seq, &slept)
+	cancel()
+	switch {
+	case err == nil:
+		p.noRows = 0
+		// SLEEP returns 1 when interrupted (MySQL); MariaDB fails the
+		// statement with error 1317 instead.
+		if seq != p.last || slept != 0 {
+			p.wake()
+		}
+		p.last = seq
+	case isInterrupted(err):
+		p.wake()
+	case errors.Is(err, sql.ErrNoRows):
+		return p.reregister()
+	default:
+		if l.stopping.Load() || l.ctx.Err() != nil {
+			return false
+		}
+		// Connection trouble: a wake-up may have been missed.
+		p.drop()
+		p.wake()
+	}
+	return true
+}
+
+// reregister registers the connection again after its registration
+// vanished; false when the listener stops meanwhile.
+func (p *poller) reregister() bool {
+	l := p.l
+	p.noRows++
+	if p.noRows > 1 {
+		select {
+		case <-l.ctx.Done():
+			return false
+		case <-time.After(min(time.Duration(p.noRows)*10*time.Millisecond, l.interval)):
+		}
+	}
+	id := l.connID.Load()
+	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
+	_, err := p.conn.ExecContext(ctx, l.d.wq["wake_register"], l.clientID, id, id)
+	cancel()
+	if err != nil {
+		discard(p.conn)
+		p.conn = nil
+	}
+	p.last = -1
+	return true
+}
+
+// drop gives up the connection.
+func (p *poller) drop() {
+	discard(p.conn)
+	p.conn = nil
+	p.l.connID.Store(0)
 }
 
 // stop ends the loop promptly: interrupt its statement (again, should the

@@ -166,6 +166,56 @@ var (
 // go-sql-driver configuration. Errors name the problem and never contain
 // the password.
 func ParseDSN(dsn string) (*Config, error) {
+	u, err := parseDSNURL(dsn)
+	if err != nil {
+		return nil, err
+	}
+	shown := u.Redacted()
+	addr, err := dsnAddr(u, shown)
+	if err != nil {
+		return nil, err
+	}
+	dbName, err := dsnDatabase(u, shown)
+	if err != nil {
+		return nil, err
+	}
+	user := u.User.Username()
+	pass, _ := u.User.Password()
+	if user == "" {
+		return nil, fmt.Errorf("%w: mysql DSN %s names no user: write %s://user:password@host/database", driver.ErrBadDSN, shown, u.Scheme)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mysql DSN %s: bad options: %v", driver.ErrBadDSN, shown, err)
+	}
+	opts, params, err := dsnOptions(q, shown)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := gomysql.ParseDSN("tcp(" + addr + ")/?" + opts.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("%w: mysql DSN %s: %v", driver.ErrBadDSN, shown, err)
+	}
+	cfg.User, cfg.Passwd, cfg.DBName = user, pass, dbName
+	if _, set := q["interpolateParams"]; !set {
+		// One round trip per statement instead of three packets (prepare,
+		// execute, close) and two round trips. go-sql-driver refuses it
+		// for character sets where escaping is unsafe.
+		cfg.InterpolateParams = true
+	}
+	if _, set := q["timeout"]; !set {
+		cfg.Timeout = 10 * time.Second
+	}
+	if len(params) > 0 {
+		cfg.Params = params
+	}
+	cfg.Logger = &gomysql.NopLogger{} // errors are returned, not logged
+	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
+}
+
+// parseDSNURL parses the DSN as a URL of the mysql or mariadb scheme with a
+// host.
+func parseDSNURL(dsn string) (*url.URL, error) {
 	scheme, _, _ := strings.Cut(dsn, ":")
 	if scheme != "mysql" && scheme != "mariadb" {
 		return nil, fmt.Errorf("%w: mysql DSN must start with mysql:// or mariadb://", driver.ErrBadDSN)
@@ -187,86 +237,78 @@ func ParseDSN(dsn string) (*Config, error) {
 	case u.Fragment != "":
 		return nil, fmt.Errorf("%w: mysql DSN %s: unexpected #fragment", driver.ErrBadDSN, shown)
 	}
+	return u, nil
+}
+
+// dsnAddr is the DSN's host:port, the port 3306 by default.
+func dsnAddr(u *url.URL, shown string) (string, error) {
 	port := u.Port()
 	if port == "" {
 		port = "3306"
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return nil, fmt.Errorf("%w: mysql DSN %s: bad port %q", driver.ErrBadDSN, shown, port)
+		return "", fmt.Errorf("%w: mysql DSN %s: bad port %q", driver.ErrBadDSN, shown, port)
 	}
-	addr := net.JoinHostPort(u.Hostname(), port)
+	return net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// dsnDatabase is the database the DSN's path names.
+func dsnDatabase(u *url.URL, shown string) (string, error) {
 	dbName := strings.TrimPrefix(u.Path, "/")
 	switch {
 	case dbName == "":
-		return nil, fmt.Errorf("%w: mysql DSN %s names no database: add /database after the host", driver.ErrBadDSN, shown)
+		return "", fmt.Errorf("%w: mysql DSN %s names no database: add /database after the host", driver.ErrBadDSN, shown)
 	case strings.Contains(dbName, "/"):
-		return nil, fmt.Errorf("%w: mysql DSN %s: database name %q contains a slash", driver.ErrBadDSN, shown, dbName)
+		return "", fmt.Errorf("%w: mysql DSN %s: database name %q contains a slash", driver.ErrBadDSN, shown, dbName)
 	case len(dbName) > 64:
-		return nil, fmt.Errorf("%w: mysql DSN %s: database name is longer than 64 characters", driver.ErrBadDSN, shown)
+		return "", fmt.Errorf("%w: mysql DSN %s: database name is longer than 64 characters", driver.ErrBadDSN, shown)
 	}
-	user := u.User.Username()
-	pass, _ := u.User.Password()
-	if user == "" {
-		return nil, fmt.Errorf("%w: mysql DSN %s names no user: write %s://user:password@host/database", driver.ErrBadDSN, shown, scheme)
-	}
+	return dbName, nil
+}
 
-	// Driver options go through go-sql-driver's own parser; system
-	// variables are checked and quoted here, since the driver pastes them
-	// into a SET statement as they are.
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, fmt.Errorf("%w: mysql DSN %s: bad options: %v", driver.ErrBadDSN, shown, err)
-	}
+// dsnOptions sorts the DSN's options into go-sql-driver's own (opts, which
+// its parser checks) and system variables (params, checked and quoted
+// here, since the driver pastes them into a SET statement as they are).
+func dsnOptions(q url.Values, shown string) (opts url.Values, params map[string]string, err error) {
 	keys := make([]string, 0, len(q))
 	for k := range q {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	opts := url.Values{}
-	params := map[string]string{}
+	opts, params = url.Values{}, map[string]string{}
 	for _, k := range keys {
 		vs := q[k]
 		if len(vs) != 1 {
-			return nil, fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
+			return nil, nil, fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
 		}
-		v := vs[0]
 		if why, ok := refusedOptions[k]; ok {
-			return nil, fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
+			return nil, nil, fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
 		}
 		switch {
 		case driverOptions[k]:
-			opts.Set(k, v)
+			opts.Set(k, vs[0])
 		case sysVarRE().MatchString(k):
-			switch {
-			case numberRE().MatchString(v):
-				params[k] = v
-			case safeWordRE().MatchString(v):
-				params[k] = "'" + v + "'"
-			default:
-				return nil, fmt.Errorf("%w: mysql DSN %s: value of system variable %s has characters baton does not pass on", driver.ErrBadDSN, shown, k)
+			v, err := sysVarValue(k, vs[0], shown)
+			if err != nil {
+				return nil, nil, err
 			}
+			params[k] = v
 		default:
-			return nil, fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
+			return nil, nil, fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
 		}
 	}
-	cfg, err := gomysql.ParseDSN("tcp(" + addr + ")/?" + opts.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("%w: mysql DSN %s: %v", driver.ErrBadDSN, shown, err)
+	return opts, params, nil
+}
+
+// sysVarValue is a system variable's value as SET takes it: a number as it
+// is, a safe word quoted.
+func sysVarValue(k, v, shown string) (string, error) {
+	switch {
+	case numberRE().MatchString(v):
+		return v, nil
+	case safeWordRE().MatchString(v):
+		return "'" + v + "'", nil
 	}
-	cfg.User, cfg.Passwd, cfg.DBName = user, pass, dbName
-	if _, set := q["interpolateParams"]; !set {
-		// One round trip per statement instead of three packets (prepare,
-		// execute, close) and two round trips. go-sql-driver refuses it
-		// for character sets where escaping is unsafe.
-		cfg.InterpolateParams = true
-	}
-	if _, set := q["timeout"]; !set {
-		cfg.Timeout = 10 * time.Second
-	}
-	if len(params) > 0 {
-		cfg.Params = params
-	}
-	cfg.Logger = &gomysql.NopLogger{} // errors are returned, not logged
-	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
+	return "", fmt.Errorf("%w: mysql DSN %s: value of system variable %s has characters baton does not pass on", driver.ErrBadDSN, shown, k)
 }
 
 // stripComments removes SQL comment lines, keeping "-- name:" markers, so
@@ -679,6 +721,36 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	return n, waiting, nil
 }
 
+// releaseDeleteReturning is releaseDelete in one statement, on MariaDB
+// (DELETE … RETURNING).
+func (d *Driver) releaseDeleteReturning(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams, limit int64) ([]driver.Request, error) {
+	var rows *sql.Rows
+	var err error
+	if p.Name == "" {
+		rows, err = c.QueryContext(ctx, d.Q("release_delete_ns"), p.SessionID, p.Kind, bin(p.NS), limit)
+	} else {
+		rows, err = c.QueryContext(ctx, d.Q("release_delete_name"), p.SessionID, p.Kind, bin(p.NS), bin(p.Name), limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release_delete: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Request
+	for rows.Next() {
+		var r driver.Request
+		var ns, name []byte
+		if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
+			return nil, err
+		}
+		r.NS, r.Name = string(ns), string(name)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("release_delete: %w", err)
+	}
+	return out, nil
+}
+
 // releaseDelete deletes the instances a release names and returns their
 // identifiers and modes.
 func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) ([]driver.Request, error) {
@@ -687,31 +759,7 @@ func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastRe
 		limit = int64(p.Limit)
 	}
 	if d.mariadb {
-		var rows *sql.Rows
-		var err error
-		if p.Name == "" {
-			rows, err = c.QueryContext(ctx, d.Q("release_delete_ns"), p.SessionID, p.Kind, bin(p.NS), limit)
-		} else {
-			rows, err = c.QueryContext(ctx, d.Q("release_delete_name"), p.SessionID, p.Kind, bin(p.NS), bin(p.Name), limit)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("release_delete: %w", err)
-		}
-		defer rows.Close()
-		var out []driver.Request
-		for rows.Next() {
-			var r driver.Request
-			var ns, name []byte
-			if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
-				return nil, err
-			}
-			r.NS, r.Name = string(ns), string(name)
-			out = append(out, r)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("release_delete: %w", err)
-		}
-		return out, nil
+		return d.releaseDeleteReturning(ctx, c, p, limit)
 	}
 	var rows *sql.Rows
 	var err error

@@ -59,3 +59,14 @@ UPDATE {p}messages
                ORDER BY priority, order_at, id LIMIT ?5)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta;
 
+
+-- name: message_insert_json
+-- A batch in one statement. ?1 is a JSON array of the messages, in order:
+-- {"p": payload in hex, "r": priority, "k": key or null, "d": delay in
+-- microseconds, "a": attempt limit, "m": metadata or null}; ?2 the queue.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+SELECT ?2, unhex(json_extract(j.value, '$.p')), json_extract(j.value, '$.r'), json_extract(j.value, '$.k'),
+       {now} + json_extract(j.value, '$.d'), {now} + json_extract(j.value, '$.d'), 0,
+       json_extract(j.value, '$.a'), 'R', '', {now}, json_extract(j.value, '$.m')
+  FROM json_each(?1) AS j ORDER BY j.key
+RETURNING id;

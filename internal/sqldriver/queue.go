@@ -3,6 +3,7 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -204,7 +205,11 @@ func (t *Tx) MessageInsert(ctx context.Context, m driver.NewMessage) (int64, err
 // otherwise.
 func (t *Tx) MessageInsertMany(ctx context.Context, queue string, ms []driver.NewMessage) ([]int64, error) {
 	ids := make([]int64, 0, len(ms))
-	if _, ok := t.db.D.Queries["message_insert_many"]; !ok || len(ms) == 1 {
+	name, args, err := t.insertManyStatement(queue, ms)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" || len(ms) == 1 {
 		for _, m := range ms {
 			id, err := t.MessageInsert(ctx, m)
 			if err != nil {
@@ -214,15 +219,58 @@ func (t *Tx) MessageInsertMany(ctx context.Context, queue string, ms []driver.Ne
 		}
 		return ids, nil
 	}
-	ids, err := t.ids(ctx, "message_insert_many", manyArgs(queue, ms)...)
+	ids, err = t.ids(ctx, name, args...)
 	if err != nil {
 		return nil, err
 	}
 	if len(ids) != len(ms) {
-		return nil, fmt.Errorf("message_insert_many: %d ids for %d messages", len(ids), len(ms))
+		return nil, fmt.Errorf("%s: %d ids for %d messages", name, len(ids), len(ms))
 	}
 	slices.Sort(ids) // inserted in order: the ids rise in the messages' order
 	return ids, nil
+}
+
+// insertManyStatement is the dialect's one-statement insert of a batch and
+// its arguments: message_insert_many takes arrays (PostgreSQL),
+// message_insert_json one JSON array of rows (SQLite); "" when the dialect
+// has neither.
+func (t *Tx) insertManyStatement(queue string, ms []driver.NewMessage) (string, []any, error) {
+	if _, ok := t.db.D.Queries["message_insert_many"]; ok {
+		return "message_insert_many", manyArgs(queue, ms), nil
+	}
+	if _, ok := t.db.D.Queries["message_insert_json"]; ok {
+		doc, err := jsonRows(ms)
+		return "message_insert_json", []any{doc, queue}, err
+	}
+	return "", nil, nil
+}
+
+// jsonRow is one message of message_insert_json's array.
+type jsonRow struct {
+	Payload     string  `json:"p"` // hex
+	Priority    int     `json:"r"`
+	Key         *string `json:"k"`
+	Delay       int64   `json:"d"` // microseconds
+	MaxAttempts int     `json:"a"`
+	Meta        *string `json:"m"`
+}
+
+// jsonRows is message_insert_json's argument: the messages as a JSON
+// array, payloads in hex.
+func jsonRows(ms []driver.NewMessage) (string, error) {
+	rows := make([]jsonRow, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		rows[i] = jsonRow{Payload: hex.EncodeToString(m.Payload), Priority: m.Priority, Delay: us(m.Delay), MaxAttempts: m.MaxAttempts}
+		if m.HasKey {
+			rows[i].Key = &m.Key
+		}
+		if m.Meta != "" {
+			rows[i].Meta = &m.Meta
+		}
+	}
+	b, err := json.Marshal(rows)
+	return string(b), err
 }
 
 // manyArgs are message_insert_many's arrays, one element per message.
