@@ -51,54 +51,61 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []s
 	if len(remote) == 0 {
 		return nil
 	}
-	start := d.serverStart.Load()
-	var conns []int64
-	if len(remote) == 1 {
-		// One statement: the listener's connection id comes back as the
-		// insert id.
-		res, err := t.Tx.ExecContext(ctx, d.wq["wake_one"], start, remote[0])
-		if err != nil {
-			return fmt.Errorf("wake_one: %w", err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		if id > 0 {
-			conns = append(conns, id)
-		}
-	} else {
-		// Sorted, so that concurrent wakers lock the rows in one order.
-		sort.Strings(remote)
-		args := make([]any, 0, len(remote)+1)
-		for _, id := range remote {
-			args = append(args, id)
-		}
-		if _, err := t.Tx.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
-			return fmt.Errorf("wake_many: %w", err)
-		}
-		rows, err := t.Tx.QueryContext(ctx, list(d.wq["wake_conns"], len(remote)), append([]any{start}, args...)...)
-		if err != nil {
-			return fmt.Errorf("wake_conns: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			if id > 0 {
-				conns = append(conns, id)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("wake_conns: %w", err)
-		}
+	conns, err := d.wakeRemote(ctx, t, remote)
+	if err != nil {
+		return err
 	}
 	if len(conns) > 0 {
 		t.AfterCommit(func() { d.interrupt(conns) })
 	}
 	return nil
+}
+
+// wakeRemote bumps the sequence numbers of other processes' clients and
+// returns the connection ids of their listeners.
+func (d *Driver) wakeRemote(ctx context.Context, t *sqldriver.Tx, remote []string) ([]int64, error) {
+	start := d.serverStart.Load()
+	if len(remote) == 1 {
+		// One statement: the listener's connection id comes back as the
+		// insert id.
+		res, err := t.Tx.ExecContext(ctx, d.wq["wake_one"], start, remote[0])
+		if err != nil {
+			return nil, fmt.Errorf("wake_one: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil || id <= 0 {
+			return nil, err
+		}
+		return []int64{id}, nil
+	}
+	// Sorted, so that concurrent wakers lock the rows in one order.
+	sort.Strings(remote)
+	args := make([]any, 0, len(remote)+1)
+	for _, id := range remote {
+		args = append(args, id)
+	}
+	if _, err := t.Tx.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
+		return nil, fmt.Errorf("wake_many: %w", err)
+	}
+	rows, err := t.Tx.QueryContext(ctx, list(d.wq["wake_conns"], len(remote)), append([]any{start}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("wake_conns: %w", err)
+	}
+	defer rows.Close()
+	var conns []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		if id > 0 {
+			conns = append(conns, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("wake_conns: %w", err)
+	}
+	return conns, nil
 }
 
 // interrupt sends KILL QUERY to listener connections, asynchronously, on
