@@ -127,6 +127,43 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	return OpenFlavor(ctx, Pure, dsn, prefix)
 }
 
+// connString sets the driver's path (a unique name for an in-memory
+// database) and returns the database/sql connection string.
+func (d *Driver) connString(path string) (string, error) {
+	if d.memory {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		d.path = "memory-" + hex.EncodeToString(rnd[:])
+		return "file:" + d.path + "?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=10000", nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlite path %q: %w", path, err)
+	}
+	d.path = abs
+	return "file:" + abs + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate", nil
+}
+
+// ping opens the first connection. Several processes opening a new file at
+// once race to switch it to WAL, which takes an exclusive lock and is not
+// always covered by the busy timeout: a busy open is retried for a few
+// seconds.
+func ping(ctx context.Context, f Flavor, db *sql.DB, path string) error {
+	for attempt := 0; ; attempt++ {
+		err := db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if !f.IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
+			if strings.Contains(err.Error(), "not a database") {
+				return fmt.Errorf("%w: sqlite:%s is not an SQLite database file: %v", driver.ErrBadDSN, path, err)
+			}
+			return fmt.Errorf("open sqlite database %s: %w", path, err)
+		}
+		time.Sleep(time.Duration(10+attempt*5) * time.Millisecond)
+	}
+}
+
 // OpenFlavor is Open on another database/sql SQLite driver.
 func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, error) {
 	path, err := ParseDSN(dsn)
@@ -134,19 +171,9 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 		return nil, err
 	}
 	d := &Driver{memory: path == ":memory:", flavor: f}
-	var conn string
-	if d.memory {
-		var rnd [8]byte
-		_, _ = rand.Read(rnd[:])
-		d.path = "memory-" + hex.EncodeToString(rnd[:])
-		conn = "file:" + d.path + "?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=10000"
-	} else {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite path %q: %w", path, err)
-		}
-		d.path = abs
-		conn = "file:" + abs + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate"
+	conn, err := d.connString(path)
+	if err != nil {
+		return nil, err
 	}
 	db, err := sql.Open(f.SQLDriver, conn)
 	if err != nil {
@@ -157,22 +184,9 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	// Several processes opening a new file at once race to switch it to
-	// WAL, which takes an exclusive lock and is not always covered by the
-	// busy timeout: retry a busy open for a few seconds.
-	for attempt := 0; ; attempt++ {
-		err := db.PingContext(ctx)
-		if err == nil {
-			break
-		}
-		if !f.IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
-			db.Close()
-			if strings.Contains(err.Error(), "not a database") {
-				return nil, fmt.Errorf("%w: sqlite:%s is not an SQLite database file: %v", driver.ErrBadDSN, path, err)
-			}
-			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
-		}
-		time.Sleep(time.Duration(10+attempt*5) * time.Millisecond)
+	if err := ping(ctx, f, db, path); err != nil {
+		db.Close()
+		return nil, err
 	}
 	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {

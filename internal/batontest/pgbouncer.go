@@ -80,24 +80,7 @@ func launchBouncer() (int, error) {
 	}
 	_ = os.Chmod(dir, 0o777)
 	logPath := filepath.Join(dir, "pgbouncer.log")
-	ini := fmt.Sprintf(`[databases]
-* = host=%s port=%s
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-max_client_conn = 2000
-default_pool_size = 40
-logfile = %s
-`, pg.Hostname(), pg.Port(), port, filepath.Join(dir, "users.txt"), logPath)
-	if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(strconv.Quote(pg.User.Username())+` ""`+"\n"), 0o644); err != nil {
+	if err := writeBouncerConfig(dir, pg, port); err != nil {
 		return 0, err
 	}
 	args := []string{bin}
@@ -129,23 +112,51 @@ logfile = %s
 	if err := waitListening(port, logPath); err != nil {
 		return 0, err
 	}
-	go func() {
-		for restarts := 0; ; restarts++ {
-			err := sh.Wait()
-			tail := logTail(logPath, 20)
-			if restarts == 5 {
-				fmt.Fprintf(os.Stderr, "batontest: the private pgbouncer on port %d exited (%v) for the sixth time; not starting it again. Its log ends:\n%s\n", port, err, tail)
-				return
-			}
-			fmt.Fprintf(os.Stderr, "batontest: the private pgbouncer on port %d exited (%v); starting it again. Its log ends:\n%s\n", port, err, tail)
-			time.Sleep(100 * time.Millisecond)
-			if sh, err = start(); err != nil {
-				fmt.Fprintf(os.Stderr, "batontest: restarting the private pgbouncer: %v\n", err)
-				return
-			}
-		}
-	}()
+	go superviseBouncer(sh, start, port, logPath)
 	return port, nil
+}
+
+// superviseBouncer starts pgbouncer again (up to five times) whenever it
+// exits, saying so on the test binary's standard error with the end of its
+// log.
+func superviseBouncer(sh *exec.Cmd, start func() (*exec.Cmd, error), port int, logPath string) {
+	for restarts := 0; ; restarts++ {
+		err := sh.Wait()
+		tail := logTail(logPath, 20)
+		if restarts == 5 {
+			fmt.Fprintf(os.Stderr, "batontest: the private pgbouncer on port %d exited (%v) for the sixth time; not starting it again. Its log ends:\n%s\n", port, err, tail)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "batontest: the private pgbouncer on port %d exited (%v); starting it again. Its log ends:\n%s\n", port, err, tail)
+		time.Sleep(100 * time.Millisecond)
+		if sh, err = start(); err != nil {
+			fmt.Fprintf(os.Stderr, "batontest: restarting the private pgbouncer: %v\n", err)
+			return
+		}
+	}
+}
+
+// writeBouncerConfig writes pgbouncer.ini and its users file into dir: a
+// pooler in transaction mode on port in front of the test server pg.
+func writeBouncerConfig(dir string, pg *url.URL, port int) error {
+	ini := fmt.Sprintf(`[databases]
+* = host=%s port=%s
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 40
+logfile = %s
+`, pg.Hostname(), pg.Port(), port, filepath.Join(dir, "users.txt"), filepath.Join(dir, "pgbouncer.log"))
+	if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "users.txt"), []byte(strconv.Quote(pg.User.Username())+` ""`+"\n"), 0o644)
 }
 
 // waitListening waits until pgbouncer accepts connections on port.
