@@ -267,6 +267,50 @@ type schemaCreator interface {
 	CreateSchema(ctx context.Context) (string, error)
 }
 
+// runMigrate applies the pending migrations (action up) and prints every
+// migration's state.
+func runMigrate(ctx context.Context, g *globals, action string) error {
+	d, err := baton.OpenDriver(ctx, g.dsn, g.prefix)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if cs, ok := d.(schemaCreator); ok && action == "up" {
+		created, err := cs.CreateSchema(ctx)
+		if err != nil {
+			return err
+		}
+		if created != "" {
+			fmt.Printf("created schema %s\n", created)
+		}
+	}
+	st, err := d.MigrationStatus(ctx)
+	if action == "up" && err == nil {
+		pending := 0
+		for _, m := range st {
+			if !m.Applied {
+				pending++
+			}
+		}
+		sp := progress("migrate", fmt.Sprintf("applying %d pending migrations", pending))
+		st, err = d.Migrate(ctx)
+		sp.stop()
+	}
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
+	for _, m := range st {
+		state, at := "pending", ""
+		if m.Applied {
+			state, at = "applied", m.AppliedAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%03d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
+	}
+	return tw.Flush()
+}
+
 func migrateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate [up|status]",
@@ -292,45 +336,7 @@ is a terminal; otherwise stderr stays silent.`,
 			if action != "up" && action != "status" {
 				return usageErr("migrate: unknown action %q (use up or status)", action)
 			}
-			d, err := baton.OpenDriver(cmd.Context(), g.dsn, g.prefix)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			if cs, ok := d.(schemaCreator); ok && action == "up" {
-				created, err := cs.CreateSchema(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if created != "" {
-					fmt.Printf("created schema %s\n", created)
-				}
-			}
-			st, err := d.MigrationStatus(cmd.Context())
-			if action == "up" && err == nil {
-				pending := 0
-				for _, m := range st {
-					if !m.Applied {
-						pending++
-					}
-				}
-				sp := progress("migrate", fmt.Sprintf("applying %d pending migrations", pending))
-				st, err = d.Migrate(cmd.Context())
-				sp.stop()
-			}
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
-			for _, m := range st {
-				state, at := "pending", ""
-				if m.Applied {
-					state, at = "applied", m.AppliedAt.Local().Format(time.DateTime)
-				}
-				fmt.Fprintf(tw, "%03d\t%s\t%s\t%s\n", m.Version, m.Name, state, at)
-			}
-			return tw.Flush()
+			return runMigrate(cmd.Context(), g, action)
 		},
 	}
 	return cmd
