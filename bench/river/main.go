@@ -413,15 +413,8 @@ func riverDrain(ctx context.Context, cfg config, workers int) (bench.Record, err
 	if err != nil {
 		return bench.Record{}, err
 	}
-	batch := make([]river.InsertManyParams, 0, 1000)
-	for i := 0; i < cfg.messages; {
-		batch = batch[:0]
-		for ; i < cfg.messages && len(batch) < 1000; i++ {
-			batch = append(batch, river.InsertManyParams{Args: benchArgs{N: i}})
-		}
-		if _, err := client.InsertMany(ctx, batch); err != nil {
-			return bench.Record{}, fmt.Errorf("insert the backlog: %w", err)
-		}
+	if err := riverBacklog(ctx, client, cfg.messages); err != nil {
+		return bench.Record{}, err
 	}
 	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: cfg.messages + 1000,
@@ -432,32 +425,7 @@ func riverDrain(ctx context.Context, cfg config, workers int) (bench.Record, err
 	if err := client.Start(ctx); err != nil {
 		return bench.Record{}, err
 	}
-	done, failed := 0, 0
-	var last time.Time
-	timeout := time.After(cfg.bound)
-wait:
-	for done+failed < cfg.messages {
-		select {
-		case ev := <-events:
-			if ev == nil {
-				break wait
-			}
-			if ev.Kind == river.EventKindJobCompleted {
-				done++
-			} else {
-				failed++
-			}
-			last = time.Now()
-		case <-timeout:
-			break wait
-		case <-ctx.Done():
-			break wait
-		}
-	}
-	end := time.Now()
-	if done+failed == cfg.messages {
-		end = last
-	}
+	done, failed, end := countFinished(ctx, events, cfg.messages, cfg.bound)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := client.Stop(stopCtx); err != nil {
@@ -470,6 +438,48 @@ wait:
 		return bench.Record{}, fmt.Errorf("%d jobs failed", failed)
 	}
 	return bench.NewThroughputRecord("", "postgres", done, end.Sub(start)), nil
+}
+
+// riverBacklog inserts n jobs with InsertMany in batches of 1000.
+func riverBacklog(ctx context.Context, client *river.Client[pgx.Tx], n int) error {
+	batch := make([]river.InsertManyParams, 0, 1000)
+	for i := 0; i < n; {
+		batch = batch[:0]
+		for ; i < n && len(batch) < 1000; i++ {
+			batch = append(batch, river.InsertManyParams{Args: benchArgs{N: i}})
+		}
+		if _, err := client.InsertMany(ctx, batch); err != nil {
+			return fmt.Errorf("insert the backlog: %w", err)
+		}
+	}
+	return nil
+}
+
+// countFinished counts completed and failed jobs from River's events until
+// n have finished or the bound passes, and returns when the last one
+// finished (or when it stopped counting, if not all did).
+func countFinished(ctx context.Context, events <-chan *river.Event, n int, bound time.Duration) (done, failed int, end time.Time) {
+	var last time.Time
+	timeout := time.After(bound)
+	for done+failed < n {
+		select {
+		case ev := <-events:
+			if ev == nil {
+				return done, failed, time.Now()
+			}
+			if ev.Kind == river.EventKindJobCompleted {
+				done++
+			} else {
+				failed++
+			}
+			last = time.Now()
+		case <-timeout:
+			return done, failed, time.Now()
+		case <-ctx.Done():
+			return done, failed, time.Now()
+		}
+	}
+	return done, failed, last
 }
 
 // riverLatency measures from Insert on one client to the worker of a
@@ -514,6 +524,20 @@ func riverLatency(ctx context.Context, cfg config) (bench.Record, error) {
 		defer cancel()
 		_ = consumer.Stop(stopCtx)
 	}()
+	lat, err := latencyRounds(ctx, cfg, started, func(i int) error {
+		_, err := producer.Insert(ctx, benchArgs{N: i}, nil)
+		return err
+	})
+	if err != nil {
+		return bench.Record{}, err
+	}
+	return bench.NewLatencyRecord("latency", "postgres", lat), nil
+}
+
+// latencyRounds runs insert rounds 10ms apart, 5 uncounted then up to
+// cfg.rounds (at least 5, within cfg.bound), and returns from each insert
+// to the job's start.
+func latencyRounds(ctx context.Context, cfg config, started <-chan time.Time, insert func(i int) error) ([]time.Duration, error) {
 	var lat []time.Duration
 	var begin time.Time
 	const warmup = 5
@@ -523,12 +547,12 @@ func riverLatency(ctx context.Context, cfg config) (bench.Record, error) {
 			begin = time.Now()
 		}
 		if counted >= cfg.rounds || (counted >= 5 && time.Since(begin) >= cfg.bound) {
-			break
+			return lat, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 		t0 := time.Now()
-		if _, err := producer.Insert(ctx, benchArgs{N: i}, nil); err != nil {
-			return bench.Record{}, err
+		if err := insert(i); err != nil {
+			return nil, err
 		}
 		select {
 		case at := <-started:
@@ -536,12 +560,11 @@ func riverLatency(ctx context.Context, cfg config) (bench.Record, error) {
 				lat = append(lat, at.Sub(t0))
 			}
 		case <-time.After(10 * time.Second):
-			return bench.Record{}, fmt.Errorf("round %d: the job did not start within 10s", i+1)
+			return nil, fmt.Errorf("round %d: the job did not start within 10s", i+1)
 		case <-ctx.Done():
-			return bench.Record{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	return bench.NewLatencyRecord("latency", "postgres", lat), nil
 }
 
 func printTable(w io.Writer, recs []record) {
