@@ -254,6 +254,9 @@ func (s *Session) acquireMany(ctx context.Context, call int64, ids []driver.Iden
 	return rs, ok, nil
 }
 
+// acquireOne takes one lock: by the fast path when nobody holds a
+// conflicting lock or waits, otherwise by a request decided under the
+// identifier's row lock, and then, unless tryOnce, by waiting for its grant.
 func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
 	c := s.c
 	var r driver.Request
@@ -271,45 +274,12 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	case ok:
 		return r, nil
 	}
-	// Slow path: decide under the identifier's row lock.
 	var req driver.Request
 	err = c.inTx(ctx, func(tx driver.Tx) error {
-		st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
-		if err != nil {
-			return err
-		}
-		// Only a session the database still has may queue or be granted:
-		// one whose row a crash emptied (PostgreSQL's UNLOGGED lock state)
-		// would hold a request nobody renews, swept as an orphan while
-		// its owner still counts itself the holder.
-		live, err := tx.SessionListByClient(ctx, c.id)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(live, s.id) {
-			return errSessionGone
-		}
-		rows, err := tx.LockRequestList(ctx, []driver.Ident{id})
-		if err != nil {
-			return err
-		}
+		// Anew on each try: a retried transaction starts from scratch.
 		req = driver.Request{SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode,
 			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
-		grants := lockcore.Grants(append(rows, req))
-		state := st[0]
-		if len(grants) > 0 && grants[len(grants)-1] == req.ID {
-			req.Status = driver.StatusGranted
-			state.Fence++
-			req.Token = state.Fence
-		} else if tryOnce {
-			return ErrTimeout
-		}
-		if req.ID, err = tx.LockRequestInsert(ctx, req); err != nil {
-			return err
-		}
-		rows = append(rows, req)
-		state.Readers, state.Writers, state.Waiting = lockcore.Counts(rows)
-		return tx.LockIdentUpdate(ctx, state)
+		return s.request(ctx, tx, &req, tryOnce)
 	})
 	if errors.Is(err, errSessionGone) {
 		return driver.Request{}, s.lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
@@ -320,9 +290,56 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	if req.Status == driver.StatusGranted {
 		return req, nil
 	}
-	// Waiting. The waiter is registered only now that the request is
-	// committed (a status check on another connection must find it); a
-	// grant that came in between is caught by the check this wake runs.
+	return s.awaitGrant(ctx, req)
+}
+
+// request is the slow path: under the identifier's row lock, grant req
+// (status and token set) or queue it, and store it with the identifier's
+// counts. With tryOnce a request that would wait is ErrTimeout instead.
+func (s *Session) request(ctx context.Context, tx driver.Tx, req *driver.Request, tryOnce bool) error {
+	st, err := tx.LockIdentLock(ctx, []driver.Ident{req.Ident})
+	if err != nil {
+		return err
+	}
+	// Only a session the database still has may queue or be granted: one
+	// whose row a crash emptied (PostgreSQL's UNLOGGED lock state) would
+	// hold a request nobody renews, swept as an orphan while its owner
+	// still counts itself the holder.
+	live, err := tx.SessionListByClient(ctx, s.c.id)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(live, s.id) {
+		return errSessionGone
+	}
+	rows, err := tx.LockRequestList(ctx, []driver.Ident{req.Ident})
+	if err != nil {
+		return err
+	}
+	grants := lockcore.Grants(append(rows, *req))
+	state := st[0]
+	if len(grants) > 0 && grants[len(grants)-1] == req.ID {
+		req.Status = driver.StatusGranted
+		state.Fence++
+		req.Token = state.Fence
+	} else if tryOnce {
+		return ErrTimeout
+	}
+	if req.ID, err = tx.LockRequestInsert(ctx, *req); err != nil {
+		return err
+	}
+	rows = append(rows, *req)
+	state.Readers, state.Writers, state.Waiting = lockcore.Counts(rows)
+	return tx.LockIdentUpdate(ctx, state)
+}
+
+// awaitGrant waits for a queued request's grant, its choice as a deadlock
+// victim, the session's end or ctx.
+func (s *Session) awaitGrant(ctx context.Context, req driver.Request) (driver.Request, error) {
+	c := s.c
+	// The waiter is registered only now that the request is committed (a
+	// status check on another connection must find it); a grant that came
+	// in between is caught by the check this wake runs.
 	if err := c.listening(ctx); err != nil {
 		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
 			return driver.Request{}, s.failure(ctx, err)
@@ -341,23 +358,27 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	defer detect.Stop()
 	select {
 	case r := <-w.ch:
-		switch r.Status {
-		case driver.StatusGranted:
-			r.Ident, r.Mode, r.SessionID = id, mode, s.id // a hint carries only id and token
-			return r, nil
-		case driver.StatusDeadlock:
-			return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", ErrDeadlock, modeWord(mode), describe(id))
-		default:
-			if err := s.check(); err != nil {
-				return driver.Request{}, err
-			}
-			// Reaped, or emptied by a crash: the session is gone too.
-			return driver.Request{}, s.lost("lock request vanished (session ended)")
-		}
+		return s.answered(r, req)
 	case <-ctx.Done():
 		c.removeWaiter(req.ID)
 		return driver.Request{}, s.failure(ctx, ctx.Err())
 	}
+}
+
+// answered turns the answer to a waiting request into Lock's result.
+func (s *Session) answered(r, req driver.Request) (driver.Request, error) {
+	switch r.Status {
+	case driver.StatusGranted:
+		r.Ident, r.Mode, r.SessionID = req.Ident, req.Mode, s.id // a hint carries only id and token
+		return r, nil
+	case driver.StatusDeadlock:
+		return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", ErrDeadlock, modeWord(req.Mode), describe(req.Ident))
+	}
+	if err := s.check(); err != nil {
+		return driver.Request{}, err
+	}
+	// Reaped, or emptied by a crash: the session is gone too.
+	return driver.Request{}, s.lost("lock request vanished (session ended)")
 }
 
 func modeWord(m string) string {
