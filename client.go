@@ -174,38 +174,6 @@ func (c *Client) Backend() string { return c.drv.Name() }
 // ID returns this client's random id; sessions record it.
 func (c *Client) ID() string { return c.id }
 
-// backendPackages names the package that registers each scheme baton
-// ships, for the error that tells a program which import it lacks.
-var backendPackages = map[string]string{
-	"sqlite":     "github.com/batonhq/baton/driver/sqlite",
-	"postgres":   "github.com/batonhq/baton/driver/postgres",
-	"postgresql": "github.com/batonhq/baton/driver/postgres",
-	"mysql":      "github.com/batonhq/baton/driver/mysql",
-	"mariadb":    "github.com/batonhq/baton/driver/mysql",
-}
-
-// OpenDriver opens the backend a DSN names without starting a client; the
-// CLI uses it for migrations. The backend must be registered: import its
-// package (for example _ "github.com/batonhq/baton/driver/postgres").
-func OpenDriver(ctx context.Context, dsn, prefix string) (driver.Driver, error) {
-	if prefix == "" {
-		prefix = "baton_"
-	}
-	if open, ok := driver.Lookup(dsn); ok {
-		return open(ctx, dsn, prefix)
-	}
-	if pkg, known := backendPackages[driver.Scheme(dsn)]; known {
-		return nil, fmt.Errorf("%w: %q: the %s backend is not linked into this program: add import _ %q", ErrBadDSN, redact(dsn), driver.Scheme(dsn), pkg)
-	}
-	return nil, fmt.Errorf("%w: %q: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db (registered schemes: %s)", ErrBadDSN, redact(dsn), strings.Join(driver.Schemes(), ", "))
-}
-
-// redact hides a password in a DSN for error messages.
-func redact(dsn string) string {
-	re := regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
-	return re.ReplaceAllString(dsn, "${1}***@")
-}
-
 // Open connects to the database a DSN names, applies migrations (unless
 // opts.NoMigrate) and starts the client's heartbeat. The wake-up listener
 // (a connection of its own on PostgreSQL and MySQL) starts on the first
@@ -221,7 +189,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Client, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
-	drv, err := OpenDriver(ctx, dsn, o.Prefix)
+	drv, err := driver.Open(ctx, dsn, o.Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -401,9 +369,25 @@ func (c *Client) prepareLater() {
 	c.logErr("prepare statements", c.drv.Prepare(ctx))
 }
 
-// Migrate applies pending migrations.
-func (c *Client) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
-	return c.drv.Migrate(ctx)
+// MigrationStatus describes one of baton's schema migrations.
+type MigrationStatus struct {
+	Version   int       `json:"version"`
+	Name      string    `json:"name"`
+	Applied   bool      `json:"applied"`
+	AppliedAt time.Time `json:"applied_at,omitzero"`
+}
+
+// Migrate applies pending migrations and returns every migration's state.
+func (c *Client) Migrate(ctx context.Context) ([]MigrationStatus, error) {
+	st, err := c.drv.Migrate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MigrationStatus, len(st))
+	for i, m := range st {
+		out[i] = MigrationStatus(m)
+	}
+	return out, nil
 }
 
 // Close ends every session of the client (releasing their locks) and

@@ -326,7 +326,7 @@ func TestSessionLostWhenReaped(t *testing.T) {
 		c := openDSN(t, dsn, baton.Options{Lease: time.Second})
 		s := session(t, c)
 		mustLock(t, s, "ns", baton.Write, "x")
-		d, err := baton.OpenDriver(ctxT(t), dsn, "")
+		d, err := driver.Open(ctxT(t), dsn, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +360,7 @@ func TestOrphanedRequestSwept(t *testing.T) {
 		_, dsn := open(t, b)
 		c := openDSN(t, dsn, baton.Options{Lease: 600 * time.Millisecond})
 		ctx := ctxT(t)
-		d, err := baton.OpenDriver(ctx, dsn, "")
+		d, err := driver.Open(ctx, dsn, "")
 		if err != nil {
 			t.Fatal(err)
 		}

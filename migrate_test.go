@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -43,7 +44,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		d, err := baton.OpenDriver(context.Background(), dsn, "")
+		d, err := driver.Open(context.Background(), dsn, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -81,4 +82,38 @@ func Adapt[D Driver](open func(ctx context.Context, dsn, prefix string) (D, erro
 		}
 		return d, nil
 	}
+}
+
+// backendPackages names the package that registers each scheme baton
+// ships, for the error that tells a program which import it lacks.
+var backendPackages = map[string]string{
+	"sqlite":     "github.com/batonhq/baton/driver/sqlite",
+	"postgres":   "github.com/batonhq/baton/driver/postgres",
+	"postgresql": "github.com/batonhq/baton/driver/postgres",
+	"mysql":      "github.com/batonhq/baton/driver/mysql",
+	"mariadb":    "github.com/batonhq/baton/driver/mysql",
+}
+
+// Open opens the backend a DSN names (registered by its package's import,
+// for example _ "github.com/batonhq/baton/driver/postgres") with baton's
+// table prefix ("baton_" when empty), without starting a client: the CLI
+// uses it for migrations.
+func Open(ctx context.Context, dsn, prefix string) (Driver, error) {
+	if prefix == "" {
+		prefix = "baton_"
+	}
+	if open, ok := Lookup(dsn); ok {
+		return open(ctx, dsn, prefix)
+	}
+	if pkg, known := backendPackages[Scheme(dsn)]; known {
+		return nil, fmt.Errorf("%w: %q: the %s backend is not linked into this program: add import _ %q", ErrBadDSN, redact(dsn), Scheme(dsn), pkg)
+	}
+	return nil, fmt.Errorf("%w: %q: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db (registered schemes: %s)", ErrBadDSN, redact(dsn), strings.Join(Schemes(), ", "))
+}
+
+var passwordInDSN = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
+// redact hides a password in a DSN for error messages.
+func redact(dsn string) string {
+	return passwordInDSN.ReplaceAllString(dsn, "${1}***@")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
 )
 
 func lockCmd(g *globals) *cobra.Command {
@@ -270,7 +271,7 @@ type schemaCreator interface {
 // runMigrate applies the pending migrations (action up) and prints every
 // migration's state.
 func runMigrate(ctx context.Context, g *globals, action string) error {
-	d, err := baton.OpenDriver(ctx, g.dsn, g.prefix)
+	d, err := driver.Open(ctx, g.dsn, g.prefix)
 	if err != nil {
 		return err
 	}

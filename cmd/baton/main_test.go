@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -185,7 +186,7 @@ func TestLockCommandLost(t *testing.T) {
 		if id == "" {
 			t.Fatal("no session id")
 		}
-		d, err := baton.OpenDriver(context.Background(), dsn, "")
+		d, err := driver.Open(context.Background(), dsn, "")
 		if err != nil {
 			t.Fatal(err)
 		}

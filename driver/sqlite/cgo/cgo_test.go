@@ -9,7 +9,9 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/driver"
-	_ "github.com/batonhq/baton/driver/sqlite/cgo"
+	"github.com/batonhq/baton/driver/drivertest"
+	"github.com/batonhq/baton/driver/sqlite"
+	"github.com/batonhq/baton/driver/sqlite/cgo"
 )
 
 // TestCgoFlavor: with the cgo package imported, sqlite: DSNs run on mattn
@@ -17,7 +19,7 @@ import (
 func TestCgoFlavor(t *testing.T) {
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "cgo.db")
-	d, err := baton.OpenDriver(ctx, dsn, "")
+	d, err := driver.Open(ctx, dsn, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,4 +46,16 @@ func TestCgoFlavor(t *testing.T) {
 	if err != nil || len(ms) != 1 || string(ms[0].Payload) != "hi" {
 		t.Fatalf("claim: %v %v", ms, err)
 	}
+}
+
+// TestConformance runs the driver conformance suite on the cgo flavor.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, func(t *testing.T) driver.Driver {
+		d, err := sqlite.OpenFlavor(context.Background(), cgo.Flavor, "sqlite:"+filepath.Join(t.TempDir(), "baton.db"), "baton_")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
 }
