@@ -104,11 +104,69 @@ A lost session is not an exit: the worker stops its running commands (their
 messages are delivered again), opens a new session once the database answers
 and carries on.`
 
+// workFlags are the flags of baton work and baton events work.
+type workFlags struct {
+	concurrency            int
+	ordered, perKey, drain bool
+	visibility, grace      time.Duration
+	timeout                time.Duration
+	metricsAddr            string
+}
+
+// options checks the flags and turns them into worker options.
+func (f *workFlags) options(what, name string) (baton.WorkerOptions, error) {
+	opts := baton.WorkerOptions{Concurrency: f.concurrency, Visibility: f.visibility, Grace: f.grace, Drain: f.drain,
+		Timeout: f.timeout, Name: name}
+	switch {
+	case f.timeout < 0:
+		return opts, usageErr("%s: --timeout %v is negative", what, f.timeout)
+	case f.ordered && f.perKey:
+		return opts, usageErr("%s: give at most one of --ordered and --per-key", what)
+	case f.concurrency < 1:
+		return opts, usageErr("%s: --concurrency %d: give at least 1", what, f.concurrency)
+	case f.ordered && f.concurrency > 1:
+		return opts, usageErr("%s: --ordered runs one message at a time; drop --concurrency", what)
+	case f.visibility < time.Second:
+		return opts, usageErr("%s: --visibility %v: give at least 1s", what, f.visibility)
+	case f.grace <= 0:
+		return opts, usageErr("%s: --grace %v: give a positive duration", what, f.grace)
+	case f.ordered:
+		opts.Mode = baton.Ordered
+	case f.perKey:
+		opts.Mode = baton.PerKey
+	}
+	return opts, nil
+}
+
+// workCommand returns the command after -- of baton work's arguments.
+func workCommand(what string, spec workSpec, args []string, dash int) ([]string, error) {
+	if dash < 0 {
+		return nil, usageErr("%s: missing -- CMD: put the command to run after --", what)
+	}
+	if dash != 1 {
+		return nil, usageErr("%s: give exactly one %s before -- (got %d)", what, spec.arg, dash)
+	}
+	if len(args[dash:]) == 0 {
+		return nil, usageErr("%s: empty command after --", what)
+	}
+	return args[dash:], nil
+}
+
+// retryFromEnv is the retry policy BATON_RETRY_BASE sets.
+func retryFromEnv(what string) (baton.RetryPolicy, error) {
+	var retry baton.RetryPolicy
+	if v := os.Getenv("BATON_RETRY_BASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return retry, usageErr("%s: BATON_RETRY_BASE=%q: give a positive Go duration (e.g. 500ms, 5s)", what, v)
+		}
+		retry.Base = d
+	}
+	return retry, nil
+}
+
 func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
-	var concurrency int
-	var ordered, perKey, drain bool
-	var visibility, grace, timeout time.Duration
-	var metricsAddr string
+	var f workFlags
 	what := spec.what
 	cmd := &cobra.Command{
 		Use:     spec.use,
@@ -116,57 +174,29 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 		Long:    spec.long,
 		Example: spec.example,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			if dash < 0 {
-				return usageErr("%s: missing -- CMD: put the command to run after --", what)
-			}
-			if dash != 1 {
-				return usageErr("%s: give exactly one %s before -- (got %d)", what, spec.arg, dash)
-			}
-			command := args[dash:]
-			if len(command) == 0 {
-				return usageErr("%s: empty command after --", what)
+			command, err := workCommand(what, spec, args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
 			}
 			queue, err := spec.queue(cmd.Context(), g, args[0])
 			if err != nil {
 				return err
 			}
-			if timeout < 0 {
-				return usageErr("%s: --timeout %v is negative", what, timeout)
+			opts, err := f.options(what, "baton "+what+" "+args[0])
+			if err != nil {
+				return err
 			}
-			opts := baton.WorkerOptions{Concurrency: concurrency, Visibility: visibility, Grace: grace, Drain: drain, Timeout: timeout,
-				Name: "baton " + what + " " + args[0]}
-			switch {
-			case ordered && perKey:
-				return usageErr("%s: give at most one of --ordered and --per-key", what)
-			case concurrency < 1:
-				return usageErr("%s: --concurrency %d: give at least 1", what, concurrency)
-			case ordered && concurrency > 1:
-				return usageErr("%s: --ordered runs one message at a time; drop --concurrency", what)
-			case visibility < time.Second:
-				return usageErr("%s: --visibility %v: give at least 1s", what, visibility)
-			case grace <= 0:
-				return usageErr("%s: --grace %v: give a positive duration", what, grace)
-			case ordered:
-				opts.Mode = baton.Ordered
-			case perKey:
-				opts.Mode = baton.PerKey
-			}
-			var retry baton.RetryPolicy
-			if v := os.Getenv("BATON_RETRY_BASE"); v != "" {
-				d, err := time.ParseDuration(v)
-				if err != nil || d <= 0 {
-					return usageErr("%s: BATON_RETRY_BASE=%q: give a positive Go duration (e.g. 500ms, 5s)", what, v)
-				}
-				retry.Base = d
+			retry, err := retryFromEnv(what)
+			if err != nil {
+				return err
 			}
 			path, err := lookCommand(what, command[0])
 			if err != nil {
 				return err
 			}
 			var obs *workerMetrics
-			if metricsAddr != "" {
-				if obs, err = serveMetrics(metricsAddr); err != nil {
+			if f.metricsAddr != "" {
+				if obs, err = serveMetrics(f.metricsAddr); err != nil {
 					return err
 				}
 				defer obs.close()
@@ -174,14 +204,14 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 			return runWorker(cmd.Context(), g, queue, opts, retry, obs, path, command)
 		},
 	}
-	cmd.Flags().IntVar(&concurrency, "concurrency", 1, "how many messages (commands) at once")
-	cmd.Flags().BoolVar(&ordered, "ordered", false, "one message at a time, strictly in order")
-	cmd.Flags().BoolVar(&perKey, "per-key", false, "never two messages with the same key at once")
-	cmd.Flags().BoolVar(&drain, "drain", false, "exit once no message is ready (cron)")
-	cmd.Flags().DurationVar(&visibility, "visibility", 30*time.Second, "claim lease, renewed while CMD runs: how soon a message of a dead worker is delivered again")
-	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long running commands may take before they are killed")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill a command that runs longer than this (its attempt fails); a message's own --timeout (queue push) wins")
-	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port) while working")
+	cmd.Flags().IntVar(&f.concurrency, "concurrency", 1, "how many messages (commands) at once")
+	cmd.Flags().BoolVar(&f.ordered, "ordered", false, "one message at a time, strictly in order")
+	cmd.Flags().BoolVar(&f.perKey, "per-key", false, "never two messages with the same key at once")
+	cmd.Flags().BoolVar(&f.drain, "drain", false, "exit once no message is ready (cron)")
+	cmd.Flags().DurationVar(&f.visibility, "visibility", 30*time.Second, "claim lease, renewed while CMD runs: how soon a message of a dead worker is delivered again")
+	cmd.Flags().DurationVar(&f.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long running commands may take before they are killed")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill a command that runs longer than this (its attempt fails); a message's own --timeout (queue push) wins")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port) while working")
 	return cmd
 }
 
