@@ -72,3 +72,49 @@ func BenchmarkEnqueueMany(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDrain measures a worker draining a backlog (one handler, the
+// default prefetch), with completed messages kept in the history (the
+// default) and without (a negative retention), once per backend.
+func BenchmarkDrain(b *testing.B) {
+	for _, be := range batontest.All() {
+		for _, hist := range []struct {
+			name string
+			keep time.Duration
+		}{{"history", 0}, {"no-history", -1}} {
+			b.Run(be.Label+"/"+hist.name, func(b *testing.B) {
+				dsn := be.NewDSN(b)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				c, err := baton.Open(ctx, dsn, baton.Options{Retention: baton.Retention{Completed: hist.keep}})
+				if err != nil {
+					b.Fatalf("open %s: %v", be.Name, err)
+				}
+				b.Cleanup(func() { _ = c.Close() })
+				batch := make([]baton.NewMessage, 1000)
+				for i := range batch {
+					batch[i] = baton.NewMessage{Payload: []byte(`{"n":1}`)}
+				}
+				var elapsed time.Duration
+				n := 0
+				for b.Loop() {
+					b.StopTimer()
+					for range 5 {
+						if _, err := c.EnqueueMany(ctx, "drain", batch); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					start := time.Now()
+					err := c.Work(ctx, "drain", func(context.Context, *baton.Message) error { return nil }, baton.WorkerOptions{Drain: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					elapsed += time.Since(start)
+					n += 5 * len(batch)
+				}
+				b.ReportMetric(float64(n)/elapsed.Seconds(), "msgs/s")
+			})
+		}
+	}
+}

@@ -40,3 +40,6 @@ func QueueWaiters(c *Client, queue string) int {
 // TraceParentValid reports whether a message's traceparent would be
 // followed (the W3C form baton writes and reads).
 func TraceParentValid(tp string) bool { return decodeTrace(traceMeta{TraceParent: tp}).IsValid() }
+
+// PruneHistory runs one pass of the history pruner.
+func PruneHistory(ctx context.Context, c *Client) error { return c.pruneHistory(ctx) }

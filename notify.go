@@ -196,6 +196,10 @@ func (l *Listener) forward() {
 // deliver hands a notification from the driver to this process's
 // listeners of its channel.
 func (c *Client) deliver(channel, payload string) {
+	if channel == cancelChannel {
+		c.onCancelNotification(payload)
+		return
+	}
 	if q, ok := strings.CutPrefix(channel, "#q#"); ok {
 		if q == "*" {
 			c.wakeAllQueuesLocal()

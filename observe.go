@@ -11,7 +11,7 @@ import (
 // safe for concurrent use. Set it in Options.Observer.
 type Observer interface {
 	// HandlerDone: a worker's handler returned (or was stopped) after d.
-	// outcome is one of OutcomeCompleted, OutcomeRetried, OutcomeDead and
+	// outcome is one of OutcomeCompleted, OutcomeRetried, OutcomeDead, OutcomeCancelled and
 	// OutcomeLost.
 	HandlerDone(queue, kind, outcome string, d time.Duration)
 	// LockWaited: a lock call (Lock, GetLock) ended after d, granted or
@@ -29,6 +29,7 @@ const (
 	OutcomeRetried   = "retried"   // it failed and the message will run again
 	OutcomeDead      = "dead"      // it failed for good: the dead letters
 	OutcomeLost      = "lost"      // the session was lost; the message runs again elsewhere
+	OutcomeCancelled = "cancelled" // the message was cancelled while it ran
 )
 
 // nopObserver is the default Observer.
@@ -46,6 +47,8 @@ func outcome(m *Message, err error, lost bool) string {
 		return OutcomeLost
 	case err == nil:
 		return OutcomeCompleted
+	case errors.Is(err, ErrCancelled):
+		return OutcomeCancelled
 	case errors.Is(err, ErrPermanent) || m.Attempt >= m.MaxAttempts:
 		return OutcomeDead
 	}

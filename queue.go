@@ -3,6 +3,7 @@ package baton
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -98,6 +99,9 @@ type EnqueueOptions struct {
 	// epoch, by the enqueuer's clock) in which the message was enqueued;
 	// 0: while the message exists.
 	UniquePeriod time.Duration
+	// Kind names the worker that handles the message (see AddWorker; ""
+	// for none, an untyped message any handler of its queue takes).
+	Kind string
 	// Timeout bounds each handler run of the message (Work cancels the
 	// handler's context after it; the attempt then fails and is retried);
 	// it overrides WorkerOptions.Timeout. 0: none. At least a millisecond.
@@ -119,8 +123,12 @@ type Message struct {
 	Key         string
 	Attempt     int // this attempt, from 1
 	MaxAttempts int
+	// Kind names the message's worker ("" for none).
+	Kind string
 	// LastError is the error recorded by the previous attempt, if any.
 	LastError string
+	// Errors are the records of the failed attempts before this one.
+	Errors    []AttemptError
 	CreatedAt time.Time
 	// ClaimedUntil is when the claim's lease runs out unless extended.
 	ClaimedUntil time.Time
@@ -135,31 +143,17 @@ func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (dri
 	if err := ValidateQueue(queue); err != nil {
 		return driver.NewMessage{}, err
 	}
-	switch {
-	case len(payload) == 0:
-		return driver.NewMessage{}, fmt.Errorf("%w: empty payload", ErrInvalid)
-	case len(payload) > MaxMessagePayload:
-		return driver.NewMessage{}, fmt.Errorf("%w: payload is %d bytes, more than %d", ErrInvalid, len(payload), MaxMessagePayload)
-	case o.Delay < 0:
-		return driver.NewMessage{}, fmt.Errorf("%w: negative delay %v", ErrInvalid, o.Delay)
-	case o.MaxAttempts < 0:
-		return driver.NewMessage{}, fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
-	case len(o.Key) > 255:
-		return driver.NewMessage{}, fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
-	case len(o.UniqueKey) > 255:
-		return driver.NewMessage{}, fmt.Errorf("%w: unique key is %d bytes, more than 255", ErrInvalid, len(o.UniqueKey))
-	case o.UniquePeriod < 0:
-		return driver.NewMessage{}, fmt.Errorf("%w: negative unique period %v", ErrInvalid, o.UniquePeriod)
-	case o.UniquePeriod > 0 && o.UniqueKey == "":
-		return driver.NewMessage{}, fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
-	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
-		return driver.NewMessage{}, fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
+	if err := checkPayload(payload); err != nil {
+		return driver.NewMessage{}, err
+	}
+	if err := o.check(); err != nil {
+		return driver.NewMessage{}, err
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
 	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
-		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey,
+		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey, Kind: o.Kind,
 		Meta: encodeMeta(messageMeta{TimeoutMS: o.Timeout.Milliseconds()})}
 	if o.UniquePeriod > 0 {
 		now := time.Now().UnixMicro()
@@ -169,6 +163,49 @@ func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (dri
 		m.UniqueExpires = start + p
 	}
 	return m, nil
+}
+
+func checkPayload(payload []byte) error {
+	switch {
+	case len(payload) == 0:
+		return fmt.Errorf("%w: empty payload", ErrInvalid)
+	case len(payload) > MaxMessagePayload:
+		return fmt.Errorf("%w: payload is %d bytes, more than %d", ErrInvalid, len(payload), MaxMessagePayload)
+	}
+	return nil
+}
+
+// check validates the options of one message.
+func (o EnqueueOptions) check() error {
+	switch {
+	case o.Delay < 0:
+		return fmt.Errorf("%w: negative delay %v", ErrInvalid, o.Delay)
+	case o.MaxAttempts < 0:
+		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
+	case len(o.Key) > 255:
+		return fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
+	case len(o.UniqueKey) > 255:
+		return fmt.Errorf("%w: unique key is %d bytes, more than 255", ErrInvalid, len(o.UniqueKey))
+	case o.UniquePeriod < 0:
+		return fmt.Errorf("%w: negative unique period %v", ErrInvalid, o.UniquePeriod)
+	case o.UniquePeriod > 0 && o.UniqueKey == "":
+		return fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
+	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
+		return fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
+	}
+	if o.Kind != "" {
+		return ValidateKind(o.Kind)
+	}
+	return nil
+}
+
+// ValidateKind checks a kind name: like a queue name, 1 to 64 letters,
+// digits, '_', '.', ':' or '-'.
+func ValidateKind(kind string) error {
+	if !queueRE().MatchString(kind) {
+		return fmt.Errorf("%w: kind %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, kind)
+	}
+	return nil
 }
 
 // Enqueue adds one message to a queue and returns its id. Consumers waiting
@@ -492,13 +529,25 @@ func (c *Client) addQueueWaiter(queue string) chan struct{} {
 		c.qwaiters[queue] = map[chan struct{}]bool{}
 	}
 	c.qwaiters[queue][ch] = true
-	c.notifyUsers++
-	first := c.notifyUsers == 1
 	c.mu.Unlock()
-	if first {
-		c.drv.SetNotifying(c.id, true)
-	}
+	c.useNotifications(true)
 	return ch
+}
+
+// useNotifications counts a user of notifications in (on) or out: while
+// there is one, the backend delivers this client's notifications.
+func (c *Client) useNotifications(on bool) {
+	c.mu.Lock()
+	if on {
+		c.notifyUsers++
+	} else {
+		c.notifyUsers--
+	}
+	change := (on && c.notifyUsers == 1) || (!on && c.notifyUsers == 0)
+	c.mu.Unlock()
+	if change {
+		c.drv.SetNotifying(c.id, on)
+	}
 }
 
 func (c *Client) removeQueueWaiter(queue string, ch chan struct{}) {
@@ -507,12 +556,8 @@ func (c *Client) removeQueueWaiter(queue string, ch chan struct{}) {
 	if len(c.qwaiters[queue]) == 0 {
 		delete(c.qwaiters, queue)
 	}
-	c.notifyUsers--
-	last := c.notifyUsers == 0
 	c.mu.Unlock()
-	if last {
-		c.drv.SetNotifying(c.id, false)
-	}
+	c.useNotifications(false)
 }
 
 // ClaimOptions qualify a claim.
@@ -728,7 +773,10 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event}
+			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind}
+		if m.Errors != "" {
+			_ = json.Unmarshal([]byte(m.Errors), &msgs[i].Errors) // best effort: the record is informative
+		}
 	}
 	return msgs
 }
@@ -758,18 +806,49 @@ func notClaimed(m *Message) error {
 	return fmt.Errorf("%w: message %d of queue %q", ErrNotClaimed, m.ID, m.Queue)
 }
 
-// Ack marks a claimed message done: it is deleted.
+// Ack marks a claimed message done: it moves to the history as completed
+// (or is deleted when Retention.Completed is negative).
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	ok, err := s.c.drv.Relaxed().MessageAck(ctx, s.claim(m))
+	n, err := s.c.complete(ctx, s.id, []driver.Claim{s.claim(m)})
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
-	if !ok {
+	if n == 0 {
 		return notClaimed(m)
 	}
 	s.c.countFinished(m.Queue, 1, 0)
 	return nil
 }
+
+// complete finishes claims of one session as completed and says how many
+// were still the session's.
+func (c *Client) complete(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
+	if c.keepCompleted() {
+		return c.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
+	}
+	return c.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
+}
+
+// attemptError records the failure of a message's attempt.
+func attemptError(m *Message, cause error) driver.AttemptError {
+	e := driver.AttemptError{At: time.Now().UTC(), Attempt: m.Attempt}
+	var p *panicError
+	switch {
+	case errors.As(cause, &p):
+		e.Error, e.Stack = p.Error(), p.stack
+	case cause != nil:
+		e.Error = cause.Error()
+	}
+	return e
+}
+
+// panicError is a handler's panic, with the stack where it happened.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 
 // RetryPolicy is the backoff between attempts: Base × 2^(attempt-1), at
 // most Max, spread by ±Jitter (a fraction).
@@ -800,21 +879,21 @@ func (s *Session) Retry(ctx context.Context, m *Message, cause error) error {
 	return s.RetryAfter(ctx, m, s.c.opts.Retry.delay(m.Attempt), cause)
 }
 
-// RetryAfter is Retry with an explicit delay.
+// RetryAfter is Retry with an explicit delay. A message that was cancelled
+// while it ran ends cancelled instead.
 func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duration, cause error) error {
-	text := ""
-	if cause != nil {
-		text = cause.Error()
-	}
+	e := attemptError(m, cause)
 	if m.Attempt >= m.MaxAttempts {
-		return s.Fail(ctx, m, fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, text))
+		e.Error = fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, e.Error)
+		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
-	ok, err := s.c.drv.Relaxed().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, text)
+	ok, err := s.c.drv.Relaxed().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, e)
 	if err != nil {
 		return fmt.Errorf("baton: retry: %w", err)
 	}
 	if !ok {
-		return notClaimed(m)
+		// Not ours any more, or cancelled: only then can it be finished.
+		return s.finish(ctx, m, driver.MessageCancelled, &e)
 	}
 	if delay <= 0 {
 		s.c.queueWake(m.Queue)
@@ -835,19 +914,38 @@ func (s *Session) giveBack(ctx context.Context, m *Message) error {
 
 // Fail sends a claimed message to the dead letters at once.
 func (s *Session) Fail(ctx context.Context, m *Message, reason string) error {
+	return s.finishDead(ctx, m, errors.New(reason))
+}
+
+// finishDead sends a claimed message to the dead letters for cause.
+func (s *Session) finishDead(ctx context.Context, m *Message, cause error) error {
+	e := attemptError(m, cause)
+	return s.finish(ctx, m, driver.MessageDead, &e)
+}
+
+// cancelled finishes a claimed message that was cancelled while it ran.
+func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error {
+	e := attemptError(m, cause)
+	return s.finish(ctx, m, driver.MessageCancelled, &e)
+}
+
+// finish moves a claimed message to the history in the stored state.
+func (s *Session) finish(ctx context.Context, m *Message, state string, e *driver.AttemptError) error {
 	var ok bool
 	err := s.c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
-		ok, err = tx.MessageBury(ctx, s.claim(m), reason)
+		ok, err = tx.MessageFinish(ctx, s.claim(m), state, e)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("baton: fail: %w", err)
+		return fmt.Errorf("baton: finish message: %w", err)
 	}
 	if !ok {
 		return notClaimed(m)
 	}
-	s.c.countFinished(m.Queue, 0, 1)
+	if state == driver.MessageDead {
+		s.c.countFinished(m.Queue, 0, 1)
+	}
 	// The next message of an ordered queue or of this key may go now.
 	s.c.queueWake(m.Queue)
 	return nil
@@ -873,14 +971,7 @@ func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error
 func (c *Client) recoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]int64, error) {
 	var ids []int64
 	for _, r := range refs {
-		var ok bool
-		var err error
-		cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
-		if r.Attempt >= r.MaxAttempts {
-			ok, err = tx.MessageBury(ctx, cl, fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why))
-		} else {
-			ok, err = tx.MessageRetry(ctx, cl, 0, false, why)
-		}
+		ok, err := c.recoverClaim(ctx, tx, r, why)
 		if err != nil {
 			return nil, err
 		}
@@ -889,6 +980,22 @@ func (c *Client) recoverClaims(ctx context.Context, tx driver.Tx, refs []driver.
 		}
 	}
 	return ids, nil
+}
+
+// recoverClaim gives one claim back, or buries it at its attempt limit, or
+// cancels it when it was cancelled while it ran.
+func (c *Client) recoverClaim(ctx context.Context, tx driver.Tx, r driver.ClaimRef, why string) (bool, error) {
+	cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
+	e := driver.AttemptError{At: time.Now().UTC(), Attempt: r.Attempt, Error: why}
+	if r.Attempt >= r.MaxAttempts {
+		e.Error = fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why)
+		return tx.MessageFinish(ctx, cl, driver.MessageDead, &e)
+	}
+	ok, err := tx.MessageRetry(ctx, cl, 0, false, e)
+	if err != nil || ok {
+		return ok, err
+	}
+	return tx.MessageFinish(ctx, cl, driver.MessageCancelled, &e)
 }
 
 // recoverStaleClaims returns to their queues the claims whose lease ran out
@@ -1107,20 +1214,15 @@ func (c *Client) Queues(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
-// MessageState names a state of a waiting or running message.
+// MessageState names a state of a message's life (see MessageStates).
 type MessageState string
 
-// The states Messages lists.
-const (
-	StateReady     MessageState = "ready"     // claimable now
-	StateScheduled MessageState = "scheduled" // delayed, or backing off before a retry
-	StateClaimed   MessageState = "claimed"   // being handled
-)
-
-// MessageInfo is one message as monitoring shows it.
+// MessageInfo is one message as monitoring shows it; its JSON is the same
+// on every backend.
 type MessageInfo struct {
 	ID          int64        `json:"id"`
 	Queue       string       `json:"queue"`
+	Kind        string       `json:"kind,omitempty"`
 	State       MessageState `json:"state"`
 	Payload     []byte       `json:"payload"`
 	Priority    int          `json:"priority"`
@@ -1128,71 +1230,42 @@ type MessageInfo struct {
 	Attempt     int          `json:"attempt"` // attempts made (the running one included)
 	MaxAttempts int          `json:"max_attempts"`
 	LastError   string       `json:"last_error,omitempty"`
-	CreatedAt   time.Time    `json:"created_at"`
-	RunAt       time.Time    `json:"run_at"` // when it is (or was) due
+	// Errors are the records of its failed attempts, oldest first.
+	Errors    []AttemptError `json:"errors,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	RunAt     time.Time      `json:"run_at,omitzero"` // when it is (or was) due; waiting and running messages
 	// ClaimedBy is the session handling it and ClaimedUntil when that
-	// claim runs out unless renewed (claimed messages only).
+	// claim runs out unless renewed (running messages only).
 	ClaimedBy    string    `json:"claimed_by,omitempty"`
 	ClaimedUntil time.Time `json:"claimed_until,omitzero"`
+	// CancelRequested: a running message was cancelled; its handler is
+	// being stopped.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// FinishedAt is when a finished message finished.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
-// Messages lists up to limit (1 to 1000) messages of a queue in one state,
-// in the order workers claim them (priority, then age), from the position
-// after ("" for the start; the second result of an earlier call). It returns
-// the position after the last message listed, "" when there is no more.
-// Pages are read along the queue's index: a page deep in a queue of
-// millions costs what the first one does.
+// Messages lists up to limit (1 to 1000) messages of a queue in one state
+// from the position after ("" for the start; the second result of an
+// earlier call): waiting and running ones in the order workers claim them
+// (priority, then age), finished ones newest first. It returns the position
+// after the last message listed, "" when there is no more. Pages are read
+// along an index: a page deep in a queue of millions costs what the first
+// one does. ListMessages lists across queues, states and kinds.
 func (c *Client) Messages(ctx context.Context, queue string, state MessageState, after string, limit int) ([]MessageInfo, string, error) {
 	if err := ValidateQueue(queue); err != nil {
+		return nil, "", err
+	}
+	if _, err := ParseMessageState(string(state)); err != nil {
 		return nil, "", err
 	}
 	if limit < 1 || limit > 1000 {
 		return nil, "", fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, limit)
 	}
-	var due *bool
-	dbState := driver.MessageReady
-	switch state {
-	case StateReady, StateScheduled:
-		d := state == StateReady
-		due = &d
-	case StateClaimed:
-		dbState = driver.MessageClaimed
-	default:
-		return nil, "", fmt.Errorf("%w: message state %q: use ready, scheduled or claimed", ErrInvalid, state)
+	if err := c.inTx(ctx, func(tx driver.Tx) error { return c.mustExist(ctx, tx, queue) }); err != nil {
+		return nil, "", err
 	}
-	var pos driver.ListPos
-	if after != "" {
-		if _, err := fmt.Sscanf(after, "%d.%d.%d", &pos.Priority, &pos.OrderAt, &pos.ID); err != nil {
-			return nil, "", fmt.Errorf("%w: position %q is not one Messages returned", ErrInvalid, after)
-		}
-	}
-	var rows []driver.Message
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
-		}
-		var err error
-		rows, err = tx.MessageList(ctx, queue, dbState, due, pos, limit+1)
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("baton: messages: %w", err)
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
-	}
-	out := make([]MessageInfo, len(rows))
-	for i, m := range rows {
-		out[i] = MessageInfo{ID: m.ID, Queue: m.Queue, State: state, Payload: m.Payload, Priority: m.Priority, Key: m.Key,
-			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt, RunAt: m.RunAt}
-		if state == StateClaimed {
-			out[i].ClaimedBy, out[i].ClaimedUntil = m.ClaimedBy, m.ClaimUntil
-		}
-	}
-	return out, next, nil
+	return c.listOne(ctx, segment{queue, state}, "", after, limit)
 }
 
 // PauseQueue pauses a queue for every process: its messages stay, waiting

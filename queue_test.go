@@ -657,7 +657,7 @@ func TestMessagesList(t *testing.T) {
 			t.Fatalf("claimed: %+v %v", cl, err)
 		}
 		for _, bad := range []func() error{
-			func() error { _, _, err := c.Messages(ctxT(t), "lq", "dead", "", 10); return err },
+			func() error { _, _, err := c.Messages(ctxT(t), "lq", "gone", "", 10); return err },
 			func() error { _, _, err := c.Messages(ctxT(t), "lq", baton.StateReady, "x.y", 10); return err },
 			func() error { _, _, err := c.Messages(ctxT(t), "lq", baton.StateReady, "", 0); return err },
 		} {

@@ -132,6 +132,13 @@ func (c *Client) renewSession(ctx context.Context, name string) (*Session, error
 // done, or the session is lost (then it returns the loss).
 func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler Handler, opts WorkerOptions) error {
 	w := &worker{c: c, s: s, queue: queue, h: handler, o: opts}
+	// Cancellations of running messages arrive as notifications (when the
+	// listener cannot start, the lease extensions are the fallback).
+	if err := c.listening(ctx); err != nil && ctx.Err() == nil {
+		c.opts.Logger.Warn("baton: worker cannot listen for cancellations; it learns of them at lease renewals", "queue", queue, "error", err)
+	}
+	c.useNotifications(true)
+	defer c.useNotifications(false)
 	// Handler contexts outlive ctx by the grace period.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
@@ -393,9 +400,17 @@ func (w *worker) keeper(stop chan struct{}) {
 
 // handle runs the handler on one message, keeping its claim alive, within
 // the message's timeout (or the worker's).
-func (w *worker) handle(ctx context.Context, m *Message) error {
-	mctx, cancel := context.WithCancel(ctx)
+func (w *worker) handle(ctx context.Context, m *Message) (err error) {
+	mctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
+	defer w.c.trackRunning(m.ID, cancelCause)()
+	defer func() {
+		// Cancelled while it ran: it ends cancelled, whatever it returned.
+		if err != nil && errors.Is(context.Cause(mctx), ErrCancelled) && !errors.Is(err, ErrCancelled) {
+			err = fmt.Errorf("%w: %w", ErrCancelled, err)
+		}
+	}()
 	timeout := w.o.Timeout
 	if ms := m.meta.TimeoutMS; ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
@@ -416,7 +431,8 @@ func (w *worker) handle(ctx context.Context, m *Message) error {
 				return
 			case <-t.C:
 				if err := w.s.Extend(mctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
-					cancel() // someone else may have it now
+					// Cancelled, or someone else may have it now.
+					cancel()
 					return
 				}
 			}
@@ -456,24 +472,26 @@ func (w *worker) completer() {
 			switch {
 			case r.lost:
 			case r.unstarted:
-				_ = w.s.giveBack(ctx, r.m)
+				w.logSettle(r.m, "give back", w.s.giveBack(ctx, r.m))
 			case r.err == nil:
 				acks = append(acks, w.s.claim(r.m))
+			case errors.Is(r.err, ErrCancelled):
+				w.logSettle(r.m, "cancel", w.s.cancelled(ctx, r.m, r.err))
 			case errors.Is(r.err, ErrPermanent):
-				_ = w.s.Fail(ctx, r.m, r.err.Error())
+				w.logSettle(r.m, "fail", w.s.finishDead(ctx, r.m, r.err))
 			default:
-				_ = w.s.Retry(ctx, r.m, r.err)
+				w.logSettle(r.m, "retry", w.s.Retry(ctx, r.m, r.err))
 			}
 		}
 		if len(acks) > 0 {
-			n, err := w.c.drv.Relaxed().MessageAckMany(ctx, w.s.id, acks)
+			n, err := w.c.complete(ctx, w.s.id, acks)
 			if err != nil {
 				// One by one, so that a bad batch loses nothing it can keep.
 				n = 0
 				for _, a := range acks {
-					if ok, _ := w.c.drv.Relaxed().MessageAck(ctx, a); ok {
-						n++
-					}
+					k, err := w.c.complete(ctx, w.s.id, []driver.Claim{a})
+					w.logSettle(&Message{ID: a.ID, Queue: w.queue}, "complete", err)
+					n += k
 				}
 			}
 			w.c.countFinished(w.queue, int64(n), 0)
@@ -484,6 +502,15 @@ func (w *worker) completer() {
 		}
 		cancel()
 		w.settle(len(batch))
+	}
+}
+
+// logSettle logs a failure to settle a message (its claim then runs out
+// and the message is delivered again); a claim that is no longer ours is
+// expected after a cancellation or a lost lease and is not logged.
+func (w *worker) logSettle(m *Message, what string, err error) {
+	if err != nil && !errors.Is(err, ErrNotClaimed) {
+		w.c.opts.Logger.Warn("baton: worker could not settle a message", "queue", w.queue, "message", m.ID, "op", what, "error", err)
 	}
 }
 
@@ -501,7 +528,7 @@ func (w *worker) settle(n int) {
 func (w *worker) run(ctx context.Context, m *Message) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			err = &panicError{value: p, stack: string(debug.Stack())}
 		}
 	}()
 	return w.h(ctx, m)

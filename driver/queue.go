@@ -5,11 +5,41 @@ import (
 	"time"
 )
 
-// Message states as stored.
+// Message states as stored: a message waits (ready, or scheduled when its
+// run-at is in the future) or runs in the messages table; once finished it
+// is in the history.
 const (
-	MessageReady   = "R"
-	MessageClaimed = "C"
+	MessageReady     = "R"
+	MessageClaimed   = "C"
+	MessageCompleted = "K"
+	MessageCancelled = "X"
+	MessageDead      = "D"
 )
+
+// AttemptError is the record of one failed attempt, kept with the message
+// as an element of its JSON array of errors.
+type AttemptError struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Error   string    `json:"error"`
+	// Stack is the handler's stack when the attempt panicked.
+	Stack string `json:"stack,omitempty"`
+}
+
+// ListFilter selects a page of waiting or running messages of one queue
+// and state (MessageReady or MessageClaimed), in claim order.
+type ListFilter struct {
+	Queue string
+	State string
+	// Due: only those whose run_at has come (true) or not (false); nil: both.
+	Due *bool
+	// Retried: only those attempted before (true) or never (false); nil: both.
+	Retried *bool
+	// Kind: only this kind ("" for any).
+	Kind  string
+	After ListPos
+	Limit int
+}
 
 // Message is one row of the messages table.
 type Message struct {
@@ -31,6 +61,15 @@ type Message struct {
 	CreatedAt   time.Time
 	// Meta is the message's metadata, a JSON object ("" for none).
 	Meta string
+	// Kind names the message's worker ("" for none).
+	Kind string
+	// Errors is the JSON array of AttemptError of its failed attempts
+	// ("" for none).
+	Errors string
+	// CancelRequested: a running message was asked to stop.
+	CancelRequested bool
+	// FinishedAt is when a finished message (in the history) finished.
+	FinishedAt time.Time
 }
 
 // ListPos is a position in claim order.
@@ -51,6 +90,8 @@ type NewMessage struct {
 	MaxAttempts int
 	// Meta is the message's metadata, a JSON object ("" for none).
 	Meta string
+	// Kind names the message's worker ("" for none).
+	Kind string
 	// UniqueKey, when set, is the unique key the message must reserve
 	// (its period's start appended when it has one), held until
 	// UniqueExpires (microseconds; 0: while the message exists).
@@ -158,21 +199,44 @@ type QueueTx interface {
 	// MessageAckMany acknowledges claims of one session in one statement
 	// and returns how many it deleted.
 	MessageAckMany(ctx context.Context, sessionID string, claims []Claim) (int, error)
-	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, errText string) (bool, error)
+	// MessageRetry gives a claim back for another attempt after delay,
+	// recording the attempt's error; false when the claim is not current or
+	// its message was asked to stop (cancel: MessageFinish it instead).
+	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, e AttemptError) (bool, error)
 	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
 	// MessageRelease gives back a claim that was never handled, taking
 	// back the attempt it counted.
 	MessageRelease(ctx context.Context, c Claim) (bool, error)
-	// MessageBury moves a claimed message to the dead letters.
-	MessageBury(ctx context.Context, c Claim, reason string) (bool, error)
+	// MessageFinish moves a claimed message to the history in the state
+	// (MessageCompleted, MessageCancelled or MessageDead), recording e as
+	// its attempt's error when not nil. On a Tx that runs statements on
+	// their own it runs in a transaction of its own.
+	MessageFinish(ctx context.Context, c Claim, state string, e *AttemptError) (bool, error)
+	// MessageFinishMany moves claims of one session to the history as
+	// completed, in as few statements as the backend allows, and returns
+	// how many it moved; like MessageFinish, atomically.
+	MessageFinishMany(ctx context.Context, sessionID string, claims []Claim) (int, error)
+	// MessageCancel cancels a message: a waiting one moves to the history
+	// as cancelled; a running one is flagged (its worker stops it). It
+	// returns the state the message had ("" when there is none); a
+	// finished message is left as it is.
+	MessageCancel(ctx context.Context, id int64) (state string, err error)
+	// MessageGet reads a message by id, waiting, running or finished.
+	MessageGet(ctx context.Context, id int64) (m Message, found bool, err error)
+	// HistoryList lists a queue's finished messages of one state, newest
+	// first, with ids below before (0: from the newest), of the kind
+	// ("" for any).
+	HistoryList(ctx context.Context, queue, state, kind string, before int64, limit int) ([]Message, error)
+	// HistoryPrune deletes up to limit finished messages of the state that
+	// finished longer than age ago, oldest first, and says how many.
+	HistoryPrune(ctx context.Context, state string, age time.Duration, limit int) (int, error)
 	ClaimsStale(ctx context.Context, limit int) ([]ClaimRef, error)
 	ClaimsBySession(ctx context.Context, sessionID string) ([]ClaimRef, error)
 	DeadList(ctx context.Context, queue string, limit int) ([]DeadLetter, error)
 	// MessageList lists a queue's messages of one state (MessageReady or
 	// MessageClaimed) in claim order (priority, order_at, id), after the
-	// position after (zero: from the start); with due set, only those
-	// whose run_at has come (true) or not (false).
-	MessageList(ctx context.Context, queue, state string, due *bool, after ListPos, limit int) ([]Message, error)
+	// filter's position (zero: from the start).
+	MessageList(ctx context.Context, f ListFilter) ([]Message, error)
 	// DeadRedrive moves up to 500 dead letters back to the queue.
 	DeadRedrive(ctx context.Context, queue string) (int, error)
 	DeadPurge(ctx context.Context, queue string) (int, error)

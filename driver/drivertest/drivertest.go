@@ -48,6 +48,8 @@ func Run(t *testing.T, open Open) {
 		{"Queue", testQueue},
 		{"InsertMany", testInsertMany},
 		{"QueueRetryAndBury", testQueueRetryBury},
+		{"History", testHistory},
+		{"ListFilters", testListFilters},
 		{"StaleClaims", testStaleClaims},
 		{"PerKeyClaims", testPerKey},
 		{"Subscriptions", testSubscriptions},
@@ -531,11 +533,11 @@ func testQueue(t *testing.T, d driver.Driver) {
 		t.Fatalf("MessageByIDs = %+v", ms)
 	}
 	due := true
-	ready, err := tx.MessageList(ctx, "q", driver.MessageReady, &due, driver.ListPos{}, 10)
+	ready, err := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Due: &due, Limit: 10})
 	must(t, err)
 	failIf(t, len(ready) != 4 || ready[0].ID != high || ready[1].ID != low, "due messages in claim order: %v", ids(ready))
 	notDue := false
-	if l, _ := tx.MessageList(ctx, "q", driver.MessageReady, &notDue, driver.ListPos{}, 10); len(l) != 1 || l[0].ID != later {
+	if l, _ := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Due: &notDue, Limit: 10}); len(l) != 1 || l[0].ID != later {
 		t.Fatalf("messages not yet due: %v", ids(l))
 	}
 	heads, dueIn, err := tx.ClaimHeads(ctx, "q", 10)
@@ -649,7 +651,7 @@ func testQueueRetryBury(t *testing.T, d driver.Driver) {
 	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("x"), MaxAttempts: 2})
 	must(t, err)
 	m := claim(t, d, "q", "w", 1)[0]
-	if ok, err := tx.MessageRetry(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: m.Attempt}, hour, true, "boom"); !ok || err != nil {
+	if ok, err := tx.MessageRetry(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: m.Attempt}, hour, true, driver.AttemptError{Attempt: 1, Error: "boom"}); !ok || err != nil {
 		t.Fatalf("MessageRetry: %v %v", ok, err)
 	}
 	ms, err := tx.MessageByIDs(ctx, []int64{id})
@@ -661,8 +663,8 @@ func testQueueRetryBury(t *testing.T, d driver.Driver) {
 	failIf(t, !done || err != nil, "MessageRetryNow: %v %v", done, err)
 	m = claim(t, d, "q", "w", 1)[0]
 	failIf(t, m.Attempt != 2, "second claim counts attempt %d", m.Attempt)
-	if ok, err := tx.MessageBury(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: 2}, "gave up"); !ok || err != nil {
-		t.Fatalf("MessageBury: %v %v", ok, err)
+	if ok, err := tx.MessageFinish(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: 2}, driver.MessageDead, &driver.AttemptError{Attempt: 2, Error: "gave up"}); !ok || err != nil {
+		t.Fatalf("MessageFinish dead: %v %v", ok, err)
 	}
 	dead, err := tx.DeadList(ctx, "q", 10)
 	must(t, err)
@@ -770,11 +772,12 @@ func testPerKey(t *testing.T, d driver.Driver) {
 			t.Fatalf("per-key candidates with x in flight: %v, want %v", cand, []int64{id[2], id[3]})
 		}
 	})
-	first, err := tx.MessageList(ctx, "q", driver.MessageReady, nil, driver.ListPos{}, 2)
+	first, err := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Limit: 2})
 	must(t, err)
 	failIf(t, len(first) != 2, "first page: %v", ids(first))
 	last := first[1]
-	rest, err := tx.MessageList(ctx, "q", driver.MessageReady, nil, driver.ListPos{Priority: last.Priority, OrderAt: last.OrderAt.UnixMicro(), ID: last.ID}, 2)
+	rest, err := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Limit: 2,
+		After: driver.ListPos{Priority: last.Priority, OrderAt: last.OrderAt.UnixMicro(), ID: last.ID}})
 	must(t, err)
 	failIf(t, len(rest) != 1 || slices.Contains(ids(first), rest[0].ID), "second page %v after %v: want the one ready message left", ids(rest), ids(first))
 }

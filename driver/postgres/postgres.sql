@@ -103,13 +103,13 @@ DELETE FROM {p}notify_pollers WHERE client_id = $1;
 -- name: message_insert_many
 -- Many messages of one queue in one statement, one array element per
 -- message: payloads, priorities, keys, whether each has a key, delays,
--- attempt limits, metadata (NULL: none); then the queue. Rows are inserted
+-- attempt limits, metadata (NULL: none); then the queue, then the kinds (NULL: none). Rows are inserted
 -- in the arrays' order, so their ids rise in that order (the caller sorts
 -- what RETURNING gives).
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
-SELECT $8, u.payload, u.priority, CASE WHEN u.has_key THEN u.msg_key END, {now} + u.delay, {now} + u.delay, 0, u.attempts, 'R', '', {now}, u.meta
-  FROM unnest($1::bytea[], $2::int[], $3::text[], $4::bool[], $5::bigint[], $6::int[], $7::text[])
-       WITH ORDINALITY AS u(payload, priority, msg_key, has_key, delay, attempts, meta, ord)
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
+SELECT $8, u.payload, u.priority, CASE WHEN u.has_key THEN u.msg_key END, {now} + u.delay, {now} + u.delay, 0, u.attempts, 'R', '', {now}, u.meta, u.kind
+  FROM unnest($1::bytea[], $2::int[], $3::text[], $4::bool[], $5::bigint[], $6::int[], $7::text[], $9::text[])
+       WITH ORDINALITY AS u(payload, priority, msg_key, has_key, delay, attempts, meta, kind, ord)
  ORDER BY u.ord
 RETURNING id;
 
@@ -123,7 +123,7 @@ UPDATE {p}messages
                  AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
-RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta;
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
 
 -- name: session_heartbeat
 -- The heartbeat in one statement: renew the client's live sessions (never
@@ -137,3 +137,12 @@ SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
                       WHERE client_id <> $2 AND (expires_at < {now} OR (hostid = $3 AND hostid <> ''))
                       ORDER BY expires_at LIMIT $4) s ON true;
 
+
+-- name: message_finish_many
+-- Completes many claims of one session in one statement: deletes them
+-- ((id, attempt) pairs, as message_ack_many) and writes them to the history.
+WITH d AS (
+    DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2})
+    RETURNING id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, meta, kind, errors)
+INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;

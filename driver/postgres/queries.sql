@@ -181,9 +181,9 @@ SELECT name FROM {p}queues ORDER BY name;
 SELECT name FROM {p}queues WHERE name = $1 FOR UPDATE;
 
 -- name: message_insert
--- Arguments: queue, payload, priority, key, delay, delay again, attempts, meta.
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
-VALUES ($1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', {now}, $8)
+-- Arguments: queue, payload, priority, key, delay, delay again, attempts, meta, kind.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
+VALUES ($1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', {now}, $8, $9)
 RETURNING id;
 
 -- name: claim_candidates
@@ -222,7 +222,7 @@ UPDATE {p}messages
  WHERE id IN ({list4}) AND state = 'R';
 
 -- name: message_by_ids
-SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
@@ -232,23 +232,17 @@ SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = $1 AND state = 'R' AND
 DELETE FROM {p}messages WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C';
 
 -- name: message_retry
--- Arguments: 1 to move to the back of the queue (0 keeps its place),
--- delay, delay again, error, id, session, attempt (the same in every
--- dialect). Moving back adds a microsecond: it lands after messages
--- enqueued in the same clock tick.
+-- Arguments: see the SQLite query of the same name.
 UPDATE {p}messages
    SET order_at = CASE WHEN $1::int = 1 THEN {now} + $2::bigint + 1 ELSE order_at END, run_at = {now} + $3::bigint,
-       state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, last_error = $4::text
- WHERE id = $5 AND claimed_by = $6 AND attempt = $7 AND state = 'C';
+       state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, last_error = $4::text,
+       errors = (COALESCE(errors, '[]')::jsonb || jsonb_build_array($5::jsonb))::text
+ WHERE id = $6 AND claimed_by = $7 AND attempt = $8 AND state = 'C' AND cancel = 0;
 
 -- name: message_extend
-UPDATE {p}messages SET claim_until = {now} + $1 WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C';
-
--- name: message_bury
--- Copies a claimed message to the dead letters; message_ack then removes it.
-INSERT INTO {p}dead (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta)
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, $1::text, created_at, {now}, meta
-  FROM {p}messages WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C';
+-- A claim whose message was asked to stop (cancel) is not extended: its
+-- worker then cancels the handler.
+UPDATE {p}messages SET claim_until = {now} + $1::bigint WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C' AND cancel = 0;
 
 -- name: claims_stale
 -- Claims whose lease ran out or whose session is gone.
@@ -261,13 +255,16 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE 
 
 -- name: message_list
 -- A page of a queue's messages of one state in claim order, after a
--- position (keyset: the ready index, never a sort); the sixth argument
--- picks due (1), not yet due (2) or both (0).
-SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta
+-- position (keyset: the ready index, never a sort); then due (1), not yet
+-- due (2) or both (0); never retried (1), retried (2) or both (0); the kind
+-- ('' for any); the limit.
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = $1 AND state = $2 AND (priority, order_at, id) > ($3::int, $4::bigint, $5::bigint)
    AND ($6::int = 0 OR ($6::int = 1) = (run_at <= {now}))
- ORDER BY priority, order_at, id LIMIT $7;
+   AND ($7::int = 0 OR ($7::int = 1) = (attempt = 0))
+   AND ($8::text = '' OR kind = $8)
+ ORDER BY priority, order_at, id LIMIT $9;
 
 -- name: unique_insert
 -- Reserves a unique key for a message about to be inserted; no row
@@ -292,25 +289,25 @@ UPDATE {p}unique_keys SET message_id = $1, expires_at = $2 WHERE queue = $3 AND 
 DELETE FROM {p}unique_keys WHERE expires_at > 0 AND expires_at < {now};
 
 -- name: dead_list
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, failed_at, meta
-  FROM {p}dead WHERE queue = $1 ORDER BY id LIMIT $2;
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta
+  FROM {p}finished WHERE queue = $1 AND state = 'D' ORDER BY id LIMIT $2;
 
 -- name: dead_ids
-SELECT id FROM {p}dead WHERE queue = $1 ORDER BY id LIMIT 500 FOR UPDATE;
+SELECT id FROM {p}finished WHERE queue = $1 AND state = 'D' ORDER BY id LIMIT 500 FOR UPDATE;
 
 -- name: dead_redrive_ids
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
-SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta
-  FROM {p}dead WHERE id IN ({list}) ORDER BY id;
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta, kind, errors
+  FROM {p}finished WHERE id IN ({list}) ORDER BY id;
 
 -- name: dead_delete_ids
-DELETE FROM {p}dead WHERE id IN ({list});
+DELETE FROM {p}finished WHERE id IN ({list});
 
 -- name: queue_delete_messages
 DELETE FROM {p}messages WHERE queue = $1;
 
 -- name: dead_purge
-DELETE FROM {p}dead WHERE queue = $1;
+DELETE FROM {p}finished WHERE queue = $1 AND state = 'D';
 
 -- name: queue_stats
 -- Counts from the ready index, bounded: at most the limit (second argument)
@@ -321,7 +318,7 @@ DELETE FROM {p}dead WHERE queue = $1;
 -- is paused.
 SELECT r.total, r.ready, COALESCE({now} - r.oldest, 0),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'C' LIMIT $2) c),
-       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}dead WHERE queue = $1 LIMIT $2) d),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'D' LIMIT $2) d),
        COALESCE((SELECT paused FROM {p}queues WHERE name = $1), 0)
   FROM (SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN run_at <= {now} THEN 1 ELSE 0 END), 0) AS ready,
                MIN(CASE WHEN run_at <= {now} THEN run_at END) AS oldest
@@ -337,10 +334,10 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'R'
 EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'C';
 
 -- name: queue_estimate_dead
-EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}dead WHERE queue = $1;
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'D';
 
 -- name: dead_count
-SELECT COUNT(*) FROM {p}dead WHERE queue = $1;
+SELECT COUNT(*) FROM {p}finished WHERE queue = $1 AND state = 'D';
 
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs. The plain
@@ -382,3 +379,56 @@ SELECT name, table_name, actions, max_attempts, created_at FROM {p}subscriptions
 
 -- name: subscription_count_table
 SELECT COUNT(*) FROM {p}subscriptions WHERE table_name = $1;
+
+-- name: message_mark
+-- Marks a claimed message finished (state K, X or D) inside the
+-- transaction that moves it to the history (message_move, then
+-- message_delete_moved). Arguments: state, error text (NULL keeps the last
+-- one), the attempt's error as a JSON object (NULL: none), id, session,
+-- attempt.
+UPDATE {p}messages
+   SET state = $1::text, last_error = COALESCE($2::text, last_error), errors = CASE WHEN $3::text IS NULL THEN errors ELSE (COALESCE(errors, '[]')::jsonb || jsonb_build_array($3::jsonb))::text END
+ WHERE id = $4 AND claimed_by = $5 AND attempt = $6 AND state = 'C';
+
+-- name: message_mark_waiting
+-- Marks a waiting message finished (cancelled), like message_mark.
+UPDATE {p}messages SET state = $1 WHERE id = $2 AND state = 'R';
+
+-- name: message_request_cancel
+-- Asks the worker of a running message to stop it.
+UPDATE {p}messages SET cancel = 1 WHERE id = $1 AND state = 'C';
+
+-- name: message_move
+-- Copies a marked message to the history (arguments: id, its mark).
+INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, state, kind, errors
+  FROM {p}messages WHERE id = $1 AND state = $2;
+
+-- name: message_delete_moved
+DELETE FROM {p}messages WHERE id = $1 AND state = $2;
+
+-- name: message_move_many
+-- Completes claims of one session, with message_ack_many after it in the
+-- same transaction: copies them ((id, attempt) pairs, as message_ack_many)
+-- to the history, on the primary key. (PostgreSQL uses message_finish_many instead: one statement.)
+INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
+  FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
+
+-- name: message_get
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel FROM {p}messages WHERE id = $1;
+
+-- name: finished_get
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished WHERE id = $1;
+
+-- name: finished_list
+-- A page of a queue's finished messages of one state, newest first, before
+-- an id (keyset on the history's queue index); the kind ('' for any).
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
+ WHERE queue = $1 AND state = $2 AND id < $3 AND ($4::text = '' OR kind = $4)
+ ORDER BY id DESC LIMIT $5;
+
+-- name: finished_prune
+-- Deletes up to a batch of finished messages of one state older than an
+-- age (microseconds), oldest first.
+DELETE FROM {p}finished WHERE id IN (SELECT id FROM {p}finished WHERE state = $1 AND finished_at < {now} - $2::bigint ORDER BY finished_at LIMIT $3);

@@ -57,16 +57,33 @@ UPDATE {p}messages
                WHERE queue = ?4 AND state = 'R' AND run_at <= {now}
                  AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT ?5)
-RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta;
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
 
 
 -- name: message_insert_json
 -- A batch in one statement. ?1 is a JSON array of the messages, in order:
 -- {"p": payload in hex, "r": priority, "k": key or null, "d": delay in
--- microseconds, "a": attempt limit, "m": metadata or null}; ?2 the queue.
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta)
+-- microseconds, "a": attempt limit, "m": metadata or null, "n": kind or null}; ?2 the queue.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
 SELECT ?2, unhex(json_extract(j.value, '$.p')), json_extract(j.value, '$.r'), json_extract(j.value, '$.k'),
        {now} + json_extract(j.value, '$.d'), {now} + json_extract(j.value, '$.d'), 0,
-       json_extract(j.value, '$.a'), 'R', '', {now}, json_extract(j.value, '$.m')
+       json_extract(j.value, '$.a'), 'R', '', {now}, json_extract(j.value, '$.m'), json_extract(j.value, '$.n')
   FROM json_each(?1) AS j ORDER BY j.key
 RETURNING id;
+
+-- name: message_ack_many_json
+-- message_ack_many with the claims as one JSON array of [id, attempt]
+-- pairs (?2): one statement text whatever their number, prepared once.
+DELETE FROM {p}messages
+ WHERE claimed_by = ?1 AND state = 'C'
+   AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
+   AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- name: message_move_many_json
+-- message_move_many with the claims as in message_ack_many_json.
+INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
+  FROM {p}messages
+ WHERE claimed_by = ?1 AND state = 'C'
+   AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
+   AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);

@@ -23,12 +23,20 @@ func nullKey(hasKey bool, key string) any {
 	return key
 }
 
+// nullString is NULL for "".
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 func messageArgs(m driver.NewMessage) []any {
 	var meta any
 	if m.Meta != "" {
 		meta = m.Meta
 	}
-	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts, meta}
+	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts, meta, nullString(m.Kind)}
 }
 
 // EnqueueStatement implements driver.Driver.
@@ -253,6 +261,7 @@ type jsonRow struct {
 	Delay       int64   `json:"d"` // microseconds
 	MaxAttempts int     `json:"a"`
 	Meta        *string `json:"m"`
+	Kind        *string `json:"n"`
 }
 
 // jsonRows is message_insert_json's argument: the messages as a JSON
@@ -268,6 +277,9 @@ func jsonRows(ms []driver.NewMessage) (string, error) {
 		if m.Meta != "" {
 			rows[i].Meta = &m.Meta
 		}
+		if m.Kind != "" {
+			rows[i].Kind = &m.Kind
+		}
 	}
 	b, err := json.Marshal(rows)
 	return string(b), err
@@ -277,7 +289,7 @@ func jsonRows(ms []driver.NewMessage) (string, error) {
 func manyArgs(queue string, ms []driver.NewMessage) []any {
 	payloads := make([][]byte, len(ms))
 	prios, attempts := make([]int32, len(ms)), make([]int32, len(ms))
-	keys, metas := make([]string, len(ms)), make([]*string, len(ms))
+	keys, metas, kinds := make([]string, len(ms)), make([]*string, len(ms)), make([]*string, len(ms))
 	hasKey := make([]bool, len(ms))
 	delays := make([]int64, len(ms))
 	for i := range ms {
@@ -287,8 +299,11 @@ func manyArgs(queue string, ms []driver.NewMessage) []any {
 		if m.Meta != "" {
 			metas[i] = &m.Meta
 		}
+		if m.Kind != "" {
+			kinds[i] = &m.Kind
+		}
 	}
-	return []any{payloads, prios, keys, hasKey, delays, attempts, metas, queue}
+	return []any{payloads, prios, keys, hasKey, delays, attempts, metas, queue, kinds}
 }
 
 // ClaimCandidates implements driver.QueueTx.
@@ -343,23 +358,25 @@ func (t *Tx) ClaimIDs(ctx context.Context, sessionID string, mode int, lease tim
 }
 
 // MessageCols is the column list of message queries, in ScanMessage order.
-const MessageCols = "id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta"
+const MessageCols = "id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel"
 
 // ScanMessage reads one message row.
 func ScanMessage(sc interface{ Scan(...any) error }) (driver.Message, error) {
 	var m driver.Message
 	var key []byte
-	var claimedBy, meta sql.NullString
+	var claimedBy, meta, kind, errs sql.NullString
 	var mode, until sql.NullInt64
 	var runAt, orderAt, created int64
+	var cancel int
 	err := sc.Scan(&m.ID, &m.Queue, &m.Payload, &m.Priority, &key, &runAt, &orderAt, &m.Attempt, &m.MaxAttempts,
-		&m.State, &claimedBy, &mode, &until, &m.LastError, &created, &meta)
+		&m.State, &claimedBy, &mode, &until, &m.LastError, &created, &meta, &kind, &errs, &cancel)
 	if err != nil {
 		return m, err
 	}
 	m.Key, m.HasKey = string(key), key != nil
 	m.RunAt, m.OrderAt, m.CreatedAt = FromMicros(runAt), FromMicros(orderAt), FromMicros(created)
 	m.ClaimedBy, m.ClaimMode, m.Meta = claimedBy.String, int(mode.Int64), meta.String
+	m.Kind, m.Errors, m.CancelRequested = kind.String, errs.String, cancel != 0
 	if until.Valid {
 		m.ClaimUntil = FromMicros(until.Int64)
 	}
@@ -394,22 +411,33 @@ func scanMessages(name string, rows *sql.Rows, err error) ([]driver.Message, err
 }
 
 // MessageList implements driver.QueueTx.
-func (t *Tx) MessageList(ctx context.Context, queue, state string, due *bool, after driver.ListPos, limit int) ([]driver.Message, error) {
-	mode := 0 // any
-	if due != nil && *due {
-		mode = 1
-	} else if due != nil {
-		mode = 2
+func (t *Tx) MessageList(ctx context.Context, f driver.ListFilter) ([]driver.Message, error) {
+	due, retried := tristate(f.Due), tristate(f.Retried)
+	if retried != 0 {
+		retried = 3 - retried // 1: never retried, 2: retried
 	}
+	after := f.After
 	if after == (driver.ListPos{}) {
 		after = driver.ListPos{Priority: math.MinInt32, OrderAt: math.MinInt64}
 	}
-	args := []any{queue, state, after.Priority, after.OrderAt, after.ID, mode, limit}
+	args := []any{f.Queue, f.State, after.Priority, after.OrderAt, after.ID, due, retried, f.Kind, f.Limit}
 	if !t.db.D.Numbered {
-		args = []any{queue, state, after.Priority, after.OrderAt, after.ID, mode, mode, mode, limit}
+		args = []any{f.Queue, f.State, after.Priority, after.OrderAt, after.ID, due, due, due, retried, retried, retried,
+			f.Kind, f.Kind, f.Limit}
 	}
 	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list", args...)
 	return scanMessages("message_list", rows, err)
+}
+
+// tristate is 1 for true, 2 for false and 0 for nil.
+func tristate(b *bool) int {
+	switch {
+	case b == nil:
+		return 0
+	case *b:
+		return 1
+	}
+	return 2
 }
 
 // QueueNextDue implements driver.QueueTx.
@@ -430,12 +458,16 @@ func (t *Tx) MessageAck(ctx context.Context, c driver.Claim) (bool, error) {
 }
 
 // MessageRetry implements driver.QueueTx.
-func (t *Tx) MessageRetry(ctx context.Context, c driver.Claim, delay time.Duration, moveBack bool, errText string) (bool, error) {
+func (t *Tx) MessageRetry(ctx context.Context, c driver.Claim, delay time.Duration, moveBack bool, e driver.AttemptError) (bool, error) {
 	back := 0
 	if moveBack {
 		back = 1
 	}
-	return affected(t.exec(ctx, "message_retry", back, us(delay), us(delay), errText, c.ID, c.SessionID, c.Attempt))
+	doc, err := json.Marshal(e)
+	if err != nil {
+		return false, err
+	}
+	return affected(t.exec(ctx, "message_retry", back, us(delay), us(delay), e.Error, string(doc), c.ID, c.SessionID, c.Attempt))
 }
 
 // MessageExtend implements driver.QueueTx.
@@ -446,15 +478,6 @@ func (t *Tx) MessageExtend(ctx context.Context, c driver.Claim, d time.Duration)
 // MessageRelease implements driver.QueueTx.
 func (t *Tx) MessageRelease(ctx context.Context, c driver.Claim) (bool, error) {
 	return affected(t.exec(ctx, "message_release", c.ID, c.SessionID, c.Attempt))
-}
-
-// MessageBury implements driver.QueueTx.
-func (t *Tx) MessageBury(ctx context.Context, c driver.Claim, reason string) (bool, error) {
-	ok, err := affected(t.exec(ctx, "message_bury", reason, c.ID, c.SessionID, c.Attempt))
-	if err != nil || !ok {
-		return ok, err
-	}
-	return t.MessageAck(ctx, c)
 }
 
 // QueueRegisterStatement returns the statement registering a queue.
@@ -690,7 +713,38 @@ func (t *Tx) MessageAckMany(ctx context.Context, sessionID string, claims []driv
 	if len(claims) == 0 {
 		return 0, nil
 	}
-	q := t.db.Q("message_ack_many")
+	return t.execClaims(ctx, "message_ack_many", sessionID, claims)
+}
+
+// execClaimsJSON runs the JSON form of a query over claims: the session,
+// then the claims as a JSON array of [id, attempt] pairs, so that its text
+// is the same whatever their number (prepared once).
+func (t *Tx) execClaimsJSON(ctx context.Context, name, sessionID string, claims []driver.Claim) (int, error) {
+	var doc strings.Builder
+	doc.WriteByte('[')
+	for i, c := range claims {
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		fmt.Fprintf(&doc, "[%d,%d]", c.ID, c.Attempt)
+	}
+	doc.WriteByte(']')
+	res, err := t.exec(ctx, name, sessionID, doc.String())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// execClaims runs a query over claims of one session: {ids} becomes the
+// list of their ids and {pairs} (or {pairs2}) the (id, attempt) pairs. It
+// returns the rows affected.
+func (t *Tx) execClaims(ctx context.Context, name, sessionID string, claims []driver.Claim) (int, error) {
+	if _, ok := t.db.D.Queries[name+"_json"]; ok {
+		return t.execClaimsJSON(ctx, name+"_json", sessionID, claims)
+	}
+	q := t.db.Q(name)
 	var ids, pairs strings.Builder
 	args := []any{sessionID}
 	for i, c := range claims {
@@ -719,7 +773,7 @@ func (t *Tx) MessageAckMany(ctx context.Context, sessionID string, claims []driv
 	q = strings.Replace(strings.Replace(q, "{pairs2}", pairs.String(), 1), "{pairs}", pairs.String(), 1)
 	res, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {
-		return 0, fmt.Errorf("message_ack_many: %w", err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err

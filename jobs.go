@@ -1,0 +1,431 @@
+package baton
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+)
+
+var (
+	// ErrNotFound: no message has the id (it never existed, was deleted,
+	// or its history was pruned).
+	ErrNotFound = errors.New("baton: message not found")
+	// ErrFinished: the message already finished (completed, cancelled or
+	// dead); nothing was changed.
+	ErrFinished = errors.New("baton: message already finished")
+	// ErrCancelled is the cause of a handler context cancelled because its
+	// message was cancelled (context.Cause tells it from a shutdown).
+	ErrCancelled = errors.New("baton: message cancelled")
+)
+
+// The states of a message's life.
+const (
+	StateScheduled MessageState = "scheduled" // waiting for its run-at, never attempted
+	StateReady     MessageState = "ready"     // claimable now
+	StateRunning   MessageState = "running"   // claimed by a worker
+	StateRetrying  MessageState = "retrying"  // waiting out its backoff after a failed attempt
+	StateCompleted MessageState = "completed" // handled (kept for Retention.Completed)
+	StateCancelled MessageState = "cancelled" // cancelled (kept for Retention.Cancelled)
+	StateDead      MessageState = "dead"      // failed for good (kept for Retention.Dead)
+	// StateClaimed is the former name of StateRunning.
+	StateClaimed = StateRunning
+)
+
+// MessageStates lists every state, in the order of a message's life.
+var MessageStates = []MessageState{StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
+
+// finishedStates maps the history's states to the stored ones.
+var finishedStates = map[MessageState]string{
+	StateCompleted: driver.MessageCompleted, StateCancelled: driver.MessageCancelled, StateDead: driver.MessageDead,
+}
+
+// ParseMessageState checks a state name.
+func ParseMessageState(s string) (MessageState, error) {
+	for _, st := range MessageStates {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", ErrInvalid, s)
+}
+
+// AttemptError records one failed attempt of a message.
+type AttemptError struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Error   string    `json:"error"`
+	// Stack is the handler's stack when the attempt panicked.
+	Stack string `json:"stack,omitempty"`
+}
+
+// Retention is how long finished messages stay in the history before the
+// history pruner deletes them. Zero means the default; a negative duration
+// keeps none (completed messages are then deleted as they complete, the
+// fastest setting; cancelled and dead ones at the pruner's next run).
+type Retention struct {
+	Completed time.Duration // default 24h
+	Cancelled time.Duration // default 24h
+	Dead      time.Duration // default 7 days
+}
+
+func (r *Retention) fill() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&r.Completed, 24*time.Hour)
+	def(&r.Cancelled, 24*time.Hour)
+	def(&r.Dead, 7*24*time.Hour)
+}
+
+// keepCompleted says whether completed messages go to the history.
+func (c *Client) keepCompleted() bool { return c.opts.Retention.Completed > 0 }
+
+// infoOf converts a stored message to what monitoring shows.
+func infoOf(m driver.Message, now time.Time) MessageInfo {
+	payload, key, _ := eventPayload(m.Queue, m.Payload, m.Key)
+	info := MessageInfo{ID: m.ID, Queue: m.Queue, Kind: m.Kind, State: stateOf(m, now), Payload: payload, Priority: m.Priority,
+		Key: key, Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
+		RunAt: m.RunAt, FinishedAt: m.FinishedAt, CancelRequested: m.CancelRequested}
+	if m.State == driver.MessageClaimed {
+		info.ClaimedBy, info.ClaimedUntil = m.ClaimedBy, m.ClaimUntil
+	}
+	if m.Errors != "" {
+		if err := json.Unmarshal([]byte(m.Errors), &info.Errors); err != nil {
+			info.Errors = []AttemptError{{Error: "unreadable error record: " + err.Error()}}
+		}
+	}
+	return info
+}
+
+// stateOf names a stored message's state.
+func stateOf(m driver.Message, now time.Time) MessageState {
+	switch m.State {
+	case driver.MessageClaimed:
+		return StateRunning
+	case driver.MessageCompleted:
+		return StateCompleted
+	case driver.MessageCancelled:
+		return StateCancelled
+	case driver.MessageDead:
+		return StateDead
+	}
+	switch {
+	case !m.RunAt.After(now):
+		return StateReady
+	case m.Attempt > 0:
+		return StateRetrying
+	}
+	return StateScheduled
+}
+
+// Message reads a message by id, whatever its state (a finished one while
+// its history is kept). ErrNotFound when there is none.
+func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
+	var m driver.Message
+	var found bool
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		m, found, err = tx.MessageGet(ctx, id)
+		return err
+	})
+	if err != nil {
+		return MessageInfo{}, fmt.Errorf("baton: message %d: %w", id, err)
+	}
+	if !found {
+		return MessageInfo{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return infoOf(m, time.Now()), nil
+}
+
+// CancelMessage cancels a message. A waiting one is cancelled at once; a
+// running one has its handler's context cancelled (cause ErrCancelled) on
+// whatever process runs it, and ends cancelled rather than retried. A
+// finished message is left as it is: ErrFinished. ErrNotFound when there
+// is no such message.
+func (c *Client) CancelMessage(ctx context.Context, id int64) error {
+	var state string
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		state, err = tx.MessageCancel(ctx, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("baton: cancel message %d: %w", id, err)
+	}
+	switch state {
+	case "":
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	case driver.MessageReady:
+		return nil
+	case driver.MessageClaimed:
+		c.cancelWake(id)
+		return nil
+	}
+	return fmt.Errorf("%w: message %d is %s", ErrFinished, id, stateOf(driver.Message{State: state}, time.Now()))
+}
+
+// cancelChannel is the internal channel on which cancellations of running
+// messages are announced (the payload is the id).
+const cancelChannel = "#x#"
+
+// cancelWake tells every process that a running message was cancelled:
+// this one at once, the others by a notification. A process that misses
+// it learns at its next lease extension, which a cancelled claim refuses.
+func (c *Client) cancelWake(id int64) {
+	c.cancelLocal(id)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+	defer cancel()
+	if err := c.drv.Notify(ctx, cancelChannel, strconv.FormatInt(id, 10)); err != nil {
+		c.opts.Logger.Warn("baton: announcing a cancellation", "message", id, "error", err)
+	}
+}
+
+// cancelLocal cancels the handler of a message this process runs.
+func (c *Client) cancelLocal(id int64) {
+	c.mu.Lock()
+	stop := c.running[id]
+	c.mu.Unlock()
+	if stop != nil {
+		stop(ErrCancelled)
+	}
+}
+
+// onCancelNotification handles a notification of cancelChannel.
+func (c *Client) onCancelNotification(payload string) {
+	if id, err := strconv.ParseInt(payload, 10, 64); err == nil {
+		c.cancelLocal(id)
+	}
+}
+
+// trackRunning registers the handler of a running message for
+// cancellation; the returned function unregisters it.
+func (c *Client) trackRunning(id int64, stop context.CancelCauseFunc) func() {
+	c.mu.Lock()
+	c.running[id] = stop
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.running, id)
+		c.mu.Unlock()
+	}
+}
+
+// ListOptions select messages for ListMessages.
+type ListOptions struct {
+	// Queue to list ("" for every queue, in name order).
+	Queue string
+	// State to list ("" for every state, in the order of MessageStates).
+	State MessageState
+	// Kind: only messages of this kind ("" for any).
+	Kind string
+	// After is the position to go on from ("" for the start): the second
+	// result of an earlier call with the same options.
+	After string
+	// Limit is the page size, 1 to 1000 (default 50).
+	Limit int
+}
+
+// ListMessages lists a page of messages: for each queue and state in turn,
+// waiting and running messages in the order workers claim them, finished
+// ones newest first. It returns the position after the page, "" when
+// there is no more. Every page is read along an index: a page deep into
+// millions of messages costs what the first one does.
+func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo, string, error) {
+	if o.Limit == 0 {
+		o.Limit = 50
+	}
+	if err := o.check(); err != nil {
+		return nil, "", err
+	}
+	queues := []string{o.Queue}
+	if o.Queue == "" {
+		var err error
+		if queues, err = c.Queues(ctx); err != nil {
+			return nil, "", err
+		}
+	}
+	states := MessageStates
+	if o.State != "" {
+		states = []MessageState{o.State}
+	}
+	var segs []segment
+	for _, q := range queues {
+		for _, s := range states {
+			segs = append(segs, segment{q, s})
+		}
+	}
+	return c.listSegments(ctx, segs, o)
+}
+
+func (o ListOptions) check() error {
+	if o.Queue != "" {
+		if err := ValidateQueue(o.Queue); err != nil {
+			return err
+		}
+	}
+	if o.State != "" {
+		if _, err := ParseMessageState(string(o.State)); err != nil {
+			return err
+		}
+	}
+	if o.Limit < 1 || o.Limit > 1000 {
+		return fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, o.Limit)
+	}
+	return nil
+}
+
+// segment is one queue and state of a listing.
+type segment struct {
+	queue string
+	state MessageState
+}
+
+// listSegments reads pages from the segments in turn, from the one the
+// position names, until the page is full.
+func (c *Client) listSegments(ctx context.Context, segs []segment, o ListOptions) ([]MessageInfo, string, error) {
+	start, pos, err := parsePosition(segs, o.After)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []MessageInfo
+	for i := start; i < len(segs); i++ {
+		page, next, err := c.listOne(ctx, segs[i], o.Kind, pos, o.Limit-len(out))
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, page...)
+		pos = ""
+		switch {
+		case next != "":
+			return out, segs[i].queue + "/" + string(segs[i].state) + "/" + next, nil
+		case len(out) == o.Limit && i+1 < len(segs):
+			return out, segs[i+1].queue + "/" + string(segs[i+1].state) + "/", nil
+		}
+	}
+	return out, "", nil
+}
+
+// parsePosition finds the segment a position names and the position in it.
+func parsePosition(segs []segment, after string) (int, string, error) {
+	if after == "" {
+		return 0, "", nil
+	}
+	parts := strings.SplitN(after, "/", 3)
+	if len(parts) == 3 {
+		for i, s := range segs {
+			if s.queue == parts[0] && string(s.state) == parts[1] {
+				return i, parts[2], nil
+			}
+		}
+	}
+	return 0, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, after)
+}
+
+// listOne reads up to limit messages of one queue and state after pos.
+func (c *Client) listOne(ctx context.Context, s segment, kind, pos string, limit int) ([]MessageInfo, string, error) {
+	if stored, ok := finishedStates[s.state]; ok {
+		return c.listHistory(ctx, s.queue, stored, kind, pos, limit)
+	}
+	f := driver.ListFilter{Queue: s.queue, State: driver.MessageReady, Kind: kind, Limit: limit + 1}
+	yes, no := true, false
+	switch s.state {
+	case StateRunning:
+		f.State = driver.MessageClaimed
+	case StateReady:
+		f.Due = &yes
+	case StateScheduled:
+		f.Due, f.Retried = &no, &no
+	case StateRetrying:
+		f.Due, f.Retried = &no, &yes
+	}
+	if pos != "" {
+		if _, err := fmt.Sscanf(pos, "%d.%d.%d", &f.After.Priority, &f.After.OrderAt, &f.After.ID); err != nil {
+			return nil, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, pos)
+		}
+	}
+	var rows []driver.Message
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		rows, err = tx.MessageList(ctx, f)
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("baton: list messages: %w", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
+	}
+	return infos(rows), next, nil
+}
+
+// listHistory reads up to limit finished messages, newest first.
+func (c *Client) listHistory(ctx context.Context, queue, state, kind, pos string, limit int) ([]MessageInfo, string, error) {
+	var before int64
+	if pos != "" {
+		var err error
+		if before, err = strconv.ParseInt(pos, 10, 64); err != nil || before <= 0 {
+			return nil, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, pos)
+		}
+	}
+	var rows []driver.Message
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		rows, err = tx.HistoryList(ctx, queue, state, kind, before, limit+1)
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("baton: list messages: %w", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = strconv.FormatInt(rows[limit-1].ID, 10)
+	}
+	return infos(rows), next, nil
+}
+
+func infos(rows []driver.Message) []MessageInfo {
+	now := time.Now()
+	out := make([]MessageInfo, len(rows))
+	for i, m := range rows {
+		out[i] = infoOf(m, now)
+	}
+	return out
+}
+
+// pruneBatch is how many finished messages one prune statement deletes.
+const pruneBatch = 1000
+
+// pruneHistory is the history pruner: it deletes finished messages past
+// their retention, in batches, at most 50 batches a run (the next run goes
+// on), so that it never holds locks long.
+func (c *Client) pruneHistory(ctx context.Context) error {
+	r := c.opts.Retention
+	for _, p := range []struct {
+		state string
+		keep  time.Duration
+	}{{driver.MessageCompleted, r.Completed}, {driver.MessageCancelled, r.Cancelled}, {driver.MessageDead, r.Dead}} {
+		keep := max(p.keep, 0)
+		for range 50 {
+			n, err := c.drv.NoTx().HistoryPrune(ctx, p.state, keep, pruneBatch)
+			if err != nil {
+				return err
+			}
+			if n < pruneBatch {
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+func getMessage(t *testing.T, c *baton.Client, id int64) baton.MessageInfo {
+	t.Helper()
+	m, err := c.Message(ctxT(t), id)
+	if err != nil {
+		t.Fatalf("message %d: %v", id, err)
+	}
+	return m
+}
+
+// TestMessageLife: a message is found by id in every state of its life,
+// with the error of every failed attempt (a panic's stack too), and the
+// history lists finished messages by state.
+func TestMessageLife(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ok := enqueue(t, c, "life", "ok", baton.EnqueueOptions{Kind: "mail"})
+		dead := enqueue(t, c, "life", "dead", baton.EnqueueOptions{MaxAttempts: 2})
+		later := enqueue(t, c, "life", "later", baton.EnqueueOptions{Delay: time.Hour})
+		if m := getMessage(t, c, later); m.State != baton.StateScheduled || m.Kind != "" {
+			t.Fatalf("delayed message: %+v", m)
+		}
+		handler := func(ctx context.Context, m *baton.Message) error {
+			switch {
+			case m.ID == ok && m.Attempt == 1:
+				panic("first try")
+			case m.ID == ok:
+				if m.Kind != "mail" || len(m.Errors) != 1 || m.Errors[0].Error != "panic: first try" {
+					t.Errorf("second attempt sees %+v", m)
+				}
+				return nil
+			}
+			return errors.New("no such user")
+		}
+		// A drain ends while a retry waits out its backoff: drain again.
+		waitFor(t, "both messages to finish", func() bool {
+			if err := c.Work(ctxT(t), "life", handler, baton.WorkerOptions{Drain: true}); err != nil {
+				t.Fatal(err)
+			}
+			return getMessage(t, c, ok).State == baton.StateCompleted && getMessage(t, c, dead).State == baton.StateDead
+		})
+		m := getMessage(t, c, ok)
+		if m.State != baton.StateCompleted || m.Attempt != 2 || m.Kind != "mail" || m.FinishedAt.IsZero() || len(m.Errors) != 1 ||
+			m.Errors[0].Attempt != 1 || !strings.Contains(m.Errors[0].Stack, "goroutine") || m.Errors[0].At.IsZero() {
+			t.Fatalf("completed message: %+v", m)
+		}
+		d := getMessage(t, c, dead)
+		if d.State != baton.StateDead || len(d.Errors) != 2 || d.Errors[0].Error != "no such user" ||
+			!strings.Contains(d.Errors[1].Error, "attempt limit 2 reached: no such user") {
+			t.Fatalf("dead message: %+v", d)
+		}
+		dl, err := c.DeadLetters(ctxT(t), "life", 10)
+		if err != nil || len(dl) != 1 || dl[0].ID != dead {
+			t.Fatalf("dead letters: %+v %v", dl, err)
+		}
+		_, err = c.Message(ctxT(t), later+1000)
+		wantErr(t, err, baton.ErrNotFound)
+
+		// Every message, page by page, across states.
+		var got []int64
+		var states []baton.MessageState
+		after := ""
+		for pages := 0; pages < 10; pages++ {
+			ms, next, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "life", After: after, Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				got, states = append(got, m.ID), append(states, m.State)
+			}
+			if after = next; next == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, []int64{later, ok, dead}) ||
+			!slices.Equal(states, []baton.MessageState{baton.StateScheduled, baton.StateCompleted, baton.StateDead}) {
+			t.Fatalf("listed %v %v", got, states)
+		}
+		kinds, _, err := c.ListMessages(ctxT(t), baton.ListOptions{Kind: "mail"})
+		if err != nil || len(kinds) != 1 || kinds[0].ID != ok {
+			t.Fatalf("messages of kind mail: %+v %v", kinds, err)
+		}
+		_, _, err = c.ListMessages(ctxT(t), baton.ListOptions{State: "finished"})
+		wantErr(t, err, baton.ErrInvalid)
+	})
+}
+
+// TestCancel: a waiting message is cancelled at once and never runs; a
+// running one has its handler's context cancelled with ErrCancelled by a
+// client of another process, long before its lease would be renewed, and
+// ends cancelled, not retried; cancelling a finished message changes
+// nothing and says so.
+func TestCancel(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn)
+		waiting := enqueue(t, c, "cx", "waiting", baton.EnqueueOptions{Delay: time.Hour})
+		if err := other.CancelMessage(ctxT(t), waiting); err != nil {
+			t.Fatal(err)
+		}
+		if m := getMessage(t, c, waiting); m.State != baton.StateCancelled {
+			t.Fatalf("cancelled waiting message: %+v", m)
+		}
+		running := enqueue(t, c, "cx", "running")
+		started := make(chan struct{})
+		causes := make(chan error, 2)
+		ctx, stop := context.WithCancel(ctxT(t))
+		defer stop()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "cx", func(ctx context.Context, m *baton.Message) error {
+				close(started)
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			}, baton.WorkerOptions{Visibility: time.Minute})
+		}()
+		<-started
+		if err := other.CancelMessage(ctxT(t), running); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case cause := <-causes:
+			wantErr(t, cause, baton.ErrCancelled)
+		case <-time.After(15 * time.Second):
+			t.Fatal("the handler was not stopped (a lease renewal is 20s away)")
+		}
+		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, running).State == baton.StateCancelled })
+		m := getMessage(t, c, running)
+		if m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
+			t.Fatalf("cancelled running message: %+v", m)
+		}
+		wantErr(t, other.CancelMessage(ctxT(t), running), baton.ErrFinished)
+		wantErr(t, other.CancelMessage(ctxT(t), running+1000), baton.ErrNotFound)
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHistoryRetention: completed messages are kept for the retention and
+// then pruned; with a negative retention they are not kept at all.
+func TestHistoryRetention(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		short := openDSN(t, dsn, baton.Options{Retention: baton.Retention{Completed: time.Millisecond}})
+		none := openDSN(t, dsn, baton.Options{Retention: baton.Retention{Completed: -1}})
+		kept := enqueue(t, short, "r", "kept")
+		gone := enqueue(t, none, "r", "gone")
+		s1, s2 := session(t, short), session(t, none)
+		for _, x := range []struct {
+			s  *baton.Session
+			id int64
+		}{{s1, kept}, {s2, gone}} {
+			ms := claim(t, x.s, "r", baton.ClaimOptions{Max: 1})
+			if len(ms) != 1 {
+				t.Fatalf("claimed %d", len(ms))
+			}
+			if err := x.s.Ack(ctxT(t), ms[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := short.Message(ctxT(t), gone)
+		wantErr(t, err, baton.ErrNotFound)
+		if m := getMessage(t, short, kept); m.State != baton.StateCompleted {
+			t.Fatalf("kept: %+v", m)
+		}
+		waitFor(t, "the pruner to delete the completed message", func() bool {
+			if err := baton.PruneHistory(ctxT(t), short); err != nil {
+				t.Fatal(err)
+			}
+			_, err := short.Message(ctxT(t), kept)
+			return errors.Is(err, baton.ErrNotFound)
+		})
+	})
+}
+
+// waitFor polls cond until it holds, failing the test after 20s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
