@@ -2,12 +2,14 @@ package baton
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -426,6 +428,49 @@ func (c *Client) pruneHistory(ctx context.Context) error {
 				break
 			}
 		}
+	}
+	return nil
+}
+
+// messageInfoJSON is MessageInfo's JSON form: the payload as text when it
+// is UTF-8, otherwise in base64 under payload_base64.
+type messageInfoJSON struct {
+	messageInfoFields
+	Payload   *string `json:"payload,omitempty"`
+	Payload64 string  `json:"payload_base64,omitempty"`
+}
+
+type messageInfoFields MessageInfo
+
+// MarshalJSON implements json.Marshaler.
+func (m MessageInfo) MarshalJSON() ([]byte, error) {
+	j := messageInfoJSON{messageInfoFields: messageInfoFields(m)}
+	j.messageInfoFields.Payload = nil
+	if utf8.Valid(m.Payload) {
+		s := string(m.Payload)
+		j.Payload = &s
+	} else {
+		j.Payload64 = base64.StdEncoding.EncodeToString(m.Payload)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *MessageInfo) UnmarshalJSON(b []byte) error {
+	var j messageInfoJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*m = MessageInfo(j.messageInfoFields)
+	switch {
+	case j.Payload != nil:
+		m.Payload = []byte(*j.Payload)
+	case j.Payload64 != "":
+		p, err := base64.StdEncoding.DecodeString(j.Payload64)
+		if err != nil {
+			return fmt.Errorf("payload_base64: %w", err)
+		}
+		m.Payload = p
 	}
 	return nil
 }

@@ -30,9 +30,8 @@ var (
 	ErrNotClaimed = errors.New("baton: message not claimed by this session")
 	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
 	ErrUnknownQueue = errors.New("baton: unknown queue")
-	// ErrNoMessage: no such message in the queue (finished, dead, or
-	// never there).
-	ErrNoMessage = errors.New("baton: no such message")
+	// ErrNoMessage is the former name of ErrNotFound.
+	ErrNoMessage = ErrNotFound
 	// ErrRunning: the message is being handled; only waiting messages can
 	// be retried now or deleted.
 	ErrRunning = errors.New("baton: message is being handled")
@@ -1220,16 +1219,18 @@ type MessageState string
 // MessageInfo is one message as monitoring shows it; its JSON is the same
 // on every backend.
 type MessageInfo struct {
-	ID          int64        `json:"id"`
-	Queue       string       `json:"queue"`
-	Kind        string       `json:"kind,omitempty"`
-	State       MessageState `json:"state"`
-	Payload     []byte       `json:"payload"`
-	Priority    int          `json:"priority"`
-	Key         string       `json:"key,omitempty"`
-	Attempt     int          `json:"attempt"` // attempts made (the running one included)
-	MaxAttempts int          `json:"max_attempts"`
-	LastError   string       `json:"last_error,omitempty"`
+	ID    int64        `json:"id"`
+	Queue string       `json:"queue"`
+	Kind  string       `json:"kind,omitempty"`
+	State MessageState `json:"state"`
+	// Payload is in JSON as text (payload) when it is UTF-8, otherwise in
+	// base64 (payload_base64).
+	Payload     []byte `json:"-"`
+	Priority    int    `json:"priority"`
+	Key         string `json:"key,omitempty"`
+	Attempt     int    `json:"attempt"` // attempts made (the running one included)
+	MaxAttempts int    `json:"max_attempts"`
+	LastError   string `json:"last_error,omitempty"`
 	// Errors are the records of its failed attempts, oldest first.
 	Errors    []AttemptError `json:"errors,omitempty"`
 	CreatedAt time.Time      `json:"created_at"`

@@ -129,6 +129,13 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 			}
 			return fmt.Sprintf("message %d of %s deleted", id, q), c.DeleteMessage(ctx, q, id)
 		}))
+		mux.HandleFunc("POST /queues/{queue}/messages/{id}/cancel", d.mutate(func(ctx context.Context, q string) (string, error) {
+			id, err := messageID(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("message %d of %s cancelled", id, q), c.CancelMessage(ctx, id)
+		}))
 		mux.HandleFunc("POST /queues/{queue}/pause", d.mutate(func(ctx context.Context, q string) (string, error) {
 			return q + " paused: no worker takes its messages until it is resumed", c.PauseQueue(ctx, q)
 		}))
@@ -297,7 +304,7 @@ func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
 
 type queuePage struct {
 	Stats baton.QueueStats
-	// State is the tab shown: ready, scheduled, claimed or dead.
+	// State is the tab shown: a message state (baton.MessageStates).
 	State    string
 	Messages []baton.MessageInfo
 	Next     string
@@ -321,10 +328,11 @@ func (d *dash) queue(w http.ResponseWriter, r *http.Request) {
 		if st.Ready == 0 && st.Dead > 0 {
 			p.State = "dead"
 		}
-	case "dead", string(baton.StateReady), string(baton.StateScheduled), string(baton.StateClaimed):
 	default:
-		d.fail(w, r, fmt.Errorf("%w: state %q: use ready, scheduled, claimed or dead", baton.ErrInvalid, p.State))
-		return
+		if _, err := baton.ParseMessageState(p.State); err != nil {
+			d.fail(w, r, err)
+			return
+		}
 	}
 	if p.State == "dead" {
 		dead, err := d.c.DeadLetters(r.Context(), q, pageSize+1)

@@ -101,6 +101,8 @@ func TestJSONSameOnEveryBackend(t *testing.T) {
 				{"queue", "dead", "jq", "--json"},
 				{"locks", "--json"},
 				{"events", "list", "--json"},
+				{"queue", "list", "--json"},
+				{"queue", "get", fmt.Sprint(ms[0].ID), "--json"},
 			} {
 				code, out, errs := run(t, dsn, cmd...)
 				expect(t, code, errs, 0, "")
@@ -108,7 +110,7 @@ func TestJSONSameOnEveryBackend(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &v); err != nil {
 					t.Fatalf("%v: %v: %q", cmd, err, out)
 				}
-				key := strings.Join(cmd, " ")
+				key := strings.Replace(strings.Join(cmd, " "), fmt.Sprint(ms[0].ID), "ID", 1)
 				mu.Lock()
 				if shapes[key] == nil {
 					shapes[key] = map[string]string{}
@@ -128,6 +130,11 @@ func TestJSONSameOnEveryBackend(t *testing.T) {
 			if sh != firstShape {
 				t.Errorf("baton %s --json differs:\n%s: %s\n%s: %s", cmd, first, firstShape, be, sh)
 			}
+		}
+	}
+	for be, sh := range shapes["queue get ID --json"] {
+		if !strings.Contains(sh, "errors:[{at:string,attempt:float64,error:string}]") || !strings.Contains(sh, "state:string") {
+			t.Errorf("%s: queue get --json is not baton.MessageInfo with its errors: %s", be, sh)
 		}
 	}
 	if st := shapes["queue stats jq --json"]; st != nil {

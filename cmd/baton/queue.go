@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -25,31 +24,32 @@ func init() { extraCommands = append(extraCommands, queueCmd) }
 func queueCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",
-		Short: "Push messages, show queue counts, list, re-drive and purge dead letters",
+		Short: "Push, list, inspect, cancel and retry messages; pause queues; handle dead letters",
 		Long: `Durable queues in the database. Messages are pushed here (or by programs
 through the Go API) and processed by baton work (or Client.Work).
 
 Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, dead, redrive or purge)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g),
+	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueCancelCmd(g),
+		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g),
 		queuePauseCmd(g, true), queuePauseCmd(g, false),
 		queueMessageCmd(g, "retry", "Make a waiting message due now",
-			"Make message ID of QUEUE, delayed or backing off before a retry, due at once.", (*baton.Client).RetryNow),
+			"Make message ID, delayed or backing off before a retry, due at once.", (*baton.Client).RetryNow),
 		queueMessageCmd(g, "delete", "Delete a waiting message",
-			"Delete message ID of QUEUE, which waits (ready or scheduled).", (*baton.Client).DeleteMessage))
+			"Delete message ID, which waits (scheduled, ready or retrying).", (*baton.Client).DeleteMessage))
 	return cmd
 }
 
 func queuePushCmd(g *globals) *cobra.Command {
 	var delay, timeout, uniqueFor time.Duration
 	var priority, maxAttempts int
-	var key, unique string
+	var key, unique, kind string
 	cmd := &cobra.Command{
 		Use:   "push QUEUE [PAYLOAD|-]",
 		Short: "Add a message to a queue and print its id",
@@ -57,10 +57,10 @@ func queuePushCmd(g *globals) *cobra.Command {
 standard input when PAYLOAD is - or missing; it must not be empty and holds
 at most %d bytes (1 MiB). Consumers waiting on the queue wake once it commits.
 
---unique KEY adds the message only if no message with that unique key waits
-or runs in QUEUE (with --unique-for D: none was enqueued with it in the same
-period D); otherwise it adds nothing, prints the holder's id and says so on
-standard error. --timeout D bounds each run of the message's handler (baton
+--unique-key KEY adds the message only if no message with that unique key
+waits or runs in QUEUE (with --unique-for D: none was enqueued with it in the
+same period D); otherwise it adds nothing and prints the holder's id followed
+by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
 
 Bad input (a bad queue name, an empty or oversized payload, a negative
@@ -103,7 +103,7 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 			}
 			defer c.Close()
 			o := baton.EnqueueOptions{Delay: delay, Priority: priority, Key: key, MaxAttempts: maxAttempts,
-				Timeout: timeout, UniqueKey: unique, UniquePeriod: uniqueFor}
+				Timeout: timeout, UniqueKey: unique, UniquePeriod: uniqueFor, Kind: kind}
 			var id int64
 			dup := false
 			if unique != "" {
@@ -114,10 +114,11 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 			if err != nil {
 				return invalidUsage("queue push", err)
 			}
-			fmt.Println(id)
 			if dup {
-				fmt.Fprintf(os.Stderr, "baton: queue push: not added: message %d holds unique key %q\n", id, unique)
+				fmt.Println(id, "duplicate")
+				return nil
 			}
+			fmt.Println(id)
 			return nil
 		},
 	}
@@ -126,8 +127,11 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().StringVar(&key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
 	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "bound each handler run of the message (e.g. 30s; overrides baton work --timeout)")
-	cmd.Flags().StringVar(&unique, "unique", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
-	cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "with --unique: hold the key for the period of this length in which the message is enqueued")
+	cmd.Flags().StringVar(&unique, "unique-key", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
+	cmd.Flags().StringVar(&unique, "unique", "", "the former name of --unique-key")
+	_ = cmd.Flags().MarkHidden("unique")
+	cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
+	cmd.Flags().StringVar(&kind, "kind", "", "the kind of the message: names the worker that handles it")
 	return cmd
 }
 
@@ -475,45 +479,6 @@ baton queue stats shows paused queues.`
 			}
 			if errors.Is(err, baton.ErrUnknownQueue) {
 				return usageErr("queue %s: %s", use, strings.TrimPrefix(err.Error(), "baton: "))
-			}
-			return err
-		},
-	}
-}
-
-// queueMessageCmd is a command on one waiting message: baton queue retry
-// or baton queue delete.
-func queueMessageCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string, int64) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   use + " QUEUE ID",
-		Short: short,
-		Long: long + ` A message being handled cannot be (exit 65); a finished,
-dead or unknown one neither (exit 66; the ids are in baton queue dead and the
-dashboard).
-
-Exit statuses: 0 done; 64 for a bad QUEUE or ID; 65 the message is being
-handled; 66 no such message; 69 when the database cannot be reached; 1 for
-any other error.`,
-		Args: argsUsage("queue "+use, 2, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := baton.ValidateQueue(args[0]); err != nil {
-				return invalidUsage("queue "+use, err)
-			}
-			id, err := strconv.ParseInt(args[1], 10, 64)
-			if err != nil || id <= 0 {
-				return usageErr("queue %s: message id %q: give a positive number", use, args[1])
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			err = op(c, cmd.Context(), args[0], id)
-			switch {
-			case errors.Is(err, baton.ErrRunning):
-				return &cliError{code: 65, msg: fmt.Sprintf("queue %s: message %d is being handled", use, id)}
-			case errors.Is(err, baton.ErrNoMessage):
-				return &cliError{code: 66, msg: fmt.Sprintf("queue %s: no waiting message %d in %s", use, id, args[0])}
 			}
 			return err
 		},

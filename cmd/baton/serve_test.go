@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // TestServeCommand: baton serve refuses a non-loopback address without a
@@ -83,15 +87,15 @@ func TestQueueControlCommands(t *testing.T) {
 	code, _, errs = run(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
 	expect(t, code, errs, 0, "")
 	code, _, errs = run(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
-	expect(t, code, errs, 66, "no waiting message")
+	expect(t, code, errs, 66, "no message")
 	code, _, errs = run(t, dsn, "queue", "retry", "cq", "x")
 	expect(t, code, errs, 64, "positive number")
 
 	// Unique keys and handler timeouts.
-	first := pushID(t, dsn, "", "uq", "a", "--unique", "k1")
-	code, out, errs = run(t, dsn, "queue", "push", "uq", "b", "--unique", "k1")
-	if code != 0 || strings.TrimSpace(out) != fmt.Sprint(first) || !strings.Contains(errs, "not added") {
-		t.Fatalf("duplicate push: %d %q %q, want the first id %d and a note", code, out, errs, first)
+	first := pushID(t, dsn, "", "uq", "a", "--unique-key", "k1")
+	code, out, errs = run(t, dsn, "queue", "push", "uq", "b", "--unique-key", "k1")
+	if code != 0 || strings.TrimSpace(out) != fmt.Sprint(first)+" duplicate" {
+		t.Fatalf("duplicate push: %d %q %q, want the first id %d and the word duplicate", code, out, errs, first)
 	}
 	pushID(t, dsn, "", "tq", "slow", "--timeout", "100ms")
 	code, _, errs = run(t, dsn, "work", "tq", "--drain", "--", "sleep", "30")
@@ -99,4 +103,107 @@ func TestQueueControlCommands(t *testing.T) {
 	if st := statsOf(t, dsn, "tq"); st["scheduled"] != float64(1) {
 		t.Fatalf("the timed-out message is not backing off: %v", st)
 	}
+}
+
+// TestQueueJobCommands: list, get and cancel messages by id, on every
+// backend; retry and delete by id alone; the exit statuses of unknown and
+// finished messages.
+func TestQueueJobCommands(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		later := pushID(t, dsn, "", "jq", "later", "--delay", "1h", "--kind", "report")
+		now := pushID(t, dsn, "", "jq", "now")
+		pushID(t, dsn, "", "other", "x")
+		code, out, errs := run(t, dsn, "queue", "list", "jq", "--json")
+		expect(t, code, errs, 0, "")
+		var ms []baton.MessageInfo
+		if err := json.Unmarshal([]byte(out), &ms); err != nil {
+			t.Fatalf("list --json: %v: %s", err, out)
+		}
+		if len(ms) != 2 || ms[0].ID != later || ms[0].State != baton.StateScheduled || ms[0].Kind != "report" ||
+			ms[1].ID != now || ms[1].State != baton.StateReady || string(ms[1].Payload) != "now" {
+			t.Fatalf("list: %+v", ms)
+		}
+		code, out, errs = run(t, dsn, "queue", "list", "--kind", "report", "--limit", "1")
+		expect(t, code, errs, 0, "")
+		if !strings.Contains(out, fmt.Sprint(later)) || !strings.Contains(out, "scheduled") || strings.Contains(out, "other") {
+			t.Fatalf("list --kind report:\n%s", out)
+		}
+		code, _, errs = run(t, dsn, "queue", "list", "--state", "finished")
+		expect(t, code, errs, 64, "message state")
+
+		code, _, errs = run(t, dsn, "queue", "cancel", fmt.Sprint(later))
+		expect(t, code, errs, 0, "")
+		code, out, errs = run(t, dsn, "queue", "get", fmt.Sprint(later), "--json")
+		expect(t, code, errs, 0, "")
+		var m baton.MessageInfo
+		if err := json.Unmarshal([]byte(out), &m); err != nil || m.State != baton.StateCancelled || m.FinishedAt.IsZero() {
+			t.Fatalf("get after cancel: %+v %v: %s", m, err, out)
+		}
+		code, _, errs = run(t, dsn, "queue", "cancel", fmt.Sprint(later))
+		expect(t, code, errs, 65, "already finished")
+		code, _, errs = run(t, dsn, "queue", "retry", fmt.Sprint(later))
+		expect(t, code, errs, 65, "cancelled")
+		code, _, errs = run(t, dsn, "queue", "get", "99999")
+		expect(t, code, errs, 66, "no message 99999")
+		code, _, errs = run(t, dsn, "queue", "cancel", "x")
+		expect(t, code, errs, 64, "positive number")
+
+		code, _, errs = run(t, dsn, "queue", "delete", fmt.Sprint(now))
+		expect(t, code, errs, 0, "")
+		code, _, errs = run(t, dsn, "queue", "get", fmt.Sprint(now))
+		expect(t, code, errs, 66, "no message")
+		code, out, errs = run(t, dsn, "queue", "get", fmt.Sprint(later))
+		expect(t, code, errs, 0, "")
+		if !strings.Contains(out, "cancelled") || !strings.Contains(out, "report") {
+			t.Fatalf("get:\n%s", out)
+		}
+	})
+}
+
+// TestQueueCancelRunningCommand: baton queue cancel stops the command a
+// baton work process runs for the message (another process), and the
+// message ends cancelled, not retried.
+func TestQueueCancelRunningCommand(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		id := pushID(t, dsn, "", "long", "x")
+		w := exec.Command(bin, "--dsn", dsn, "work", "long", "--visibility", "1m", "--", "sh", "-c", "echo started; exec sleep 60")
+		out, err := w.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
+			t.Fatalf("the command printed %q", line)
+		}
+		code, _, errs := run(t, dsn, "queue", "cancel", fmt.Sprint(id))
+		expect(t, code, errs, 0, "")
+		deadline := time.Now().Add(15 * time.Second) // well before a lease renewal (20s)
+		for {
+			code, stdout, errs := run(t, dsn, "queue", "get", fmt.Sprint(id), "--json")
+			expect(t, code, errs, 0, "")
+			var m baton.MessageInfo
+			if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.State == baton.StateCancelled {
+				if m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
+					t.Fatalf("cancelled message: %+v", m)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the message is still %s", m.State)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
+	})
 }

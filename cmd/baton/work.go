@@ -59,11 +59,13 @@ input and the message in its environment:
   BATON_ATTEMPT       this attempt, from 1
   BATON_MAX_ATTEMPTS  the message's attempt limit
   BATON_KEY           the message's key ("" when it has none)
+  BATON_KIND          the message's kind ("" when it has none)
 
 CMD's standard output and error pass through. Exit status 0 acknowledges the
-message (it is deleted); any other status retries it after a backoff (1s,
-doubling, at most 10m, ±20%), with the status and the last lines of CMD's
-standard error recorded as its error; at its attempt limit it goes to the dead
+message (it is completed, and kept in the history for a day); any other status
+retries it after a backoff (1s, doubling, at most 10m, ±20%), with the status
+and the last lines of CMD's standard error recorded as its error; baton queue
+cancel ID kills CMD (the message ends cancelled); at its attempt limit it goes to the dead
 letters (baton queue dead). baton waits for messages without polling: a push
 wakes it at once.
 
@@ -295,6 +297,7 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 		"BATON_ATTEMPT="+strconv.Itoa(m.Attempt),
 		"BATON_MAX_ATTEMPTS="+strconv.Itoa(m.MaxAttempts),
 		"BATON_KEY="+m.Key,
+		"BATON_KIND="+m.Kind,
 	)
 	ownGroup(child)
 	dieWithParent(child)

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/batonhq/baton"
+)
+
+// exitNoMessage is the exit status of a command on a message that does not
+// exist (or whose history was pruned); exitMessageState of a command the
+// message's state does not allow (running for retry and delete, finished
+// for cancel).
+const (
+	exitMessageState = 65
+	exitNoMessage    = 66
+)
+
+const messageExits = `Exit statuses: 0 done; 64 for a bad ID; 65 when the message's state does not
+allow it (see above); 66 when there is no such message (never enqueued,
+deleted, or its history was pruned); 69 when the database cannot be reached;
+1 for any other error.`
+
+func queueListCmd(g *globals) *cobra.Command {
+	var o baton.ListOptions
+	var state string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [QUEUE] [--state S] [--kind K] [--limit N] [--after POS] [--json]",
+		Short: "List messages by queue, state and kind",
+		Long: `List the messages of QUEUE (every queue when it is missing), for each queue
+in turn and each state in the order of a message's life: scheduled (waiting
+for its run-at), ready, running, retrying (waiting out its backoff), then the
+history: completed, cancelled and dead, newest first. Waiting and running
+messages are listed in the order workers claim them.
+
+--state and --kind keep one state or one kind. At most --limit messages are
+printed; when there are more, the position to go on from is printed on
+standard error as "more: --after POS".
+
+--json prints a JSON array of messages with the fields of the Go type
+MessageInfo (id, queue, kind, state, payload or payload_base64, priority,
+key, attempt, max_attempts, last_error, errors, created_at, run_at,
+claimed_by, claimed_until, cancel_requested, finished_at), the same on every
+backend; times are RFC 3339.`,
+		Example: `  baton queue list
+  baton queue list mail --state dead --json
+  baton queue list --kind invoice --state retrying`,
+		Args: argsUsage("queue list", 0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Queue = args[0]
+			}
+			if state != "" {
+				st, err := baton.ParseMessageState(state)
+				if err != nil {
+					return invalidUsage("queue list", err)
+				}
+				o.State = st
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ms, next, err := c.ListMessages(cmd.Context(), o)
+			if err != nil {
+				return invalidUsage("queue list", err)
+			}
+			if next != "" {
+				fmt.Fprintf(os.Stderr, "more: --after %s\n", next)
+			}
+			if asJSON {
+				return printJSON(nonNil(ms))
+			}
+			return printMessages(ms)
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only this state: scheduled, ready, running, retrying, completed, cancelled or dead")
+	cmd.Flags().StringVar(&o.Kind, "kind", "", "only messages of this kind")
+	cmd.Flags().IntVar(&o.Limit, "limit", 50, "list at most this many (1 to 1000)")
+	cmd.Flags().StringVar(&o.After, "after", "", "go on from this position (printed by an earlier list)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+func nonNil(ms []baton.MessageInfo) []baton.MessageInfo {
+	if ms == nil {
+		return []baton.MessageInfo{}
+	}
+	return ms
+}
+
+// printMessages prints messages as a table.
+func printMessages(ms []baton.MessageInfo) error {
+	if len(ms) == 0 {
+		fmt.Println("no messages")
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATE\tATTEMPT\tWHEN\tLAST ERROR\tPAYLOAD")
+	for _, m := range ms {
+		first, _, _ := strings.Cut(m.LastError, "\n")
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", m.ID, m.Queue, orDash(m.Kind), m.State, m.Attempt, m.MaxAttempts,
+			when(m), clip(orDash(first), 50), clip(string(m.Payload), 40))
+	}
+	return tw.Flush()
+}
+
+// when is the time that matters in a message's state: when it finished,
+// its claim runs out, or it is due.
+func when(m baton.MessageInfo) string {
+	t := m.RunAt
+	switch {
+	case !m.FinishedAt.IsZero():
+		t = m.FinishedAt
+	case !m.ClaimedUntil.IsZero():
+		t = m.ClaimedUntil
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func queueGetCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "get ID [--json]",
+		Short: "Show one message, whatever its state",
+		Long: `Show message ID: its queue, kind, state, attempts, times, payload and the error
+of every failed attempt (with the stack of a panic). A finished message is
+found while its history is kept (completed and cancelled ones 24 hours, dead
+ones 7 days by default).
+
+--json prints one object with the fields of baton queue list --json.
+
+` + messageExits,
+		Args: argsUsage("queue get", 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := messageID("queue get", args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			m, err := c.Message(cmd.Context(), id)
+			if err != nil {
+				return messageErr("queue get", id, err)
+			}
+			if asJSON {
+				return printJSON(m)
+			}
+			printMessage(m)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+// printMessage prints one message, field by field.
+func printMessage(m baton.MessageInfo) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("id", strconv.FormatInt(m.ID, 10))
+	row("queue", m.Queue)
+	row("kind", orDash(m.Kind))
+	row("state", string(m.State))
+	row("attempt", fmt.Sprintf("%d of %d", m.Attempt, m.MaxAttempts))
+	row("priority", strconv.Itoa(m.Priority))
+	row("key", orDash(m.Key))
+	row("created", m.CreatedAt.Format(time.RFC3339))
+	for k, t := range map[string]time.Time{"run at": m.RunAt, "claimed until": m.ClaimedUntil, "finished": m.FinishedAt} {
+		if !t.IsZero() {
+			row(k, t.Format(time.RFC3339))
+		}
+	}
+	if m.ClaimedBy != "" {
+		row("claimed by", m.ClaimedBy)
+	}
+	if m.CancelRequested {
+		row("cancel", "requested")
+	}
+	row("payload", clip(string(m.Payload), 200))
+	_ = tw.Flush()
+	for _, e := range m.Errors {
+		fmt.Printf("attempt %d failed at %s: %s\n", e.Attempt, e.At.Format(time.RFC3339), e.Error)
+		if e.Stack != "" {
+			fmt.Println("  " + strings.ReplaceAll(strings.TrimSpace(e.Stack), "\n", "\n  "))
+		}
+	}
+}
+
+func queueCancelCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a message; a running one is stopped",
+		Long: `Cancel message ID. A waiting message is cancelled at once and never runs. A
+running one has its handler stopped on whatever host runs it (baton work
+kills its command; a Go handler's context is cancelled), within one wake-up,
+and ends cancelled rather than retried. A finished message cannot be
+cancelled (exit 65) and is left as it is.
+
+` + messageExits,
+		Args: argsUsage("queue cancel", 1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := messageID("queue cancel", args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return messageErr("queue cancel", id, c.CancelMessage(cmd.Context(), id))
+		},
+	}
+}
+
+// messageID parses a message id argument.
+func messageID(what, arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageErr("%s: message id %q: give a positive number", what, arg)
+	}
+	return id, nil
+}
+
+// messageErr maps the errors of a command on one message to its exit
+// statuses.
+func messageErr(what string, id int64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, baton.ErrNotFound):
+		return &cliError{code: exitNoMessage, msg: fmt.Sprintf("%s: no message %d", what, id)}
+	case errors.Is(err, baton.ErrFinished), errors.Is(err, baton.ErrRunning):
+		return &cliError{code: exitMessageState, msg: fmt.Sprintf("%s: %s", what, strings.TrimPrefix(err.Error(), "baton: "))}
+	}
+	return err
+}
+
+// queueMessageCmd is a command on one waiting message: baton queue retry
+// or baton queue delete, by id (QUEUE ID, the former form, still works).
+func queueMessageCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string, int64) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " ID",
+		Short: short,
+		Long: long + ` A running message cannot be (exit 65); neither can a
+finished one (exit 65) nor an unknown one (exit 66). The former form
+"` + use + ` QUEUE ID" is accepted too.
+
+` + messageExits,
+		Args: argsUsage("queue "+use, 1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			queue := ""
+			if len(args) == 2 {
+				queue = args[0]
+				if err := baton.ValidateQueue(queue); err != nil {
+					return invalidUsage("queue "+use, err)
+				}
+			}
+			id, err := messageID("queue "+use, args[len(args)-1])
+			if err != nil {
+				return err
+			}
+			c, err := g.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return messageErr("queue "+use, id, onMessage(cmd.Context(), c, queue, id, op))
+		},
+	}
+}
+
+// onMessage runs op on a waiting message, finding its queue when it is
+// not given, and says which state stopped it.
+func onMessage(ctx context.Context, c *baton.Client, queue string, id int64, op func(*baton.Client, context.Context, string, int64) error) error {
+	if queue == "" {
+		m, err := c.Message(ctx, id)
+		if err != nil {
+			return err
+		}
+		if m.FinishedAt.IsZero() {
+			queue = m.Queue
+		} else {
+			return fmt.Errorf("%w: message %d is %s", baton.ErrFinished, id, m.State)
+		}
+	}
+	err := op(c, ctx, queue, id)
+	if errors.Is(err, baton.ErrNoMessage) {
+		// Not waiting in that queue: finished, or no such message.
+		if m, gerr := c.Message(ctx, id); gerr == nil && !m.FinishedAt.IsZero() && m.Queue == queue {
+			return fmt.Errorf("%w: message %d is %s", baton.ErrFinished, id, m.State)
+		}
+	}
+	return err
+}
