@@ -573,10 +573,26 @@ type ClaimOptions struct {
 	// acknowledged, retried or failed by then, the message goes back to the
 	// queue with its attempt counted.
 	Visibility time.Duration
+	// Kind claims only messages of this kind ("" for any); Parallel mode
+	// only (an ordered or per-key queue is served in its order, whatever
+	// the kinds).
+	Kind string
 
 	// inOrderBatch lets the worker claim the head of an Ordered queue in
 	// a batch that it runs one message at a time, in order.
 	inOrderBatch bool
+}
+
+func (o ClaimOptions) check() error {
+	switch {
+	case o.Mode < Parallel || o.Mode > PerKey:
+		return fmt.Errorf("%w: unknown queue mode %d", ErrInvalid, o.Mode)
+	case o.Kind != "" && o.Mode != Parallel:
+		return fmt.Errorf("%w: a kind filter needs parallel mode (%s queues are served in their order)", ErrInvalid, o.Mode)
+	case o.Kind != "":
+		return ValidateKind(o.Kind)
+	}
+	return nil
 }
 
 // Claim claims up to opts.Max ready messages of a queue for the session,
@@ -593,8 +609,8 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	if opts.Mode == Ordered && !opts.inOrderBatch {
 		opts.Max = 1
 	}
-	if opts.Mode < Parallel || opts.Mode > PerKey {
-		return nil, fmt.Errorf("%w: unknown queue mode %d", ErrInvalid, opts.Mode)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	if opts.Visibility <= 0 {
 		opts.Visibility = 30 * time.Second
@@ -669,89 +685,109 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 // claimOnce claims what it can now; when nothing, dueIn is how long until
 // the next message is due (0: unknown).
 func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, time.Duration, error) {
-	var out []driver.Message
-	var dueIn time.Duration
 	if opts.Mode == Parallel {
-		ms, ok, err := s.c.drv.Relaxed().ClaimParallel(ctx, queue, s.id, opts.Visibility, opts.Max)
-		if err != nil {
-			return nil, 0, err
-		}
-		if ok && len(ms) > 0 {
-			return s.messages(ms, opts.Mode), 0, nil
-		}
-		if ok {
-			d, has, err := s.c.drv.NoTx().QueueNextDue(ctx, queue)
-			if err != nil || !has {
-				return nil, 0, err
-			}
-			return nil, d, nil
+		ms, dueIn, done, err := s.claimParallel(ctx, queue, opts)
+		if done || err != nil {
+			return ms, dueIn, err
 		}
 	}
+	var out []driver.Message
+	var dueIn time.Duration
 	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		out, dueIn = nil, 0
-		var ids []int64
 		var err error
-		switch opts.Mode {
-		case Parallel:
-			ids, err = tx.ClaimCandidates(ctx, queue, opts.Max)
-		case PerKey:
-			if err = tx.QueueLock(ctx, queue); err == nil {
-				ids, err = tx.ClaimCandidatesPerKey(ctx, queue, opts.Max)
-			}
-		case Ordered:
-			if err = tx.QueueLock(ctx, queue); err != nil {
-				return err
-			}
-			var n int
-			if n, err = tx.ClaimInFlight(ctx, queue); err != nil || n > 0 {
-				return err
-			}
-			heads, due, herr := tx.ClaimHeads(ctx, queue, opts.Max)
-			if herr != nil || len(heads) == 0 {
-				return herr
-			}
-			// The due prefix, in order: a message that is not due yet
-			// holds back the ones after it.
-			for i, id := range heads {
-				if due[i] > 0 {
-					break
-				}
-				ids = append(ids, id)
-			}
-			if len(ids) == 0 {
-				dueIn = due[0]
-				return nil
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			if opts.Mode != Ordered {
-				if d, ok, err := tx.QueueNextDue(ctx, queue); err == nil && ok {
-					dueIn = d
-				}
-			}
-			return nil
-		}
-		if _, err := tx.ClaimIDs(ctx, s.id, int(opts.Mode), opts.Visibility, ids); err != nil {
-			return err
-		}
-		ms, err := tx.MessageByIDs(ctx, ids)
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if m.State == driver.MessageClaimed && m.ClaimedBy == s.id {
-				out = append(out, m)
-			}
-		}
-		return nil
+		out, dueIn, err = s.claimIn(ctx, tx, queue, opts)
+		return err
 	})
 	if err != nil {
 		return nil, 0, err
 	}
 	return s.messages(out, opts.Mode), dueIn, nil
+}
+
+// claimParallel is the one-statement parallel claim, where the backend
+// has one; done is false when it has not.
+func (s *Session) claimParallel(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, time.Duration, bool, error) {
+	ms, ok, err := s.c.drv.Relaxed().ClaimParallel(ctx, queue, opts.Kind, s.id, opts.Visibility, opts.Max)
+	switch {
+	case err != nil || !ok:
+		return nil, 0, ok, err
+	case len(ms) > 0:
+		return s.messages(ms, opts.Mode), 0, true, nil
+	}
+	d, _, err := s.c.drv.NoTx().QueueNextDue(ctx, queue)
+	return nil, d, true, err
+}
+
+// claimIn claims messages in a transaction: the mode's candidates, then
+// the claim of those. With none, it says how long until one is due.
+func (s *Session) claimIn(ctx context.Context, tx driver.Tx, queue string, opts ClaimOptions) ([]driver.Message, time.Duration, error) {
+	ids, dueIn, err := s.candidates(ctx, tx, queue, opts)
+	if err != nil || len(ids) == 0 {
+		return nil, dueIn, err
+	}
+	if _, err := tx.ClaimIDs(ctx, s.id, int(opts.Mode), opts.Visibility, ids); err != nil {
+		return nil, 0, err
+	}
+	ms, err := tx.MessageByIDs(ctx, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []driver.Message
+	for _, m := range ms {
+		if m.State == driver.MessageClaimed && m.ClaimedBy == s.id {
+			out = append(out, m)
+		}
+	}
+	return out, 0, nil
+}
+
+// candidates lists the messages the mode allows to claim now; with none,
+// how long until one is due.
+func (s *Session) candidates(ctx context.Context, tx driver.Tx, queue string, opts ClaimOptions) ([]int64, time.Duration, error) {
+	var ids []int64
+	var err error
+	switch opts.Mode {
+	case Ordered:
+		return orderedCandidates(ctx, tx, queue, opts.Max)
+	case PerKey:
+		if err = tx.QueueLock(ctx, queue); err == nil {
+			ids, err = tx.ClaimCandidatesPerKey(ctx, queue, opts.Max)
+		}
+	default:
+		ids, err = tx.ClaimCandidates(ctx, queue, opts.Kind, opts.Max)
+	}
+	if err != nil || len(ids) > 0 {
+		return ids, 0, err
+	}
+	d, _, err := tx.QueueNextDue(ctx, queue)
+	return nil, d, err
+}
+
+// orderedCandidates is the due prefix of an ordered queue's heads, in
+// order (a message that is not due yet holds back the ones after it), when
+// nothing of the queue is in flight.
+func orderedCandidates(ctx context.Context, tx driver.Tx, queue string, limit int) ([]int64, time.Duration, error) {
+	if err := tx.QueueLock(ctx, queue); err != nil {
+		return nil, 0, err
+	}
+	if n, err := tx.ClaimInFlight(ctx, queue); err != nil || n > 0 {
+		return nil, 0, err
+	}
+	heads, due, err := tx.ClaimHeads(ctx, queue, limit)
+	if err != nil || len(heads) == 0 {
+		return nil, 0, err
+	}
+	var ids []int64
+	for i, id := range heads {
+		if due[i] > 0 {
+			break
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, due[0], nil
+	}
+	return ids, 0, nil
 }
 
 // messages converts claimed rows to Messages in serving order.

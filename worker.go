@@ -48,6 +48,11 @@ type WorkerOptions struct {
 	Timeout time.Duration
 	// Name is the worker session's owner name (default "worker QUEUE").
 	Name string
+	// Kind handles only messages of this kind ("" for any); Parallel mode
+	// only. Other kinds stay in the queue for other workers.
+	Kind string
+
+	kinds *Workers // WorkJobs: the per-kind timeouts
 }
 
 // Work runs handler on the queue's messages until ctx ends (or, with
@@ -70,6 +75,9 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	}
 	if opts.Timeout < 0 {
 		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, opts.Timeout)
+	}
+	if err := (ClaimOptions{Mode: opts.Mode, Kind: opts.Kind}).check(); err != nil {
+		return err
 	}
 	if opts.Concurrency <= 0 || opts.Mode == Ordered {
 		opts.Concurrency = 1
@@ -285,7 +293,7 @@ func (w *worker) fetch(ctx context.Context) error {
 			wait = 0
 		}
 		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
-			inOrderBatch: true})
+			Kind: w.o.Kind, inOrderBatch: true})
 		switch {
 		case errors.Is(err, ErrEmpty):
 			// Only a claim made with nothing of ours open proves the queue
@@ -406,16 +414,20 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 	defer cancel()
 	defer w.c.trackRunning(m.ID, cancelCause)()
 	defer func() {
-		// Cancelled while it ran: it ends cancelled, whatever it returned.
-		if err != nil && errors.Is(context.Cause(mctx), ErrCancelled) && !errors.Is(err, ErrCancelled) {
+		// A handler that returns its context's error says why the context
+		// ended (cancelled, timed out): the cause is recorded with it. A
+		// message cancelled while it ran ends cancelled, whatever it returned.
+		cause := context.Cause(mctx)
+		if err == nil || cause == nil || errors.Is(err, cause) {
+			return
+		}
+		if errors.Is(cause, ErrCancelled) {
 			err = fmt.Errorf("%w: %w", ErrCancelled, err)
+		} else if errors.Is(err, mctx.Err()) {
+			err = fmt.Errorf("%w: %v", err, cause)
 		}
 	}()
-	timeout := w.o.Timeout
-	if ms := m.meta.TimeoutMS; ms > 0 {
-		timeout = time.Duration(ms) * time.Millisecond
-	}
-	if timeout > 0 {
+	if timeout := w.timeout(m); timeout > 0 {
 		var tcancel context.CancelFunc
 		mctx, tcancel = context.WithTimeoutCause(mctx, timeout, fmt.Errorf("%w: handler ran longer than its timeout %v", context.DeadlineExceeded, timeout))
 		defer tcancel()
@@ -439,6 +451,20 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 		}
 	}()
 	return w.run(mctx, m)
+}
+
+// timeout is the bound of a handler run of the message: its own, else its
+// kind's, else the worker's.
+func (w *worker) timeout(m *Message) time.Duration {
+	if ms := m.meta.TimeoutMS; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if w.o.kinds != nil {
+		if k, ok := w.o.kinds.lookup(m.Kind); ok && k.timeout > 0 {
+			return k.timeout
+		}
+	}
+	return w.o.Timeout
 }
 
 // completer settles finished messages: acknowledgements in batches (one

@@ -176,9 +176,10 @@ type QueueTx interface {
 	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state string, err error)
 	// QueuePause pauses or resumes a queue; false when it does not exist.
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
-	// ClaimCandidates lists up to limit ready, due messages in serving
-	// order, skipping rows other transactions have locked.
-	ClaimCandidates(ctx context.Context, queue string, limit int) ([]int64, error)
+	// ClaimCandidates lists up to limit ready, due messages of the kind (""
+	// for any) in serving order, skipping rows other transactions have
+	// locked.
+	ClaimCandidates(ctx context.Context, queue, kind string, limit int) ([]int64, error)
 	// ClaimCandidatesPerKey lists the heads of keys with nothing in flight
 	// and messages without a key; the caller holds QueueLock.
 	ClaimCandidatesPerKey(ctx context.Context, queue string, limit int) ([]int64, error)
@@ -189,7 +190,8 @@ type QueueTx interface {
 	// ClaimParallel claims up to limit ready messages in serving order in
 	// one statement, when the dialect can; ok is false when it cannot (the
 	// engine then uses ClaimCandidates and ClaimIDs).
-	ClaimParallel(ctx context.Context, queue, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
+	// kind ("" for any) restricts it to messages of that kind.
+	ClaimParallel(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
 	// ClaimIDs claims ready messages for a session and counts the attempt.
 	ClaimIDs(ctx context.Context, sessionID string, mode int, lease time.Duration, ids []int64) (int, error)
 	MessageByIDs(ctx context.Context, ids []int64) ([]Message, error)

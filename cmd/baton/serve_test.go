@@ -158,6 +158,25 @@ func TestQueueJobCommands(t *testing.T) {
 		if !strings.Contains(out, "cancelled") || !strings.Contains(out, "report") {
 			t.Fatalf("get:\n%s", out)
 		}
+
+		// baton work --kind takes one kind and leaves the others.
+		a := pushID(t, dsn, "", "kq", "1", "--kind", "a")
+		b2 := pushID(t, dsn, "", "kq", "2", "--kind", "b")
+		code, out, errs = run(t, dsn, "work", "kq", "--kind", "a", "--drain", "--", "sh", "-c", "echo $BATON_KIND")
+		expect(t, code, errs, 0, "")
+		if strings.TrimSpace(out) != "a" {
+			t.Fatalf("work --kind a ran for: %q", out)
+		}
+		for id, want := range map[int64]string{a: "completed", b2: "ready"} {
+			code, out, errs = run(t, dsn, "queue", "get", fmt.Sprint(id), "--json")
+			expect(t, code, errs, 0, "")
+			var m baton.MessageInfo
+			if err := json.Unmarshal([]byte(out), &m); err != nil || string(m.State) != want {
+				t.Fatalf("message %d after work --kind a: %s %v, want %s", id, out, err, want)
+			}
+		}
+		code, _, errs = run(t, dsn, "work", "kq", "--kind", "a", "--ordered", "--", "true")
+		expect(t, code, errs, 64, "--kind")
 	})
 }
 

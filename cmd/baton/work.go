@@ -113,13 +113,18 @@ type workFlags struct {
 	visibility, grace      time.Duration
 	timeout                time.Duration
 	metricsAddr            string
+	kind                   string
 }
 
 // options checks the flags and turns them into worker options.
 func (f *workFlags) options(what, name string) (baton.WorkerOptions, error) {
 	opts := baton.WorkerOptions{Concurrency: f.concurrency, Visibility: f.visibility, Grace: f.grace, Drain: f.drain,
-		Timeout: f.timeout, Name: name}
+		Timeout: f.timeout, Name: name, Kind: f.kind}
 	switch {
+	case f.kind != "" && (f.ordered || f.perKey):
+		return opts, usageErr("%s: --kind takes one kind out of a queue: not with --ordered or --per-key, which serve the queue in its order", what)
+	case f.kind != "" && baton.ValidateKind(f.kind) != nil:
+		return opts, invalidUsage(what, baton.ValidateKind(f.kind))
 	case f.timeout < 0:
 		return opts, usageErr("%s: --timeout %v is negative", what, f.timeout)
 	case f.ordered && f.perKey:
@@ -207,6 +212,9 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", 1, "how many messages (commands) at once")
+	if spec.what == "work" {
+		cmd.Flags().StringVar(&f.kind, "kind", "", "run CMD only for messages of this kind (queue push --kind); the others stay for other workers")
+	}
 	cmd.Flags().BoolVar(&f.ordered, "ordered", false, "one message at a time, strictly in order")
 	cmd.Flags().BoolVar(&f.perKey, "per-key", false, "never two messages with the same key at once")
 	cmd.Flags().BoolVar(&f.drain, "drain", false, "exit once no message is ready (cron)")

@@ -613,11 +613,17 @@ func ids(ms []driver.Message) []int64 {
 // candidates and ids.
 func claim(t *testing.T, d driver.Driver, queue, session string, limit int) []driver.Message {
 	t.Helper()
+	return claimKind(t, d, queue, "", session, limit)
+}
+
+// claimKind is claim restricted to one kind of message ("" for any).
+func claimKind(t *testing.T, d driver.Driver, queue, kind, session string, limit int) []driver.Message {
+	t.Helper()
 	ctx := testCtx(t)
-	out, ok, err := d.NoTx().ClaimParallel(ctx, queue, session, hour, limit)
+	out, ok, err := d.NoTx().ClaimParallel(ctx, queue, kind, session, hour, limit)
 	must(t, err)
 	if !ok {
-		out = claimByIDs(t, d, queue, session, limit)
+		out = claimByIDs(t, d, queue, kind, session, limit)
 	}
 	// In serving order (the statement need not return them so).
 	sort.Slice(out, func(i, j int) bool {
@@ -629,10 +635,10 @@ func claim(t *testing.T, d driver.Driver, queue, session string, limit int) []dr
 	return out
 }
 
-func claimByIDs(t *testing.T, d driver.Driver, queue, session string, limit int) (out []driver.Message) {
+func claimByIDs(t *testing.T, d driver.Driver, queue, kind, session string, limit int) (out []driver.Message) {
 	ctx := testCtx(t)
 	inTx(t, d, func(tx driver.Tx) {
-		cand, err := tx.ClaimCandidates(ctx, queue, limit)
+		cand, err := tx.ClaimCandidates(ctx, queue, kind, limit)
 		must(t, err)
 		n, err := tx.ClaimIDs(ctx, session, 0, hour, cand)
 		must(t, err)

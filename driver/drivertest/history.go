@@ -142,8 +142,12 @@ func testListFilters(t *testing.T, d driver.Driver) {
 	many, err := tx.MessageInsertMany(ctx, "q", []driver.NewMessage{
 		{Queue: "q", Payload: []byte("b"), MaxAttempts: 3, Kind: "b"}, {Queue: "q", Payload: []byte("c"), MaxAttempts: 3}})
 	must(t, err)
-	m := claim(t, d, "q", "w", 1)
-	failIf(t, len(m) != 1 || m[0].ID != many[0] || m[0].Kind != "b", "claim: %+v", m)
+	m := claimKind(t, d, "q", "zz", "w", 10)
+	failIf(t, len(m) != 0, "claimed %v of a kind no message has", ids(m))
+	m = claimByIDs(t, d, "q", "zz", "w", 10)
+	failIf(t, len(m) != 0, "claimed %v of a kind no message has, by candidates", ids(m))
+	m = claimKind(t, d, "q", "b", "w", 10)
+	failIf(t, len(m) != 1 || m[0].ID != many[0] || m[0].Kind != "b", "claim of kind b: %+v", m)
 	ok, err := tx.MessageRetry(ctx, driver.Claim{ID: many[0], SessionID: "w", Attempt: 1}, hour, false, driver.AttemptError{Attempt: 1, Error: "x"})
 	failIf(t, !ok || err != nil, "retry: %v %v", ok, err)
 	yes, no := true, false

@@ -231,8 +231,9 @@ INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, at
 VALUES (?, ?, ?, ?, {now} + ?, {now} + ?, 0, ?, 'R', '', {now}, ?, ?);
 
 -- name: claim_candidates
+-- Arguments: queue, kind ('' for any), limit.
 SELECT id FROM {p}messages
- WHERE queue = ? AND state = 'R' AND run_at <= {now}
+ WHERE queue = ? AND state = 'R' AND run_at <= {now} AND COALESCE(NULLIF(?, ''), kind) <=> kind
  ORDER BY priority, order_at, id LIMIT ?
    FOR UPDATE SKIP LOCKED;
 

@@ -115,11 +115,12 @@ RETURNING id;
 
 -- name: claim_parallel
 -- A parallel claim in one statement; SKIP LOCKED lets concurrent claimers
--- pass each other. Arguments: session, mode, lease, queue, limit.
+-- pass each other. Arguments: session, mode, lease, queue, limit, kind (''
+-- for any).
 UPDATE {p}messages
    SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages
-               WHERE queue = $4 AND state = 'R' AND run_at <= {now}
+               WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
                  AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)

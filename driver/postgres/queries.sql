@@ -187,10 +187,11 @@ VALUES ($1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', 
 RETURNING id;
 
 -- name: claim_candidates
+-- Arguments: queue, kind ('' for any), limit.
 SELECT id FROM {p}messages
- WHERE queue = $1 AND state = 'R' AND run_at <= {now}
+ WHERE queue = $1 AND state = 'R' AND run_at <= {now} AND ($2::text = '' OR kind = $2)
    AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
- ORDER BY priority, order_at, id LIMIT $2
+ ORDER BY priority, order_at, id LIMIT $3
    FOR UPDATE SKIP LOCKED;
 
 -- name: claim_candidates_per_key

@@ -192,10 +192,11 @@ VALUES (?1, ?2, ?3, ?4, {now} + ?5, {now} + ?6, 0, ?7, 'R', '', {now}, ?8, ?9)
 RETURNING id;
 
 -- name: claim_candidates
+-- Arguments: queue, kind ('' for any), limit.
 SELECT id FROM {p}messages
- WHERE queue = ? AND state = 'R' AND run_at <= {now}
+ WHERE queue = ?1 AND state = 'R' AND run_at <= {now} AND (?2 = '' OR kind = ?2)
    AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
- ORDER BY priority, order_at, id LIMIT ?;
+ ORDER BY priority, order_at, id LIMIT ?3;
 
 -- name: claim_candidates_per_key
 -- The head of each key that has nothing in flight, and messages without a

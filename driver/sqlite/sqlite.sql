@@ -50,11 +50,11 @@ INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now})
 
 -- name: claim_parallel
 -- A parallel claim in one statement. Arguments: session, mode, lease,
--- queue, limit.
+-- queue, limit, kind ('' for any).
 UPDATE {p}messages
    SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages
-               WHERE queue = ?4 AND state = 'R' AND run_at <= {now}
+               WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
                  AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT ?5)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;

@@ -307,8 +307,8 @@ func manyArgs(queue string, ms []driver.NewMessage) []any {
 }
 
 // ClaimCandidates implements driver.QueueTx.
-func (t *Tx) ClaimCandidates(ctx context.Context, queue string, limit int) ([]int64, error) {
-	return t.ids(ctx, "claim_candidates", queue, limit)
+func (t *Tx) ClaimCandidates(ctx context.Context, queue, kind string, limit int) ([]int64, error) {
+	return t.ids(ctx, "claim_candidates", queue, kind, limit)
 }
 
 // ClaimCandidatesPerKey implements driver.QueueTx.
@@ -688,11 +688,11 @@ func (t *Tx) ThroughputPurge(ctx context.Context) error {
 
 // ClaimParallel claims up to limit ready messages in one statement
 // (claim_parallel) when the dialect has it; ok is false otherwise.
-func (t *Tx) ClaimParallel(ctx context.Context, queue, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
+func (t *Tx) ClaimParallel(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
 	if _, has := t.db.D.Queries["claim_parallel"]; !has {
 		return nil, false, nil
 	}
-	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_parallel", sessionID, int(0), us(lease), queue, limit)
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_parallel", sessionID, int(0), us(lease), queue, limit, kind)
 	if err != nil {
 		return nil, true, err
 	}

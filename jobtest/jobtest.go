@@ -1,0 +1,115 @@
+// Package jobtest helps the tests of programs that enqueue and handle
+// baton messages: assert that a message of a kind was enqueued with given
+// arguments, and run workers synchronously until nothing is ready.
+//
+//	func TestSignup(t *testing.T) {
+//		c := openClient(t) // any baton.Client, SQLite in a t.TempDir() is enough
+//		signup(ctx, c, "ann@example.com")
+//		jobtest.RequireEnqueued(t, c, "mail", welcomeArgs{To: "ann@example.com"})
+//		jobtest.Work(t, c, "mail", workers)
+//	}
+package jobtest
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+)
+
+// timeout bounds every call of this package.
+const timeout = time.Minute
+
+// Enqueued returns the arguments of the waiting messages (scheduled, ready
+// or retrying) of T's kind in queue, in claim order, and their ids. It
+// fails the test when they cannot be read or do not decode.
+func Enqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string) ([]T, []int64) {
+	tb.Helper()
+	var zero T
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var args []T
+	var ids []int64
+	for _, st := range []baton.MessageState{baton.StateReady, baton.StateScheduled, baton.StateRetrying} {
+		after := ""
+		for {
+			ms, next, err := c.ListMessages(ctx, baton.ListOptions{Queue: queue, State: st, Kind: zero.Kind(), After: after, Limit: 1000})
+			if err != nil {
+				tb.Fatalf("jobtest: list %s messages of kind %q in %s: %v", st, zero.Kind(), queue, err)
+			}
+			for _, m := range ms {
+				var a T
+				if err := json.Unmarshal(m.Payload, &a); err != nil {
+					tb.Fatalf("jobtest: message %d of kind %q: the arguments do not decode: %v", m.ID, zero.Kind(), err)
+				}
+				args, ids = append(args, a), append(ids, m.ID)
+			}
+			if after = next; next == "" {
+				break
+			}
+		}
+	}
+	return args, ids
+}
+
+// RequireEnqueued fails the test unless a waiting message of want's kind
+// in queue has arguments equal to want (reflect.DeepEqual after a JSON
+// round trip), and returns that message's id.
+func RequireEnqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string, want T) int64 {
+	tb.Helper()
+	norm := roundTrip(tb, want)
+	args, ids := Enqueued[T](tb, c, queue)
+	for i, a := range args {
+		if reflect.DeepEqual(a, norm) {
+			return ids[i]
+		}
+	}
+	tb.Fatalf("jobtest: no waiting message of kind %q in %s has the arguments %+v (waiting: %+v)", want.Kind(), queue, want, args)
+	return 0
+}
+
+// RequireNotEnqueued fails the test if a waiting message of T's kind in
+// queue exists.
+func RequireNotEnqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string) {
+	tb.Helper()
+	var zero T
+	if args, ids := Enqueued[T](tb, c, queue); len(args) > 0 {
+		tb.Fatalf("jobtest: %d waiting messages of kind %q in %s (ids %v): %+v", len(args), zero.Kind(), queue, ids, args)
+	}
+}
+
+// roundTrip is v as it comes back from its JSON (what a worker sees).
+func roundTrip[T any](tb testing.TB, v T) T {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatalf("jobtest: %+v does not encode: %v", v, err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		tb.Fatalf("jobtest: %+v does not decode: %v", v, err)
+	}
+	return out
+}
+
+// Work runs the workers on queue in the calling goroutine until no message
+// is ready and none is in flight (messages backing off before a retry, and
+// delayed ones, stay), and fails the test if the worker fails. Handler
+// errors do not fail the test: they are recorded on the messages (see
+// baton.Client.Message).
+func Work(tb testing.TB, c *baton.Client, queue string, ws *baton.Workers, opts ...baton.WorkerOptions) {
+	tb.Helper()
+	var o baton.WorkerOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Drain = true
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := c.WorkJobs(ctx, queue, ws, o); err != nil {
+		tb.Fatalf("jobtest: work %s: %v", queue, err)
+	}
+}

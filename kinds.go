@@ -1,0 +1,172 @@
+package baton
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrUnknownKind: a message's kind has no worker in the Workers that ran
+// it. The attempt fails (it is retried, and ends in the dead letters at its
+// attempt limit): a message is never dropped.
+var ErrUnknownKind = errors.New("baton: no worker for the message's kind")
+
+// JobArgs are the typed arguments of a kind of message, stored as its JSON
+// payload. Kind names the kind (1 to 64 letters, digits, '_', '.', ':' or
+// '-'); it must not depend on the value (it is called on the zero value).
+type JobArgs interface {
+	Kind() string
+}
+
+// Job is a claimed message with its arguments decoded.
+type Job[T JobArgs] struct {
+	*Message
+	Args T
+}
+
+// KindOptions configure the worker of one kind.
+type KindOptions struct {
+	// Timeout bounds each run of the kind's handler: it overrides
+	// WorkerOptions.Timeout, and a message's own EnqueueOptions.Timeout
+	// overrides it. 0: none.
+	Timeout time.Duration
+}
+
+// Workers holds one worker per kind; Client.WorkJobs runs them on a
+// queue. It is safe for concurrent use.
+type Workers struct {
+	mu    sync.RWMutex
+	kinds map[string]kindWorker
+}
+
+type kindWorker struct {
+	handle  Handler
+	timeout time.Duration
+}
+
+// NewWorkers returns an empty set of workers.
+func NewWorkers() *Workers { return &Workers{kinds: map[string]kindWorker{}} }
+
+// AddWorker registers handle as the worker of the kind T names. Arguments
+// that do not decode fail the attempt with the decode error. It is an
+// error to give a kind two workers, an invalid kind name or a negative
+// timeout.
+func AddWorker[T JobArgs](ws *Workers, handle func(ctx context.Context, job *Job[T]) error, opts ...KindOptions) error {
+	var zero T
+	kind := zero.Kind()
+	if err := ValidateKind(kind); err != nil {
+		return err
+	}
+	if handle == nil {
+		return fmt.Errorf("%w: nil worker for kind %q", ErrInvalid, kind)
+	}
+	var o KindOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: kind %q: negative timeout %v", ErrInvalid, kind, o.Timeout)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if _, dup := ws.kinds[kind]; dup {
+		return fmt.Errorf("%w: kind %q has a worker already", ErrInvalid, kind)
+	}
+	ws.kinds[kind] = kindWorker{timeout: o.Timeout, handle: func(ctx context.Context, m *Message) error {
+		var args T
+		if err := json.Unmarshal(m.Payload, &args); err != nil {
+			return fmt.Errorf("kind %q: the arguments do not decode: %w", kind, err)
+		}
+		return handle(ctx, &Job[T]{Message: m, Args: args})
+	}}
+	return nil
+}
+
+// Kinds lists the kinds that have a worker, sorted.
+func (ws *Workers) Kinds() []string {
+	ws.mu.RLock()
+	defer ws.mu.RUnlock()
+	out := make([]string, 0, len(ws.kinds))
+	for k := range ws.kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (ws *Workers) lookup(kind string) (kindWorker, bool) {
+	ws.mu.RLock()
+	defer ws.mu.RUnlock()
+	w, ok := ws.kinds[kind]
+	return w, ok
+}
+
+// dispatch runs the worker of the message's kind.
+func (ws *Workers) dispatch(ctx context.Context, m *Message) error {
+	w, ok := ws.lookup(m.Kind)
+	if !ok {
+		if m.Kind == "" {
+			return fmt.Errorf("%w: message %d has no kind", ErrUnknownKind, m.ID)
+		}
+		return fmt.Errorf("%w: kind %q (workers: %v)", ErrUnknownKind, m.Kind, ws.Kinds())
+	}
+	return w.handle(ctx, m)
+}
+
+// WorkJobs runs the workers on the queue's messages, each message by the
+// worker of its kind, as Work does with one handler (opts.Kind, when set,
+// claims only that kind). A message whose kind has no worker fails its
+// attempt with ErrUnknownKind, naming it.
+func (c *Client) WorkJobs(ctx context.Context, queue string, ws *Workers, opts WorkerOptions) error {
+	if ws == nil {
+		return fmt.Errorf("%w: nil workers", ErrInvalid)
+	}
+	opts.kinds = ws
+	return c.Work(ctx, queue, ws.dispatch, opts)
+}
+
+// JobMessage is the message that carries args: its payload their JSON,
+// its kind theirs (for EnqueueMany and EnqueueManyTx).
+func JobMessage(args JobArgs, opts ...EnqueueOptions) (NewMessage, error) {
+	if args == nil {
+		return NewMessage{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
+	}
+	var o EnqueueOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Kind = args.Kind()
+	if err := ValidateKind(o.Kind); err != nil {
+		return NewMessage{}, err
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return NewMessage{}, fmt.Errorf("%w: kind %q: the arguments do not encode: %v", ErrInvalid, o.Kind, err)
+	}
+	return NewMessage{Payload: payload, EnqueueOptions: o}, nil
+}
+
+// EnqueueJob enqueues a message of args' kind with args as its JSON
+// payload, and returns its id. With opts.UniqueKey, a duplicate returns the
+// id of the message holding the key (see EnqueueUnique to tell).
+func (c *Client) EnqueueJob(ctx context.Context, queue string, args JobArgs, opts ...EnqueueOptions) (int64, error) {
+	m, err := JobMessage(args, opts...)
+	if err != nil {
+		return 0, err
+	}
+	return c.Enqueue(ctx, queue, m.Payload, m.EnqueueOptions)
+}
+
+// EnqueueJobTx is EnqueueJob inside the caller's transaction (see
+// EnqueueTx for what tx may be).
+func (c *Client) EnqueueJobTx(ctx context.Context, tx Execer, queue string, args JobArgs, opts ...EnqueueOptions) (int64, error) {
+	m, err := JobMessage(args, opts...)
+	if err != nil {
+		return 0, err
+	}
+	return c.EnqueueTx(ctx, tx, queue, m.Payload, m.EnqueueOptions)
+}
