@@ -138,6 +138,7 @@ type Client struct {
 	knownQueues sync.Map // queue name -> true once registered
 	qwaiters    map[string]map[chan struct{}]bool
 	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
+	schedules   map[string]*schedule              // AddSchedule, by name
 	qnotify     map[string]*notifyState
 	finished    map[string][2]int64 // per queue: acked, dead since the last flush
 	notifyUsers int                 // listeners and waiting consumers: notifications on
@@ -233,8 +234,8 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
 		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
 		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
-		running: map[int64]context.CancelCauseFunc{},
-		wakeCh:  make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
+		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{},
+		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	// The listening connection starts on the first wait or Listen, and
@@ -608,6 +609,7 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.drv.NoTx().ThroughputPurge(ctx)
 	}})
+	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules})
 	g.Add(maintain.Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: c.pruneHistory})
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })

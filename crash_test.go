@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	case "unique":
 		childUnique(os.Getenv("BATON_TEST_DSN"), os.Getenv("BATON_TEST_SEED"))
 		return
+	case "schedule":
+		childSchedule(os.Getenv("BATON_TEST_DSN"))
+		return
 	}
 	os.Exit(m.Run())
 }

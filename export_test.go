@@ -1,6 +1,9 @@
 package baton
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetHostIdentity makes clients opened afterwards in this process claim
 // another host, so that tests can exercise the lease path of crash recovery.
@@ -43,3 +46,12 @@ func TraceParentValid(tp string) bool { return decodeTrace(traceMeta{TraceParent
 
 // PruneHistory runs one pass of the history pruner.
 func PruneHistory(ctx context.Context, c *Client) error { return c.pruneHistory(ctx) }
+
+// ScheduleNext is the tick of a schedule after t.
+func ScheduleNext(s Schedule, t time.Time) (time.Time, error) {
+	next, err := s.clock()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return next(t), nil
+}

@@ -190,14 +190,30 @@ func (c *Client) cancelWake(id int64) {
 	}
 }
 
-// cancelLocal cancels the handler of a message this process runs.
+// cancelLocal cancels the handler of a message this process runs, once
+// the database confirms that the message was cancelled: a notification
+// only names an id, and on PostgreSQL another schema's baton shares the
+// channel.
 func (c *Client) cancelLocal(id int64) {
 	c.mu.Lock()
 	stop := c.running[id]
 	c.mu.Unlock()
-	if stop != nil {
-		stop(ErrCancelled)
+	if stop == nil {
+		return
 	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+		defer cancel()
+		m, found, err := c.drv.NoTx().MessageGet(ctx, id)
+		switch {
+		case err != nil:
+			c.opts.Logger.Warn("baton: checking a cancellation (the lease renewal will see it)", "message", id, "error", err)
+		case found && m.CancelRequested:
+			stop(ErrCancelled)
+		}
+	}()
 }
 
 // onCancelNotification handles a notification of cancelChannel.

@@ -248,6 +248,13 @@ type QueueTx interface {
 	QueueStats(ctx context.Context, queue string) (QueueStats, error)
 	// ThroughputAdd adds finished-message counts to the current minute.
 	ThroughputAdd(ctx context.Context, queue string, acked, dead int64) error
+	// ScheduleEnsure creates a schedule's row with its last tick
+	// (microseconds) unless it exists; ScheduleLast reads the last tick.
+	ScheduleEnsure(ctx context.Context, name string, lastTick int64) error
+	ScheduleLast(ctx context.Context, name string) (lastTick int64, found bool, err error)
+	// ScheduleAdvance moves a schedule's last tick forward to tick; false
+	// when it is there already (another process enqueued that tick).
+	ScheduleAdvance(ctx context.Context, name string, tick int64) (bool, error)
 	// ThroughputPurge deletes counts older than an hour.
 	ThroughputPurge(ctx context.Context) error
 }

@@ -490,7 +490,8 @@ func TestWorkGracefulStop(t *testing.T) {
 		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
 		st = waitStats(t, c, "q", func(baton.QueueStats) bool { return true })
 		if st.Claimed != 0 || st.Ready+st.Scheduled != 1 {
-			t.Fatalf("the killed message is not back in the queue: %+v", st)
+			ms, _, _ := c.ListMessages(context.Background(), baton.ListOptions{Queue: "q"})
+			t.Fatalf("the killed message is not back in the queue: %+v; messages %+v", st, ms)
 		}
 	})
 }

@@ -50,6 +50,7 @@ func Run(t *testing.T, open Open) {
 		{"QueueRetryAndBury", testQueueRetryBury},
 		{"History", testHistory},
 		{"ListFilters", testListFilters},
+		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
 		{"PerKeyClaims", testPerKey},
 		{"Subscriptions", testSubscriptions},

@@ -173,3 +173,25 @@ func sameErrors(t *testing.T, doc string, want []driver.AttemptError) bool {
 		return a.At.Equal(b.At) && a.Attempt == b.Attempt && a.Error == b.Error && a.Stack == b.Stack
 	})
 }
+
+// testSchedules: a schedule's last tick moves forward once per tick, never
+// back, whoever asks.
+func testSchedules(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	_, found, err := tx.ScheduleLast(ctx, "nightly")
+	failIf(t, found || err != nil, "ScheduleLast of a schedule never seen: %v %v", found, err)
+	must(t, tx.ScheduleEnsure(ctx, "nightly", 100))
+	must(t, tx.ScheduleEnsure(ctx, "nightly", 500)) // exists: unchanged
+	last, found, err := tx.ScheduleLast(ctx, "nightly")
+	failIf(t, !found || last != 100 || err != nil, "ScheduleLast = %d %v %v, want 100", last, found, err)
+	for _, c := range []struct {
+		tick int64
+		want bool
+	}{{200, true}, {200, false}, {150, false}, {300, true}} {
+		ok, err := tx.ScheduleAdvance(ctx, "nightly", c.tick)
+		failIf(t, ok != c.want || err != nil, "ScheduleAdvance to %d: %v %v, want %v", c.tick, ok, err, c.want)
+	}
+	ok, err := tx.ScheduleAdvance(ctx, "unknown", 1)
+	failIf(t, ok || err != nil, "ScheduleAdvance of a schedule without a row: %v %v", ok, err)
+}

@@ -433,3 +433,15 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- Deletes up to a batch of finished messages of one state older than an
 -- age (microseconds), oldest first.
 DELETE FROM {p}finished WHERE id IN (SELECT id FROM {p}finished WHERE state = $1 AND finished_at < {now} - $2::bigint ORDER BY finished_at LIMIT $3);
+
+-- name: schedule_ensure
+-- Creates a schedule's row, its last tick the one given, unless it exists.
+INSERT INTO {p}schedules (name, last_tick, updated_at) VALUES ($1, $2, {now}) ON CONFLICT (name) DO NOTHING;
+
+-- name: schedule_last
+SELECT last_tick FROM {p}schedules WHERE name = $1;
+
+-- name: schedule_advance
+-- Moves a schedule's last tick forward to the given one (arguments: tick,
+-- name, tick again); no row changes when another process got there first.
+UPDATE {p}schedules SET last_tick = $1, updated_at = {now} WHERE name = $2 AND last_tick < $3;

@@ -192,3 +192,33 @@ func (t *Tx) HistoryPrune(ctx context.Context, state string, age time.Duration, 
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// ScheduleEnsure implements driver.QueueTx.
+func (t *Tx) ScheduleEnsure(ctx context.Context, name string, lastTick int64) error {
+	if _, err := t.exec(ctx, "schedule_ensure", name, lastTick); err != nil {
+		return fmt.Errorf("schedule_ensure: %w", err)
+	}
+	return nil
+}
+
+// ScheduleLast implements driver.QueueTx.
+func (t *Tx) ScheduleLast(ctx context.Context, name string) (int64, bool, error) {
+	var last int64
+	err := t.row(ctx, "schedule_last", name).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("schedule_last: %w", err)
+	}
+	return last, true, nil
+}
+
+// ScheduleAdvance implements driver.QueueTx.
+func (t *Tx) ScheduleAdvance(ctx context.Context, name string, tick int64) (bool, error) {
+	ok, err := affected(t.exec(ctx, "schedule_advance", tick, name, tick))
+	if err != nil {
+		return false, fmt.Errorf("schedule_advance: %w", err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,266 @@
+package baton
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// MissedTicks says what a schedule does about ticks no process was there
+// to enqueue (every process was down, or the database unreachable): a tick
+// is missed when the next one came before it was enqueued.
+type MissedTicks int
+
+const (
+	// RunOnce enqueues one message for the latest missed tick (the
+	// default): a job that should run hourly runs once after a downtime.
+	RunOnce MissedTicks = iota
+	// SkipMissed enqueues nothing for missed ticks (nor for the tick due
+	// when they are found); the next tick runs as usual.
+	SkipMissed
+)
+
+// Schedule enqueues a message per tick: of a cron expression in a time
+// zone, or every interval. Every process that adds the same schedule (by
+// name) takes part, and each tick is enqueued exactly once among them: the
+// message is inserted in the transaction that moves the schedule's last
+// tick forward, which only one process can do.
+type Schedule struct {
+	// Name identifies the schedule across processes and hosts: 1 to 64
+	// letters, digits, '_', '.', ':' or '-'.
+	Name string
+	// Queue receives the messages.
+	Queue string
+	// Cron is a cron expression of five fields (minute, hour, day of
+	// month, month, day of week) or a descriptor (@hourly, @daily,
+	// @weekly, @monthly, @yearly, @every 1h30m).
+	Cron string
+	// TimeZone is the IANA time zone the Cron fields are in (default UTC).
+	TimeZone string
+	// Every, instead of Cron, ticks at every multiple of the interval since
+	// the Unix epoch (at least a millisecond).
+	Every time.Duration
+	// Payload of each message; when neither it nor Args is set, a JSON
+	// object {"schedule": name, "tick": the tick in RFC 3339, "missed":
+	// ticks missed before it}.
+	Payload []byte
+	// Args, instead of Payload, makes each message a job of Args' kind.
+	Args JobArgs
+	// Options of each message (UniqueKey excepted: each tick is unique
+	// already).
+	Options EnqueueOptions
+	// Missed is what to do about missed ticks (default RunOnce).
+	Missed MissedTicks
+}
+
+// schedule is a registered Schedule with its clock.
+type schedule struct {
+	s    Schedule
+	next func(time.Time) time.Time // the tick after t
+	due  time.Time                 // the next tick as last seen (zero: read the database)
+}
+
+// AddSchedule registers a schedule in this client; the client's scheduler
+// enqueues its ticks while the client is open. An invalid cron expression,
+// time zone or interval is an error naming the field, and registers
+// nothing. Adding a schedule of the same name replaces it.
+func (c *Client) AddSchedule(s Schedule) error {
+	next, err := s.clock()
+	if err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.schedules[s.Name] = &schedule{s: s, next: next}
+	c.mu.Unlock()
+	return nil
+}
+
+// RemoveSchedule stops this client enqueuing the schedule's ticks.
+func (c *Client) RemoveSchedule(name string) {
+	c.mu.Lock()
+	delete(c.schedules, name)
+	c.mu.Unlock()
+}
+
+// clock parses the schedule's timing into its next-tick function.
+func (s Schedule) clock() (func(time.Time) time.Time, error) {
+	switch {
+	case s.Cron != "" && s.Every != 0:
+		return nil, fmt.Errorf("%w: schedule %q: give Cron or Every, not both", ErrInvalid, s.Name)
+	case s.Every != 0:
+		if s.Every < time.Millisecond {
+			return nil, fmt.Errorf("%w: schedule %q: Every %v: give at least 1ms", ErrInvalid, s.Name, s.Every)
+		}
+		if s.TimeZone != "" {
+			return nil, fmt.Errorf("%w: schedule %q: TimeZone applies to Cron only", ErrInvalid, s.Name)
+		}
+		every := s.Every.Microseconds()
+		return func(t time.Time) time.Time { return time.UnixMicro((t.UnixMicro()/every + 1) * every) }, nil
+	case s.Cron == "":
+		return nil, fmt.Errorf("%w: schedule %q: give Cron or Every", ErrInvalid, s.Name)
+	}
+	loc := time.UTC
+	if s.TimeZone != "" {
+		var err error
+		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
+			return nil, fmt.Errorf("%w: schedule %q: TimeZone %q: %v", ErrInvalid, s.Name, s.TimeZone, err)
+		}
+	}
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	sched, err := parser.Parse(s.Cron)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: Cron %q: %v", ErrInvalid, s.Name, s.Cron, err)
+	}
+	if spec, ok := sched.(*cron.SpecSchedule); ok && s.TimeZone != "" {
+		spec.Location = loc
+	}
+	return sched.Next, nil
+}
+
+func (s Schedule) check() error {
+	if err := ValidateKind(s.Name); err != nil {
+		return fmt.Errorf("%w: schedule name %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
+	}
+	if err := ValidateQueue(s.Queue); err != nil {
+		return err
+	}
+	switch {
+	case s.Payload != nil && s.Args != nil:
+		return fmt.Errorf("%w: schedule %q: give Payload or Args, not both", ErrInvalid, s.Name)
+	case s.Options.UniqueKey != "":
+		return fmt.Errorf("%w: schedule %q: no UniqueKey (each tick is enqueued once already)", ErrInvalid, s.Name)
+	case s.Missed != RunOnce && s.Missed != SkipMissed:
+		return fmt.Errorf("%w: schedule %q: unknown Missed policy %d", ErrInvalid, s.Name, s.Missed)
+	}
+	if s.Args != nil {
+		if _, err := JobMessage(s.Args, s.Options); err != nil {
+			return err
+		}
+	}
+	return s.Options.check()
+}
+
+// runSchedules is the scheduler service: it enqueues the due ticks of
+// every schedule of this client. A schedule costs a query only when its
+// next tick, as last seen, has come.
+func (c *Client) runSchedules(ctx context.Context) error {
+	now := time.Now()
+	var errs []error
+	for _, sc := range c.dueSchedules(now) {
+		if err := c.runSchedule(ctx, sc, now); err != nil {
+			errs = append(errs, fmt.Errorf("schedule %q: %w", sc.s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dueSchedules lists the schedules whose next tick may have come, by name.
+func (c *Client) dueSchedules(now time.Time) []*schedule {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*schedule
+	for _, sc := range c.schedules {
+		if sc.due.IsZero() || !now.Before(sc.due) {
+			out = append(out, sc)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].s.Name < out[j].s.Name })
+	return out
+}
+
+// tickRun is what one run of a schedule decided.
+type tickRun struct {
+	due      time.Time // the next tick after this run
+	enqueued bool
+}
+
+// runSchedule enqueues the schedule's latest due tick, if no process did.
+func (c *Client) runSchedule(ctx context.Context, sc *schedule, now time.Time) error {
+	var run tickRun
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		var err error
+		run, err = c.tick(ctx, tx, sc, now)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	sc.due = run.due
+	c.mu.Unlock()
+	if run.enqueued {
+		c.queueWake(sc.s.Queue)
+	}
+	return nil
+}
+
+// tick is runSchedule's transaction.
+func (c *Client) tick(ctx context.Context, tx driver.Tx, sc *schedule, now time.Time) (tickRun, error) {
+	last, found, err := tx.ScheduleLast(ctx, sc.s.Name)
+	if err != nil {
+		return tickRun{}, err
+	}
+	if !found {
+		// A new schedule: its first tick is the next one.
+		return tickRun{due: sc.next(now)}, tx.ScheduleEnsure(ctx, sc.s.Name, now.UnixMicro())
+	}
+	latest, missed := latestTick(sc.next, time.UnixMicro(last), now)
+	if latest.IsZero() {
+		return tickRun{due: sc.next(time.UnixMicro(last))}, nil
+	}
+	run := tickRun{due: sc.next(latest)}
+	advanced, err := tx.ScheduleAdvance(ctx, sc.s.Name, latest.UnixMicro())
+	if err != nil || !advanced {
+		return run, err // another process enqueued it
+	}
+	if sc.s.Missed == SkipMissed && missed > 0 {
+		return run, nil // the latest tick came after a missed one: late too
+	}
+	m, err := sc.message(c, latest, missed)
+	if err == nil {
+		err = c.registerQueue(ctx, tx, sc.s.Queue)
+	}
+	if err == nil {
+		_, err = tx.MessageInsert(ctx, m)
+	}
+	run.enqueued = err == nil
+	return run, err
+}
+
+// latestTick is the latest tick after last and at or before now, and how
+// many ticks before it were due too (missed); zero when none is due.
+func latestTick(next func(time.Time) time.Time, last, now time.Time) (time.Time, int) {
+	var latest time.Time
+	n := 0
+	for t := next(last); !t.IsZero() && !t.After(now) && n < 1_000_000; t = next(t) {
+		latest = t
+		n++
+	}
+	return latest, max(n-1, 0)
+}
+
+// message is the message of a tick.
+func (sc *schedule) message(c *Client, tick time.Time, missed int) (driver.NewMessage, error) {
+	payload, o := sc.s.Payload, sc.s.Options
+	switch {
+	case sc.s.Args != nil:
+		m, err := JobMessage(sc.s.Args, o)
+		if err != nil {
+			return driver.NewMessage{}, err
+		}
+		payload, o = m.Payload, m.EnqueueOptions
+	case payload == nil:
+		payload, _ = json.Marshal(map[string]any{"schedule": sc.s.Name, "tick": tick.UTC().Format(time.RFC3339Nano), "missed": missed})
+	}
+	return c.newMessage(sc.s.Queue, payload, o)
+}

@@ -1,0 +1,201 @@
+package baton_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestScheduleValidation: a bad cron expression, time zone or interval
+// fails at registration, naming the field.
+func TestScheduleValidation(t *testing.T) {
+	c := openDSN(t, "sqlite::memory:")
+	for _, x := range []struct {
+		s    baton.Schedule
+		want string
+	}{
+		{baton.Schedule{Name: "a", Queue: "q", Cron: "61 * * * *"}, "Cron"},
+		{baton.Schedule{Name: "a", Queue: "q", Cron: "* * *"}, "Cron"},
+		{baton.Schedule{Name: "a", Queue: "q", Cron: "0 9 * * *", TimeZone: "Mars/Olympus"}, "TimeZone"},
+		{baton.Schedule{Name: "a", Queue: "q", Every: time.Microsecond}, "Every"},
+		{baton.Schedule{Name: "a", Queue: "q", Every: time.Hour, Cron: "@daily"}, "not both"},
+		{baton.Schedule{Name: "a", Queue: "q"}, "Cron or Every"},
+		{baton.Schedule{Name: "a b", Queue: "q", Every: time.Hour}, "schedule name"},
+		{baton.Schedule{Name: "a", Queue: "", Every: time.Hour}, "queue"},
+		{baton.Schedule{Name: "a", Queue: "q", Every: time.Hour, Options: baton.EnqueueOptions{UniqueKey: "k"}}, "UniqueKey"},
+	} {
+		err := c.AddSchedule(x.s)
+		wantErr(t, err, baton.ErrInvalid)
+		if !strings.Contains(err.Error(), x.want) {
+			t.Errorf("%+v: %v, want it to name %s", x.s, err, x.want)
+		}
+	}
+}
+
+// TestScheduleClock: cron ticks in the schedule's time zone, intervals on
+// the epoch.
+func TestScheduleClock(t *testing.T) {
+	at := time.Date(2026, 11, 24, 7, 30, 0, 0, time.UTC)
+	for _, x := range []struct {
+		s    baton.Schedule
+		want time.Time
+	}{
+		{baton.Schedule{Cron: "0 9 * * *", TimeZone: "Europe/Paris"}, time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)},
+		{baton.Schedule{Cron: "0 9 * * *"}, time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)},
+		// 13:00 in India (UTC+5:30) is 07:30 UTC: the hour there.
+		{baton.Schedule{Cron: "@hourly", TimeZone: "Asia/Kolkata"}, time.Date(2026, 11, 24, 7, 30, 0, 0, time.UTC)},
+		{baton.Schedule{Every: 45 * time.Minute}, time.Date(2026, 11, 24, 7, 30, 0, 0, time.UTC).Add(0)},
+	} {
+		got, err := baton.ScheduleNext(x.s, at.Add(-time.Nanosecond))
+		if x.s.Every != 0 {
+			got, err = baton.ScheduleNext(x.s, at)
+			x.want = time.UnixMicro((at.UnixMicro()/x.s.Every.Microseconds() + 1) * x.s.Every.Microseconds())
+		}
+		if err != nil || !got.Equal(x.want) {
+			t.Errorf("%+v after %v: %v %v, want %v", x.s, at, got, err, x.want)
+		}
+	}
+}
+
+// tickOf reads the tick of a default schedule payload.
+func tickOf(t *testing.T, payload []byte) (time.Time, int) {
+	var p struct {
+		Tick   time.Time `json:"tick"`
+		Missed int       `json:"missed"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		t.Fatalf("schedule payload %q: %v", payload, err)
+	}
+	return p.Tick, p.Missed
+}
+
+// childSchedule is a process taking part in a schedule until killed.
+func childSchedule(dsn string) {
+	c, err := baton.Open(context.Background(), dsn, baton.Options{PollInterval: 20 * time.Millisecond})
+	if err == nil {
+		err = c.AddSchedule(baton.Schedule{Name: "beat", Queue: "ticks", Every: 250 * time.Millisecond})
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// TestScheduleAcrossProcesses: 4 processes run one schedule; one of them is
+// killed (kill -9) half-way; every tick is enqueued once, never twice, and
+// the ticks keep coming.
+func TestScheduleAcrossProcesses(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		var kids []*exec.Cmd
+		for range 4 {
+			child := exec.Command(os.Args[0], "-test.run=^$")
+			child.Env = append(os.Environ(), "BATON_TEST_CHILD=schedule", "BATON_TEST_DSN="+dsn)
+			out, err := child.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := child.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+			buf := make([]byte, 6)
+			if n, _ := out.Read(buf); string(buf[:n]) != "ready\n" {
+				t.Fatalf("child: %q", buf[:n])
+			}
+			kids = append(kids, child)
+		}
+		count := func() int64 {
+			st, err := c.Stats(ctxT(t), "ticks")
+			if err != nil {
+				return 0
+			}
+			return st.Ready + st.Scheduled
+		}
+		waitFor(t, "15 ticks", func() bool { return count() >= 15 })
+		if err := kids[0].Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "30 ticks", func() bool { return count() >= 30 })
+		for _, k := range kids[1:] {
+			_ = k.Process.Kill()
+		}
+		seen := map[time.Time]bool{}
+		after := ""
+		for {
+			ms, next, err := c.Messages(ctxT(t), "ticks", baton.StateReady, after, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms {
+				tick, _ := tickOf(t, m.Payload)
+				if seen[tick] {
+					t.Fatalf("tick %v enqueued twice", tick)
+				}
+				if tick.UnixMicro()%(250*time.Millisecond).Microseconds() != 0 {
+					t.Fatalf("tick %v is not on the 250ms grid", tick)
+				}
+				seen[tick] = true
+			}
+			if after = next; next == "" {
+				break
+			}
+		}
+		if len(seen) < 30 {
+			t.Fatalf("%d ticks, want at least 30", len(seen))
+		}
+	})
+}
+
+// TestScheduleMissedTicks: after a downtime of several ticks, RunOnce
+// enqueues one message for the latest (saying how many were missed) and
+// SkipMissed none; the next tick runs as usual.
+func TestScheduleMissedTicks(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		for _, policy := range []baton.MissedTicks{baton.RunOnce, baton.SkipMissed} {
+			queue := fmt.Sprintf("m%d", policy)
+			s := baton.Schedule{Name: queue, Queue: queue, Every: 200 * time.Millisecond, Missed: policy}
+			first := openDSN(t, dsn, baton.Options{PollInterval: 20 * time.Millisecond})
+			if err := first.AddSchedule(s); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the first tick", func() bool { st, _ := first.Stats(ctxT(t), queue); return st.Ready == 1 })
+			first.RemoveSchedule(queue)
+			down := time.Now()
+			time.Sleep(time.Second) // the downtime: nobody runs the schedule for 5 ticks
+			second := openDSN(t, dsn, baton.Options{PollInterval: 20 * time.Millisecond})
+			if err := second.AddSchedule(s); err != nil {
+				t.Fatal(err)
+			}
+			up := time.Now()
+			waitFor(t, "a tick after the downtime", func() bool { st, _ := second.Stats(ctxT(t), queue); return st.Ready >= 2 })
+			second.RemoveSchedule(queue)
+			ms, _, err := second.Messages(ctxT(t), queue, baton.StateReady, "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tick, missed := tickOf(t, ms[1].Payload)
+			switch policy {
+			case baton.RunOnce:
+				if missed < 3 || tick.After(up) || tick.Before(down) {
+					t.Fatalf("RunOnce: the message after the downtime is for %v with %d missed (down %v, up %v)", tick, missed, down, up)
+				}
+			case baton.SkipMissed:
+				if missed != 0 || tick.Before(up) {
+					t.Fatalf("SkipMissed: the message after the downtime is for %v with %d missed (up %v), want the first tick after it", tick, missed, up)
+				}
+			}
+		}
+	})
+}
