@@ -216,3 +216,43 @@ func ExampleClient_Listen() {
 	fmt.Printf("%s: %s\n", n.Channel, n.Payload)
 	// Output: cache: invalidate users:42
 }
+
+type welcomeArgs struct {
+	To string `json:"to"`
+}
+
+func (welcomeArgs) Kind() string { return "welcome" }
+
+// Jobs: a worker per kind with typed arguments, a message read by id
+// whatever its state, and a cancellation.
+func ExampleAddWorker() {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, "sqlite::memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ws := baton.NewWorkers()
+	if err := baton.AddWorker(ws, func(ctx context.Context, j *baton.Job[welcomeArgs]) error {
+		fmt.Println("welcome", j.Args.To)
+		return nil
+	}); err != nil {
+		panic(err)
+	}
+	ann, _ := c.EnqueueJob(ctx, "mail", welcomeArgs{To: "ann@example.com"})
+	bob, _ := c.EnqueueJob(ctx, "mail", welcomeArgs{To: "bob@example.com"}, baton.EnqueueOptions{Delay: time.Hour})
+	if err := c.CancelMessage(ctx, bob); err != nil {
+		panic(err)
+	}
+	if err := c.WorkJobs(ctx, "mail", ws, baton.WorkerOptions{Drain: true}); err != nil {
+		panic(err)
+	}
+	for _, id := range []int64{ann, bob} {
+		m, _ := c.Message(ctx, id)
+		fmt.Println(m.Kind, m.State)
+	}
+	// Output:
+	// welcome ann@example.com
+	// welcome completed
+	// welcome cancelled
+}
