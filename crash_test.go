@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	case "schedule":
 		childSchedule(os.Getenv("BATON_TEST_DSN"))
 		return
+	case "completetx":
+		childCompleteTx(os.Getenv("BATON_TEST_DSN"))
+		return
 	}
 	os.Exit(m.Run())
 }

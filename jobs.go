@@ -490,3 +490,32 @@ func (m *MessageInfo) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// CompleteTx completes a claimed message inside the caller's transaction
+// (a *sql.Tx, or a pgx transaction through postgres.PgxTx), on the same
+// database as the client: the message is completed if and only if that
+// transaction commits, so a handler that does its database work in tx and
+// completes its message there has its effects happen exactly once. A
+// claim that is no longer current (its lease ran out and another worker
+// may have it, or it was cancelled) is ErrNotClaimed: roll tx back. The
+// worker's own acknowledgement afterwards finds nothing to do.
+func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
+	if m == nil || m.sessionID == "" {
+		return fmt.Errorf("%w: not a claimed message", ErrInvalid)
+	}
+	stmts := c.drv.CompleteStatements(driver.Claim{ID: m.ID, SessionID: m.sessionID, Attempt: m.Attempt}, c.keepCompleted())
+	var n int64
+	for _, st := range stmts {
+		res, err := tx.ExecContext(ctx, st.Query, st.Args...)
+		if err != nil {
+			return fmt.Errorf("baton: complete: %w", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("baton: complete: %w", err)
+		}
+	}
+	if n != 1 {
+		return notClaimed(m)
+	}
+	return nil
+}

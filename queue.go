@@ -133,6 +133,7 @@ type Message struct {
 	ClaimedUntil time.Time
 
 	mode      QueueMode
+	sessionID string      // the claim's session
 	claimedAt time.Time   // local clock
 	meta      messageMeta // the enqueuer's trace context, the handler timeout
 	event     bool        // Payload is an event in canonical form
@@ -808,7 +809,7 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind}
+			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id}
 		if m.Errors != "" {
 			_ = json.Unmarshal([]byte(m.Errors), &msgs[i].Errors) // best effort: the record is informative
 		}

@@ -213,6 +213,12 @@ type Driver interface {
 	// returns the new id as a row (otherwise: the result's LastInsertId).
 	EnqueueStatement(m NewMessage) (query string, args []any, returnsID bool)
 
+	// CompleteStatements are the statements that complete a claim inside
+	// the caller's transaction: to the history when keep is set, deleted
+	// otherwise. The last one affects one row when the claim was current,
+	// none otherwise.
+	CompleteStatements(c Claim, keep bool) []Statement
+
 	// NotifyStatement is the statement that sends a notification inside
 	// the caller's transaction, with its arguments.
 	NotifyStatement(channel, payload string) (query string, args []any)
@@ -370,4 +376,11 @@ type Tx interface {
 	// WakeClients asks the backend to wake the given clients once this
 	// transaction commits.
 	WakeClients(ctx context.Context, clientIDs []string) error
+}
+
+// Statement is a statement with its arguments, for the caller's
+// transaction.
+type Statement struct {
+	Query string
+	Args  []any
 }

@@ -183,26 +183,29 @@ func newMySQL(t testing.TB) string {
 // application would (for the caller's-transaction variants).
 func SQLDB(t testing.TB, dsn string) *sql.DB {
 	t.Helper()
-	var db *sql.DB
-	var err error
-	switch {
-	case strings.HasPrefix(dsn, "sqlite://"):
-		db, err = sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate")
-	case strings.HasPrefix(dsn, "postgres://") && strings.Contains(dsn, "listen_dsn="):
-		db, err = pooledSQLDB(dsn)
-	case strings.HasPrefix(dsn, "postgres://"):
-		db, err = sql.Open("pgx", dsn)
-	case strings.HasPrefix(dsn, "mysql://"):
-		var u *url.URL
-		if u, err = url.Parse(dsn); err == nil {
-			db, err = sql.Open("mysql", MySQLDriverDSN(u))
-		}
-	default:
-		t.Fatalf("SQLDB: unsupported DSN %s", dsn)
-	}
+	db, err := OpenSQL(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// OpenSQL is SQLDB for code without a testing.TB (child processes).
+func OpenSQL(dsn string) (*sql.DB, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		return sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_busy_timeout=10000&_txlock=immediate")
+	case strings.HasPrefix(dsn, "postgres://") && strings.Contains(dsn, "listen_dsn="):
+		return pooledSQLDB(dsn)
+	case strings.HasPrefix(dsn, "postgres://"):
+		return sql.Open("pgx", dsn)
+	case strings.HasPrefix(dsn, "mysql://"):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return sql.Open("mysql", MySQLDriverDSN(u))
+	}
+	return nil, fmt.Errorf("OpenSQL: unsupported DSN %s", dsn)
 }

@@ -716,20 +716,11 @@ func (t *Tx) MessageAckMany(ctx context.Context, sessionID string, claims []driv
 	return t.execClaims(ctx, "message_ack_many", sessionID, claims)
 }
 
-// execClaimsJSON runs the JSON form of a query over claims: the session,
-// then the claims as a JSON array of [id, attempt] pairs, so that its text
-// is the same whatever their number (prepared once).
-func (t *Tx) execClaimsJSON(ctx context.Context, name, sessionID string, claims []driver.Claim) (int, error) {
-	var doc strings.Builder
-	doc.WriteByte('[')
-	for i, c := range claims {
-		if i > 0 {
-			doc.WriteByte(',')
-		}
-		fmt.Fprintf(&doc, "[%d,%d]", c.ID, c.Attempt)
-	}
-	doc.WriteByte(']')
-	res, err := t.exec(ctx, name, sessionID, doc.String())
+// execClaims runs a query over claims of one session (see claimsStatement)
+// and returns the rows affected.
+func (t *Tx) execClaims(ctx context.Context, name, sessionID string, claims []driver.Claim) (int, error) {
+	st := t.db.claimsStatement(name, sessionID, claims)
+	res, err := t.q().ExecContext(ctx, st.Query, st.Args...)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
@@ -737,21 +728,32 @@ func (t *Tx) execClaimsJSON(ctx context.Context, name, sessionID string, claims 
 	return int(n), err
 }
 
-// execClaims runs a query over claims of one session: {ids} becomes the
-// list of their ids and {pairs} (or {pairs2}) the (id, attempt) pairs. It
-// returns the rows affected.
-func (t *Tx) execClaims(ctx context.Context, name, sessionID string, claims []driver.Claim) (int, error) {
-	if _, ok := t.db.D.Queries[name+"_json"]; ok {
-		return t.execClaimsJSON(ctx, name+"_json", sessionID, claims)
+// claimsStatement is a query over claims of one session: {ids} becomes the
+// list of their ids and {pairs} (or {pairs2}) the (id, attempt) pairs;
+// where the dialect has the query's JSON form (name_json), the claims are
+// one JSON array of [id, attempt] pairs instead, so that its text is the
+// same whatever their number (prepared once).
+func (db *DB) claimsStatement(name, sessionID string, claims []driver.Claim) driver.Statement {
+	if _, ok := db.D.Queries[name+"_json"]; ok {
+		var doc strings.Builder
+		doc.WriteByte('[')
+		for i, c := range claims {
+			if i > 0 {
+				doc.WriteByte(',')
+			}
+			fmt.Fprintf(&doc, "[%d,%d]", c.ID, c.Attempt)
+		}
+		doc.WriteByte(']')
+		return driver.Statement{Query: db.Q(name + "_json"), Args: []any{sessionID, doc.String()}}
 	}
-	q := t.db.Q(name)
+	q := db.Q(name)
 	var ids, pairs strings.Builder
 	args := []any{sessionID}
 	for i, c := range claims {
 		if i > 0 {
 			ids.WriteByte(',')
 		}
-		if t.db.D.Numbered {
+		if db.D.Numbered {
 			fmt.Fprintf(&ids, "$%d", len(args)+1)
 		} else {
 			ids.WriteByte('?')
@@ -762,7 +764,7 @@ func (t *Tx) execClaims(ctx context.Context, name, sessionID string, claims []dr
 		if i > 0 {
 			pairs.WriteByte(',')
 		}
-		if t.db.D.Numbered {
+		if db.D.Numbered {
 			fmt.Fprintf(&pairs, "($%d, $%d)", len(args)+1, len(args)+2)
 		} else {
 			pairs.WriteString("(?, ?)")
@@ -771,10 +773,18 @@ func (t *Tx) execClaims(ctx context.Context, name, sessionID string, claims []dr
 	}
 	q = strings.Replace(q, "{ids}", ids.String(), 1)
 	q = strings.Replace(strings.Replace(q, "{pairs2}", pairs.String(), 1), "{pairs}", pairs.String(), 1)
-	res, err := t.q().ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
+	return driver.Statement{Query: q, Args: args}
+}
+
+// CompleteStatements implements driver.Driver.
+func (db *DB) CompleteStatements(c driver.Claim, keep bool) []driver.Statement {
+	claims := []driver.Claim{c}
+	switch _, one := db.D.Queries["message_finish_many"]; {
+	case !keep:
+		return []driver.Statement{db.claimsStatement("message_ack_many", c.SessionID, claims)}
+	case one:
+		return []driver.Statement{db.claimsStatement("message_finish_many", c.SessionID, claims)}
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return []driver.Statement{db.claimsStatement("message_move_many", c.SessionID, claims),
+		db.claimsStatement("message_ack_many", c.SessionID, claims)}
 }
