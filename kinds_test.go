@@ -104,3 +104,58 @@ func TestKinds(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkerHooks: middleware wraps the handler in order; the error hook
+// sees every failed attempt, a panic with its stack; a panicking hook is
+// logged, not fatal.
+func TestWorkerHooks(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		boom := enqueue(t, c, "hooks", "boom", baton.EnqueueOptions{MaxAttempts: 1})
+		fail := enqueue(t, c, "hooks", "fail", baton.EnqueueOptions{MaxAttempts: 1})
+		enqueue(t, c, "hooks", "ok")
+		var mu sync.Mutex
+		var trail []string
+		var hooked []baton.AttemptError
+		mw := func(name string) func(baton.Handler) baton.Handler {
+			return func(next baton.Handler) baton.Handler {
+				return func(ctx context.Context, m *baton.Message) error {
+					mu.Lock()
+					trail = append(trail, name+":"+string(m.Payload))
+					mu.Unlock()
+					return next(ctx, m)
+				}
+			}
+		}
+		err := c.Work(ctxT(t), "hooks", func(ctx context.Context, m *baton.Message) error {
+			switch string(m.Payload) {
+			case "boom":
+				panic("kaboom")
+			case "fail":
+				return errors.New("nope")
+			}
+			return nil
+		}, baton.WorkerOptions{Drain: true, Middleware: []func(baton.Handler) baton.Handler{mw("outer"), mw("inner")},
+			OnError: func(m *baton.Message, e baton.AttemptError) {
+				mu.Lock()
+				hooked = append(hooked, e)
+				mu.Unlock()
+				panic("a broken hook")
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(trail, ",") != "outer:boom,inner:boom,outer:fail,inner:fail,outer:ok,inner:ok" {
+			t.Fatalf("middleware trail %v", trail)
+		}
+		if len(hooked) != 2 || hooked[0].Error != "panic: kaboom" || !strings.Contains(hooked[0].Stack, "goroutine") ||
+			hooked[1].Error != "nope" || hooked[1].Attempt != 1 {
+			t.Fatalf("error hook saw %+v", hooked)
+		}
+		for _, id := range []int64{boom, fail} {
+			if m := getMessage(t, c, id); m.State != baton.StateDead {
+				t.Fatalf("message %d is %s", id, m.State)
+			}
+		}
+	})
+}

@@ -51,6 +51,14 @@ type WorkerOptions struct {
 	// Kind handles only messages of this kind ("" for any); Parallel mode
 	// only. Other kinds stay in the queue for other workers.
 	Kind string
+	// OnError is called after every failed attempt (an error, a panic with
+	// its stack, a timeout, a cancellation), with the record kept on the
+	// message, before the message is retried or finished. It runs on the
+	// handler's goroutine: keep it quick. A panic in it is logged.
+	OnError func(m *Message, e AttemptError)
+	// Middleware wraps the handler, the first element outermost: for
+	// logging, metrics, tracing or recovering in the program's own way.
+	Middleware []func(Handler) Handler
 
 	kinds *Workers // WorkJobs: the per-kind timeouts
 }
@@ -139,7 +147,11 @@ func (c *Client) renewSession(ctx context.Context, name string) (*Session, error
 // workWith runs the worker with one session until ctx ends, the drain is
 // done, or the session is lost (then it returns the loss).
 func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler Handler, opts WorkerOptions) error {
-	w := &worker{c: c, s: s, queue: queue, h: handler, o: opts}
+	h := handler
+	for i := len(opts.Middleware) - 1; i >= 0; i-- {
+		h = opts.Middleware[i](h)
+	}
+	w := &worker{c: c, s: s, queue: queue, h: h, o: opts}
 	// Cancellations of running messages arrive as notifications (when the
 	// listener cannot start, the lease extensions are the fallback).
 	if err := c.listening(ctx); err != nil && ctx.Err() == nil {
@@ -369,6 +381,9 @@ func (w *worker) handler(stop, ctx context.Context) {
 		err := w.handle(hctx, m)
 		endSpan(span, err)
 		w.c.opts.Observer.HandlerDone(w.queue, "", outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
+		if err != nil {
+			w.onError(m, err)
+		}
 		if err != nil && w.o.Mode == Ordered {
 			w.broken.Store(true)
 		}
@@ -529,6 +544,20 @@ func (w *worker) completer() {
 		cancel()
 		w.settle(len(batch))
 	}
+}
+
+// onError calls the error hook of a failed attempt.
+func (w *worker) onError(m *Message, err error) {
+	if w.o.OnError == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			w.c.opts.Logger.Error("baton: the worker's OnError hook panicked", "queue", w.queue, "message", m.ID, "panic", p)
+		}
+	}()
+	e := attemptError(m, err)
+	w.o.OnError(m, AttemptError{At: e.At, Attempt: e.Attempt, Error: e.Error, Stack: e.Stack})
 }
 
 // logSettle logs a failure to settle a message (its claim then runs out
