@@ -81,31 +81,8 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	if handler == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalid)
 	}
-	if opts.Timeout < 0 {
-		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, opts.Timeout)
-	}
-	if err := (ClaimOptions{Mode: opts.Mode, Kind: opts.Kind}).check(); err != nil {
+	if err := opts.fill(queue); err != nil {
 		return err
-	}
-	if opts.Concurrency <= 0 || opts.Mode == Ordered {
-		opts.Concurrency = 1
-	}
-	if opts.Visibility <= 0 {
-		opts.Visibility = 30 * time.Second
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = 10 * time.Second
-	}
-	if opts.Prefetch <= 0 {
-		opts.Prefetch = max(opts.Concurrency, 32)
-		if opts.Mode == Ordered {
-			// Only one worker can hold an ordered queue anyway: large
-			// in-order batches cost no fairness and save claims.
-			opts.Prefetch = 256
-		}
-	}
-	if opts.Name == "" {
-		opts.Name = "worker " + queue
 	}
 	s, err := c.NewSession(ctx, SessionOptions{Name: opts.Name})
 	if err != nil {
@@ -124,6 +101,37 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 			return err
 		}
 	}
+}
+
+// fill checks the options and sets the defaults.
+func (o *WorkerOptions) fill(queue string) error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, o.Timeout)
+	}
+	if err := (ClaimOptions{Mode: o.Mode, Kind: o.Kind}).check(); err != nil {
+		return err
+	}
+	if o.Concurrency <= 0 || o.Mode == Ordered {
+		o.Concurrency = 1
+	}
+	if o.Visibility <= 0 {
+		o.Visibility = 30 * time.Second
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Second
+	}
+	if o.Prefetch <= 0 {
+		o.Prefetch = max(o.Concurrency, 32)
+		if o.Mode == Ordered {
+			// Only one worker can hold an ordered queue anyway: large
+			// in-order batches cost no fairness and save claims.
+			o.Prefetch = 256
+		}
+	}
+	if o.Name == "" {
+		o.Name = "worker " + queue
+	}
+	return nil
 }
 
 // renewSession opens a new session after a loss, waiting for the database
@@ -507,42 +515,49 @@ func (w *worker) completer() {
 			w.settle(len(batch))
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
-		var acks []driver.Claim
-		for _, r := range batch {
-			switch {
-			case r.lost:
-			case r.unstarted:
-				w.logSettle(r.m, "give back", w.s.giveBack(ctx, r.m))
-			case r.err == nil:
-				acks = append(acks, w.s.claim(r.m))
-			case errors.Is(r.err, ErrCancelled):
-				w.logSettle(r.m, "cancel", w.s.cancelled(ctx, r.m, r.err))
-			case errors.Is(r.err, ErrPermanent):
-				w.logSettle(r.m, "fail", w.s.finishDead(ctx, r.m, r.err))
-			default:
-				w.logSettle(r.m, "retry", w.s.Retry(ctx, r.m, r.err))
-			}
-		}
-		if len(acks) > 0 {
-			n, err := w.c.complete(ctx, w.s.id, acks)
-			if err != nil {
-				// One by one, so that a bad batch loses nothing it can keep.
-				n = 0
-				for _, a := range acks {
-					k, err := w.c.complete(ctx, w.s.id, []driver.Claim{a})
-					w.logSettle(&Message{ID: a.ID, Queue: w.queue}, "complete", err)
-					n += k
-				}
-			}
-			w.c.countFinished(w.queue, int64(n), 0)
-			if w.o.Mode != Parallel {
-				// The next message of the queue or of a key may go now.
-				w.c.wakeQueueLocal(w.queue)
-			}
-		}
-		cancel()
+		w.settleBatch(batch)
 		w.settle(len(batch))
+	}
+}
+
+// settleBatch settles finished messages: acknowledgements in one
+// statement, the others one by one.
+func (w *worker) settleBatch(batch []result) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
+	defer cancel()
+	var acks []driver.Claim
+	for _, r := range batch {
+		switch {
+		case r.lost:
+		case r.unstarted:
+			w.logSettle(r.m, "give back", w.s.giveBack(ctx, r.m))
+		case r.err == nil:
+			acks = append(acks, w.s.claim(r.m))
+		case errors.Is(r.err, ErrCancelled):
+			w.logSettle(r.m, "cancel", w.s.cancelled(ctx, r.m, r.err))
+		case errors.Is(r.err, ErrPermanent):
+			w.logSettle(r.m, "fail", w.s.finishDead(ctx, r.m, r.err))
+		default:
+			w.logSettle(r.m, "retry", w.s.Retry(ctx, r.m, r.err))
+		}
+	}
+	if len(acks) == 0 {
+		return
+	}
+	n, err := w.c.complete(ctx, w.s.id, acks)
+	if err != nil {
+		// One by one, so that a bad batch loses nothing it can keep.
+		n = 0
+		for _, a := range acks {
+			k, err := w.c.complete(ctx, w.s.id, []driver.Claim{a})
+			w.logSettle(&Message{ID: a.ID, Queue: w.queue}, "complete", err)
+			n += k
+		}
+	}
+	w.c.countFinished(w.queue, int64(n), 0)
+	if w.o.Mode != Parallel {
+		// The next message of the queue or of a key may go now.
+		w.c.wakeQueueLocal(w.queue)
 	}
 }
 

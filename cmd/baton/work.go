@@ -120,11 +120,10 @@ type workFlags struct {
 func (f *workFlags) options(what, name string) (baton.WorkerOptions, error) {
 	opts := baton.WorkerOptions{Concurrency: f.concurrency, Visibility: f.visibility, Grace: f.grace, Drain: f.drain,
 		Timeout: f.timeout, Name: name, Kind: f.kind}
+	if err := f.checkKind(what); err != nil {
+		return opts, err
+	}
 	switch {
-	case f.kind != "" && (f.ordered || f.perKey):
-		return opts, usageErr("%s: --kind takes one kind out of a queue: not with --ordered or --per-key, which serve the queue in its order", what)
-	case f.kind != "" && baton.ValidateKind(f.kind) != nil:
-		return opts, invalidUsage(what, baton.ValidateKind(f.kind))
 	case f.timeout < 0:
 		return opts, usageErr("%s: --timeout %v is negative", what, f.timeout)
 	case f.ordered && f.perKey:
@@ -143,6 +142,17 @@ func (f *workFlags) options(what, name string) (baton.WorkerOptions, error) {
 		opts.Mode = baton.PerKey
 	}
 	return opts, nil
+}
+
+// checkKind checks --kind.
+func (f *workFlags) checkKind(what string) error {
+	switch {
+	case f.kind == "":
+		return nil
+	case f.ordered || f.perKey:
+		return usageErr("%s: --kind takes one kind out of a queue: not with --ordered or --per-key, which serve the queue in its order", what)
+	}
+	return invalidUsage(what, baton.ValidateKind(f.kind))
 }
 
 // workCommand returns the command after -- of baton work's arguments.

@@ -20,23 +20,7 @@ func testHistory(t *testing.T, d driver.Driver) {
 	must(t, tx.QueueRegister(ctx, "q"))
 	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("x"), MaxAttempts: 3, Kind: "email"})
 	must(t, err)
-
-	// Two failed attempts, each recorded; a panic's stack kept.
-	for attempt, e := range []driver.AttemptError{
-		{At: time.Now().UTC().Truncate(time.Second), Attempt: 1, Error: "smtp 451 \"quoted\"\nsecond line"},
-		{At: time.Now().UTC().Truncate(time.Second), Attempt: 2, Error: "panic: boom", Stack: "goroutine 1 [running]:\nmain.f()"},
-	} {
-		m := claim(t, d, "q", "w", 1)
-		failIf(t, len(m) != 1 || m[0].Attempt != attempt+1 || m[0].Kind != "email", "claim %d: %+v", attempt+1, m)
-		ok, err := tx.MessageRetry(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: attempt + 1}, -time.Second, false, e)
-		failIf(t, !ok || err != nil, "MessageRetry: %v %v", ok, err)
-	}
-	m := claim(t, d, "q", "w", 1)
-	failIf(t, len(m) != 1, "third claim: %+v", m)
-	var errs []driver.AttemptError
-	must(t, json.Unmarshal([]byte(m[0].Errors), &errs))
-	failIf(t, len(errs) != 2 || errs[0].Attempt != 1 || errs[0].Error != "smtp 451 \"quoted\"\nsecond line" ||
-		errs[1].Stack != "goroutine 1 [running]:\nmain.f()" || errs[0].At.IsZero(), "errors after two attempts: %s", m[0].Errors)
+	errs := failTwice(t, d, id)
 
 	c := driver.Claim{ID: id, SessionID: "w", Attempt: 3}
 	ok, err := tx.MessageFinish(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: 2}, driver.MessageCompleted, nil)
@@ -52,8 +36,42 @@ func testHistory(t *testing.T, d driver.Driver) {
 	if _, found, _ := tx.MessageGet(ctx, id+1000); found {
 		t.Fatal("MessageGet found a message that does not exist")
 	}
+	many := finishMany(t, d)
+	checkHistoryLists(t, d, append([]int64{id}, many...))
+	testCancel(t, d, many[1])
+	checkPrune(t, d)
+}
 
-	// Many at once; only the session's current claims.
+// failTwice fails two attempts of message id, each with its error (a
+// panic's stack in the second), and claims it a third time; it returns
+// the errors the third claim carries.
+func failTwice(t *testing.T, d driver.Driver, id int64) []driver.AttemptError {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	for attempt, e := range []driver.AttemptError{
+		{At: time.Now().UTC().Truncate(time.Second), Attempt: 1, Error: "smtp 451 \"quoted\"\nsecond line"},
+		{At: time.Now().UTC().Truncate(time.Second), Attempt: 2, Error: "panic: boom", Stack: "goroutine 1 [running]:\nmain.f()"},
+	} {
+		m := claim(t, d, "q", "w", 1)
+		failIf(t, len(m) != 1 || m[0].Attempt != attempt+1 || m[0].Kind != "email", "claim %d: %+v", attempt+1, m)
+		ok, err := tx.MessageRetry(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: attempt + 1}, -time.Second, false, e)
+		failIf(t, !ok || err != nil, "MessageRetry: %v %v", ok, err)
+	}
+	m := claim(t, d, "q", "w", 1)
+	failIf(t, len(m) != 1, "third claim: %+v", m)
+	var errs []driver.AttemptError
+	must(t, json.Unmarshal([]byte(m[0].Errors), &errs))
+	failIf(t, len(errs) != 2 || errs[0].Attempt != 1 || errs[0].Error != "smtp 451 \"quoted\"\nsecond line" ||
+		errs[1].Stack != "goroutine 1 [running]:\nmain.f()" || errs[0].At.IsZero(), "errors after two attempts: %s", m[0].Errors)
+	return errs
+}
+
+// finishMany enqueues four messages (kinds sms, none, sms, none), claims
+// them and completes three at once (the claim of the second is stale);
+// it returns their ids.
+func finishMany(t *testing.T, d driver.Driver) []int64 {
+	ctx := testCtx(t)
+	tx := d.NoTx()
 	var many []int64
 	for i := range 4 {
 		kind := ""
@@ -71,23 +89,34 @@ func testHistory(t *testing.T, d driver.Driver) {
 	}
 	n, err := tx.MessageFinishMany(ctx, "w", claims)
 	failIf(t, n != 3 || err != nil, "MessageFinishMany: %d %v, want 3 (one claim is stale)", n, err)
+	return many
+}
 
+// checkHistoryLists: the completed history newest first, by pages and by
+// kind; ids are the first completed message and finishMany's.
+func checkHistoryLists(t *testing.T, d driver.Driver, ids5 []int64) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	first, many := ids5[0], ids5[1:]
 	hist, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "", 0, 10)
 	must(t, err)
-	want := []int64{many[3], many[2], many[0], id}
+	want := []int64{many[3], many[2], many[0], first}
 	failIf(t, !slices.Equal(ids(hist), want), "completed history %v, want %v (newest first)", ids(hist), want)
 	page, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "", many[2], 2)
 	must(t, err)
-	failIf(t, !slices.Equal(ids(page), []int64{many[0], id}), "history page before %d: %v", many[2], ids(page))
+	failIf(t, !slices.Equal(ids(page), []int64{many[0], first}), "history page before %d: %v", many[2], ids(page))
 	sms, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "sms", 0, 10)
 	must(t, err)
 	failIf(t, !slices.Equal(ids(sms), []int64{many[2], many[0]}), "completed sms: %v", ids(sms))
+}
 
-	testCancel(t, d, many[1])
-
-	// Pruning: nothing is old enough for a day's retention; everything is
-	// for a negative one (the clock an hour ahead).
-	n, err = tx.HistoryPrune(ctx, driver.MessageCompleted, 24*hour, 100)
+// checkPrune: nothing is old enough for a day's retention; everything is
+// for a negative one (the clock an hour ahead), in batches, one state
+// at a time.
+func checkPrune(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	n, err := tx.HistoryPrune(ctx, driver.MessageCompleted, 24*hour, 100)
 	failIf(t, n != 0 || err != nil, "pruning fresh history: %d %v", n, err)
 	n, err = tx.HistoryPrune(ctx, driver.MessageCompleted, -hour, 3)
 	failIf(t, n != 3 || err != nil, "pruning a batch of 3: %d %v", n, err)
