@@ -720,7 +720,13 @@ func (t *Tx) MessageAckMany(ctx context.Context, sessionID string, claims []driv
 // and returns the rows affected.
 func (t *Tx) execClaims(ctx context.Context, name, sessionID string, claims []driver.Claim) (int, error) {
 	st := t.db.claimsStatement(name, sessionID, claims)
-	res, err := t.q().ExecContext(ctx, st.Query, st.Args...)
+	var res sql.Result
+	var err error
+	if _, ok := t.db.D.Queries[name+"_json"]; ok {
+		res, err = t.exec(ctx, name+"_json", st.Args...) // prepared: one text whatever the claims
+	} else {
+		res, err = t.q().ExecContext(ctx, st.Query, st.Args...)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
