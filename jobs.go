@@ -369,10 +369,20 @@ func (c *Client) listOne(ctx context.Context, s segment, kind, pos string, limit
 			return nil, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, pos)
 		}
 	}
+	return c.readPage(ctx, limit, func(tx driver.Tx) ([]driver.Message, error) { return tx.MessageList(ctx, f) },
+		func(last driver.Message) string {
+			return fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
+		})
+}
+
+// readPage reads a page of limit messages (read asks for one more, which
+// says whether there is a next page) and the position after it.
+func (c *Client) readPage(ctx context.Context, limit int, read func(driver.Tx) ([]driver.Message, error),
+	position func(last driver.Message) string) ([]MessageInfo, string, error) {
 	var rows []driver.Message
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
-		rows, err = tx.MessageList(ctx, f)
+		rows, err = read(tx)
 		return err
 	})
 	if err != nil {
@@ -381,8 +391,7 @@ func (c *Client) listOne(ctx context.Context, s segment, kind, pos string, limit
 	next := ""
 	if len(rows) > limit {
 		rows = rows[:limit]
-		last := rows[limit-1]
-		next = fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
+		next = position(rows[limit-1])
 	}
 	return infos(rows), next, nil
 }
@@ -396,21 +405,9 @@ func (c *Client) listHistory(ctx context.Context, queue, state, kind, pos string
 			return nil, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, pos)
 		}
 	}
-	var rows []driver.Message
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		rows, err = tx.HistoryList(ctx, queue, state, kind, before, limit+1)
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("baton: list messages: %w", err)
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = strconv.FormatInt(rows[limit-1].ID, 10)
-	}
-	return infos(rows), next, nil
+	return c.readPage(ctx, limit, func(tx driver.Tx) ([]driver.Message, error) {
+		return tx.HistoryList(ctx, queue, state, kind, before, limit+1)
+	}, func(last driver.Message) string { return strconv.FormatInt(last.ID, 10) })
 }
 
 func infos(rows []driver.Message) []MessageInfo {

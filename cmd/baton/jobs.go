@@ -150,24 +150,14 @@ ones 7 days by default).
 ` + messageExits,
 		Args: argsUsage("queue get", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := messageID("queue get", args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			m, err := c.Message(cmd.Context(), id)
-			if err != nil {
-				return messageErr("queue get", id, err)
-			}
-			if asJSON {
-				return printJSON(m)
-			}
-			printMessage(m)
-			return nil
+			return onID(cmd, g, "queue get", args[0], func(c *baton.Client, id int64) error {
+				m, err := c.Message(cmd.Context(), id)
+				if err != nil || asJSON {
+					return printIfFound(m, err, printJSON)
+				}
+				printMessage(m)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
@@ -220,18 +210,34 @@ cancelled (exit 65) and is left as it is.
 ` + messageExits,
 		Args: argsUsage("queue cancel", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := messageID("queue cancel", args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return messageErr("queue cancel", id, c.CancelMessage(cmd.Context(), id))
+			return onID(cmd, g, "queue cancel", args[0], func(c *baton.Client, id int64) error {
+				return c.CancelMessage(cmd.Context(), id)
+			})
 		},
 	}
+}
+
+// onID runs op on the message the argument names, with a client, and maps
+// its errors to the exit statuses of commands on one message.
+func onID(cmd *cobra.Command, g *globals, what, arg string, op func(*baton.Client, int64) error) error {
+	id, err := messageID(what, arg)
+	if err != nil {
+		return err
+	}
+	c, err := g.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return messageErr(what, id, op(c, id))
+}
+
+// printIfFound prints a message found, or passes its error on.
+func printIfFound(m baton.MessageInfo, err error, print func(any) error) error {
+	if err != nil {
+		return err
+	}
+	return print(m)
 }
 
 // messageID parses a message id argument.
