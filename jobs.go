@@ -252,8 +252,8 @@ type ListOptions struct {
 }
 
 // ListMessages lists a page of messages: for each queue and state in turn,
-// waiting and running messages in the order workers claim them, finished
-// ones newest first. It returns the position after the page, "" when
+// ready and running messages in the order workers claim them, scheduled
+// and retrying ones by due time, finished ones newest first. It returns the position after the page, "" when
 // there is no more. Every page is read along an index: a page deep into
 // millions of messages costs what the first one does.
 func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo, string, error) {
@@ -371,6 +371,9 @@ func (c *Client) listOne(ctx context.Context, s segment, kind, pos string, limit
 	}
 	return c.readPage(ctx, limit, func(tx driver.Tx) ([]driver.Message, error) { return tx.MessageList(ctx, f) },
 		func(last driver.Message) string {
+			if f.Due != nil && !*f.Due { // by due time
+				return fmt.Sprintf("0.%d.%d", last.RunAt.UnixMicro(), last.ID)
+			}
 			return fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
 		})
 }

@@ -1285,8 +1285,9 @@ type MessageInfo struct {
 
 // Messages lists up to limit (1 to 1000) messages of a queue in one state
 // from the position after ("" for the start; the second result of an
-// earlier call): waiting and running ones in the order workers claim them
-// (priority, then age), finished ones newest first. It returns the position
+// earlier call): ready and running ones in the order workers claim them
+// (priority, then age), scheduled and retrying ones by due time, finished
+// ones newest first. It returns the position
 // after the last message listed, "" when there is no more. Pages are read
 // along an index: a page deep in a queue of millions costs what the first
 // one does. ListMessages lists across queues, states and kinds.

@@ -27,7 +27,8 @@ type AttemptError struct {
 }
 
 // ListFilter selects a page of waiting or running messages of one queue
-// and state (MessageReady or MessageClaimed), in claim order.
+// and state (MessageReady or MessageClaimed), in claim order; messages not
+// yet due (Due false) by due time, their position's OrderAt a run_at.
 type ListFilter struct {
 	Queue string
 	State string

@@ -39,8 +39,9 @@ func queueListCmd(g *globals) *cobra.Command {
 		Long: `List the messages of QUEUE (every queue when it is missing), for each queue
 in turn and each state in the order of a message's life: scheduled (waiting
 for its run-at), ready, running, retrying (waiting out its backoff), then the
-history: completed, cancelled and dead, newest first. Waiting and running
-messages are listed in the order workers claim them.
+history: completed, cancelled and dead, newest first. Ready and running
+messages are listed in the order workers claim them, scheduled and retrying
+ones by due time.
 
 --state and --kind keep one state or one kind. At most --limit messages are
 printed; when there are more, the position to go on from is printed on

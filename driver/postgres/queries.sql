@@ -445,3 +445,20 @@ SELECT last_tick FROM {p}schedules WHERE name = $1;
 -- Moves a schedule's last tick forward to the given one (arguments: tick,
 -- name, tick again); no row changes when another process got there first.
 UPDATE {p}schedules SET last_tick = $1, updated_at = {now} WHERE name = $2 AND last_tick < $3;
+
+-- name: message_list_waiting
+-- A page of a queue's waiting messages not yet due, by due time, after a
+-- position (run_at, id) on the due index; then never retried (1), retried
+-- (2) or both (0); the kind ('' for any); the limit. "Not yet due" is
+-- folded into the row bound, the statement's time (stable, unlike {now}),
+-- so that the index scan starts there instead of filtering every waiting
+-- message.
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
+  FROM {p}messages
+ WHERE queue = $1 AND state = 'R'
+   AND (run_at, id) > (GREATEST($2::bigint, (extract(epoch from statement_timestamp()) * 1000000)::bigint),
+                       CASE WHEN $2::bigint > (extract(epoch from statement_timestamp()) * 1000000)::bigint
+                            THEN $3::bigint ELSE 9223372036854775807 END)
+   AND ($4::int = 0 OR ($4::int = 1) = (attempt = 0))
+   AND ($5::text = '' OR kind = $5)
+ ORDER BY run_at, id LIMIT $6;

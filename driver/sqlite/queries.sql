@@ -192,8 +192,9 @@ VALUES (?1, ?2, ?3, ?4, {now} + ?5, {now} + ?6, 0, ?7, 'R', '', {now}, ?8, ?9)
 RETURNING id;
 
 -- name: claim_candidates
--- Arguments: queue, kind ('' for any), limit.
-SELECT id FROM {p}messages
+-- Arguments: queue, kind ('' for any), limit. Claims read the ready index
+-- (INDEXED BY: without statistics SQLite may pick the due index and sort).
+SELECT id FROM {p}messages INDEXED BY {p}messages_ready
  WHERE queue = ?1 AND state = 'R' AND run_at <= {now} AND (?2 = '' OR kind = ?2)
    AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
  ORDER BY priority, order_at, id LIMIT ?3;
@@ -201,7 +202,7 @@ SELECT id FROM {p}messages
 -- name: claim_candidates_per_key
 -- The head of each key that has nothing in flight, and messages without a
 -- key. Run under queue_lock.
-SELECT m.id FROM {p}messages m
+SELECT m.id FROM {p}messages m INDEXED BY {p}messages_ready
  WHERE m.queue = ?1 AND m.state = 'R' AND m.run_at <= {now}
    AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = m.queue AND pq.paused <> 0)
    AND (m.msg_key IS NULL OR (
@@ -453,3 +454,14 @@ SELECT last_tick FROM {p}schedules WHERE name = ?;
 -- Moves a schedule's last tick forward to the given one (arguments: tick,
 -- name, tick again); no row changes when another process got there first.
 UPDATE {p}schedules SET last_tick = ?, updated_at = {now} WHERE name = ? AND last_tick < ?;
+
+-- name: message_list_waiting
+-- A page of a queue's waiting messages not yet due, by due time, after a
+-- position (run_at, id) on the due index. Then never retried (1), retried
+-- (2) or both (0), three times; the kind ('' for any), twice; the limit.
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
+  FROM {p}messages
+ WHERE queue = ? AND state = 'R' AND run_at > {now} AND (run_at, id) > (?, ?)
+   AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
+   AND (? = '' OR kind = ?)
+ ORDER BY run_at, id LIMIT ?;

@@ -53,7 +53,7 @@ INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now})
 -- queue, limit, kind ('' for any).
 UPDATE {p}messages
    SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
- WHERE id IN (SELECT id FROM {p}messages
+ WHERE id IN (SELECT id FROM {p}messages INDEXED BY {p}messages_ready
                WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
                  AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT ?5)

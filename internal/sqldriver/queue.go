@@ -416,6 +416,9 @@ func (t *Tx) MessageList(ctx context.Context, f driver.ListFilter) ([]driver.Mes
 	if retried != 0 {
 		retried = 3 - retried // 1: never retried, 2: retried
 	}
+	if due == 2 {
+		return t.listWaiting(ctx, f, retried)
+	}
 	after := f.After
 	if after == (driver.ListPos{}) {
 		after = driver.ListPos{Priority: math.MinInt32, OrderAt: math.MinInt64}
@@ -427,6 +430,17 @@ func (t *Tx) MessageList(ctx context.Context, f driver.ListFilter) ([]driver.Mes
 	}
 	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list", args...)
 	return scanMessages("message_list", rows, err)
+}
+
+// listWaiting lists messages not yet due along the due index; the
+// position's OrderAt is a run_at there.
+func (t *Tx) listWaiting(ctx context.Context, f driver.ListFilter, retried int) ([]driver.Message, error) {
+	args := []any{f.Queue, f.After.OrderAt, f.After.ID, retried, f.Kind, f.Limit}
+	if !t.db.D.Numbered {
+		args = []any{f.Queue, f.After.OrderAt, f.After.ID, retried, retried, retried, f.Kind, f.Kind, f.Limit}
+	}
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list_waiting", args...)
+	return scanMessages("message_list_waiting", rows, err)
 }
 
 // tristate is 1 for true, 2 for false and 0 for nil.
