@@ -127,6 +127,7 @@ func (s *Session) Release(ctx context.Context, ns string) (int, error) {
 
 func (s *Session) release(ctx context.Context, p driver.FastReleaseParams) (int, error) {
 	c := s.c
+	p.InlineOnly = !s.rows.Load()
 	var n int
 	var waiting []driver.Ident
 	err := c.retrying(ctx, func() (err error) {
@@ -179,8 +180,7 @@ func (s *Session) acquireAll(ctx context.Context, ids []driver.Ident, mode strin
 			err = s.check()
 		}
 		if err != nil {
-			s.undoCall(call)
-			return nil, err
+			return nil, s.undo(call, err)
 		}
 		return rs, nil
 	}
@@ -188,18 +188,28 @@ func (s *Session) acquireAll(ctx context.Context, ids []driver.Ident, mode strin
 	for _, id := range ids {
 		r, err := s.acquireOne(ctx, call, id, mode, tryOnce)
 		if err != nil {
-			s.undoCall(call)
-			return nil, err
+			return nil, s.undo(call, err)
 		}
 		out = append(out, r)
 	}
 	// Every grant above was made before this moment; while the session is
 	// live here, the database cannot have reaped it before then.
 	if err := s.check(); err != nil {
-		s.undoCall(call)
-		return nil, err
+		return nil, s.undo(call, err)
 	}
 	return out, nil
+}
+
+// undo withdraws a failed call (undoCall) and returns the error its caller
+// sees: the session's end when the withdrawal gave the session up (the
+// outcome of a statement cut off by a lost connection is unknown, so the
+// call's requests may exist), err otherwise.
+func (s *Session) undo(call int64, err error) error {
+	s.undoCall(call)
+	if serr := s.Err(); serr != nil && !errors.Is(err, serr) {
+		return serr
+	}
+	return err
 }
 
 // awaitLockable waits until the session may be granted locks: after a
@@ -242,6 +252,9 @@ func (s *Session) acquireMany(ctx context.Context, call int64, ids []driver.Iden
 	}
 	rs, ok, err := ma.LockFastAcquireMany(ctx, driver.FastAcquireParams{SessionID: s.id, ClientID: s.c.id,
 		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.incarnation}, names)
+	if err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline }) {
+		s.rows.Store(true) // on an error, rows may have been stored all the same
+	}
 	if errors.Is(err, driver.ErrServerRestarted) {
 		return nil, false, s.lost("%w", err)
 	}
@@ -272,15 +285,13 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 	case err != nil:
 		return driver.Request{}, s.failure(ctx, err)
 	case ok:
+		if !r.Inline {
+			s.rows.Store(true)
+		}
 		return r, nil
 	}
-	var req driver.Request
-	err = c.inTx(ctx, func(tx driver.Tx) error {
-		// Anew on each try: a retried transaction starts from scratch.
-		req = driver.Request{SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode,
-			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
-		return s.request(ctx, tx, &req, tryOnce)
-	})
+	s.rows.Store(true) // before the request row exists
+	req, err := s.requestSlow(ctx, call, id, mode, tryOnce)
 	if errors.Is(err, errSessionGone) {
 		return driver.Request{}, s.lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
 	}
@@ -291,6 +302,35 @@ func (s *Session) acquireOne(ctx context.Context, call int64, id driver.Ident, m
 		return req, nil
 	}
 	return s.awaitGrant(ctx, req)
+}
+
+// requestSlow stores a request decided under the identifier's row lock:
+// in one call where the backend can (driver.Requester), otherwise in a
+// transaction of the engine's own (request).
+func (s *Session) requestSlow(ctx context.Context, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
+	c := s.c
+	var req driver.Request
+	if rq, ok := c.drv.(driver.Requester); ok {
+		err := c.retrying(ctx, func() (err error) {
+			req, err = rq.LockRequest(ctx, driver.RequestParams{SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode,
+				CallID: call, TryOnce: tryOnce})
+			return err
+		})
+		switch {
+		case errors.Is(err, driver.ErrNoSession):
+			return req, errSessionGone
+		case errors.Is(err, driver.ErrWouldWait):
+			return req, ErrTimeout
+		}
+		return req, err
+	}
+	err := c.inTx(ctx, func(tx driver.Tx) error {
+		// Anew on each try: a retried transaction starts from scratch.
+		req = driver.Request{SessionID: s.id, ClientID: c.id, Ident: id, Mode: mode,
+			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
+		return s.request(ctx, tx, &req, tryOnce)
+	})
+	return req, err
 }
 
 // request is the slow path: under the identifier's row lock, grant req

@@ -85,7 +85,8 @@ func (c *Client) AddSchedule(s Schedule) error {
 	return nil
 }
 
-// RemoveSchedule stops this client enqueuing the schedule's ticks.
+// RemoveSchedule stops this client enqueuing the schedule's ticks. A tick
+// this client is enqueuing at that moment still lands.
 func (c *Client) RemoveSchedule(name string) {
 	c.mu.Lock()
 	delete(c.schedules, name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -40,6 +41,12 @@ type Session struct {
 	// state through crashes.
 	incarnation int64
 	lockable    time.Time
+	// rows is set once the session may hold an instance that is not an
+	// inline holder (driver.Request.Inline): from before its first slow
+	// path request, and after a grant of several names that was not
+	// inline. Until then its releases tell the backend so
+	// (FastReleaseParams.InlineOnly), which saves looking for rows.
+	rows atomic.Bool
 }
 
 // SessionOptions configure a new session.

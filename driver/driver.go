@@ -78,6 +78,11 @@ type Request struct {
 	Token     int64
 	CreatedAt time.Time
 	GrantedAt time.Time
+	// Inline is set on an instance LockFastAcquire or LockFastAcquireMany
+	// stored without a request row of its own (PostgreSQL keeps a free
+	// lock's first holder in the lock's row); see
+	// FastReleaseParams.InlineOnly.
+	Inline bool
 }
 
 // IdentState is the lock row of an identifier: its fencing counter and the
@@ -272,6 +277,38 @@ type ManyAcquirer interface {
 	LockFastAcquireMany(ctx context.Context, p FastAcquireParams, names []string) (rs []Request, ok bool, err error)
 }
 
+// Requester is implemented by drivers that take the slow path of one lock
+// request in one call to the server: under the identifier's row lock,
+// check that the session is live, decide by internal/lockcore.Grants'
+// rule whether the request is granted now, and store it, granted (status
+// and token set) or waiting, with the identifier's counters. The engine
+// otherwise does the same in a transaction of several statements.
+type Requester interface {
+	// LockRequest returns the stored request; ErrWouldWait (nothing
+	// stored) when p.TryOnce is set and the request would wait;
+	// ErrNoSession when the database no longer has a live session
+	// p.SessionID of p.ClientID.
+	LockRequest(ctx context.Context, p RequestParams) (Request, error)
+}
+
+// RequestParams are the inputs of Requester.LockRequest.
+type RequestParams struct {
+	SessionID string
+	ClientID  string
+	Ident
+	Mode    string
+	CallID  int64
+	TryOnce bool
+}
+
+// ErrWouldWait is LockRequest's answer to a request that would wait, made
+// with TryOnce.
+var ErrWouldWait = errors.New("the lock request would wait")
+
+// ErrNoSession is LockRequest's answer when the session is not in the
+// database (its lease ran out, or a crash emptied the lock state).
+var ErrNoSession = errors.New("the session is not in the database")
+
 // ErrServerRestarted is returned by LockFastAcquire when a server crash
 // emptied the lock state after the session began: the session is gone with
 // it and must be given up.
@@ -298,6 +335,10 @@ type FastReleaseParams struct {
 	NS        string
 	Name      string // empty: every name in the namespace
 	Limit     int    // 0: all matching instances; 1: one instance (RELEASE_LOCK)
+	// InlineOnly tells the backend that every instance the session may
+	// hold was granted with Request.Inline set: it has no request row to
+	// look for. The engine sets it only when that is certain.
+	InlineOnly bool
 }
 
 // MigrationStatus describes one migration.

@@ -43,6 +43,8 @@ func Run(t *testing.T, open Open) {
 		{"Requests", testRequests},
 		{"FastPath", testFastPath},
 		{"FastReleaseReportsWaiters", testFastReleaseWaiters},
+		{"FastPathSeen", testFastPathSeen},
+		{"Requester", testRequester},
 		{"WaitGraph", testWaitGraph},
 		{"Notify", testNotify},
 		{"Queue", testQueue},

@@ -5,9 +5,29 @@
 -- (driver/queries_test.go checks both rules).
 
 -- name: fast_acquire
--- The uncontended path in one statement: the conditional upsert takes the
--- identifier's row lock and decides on the latest row version; the instance
--- is inserted only when it granted.
+-- The uncontended path in one statement, on a free identifier only (no
+-- holder, nobody waiting): the conditional upsert takes the identifier's
+-- row lock, decides on the latest row version and makes the instance the
+-- row's inline holder (migration 017), with no request row. Anything else
+-- (a second reader, re-entry, a wait) is {p}request's. Arguments: kind,
+-- namespace, name, readers and writers added (1, 0 or 0, 1), session,
+-- client, mode, call.
+INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
+SELECT $1::smallint, $2::bytea, $3::bytea, x.t, $4::bigint, $5::bigint, 0, nextval('{p}lock_requests_id_seq'),
+       $6::text, $7::text, $8::text, $9::bigint, x.t, x.t
+  FROM (SELECT {now} AS t) x
+ON CONFLICT (kind, ns, name) DO UPDATE
+   SET fence = li.fence + 1, n_r = excluded.n_r, n_w = excluded.n_w,
+       h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
+       h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
+ WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0
+RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
+
+-- name: fast_acquire_shared
+-- A reader beside other readers, in one statement (fast_acquire refused
+-- it: the lock is not free): the conditional upsert takes the identifier's
+-- row lock and decides on the latest row version; the instance is a
+-- request row, inserted only when it granted. Arguments as fast_acquire's.
 WITH li AS (
     INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p)
     VALUES ($1, $2, $3, {now}, $4, $5, 0)
@@ -38,32 +58,64 @@ SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 -- name: fast_acquire_many
 -- Several names of one namespace at once, all or none: see
 -- {p}fast_acquire_many (migration 011).
-SELECT o_name, o_id, o_token, o_incarnation FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
+SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
 
 -- name: fast_release
--- Deletes the session's granted instances (all, or the newest $5), adjusts
--- the counters of their identifiers and, where requests wait, hands the lock
--- on at once with {p}regrant (a volatile function: it sees this statement's
--- changes). Returns per identifier the waiting count before the hand-off,
--- and the number of instances deleted.
+-- Releases the session's granted instances (all, or the newest $5): its
+-- request rows and its inline holders (migration 017), adjusts the
+-- counters of their identifiers and, where requests wait, hands the lock
+-- on at once with {p}regrant (a volatile function: it sees this
+-- statement's changes). An inline holder is its identifier's oldest
+-- instance, released last; h_token -1 marks one released by this
+-- statement (the h_ columns mean nothing once h_id is NULL, and a row
+-- this statement updates without releasing its inline holder loses an
+-- earlier mark). Every instance released
+-- has this kind and namespace, so the name tells their rows apart.
+-- Returns per identifier the waiting count before the hand-off, and the
+-- number of instances released.
 WITH d AS (
     DELETE FROM {p}lock_requests
      WHERE id IN (SELECT id FROM {p}lock_requests
                    WHERE session_id = $1 AND kind = $2 AND ns = $3
                      AND ($4::bytea IS NULL OR name = $4) AND status = 'G'
                    ORDER BY id DESC LIMIT $5)
-    RETURNING kind, ns, name, mode),
-agg AS (
-    SELECT kind, ns, name,
-           count(*) FILTER (WHERE mode = 'R') AS r,
-           count(*) FILTER (WHERE mode = 'W') AS w
-      FROM d GROUP BY kind, ns, name),
+    RETURNING name, mode),
 u AS (
-    UPDATE {p}lock_idents li SET n_r = li.n_r - agg.r, n_w = li.n_w - agg.w
-      FROM agg WHERE li.kind = agg.kind AND li.ns = agg.ns AND li.name = agg.name
-    RETURNING li.kind, li.ns, li.name, li.n_p)
-SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d),
+    UPDATE {p}lock_idents li
+       SET n_r = li.n_r - (SELECT count(*) FROM d WHERE d.name = li.name AND d.mode = 'R')
+                        - (li.h_session IS NOT DISTINCT FROM $1 AND li.h_mode = 'R' AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)))::int,
+           n_w = li.n_w - (SELECT count(*) FROM d WHERE d.name = li.name AND d.mode = 'W')
+                        - (li.h_session IS NOT DISTINCT FROM $1 AND li.h_mode = 'W' AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)))::int,
+           h_token = CASE WHEN li.h_session = $1 AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)) THEN -1
+                          WHEN li.h_id IS NULL THEN NULL ELSE li.h_token END,
+           h_id    = CASE WHEN li.h_session = $1 AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)) THEN NULL ELSE li.h_id END,
+           h_session = CASE WHEN li.h_session = $1 AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)) THEN NULL ELSE li.h_session END
+     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4)
+       AND (li.h_session = $1 OR li.name IN (SELECT name FROM d))
+    RETURNING li.kind, li.ns, li.name, li.n_p, li.h_token = -1 AS inline)
+SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d) + (SELECT count(*) FROM u WHERE u.inline),
        CASE WHEN u.n_p > 0 THEN {p}regrant(u.kind, u.ns, u.name, $6) END
+  FROM u;
+
+-- name: request
+-- The slow path of one lock request in one call: see {p}request
+-- (migration 018).
+SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: fast_release_inline
+-- fast_release for a session whose every instance is an inline holder
+-- (FastReleaseParams.InlineOnly): one update of the lock rows, with the
+-- hand-off where requests wait. A session holding only inline holders has
+-- one instance per name, so there is no limit. Arguments: session, kind,
+-- namespace, name (NULL: all), the NOTIFY channel.
+WITH u AS (
+    UPDATE {p}lock_idents li
+       SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
+           h_id = NULL, h_session = NULL
+     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
+    RETURNING li.kind, li.ns, li.name, li.n_p)
+SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM u),
+       CASE WHEN u.n_p > 0 THEN {p}regrant(u.kind, u.ns, u.name, $5) END
   FROM u;
 
 -- name: regrant

@@ -58,39 +58,39 @@ RETURNING n_p;
 
 -- name: release_list_ns
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = $1 AND kind = $2 AND ns = $3 AND status = 'G' ORDER BY id DESC;
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 AND status = 'G' ORDER BY id DESC;
 
 -- name: release_list_name
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = $1 AND kind = $2 AND ns = $3 AND name = $4 AND status = 'G' ORDER BY id DESC;
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 AND name = $4 AND status = 'G' ORDER BY id DESC;
 
 -- name: request_list_orphans
 -- Requests whose session is gone: a stalled session's statement that landed
 -- after another process reaped it.
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests r
+  FROM {p}lock_holds r
  WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
  ORDER BY id LIMIT $1;
 
 -- name: request_list
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE kind = $1 AND ns = $2 AND name = $3 ORDER BY id;
+  FROM {p}lock_holds WHERE kind = $1 AND ns = $2 AND name = $3 ORDER BY id;
 
 -- name: request_list_by_session
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = $1 ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = $1 ORDER BY id;
 
 -- name: request_list_by_session_kind
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = $1 AND kind = $2 ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 ORDER BY id;
 
 -- name: request_list_by_session_ns
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = $1 AND kind = $2 AND ns = $3 ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 ORDER BY id;
 
 -- name: request_list_call
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = $1 AND call_id = $2 ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = $1 AND call_id = $2 ORDER BY id;
 
 -- name: request_insert
 INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
@@ -103,16 +103,21 @@ UPDATE {p}lock_requests
  WHERE id = $3 AND status = $4;
 
 -- name: request_delete
-DELETE FROM {p}lock_requests WHERE id IN ({list});
+-- Request rows and inline holders (migration 017) alike; the caller has
+-- locked their identifiers and stores their counters afterwards.
+WITH d AS (DELETE FROM {p}lock_requests WHERE id IN ({list}))
+UPDATE {p}lock_idents
+   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+ WHERE h_id IN ({list});
 
 -- name: request_statuses
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE id IN ({list});
+  FROM {p}lock_holds WHERE id IN ({list});
 
 -- name: wait_graph
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at
-  FROM {p}lock_requests r
- WHERE EXISTS (SELECT 1 FROM {p}lock_requests p
+  FROM {p}lock_holds r
+ WHERE EXISTS (SELECT 1 FROM {p}lock_holds p
                 WHERE p.status = 'P' AND p.kind = r.kind AND p.ns = r.ns AND p.name = r.name)
  ORDER BY r.id;
 
@@ -122,11 +127,11 @@ SELECT k FROM {p}meta WHERE k = 'deadlock' FOR UPDATE;
 -- name: lock_info_list
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
        s.host, s.pid, s.name
-  FROM {p}lock_requests r JOIN {p}sessions s ON s.id = r.session_id
+  FROM {p}lock_holds r JOIN {p}sessions s ON s.id = r.session_id
  ORDER BY r.kind, r.ns, r.name, r.id;
 
 -- name: user_holder
-SELECT session_id FROM {p}lock_requests
+SELECT session_id FROM {p}lock_holds
  WHERE kind = $1 AND ns = $2 AND name = $3 AND status = 'G' ORDER BY id LIMIT 1;
 
 -- name: notify_max

@@ -1,0 +1,91 @@
+-- {p}request is the lock's slow path in one call: under the identifier's
+-- row lock it checks that the session is live, decides by the rule of
+-- internal/lockcore.Grants whether the new request is granted now (the
+-- conformance suite holds both to the same decisions), and stores it,
+-- granted or waiting, with the identifier's counters. With try_once a
+-- request that would wait is not stored. Returns the request's id, its
+-- status ('G' granted, 'P' waiting, 'W' would wait under try_once, 'X'
+-- the session is gone) and its token.
+-- statement
+CREATE FUNCTION {p}request(k smallint, n bytea, m bytea, sess text, client text, md text, call bigint, try_once boolean)
+RETURNS TABLE (o_id bigint, o_status text, o_token bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    st      record;
+    r       record;
+    g_sess  text[] := '{}';
+    g_mode  text[] := '{}';
+    w_sess  text[] := '{}';
+    w_mode  text[] := '{}';
+    holds   boolean;
+    ok      boolean;
+    i       integer;
+    now_us  bigint := (extract(epoch from clock_timestamp()) * 1000000)::bigint;
+    new_id  bigint;
+BEGIN
+    INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
+    VALUES (k, n, m, now_us, 0, 0, 0) ON CONFLICT (kind, ns, name) DO NOTHING;
+    SELECT li.fence, li.h_id, li.h_session, li.h_mode INTO st
+      FROM {p}lock_idents li WHERE li.kind = k AND li.ns = n AND li.name = m FOR UPDATE;
+    IF NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = sess AND s.client_id = client AND s.expires_at > now_us) THEN
+        RETURN QUERY SELECT 0::bigint, 'X'::text, 0::bigint;
+        RETURN;
+    END IF;
+    IF st.h_id IS NOT NULL THEN
+        g_sess := g_sess || st.h_session;
+        g_mode := g_mode || st.h_mode;
+    END IF;
+    FOR r IN SELECT q.session_id, q.mode FROM {p}lock_requests q
+              WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status = 'G' LOOP
+        g_sess := g_sess || r.session_id;
+        g_mode := g_mode || r.mode;
+    END LOOP;
+    -- The waiting requests, front to back, as lockcore.Grants simulates
+    -- them, then the new one at the back.
+    FOR r IN SELECT q.id, q.session_id, q.mode FROM {p}lock_requests q
+              WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status = 'P'
+             UNION ALL SELECT 9223372036854775807, sess, md
+             ORDER BY 1 LOOP
+        holds := r.session_id = ANY (g_sess);
+        ok := true;
+        FOR i IN 1 .. coalesce(array_length(g_sess, 1), 0) LOOP
+            IF g_sess[i] <> r.session_id AND (g_mode[i] = 'W' OR r.mode = 'W') THEN
+                ok := false;
+                EXIT;
+            END IF;
+        END LOOP;
+        IF ok AND NOT holds THEN
+            FOR i IN 1 .. coalesce(array_length(w_sess, 1), 0) LOOP
+                IF w_sess[i] <> r.session_id AND (w_mode[i] = 'W' OR r.mode = 'W') THEN
+                    ok := false;
+                    EXIT;
+                END IF;
+            END LOOP;
+        END IF;
+        IF ok THEN
+            g_sess := g_sess || r.session_id;
+            g_mode := g_mode || r.mode;
+        ELSE
+            w_sess := w_sess || r.session_id;
+            w_mode := w_mode || r.mode;
+        END IF;
+    END LOOP;
+    -- ok is the new request's decision (the loop's last row).
+    IF NOT ok AND try_once THEN
+        RETURN QUERY SELECT 0::bigint, 'W'::text, 0::bigint;
+        RETURN;
+    END IF;
+    INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+    VALUES (sess, client, k, n, m, md, CASE WHEN ok THEN 'G' ELSE 'P' END, call,
+            CASE WHEN ok THEN st.fence + 1 ELSE 0 END, now_us, CASE WHEN ok THEN now_us END)
+    RETURNING id INTO new_id;
+    UPDATE {p}lock_idents li
+       SET fence = li.fence + ok::int,
+           n_r = li.n_r + (ok AND md = 'R')::int,
+           n_w = li.n_w + (ok AND md = 'W')::int,
+           n_p = li.n_p + (NOT ok)::int
+     WHERE li.kind = k AND li.ns = n AND li.name = m;
+    RETURN QUERY SELECT new_id, CASE WHEN ok THEN 'G' ELSE 'P' END, CASE WHEN ok THEN st.fence + 1 ELSE 0::bigint END;
+END
+$$;
+-- end
