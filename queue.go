@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -98,6 +99,15 @@ type EnqueueOptions struct {
 	// epoch, by the enqueuer's clock) in which the message was enqueued;
 	// 0: while the message exists.
 	UniquePeriod time.Duration
+	// UniqueStates are the states in which the message holding UniqueKey
+	// keeps it (within UniquePeriod, if one is given): with StateCompleted
+	// a key stays taken while its completed message is in the history.
+	// Empty: whatever became of the message when UniquePeriod is set, and
+	// while it waits or runs (scheduled, ready, retrying, running) when
+	// not. The enqueue that collides decides, with its own states.
+	// Completed and cancelled messages are kept as long as
+	// Options.Retention says (not at all when it is negative).
+	UniqueStates []MessageState
 	// Kind names the worker that handles the message (see AddWorker; ""
 	// for none, an untyped message any handler of its queue takes).
 	Kind string
@@ -162,6 +172,9 @@ func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (dri
 		m.UniqueKey = fmt.Sprintf("%s@%d", o.UniqueKey, start)
 		m.UniqueExpires = start + p
 	}
+	for _, st := range o.UniqueStates {
+		m.UniqueStates = append(m.UniqueStates, string(st))
+	}
 	return m, nil
 }
 
@@ -190,8 +203,15 @@ func (o EnqueueOptions) check() error {
 		return fmt.Errorf("%w: negative unique period %v", ErrInvalid, o.UniquePeriod)
 	case o.UniquePeriod > 0 && o.UniqueKey == "":
 		return fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
+	case len(o.UniqueStates) > 0 && o.UniqueKey == "":
+		return fmt.Errorf("%w: unique states need a unique key", ErrInvalid)
 	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
 		return fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
+	}
+	for _, st := range o.UniqueStates {
+		if !slices.Contains(MessageStates, st) {
+			return fmt.Errorf("%w: unique state %q: give one of %v", ErrInvalid, st, MessageStates)
+		}
 	}
 	if o.Kind != "" {
 		return ValidateKind(o.Kind)
@@ -307,7 +327,7 @@ func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.Ne
 		for i, r := range rows {
 			dups[i] = false
 			if r.UniqueKey != "" {
-				holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires)
+				holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires, r.UniqueStates)
 				if err != nil {
 					return err
 				}

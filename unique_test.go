@@ -18,7 +18,8 @@ import (
 )
 
 // TestUniqueMessages: a unique key holds while its message waits or runs;
-// with a period, until the period ends, whatever became of the message.
+// with a period, until the period ends, whatever became of the message;
+// with states, while its message is in one of them.
 func TestUniqueMessages(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := openQ(t, b)
@@ -64,7 +65,23 @@ func TestUniqueMessages(t *testing.T) {
 		if id, dup, err := c.EnqueueUnique(ctx, "up", []byte("i"), p); err != nil || !dup || id != pid {
 			t.Fatalf("same period after the message finished: %d %v %v, want a duplicate of %d", id, dup, err, pid)
 		}
-		for _, bad := range []baton.EnqueueOptions{{UniquePeriod: time.Hour}, {UniqueKey: strings.Repeat("k", 256)}, {UniqueKey: "k", UniquePeriod: -time.Second}} {
+		// With StateCompleted among its states, a key outlives its
+		// message into the history; an enqueue without it does not see
+		// the completed holder.
+		cs := baton.EnqueueOptions{UniqueKey: "once", UniqueStates: []baton.MessageState{baton.StateCompleted, baton.StateReady, baton.StateRunning}}
+		cid, dup, err := c.EnqueueUnique(ctx, "uc", []byte("j"), cs)
+		if err != nil || dup {
+			t.Fatalf("states: %d %v %v", cid, dup, err)
+		}
+		ack(t, s, claim(t, s, "uc", baton.ClaimOptions{})...)
+		if id, dup, err := c.EnqueueUnique(ctx, "uc", []byte("k"), cs); err != nil || !dup || id != cid {
+			t.Fatalf("a completed holder with StateCompleted among the states: %d %v %v, want a duplicate of %d", id, dup, err, cid)
+		}
+		if id, dup, err := c.EnqueueUnique(ctx, "uc", []byte("l"), baton.EnqueueOptions{UniqueKey: "once"}); err != nil || dup || id == cid {
+			t.Fatalf("a completed holder under the default states: %d %v %v, want a new message", id, dup, err)
+		}
+		for _, bad := range []baton.EnqueueOptions{{UniquePeriod: time.Hour}, {UniqueKey: strings.Repeat("k", 256)}, {UniqueKey: "k", UniquePeriod: -time.Second},
+			{UniqueKey: "k", UniqueStates: []baton.MessageState{"finished"}}, {UniqueStates: []baton.MessageState{baton.StateReady}}} {
 			_, _, err := c.EnqueueUnique(ctx, "uq", []byte("x"), bad)
 			wantErr(t, err, baton.ErrInvalid)
 		}

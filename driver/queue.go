@@ -98,6 +98,9 @@ type NewMessage struct {
 	// UniqueExpires (microseconds; 0: while the message exists).
 	UniqueKey     string
 	UniqueExpires int64
+	// UniqueStates are the states in which the key's holder keeps it (see
+	// QueueTx.UniqueReserve); empty for the default.
+	UniqueStates []string
 }
 
 // Claim identifies one claim of a message: the message, the session and
@@ -162,10 +165,15 @@ type QueueTx interface {
 	// messages enqueued together).
 	MessageInsertMany(ctx context.Context, queue string, ms []NewMessage) ([]int64, error)
 	// UniqueReserve reserves a unique key of the queue for a message about
-	// to be inserted (expiresAt: microseconds, 0 for "while the message
-	// exists"), or, when the key still holds, returns the message holding
-	// it (reserved false). Its row stays locked until the transaction ends.
-	UniqueReserve(ctx context.Context, queue, key string, expiresAt int64) (holder int64, reserved bool, err error)
+	// to be inserted (expiresAt: microseconds, 0 for no period), or, when
+	// the key still holds, returns the message holding it (reserved
+	// false). A key holds until its period is over and, within it, while
+	// its message is in one of states (public state names: "scheduled",
+	// "ready", "retrying", "running", "completed", "cancelled", "dead");
+	// with no states, whatever became of the message if the key has a
+	// period, and while the message waits or runs if not. Its row stays
+	// locked until the transaction ends.
+	UniqueReserve(ctx context.Context, queue, key string, expiresAt int64, states []string) (holder int64, reserved bool, err error)
 	// UniqueSet names the message that holds a reserved key.
 	UniqueSet(ctx context.Context, queue, key string, id, expiresAt int64) error
 	// UniquePurge deletes keys whose period is over.

@@ -50,6 +50,7 @@ func queuePushCmd(g *globals) *cobra.Command {
 	var delay, timeout, uniqueFor time.Duration
 	var priority, maxAttempts int
 	var key, unique, kind string
+	var uniqueStates []string
 	cmd := &cobra.Command{
 		Use:   "push QUEUE [PAYLOAD|-]",
 		Short: "Add a message to a queue and print its id",
@@ -59,8 +60,10 @@ at most %d bytes (1 MiB). Consumers waiting on the queue wake once it commits.
 
 --unique-key KEY adds the message only if no message with that unique key
 waits or runs in QUEUE (with --unique-for D: none was enqueued with it in the
-same period D); otherwise it adds nothing and prints the holder's id followed
-by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
+same period D; with --unique-states S,...: none is in one of those states,
+for example completed,ready,running to keep the key through completion while
+the history keeps the message); otherwise it adds nothing and prints the
+holder's id followed by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
 
 Bad input (a bad queue name, an empty or oversized payload, a negative
@@ -104,6 +107,9 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 			defer c.Close()
 			o := baton.EnqueueOptions{Delay: delay, Priority: priority, Key: key, MaxAttempts: maxAttempts,
 				Timeout: timeout, UniqueKey: unique, UniquePeriod: uniqueFor, Kind: kind}
+			for _, st := range uniqueStates {
+				o.UniqueStates = append(o.UniqueStates, baton.MessageState(st))
+			}
 			var id int64
 			dup := false
 			if unique != "" {
@@ -131,6 +137,7 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().StringVar(&unique, "unique", "", "the former name of --unique-key")
 	_ = cmd.Flags().MarkHidden("unique")
 	cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
+	cmd.Flags().StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-key: the states in which the key's holder keeps it (scheduled, ready, retrying, running, completed, cancelled, dead)")
 	cmd.Flags().StringVar(&kind, "kind", "", "the kind of the message: names the worker that handles it")
 	return cmd
 }

@@ -97,6 +97,12 @@ func TestQueueControlCommands(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != fmt.Sprint(first)+" duplicate" {
 		t.Fatalf("duplicate push: %d %q %q, want the first id %d and the word duplicate", code, out, errs, first)
 	}
+	code, out, errs = run(t, dsn, "queue", "push", "uq", "c", "--unique-key", "k1", "--unique-states", "running,completed")
+	if code != 0 || strings.Contains(out, "duplicate") || strings.TrimSpace(out) == fmt.Sprint(first) {
+		t.Fatalf("push of a key whose holder is ready, with --unique-states running,completed: %d %q %q, want a new message", code, out, errs)
+	}
+	code, _, errs = run(t, dsn, "queue", "push", "uq", "d", "--unique-key", "k2", "--unique-states", "done")
+	expect(t, code, errs, 64, `unique state "done"`)
 	pushID(t, dsn, "", "tq", "slow", "--timeout", "100ms")
 	code, _, errs = run(t, dsn, "work", "tq", "--drain", "--", "sleep", "30")
 	expect(t, code, errs, 0, "ran longer than its timeout 100ms")

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Open) {
 		{"InsertMany", testInsertMany},
 		{"QueueRetryAndBury", testQueueRetryBury},
 		{"History", testHistory},
+		{"UniqueStates", testUniqueStates},
 		{"ListFilters", testListFilters},
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
@@ -727,7 +728,7 @@ func testHousekeeping(t *testing.T, d driver.Driver) {
 	must(t, d.Maintain(ctx))
 	tx := d.NoTx()
 	must(t, tx.QueueRegister(ctx, "q"))
-	holder, reserved, err := tx.UniqueReserve(ctx, "q", "u", 1)
+	holder, reserved, err := tx.UniqueReserve(ctx, "q", "u", 1, nil)
 	must(t, err)
 	failIf(t, !reserved || holder != 0, "UniqueReserve of a new key: %d %v", holder, reserved)
 	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("u"), MaxAttempts: 1})
@@ -735,10 +736,10 @@ func testHousekeeping(t *testing.T, d driver.Driver) {
 	must(t, tx.UniqueSet(ctx, "q", "u", id, 1))
 	n, err := tx.UniquePurge(ctx)
 	failIf(t, n != 1 || err != nil, "UniquePurge of a key whose period ended: %d %v", n, err)
-	_, reserved, err = tx.UniqueReserve(ctx, "q", "u", 0)
+	_, reserved, err = tx.UniqueReserve(ctx, "q", "u", 0, nil)
 	failIf(t, !reserved || err != nil, "UniqueReserve after the purge: %v %v", reserved, err)
 	must(t, tx.UniqueSet(ctx, "q", "u", id, 0))
-	holder, reserved, err = tx.UniqueReserve(ctx, "q", "u", 0)
+	holder, reserved, err = tx.UniqueReserve(ctx, "q", "u", 0, nil)
 	failIf(t, reserved || holder != id || err != nil, "UniqueReserve of a held key: %d %v %v, want holder %d", holder, reserved, err, id)
 	q, args := d.QueueRegisterStatement("q2")
 	failIf(t, q == "" || len(args) == 0, "QueueRegisterStatement = %q %v", q, args)

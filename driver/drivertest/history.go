@@ -224,3 +224,37 @@ func testSchedules(t *testing.T, d driver.Driver) {
 	ok, err := tx.ScheduleAdvance(ctx, "unknown", 1)
 	failIf(t, ok || err != nil, "ScheduleAdvance of a schedule without a row: %v %v", ok, err)
 }
+
+// testUniqueStates: a unique key holds while its message is in one of the
+// states the colliding enqueue names, and by default while it waits or
+// runs; the state is read wherever the message is (the queue or the
+// history).
+func testUniqueStates(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	must(t, tx.QueueRegister(ctx, "uq"))
+	_, reserved, err := tx.UniqueReserve(ctx, "uq", "k", 0, nil)
+	failIf(t, !reserved || err != nil, "UniqueReserve of a new key: %v %v", reserved, err)
+	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "uq", Payload: []byte("u"), MaxAttempts: 3})
+	must(t, err)
+	must(t, tx.UniqueSet(ctx, "uq", "k", id, 0))
+	holds := func(when string, want bool, states ...string) {
+		t.Helper()
+		holder, reserved, err := tx.UniqueReserve(ctx, "uq", "k", 0, states)
+		must(t, err)
+		failIf(t, reserved == want || (want && holder != id), "%s, states %v: holder %d, reserved %v; want the key held: %v", when, states, holder, reserved, want)
+	}
+	holds("ready", true)
+	holds("ready", true, "ready", "completed")
+	holds("ready", false, "running")
+	claimed := claim(t, d, "uq", "w", 1)
+	failIf(t, len(claimed) != 1 || claimed[0].ID != id, "claimed %+v", claimed)
+	holds("running", true)
+	holds("running", true, "running")
+	holds("running", false, "scheduled", "ready", "retrying")
+	n, err := tx.MessageFinishMany(ctx, "w", []driver.Claim{{ID: id, SessionID: "w", Attempt: claimed[0].Attempt}})
+	failIf(t, n != 1 || err != nil, "MessageFinishMany: %d %v", n, err)
+	holds("completed", false)
+	holds("completed", true, "completed")
+	holds("completed", false, "cancelled", "dead")
+}

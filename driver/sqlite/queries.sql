@@ -284,12 +284,19 @@ INSERT INTO {p}unique_keys (queue, ukey, message_id, expires_at) VALUES (?, ?, 0
 ON CONFLICT (queue, ukey) DO NOTHING;
 
 -- name: unique_get
--- The message holding a unique key, locked, and whether the key still
--- holds: a key with a period until it expires, one without while its
--- message exists (waits or runs).
+-- The message holding a unique key, locked: its id, whether the key has a
+-- period (1) and whether that period is over (1), and the message's state
+-- by its public name ('' when it is gone): sqldriver decides whether the
+-- key still holds.
 SELECT u.message_id,
-       CASE WHEN u.expires_at > 0 THEN (CASE WHEN u.expires_at > {now} THEN 1 ELSE 0 END)
-            WHEN EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = u.message_id) THEN 1 ELSE 0 END
+       CASE WHEN u.expires_at > 0 THEN 1 ELSE 0 END,
+       CASE WHEN u.expires_at > 0 AND u.expires_at <= {now} THEN 1 ELSE 0 END,
+       COALESCE((SELECT CASE WHEN m.state = 'C' THEN 'running'
+                             WHEN m.run_at <= {now} THEN 'ready'
+                             WHEN m.attempt > 0 THEN 'retrying' ELSE 'scheduled' END
+                   FROM {p}messages m WHERE m.id = u.message_id),
+                (SELECT CASE f.state WHEN 'K' THEN 'completed' WHEN 'X' THEN 'cancelled' ELSE 'dead' END
+                   FROM {p}finished f WHERE f.id = u.message_id), '')
   FROM {p}unique_keys u WHERE u.queue = ? AND u.ukey = ?;
 
 -- name: unique_set

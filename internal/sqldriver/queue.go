@@ -105,7 +105,7 @@ func (t *Tx) QueueLock(ctx context.Context, name string) error {
 }
 
 // UniqueReserve implements driver.QueueTx.
-func (t *Tx) UniqueReserve(ctx context.Context, queue, key string, expiresAt int64) (int64, bool, error) {
+func (t *Tx) UniqueReserve(ctx context.Context, queue, key string, expiresAt int64, states []string) (int64, bool, error) {
 	res, err := t.exec(ctx, "unique_insert", queue, key, expiresAt)
 	if err != nil {
 		return 0, false, fmt.Errorf("unique_insert: %w", err)
@@ -116,14 +116,30 @@ func (t *Tx) UniqueReserve(ctx context.Context, queue, key string, expiresAt int
 		return 0, true, nil // a new key (MySQL counts an insert as 1, a no-op update as 0)
 	}
 	var holder int64
-	var holds int
-	if err := t.row(ctx, "unique_get", queue, key).Scan(&holder, &holds); err != nil {
+	var period, over int
+	var state string
+	if err := t.row(ctx, "unique_get", queue, key).Scan(&holder, &period, &over, &state); err != nil {
 		return 0, false, fmt.Errorf("unique_get: %w", err)
 	}
-	if holds == 1 {
+	if uniqueHolds(period == 1, over == 1, state, states) {
 		return holder, false, nil
 	}
 	return 0, true, nil // over: the new message takes the key over
+}
+
+// uniqueHolds is UniqueReserve's rule: whether a key still holds, given
+// whether it has a period and whether that is over, its message's state
+// ("" when gone) and the states it holds in.
+func uniqueHolds(period, over bool, state string, states []string) bool {
+	switch {
+	case over:
+		return false
+	case len(states) > 0:
+		return slices.Contains(states, state)
+	case period:
+		return true
+	}
+	return state == "scheduled" || state == "ready" || state == "retrying" || state == "running"
 }
 
 // UniqueSet implements driver.QueueTx.
