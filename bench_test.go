@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -116,5 +117,46 @@ func BenchmarkDrain(b *testing.B) {
 				b.ReportMetric(float64(n)/elapsed.Seconds(), "msgs/s")
 			})
 		}
+	}
+}
+
+// BenchmarkEnqueueUnique measures single enqueues with a unique key (a new
+// key each time) against plain enqueues, alternating in one client, once
+// per backend; it reports both rates and their ratio (unique ÷ plain).
+//
+//	go test -run '^$' -bench EnqueueUnique -benchtime 2000x .
+func BenchmarkEnqueueUnique(b *testing.B) {
+	for _, be := range batontest.All() {
+		b.Run(be.Label, func(b *testing.B) {
+			dsn := be.NewDSN(b)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			c, err := baton.Open(ctx, dsn)
+			if err != nil {
+				b.Fatalf("open %s: %v", be.Name, err)
+			}
+			b.Cleanup(func() { _ = c.Close() })
+			payload := []byte(`{"n":1}`)
+			if _, err := c.Enqueue(ctx, "bench", payload); err != nil {
+				b.Fatal(err)
+			}
+			var plain, unique time.Duration
+			i := 0
+			for b.Loop() {
+				i++
+				t0 := time.Now()
+				if _, err := c.Enqueue(ctx, "bench", payload); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, dup, err := c.EnqueueUnique(ctx, "bench", payload, baton.EnqueueOptions{UniqueKey: fmt.Sprint("k", i)}); err != nil || dup {
+					b.Fatalf("unique enqueue: %v %v", dup, err)
+				}
+				plain, unique = plain+t1.Sub(t0), unique+time.Since(t1)
+			}
+			b.ReportMetric(float64(b.N)/plain.Seconds(), "plain/s")
+			b.ReportMetric(float64(b.N)/unique.Seconds(), "unique/s")
+			b.ReportMetric(plain.Seconds()/unique.Seconds(), "ratio")
+		})
 	}
 }

@@ -307,6 +307,9 @@ func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.Ne
 		c.queueWake(queue)
 		return []int64{id}, dups, nil
 	}
+	if id, ok, err := c.insertUniqueOne(ctx, queue, rows); err != nil || ok {
+		return []int64{id}, dups, err
+	}
 	added := false
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		added = false
@@ -356,6 +359,25 @@ func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.Ne
 		c.queueWake(queue)
 	}
 	return ids, dups, nil
+}
+
+// insertUniqueOne enqueues a single message with a new unique key in one
+// statement where the backend can (driver.UniqueInserter); ok is false
+// when the key exists or the backend cannot, and the caller's transaction
+// decides.
+func (c *Client) insertUniqueOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
+	ui, can := c.drv.(driver.UniqueInserter)
+	if _, known := c.knownQueues.Load(queue); !can || !known || len(rows) != 1 || rows[0].UniqueKey == "" {
+		return 0, false, nil
+	}
+	id, ok, err := ui.MessageInsertUnique(ctx, rows[0])
+	if err != nil {
+		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
+	}
+	if ok {
+		c.queueWake(queue)
+	}
+	return id, ok, nil
 }
 
 // anyUnique reports whether a message of rows has a unique key.

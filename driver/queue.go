@@ -267,3 +267,13 @@ type QueueTx interface {
 	// ThroughputPurge deletes counts older than an hour.
 	ThroughputPurge(ctx context.Context) error
 }
+
+// UniqueInserter is implemented by drivers that enqueue a message with a
+// unique key nobody holds in one statement, outside any transaction.
+type UniqueInserter interface {
+	// MessageInsertUnique inserts m (m.UniqueKey set, for a registered
+	// queue) and takes its key when the key is new; inserted is false,
+	// with nothing done, when the key exists: whether it still holds is
+	// then UniqueReserve's to decide.
+	MessageInsertUnique(ctx context.Context, m NewMessage) (id int64, inserted bool, err error)
+}

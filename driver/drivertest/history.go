@@ -257,4 +257,21 @@ func testUniqueStates(t *testing.T, d driver.Driver) {
 	holds("completed", false)
 	holds("completed", true, "completed")
 	holds("completed", false, "cancelled", "dead")
+
+	// One statement for a new key, where the backend has it: the message
+	// and its key together, nothing at all when the key exists.
+	ui, ok := d.(driver.UniqueInserter)
+	if !ok {
+		return
+	}
+	m := driver.NewMessage{Queue: "uq", Payload: []byte("one"), MaxAttempts: 3, UniqueKey: "fresh"}
+	id2, inserted, err := ui.MessageInsertUnique(ctx, m)
+	failIf(t, err != nil || !inserted || id2 <= id, "MessageInsertUnique of a new key: %d %v %v", id2, inserted, err)
+	holder, reserved, err := tx.UniqueReserve(ctx, "uq", "fresh", 0, nil)
+	failIf(t, err != nil || reserved || holder != id2, "the key MessageInsertUnique took: holder %d, reserved %v, %v; want held by %d", holder, reserved, err, id2)
+	_, inserted, err = ui.MessageInsertUnique(ctx, m)
+	failIf(t, err != nil || inserted, "MessageInsertUnique of a taken key inserted: %v %v", inserted, err)
+	ms, err := tx.MessageList(ctx, driver.ListFilter{Queue: "uq", State: driver.MessageReady, Limit: 10})
+	must(t, err)
+	failIf(t, len(ms) != 1 || ms[0].ID != id2, "the queue holds %d messages (%v), want the one MessageInsertUnique added", len(ms), ids(ms))
 }

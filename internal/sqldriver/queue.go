@@ -39,6 +39,9 @@ func messageArgs(m driver.NewMessage) []any {
 	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts, meta, nullString(m.Kind)}
 }
 
+// MessageArgs are the arguments of a dialect's message_insert query.
+func MessageArgs(m driver.NewMessage) []any { return messageArgs(m) }
+
 // EnqueueStatement implements driver.Driver.
 func (db *DB) EnqueueStatement(m driver.NewMessage) (string, []any, bool) {
 	return db.Q("message_insert"), messageArgs(m), db.D.InsertReturning
