@@ -179,9 +179,10 @@ func TestScheduleMissedTicks(t *testing.T) {
 				t.Fatal(err)
 			}
 			up := time.Now()
-			// The newest tick once one is after the downtime began: the
-			// first client may have enqueued a tick more while the test
-			// looked, or as it was removed.
+			// The first tick after the downtime began: the first client
+			// may have enqueued a tick more (before the downtime) while
+			// the test looked or as it was removed, and the second runs
+			// on after its first.
 			var tick time.Time
 			var missed int
 			waitFor(t, "a tick after the downtime", func() bool {
@@ -190,11 +191,11 @@ func TestScheduleMissedTicks(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, m := range ms {
-					if tk, n := tickOf(t, m.Payload); tk.After(tick) {
+					if tk, n := tickOf(t, m.Payload); tk.After(down) && (tick.IsZero() || tk.Before(tick)) {
 						tick, missed = tk, n
 					}
 				}
-				return tick.After(down)
+				return !tick.IsZero()
 			})
 			second.RemoveSchedule(queue)
 			switch policy {

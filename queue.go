@@ -197,6 +197,21 @@ func (o EnqueueOptions) check() error {
 		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
 	case len(o.Key) > 255:
 		return fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
+	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
+		return fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
+	}
+	if err := o.checkUnique(); err != nil {
+		return err
+	}
+	if o.Kind != "" {
+		return ValidateKind(o.Kind)
+	}
+	return nil
+}
+
+// checkUnique validates the unique key's options.
+func (o EnqueueOptions) checkUnique() error {
+	switch {
 	case len(o.UniqueKey) > 255:
 		return fmt.Errorf("%w: unique key is %d bytes, more than 255", ErrInvalid, len(o.UniqueKey))
 	case o.UniquePeriod < 0:
@@ -205,16 +220,11 @@ func (o EnqueueOptions) check() error {
 		return fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
 	case len(o.UniqueStates) > 0 && o.UniqueKey == "":
 		return fmt.Errorf("%w: unique states need a unique key", ErrInvalid)
-	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
-		return fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
 	}
 	for _, st := range o.UniqueStates {
 		if !slices.Contains(MessageStates, st) {
 			return fmt.Errorf("%w: unique state %q: give one of %v", ErrInvalid, st, MessageStates)
 		}
-	}
-	if o.Kind != "" {
-		return ValidateKind(o.Kind)
 	}
 	return nil
 }
@@ -294,63 +304,31 @@ func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessag
 }
 
 // enqueueRows inserts the messages in one transaction (one statement for
-// a single message of a known queue without a unique key) and reports, per
-// message, its id and whether it was a duplicate of a unique key's holder.
+// a single message of a known queue, without a unique key or with a new
+// one where the backend can) and reports, per message, its id and whether
+// it was a duplicate of a unique key's holder.
 func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.NewMessage) ([]int64, []bool, error) {
 	ids := make([]int64, len(rows))
 	dups := make([]bool, len(rows))
-	if _, known := c.knownQueues.Load(queue); known && len(rows) == 1 && rows[0].UniqueKey == "" {
-		id, err := c.drv.NoTx().MessageInsert(ctx, rows[0])
-		if err != nil {
-			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
-		}
-		c.queueWake(queue)
-		return []int64{id}, dups, nil
-	}
-	if id, ok, err := c.insertUniqueOne(ctx, queue, rows); err != nil || ok {
+	if id, ok, err := c.insertOne(ctx, queue, rows); err != nil || ok {
 		return []int64{id}, dups, err
 	}
 	added := false
 	err := c.inTx(ctx, func(tx driver.Tx) error {
-		added = false
 		if err := c.registerQueue(ctx, tx, queue); err != nil {
 			return err
 		}
 		if !anyUnique(rows) {
 			// Many messages in one statement where the backend can.
 			got, err := tx.MessageInsertMany(ctx, queue, rows)
-			if err != nil {
-				return err
-			}
 			copy(ids, got)
 			clear(dups)
-			added = true
-			return nil
+			added = err == nil
+			return err
 		}
-		for i, r := range rows {
-			dups[i] = false
-			if r.UniqueKey != "" {
-				holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires, r.UniqueStates)
-				if err != nil {
-					return err
-				}
-				if !reserved {
-					ids[i], dups[i] = holder, true
-					continue
-				}
-			}
-			id, err := tx.MessageInsert(ctx, r)
-			if err != nil {
-				return err
-			}
-			ids[i], added = id, true
-			if r.UniqueKey != "" {
-				if err := tx.UniqueSet(ctx, queue, r.UniqueKey, id, r.UniqueExpires); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		var err error
+		added, err = insertUnique(ctx, tx, queue, rows, ids, dups)
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
@@ -361,13 +339,61 @@ func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.Ne
 	return ids, dups, nil
 }
 
+// insertUnique inserts the messages one by one in tx, each with a unique
+// key only if it reserves the key, and fills in ids and dups; added says
+// whether any message was inserted.
+func insertUnique(ctx context.Context, tx driver.Tx, queue string, rows []driver.NewMessage, ids []int64, dups []bool) (added bool, err error) {
+	for i, r := range rows {
+		dups[i] = false
+		if r.UniqueKey != "" {
+			holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires, r.UniqueStates)
+			if err != nil {
+				return false, err
+			}
+			if !reserved {
+				ids[i], dups[i] = holder, true
+				continue
+			}
+		}
+		id, err := tx.MessageInsert(ctx, r)
+		if err != nil {
+			return false, err
+		}
+		ids[i], added = id, true
+		if r.UniqueKey != "" {
+			if err := tx.UniqueSet(ctx, queue, r.UniqueKey, id, r.UniqueExpires); err != nil {
+				return false, err
+			}
+		}
+	}
+	return added, nil
+}
+
+// insertOne enqueues a single message of a known queue in one statement:
+// without a unique key, or with a new one where the backend can
+// (insertUniqueOne). ok is false when the caller's transaction must do it.
+func (c *Client) insertOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
+	if _, known := c.knownQueues.Load(queue); !known || len(rows) != 1 {
+		return 0, false, nil
+	}
+	if rows[0].UniqueKey != "" {
+		return c.insertUniqueOne(ctx, queue, rows)
+	}
+	id, err := c.drv.NoTx().MessageInsert(ctx, rows[0])
+	if err != nil {
+		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
+	}
+	c.queueWake(queue)
+	return id, true, nil
+}
+
 // insertUniqueOne enqueues a single message with a new unique key in one
 // statement where the backend can (driver.UniqueInserter); ok is false
 // when the key exists or the backend cannot, and the caller's transaction
 // decides.
 func (c *Client) insertUniqueOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
 	ui, can := c.drv.(driver.UniqueInserter)
-	if _, known := c.knownQueues.Load(queue); !can || !known || len(rows) != 1 || rows[0].UniqueKey == "" {
+	if !can {
 		return 0, false, nil
 	}
 	id, ok, err := ui.MessageInsertUnique(ctx, rows[0])
@@ -643,20 +669,9 @@ func (o ClaimOptions) check() error {
 // there are some; otherwise it waits up to opts.Wait for one to arrive, and
 // returns ErrEmpty if none did.
 func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, error) {
-	if err := ValidateQueue(queue); err != nil {
+	opts, err := opts.fill(queue)
+	if err != nil {
 		return nil, err
-	}
-	if opts.Max <= 0 {
-		opts.Max = 1
-	}
-	if opts.Mode == Ordered && !opts.inOrderBatch {
-		opts.Max = 1
-	}
-	if err := opts.check(); err != nil {
-		return nil, err
-	}
-	if opts.Visibility <= 0 {
-		opts.Visibility = 30 * time.Second
 	}
 	if err := s.check(); err != nil {
 		return nil, err
@@ -672,10 +687,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
 		if err != nil {
 			settleDeadline(ctx)
-			if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
-				return nil, ErrEmpty
-			}
-			return nil, fmt.Errorf("baton: claim: %w", err)
+			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
 		}
 		if len(msgs) > 0 {
 			return msgs, nil
@@ -692,37 +704,59 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 			// the registration is not missed. Claims that find work at
 			// once never register (registering can cost a query).
 			if err := c.listening(ctx); err != nil {
-				if errors.Is(context.Cause(ctx), ErrEmpty) {
-					return nil, ErrEmpty
-				}
-				return nil, err
+				return nil, emptyOr(ctx, err)
 			}
 			wake = c.addQueueWaiter(queue)
 			defer c.removeQueueWaiter(queue, wake)
 			continue
 		}
-		// Wake-ups bring new messages; this poll is only the safety net
-		// for a lost one, so it is sparse.
-		sleep := 5 * c.opts.PollInterval
-		if dueIn > 0 && dueIn < sleep {
-			sleep = dueIn
+		if err := s.awaitWork(ctx, wake, dueIn); err != nil {
+			return nil, err
 		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-s.Done():
-			t.Stop()
-			return nil, s.Err()
-		case <-ctx.Done():
-			t.Stop()
-			if errors.Is(context.Cause(ctx), ErrEmpty) {
-				return nil, ErrEmpty
-			}
-			return nil, ctx.Err()
-		}
-		t.Stop()
 	}
+}
+
+// fill validates the options of a claim on queue and fills in defaults.
+func (o ClaimOptions) fill(queue string) (ClaimOptions, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return o, err
+	}
+	if o.Max <= 0 || (o.Mode == Ordered && !o.inOrderBatch) {
+		o.Max = 1
+	}
+	if o.Visibility <= 0 {
+		o.Visibility = 30 * time.Second
+	}
+	return o, o.check()
+}
+
+// emptyOr is ErrEmpty when ctx ended because a claim's wait ran out, err
+// otherwise.
+func emptyOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
+		return ErrEmpty
+	}
+	return err
+}
+
+// awaitWork waits for a wake-up of the queue, or for the sparse poll that
+// covers a lost one (sooner when the next message is due sooner).
+func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.Duration) error {
+	sleep := 5 * s.c.opts.PollInterval
+	if dueIn > 0 && dueIn < sleep {
+		sleep = dueIn
+	}
+	t := time.NewTimer(sleep)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-s.Done():
+		return s.Err()
+	case <-ctx.Done():
+		return emptyOr(ctx, ctx.Err())
+	}
+	return nil
 }
 
 // claimOnce claims what it can now; when nothing, dueIn is how long until

@@ -69,6 +69,7 @@ type Driver struct {
 	migrator *sqldriver.Migrator
 	hub      *hub
 	waiting  sync.Map // clientID -> *listenState
+	beat     beat
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
