@@ -388,15 +388,20 @@ func (c *Client) insertOne(ctx context.Context, queue string, rows []driver.NewM
 }
 
 // insertUniqueOne enqueues a single message with a new unique key in one
-// statement where the backend can (driver.UniqueInserter); ok is false
-// when the key exists or the backend cannot, and the caller's transaction
-// decides.
+// statement (PostgreSQL) or one short transaction where the backend can
+// (driver.UniqueInserter); ok is false when the key exists or the backend
+// cannot, and the caller's transaction decides.
 func (c *Client) insertUniqueOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
 	ui, can := c.drv.(driver.UniqueInserter)
 	if !can {
 		return 0, false, nil
 	}
-	id, ok, err := ui.MessageInsertUnique(ctx, rows[0])
+	var id int64
+	var ok bool
+	err := c.retrying(ctx, func() (err error) {
+		id, ok, err = ui.MessageInsertUnique(ctx, rows[0])
+		return err
+	})
 	if err != nil {
 		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
 	}

@@ -827,3 +827,35 @@ func (db *DB) CompleteStatements(c driver.Claim, keep bool) []driver.Statement {
 	return []driver.Statement{db.claimsStatement("message_move_many", c.SessionID, claims),
 		db.claimsStatement("message_ack_many", c.SessionID, claims)}
 }
+
+// MessageInsertUnique implements driver.UniqueInserter in one short
+// transaction: the key's row, then, when the key was new, the message and
+// the key naming it. A key that exists leaves nothing done.
+func (db *DB) MessageInsertUnique(ctx context.Context, m driver.NewMessage) (id int64, inserted bool, err error) {
+	t, err := db.BeginTx(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() {
+		if err != nil || !inserted {
+			_ = t.Rollback()
+		}
+	}()
+	res, err := t.exec(ctx, "unique_insert", m.Queue, m.UniqueKey, m.UniqueExpires)
+	if err != nil {
+		return 0, false, fmt.Errorf("unique_insert: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return 0, false, err
+	}
+	if id, err = t.MessageInsert(ctx, m); err != nil {
+		return 0, false, err
+	}
+	if err := t.UniqueSet(ctx, m.Queue, m.UniqueKey, id, m.UniqueExpires); err != nil {
+		return 0, false, err
+	}
+	if err := t.Commit(); err != nil {
+		return 0, false, err
+	}
+	return id, true, nil
+}
