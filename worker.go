@@ -290,20 +290,13 @@ func (w *worker) openCount() int {
 // fetch claims messages whenever the worker has room, until ctx ends or,
 // with Drain, until nothing is ready and nothing is open.
 func (w *worker) fetch(ctx context.Context) error {
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
+	for ctx.Err() == nil {
 		free := w.capacity() - w.openCount()
 		if free <= 0 {
-			select {
-			case <-w.settled:
-				continue
-			case <-ctx.Done():
-				return nil
-			case <-w.s.Done():
-				return w.s.Err()
+			if err := w.awaitRoom(ctx); err != nil {
+				return err
 			}
+			continue
 		}
 		openBefore := w.openCount()
 		wait := Forever
@@ -314,33 +307,9 @@ func (w *worker) fetch(ctx context.Context) error {
 		}
 		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
 			Kind: w.o.Kind, inOrderBatch: true})
-		switch {
-		case errors.Is(err, ErrEmpty):
-			// Only a claim made with nothing of ours open proves the queue
-			// has nothing ready: ordered and per-key claims skip what our own
-			// open messages hold back.
-			if w.o.Drain && openBefore == 0 {
-				return nil
-			}
-			if w.openCount() > 0 {
-				t := time.NewTimer(w.c.opts.PollInterval)
-				select {
-				case <-w.settled:
-				case <-t.C:
-				case <-ctx.Done():
-				}
-				t.Stop()
-			}
-			continue
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, ErrSessionLost), errors.Is(err, ErrClosed):
-			return err
-		case err != nil:
-			// The database is unreachable or similar: back off and retry.
-			select {
-			case <-time.After(w.c.opts.PollInterval):
-			case <-ctx.Done():
+		if err != nil {
+			if done, err := w.claimFailed(ctx, err, openBefore); done {
+				return err
 			}
 			continue
 		}
@@ -348,17 +317,71 @@ func (w *worker) fetch(ctx context.Context) error {
 			// The handlers ran dry and the claim was full: claim more.
 			w.adapt(true)
 		}
-		w.mu.Lock()
-		w.open += len(msgs)
-		for _, m := range msgs {
-			w.waiting[m] = true
+		w.dispatch(msgs)
+	}
+	return nil
+}
+
+// awaitRoom waits until an open message settles (the worker has room
+// again), ctx ends (nil) or the session does (its error).
+func (w *worker) awaitRoom(ctx context.Context) error {
+	select {
+	case <-w.settled:
+	case <-ctx.Done():
+	case <-w.s.Done():
+		return w.s.Err()
+	}
+	return nil
+}
+
+// claimFailed handles a claim's error: done says fetch ends (with err);
+// otherwise it has waited as the error asks and fetch claims again.
+func (w *worker) claimFailed(ctx context.Context, err error, openBefore int) (done bool, _ error) {
+	switch {
+	case errors.Is(err, ErrEmpty):
+		// Only a claim made with nothing of ours open proves the queue
+		// has nothing ready: ordered and per-key claims skip what our own
+		// open messages hold back.
+		if w.o.Drain && openBefore == 0 {
+			return true, nil
 		}
-		w.mu.Unlock()
-		// A new in-order batch: everything of the last one is settled.
-		w.broken.Store(false)
-		for _, m := range msgs {
-			w.jobs <- m
+		if w.openCount() > 0 {
+			w.pause(ctx, w.settled)
 		}
+		return false, nil
+	case ctx.Err() != nil:
+		return true, nil
+	case errors.Is(err, ErrSessionLost), errors.Is(err, ErrClosed):
+		return true, err
+	}
+	// The database is unreachable or similar: back off and retry.
+	w.pause(ctx, nil)
+	return false, nil
+}
+
+// pause waits a poll interval, or less when ch (if any) or ctx fires.
+func (w *worker) pause(ctx context.Context, ch <-chan struct{}) {
+	t := time.NewTimer(w.c.opts.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// dispatch hands claimed messages to the handlers.
+func (w *worker) dispatch(msgs []*Message) {
+	w.mu.Lock()
+	w.open += len(msgs)
+	for _, m := range msgs {
+		w.waiting[m] = true
+	}
+	w.mu.Unlock()
+	// A new in-order batch: everything of the last one is settled.
+	w.broken.Store(false)
+	for _, m := range msgs {
+		w.jobs <- m
 	}
 }
 

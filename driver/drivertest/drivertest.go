@@ -509,8 +509,20 @@ func testNotify(t *testing.T, d driver.Driver) {
 }
 
 func testQueue(t *testing.T, d driver.Driver) {
-	ctx := testCtx(t)
 	newSession(t, d, "w", "A", hour)
+	q := fillQueue(t, d)
+	checkQueueListing(t, d, q)
+	checkClaimCycle(t, d, q)
+	checkQueueControl(t, d, q)
+}
+
+// queueIDs are the messages fillQueue inserts.
+type queueIDs struct{ low, high, later int64 }
+
+// fillQueue registers queue q and inserts low, high (priority -5, a key,
+// metadata), later (due in an hour) and two messages in one statement.
+func fillQueue(t *testing.T, d driver.Driver) queueIDs {
+	ctx := testCtx(t)
 	tx := d.NoTx()
 	must(t, tx.QueueRegister(ctx, "q"))
 	must(t, tx.QueueRegister(ctx, "q")) // twice is fine
@@ -522,58 +534,70 @@ func testQueue(t *testing.T, d driver.Driver) {
 	if qs, _ := tx.QueueList(ctx); !slices.Equal(qs, []string{"q"}) {
 		t.Fatalf("QueueList = %v", qs)
 	}
-	low, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("low"), MaxAttempts: 3})
+	var q queueIDs
+	q.low, err = tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("low"), MaxAttempts: 3})
 	must(t, err)
-	high, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("high"), Priority: -5, MaxAttempts: 3, Key: "k", HasKey: true, Meta: `{"a":1}`})
+	q.high, err = tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("high"), Priority: -5, MaxAttempts: 3, Key: "k", HasKey: true, Meta: `{"a":1}`})
 	must(t, err)
-	later, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("later"), Delay: hour, MaxAttempts: 3})
+	q.later, err = tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("later"), Delay: hour, MaxAttempts: 3})
 	must(t, err)
 	many, err := tx.MessageInsertMany(ctx, "q", []driver.NewMessage{{Queue: "q", Payload: []byte("m1"), MaxAttempts: 1}, {Queue: "q", Payload: []byte("m2"), MaxAttempts: 1}})
 	must(t, err)
-	failIf(t, len(many) != 2 || many[0] >= many[1] || many[0] <= later, "MessageInsertMany ids %v (after %d): want two rising ids", many, later)
-	ms, err := tx.MessageByIDs(ctx, []int64{high})
+	failIf(t, len(many) != 2 || many[0] >= many[1] || many[0] <= q.later, "MessageInsertMany ids %v (after %d): want two rising ids", many, q.later)
+	return q
+}
+
+// checkQueueListing: a message read back, the due and not-yet-due lists
+// and the claim heads.
+func checkQueueListing(t *testing.T, d driver.Driver, q queueIDs) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	ms, err := tx.MessageByIDs(ctx, []int64{q.high})
 	must(t, err)
-	if len(ms) != 1 || string(ms[0].Payload) != "high" || ms[0].Priority != -5 || !ms[0].HasKey || ms[0].Key != "k" || ms[0].Meta != `{"a":1}` || ms[0].State != driver.MessageReady {
-		t.Fatalf("MessageByIDs = %+v", ms)
-	}
-	due := true
+	failIf(t, len(ms) != 1, "MessageByIDs = %+v", ms)
+	m := ms[0]
+	failIf(t, string(m.Payload) != "high" || m.Priority != -5 || !m.HasKey || m.Key != "k", "MessageByIDs = %+v", m)
+	failIf(t, m.Meta != `{"a":1}` || m.State != driver.MessageReady, "MessageByIDs = %+v", m)
+	due, notDue := true, false
 	ready, err := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Due: &due, Limit: 10})
 	must(t, err)
-	failIf(t, len(ready) != 4 || ready[0].ID != high || ready[1].ID != low, "due messages in claim order: %v", ids(ready))
-	notDue := false
-	if l, _ := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Due: &notDue, Limit: 10}); len(l) != 1 || l[0].ID != later {
-		t.Fatalf("messages not yet due: %v", ids(l))
-	}
+	failIf(t, len(ready) != 4 || ready[0].ID != q.high || ready[1].ID != q.low, "due messages in claim order: %v", ids(ready))
+	l, err := tx.MessageList(ctx, driver.ListFilter{Queue: "q", State: driver.MessageReady, Due: &notDue, Limit: 10})
+	must(t, err)
+	failIf(t, len(l) != 1 || l[0].ID != q.later, "messages not yet due: %v", ids(l))
 	heads, dueIn, err := tx.ClaimHeads(ctx, "q", 10)
 	must(t, err)
-	failIf(t, len(heads) != 5 || heads[0] != high || dueIn[len(dueIn)-1] <= 0, "ClaimHeads = %v %v", heads, dueIn)
+	failIf(t, len(heads) != 5 || heads[0] != q.high || dueIn[len(dueIn)-1] <= 0, "ClaimHeads = %v %v", heads, dueIn)
+}
 
+// checkClaimCycle: claims in order, extension, acknowledgement of the
+// current attempt only, release, and acknowledgement of many.
+func checkClaimCycle(t *testing.T, d driver.Driver, q queueIDs) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
 	claimed := claim(t, d, "q", "w", 2)
-	failIf(t, len(claimed) != 2 || claimed[0].ID != high || claimed[1].ID != low, "claimed %v, want high then low", ids(claimed))
+	failIf(t, len(claimed) != 2 || claimed[0].ID != q.high || claimed[1].ID != q.low, "claimed %v, want high then low", ids(claimed))
 	for _, m := range claimed {
-		failIf(t, m.State != driver.MessageClaimed || m.ClaimedBy != "w" || m.Attempt != 1 || !m.ClaimUntil.After(m.CreatedAt), "a claimed message: %+v", m)
+		failIf(t, m.State != driver.MessageClaimed || m.ClaimedBy != "w", "a claimed message: %+v", m)
+		failIf(t, m.Attempt != 1 || !m.ClaimUntil.After(m.CreatedAt), "a claimed message: %+v", m)
 	}
 	n, _ := tx.ClaimInFlight(ctx, "q")
 	failIf(t, n != 2, "ClaimInFlight = %d, want 2", n)
 	refs, _ := tx.ClaimsBySession(ctx, "w")
 	failIf(t, len(refs) != 2, "ClaimsBySession = %+v", refs)
-	c := driver.Claim{ID: high, SessionID: "w", Attempt: 1}
-	ok, err = tx.MessageExtend(ctx, c, hour)
+	c := driver.Claim{ID: q.high, SessionID: "w", Attempt: 1}
+	ok, err := tx.MessageExtend(ctx, c, hour)
 	failIf(t, !ok || err != nil, "MessageExtend: %v %v", ok, err)
-	if ok, err := tx.MessageAck(ctx, driver.Claim{ID: high, SessionID: "w", Attempt: 2}); ok || err != nil {
-		t.Fatalf("a claim of another attempt acknowledged: %v %v", ok, err)
-	}
+	ok, err = tx.MessageAck(ctx, driver.Claim{ID: q.high, SessionID: "w", Attempt: 2})
+	failIf(t, ok || err != nil, "a claim of another attempt acknowledged: %v %v", ok, err)
 	ok, err = tx.MessageAck(ctx, c)
 	failIf(t, !ok || err != nil, "MessageAck: %v %v", ok, err)
-	if ok, _ := tx.MessageAck(ctx, c); ok {
-		t.Fatal("a claim acknowledged twice")
-	}
-	if ok, err := tx.MessageRelease(ctx, driver.Claim{ID: low, SessionID: "w", Attempt: 1}); !ok || err != nil {
-		t.Fatalf("MessageRelease: %v %v", ok, err)
-	}
-	if ms, _ := tx.MessageByIDs(ctx, []int64{low}); ms[0].State != driver.MessageReady || ms[0].Attempt != 0 {
-		t.Fatalf("released message: %+v, want ready with its attempt taken back", ms[0])
-	}
+	ok, _ = tx.MessageAck(ctx, c)
+	failIf(t, ok, "a claim acknowledged twice")
+	ok, err = tx.MessageRelease(ctx, driver.Claim{ID: q.low, SessionID: "w", Attempt: 1})
+	failIf(t, !ok || err != nil, "MessageRelease: %v %v", ok, err)
+	ms, _ := tx.MessageByIDs(ctx, []int64{q.low})
+	failIf(t, ms[0].State != driver.MessageReady || ms[0].Attempt != 0, "released message: %+v, want ready with its attempt taken back", ms[0])
 	all := claim(t, d, "q", "w", 10)
 	failIf(t, len(all) != 3, "claimed %v, want low, m1, m2 (later is not due)", ids(all))
 	claims := make([]driver.Claim, len(all))
@@ -582,6 +606,13 @@ func testQueue(t *testing.T, d driver.Driver) {
 	}
 	n, err = tx.MessageAckMany(ctx, "w", claims)
 	failIf(t, n != 3 || err != nil, "MessageAckMany: %d %v", n, err)
+}
+
+// checkQueueControl: stats, the next due time, pausing, retry now and
+// delete of a waiting message.
+func checkQueueControl(t *testing.T, d driver.Driver, q queueIDs) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
 	st, err := tx.QueueStats(ctx, "q")
 	must(t, err)
 	failIf(t, st.Ready != 0 || st.Scheduled != 1 || st.Claimed != 0 || st.Dead != 0, "QueueStats = %+v, want one scheduled", st)
@@ -589,18 +620,15 @@ func testQueue(t *testing.T, d driver.Driver) {
 	failIf(t, !ok || err != nil || next <= 0 || next > hour, "QueueNextDue = %v %v %v", next, ok, err)
 	ok, err = tx.QueuePause(ctx, "q", true)
 	failIf(t, !ok || err != nil, "QueuePause: %v %v", ok, err)
-	if st, _ := tx.QueueStats(ctx, "q"); !st.Paused {
-		t.Fatal("a paused queue's stats say it is not")
-	}
-	if ok, _ := tx.QueuePause(ctx, "none", true); ok {
-		t.Fatal("QueuePause of an unknown queue")
-	}
-	must(t, err)
-	done, _, err := tx.MessageRetryNow(ctx, "q", later)
+	st, _ = tx.QueueStats(ctx, "q")
+	failIf(t, !st.Paused, "a paused queue's stats say it is not")
+	ok, _ = tx.QueuePause(ctx, "none", true)
+	failIf(t, ok, "QueuePause of an unknown queue")
+	done, _, err := tx.MessageRetryNow(ctx, "q", q.later)
 	failIf(t, !done || err != nil, "MessageRetryNow: %v %v", done, err)
-	done, _, err = tx.MessageDeleteWaiting(ctx, "q", later)
+	done, _, err = tx.MessageDeleteWaiting(ctx, "q", q.later)
 	failIf(t, !done || err != nil, "MessageDeleteWaiting: %v %v", done, err)
-	done, state, err := tx.MessageDeleteWaiting(ctx, "q", later)
+	done, state, err := tx.MessageDeleteWaiting(ctx, "q", q.later)
 	failIf(t, done || state != "" || err != nil, "MessageDeleteWaiting of a deleted message: %v %q %v", done, state, err)
 }
 

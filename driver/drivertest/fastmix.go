@@ -15,29 +15,38 @@ import (
 // LockRequestDelete, orphaned with their session, and released newest
 // first.
 func testFastPathSeen(t *testing.T, d driver.Driver) {
-	ctx := testCtx(t)
 	for _, s := range []string{"s1", "s2", "s3", "s4"} {
 		newSession(t, d, s, "C"+s, hour)
 	}
-	acquire := func(session string, id driver.Ident, mode string) driver.Request {
-		t.Helper()
-		r, ok, err := d.LockFastAcquire(ctx, fastParams(session, "C"+session, id, mode))
-		must(t, err)
-		failIf(t, !ok, "fast acquire of %v (%s) by %s refused", id, mode, session)
-		return r
-	}
-	first := acquire("s1", identA, driver.ModeRead)
-	other := acquire("s2", identA, driver.ModeRead)
-	again := acquire("s1", identA, driver.ModeRead)
+	first := fastAcquire(t, d, "s1", identA, driver.ModeRead)
+	other := fastAcquire(t, d, "s2", identA, driver.ModeRead)
+	again := fastAcquire(t, d, "s1", identA, driver.ModeRead)
 	failIf(t, !(first.Token < other.Token && other.Token < again.Token), "tokens %d, %d, %d do not rise in grant order", first.Token, other.Token, again.Token)
+	checkFastSeen(t, d, first, other, again)
+	checkFastReleaseOrder(t, d, first)
+	checkFastWaiter(t, d)
+	checkFastRemoved(t, d)
+}
 
+// fastAcquire takes a lock by the fast path, which must grant it.
+func fastAcquire(t *testing.T, d driver.Driver, session string, id driver.Ident, mode string) driver.Request {
+	t.Helper()
+	r, ok, err := d.LockFastAcquire(testCtx(t), fastParams(session, "C"+session, id, mode))
+	must(t, err)
+	failIf(t, !ok, "fast acquire of %v (%s) by %s refused", id, mode, session)
+	return r
+}
+
+// checkFastSeen: three readers of a (s1 twice, s2 between) in every list.
+func checkFastSeen(t *testing.T, d driver.Driver, first, other, again driver.Request) {
+	ctx := testCtx(t)
 	tx := d.NoTx()
 	rs, err := tx.LockRequestList(ctx, []driver.Ident{identA})
 	must(t, err)
 	failIf(t, len(rs) != 3 || rs[0].ID != first.ID || rs[1].ID != other.ID || rs[2].ID != again.ID, "LockRequestList = %+v, want the three grants in order", rs)
 	r := rs[0]
-	failIf(t, r.SessionID != "s1" || r.ClientID != "Cs1" || r.Mode != driver.ModeRead || r.Status != driver.StatusGranted || r.Token != first.Token || r.CallID != 1 || r.Ident != identA,
-		"the first fast grant reads back as %+v, granted as %+v", r, first)
+	failIf(t, r.SessionID != "s1" || r.ClientID != "Cs1" || r.Mode != driver.ModeRead || r.Status != driver.StatusGranted, "the first fast grant reads back as %+v", r)
+	failIf(t, r.Token != first.Token || r.CallID != 1 || r.Ident != identA, "the first fast grant reads back as %+v, granted as %+v", r, first)
 	mine, err := tx.LockRequestListBySession(ctx, "s1", driver.KindService, "ns")
 	must(t, err)
 	failIf(t, len(mine) != 2, "LockRequestListBySession(s1) = %+v, want 2", mine)
@@ -51,15 +60,22 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 	must(t, err)
 	failIf(t, len(info) != 3 || slices.IndexFunc(info, func(l driver.LockInfo) bool { return l.ID == first.ID && l.Owner == "owner s1" }) < 0,
 		"LockInfoList = %+v, want the three grants with their owners", info)
+}
 
-	// RELEASE_LOCK's order: the newest instance first.
+// checkFastReleaseOrder: RELEASE_LOCK's order, the newest instance first.
+func checkFastReleaseOrder(t *testing.T, d driver.Driver, first driver.Request) {
+	ctx := testCtx(t)
 	n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "ns", Name: "a", Limit: 1})
 	must(t, err)
-	mine, _ = tx.LockRequestListBySession(ctx, "s1", -1, "")
+	mine, _ := d.NoTx().LockRequestListBySession(ctx, "s1", -1, "")
 	failIf(t, n != 1 || len(mine) != 1 || mine[0].ID != first.ID, "releasing one instance freed %d and left %+v, want the oldest (%d) left", n, mine, first.ID)
+}
 
-	// A writer queued behind both readers is granted only when both are
-	// gone; the lock row counts every reader, however stored.
+// checkFastWaiter: a writer queued behind both readers of a is granted
+// only when both are gone; the lock row counts every reader, however
+// stored.
+func checkFastWaiter(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
 	var pending driver.Request
 	inTx(t, d, func(tx driver.Tx) {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{identA})
@@ -74,24 +90,34 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 		must(t, err)
 		return st[pending.ID].Status == driver.StatusGranted
 	}
-	release := func(session string) {
-		t.Helper()
-		n, waiting, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: session, Kind: driver.KindService, NS: "ns"})
-		must(t, err)
-		failIf(t, n != 1, "release of %s freed %d instances, want 1", session, n)
-		if len(waiting) > 0 {
-			if handled, err := d.LockRegrant(ctx, waiting); err != nil || !handled {
-				regrantInTx(t, d, waiting)
-			}
-		}
-	}
-	release("s1")
+	releaseAll(t, d, "s1")
 	failIf(t, granted(), "the writer was granted while s2 still reads")
-	release("s2")
+	releaseAll(t, d, "s2")
 	failIf(t, !granted(), "the writer still waits on a free lock")
+}
 
-	// Removed by id in a transaction, as a session's end removes it.
-	b := acquire("s4", identB, driver.ModeWrite)
+// releaseAll releases the session's one instance in namespace ns and
+// grants what that frees.
+func releaseAll(t *testing.T, d driver.Driver, session string) {
+	t.Helper()
+	n, waiting, err := d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: session, Kind: driver.KindService, NS: "ns"})
+	must(t, err)
+	failIf(t, n != 1, "release of %s freed %d instances, want 1", session, n)
+	if len(waiting) == 0 {
+		return
+	}
+	if handled, err := d.LockRegrant(testCtx(t), waiting); err != nil || !handled {
+		regrantInTx(t, d, waiting)
+	}
+}
+
+// checkFastRemoved: a fast grant removed by id in a transaction (as a
+// session's end removes it), released by an inline-only release, found
+// as a user lock's holder and as an orphan once its session is gone.
+func checkFastRemoved(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	b := fastAcquire(t, d, "s4", identB, driver.ModeWrite)
 	inTx(t, d, func(tx driver.Tx) {
 		st, err := tx.LockIdentLock(ctx, []driver.Ident{identB})
 		must(t, err)
@@ -99,23 +125,22 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 		st[0].Writers = 0
 		must(t, tx.LockIdentUpdate(ctx, st[0]))
 	})
-	mine, _ = tx.LockRequestListBySession(ctx, "s4", -1, "")
+	mine, _ := tx.LockRequestListBySession(ctx, "s4", -1, "")
 	failIf(t, len(mine) != 0, "LockRequestDelete left %+v", mine)
-	b2 := acquire("s1", identB, driver.ModeWrite)
+	b2 := fastAcquire(t, d, "s1", identB, driver.ModeWrite)
 	failIf(t, b2.Token <= b.Token, "token %d after a removed grant with %d", b2.Token, b.Token)
 
 	// A release told that the session holds only inline holders frees
 	// them (backends without inline holders ignore the hint).
 	c := driver.Ident{Kind: driver.KindService, NS: "inline", Name: "c"}
-	if r := acquire("s3", c, driver.ModeWrite); r.Inline {
+	if r := fastAcquire(t, d, "s3", c, driver.ModeWrite); r.Inline {
 		n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s3", Kind: driver.KindService, NS: "inline", InlineOnly: true})
 		must(t, err)
 		failIf(t, n != 1, "an inline-only release freed %d instances, want 1", n)
-		acquire("s1", c, driver.ModeWrite)
+		fastAcquire(t, d, "s1", c, driver.ModeWrite)
 	}
 
-	// A user lock's holder, and an orphan once its session is gone.
-	u := acquire("s4", identU, driver.ModeWrite)
+	u := fastAcquire(t, d, "s4", identU, driver.ModeWrite)
 	holder, ok, err := tx.LockUserHolder(ctx, identU.Name)
 	must(t, err)
 	failIf(t, !ok || holder != "s4", "LockUserHolder = %q %v, want s4", holder, ok)
