@@ -279,12 +279,30 @@ func testRequests(t *testing.T, d driver.Driver) {
 		p2 = insertRequest(t, tx, driver.Request{SessionID: "s2", ClientID: "B", Ident: identA, Mode: driver.ModeRead, Status: driver.StatusPending, CallID: 2})
 		u1 = insertRequest(t, tx, driver.Request{SessionID: "s1", ClientID: "A", Ident: identU, Mode: driver.ModeWrite, Status: driver.StatusGranted, CallID: 3, Token: 12})
 	})
+	checkRequestLists(t, d, g1, p2, u1)
+	checkRequestStatuses(t, d, g1, p2)
+
+	// A request whose session is gone is an orphan.
+	tx := d.NoTx()
+	o, _ := tx.LockRequestListOrphans(ctx, 10)
+	failIf(t, len(o) != 0, "orphans while every session lives: %+v", o)
+	must(t, tx.SessionDelete(ctx, "s1"))
+	o, err := tx.LockRequestListOrphans(ctx, 10)
+	must(t, err)
+	failIf(t, len(o) != 1 || o[0].ID != u1.ID, "LockRequestListOrphans = %+v, want the dead session's request", o)
+}
+
+// checkRequestLists: the requests by identifier, session, call, user-lock
+// holder and monitoring.
+func checkRequestLists(t *testing.T, d driver.Driver, g1, p2, u1 driver.Request) {
+	ctx := testCtx(t)
 	tx := d.NoTx()
 	rs, err := tx.LockRequestList(ctx, []driver.Ident{identA})
 	must(t, err)
 	failIf(t, len(rs) != 2 || rs[0].ID != g1.ID || rs[1].ID != p2.ID, "LockRequestList = %+v, want the granted then the pending request", rs)
 	r := rs[0]
-	failIf(t, r.SessionID != "s1" || r.ClientID != "A" || r.Mode != driver.ModeWrite || r.Status != driver.StatusGranted || r.Token != 11 || r.CallID != 1 || r.Ident != identA, "stored %+v, read %+v", g1, r)
+	failIf(t, r.SessionID != "s1" || r.ClientID != "A" || r.Mode != driver.ModeWrite || r.Status != driver.StatusGranted, "stored %+v, read %+v", g1, r)
+	failIf(t, r.Token != 11 || r.CallID != 1 || r.Ident != identA, "stored %+v, read %+v", g1, r)
 	mine, err := tx.LockRequestListBySession(ctx, "s1", -1, "")
 	must(t, err)
 	failIf(t, len(mine) != 2, "LockRequestListBySession(every kind) = %+v, want 2", mine)
@@ -297,16 +315,21 @@ func testRequests(t *testing.T, d driver.Driver) {
 	holder, ok, err := tx.LockUserHolder(ctx, identU.Name)
 	must(t, err)
 	failIf(t, !ok || holder != "s1", "LockUserHolder = %q %v, want s1", holder, ok)
-	if _, ok, _ := tx.LockUserHolder(ctx, "nobody"); ok {
-		t.Fatal("LockUserHolder found a holder of an unused lock")
-	}
+	_, ok, _ = tx.LockUserHolder(ctx, "nobody")
+	failIf(t, ok, "LockUserHolder found a holder of an unused lock")
 	info, err := tx.LockInfoList(ctx)
 	must(t, err)
 	i := slices.IndexFunc(info, func(l driver.LockInfo) bool { return l.ID == g1.ID })
-	failIf(t, len(info) != 3 || i < 0 || info[i].Owner != "owner s1" || info[i].Host != "host-A" || info[i].PID != 4242, "LockInfoList = %+v", info)
+	failIf(t, len(info) != 3 || i < 0, "LockInfoList = %+v", info)
+	failIf(t, info[i].Owner != "owner s1" || info[i].Host != "host-A" || info[i].PID != 4242, "LockInfoList = %+v", info)
+}
 
-	// Compare-and-set of a status.
-	ok, err = tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusGranted, 13)
+// checkRequestStatuses: compare-and-set of a status, statuses by id,
+// deletion.
+func checkRequestStatuses(t *testing.T, d driver.Driver, g1, p2 driver.Request) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	ok, err := tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusGranted, 13)
 	failIf(t, !ok || err != nil, "pending to granted: %v %v", ok, err)
 	ok, err = tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusDeadlock, 0)
 	failIf(t, ok || err != nil, "a status changed from a value it did not have: %v %v", ok, err)
@@ -314,17 +337,8 @@ func testRequests(t *testing.T, d driver.Driver) {
 	must(t, err)
 	failIf(t, len(st) != 2 || st[p2.ID].Status != driver.StatusGranted || st[p2.ID].Token != 13, "LockRequestStatuses = %+v", st)
 	must(t, tx.LockRequestDelete(ctx, []int64{g1.ID, p2.ID}))
-	if st, _ := tx.LockRequestStatuses(ctx, []int64{g1.ID, p2.ID}); len(st) != 0 {
-		t.Fatalf("LockRequestDelete left %+v", st)
-	}
-
-	// A request whose session is gone is an orphan.
-	o, _ := tx.LockRequestListOrphans(ctx, 10)
-	failIf(t, len(o) != 0, "orphans while every session lives: %+v", o)
-	must(t, tx.SessionDelete(ctx, "s1"))
-	o, err = tx.LockRequestListOrphans(ctx, 10)
-	must(t, err)
-	failIf(t, len(o) != 1 || o[0].ID != u1.ID, "LockRequestListOrphans = %+v, want the dead session's request", o)
+	st, _ = tx.LockRequestStatuses(ctx, []int64{g1.ID, p2.ID})
+	failIf(t, len(st) != 0, "LockRequestDelete left %+v", st)
 }
 
 func fastParams(session, client string, id driver.Ident, mode string) driver.FastAcquireParams {
@@ -335,18 +349,13 @@ func testFastPath(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
 	newSession(t, d, "s1", "A", hour)
 	newSession(t, d, "s2", "B", hour)
-	r, ok, err := d.LockFastAcquire(ctx, fastParams("s1", "A", identA, driver.ModeWrite))
-	must(t, err)
-	failIf(t, !ok || r.ID <= 0 || r.Status != driver.StatusGranted || r.Token <= 0 || r.SessionID != "s1", "fast acquire of a free lock: %+v %v", r, ok)
-	_, ok, err = d.LockFastAcquire(ctx, fastParams("s2", "B", identA, driver.ModeRead))
+	r := fastAcquire(t, d, "s1", identA, driver.ModeWrite)
+	failIf(t, r.ID <= 0 || r.Status != driver.StatusGranted || r.Token <= 0 || r.SessionID != "s1", "fast acquire of a free lock: %+v", r)
+	_, ok, err := d.LockFastAcquire(ctx, fastParams("s2", "B", identA, driver.ModeRead))
 	failIf(t, ok || err != nil, "fast acquire granted a read under a write: %v %v", ok, err)
 	_, ok, err = d.LockFastAcquire(ctx, fastParams("s2", "B", identB, driver.ModeRead))
 	failIf(t, !ok || err != nil, "fast acquire of another name: %v %v", ok, err)
-	r2, ok, err := d.LockFastAcquire(ctx, fastParams("s1", "A", identB, driver.ModeRead))
-	must(t, err)
-	if !ok {
-		t.Fatal("fast acquire refused a second reader")
-	}
+	r2 := fastAcquire(t, d, "s1", identB, driver.ModeRead) // a second reader
 	failIf(t, r2.Token == r.Token, "two grants share the fencing token %d", r.Token)
 	n, waiting, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "ns", Name: "a"})
 	must(t, err)
@@ -361,18 +370,24 @@ func testFastPath(t *testing.T, d driver.Driver) {
 	rs, _ := d.NoTx().LockRequestListBySession(ctx, "s2", -1, "")
 	failIf(t, len(rs) != 0, "left after release: %+v", rs)
 	if m, ok := d.(driver.ManyAcquirer); ok {
-		names := []string{"m1", "m2", "m3"}
-		p := fastParams("s1", "A", driver.Ident{Kind: driver.KindService, NS: "many"}, driver.ModeWrite)
-		rs, ok, err := m.LockFastAcquireMany(ctx, p, names)
-		must(t, err)
-		failIf(t, !ok || len(rs) != 3 || rs[0].Name != "m1" || rs[2].Name != "m3", "LockFastAcquireMany = %+v %v", rs, ok)
-		p.SessionID, p.ClientID = "s2", "B"
-		if rs, ok, err := m.LockFastAcquireMany(ctx, p, []string{"m0", "m3"}); ok || err != nil || len(rs) != 0 {
-			t.Fatalf("LockFastAcquireMany granted some of a conflicting set: %+v %v %v", rs, ok, err)
-		}
-		rs, _ = d.NoTx().LockRequestListBySession(ctx, "s2", -1, "")
-		failIf(t, len(rs) != 0, "a refused LockFastAcquireMany left %+v", rs)
+		checkAcquireMany(t, d, m)
 	}
+}
+
+// checkAcquireMany: several free names at once, and none of a set of
+// which one is taken.
+func checkAcquireMany(t *testing.T, d driver.Driver, m driver.ManyAcquirer) {
+	ctx := testCtx(t)
+	names := []string{"m1", "m2", "m3"}
+	p := fastParams("s1", "A", driver.Ident{Kind: driver.KindService, NS: "many"}, driver.ModeWrite)
+	rs, ok, err := m.LockFastAcquireMany(ctx, p, names)
+	must(t, err)
+	failIf(t, !ok || len(rs) != 3 || rs[0].Name != "m1" || rs[2].Name != "m3", "LockFastAcquireMany = %+v %v", rs, ok)
+	p.SessionID, p.ClientID = "s2", "B"
+	rs, ok, err = m.LockFastAcquireMany(ctx, p, []string{"m0", "m3"})
+	failIf(t, ok || err != nil || len(rs) != 0, "LockFastAcquireMany granted some of a conflicting set: %+v %v %v", rs, ok, err)
+	rs, _ = d.NoTx().LockRequestListBySession(ctx, "s2", -1, "")
+	failIf(t, len(rs) != 0, "a refused LockFastAcquireMany left %+v", rs)
 }
 
 // testFastReleaseWaiters: with a waiter queued on the identifier (as the
@@ -443,31 +458,7 @@ func testWaitGraph(t *testing.T, d driver.Driver) {
 
 func testNotify(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
-	got := make(chan [2]string, 16)
-	woken := make(chan struct{}, 16)
-	stop, err := d.Listen(ctx, driver.ListenParams{
-		ClientID: "L",
-		Wake: func([]driver.Request) {
-			select {
-			case woken <- struct{}{}:
-			default:
-			}
-		},
-		Notify: func(ch, payload string) {
-			if strings.HasPrefix(ch, "#") {
-				return // the engine's own channels (queue wake-ups)
-			}
-			select {
-			case got <- [2]string{ch, payload}:
-			default:
-			}
-		},
-		Interval: 50 * time.Millisecond,
-	})
-	must(t, err)
-	defer stop()
-	d.SetNotifying("L", true)
-	d.SetWaiting("L", true)
+	got, woken := listenTo(t, d)
 	// Notifications sent before the listener is ready may be missed:
 	// resend until one arrives, then check the order of the next two.
 	deadline := time.Now().Add(20 * time.Second)
@@ -475,14 +466,10 @@ func testNotify(t *testing.T, d driver.Driver) {
 		must(t, d.Notify(ctx, "ch", "hello"))
 		select {
 		case n := <-got:
-			if n != [2]string{"ch", "hello"} {
-				t.Fatalf("received %q", n)
-			}
+			failIf(t, n != [2]string{"ch", "hello"}, "received %q", n)
 			first = true
 		case <-time.After(200 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatal("no notification delivered")
-			}
+			failIf(t, time.Now().After(deadline), "no notification delivered")
 		}
 	}
 	for len(got) > 0 {
@@ -506,6 +493,38 @@ func testNotify(t *testing.T, d driver.Driver) {
 	}
 	q, args := d.NotifyStatement("ch", "p")
 	failIf(t, q == "" || len(args) == 0, "NotifyStatement = %q %v", q, args)
+}
+
+// listenTo starts client L's listener, notifying and waiting: it delivers
+// notifications (but the engine's own channels) on got and wake-ups on
+// woken, until the test ends.
+func listenTo(t *testing.T, d driver.Driver) (got chan [2]string, woken chan struct{}) {
+	got = make(chan [2]string, 16)
+	woken = make(chan struct{}, 16)
+	stop, err := d.Listen(testCtx(t), driver.ListenParams{
+		ClientID: "L",
+		Wake: func([]driver.Request) {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		},
+		Notify: func(ch, payload string) {
+			if strings.HasPrefix(ch, "#") {
+				return // the engine's own channels (queue wake-ups)
+			}
+			select {
+			case got <- [2]string{ch, payload}:
+			default:
+			}
+		},
+		Interval: 50 * time.Millisecond,
+	})
+	must(t, err)
+	t.Cleanup(stop)
+	d.SetNotifying("L", true)
+	d.SetWaiting("L", true)
+	return got, woken
 }
 
 func testQueue(t *testing.T, d driver.Driver) {
@@ -694,7 +713,8 @@ func testQueueRetryBury(t *testing.T, d driver.Driver) {
 	}
 	ms, err := tx.MessageByIDs(ctx, []int64{id})
 	must(t, err)
-	failIf(t, ms[0].State != driver.MessageReady || ms[0].LastError != "boom" || ms[0].Attempt != 1 || !ms[0].RunAt.After(time.Now().Add(30*time.Minute)), "retried message: %+v, want ready an hour from now with its error", ms[0])
+	failIf(t, ms[0].State != driver.MessageReady || ms[0].LastError != "boom", "retried message: %+v, want ready with its error", ms[0])
+	failIf(t, ms[0].Attempt != 1 || !ms[0].RunAt.After(time.Now().Add(30*time.Minute)), "retried message: %+v, want attempt 1, an hour from now", ms[0])
 	got := claim(t, d, "q", "w", 1)
 	failIf(t, len(got) != 0, "claimed a message backing off: %v", ids(got))
 	done, _, err := tx.MessageRetryNow(ctx, "q", id)
@@ -704,14 +724,23 @@ func testQueueRetryBury(t *testing.T, d driver.Driver) {
 	if ok, err := tx.MessageFinish(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: 2}, driver.MessageDead, &driver.AttemptError{Attempt: 2, Error: "gave up"}); !ok || err != nil {
 		t.Fatalf("MessageFinish dead: %v %v", ok, err)
 	}
+	checkDeadLetters(t, d, id)
+}
+
+// checkDeadLetters: the buried message id in the dead letters, re-driven,
+// deleted; throughput counts; purging an empty dead letter list.
+func checkDeadLetters(t *testing.T, d driver.Driver, id int64) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
 	dead, err := tx.DeadList(ctx, "q", 10)
 	must(t, err)
-	failIf(t, len(dead) != 1 || dead[0].ID != id || dead[0].LastError != "gave up" || dead[0].Attempt != 2 || string(dead[0].Payload) != "x", "DeadList = %+v", dead)
+	failIf(t, len(dead) != 1 || dead[0].ID != id || dead[0].LastError != "gave up", "DeadList = %+v", dead)
+	failIf(t, dead[0].Attempt != 2 || string(dead[0].Payload) != "x", "DeadList = %+v", dead)
 	st, _ := tx.QueueStats(ctx, "q")
 	failIf(t, st.Dead != 1 || st.Ready != 0, "QueueStats after a burial: %+v", st)
 	n, err := tx.DeadRedrive(ctx, "q")
 	failIf(t, n != 1 || err != nil, "DeadRedrive: %d %v", n, err)
-	got = claim(t, d, "q", "w", 1)
+	got := claim(t, d, "q", "w", 1)
 	failIf(t, len(got) != 1 || string(got[0].Payload) != "x", "the re-driven message is not claimable: %+v", got)
 	n, err = tx.QueueDeleteMessages(ctx, "q")
 	failIf(t, n != 1 || err != nil, "QueueDeleteMessages: %d %v", n, err)
