@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -142,6 +143,49 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	return cmd
 }
 
+// queueStats reads the stats of the queue named in args, or of every queue
+// (an empty, non-nil list when there is none).
+func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.QueueStats, error) {
+	names := args
+	if len(args) == 0 {
+		var err error
+		if names, err = c.Queues(ctx); err != nil {
+			return nil, err
+		}
+	}
+	all := []baton.QueueStats{}
+	for _, q := range names {
+		st, err := c.Stats(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, st)
+	}
+	return all, nil
+}
+
+// printStats prints queue stats as a table.
+func printStats(all []baton.QueueStats) error {
+	if len(all) == 0 {
+		fmt.Println("no queues")
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)")
+	for _, st := range all {
+		oldest := "-"
+		if st.Ready > 0 {
+			oldest = st.OldestReady.Round(time.Millisecond).String()
+		}
+		name := st.Queue
+		if st.Paused {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", name, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
+	}
+	return tw.Flush()
+}
+
 func queueStatsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -176,53 +220,17 @@ A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 				return err
 			}
 			defer c.Close()
-			var all []baton.QueueStats
-			if len(args) == 1 {
-				st, err := c.Stats(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				all = append(all, st)
-			} else {
-				names, err := c.Queues(ctx)
-				if err != nil {
-					return err
-				}
-				for _, q := range names {
-					st, err := c.Stats(ctx, q)
-					if err != nil {
-						return err
-					}
-					all = append(all, st)
-				}
+			all, err := queueStats(ctx, c, args)
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				if len(args) == 1 {
 					return printJSON(all[0])
 				}
-				if all == nil {
-					all = []baton.QueueStats{}
-				}
 				return printJSON(all)
 			}
-			if len(all) == 0 {
-				fmt.Println("no queues")
-				return nil
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)")
-			for _, st := range all {
-				oldest := "-"
-				if st.Ready > 0 {
-					oldest = st.OldestReady.Round(time.Millisecond).String()
-				}
-				name := st.Queue
-				if st.Paused {
-					name += " (paused)"
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", name, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
-			}
-			return tw.Flush()
+			return printStats(all)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: an array (every queue) or an object (QUEUE)")
