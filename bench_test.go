@@ -17,16 +17,7 @@ import (
 func BenchmarkLockPair(b *testing.B) {
 	for _, be := range batontest.All() {
 		b.Run(be.Name, func(b *testing.B) {
-			dsn := be.NewDSN(b)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			c, err := baton.Open(ctx, dsn)
-			if err != nil {
-				b.Fatalf("open %s: %v", be.Name, err)
-			}
-			// Registered after NewDSN's cleanup, so it runs before the
-			// scratch database is dropped.
-			b.Cleanup(func() { _ = c.Close() })
+			ctx, c := benchClient(b, be)
 			s, err := c.NewSession(ctx)
 			if err != nil {
 				b.Fatal(err)
@@ -51,14 +42,7 @@ func BenchmarkLockPair(b *testing.B) {
 func BenchmarkEnqueueMany(b *testing.B) {
 	for _, be := range batontest.All() {
 		b.Run(be.Label, func(b *testing.B) {
-			dsn := be.NewDSN(b)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			c, err := baton.Open(ctx, dsn)
-			if err != nil {
-				b.Fatalf("open %s: %v", be.Name, err)
-			}
-			b.Cleanup(func() { _ = c.Close() })
+			ctx, c := benchClient(b, be)
 			batch := make([]baton.NewMessage, 1000)
 			for i := range batch {
 				batch[i] = baton.NewMessage{Payload: []byte(`{"n":1}`)}
@@ -128,14 +112,7 @@ func BenchmarkDrain(b *testing.B) {
 func BenchmarkEnqueueUnique(b *testing.B) {
 	for _, be := range batontest.All() {
 		b.Run(be.Label, func(b *testing.B) {
-			dsn := be.NewDSN(b)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			c, err := baton.Open(ctx, dsn)
-			if err != nil {
-				b.Fatalf("open %s: %v", be.Name, err)
-			}
-			b.Cleanup(func() { _ = c.Close() })
+			ctx, c := benchClient(b, be)
 			payload := []byte(`{"n":1}`)
 			if _, err := c.Enqueue(ctx, "bench", payload); err != nil {
 				b.Fatal(err)
@@ -159,4 +136,22 @@ func BenchmarkEnqueueUnique(b *testing.B) {
 			b.ReportMetric(plain.Seconds()/unique.Seconds(), "ratio")
 		})
 	}
+}
+
+// benchClient opens a client on a scratch database of the backend, closed
+// (before the database is dropped) when the benchmark ends, with a context
+// for its calls.
+func benchClient(b *testing.B, be batontest.Backend) (context.Context, *baton.Client) {
+	b.Helper()
+	dsn := be.NewDSN(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b.Cleanup(cancel)
+	c, err := baton.Open(ctx, dsn)
+	if err != nil {
+		b.Fatalf("open %s: %v", be.Name, err)
+	}
+	// Registered after NewDSN's cleanup, so it runs before the scratch
+	// database is dropped.
+	b.Cleanup(func() { _ = c.Close() })
+	return ctx, c
 }

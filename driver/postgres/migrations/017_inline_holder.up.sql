@@ -26,6 +26,34 @@ UNION ALL
 SELECT h_id, h_session, h_client, kind, ns, name, h_mode, 'G', h_call, h_token, h_at, h_at
   FROM {p}lock_idents WHERE h_id IS NOT NULL;
 
+-- {p}grantable is the rule of internal/lockcore.Grants for one waiting
+-- request of session sess in mode md: granted now unless another
+-- session's granted instance (g_sess, g_mode) conflicts, or, when sess
+-- holds nothing here, another session's earlier waiting request (w_sess,
+-- w_mode) does. {p}regrant and {p}request (migration 018) walk the queue
+-- with it.
+-- statement
+CREATE FUNCTION {p}grantable(sess text, md text, g_sess text[], g_mode text[], w_sess text[], w_mode text[])
+RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(g_sess, 1), 0) LOOP
+        IF g_sess[i] <> sess AND (g_mode[i] = 'W' OR md = 'W') THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    IF sess = ANY (g_sess) THEN
+        RETURN true;
+    END IF;
+    FOR i IN 1 .. coalesce(array_length(w_sess, 1), 0) LOOP
+        IF w_sess[i] <> sess AND (w_mode[i] = 'W' OR md = 'W') THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    RETURN true;
+END
+$$;
+-- end
+
 -- {p}regrant as in migration 002, the inline holder counted as a granted
 -- instance (it is the identifier's oldest).
 -- statement
@@ -40,9 +68,7 @@ DECLARE
     w_sess    text[] := '{}';
     w_mode    text[] := '{}';
     payload   text := '';
-    holds     boolean;
     ok        boolean;
-    i         integer;
     granted   integer := 0;
 BEGIN
     SELECT li.fence, li.h_id, li.h_session, li.h_mode INTO st
@@ -62,22 +88,7 @@ BEGIN
     END LOOP;
     FOR r IN SELECT q.id, q.session_id, q.client_id, q.mode FROM {p}lock_requests q
               WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status = 'P' ORDER BY q.id LOOP
-        holds := r.session_id = ANY (g_sess);
-        ok := true;
-        FOR i IN 1 .. coalesce(array_length(g_sess, 1), 0) LOOP
-            IF g_sess[i] <> r.session_id AND (g_mode[i] = 'W' OR r.mode = 'W') THEN
-                ok := false;
-                EXIT;
-            END IF;
-        END LOOP;
-        IF ok AND NOT holds THEN
-            FOR i IN 1 .. coalesce(array_length(w_sess, 1), 0) LOOP
-                IF w_sess[i] <> r.session_id AND (w_mode[i] = 'W' OR r.mode = 'W') THEN
-                    ok := false;
-                    EXIT;
-                END IF;
-            END LOOP;
-        END IF;
+        ok := {p}grantable(r.session_id, r.mode, g_sess, g_mode, w_sess, w_mode);
         IF ok THEN
             top := top + 1;
             UPDATE {p}lock_requests

@@ -17,9 +17,7 @@ DECLARE
     g_mode  text[] := '{}';
     w_sess  text[] := '{}';
     w_mode  text[] := '{}';
-    holds   boolean;
     ok      boolean;
-    i       integer;
     now_us  bigint := (extract(epoch from clock_timestamp()) * 1000000)::bigint;
     new_id  bigint;
 BEGIN
@@ -46,22 +44,7 @@ BEGIN
               WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status = 'P'
              UNION ALL SELECT 9223372036854775807, sess, md
              ORDER BY 1 LOOP
-        holds := r.session_id = ANY (g_sess);
-        ok := true;
-        FOR i IN 1 .. coalesce(array_length(g_sess, 1), 0) LOOP
-            IF g_sess[i] <> r.session_id AND (g_mode[i] = 'W' OR r.mode = 'W') THEN
-                ok := false;
-                EXIT;
-            END IF;
-        END LOOP;
-        IF ok AND NOT holds THEN
-            FOR i IN 1 .. coalesce(array_length(w_sess, 1), 0) LOOP
-                IF w_sess[i] <> r.session_id AND (w_mode[i] = 'W' OR r.mode = 'W') THEN
-                    ok := false;
-                    EXIT;
-                END IF;
-            END LOOP;
-        END IF;
+        ok := {p}grantable(r.session_id, r.mode, g_sess, g_mode, w_sess, w_mode);
         IF ok THEN
             g_sess := g_sess || r.session_id;
             g_mode := g_mode || r.mode;
