@@ -383,9 +383,10 @@ func (c *Client) listOne(ctx context.Context, s segment, kind, pos string, limit
 func (c *Client) readPage(ctx context.Context, limit int, read func(driver.Tx) ([]driver.Message, error),
 	position func(last driver.Message) string) ([]MessageInfo, string, error) {
 	var rows []driver.Message
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		rows, err = read(tx)
+	// One statement, outside any transaction: a listing never waits for
+	// SQLite's write lock (a program's open transaction may hold it).
+	err := c.retrying(ctx, func() (err error) {
+		rows, err = read(c.drv.NoTx())
 		return err
 	})
 	if err != nil {

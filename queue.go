@@ -459,6 +459,53 @@ func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload
 	return ids[0], nil
 }
 
+// rowsQuerier reads rows: *sql.Tx has it.
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// payloadsQuerier reads rows of an id and a payload: the adapters of other
+// transaction types (postgres.PgxTx) have it.
+type payloadsQuerier interface {
+	QueryIDPayloads(ctx context.Context, query string, args ...any) ([]int64, [][]byte, error)
+}
+
+// WaitingTx lists the waiting messages (scheduled, ready or retrying) of
+// one kind in queue as the caller's transaction sees them, ids and
+// payloads in claim order: what the transaction enqueued is there before
+// it commits. tx is a *sql.Tx, or a pgx transaction through
+// postgres.PgxTx. For tests (the jobtest package) and checks; it reads
+// every such message.
+func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (ids []int64, payloads [][]byte, err error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, nil, err
+	}
+	if err := ValidateKind(kind); err != nil {
+		return nil, nil, err
+	}
+	q, args := c.drv.WaitingStatement(queue, kind)
+	switch t := tx.(type) {
+	case payloadsQuerier:
+		return t.QueryIDPayloads(ctx, q, args...)
+	case rowsQuerier:
+		rows, err := t.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("baton: waiting messages: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var p []byte
+			if err := rows.Scan(&id, &p); err != nil {
+				return nil, nil, fmt.Errorf("baton: waiting messages: %w", err)
+			}
+			ids, payloads = append(ids, id), append(payloads, p)
+		}
+		return ids, payloads, rows.Err()
+	}
+	return nil, nil, fmt.Errorf("%w: %T cannot read rows (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx)
+}
+
 // idQuerier runs a statement that returns one id: the adapters of other
 // transaction types (postgres.PgxTx) have it.
 type idQuerier interface {

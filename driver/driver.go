@@ -218,6 +218,11 @@ type Driver interface {
 	// returns the new id as a row (otherwise: the result's LastInsertId).
 	EnqueueStatement(m NewMessage) (query string, args []any, returnsID bool)
 
+	// WaitingStatement is the statement that lists the waiting messages of
+	// a kind in a queue inside the caller's transaction: rows of id and
+	// payload, in claim order.
+	WaitingStatement(queue, kind string) (query string, args []any)
+
 	// CompleteStatements are the statements that complete a claim inside
 	// the caller's transaction: to the history when keep is set, deleted
 	// otherwise. The last one affects one row when the claim was current,

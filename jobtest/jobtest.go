@@ -1,6 +1,7 @@
 // Package jobtest helps the tests of programs that enqueue and handle
 // baton messages: assert that a message of a kind was enqueued with given
-// arguments, and run workers synchronously until nothing is ready.
+// arguments (committed, or in the caller's transaction), and run workers
+// synchronously until nothing is ready.
 //
 //	func TestSignup(t *testing.T) {
 //		c := openClient(t) // any baton.Client, SQLite in a t.TempDir() is enough
@@ -60,14 +61,50 @@ func Enqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string) ([]
 // round trip), and returns that message's id.
 func RequireEnqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string, want T) int64 {
 	tb.Helper()
-	norm := roundTrip(tb, want)
 	args, ids := Enqueued[T](tb, c, queue)
+	return requireIn(tb, queue, want, args, ids, "")
+}
+
+// EnqueuedTx is Enqueued as the caller's transaction tx sees the queue (a
+// *sql.Tx, or a pgx transaction through postgres.PgxTx): messages it
+// enqueued are there before it commits.
+func EnqueuedTx[T baton.JobArgs](tb testing.TB, c *baton.Client, tx baton.Execer, queue string) ([]T, []int64) {
+	tb.Helper()
+	var zero T
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ids, payloads, err := c.WaitingTx(ctx, tx, queue, zero.Kind())
+	if err != nil {
+		tb.Fatalf("jobtest: list the waiting messages of kind %q in %s in the transaction: %v", zero.Kind(), queue, err)
+	}
+	args := make([]T, len(ids))
+	for i, p := range payloads {
+		if err := json.Unmarshal(p, &args[i]); err != nil {
+			tb.Fatalf("jobtest: message %d of kind %q: the arguments do not decode: %v", ids[i], zero.Kind(), err)
+		}
+	}
+	return args, ids
+}
+
+// RequireEnqueuedTx is RequireEnqueued in the caller's transaction tx: a
+// message the transaction enqueued passes before it commits.
+func RequireEnqueuedTx[T baton.JobArgs](tb testing.TB, c *baton.Client, tx baton.Execer, queue string, want T) int64 {
+	tb.Helper()
+	args, ids := EnqueuedTx[T](tb, c, tx, queue)
+	return requireIn(tb, queue, want, args, ids, " in the transaction")
+}
+
+// requireIn returns the id of the first of args equal to want, and fails
+// the test when there is none.
+func requireIn[T baton.JobArgs](tb testing.TB, queue string, want T, args []T, ids []int64, where string) int64 {
+	tb.Helper()
+	norm := roundTrip(tb, want)
 	for i, a := range args {
 		if reflect.DeepEqual(a, norm) {
 			return ids[i]
 		}
 	}
-	tb.Fatalf("jobtest: no waiting message of kind %q in %s has the arguments %+v (waiting: %+v)", want.Kind(), queue, want, args)
+	tb.Fatalf("jobtest: no waiting message of kind %q in %s%s has the arguments %+v (waiting: %+v)", want.Kind(), queue, where, want, args)
 	return 0
 }
 

@@ -5,8 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/batonhq/baton"
+	_ "github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/driver/postgres"
 	_ "github.com/batonhq/baton/driver/sqlite"
+	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/jobtest"
 )
 
@@ -69,4 +74,73 @@ func TestRequireEnqueuedAndWork(t *testing.T) {
 		t.Fatalf("sent %v", sent)
 	}
 	jobtest.RequireNotEnqueued[welcome](t, c, "mail")
+}
+
+// TestRequireEnqueuedTx: a message enqueued in the caller's transaction
+// passes RequireEnqueuedTx in that transaction before it commits (and
+// RequireEnqueued outside it only after), on every backend, with a
+// *sql.Tx and, on PostgreSQL, a pgx transaction.
+func TestRequireEnqueuedTx(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		ctx := context.Background()
+		dsn := b.NewDSN(t)
+		c, err := baton.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// The queue exists before the transactions: on SQLite the
+		// client's own connection then reads beside the writing one.
+		if _, err := c.Enqueue(ctx, "mail", []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		db := batontest.SQLDB(t, dsn)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkInTx(t, c, tx, "ann@example.com")
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		jobtest.RequireEnqueued(t, c, "mail", welcome{To: "ann@example.com"})
+		if b.Label != "postgres" {
+			return
+		}
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		ptx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ptx.Rollback(ctx) }()
+		checkInTx(t, c, postgres.PgxTx{Tx: ptx}, "bob@example.com")
+	})
+}
+
+// checkInTx enqueues a welcome to `to` in tx and checks that tx sees it and
+// that nothing outside it does yet.
+func checkInTx(t *testing.T, c *baton.Client, tx baton.Execer, to string) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := c.EnqueueJobTx(ctx, tx, "mail", welcome{To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jobtest.RequireEnqueuedTx(t, c, tx, "mail", welcome{To: to}); got != id {
+		t.Fatalf("RequireEnqueuedTx returned %d, want %d", got, id)
+	}
+	r := &recorder{TB: t}
+	jobtest.RequireEnqueuedTx(r, c, tx, "mail", welcome{To: "nobody@example.com"})
+	if !r.failed {
+		t.Fatal("RequireEnqueuedTx passed for arguments nobody enqueued")
+	}
+	r = &recorder{TB: t}
+	jobtest.RequireEnqueued(r, c, "mail", welcome{To: to})
+	if !r.failed {
+		t.Fatal("RequireEnqueued saw a message of a transaction that has not committed")
+	}
 }

@@ -514,3 +514,11 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
  ORDER BY run_at, id LIMIT ?;
+
+-- name: message_waiting_kind
+-- The waiting messages of one kind in a queue, ids and payloads, in claim
+-- order: read in the caller's transaction (Client.WaitingTx). Arguments:
+-- queue, kind.
+SELECT id, payload FROM {p}messages
+ WHERE queue = ? AND state = 'R' AND kind = ?
+ ORDER BY priority, order_at, id;

@@ -10,7 +10,8 @@ import (
 )
 
 // PgxTx lets baton's functions that work in the caller's transaction
-// (Client.EnqueueTx, EnqueueManyTx, NotifyTx) run in a pgx transaction:
+// (Client.EnqueueTx, EnqueueManyTx, NotifyTx, WaitingTx) run in a pgx
+// transaction:
 //
 //	tx, _ := pool.Begin(ctx)
 //	id, err := client.EnqueueTx(ctx, postgres.PgxTx{Tx: tx}, "mail", payload)
@@ -33,6 +34,26 @@ func (t PgxTx) QueryID(ctx context.Context, query string, args ...any) (int64, e
 	var id int64
 	err := t.Tx.QueryRow(ctx, query, args...).Scan(&id)
 	return id, err
+}
+
+// QueryIDPayloads runs a statement whose rows are an id and a payload.
+func (t PgxTx) QueryIDPayloads(ctx context.Context, query string, args ...any) ([]int64, [][]byte, error) {
+	rows, err := t.Tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var payloads [][]byte
+	for rows.Next() {
+		var id int64
+		var p []byte
+		if err := rows.Scan(&id, &p); err != nil {
+			return nil, nil, err
+		}
+		ids, payloads = append(ids, id), append(payloads, p)
+	}
+	return ids, payloads, rows.Err()
 }
 
 type pgxResult pgconn.CommandTag

@@ -474,3 +474,11 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
    AND ($4::int = 0 OR ($4::int = 1) = (attempt = 0))
    AND ($5::text = '' OR kind = $5)
  ORDER BY run_at, id LIMIT $6;
+
+-- name: message_waiting_kind
+-- The waiting messages of one kind in a queue, ids and payloads, in claim
+-- order: read in the caller's transaction (Client.WaitingTx). Arguments:
+-- queue, kind.
+SELECT id, payload FROM {p}messages
+ WHERE queue = $1 AND state = 'R' AND kind = $2
+ ORDER BY priority, order_at, id;

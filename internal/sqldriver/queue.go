@@ -42,6 +42,11 @@ func messageArgs(m driver.NewMessage) []any {
 // MessageArgs are the arguments of a dialect's message_insert query.
 func MessageArgs(m driver.NewMessage) []any { return messageArgs(m) }
 
+// WaitingStatement implements driver.Driver.
+func (db *DB) WaitingStatement(queue, kind string) (string, []any) {
+	return db.Q("message_waiting_kind"), []any{queue, kind}
+}
+
 // EnqueueStatement implements driver.Driver.
 func (db *DB) EnqueueStatement(m driver.NewMessage) (string, []any, bool) {
 	return db.Q("message_insert"), messageArgs(m), db.D.InsertReturning
