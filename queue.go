@@ -515,13 +515,10 @@ type idQuerier interface {
 // EnqueueManyTx adds messages inside the caller's transaction, all of them
 // if and only if it commits (see EnqueueTx); tx is a *sql.Tx, or a pgx
 // transaction through postgres.PgxTx. It returns their ids (0s if tx can
-// only execute statements and the backend reports ids in rows).
+// only execute statements and the backend reports ids in rows). A message
+// whose unique key holds is not added: its id is the holder's, and the
+// key's row stays locked until tx ends.
 func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, err error) {
-	for _, m := range msgs {
-		if m.UniqueKey != "" {
-			return nil, fmt.Errorf("%w: unique keys are not supported in the caller's transaction (use Enqueue or EnqueueUnique)", ErrInvalid)
-		}
-	}
 	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
 	if err != nil {
 		return nil, err
@@ -537,7 +534,7 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 	}
 	ids = make([]int64, len(rows))
 	for i, m := range rows {
-		if ids[i], err = c.insertTx(ctx, tx, m); err != nil {
+		if ids[i], err = c.insertUniqueTx(ctx, tx, queue, m); err != nil {
 			return nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
 	}
@@ -550,6 +547,62 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 
 // insertTx inserts one message in the caller's transaction and returns its
 // id when the transaction type can say it.
+// insertUniqueTx inserts m in the caller's transaction, taking its unique
+// key first if it has one: when the key holds, it inserts nothing and
+// returns the holder's id (the key's row stays locked until tx ends, so
+// concurrent enqueues of the key wait for it).
+func (c *Client) insertUniqueTx(ctx context.Context, tx Execer, queue string, m driver.NewMessage) (int64, error) {
+	if m.UniqueKey == "" {
+		return c.insertTx(ctx, tx, m)
+	}
+	st := c.drv.UniqueStatements(queue, m.UniqueKey, m.UniqueExpires)
+	res, err := tx.ExecContext(ctx, st.Insert.Query, st.Insert.Args...)
+	if err != nil {
+		return 0, fmt.Errorf("unique key: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n != 1 {
+		var holder int64
+		var period, over int
+		var state string
+		if err := scanRow(ctx, tx, st.Get, &holder, &period, &over, &state); err != nil {
+			return 0, fmt.Errorf("unique key: %w", err)
+		}
+		if driver.UniqueHolds(period == 1, over == 1, state, m.UniqueStates) {
+			return holder, nil
+		}
+	}
+	id, err := c.insertTx(ctx, tx, m)
+	if err != nil {
+		return 0, err
+	}
+	if id == 0 {
+		return 0, fmt.Errorf("%w: a unique key in the caller's transaction needs the new id: give a *sql.Tx or postgres.PgxTx", ErrInvalid)
+	}
+	set := st.Set(id)
+	_, err = tx.ExecContext(ctx, set.Query, set.Args...)
+	return id, err
+}
+
+// rowScanner reads one row: the adapters of other transaction types
+// (postgres.PgxTx) have it.
+type rowScanner interface {
+	ScanRow(ctx context.Context, query string, args []any, dest ...any) error
+}
+
+// scanRow runs a statement that returns one row in the caller's
+// transaction and scans it into dest.
+func scanRow(ctx context.Context, tx Execer, st driver.Statement, dest ...any) error {
+	switch t := tx.(type) {
+	case rowScanner:
+		return t.ScanRow(ctx, st.Query, st.Args, dest...)
+	case rowQuerier:
+		return t.QueryRowContext(ctx, st.Query, st.Args...).Scan(dest...)
+	}
+	return fmt.Errorf("%w: %T cannot read rows (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx)
+}
+
 func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
 	q, args, returnsID := c.drv.EnqueueStatement(m)
 	var id int64

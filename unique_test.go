@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -85,9 +86,48 @@ func TestUniqueMessages(t *testing.T) {
 			_, _, err := c.EnqueueUnique(ctx, "uq", []byte("x"), bad)
 			wantErr(t, err, baton.ErrInvalid)
 		}
-		_, err = c.EnqueueManyTx(ctx, batontest.SQLDB(t, dsn), "uq", []baton.NewMessage{{Payload: []byte("x"), EnqueueOptions: u}})
-		wantErr(t, err, baton.ErrInvalid)
+		checkUniqueInTx(t, c, batontest.SQLDB(t, dsn))
 	})
+}
+
+// checkUniqueInTx: unique keys in the caller's transaction: a new key is
+// taken there (a second enqueue of it in the same transaction is a
+// duplicate), nothing is left of it after a rollback, and after the commit
+// enqueues outside see its holder.
+func checkUniqueInTx(t *testing.T, c *baton.Client, db *sql.DB) {
+	t.Helper()
+	ctx := ctxT(t)
+	u := baton.EnqueueOptions{UniqueKey: "in-tx"}
+	for _, commit := range []bool{false, true} {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := c.EnqueueTx(ctx, tx, "utx", []byte("a"), u)
+		if err != nil || id == 0 {
+			t.Fatalf("EnqueueTx with a new unique key: %d %v", id, err)
+		}
+		ids, err := c.EnqueueManyTx(ctx, tx, "utx", []baton.NewMessage{{Payload: []byte("b"), EnqueueOptions: u}, {Payload: []byte("c")}})
+		if err != nil || ids[0] != id || ids[1] == id {
+			t.Fatalf("EnqueueManyTx of the key again in the transaction: %v %v, want %d first", ids, err, id)
+		}
+		if !commit {
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got, dup, err := c.EnqueueUnique(ctx, "utx", []byte("d"), u); err != nil || !dup || got != id {
+			t.Fatalf("EnqueueUnique after the commit: %d %v %v, want a duplicate of %d", got, dup, err, id)
+		}
+	}
+	st, err := c.Stats(ctx, "utx")
+	if err != nil || st.Ready != 2 {
+		t.Fatalf("the queue holds %+v (%v), want the committed a and c", st, err)
+	}
 }
 
 // childUnique enqueues the keys 0 to 999 of queue "many", in an order of its

@@ -218,6 +218,11 @@ type Driver interface {
 	// returns the new id as a row (otherwise: the result's LastInsertId).
 	EnqueueStatement(m NewMessage) (query string, args []any, returnsID bool)
 
+	// UniqueStatements are the statements that reserve the unique key of
+	// queue (expiring at expiresAt, microseconds; 0 for none) inside the
+	// caller's transaction.
+	UniqueStatements(queue, key string, expiresAt int64) UniqueStatements
+
 	// WaitingStatement is the statement that lists the waiting messages of
 	// a kind in a queue inside the caller's transaction: rows of id and
 	// payload, in claim order.

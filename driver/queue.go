@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"slices"
 	"context"
 	"time"
 )
@@ -276,4 +277,31 @@ type UniqueInserter interface {
 	// with nothing done, when the key exists: whether it still holds is
 	// then UniqueReserve's to decide.
 	MessageInsertUnique(ctx context.Context, m NewMessage) (id int64, inserted bool, err error)
+}
+
+// UniqueHolds is QueueTx.UniqueReserve's rule: whether a unique key still
+// holds, given whether it has a period and whether that is over, its
+// message's state by public name ("" when the message is gone) and the
+// states the colliding enqueue names.
+func UniqueHolds(period, over bool, state string, states []string) bool {
+	switch {
+	case over:
+		return false
+	case len(states) > 0:
+		return slices.Contains(states, state)
+	case period:
+		return true
+	}
+	return state == "scheduled" || state == "ready" || state == "retrying" || state == "running"
+}
+
+// UniqueStatements are the statements that reserve a unique key inside the
+// caller's transaction, as QueueTx.UniqueReserve and UniqueSet do in
+// baton's: Insert takes a new key (one row affected) or changes nothing;
+// Get reads an existing key's holder, whether it has a period, whether
+// that is over and the holder's state (locking the key's row); Set names
+// the message that holds the key.
+type UniqueStatements struct {
+	Insert, Get Statement
+	Set         func(id int64) Statement
 }

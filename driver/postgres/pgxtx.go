@@ -36,6 +36,11 @@ func (t PgxTx) QueryID(ctx context.Context, query string, args ...any) (int64, e
 	return id, err
 }
 
+// ScanRow runs a statement that returns one row and scans it into dest.
+func (t PgxTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return t.Tx.QueryRow(ctx, query, args...).Scan(dest...)
+}
+
 // QueryIDPayloads runs a statement whose rows are an id and a payload.
 func (t PgxTx) QueryIDPayloads(ctx context.Context, query string, args ...any) ([]int64, [][]byte, error) {
 	rows, err := t.Tx.Query(ctx, query, args...)

@@ -42,6 +42,17 @@ func messageArgs(m driver.NewMessage) []any {
 // MessageArgs are the arguments of a dialect's message_insert query.
 func MessageArgs(m driver.NewMessage) []any { return messageArgs(m) }
 
+// UniqueStatements implements driver.Driver.
+func (db *DB) UniqueStatements(queue, key string, expiresAt int64) driver.UniqueStatements {
+	return driver.UniqueStatements{
+		Insert: driver.Statement{Query: db.Q("unique_insert"), Args: []any{queue, key, expiresAt}},
+		Get:    driver.Statement{Query: db.Q("unique_get"), Args: []any{queue, key}},
+		Set: func(id int64) driver.Statement {
+			return driver.Statement{Query: db.Q("unique_set"), Args: []any{id, expiresAt, queue, key}}
+		},
+	}
+}
+
 // WaitingStatement implements driver.Driver.
 func (db *DB) WaitingStatement(queue, kind string) (string, []any) {
 	return db.Q("message_waiting_kind"), []any{queue, kind}
@@ -129,25 +140,10 @@ func (t *Tx) UniqueReserve(ctx context.Context, queue, key string, expiresAt int
 	if err := t.row(ctx, "unique_get", queue, key).Scan(&holder, &period, &over, &state); err != nil {
 		return 0, false, fmt.Errorf("unique_get: %w", err)
 	}
-	if uniqueHolds(period == 1, over == 1, state, states) {
+	if driver.UniqueHolds(period == 1, over == 1, state, states) {
 		return holder, false, nil
 	}
 	return 0, true, nil // over: the new message takes the key over
-}
-
-// uniqueHolds is UniqueReserve's rule: whether a key still holds, given
-// whether it has a period and whether that is over, its message's state
-// ("" when gone) and the states it holds in.
-func uniqueHolds(period, over bool, state string, states []string) bool {
-	switch {
-	case over:
-		return false
-	case len(states) > 0:
-		return slices.Contains(states, state)
-	case period:
-		return true
-	}
-	return state == "scheduled" || state == "ready" || state == "retrying" || state == "running"
 }
 
 // UniqueSet implements driver.QueueTx.
