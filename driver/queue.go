@@ -1,8 +1,8 @@
 package driver
 
 import (
-	"slices"
 	"context"
+	"slices"
 	"time"
 )
 
