@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/sqldriver"
@@ -20,6 +21,48 @@ import (
 type beat struct {
 	once sync.Once
 	db   *sqldriver.DB // nil: it could not open; the main connection renews
+	stop func()        // ends the checkpointer
+}
+
+// checkpointEvery is how often the side connection checkpoints the WAL
+// (see startCheckpointer).
+const checkpointEvery = 250 * time.Millisecond
+
+// startCheckpointer moves WAL checkpoints off the main connection: it
+// turns the main connection's automatic checkpoint off and checkpoints on
+// the side connection instead (PASSIVE: it never waits for, or blocks,
+// writers). An automatic checkpoint runs in the commit that crosses the
+// WAL's threshold and waits for the database file's fsync: a lock or a
+// message that happened to commit then waited milliseconds (the p99 of a
+// claim and acknowledgement was about 10 ms against a p50 of 150 µs).
+// When the pragma cannot be set, SQLite's own checkpoints go on.
+func (d *Driver) startCheckpointer(ctx context.Context) {
+	side := d.beatDB()
+	if side == nil {
+		return
+	}
+	if _, err := d.DB.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+		return
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(checkpointEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-cctx.Done():
+				// A last one: a process that ends soon after its writes
+				// (a one-shot command) leaves a short WAL behind.
+				_, _ = side.SQL.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+				return
+			case <-t.C:
+				_, _ = side.SQL.ExecContext(cctx, "PRAGMA wal_checkpoint(PASSIVE)")
+			}
+		}
+	}()
+	d.beat.stop = func() { cancel(); <-done }
 }
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
@@ -53,6 +96,9 @@ func (d *Driver) beatDB() *sqldriver.DB {
 
 // Close implements driver.Driver: the main connection and the renewal's.
 func (d *Driver) Close() error {
+	if d.beat.stop != nil {
+		d.beat.stop()
+	}
 	err := d.DB.Close()
 	d.beat.once.Do(func() {}) // no renewal connection after Close
 	if d.beat.db != nil {

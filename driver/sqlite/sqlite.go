@@ -202,6 +202,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	d.hub = hubFor(d.path)
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "sqlite",
+		FinishMoves:     true,
 		PrepareOnUse:    true,
 		InsertReturning: true,
 		UpdateReturning: true,
@@ -235,6 +236,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 			return err
 		},
 	}
+	d.startCheckpointer(ctx)
 	return d, nil
 }
 

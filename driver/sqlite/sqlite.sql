@@ -87,3 +87,17 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
  WHERE claimed_by = ?1 AND state = 'C'
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- name: message_finish_many
+-- Completes claims of one session ((id, attempt) pairs, as
+-- message_ack_many) in one statement: marking them completed moves them to
+-- the history (the trigger of migration 019).
+UPDATE {p}messages SET state = 'K'
+ WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs});
+
+-- name: message_finish_many_json
+-- message_finish_many with the claims as in message_ack_many_json.
+UPDATE {p}messages SET state = 'K'
+ WHERE claimed_by = ?1 AND state = 'C'
+   AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
+   AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);

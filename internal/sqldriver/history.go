@@ -15,7 +15,8 @@ import (
 // A message finishes in three statements of one transaction: it is marked
 // with its final state in the messages table (which locks its row and
 // checks that the claim is current), copied to the history, and deleted.
-// Nobody outside the transaction ever sees the mark.
+// Nobody outside the transaction ever sees the mark. On SQLite the mark
+// alone does it all (a trigger; Dialect.FinishMoves).
 
 // atomic runs fn in t's transaction, or, when t runs statements on their
 // own, in a transaction of its own (run again after a transient conflict).
@@ -44,6 +45,9 @@ func (t *Tx) atomic(ctx context.Context, fn func(*Tx) error) error {
 // moveMarked copies the message marked with state to the history and
 // deletes it.
 func (t *Tx) moveMarked(ctx context.Context, id int64, state string) error {
+	if t.db.D.FinishMoves {
+		return nil // the mark moved it
+	}
 	if _, err := t.exec(ctx, "message_move", id, state); err != nil {
 		return fmt.Errorf("message_move: %w", err)
 	}
@@ -62,6 +66,9 @@ func (t *Tx) MessageFinish(ctx context.Context, c driver.Claim, state string, e 
 			return false, err
 		}
 		text, doc = e.Error, string(b)
+	}
+	if t.db.D.FinishMoves {
+		return affected(t.exec(ctx, "message_mark", state, text, doc, c.ID, c.SessionID, c.Attempt))
 	}
 	var ok bool
 	err := t.atomic(ctx, func(t *Tx) error {

@@ -16,6 +16,10 @@ import (
 type Dialect struct {
 	// Name is the backend's short name.
 	Name string
+	// FinishMoves is true where marking a message finished (state K, X or
+	// D) moves it to the history by itself (SQLite's trigger, migration
+	// 019): no copy and delete follow.
+	FinishMoves bool
 	// Numbered is true for $1-style bind variables (PostgreSQL).
 	Numbered bool
 	// InsertReturning is true when INSERT ... RETURNING id is supported;
