@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,31 @@ func TestConcurrentMigrate(t *testing.T) {
 			if !m.Applied {
 				t.Fatalf("migration %03d_%s not applied", m.Version, m.Name)
 			}
+		}
+	})
+}
+
+// TestSchemaNewerRefused: a program refuses a database that a later
+// version migrated further (a later lock state may mean what this program
+// cannot see), on Open, saying so.
+func TestSchemaNewerRefused(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		db := batontest.SQLDB(t, dsn)
+		q := "INSERT INTO baton_migrations (version, name, applied_at) VALUES (?, ?, ?)"
+		if b.Name == "postgres" {
+			q = "INSERT INTO baton_migrations (version, name, applied_at) VALUES ($1, $2, $3)"
+		}
+		if _, err := db.ExecContext(ctxT(t), q, 999, "from_the_future", 1); err != nil {
+			t.Fatal(err)
+		}
+		c, err := baton.Open(ctxT(t), dsn)
+		if err == nil {
+			c.Close()
+			t.Fatal("Open accepted a database with a migration it does not know")
+		}
+		if !strings.Contains(err.Error(), "newer than this program") || !strings.Contains(err.Error(), "999") {
+			t.Fatalf("Open: %v, want a schema-newer error naming migration 999", err)
 		}
 	})
 }

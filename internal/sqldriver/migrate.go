@@ -3,6 +3,7 @@ package sqldriver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -138,11 +139,31 @@ func (m *Migrator) applied(ctx context.Context, q interface {
 	return out, rows.Err()
 }
 
+// ErrSchemaNewer: the database has migrations this program does not know.
+var ErrSchemaNewer = errors.New("the database schema is newer than this program")
+
+// newer refuses a database with migrations this program does not know: a
+// later version may have changed what the lock state means (PostgreSQL's
+// migration 017 keeps a lock's first holder in its identifier row, which
+// an earlier program would not see), so running beside it is not safe.
+func (m *Migrator) newer(done map[int]int64) error {
+	known := 0
+	for _, mig := range m.Migrations {
+		known = max(known, mig.Version)
+	}
+	for v := range done {
+		if v > known {
+			return fmt.Errorf("%w: it has migration %03d, this baton knows up to %03d; upgrade baton", ErrSchemaNewer, v, known)
+		}
+	}
+	return nil
+}
+
 // Up applies every pending migration and returns the full status. When
 // every migration is applied already, that is one query and no lock.
 func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
 	if done, err := m.applied(ctx, m.DB); err == nil && m.complete(done) {
-		return m.status(done), nil
+		return m.status(done), m.newer(done)
 	}
 	err := m.Locked(ctx, func(ctx context.Context, conn *sql.Conn) error {
 		if err := m.ensureTable(ctx, conn); err != nil {
@@ -150,6 +171,9 @@ func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
 		}
 		done, err := m.applied(ctx, conn)
 		if err != nil {
+			return err
+		}
+		if err := m.newer(done); err != nil {
 			return err
 		}
 		for _, mig := range m.Migrations {
