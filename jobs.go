@@ -133,9 +133,10 @@ func stateOf(m driver.Message, now time.Time) MessageState {
 func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 	var m driver.Message
 	var found bool
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		m, found, err = tx.MessageGet(ctx, id)
+	// Outside any transaction, like the listings: a message only ever moves
+	// from the queue to the history, and MessageGet reads the queue first.
+	err := c.retrying(ctx, func() (err error) {
+		m, found, err = c.drv.NoTx().MessageGet(ctx, id)
 		return err
 	})
 	if err != nil {

@@ -503,13 +503,7 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 		}
 		return ids, payloads, rows.Err()
 	}
-	return nil, nil, fmt.Errorf("%w: %T cannot read rows (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx)
-}
-
-// idQuerier runs a statement that returns one id: the adapters of other
-// transaction types (postgres.PgxTx) have it.
-type idQuerier interface {
-	QueryID(ctx context.Context, query string, args ...any) (int64, error)
+	return nil, nil, fmt.Errorf("%w: %T %w (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx, errNoRows)
 }
 
 // EnqueueManyTx adds messages inside the caller's transaction, all of them
@@ -600,23 +594,23 @@ func scanRow(ctx context.Context, tx Execer, st driver.Statement, dest ...any) e
 	case rowQuerier:
 		return t.QueryRowContext(ctx, st.Query, st.Args...).Scan(dest...)
 	}
-	return fmt.Errorf("%w: %T cannot read rows (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx)
+	return fmt.Errorf("%w: %T %w (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx, errNoRows)
 }
+
+// errNoRows: the caller's transaction type can execute statements but not
+// read rows.
+var errNoRows = errors.New("cannot read rows")
 
 func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
 	q, args, returnsID := c.drv.EnqueueStatement(m)
 	var id int64
 	switch {
 	case returnsID:
-		if iq, ok := tx.(idQuerier); ok {
-			return iq.QueryID(ctx, q, args...)
+		err := scanRow(ctx, tx, driver.Statement{Query: q, Args: args}, &id)
+		if errors.Is(err, errNoRows) {
+			_, err = tx.ExecContext(ctx, q, args...) // an Execer that reads nothing
 		}
-		if rq, ok := tx.(rowQuerier); ok {
-			err := rq.QueryRowContext(ctx, q, args...).Scan(&id)
-			return id, err
-		}
-		_, err := tx.ExecContext(ctx, q, args...)
-		return 0, err
+		return id, err
 	}
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
@@ -1482,7 +1476,7 @@ func (c *Client) Messages(ctx context.Context, queue string, state MessageState,
 	if limit < 1 || limit > 1000 {
 		return nil, "", fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, limit)
 	}
-	if err := c.inTx(ctx, func(tx driver.Tx) error { return c.mustExist(ctx, tx, queue) }); err != nil {
+	if err := c.retrying(ctx, func() error { return c.mustExist(ctx, c.drv.NoTx(), queue) }); err != nil {
 		return nil, "", err
 	}
 	return c.listOne(ctx, segment{queue, state}, "", after, limit)

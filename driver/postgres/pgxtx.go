@@ -29,13 +29,6 @@ func (t PgxTx) ExecContext(ctx context.Context, query string, args ...any) (sql.
 	return pgxResult(tag), nil
 }
 
-// QueryID runs a statement that returns one id.
-func (t PgxTx) QueryID(ctx context.Context, query string, args ...any) (int64, error) {
-	var id int64
-	err := t.Tx.QueryRow(ctx, query, args...).Scan(&id)
-	return id, err
-}
-
 // ScanRow runs a statement that returns one row and scans it into dest.
 func (t PgxTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
 	return t.Tx.QueryRow(ctx, query, args...).Scan(dest...)
