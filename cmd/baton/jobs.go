@@ -284,16 +284,9 @@ finished one (exit 65) nor an unknown one (exit 66). The former form
 					return invalidUsage("queue "+use, err)
 				}
 			}
-			id, err := messageID("queue "+use, args[len(args)-1])
-			if err != nil {
-				return err
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return messageErr("queue "+use, id, onMessage(cmd.Context(), c, queue, id, op))
+			return onID(cmd, g, "queue "+use, args[len(args)-1], func(c *baton.Client, id int64) error {
+				return onMessage(cmd.Context(), c, queue, id, op)
+			})
 		},
 	}
 }
