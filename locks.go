@@ -1,6 +1,7 @@
 package baton
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,25 +83,9 @@ func ValidateName(what, s string) error {
 // instances of one name; each successful request is a separate instance
 // until the namespace is released.
 func (s *Session) Lock(ctx context.Context, ns string, mode Mode, timeout time.Duration, names ...string) ([]Grant, error) {
-	if mode != Read && mode != Write {
-		return nil, fmt.Errorf("baton: unknown lock mode %d", mode)
-	}
-	if err := ValidateName("namespace", ns); err != nil {
+	ids, err := lockIdents(ns, mode, names)
+	if err != nil {
 		return nil, err
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%w: no lock names given", ErrWrongName)
-	}
-	for _, n := range names {
-		if err := ValidateName("lock name", n); err != nil {
-			return nil, err
-		}
-	}
-	sorted := append([]string(nil), names...)
-	sort.Strings(sorted)
-	ids := make([]driver.Ident, len(sorted))
-	for i, n := range sorted {
-		ids[i] = driver.Ident{Kind: driver.KindService, NS: ns, Name: n}
 	}
 	rs, err := s.acquire(ctx, ids, mode.db(), timeout)
 	if err != nil {
@@ -356,7 +341,11 @@ func (s *Session) request(ctx context.Context, tx driver.Tx, req *driver.Request
 	if err != nil {
 		return err
 	}
-	grants := lockcore.Grants(append(rows, *req))
+	gate, err := s.c.gateRows(ctx, tx, st[0])
+	if err != nil {
+		return err
+	}
+	grants := lockcore.Grants(slices.Concat(gate, rows, []driver.Request{*req}))
 	state := st[0]
 	if len(grants) > 0 && grants[len(grants)-1] == req.ID {
 		req.Status = driver.StatusGranted
@@ -396,6 +385,7 @@ func (s *Session) awaitGrant(ctx context.Context, req driver.Request) (driver.Re
 	// deadlockDelay. Most waits end sooner and cost no graph walk.
 	detect := time.AfterFunc(deadlockDelay, func() { c.detectIfWaiting(req.ID) })
 	defer detect.Stop()
+	defer c.pollGated(req)()
 	select {
 	case r := <-w.ch:
 		return s.answered(r, req)
@@ -552,7 +542,11 @@ func (c *Client) regrantLocked(ctx context.Context, tx driver.Tx, states []drive
 		if err != nil {
 			return err
 		}
-		grants := lockcore.Grants(rows)
+		gate, err := c.gateRows(ctx, tx, st)
+		if err != nil {
+			return err
+		}
+		grants := lockcore.Grants(append(gate, rows...))
 		byID := map[int64]int{}
 		for j, r := range rows {
 			byID[r.ID] = j
@@ -751,19 +745,29 @@ type LockInfo struct {
 	Owner     string    `json:"owner"` // host:pid/name
 	Since     time.Time `json:"since"`
 	Token     int64     `json:"token,omitempty"`
+	// Transaction is set on a lock a transaction holds (Client.LockTx);
+	// Session then names the transaction.
+	Transaction bool `json:"transaction,omitempty"`
 }
 
 // Locks lists every granted instance and waiting request, of every session
 // of every process.
 func (c *Client) Locks(ctx context.Context) ([]LockInfo, error) {
-	var rows []driver.LockInfo
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		rows, err = tx.LockInfoList(ctx)
-		return err
-	})
+	// One statement, outside any transaction: on SQLite a transaction
+	// would wait for any program's open write transaction.
+	rows, err := c.drv.NoTx().LockInfoList(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if tl, ok := c.drv.(driver.TxLocker); ok {
+		holds, err := tl.TxHolds(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, holds...)
+		slices.SortStableFunc(rows, func(a, b driver.LockInfo) int {
+			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.NS, b.NS), cmp.Compare(a.Name, b.Name))
+		})
 	}
 	out := make([]LockInfo, 0, len(rows))
 	for _, r := range rows {
@@ -778,6 +782,7 @@ func (c *Client) Locks(ctx context.Context) ([]LockInfo, error) {
 		if r.Status == driver.StatusGranted {
 			li.Status, li.Since, li.Token = "GRANTED", r.GrantedAt, r.Token
 		}
+		li.Transaction = r.ClientID == "" && strings.HasPrefix(r.SessionID, "tx ")
 		out = append(out, li)
 	}
 	return out, nil

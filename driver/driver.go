@@ -94,6 +94,10 @@ type IdentState struct {
 	Readers int64
 	Writers int64
 	Waiting int64
+	// Gated is set once a transaction has taken the identifier's gate
+	// (TxLocker): its grants then go through the engine's slow path, which
+	// asks TxGateHeld.
+	Gated bool
 }
 
 // Session is one row of the session table.
@@ -427,6 +431,74 @@ type Tx interface {
 	// WakeClients asks the backend to wake the given clients once this
 	// transaction commits.
 	WakeClients(ctx context.Context, clientIDs []string) error
+}
+
+// CallerTx runs statements in the caller's own transaction
+// (Client.LockTx).
+type CallerTx interface {
+	Exec(ctx context.Context, query string, args ...any) error
+	ScanRow(ctx context.Context, query string, args []any, dest ...any) error
+}
+
+// TxHold is a lock a transaction holds, recorded for monitoring.
+type TxHold struct {
+	Ident
+	Mode  string
+	Txn   string // the transaction, as TxHoldCaller named it
+	Host  string
+	PID   int
+	Owner string
+}
+
+// TxGate's failures: the gate was not free in time (ErrGateBusy), or the
+// database found a cycle of transactions waiting for each other and
+// aborted this wait (ErrGateDeadlock; on MySQL and MariaDB InnoDB rolls
+// the caller's whole transaction back).
+var (
+	ErrGateBusy     = errors.New("baton/driver: gate busy")
+	ErrGateDeadlock = errors.New("baton/driver: deadlock among transactions")
+	// ErrGateSession: a serial backend's gate was taken, and a session
+	// holds the identifier in a conflicting mode (TxGateSerial).
+	ErrGateSession = errors.New("baton/driver: a session holds the lock")
+)
+
+// TxLocker is a backend's transaction-scoped locks (DESIGN § Locks). A
+// transaction holds an identifier's gate, a lock of the database's own
+// taken in the caller's transaction (so its commit or rollback releases
+// it), and the engine makes gates and sessions' instances exclude each
+// other: after taking a gate it checks the sessions' instances under the
+// identifier's row lock (TxHoldRecord marks the identifier Gated in the
+// same transaction), and a session's grant on a gated identifier, made
+// under the same row lock, asks TxGateHeld.
+type TxLocker interface {
+	// TxGateSerial reports whether a transaction that took a gate
+	// excludes every other writer of the database (SQLite, where the gate
+	// is the write lock): TxGate then also checks the sessions' instances,
+	// in the caller's transaction, and fails with ErrGateSession, as no
+	// session could release while the transaction holds the gate.
+	TxGateSerial() bool
+	// TxGate takes id's gate in mode inside the caller's transaction,
+	// waiting at most wait (0: not at all; negative: until ctx ends).
+	TxGate(ctx context.Context, tx CallerTx, id Ident, mode string, wait time.Duration) error
+	// TxGateHeld returns the mode in which transactions hold id's gate,
+	// or "" when none does; tx holds id's row lock.
+	TxGateHeld(ctx context.Context, tx Tx, id Ident) (string, error)
+	// TxGated reports whether id is gated, outside any transaction: a
+	// session's request waiting on a gated identifier must be re-examined
+	// from time to time, as nothing announces a transaction's end.
+	TxGated(ctx context.Context, id Ident) (bool, error)
+	// TxHoldCaller runs in the caller's transaction once it holds h's
+	// gate: it records h there where the backend keeps holds in the
+	// caller's transaction (MySQL), or returns the transaction's name for
+	// TxHoldRecord (PostgreSQL); "" when there is nothing more to record.
+	TxHoldCaller(ctx context.Context, tx CallerTx, h TxHold) (txn string, err error)
+	// TxHoldRecord marks h's identifier Gated and, when h.Txn is set,
+	// records h, in tx, which holds the identifier's row lock; it removes
+	// the records of ended transactions.
+	TxHoldRecord(ctx context.Context, tx Tx, h TxHold) error
+	// TxHolds lists the holds of transactions still running (SessionID
+	// names the transaction, ClientID is empty).
+	TxHolds(ctx context.Context) ([]LockInfo, error)
 }
 
 // Statement is a statement with its arguments, for the caller's

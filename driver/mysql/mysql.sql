@@ -26,3 +26,39 @@ RETURNING kind, ns, name, mode;
 -- name: notify_insert
 INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
 
+
+-- ---- transaction-scoped locks (migration 020) ----
+-- The gate's locking reads are built in txlocks.go (MariaDB and MySQL
+-- spell a shared NOWAIT lock differently).
+
+-- name: tx_gate_exists
+-- Not a locking read: a transaction may hold the row.
+SELECT count(*) FROM {p}lock_gates WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: tx_gate_ensure
+-- Only when tx_gate_exists found nothing: on an existing row INSERT IGNORE
+-- takes a shared lock, which waits for a transaction holding the gate.
+INSERT IGNORE INTO {p}lock_gates (kind, ns, name) VALUES (?, ?, ?);
+
+-- name: tx_gated
+SELECT gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: tx_hold_insert
+-- In the caller's transaction: its hold, which other connections see only
+-- reading uncommitted rows while the transaction runs; once it commits the
+-- row is an ordinary one, of an ended transaction (see TxHolds).
+INSERT INTO {p}lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
+VALUES (?, ?, ?, ?, CONNECTION_ID(), ?, ?, ?, {now});
+
+-- name: tx_ident_gate
+UPDATE {p}lock_idents SET gated = 1 WHERE kind = ? AND ns = ? AND name = ? AND gated = 0;
+
+-- name: tx_holds_all
+SELECT id, kind, ns, name, mode, CONCAT('tx ', txn), host, pid, owner, since FROM {p}lock_txholds ORDER BY id;
+
+-- name: tx_holds_ended
+-- Read committed: the holds of transactions that ended.
+SELECT id FROM {p}lock_txholds ORDER BY id LIMIT 1000;
+
+-- name: tx_holds_delete
+DELETE FROM {p}lock_txholds WHERE id IN ({list});

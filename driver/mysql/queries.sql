@@ -52,7 +52,7 @@ VALUES (?, ?, ?, {now}, 0, 0, 0)
 ON DUPLICATE KEY UPDATE n_p = n_p;
 
 -- name: ident_lock
-SELECT fence, n_r, n_w, n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ? FOR UPDATE;
+SELECT fence, n_r, n_w, n_p, gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ? FOR UPDATE;
 
 -- name: ident_update
 UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AND ns = ? AND name = ?;
@@ -60,12 +60,15 @@ UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AN
 -- name: ident_purge_idle
 -- Only rows whose counter is more than a second behind the clock: a row
 -- created again later starts at the clock, above every token it gave.
-DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
+-- Never a gated row (migration 020): whether a transaction holds its gate
+-- cannot be tested inside this statement.
+DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND gated = 0 AND fence < {now} - 1000000;
 
 -- name: fast_acquire_ident
 -- One statement, under the row's exclusive lock: create the row already
 -- granted, or grant on the existing row only when nobody waits, nobody
--- writes and (for a write) nobody reads. An upsert cannot return nothing
+-- writes, (for a write) nobody reads and no transaction may hold the
+-- identifier's gate (gated, migration 020). An upsert cannot return nothing
 -- when it does not grant, so the caller reads the outcome from the result:
 -- affected rows 1 (created) or 2 (updated) means granted, 0 means the row
 -- was left as it was; LAST_INSERT_ID(expr) makes the new fence the
@@ -79,9 +82,9 @@ DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {no
 INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
 VALUES (?, ?, ?, LAST_INSERT_ID({now}), ?, ?, 0)
 ON DUPLICATE KEY UPDATE
-    fence = IF(n_p = 0 AND n_w = 0 AND (? = 0 OR n_r = 0), LAST_INSERT_ID(fence + 1), fence),
-    n_r = n_r + IF(n_p = 0 AND n_w = 0 AND (? = 0 OR n_r = 0), ?, 0),
-    n_w = n_w + IF(n_p = 0 AND n_w = 0 AND (? = 0 OR n_r = 0), ?, 0);
+    fence = IF(n_p = 0 AND n_w = 0 AND gated = 0 AND (? = 0 OR n_r = 0), LAST_INSERT_ID(fence + 1), fence),
+    n_r = n_r + IF(n_p = 0 AND n_w = 0 AND gated = 0 AND (? = 0 OR n_r = 0), ?, 0),
+    n_w = n_w + IF(n_p = 0 AND n_w = 0 AND gated = 0 AND (? = 0 OR n_r = 0), ?, 0);
 
 -- name: ident_release
 -- No UPDATE ... RETURNING here: n_p = LAST_INSERT_ID(n_p) leaves n_p as it

@@ -9,7 +9,8 @@
 -- holder, nobody waiting): the conditional upsert takes the identifier's
 -- row lock, decides on the latest row version and makes the instance the
 -- row's inline holder (migration 017), with no request row. Anything else
--- (a second reader, re-entry, a wait) is {p}request's. Arguments: kind,
+-- (a second reader, re-entry, a wait, a gated identifier: migration 020)
+-- is {p}request's. Arguments: kind,
 -- namespace, name, readers and writers added (1, 0 or 0, 1), session,
 -- client, mode, call.
 INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
@@ -20,7 +21,7 @@ ON CONFLICT (kind, ns, name) DO UPDATE
    SET fence = li.fence + 1, n_r = excluded.n_r, n_w = excluded.n_w,
        h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
        h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
- WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0
+ WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
 RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
 
 -- name: fast_acquire_shared
@@ -33,7 +34,7 @@ WITH li AS (
     VALUES ($1, $2, $3, {now}, $4, $5, 0)
     ON CONFLICT (kind, ns, name) DO UPDATE
        SET fence = li.fence + 1, n_r = li.n_r + excluded.n_r, n_w = li.n_w + excluded.n_w
-     WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0)
+     WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0) AND NOT li.gated
     RETURNING fence)
 INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 SELECT $6, $7, $1, $2, $3, $8, 'G', $9, li.fence, {now}, {now} FROM li
@@ -214,3 +215,37 @@ WITH d AS (
     RETURNING id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, meta, kind, errors)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;
+
+-- ---- transaction-scoped locks (migration 020) ----
+
+-- name: tx_gate
+-- In the caller's transaction: its gate, see {p}tx_gate.
+SELECT {p}tx_gate($1::smallint, $2::bytea, $3::bytea, $4::text, $5::integer);
+
+-- name: tx_gate_held
+SELECT coalesce({p}gate_held($1::smallint, $2::bytea, $3::bytea), '');
+
+-- name: tx_gated
+SELECT gated FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3;
+
+-- name: tx_name
+-- In the caller's transaction: its id (one is assigned if it had none).
+SELECT pg_current_xact_id()::text;
+
+-- name: tx_holds
+-- The holds of transactions in progress.
+SELECT kind, ns, name, mode, 'tx ' || txn::text, host, pid, owner, since
+  FROM {p}lock_txholds WHERE pg_xact_status(txn) = 'in progress' ORDER BY id;
+
+-- name: tx_hold_record
+-- Marks the identifier gated, removes the holds of ended transactions and
+-- records this one; the caller holds the identifier's row lock.
+WITH g AS (
+    UPDATE {p}lock_idents SET gated = true WHERE kind = $1 AND ns = $2 AND name = $3 AND NOT gated),
+gone AS (
+    DELETE FROM {p}lock_txholds WHERE pg_xact_status(txn) IS DISTINCT FROM 'in progress')
+INSERT INTO {p}lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
+VALUES ($1, $2, $3, $4, $5::xid8, $6, $7, $8, {now});
+
+-- name: tx_ident_gate
+UPDATE {p}lock_idents SET gated = true WHERE kind = $1 AND ns = $2 AND name = $3 AND NOT gated;

@@ -34,7 +34,7 @@ INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
 VALUES ($1, $2, $3, {now}, 0, 0, 0) ON CONFLICT (kind, ns, name) DO NOTHING;
 
 -- name: ident_lock
-SELECT fence, n_r, n_w, n_p FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3 FOR UPDATE;
+SELECT fence, n_r, n_w, n_p, gated FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3 FOR UPDATE;
 
 -- name: ident_update
 UPDATE {p}lock_idents SET fence = $1, n_r = $2, n_w = $3, n_p = $4 WHERE kind = $5 AND ns = $6 AND name = $7;
@@ -42,14 +42,16 @@ UPDATE {p}lock_idents SET fence = $1, n_r = $2, n_w = $3, n_p = $4 WHERE kind = 
 -- name: ident_purge_idle
 -- Only rows whose counter is more than a second behind the clock: a row
 -- created again later starts at the clock, above every token it gave.
-DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
+-- A gated row (migration 020) only once no transaction holds its gate.
+DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000
+   AND (NOT gated OR {p}gate_held(kind, ns, name) IS NULL);
 
 -- name: fast_acquire_ident
 INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p)
 VALUES ($1, $2, $3, {now}, $4, $5, 0)
 ON CONFLICT (kind, ns, name) DO UPDATE
    SET fence = li.fence + 1, n_r = li.n_r + excluded.n_r, n_w = li.n_w + excluded.n_w
- WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0)
+ WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0) AND NOT li.gated
 RETURNING fence;
 
 -- name: ident_release

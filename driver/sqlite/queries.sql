@@ -36,7 +36,7 @@ INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
 VALUES (?, ?, ?, {now}, 0, 0, 0) ON CONFLICT (kind, ns, name) DO NOTHING;
 
 -- name: ident_lock
-SELECT fence, n_r, n_w, n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
+SELECT fence, n_r, n_w, n_p, gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
 
 -- name: ident_update
 UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AND ns = ? AND name = ?;

@@ -101,3 +101,15 @@ UPDATE {p}messages SET state = 'K'
  WHERE claimed_by = ?1 AND state = 'C'
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- name: tx_gate
+-- In the caller's transaction: a write that changes nothing, for the
+-- database's write lock, which is a transaction's gate on SQLite (see
+-- txlocks.go).
+UPDATE {p}lock_idents SET gated = 0 WHERE kind < 0;
+
+-- name: tx_gate_sessions
+-- In the caller's transaction, once it holds the write lock: the sessions'
+-- granted instances in conflict with a lock of mode ?4.
+SELECT count(*) FROM {p}lock_requests
+ WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND status = 'G' AND (mode = 'W' OR ?4 = 'W');

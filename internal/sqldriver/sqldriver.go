@@ -248,6 +248,15 @@ func (t *Tx) exec(ctx context.Context, name string, args ...any) (sql.Result, er
 	return t.db.ExecNamed(ctx, t.Tx, name, args...)
 }
 
+// Exec runs a named statement in the transaction (on the pool for a NoTx),
+// for a backend's own methods.
+func (t *Tx) Exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	return t.exec(ctx, name, args...)
+}
+
+// Row runs a named query returning one row in the transaction.
+func (t *Tx) Row(ctx context.Context, name string, args ...any) *sql.Row { return t.row(ctx, name, args...) }
+
 func (t *Tx) row(ctx context.Context, name string, args ...any) *sql.Row {
 	return t.db.RowNamed(ctx, t.Tx, name, args...)
 }
@@ -343,7 +352,7 @@ func (t *Tx) LockIdentLock(ctx context.Context, ids []driver.Ident) ([]driver.Id
 		st := driver.IdentState{Ident: id}
 		lock := func() error {
 			return t.row(ctx, "ident_lock", id.Kind, b(id.NS), b(id.Name)).
-				Scan(&st.Fence, &st.Readers, &st.Writers, &st.Waiting)
+				Scan(&st.Fence, &st.Readers, &st.Writers, &st.Waiting, &st.Gated)
 		}
 		err := lock()
 		if errors.Is(err, sql.ErrNoRows) {
@@ -803,4 +812,43 @@ func stringArgs(v []string) []any {
 		out[i] = x
 	}
 	return out
+}
+
+// Gated reads an identifier's gated flag (driver.TxLocker.TxGated) with
+// the dialect's tx_gated query; a missing row is not gated.
+func Gated(ctx context.Context, db *DB, id driver.Ident) (bool, error) {
+	var g bool
+	err := db.RowNamed(ctx, nil, "tx_gated", id.Kind, b(id.NS), b(id.Name)).Scan(&g)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("tx_gated: %w", err)
+	}
+	return g, nil
+}
+
+// ScanTxHolds reads the rows of a backend's list of transactions' holds:
+// (with withID, an id first) kind, namespace, name, mode, the
+// transaction's name, host, pid, owner and since.
+func ScanTxHolds(rows *sql.Rows, withID bool) ([]driver.LockInfo, error) {
+	defer rows.Close()
+	var out []driver.LockInfo
+	for rows.Next() {
+		var li driver.LockInfo
+		var ns, name []byte
+		var since int64
+		dest := []any{&li.Kind, &ns, &name, &li.Mode, &li.SessionID, &li.Host, &li.PID, &li.Owner, &since}
+		if withID {
+			dest = append([]any{&li.ID}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		li.NS, li.Name, li.Status = string(ns), string(name), driver.StatusGranted
+		li.CreatedAt = time.UnixMicro(since)
+		li.GrantedAt = li.CreatedAt
+		out = append(out, li)
+	}
+	return out, rows.Err()
 }

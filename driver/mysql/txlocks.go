@@ -1,0 +1,206 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+	gomysql "github.com/go-sql-driver/mysql"
+)
+
+var _ driver.TxLocker = (*Driver)(nil)
+
+// errLockNowait is MySQL 8's answer to a NOWAIT locking read that would
+// wait (MariaDB answers errLockWaitTimeout).
+const errLockNowait = 3572
+
+// maxLockWait is innodb_lock_wait_timeout's largest value, in seconds.
+const maxLockWait = 1073741824
+
+// TxGateSerial implements driver.TxLocker: the gates are row locks of
+// {p}lock_gates; other writers go on.
+func (d *Driver) TxGateSerial() bool { return false }
+
+// gateQuery is the locking read of an identifier's gate row.
+func (d *Driver) gateQuery(mode string, nowait bool) string {
+	lock := " FOR UPDATE"
+	if mode == driver.ModeRead {
+		lock = " FOR SHARE"
+		if d.mariadb {
+			lock = " LOCK IN SHARE MODE"
+		}
+	}
+	if nowait {
+		lock += " NOWAIT"
+	}
+	return "SELECT 1 FROM " + d.prefix + "lock_gates WHERE kind = ? AND ns = ? AND name = ?" + lock
+}
+
+// TxGate implements driver.TxLocker: the gate row (created first, in a
+// statement of its own) locked by the caller's transaction, waiting
+// under innodb_lock_wait_timeout (whole seconds) and restoring it.
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) error {
+	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
+	var n int
+	if err := d.SQL.QueryRowContext(ctx, d.Q("tx_gate_exists"), args...).Scan(&n); err != nil {
+		return fmt.Errorf("tx_gate_exists: %w", err)
+	}
+	if n == 0 {
+		if _, err := d.SQL.ExecContext(ctx, d.Q("tx_gate_ensure"), args...); err != nil {
+			return fmt.Errorf("tx_gate_ensure: %w", err)
+		}
+	}
+	var one int
+	if wait == 0 {
+		return gateErr(tx.ScanRow(ctx, d.gateQuery(mode, true), args, &one))
+	}
+	secs := int64(maxLockWait)
+	if wait > 0 {
+		secs = min(max(int64(math.Ceil(wait.Seconds())), 1), maxLockWait)
+	}
+	var old int64
+	if err := tx.ScanRow(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout", nil, &old); err != nil {
+		return fmt.Errorf("tx_gate: %w", err)
+	}
+	if err := tx.Exec(ctx, fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", secs)); err != nil {
+		return fmt.Errorf("tx_gate: %w", err)
+	}
+	err := gateErr(tx.ScanRow(ctx, d.gateQuery(mode, false), args, &one))
+	if rerr := tx.Exec(context.WithoutCancel(ctx), fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", old)); rerr != nil && err == nil {
+		err = fmt.Errorf("tx_gate: %w", rerr)
+	}
+	return err
+}
+
+// gateErr maps a locking read's failure to TxGate's.
+func gateErr(err error) error {
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &me) && (me.Number == errLockWaitTimeout || me.Number == errLockNowait):
+		return driver.ErrGateBusy
+	case errors.As(err, &me) && me.Number == errLockDeadlock:
+		return driver.ErrGateDeadlock
+	}
+	return fmt.Errorf("tx_gate: %w", err)
+}
+
+// TxGateHeld implements driver.TxLocker: NOWAIT locking reads of the gate
+// row, each a statement of its own on another connection (autocommit lets
+// the lock go at once), shared first.
+func (d *Driver) TxGateHeld(ctx context.Context, _ driver.Tx, id driver.Ident) (string, error) {
+	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
+	for _, probe := range []struct{ mode, held string }{{driver.ModeRead, driver.ModeWrite}, {driver.ModeWrite, driver.ModeRead}} {
+		var one int
+		err := gateErr(d.SQL.QueryRowContext(ctx, d.gateQuery(probe.mode, true), args...).Scan(&one))
+		switch {
+		case errors.Is(err, driver.ErrGateBusy):
+			return probe.held, nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// TxGated implements driver.TxLocker.
+func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
+	return sqldriver.Gated(ctx, d.DB, id)
+}
+
+// TxHoldCaller implements driver.TxLocker: the hold is a row the
+// caller's transaction inserts, seen by TxHolds while the transaction
+// runs, and removed by the rollback or, once committed, by TxHoldRecord or
+// TxHolds.
+func (d *Driver) TxHoldCaller(ctx context.Context, tx driver.CallerTx, h driver.TxHold) (string, error) {
+	if err := tx.Exec(ctx, d.Q("tx_hold_insert"), h.Kind, []byte(h.NS), []byte(h.Name), h.Mode, h.Host, h.PID, h.Owner); err != nil {
+		return "", fmt.Errorf("tx_hold_insert: %w", err)
+	}
+	return "", nil
+}
+
+// TxHoldRecord implements driver.TxLocker.
+func (d *Driver) TxHoldRecord(ctx context.Context, tx driver.Tx, h driver.TxHold) error {
+	t := tx.(*sqldriver.Tx)
+	if _, err := t.Exec(ctx, "tx_ident_gate", h.Kind, []byte(h.NS), []byte(h.Name)); err != nil {
+		return fmt.Errorf("tx_ident_gate: %w", err)
+	}
+	return d.deleteEnded(ctx)
+}
+
+// deleteEnded deletes the holds of ended transactions: the committed rows
+// (those rolled back are gone already).
+func (d *Driver) deleteEnded(ctx context.Context) error {
+	ended, err := d.endedHolds(ctx)
+	if err != nil || len(ended) == 0 {
+		return err
+	}
+	ids := make([]any, 0, len(ended))
+	for id := range ended {
+		ids = append(ids, id)
+	}
+	q := sqldriver.ExpandList(d.Q("tx_holds_delete"), false, 1, len(ids))
+	if _, err := d.SQL.ExecContext(ctx, q, ids...); err != nil {
+		return fmt.Errorf("tx_holds_delete: %w", err)
+	}
+	return nil
+}
+
+// endedHolds reads the committed hold rows.
+func (d *Driver) endedHolds(ctx context.Context) (map[int64]bool, error) {
+	tx, err := d.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	rows, err := tx.QueryContext(ctx, d.Q("tx_holds_ended"))
+	if err != nil {
+		return nil, fmt.Errorf("tx_holds_ended: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// TxHolds implements driver.TxLocker: the rows read uncommitted, less the
+// committed ones (read afterwards, so a transaction that ends in between
+// is left out), are the holds of running transactions.
+func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
+	tx, err := d.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadUncommitted, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	rows, err := tx.QueryContext(ctx, d.Q("tx_holds_all"))
+	if err != nil {
+		return nil, fmt.Errorf("tx_holds_all: %w", err)
+	}
+	all, err := sqldriver.ScanTxHolds(rows, true)
+	if err != nil {
+		return nil, err
+	}
+	ended, err := d.endedHolds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := all[:0]
+	for _, h := range all {
+		if !ended[h.ID] {
+			live = append(live, h)
+		}
+	}
+	return live, nil
+}

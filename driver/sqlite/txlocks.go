@@ -1,0 +1,82 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"modernc.org/sqlite"
+)
+
+var _ driver.TxLocker = (*Driver)(nil)
+
+// TxGateSerial implements driver.TxLocker: on SQLite a transaction's gate
+// is the database's write lock, which excludes every other writer (and
+// every session's grant) until the transaction ends; nobody else can see
+// inside it, so no identifier is gated and nothing is recorded.
+func (d *Driver) TxGateSerial() bool { return true }
+
+// sqliteBusySnapshot is SQLITE_BUSY_SNAPSHOT: the transaction read a
+// snapshot older than the database; it can never write.
+const sqliteBusySnapshot = 517
+
+// TxGate implements driver.TxLocker: a write in the caller's transaction
+// takes the write lock (see takeWriteLock); then, in the same
+// transaction, which now sees the latest state, the sessions' instances.
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) error {
+	if err := d.takeWriteLock(ctx, tx, wait); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.ScanRow(ctx, d.Q("tx_gate_sessions"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode}, &n); err != nil {
+		return fmt.Errorf("tx_gate_sessions: %w", err)
+	}
+	if n > 0 {
+		return driver.ErrGateSession
+	}
+	return nil
+}
+
+// takeWriteLock writes in the caller's transaction, again while another
+// writer has the write lock, until wait has passed.
+func (d *Driver) takeWriteLock(ctx context.Context, tx driver.CallerTx, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
+		err := tx.Exec(ctx, d.Q("tx_gate"))
+		var se *sqlite.Error
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &se) && se.Code() == sqliteBusySnapshot:
+			return fmt.Errorf("tx_gate: the transaction read the database before another connection wrote to it, so it cannot take the write lock; begin it with BEGIN IMMEDIATE (the _txlock=immediate connection option) or take the lock first: %w", err)
+		case !d.flavor.IsRetryable(err):
+			return fmt.Errorf("tx_gate: %w", err)
+		case wait >= 0 && time.Now().Add(pause).After(deadline):
+			return driver.ErrGateBusy
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
+// TxGateHeld implements driver.TxLocker: never gated.
+func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (string, error) { return "", nil }
+
+// TxGated implements driver.TxLocker: never gated.
+func (d *Driver) TxGated(context.Context, driver.Ident) (bool, error) { return false, nil }
+
+// TxHoldCaller implements driver.TxLocker: nothing is recorded.
+func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) (string, error) {
+	return "", nil
+}
+
+// TxHolds implements driver.TxLocker: nothing is recorded.
+func (d *Driver) TxHolds(context.Context) ([]driver.LockInfo, error) { return nil, nil }
+
+// TxHoldRecord implements driver.TxLocker: nothing is recorded.
+func (d *Driver) TxHoldRecord(context.Context, driver.Tx, driver.TxHold) error { return nil }

@@ -1,0 +1,293 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lockcore"
+)
+
+// LockTx takes locks on every name in the namespace inside the caller's
+// own transaction tx (a *sql.Tx or postgres.PgxTx on the client's
+// database), in one mode, all or none, like PostgreSQL's
+// pg_advisory_xact_lock: the transaction's commit or rollback releases
+// them, and nothing else can. They conflict with every session's locks on
+// the same names (and with other transactions' locks), and they are listed
+// by Locks with Transaction set.
+//
+// timeout is Lock's: 0 tries once, a positive timeout bounds the call, a
+// negative one (Forever) waits until ctx ends. On failure (ErrTimeout,
+// ErrDeadlock, ErrWrongName, a context error) the call took nothing, and
+// the transaction goes on as before the call — except after ErrDeadlock
+// among transactions on MySQL/MariaDB, where InnoDB has rolled the whole
+// transaction back.
+//
+// How each backend does it (docs/architecture.md): on PostgreSQL a
+// transaction-level advisory lock; on MySQL/MariaDB a row lock of a gate
+// row (its waits count in whole seconds of innodb_lock_wait_timeout); on
+// SQLite the database's write lock, which the transaction then holds until
+// it ends: every other writer waits for it, other connections cannot see
+// its locks, and a session's conflicting lock fails the call with
+// ErrDeadlock (ErrTimeout with timeout 0), since the session could not
+// release it. A transaction waits for a session that holds a conflicting
+// lock by polling, and a session waits for a transaction the same way
+// (every 50 ms). Cycles of waits that run through a transaction are ended
+// by the timeouts, not by deadlock detection (cycles among transactions
+// alone by the database's own detector).
+func (c *Client) LockTx(ctx context.Context, tx Execer, ns string, mode Mode, timeout time.Duration, names ...string) error {
+	ids, err := lockIdents(ns, mode, names)
+	if err != nil {
+		return err
+	}
+	ids = slices.Compact(ids) // a transaction's lock has no instances
+	tl, ok := c.drv.(driver.TxLocker)
+	if !ok {
+		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", ErrInvalid, c.drv.Name())
+	}
+	ct := callerTx{tx}
+	tryOnce := timeout == 0
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+		defer cancel()
+	}
+	if err := ct.Exec(ctx, "SAVEPOINT baton_locktx"); err != nil {
+		return fmt.Errorf("baton: lock in transaction: %w", err)
+	}
+	for _, id := range ids {
+		if err := c.lockTxOne(ctx, tl, ct, id, mode.db(), tryOnce); err != nil {
+			// Gives back what the call took where the database can
+			// (PostgreSQL's advisory locks; not InnoDB's row locks, which
+			// a rollback to a savepoint keeps, nor SQLite's write lock).
+			bg := context.WithoutCancel(ctx)
+			if ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx") == nil {
+				_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx")
+			}
+			return txLockFailure(ctx, err)
+		}
+	}
+	return ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx")
+}
+
+// lockIdents validates Lock's arguments and returns the identifiers in
+// the canonical order.
+func lockIdents(ns string, mode Mode, names []string) ([]driver.Ident, error) {
+	if mode != Read && mode != Write {
+		return nil, fmt.Errorf("baton: unknown lock mode %d", mode)
+	}
+	if err := ValidateName("namespace", ns); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: no lock names given", ErrWrongName)
+	}
+	for _, n := range names {
+		if err := ValidateName("lock name", n); err != nil {
+			return nil, err
+		}
+	}
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	ids := make([]driver.Ident, len(sorted))
+	for i, n := range sorted {
+		ids[i] = driver.Ident{Kind: driver.KindService, NS: ns, Name: n}
+	}
+	return ids, nil
+}
+
+// lockTxOne takes one identifier's lock in the caller's transaction: once
+// no session holds or waits for it in a conflicting mode, its gate; then,
+// under the identifier's row lock, the check that no session was granted
+// a conflicting lock meanwhile (waiting, gate held, for any that was).
+func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string, tryOnce bool) error {
+	serial := tl.TxGateSerial()
+	if !serial {
+		if err := c.awaitTxFree(ctx, id, mode, true, tryOnce); err != nil {
+			return err
+		}
+	}
+	wait, gctx := time.Duration(-1), ctx
+	if tryOnce {
+		wait = 0
+	}
+	if dl, ok := ctx.Deadline(); ok && !tryOnce {
+		// The database bounds the wait: a cancelled statement could break
+		// the caller's connection, and with it the transaction.
+		wait, gctx = max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
+	}
+	switch err := tl.TxGate(gctx, ct, id, mode, wait); {
+	case errors.Is(err, driver.ErrGateBusy):
+		return ErrTimeout
+	case errors.Is(err, driver.ErrGateSession) && tryOnce:
+		return ErrTimeout
+	case errors.Is(err, driver.ErrGateSession):
+		// No session can release while the transaction holds the
+		// database's write lock, so there is no waiting for one.
+		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", ErrDeadlock, modeWord(mode), describe(id))
+	case errors.Is(err, driver.ErrGateDeadlock):
+		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", ErrDeadlock, modeWord(mode), describe(id))
+	case err != nil:
+		return err
+	}
+	if serial {
+		return nil
+	}
+	hold := driver.TxHold{Ident: id, Mode: mode, Host: c.host, PID: c.pid, Owner: c.opts.Name}
+	var err error
+	if hold.Txn, err = tl.TxHoldCaller(ctx, ct, hold); err != nil {
+		return err
+	}
+	for {
+		conflict, err := c.txCheck(ctx, tl, hold)
+		if err != nil || !conflict {
+			return err
+		}
+		if tryOnce {
+			return ErrTimeout
+		}
+		if err := c.awaitTxFree(ctx, id, mode, false, false); err != nil {
+			return err
+		}
+	}
+}
+
+// txCheck marks the identifier gated and, unless a session holds it in a
+// conflicting mode, records the transaction's hold, under the
+// identifier's row lock: a session's grant made before is seen here, one
+// made after asks the gate.
+func (c *Client) txCheck(ctx context.Context, tl driver.TxLocker, hold driver.TxHold) (conflict bool, err error) {
+	err = c.inTx(ctx, func(tx driver.Tx) error {
+		if _, err := tx.LockIdentLock(ctx, []driver.Ident{hold.Ident}); err != nil {
+			return err
+		}
+		rows, err := tx.LockRequestList(ctx, []driver.Ident{hold.Ident})
+		if err != nil {
+			return err
+		}
+		h := hold
+		if conflict = txConflicts(rows, hold.Mode, false); conflict {
+			h.Txn = "" // gated all the same, not yet recorded
+		}
+		return tl.TxHoldRecord(ctx, tx, h)
+	})
+	return conflict, err
+}
+
+// txConflicts reports whether a session's granted instance (or, with
+// pending, its waiting request) conflicts with a transaction's lock in
+// mode.
+func txConflicts(rows []driver.Request, mode string, pending bool) bool {
+	for _, r := range rows {
+		if (r.Status == driver.StatusGranted || (pending && r.Status == driver.StatusPending)) && lockcore.Conflicts(r.Mode, mode) {
+			return true
+		}
+	}
+	return false
+}
+
+// txPoll is how often a transaction waiting for sessions, or a session
+// waiting on a gated identifier, looks again: nothing announces the end of
+// another program's transaction.
+const txPoll = 50 * time.Millisecond
+
+// awaitTxFree waits until no session holds (or, with pending, waits for)
+// the identifier in a mode conflicting with mode.
+func (c *Client) awaitTxFree(ctx context.Context, id driver.Ident, mode string, pending, tryOnce bool) error {
+	pause := time.Millisecond
+	for {
+		rows, err := c.drv.NoTx().LockRequestList(ctx, []driver.Ident{id})
+		if err != nil {
+			return err
+		}
+		if !txConflicts(rows, mode, pending) {
+			return nil
+		}
+		if tryOnce {
+			return ErrTimeout
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, txPoll)
+	}
+}
+
+// txLockFailure maps a failure of LockTx to what the caller sees.
+func txLockFailure(ctx context.Context, err error) error {
+	settleDeadline(ctx)
+	switch {
+	case errors.Is(err, ErrTimeout) || errors.Is(context.Cause(ctx), ErrTimeout):
+		return fmt.Errorf("%w", ErrTimeout)
+	case errors.Is(err, ErrDeadlock):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("baton: lock in transaction: %w", err)
+}
+
+// gateRows returns, for a gated identifier whose row lock tx holds, a
+// granted instance standing for the transactions that hold its gate
+// (nobody's session; none when no transaction does), to be ranked with
+// the identifier's requests by lockcore.Grants.
+func (c *Client) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentState) ([]driver.Request, error) {
+	tl, ok := c.drv.(driver.TxLocker)
+	if !st.Gated || !ok {
+		return nil, nil
+	}
+	mode, err := tl.TxGateHeld(ctx, tx, st.Ident)
+	if err != nil || mode == "" {
+		return nil, err
+	}
+	return []driver.Request{{Ident: st.Ident, Mode: mode, Status: driver.StatusGranted}}, nil
+}
+
+// pollGated re-examines a waiting request's identifier every txPoll while
+// it is gated (a transaction's end, which may let the request in, wakes
+// nobody), until the returned stop is called.
+func (c *Client) pollGated(req driver.Request) (stop func()) {
+	tl, ok := c.drv.(driver.TxLocker)
+	if !ok || tl.TxGateSerial() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		t := time.NewTicker(txPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			gated, err := tl.TxGated(ctx, req.Ident)
+			if err == nil && gated {
+				err = c.regrantNow(ctx, []driver.Ident{req.Ident})
+			}
+			if err != nil && ctx.Err() == nil {
+				c.logf("waiting on %s: %v", describe(req.Ident), err)
+			}
+		}
+	}()
+	return cancel
+}
+
+// callerTx runs LockTx's statements in the caller's transaction.
+type callerTx struct{ tx Execer }
+
+func (t callerTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (t callerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return scanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
+}
