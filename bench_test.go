@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -143,6 +144,14 @@ func BenchmarkEnqueueUnique(b *testing.B) {
 // for its calls.
 func benchClient(b *testing.B, be batontest.Backend) (context.Context, *baton.Client) {
 	b.Helper()
+	ctx, c, _ := benchClientDSN(b, be)
+	return ctx, c
+}
+
+// benchClientDSN is benchClient that also returns the scratch database's
+// DSN.
+func benchClientDSN(b *testing.B, be batontest.Backend) (context.Context, *baton.Client, string) {
+	b.Helper()
 	dsn := be.NewDSN(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
@@ -153,5 +162,54 @@ func benchClient(b *testing.B, be batontest.Backend) (context.Context, *baton.Cl
 	// Registered after NewDSN's cleanup, so it runs before the scratch
 	// database is dropped.
 	b.Cleanup(func() { _ = c.Close() })
-	return ctx, c
+	return ctx, c, dsn
+}
+
+// BenchmarkLockTx measures a transaction that takes one write lock and
+// commits, beside the same transaction around the database's own
+// transaction-scoped lock: pg_advisory_xact_lock on PostgreSQL, a row's
+// SELECT ... FOR UPDATE on MySQL/MariaDB (which have no transaction-level
+// named lock), and the write lock itself on SQLite (a write that changes
+// nothing). Both report tx/s; docs/benchmarks.md has the ratios.
+//
+//	go test -run '^$' -bench LockTx -benchtime 3000x .
+func BenchmarkLockTx(b *testing.B) {
+	for _, be := range batontest.All() {
+		b.Run(be.Label, func(b *testing.B) {
+			ctx, c, dsn := benchClientDSN(b, be)
+			db := batontest.SQLDB(b, dsn)
+			native := map[string]string{
+				"postgres": "SELECT pg_advisory_xact_lock(42)",
+				"mysql":    "SELECT v FROM bench_native WHERE k = 1 FOR UPDATE",
+				"sqlite":   "UPDATE bench_native SET v = v WHERE k < 0",
+			}[be.Name]
+			if _, err := db.ExecContext(ctx, "CREATE TABLE bench_native (k INTEGER PRIMARY KEY, v INTEGER)"); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, "INSERT INTO bench_native (k, v) VALUES (1, 0)"); err != nil {
+				b.Fatal(err)
+			}
+			run := func(b *testing.B, lock func(tx *sql.Tx) error) {
+				for b.Loop() {
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := lock(tx); err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+			}
+			b.Run("baton", func(b *testing.B) {
+				run(b, func(tx *sql.Tx) error { return c.LockTx(ctx, tx, "bench", baton.Write, 0, "pair") })
+			})
+			b.Run("native", func(b *testing.B) {
+				run(b, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, native); return err })
+			})
+		})
+	}
 }

@@ -55,22 +55,28 @@ func (c *Client) LockTx(ctx context.Context, tx Execer, ns string, mode Mode, ti
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 		defer cancel()
 	}
-	if err := ct.Exec(ctx, "SAVEPOINT baton_locktx"); err != nil {
-		return fmt.Errorf("baton: lock in transaction: %w", err)
+	// Several names: a savepoint gives back the earlier names' gates when
+	// a later one fails, where the database can (PostgreSQL's advisory
+	// locks; not InnoDB's row locks, which a rollback to a savepoint
+	// keeps, nor SQLite's write lock). One name gives back by itself.
+	many := len(ids) > 1
+	if many {
+		if err := ct.Exec(ctx, "SAVEPOINT baton_locktx"); err != nil {
+			return fmt.Errorf("baton: lock in transaction: %w", err)
+		}
 	}
 	for _, id := range ids {
 		if err := c.lockTxOne(ctx, tl, ct, id, mode.db(), tryOnce); err != nil {
-			// Gives back what the call took where the database can
-			// (PostgreSQL's advisory locks; not InnoDB's row locks, which
-			// a rollback to a savepoint keeps, nor SQLite's write lock).
-			bg := context.WithoutCancel(ctx)
-			if ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx") == nil {
+			if bg := context.WithoutCancel(ctx); many && ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx") == nil {
 				_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx")
 			}
 			return txLockFailure(ctx, err)
 		}
 	}
-	return ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx")
+	if many {
+		return ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx")
+	}
+	return nil
 }
 
 // lockIdents validates Lock's arguments and returns the identifiers in
@@ -99,30 +105,54 @@ func lockIdents(ns string, mode Mode, names []string) ([]driver.Ident, error) {
 	return ids, nil
 }
 
-// lockTxOne takes one identifier's lock in the caller's transaction: once
-// no session holds or waits for it in a conflicting mode, its gate; then,
-// under the identifier's row lock, the check that no session was granted
-// a conflicting lock meanwhile (waiting, gate held, for any that was).
+// lockTxOne takes one identifier's lock in the caller's transaction: the
+// identifier gated (TxPrepare), then its gate, then the check that no
+// session holds or waits for it in a conflicting mode, made after the gate
+// was taken (by TxGate itself where it can). A conflict found by TxGate
+// gave the gate back: wait for the sessions and try again. One found
+// afterwards keeps it (the backend cannot give it back): wait, holding it,
+// for the sessions' instances, which no new grant can join.
 func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string, tryOnce bool) error {
-	serial := tl.TxGateSerial()
-	if !serial {
-		if err := c.awaitTxFree(ctx, id, mode, true, tryOnce); err != nil {
-			return err
-		}
+	if err := tl.TxPrepare(ctx, id); err != nil {
+		return err
 	}
 	wait, gctx := time.Duration(-1), ctx
-	if tryOnce {
-		wait = 0
+	for {
+		if !tl.TxGateChecks() {
+			if err := c.awaitTxFree(ctx, id, mode, true, tryOnce); err != nil {
+				return err
+			}
+		}
+		if tryOnce {
+			wait = 0
+		} else if dl, ok := ctx.Deadline(); ok {
+			// The database bounds the wait: a cancelled statement could
+			// break the caller's connection, and with it the transaction.
+			wait, gctx = max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
+		}
+		checked, err := tl.TxGate(gctx, ct, id, mode, wait)
+		if errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial() {
+			if err := c.awaitTxFree(ctx, id, mode, true, false); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return gateFailure(err, id, mode, tryOnce)
+		}
+		if !checked {
+			if err := c.awaitTxFree(ctx, id, mode, false, tryOnce); err != nil {
+				return err
+			}
+		}
+		return tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: c.host, PID: c.pid, Owner: c.opts.Name})
 	}
-	if dl, ok := ctx.Deadline(); ok && !tryOnce {
-		// The database bounds the wait: a cancelled statement could break
-		// the caller's connection, and with it the transaction.
-		wait, gctx = max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
-	}
-	switch err := tl.TxGate(gctx, ct, id, mode, wait); {
-	case errors.Is(err, driver.ErrGateBusy):
-		return ErrTimeout
-	case errors.Is(err, driver.ErrGateSession) && tryOnce:
+}
+
+// gateFailure maps TxGate's failure to LockTx's.
+func gateFailure(err error, id driver.Ident, mode string, tryOnce bool) error {
+	switch {
+	case errors.Is(err, driver.ErrGateBusy), errors.Is(err, driver.ErrGateSession) && tryOnce:
 		return ErrTimeout
 	case errors.Is(err, driver.ErrGateSession):
 		// No session can release while the transaction holds the
@@ -130,51 +160,8 @@ func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx,
 		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", ErrDeadlock, modeWord(mode), describe(id))
 	case errors.Is(err, driver.ErrGateDeadlock):
 		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", ErrDeadlock, modeWord(mode), describe(id))
-	case err != nil:
-		return err
 	}
-	if serial {
-		return nil
-	}
-	hold := driver.TxHold{Ident: id, Mode: mode, Host: c.host, PID: c.pid, Owner: c.opts.Name}
-	var err error
-	if hold.Txn, err = tl.TxHoldCaller(ctx, ct, hold); err != nil {
-		return err
-	}
-	for {
-		conflict, err := c.txCheck(ctx, tl, hold)
-		if err != nil || !conflict {
-			return err
-		}
-		if tryOnce {
-			return ErrTimeout
-		}
-		if err := c.awaitTxFree(ctx, id, mode, false, false); err != nil {
-			return err
-		}
-	}
-}
-
-// txCheck marks the identifier gated and, unless a session holds it in a
-// conflicting mode, records the transaction's hold, under the
-// identifier's row lock: a session's grant made before is seen here, one
-// made after asks the gate.
-func (c *Client) txCheck(ctx context.Context, tl driver.TxLocker, hold driver.TxHold) (conflict bool, err error) {
-	err = c.inTx(ctx, func(tx driver.Tx) error {
-		if _, err := tx.LockIdentLock(ctx, []driver.Ident{hold.Ident}); err != nil {
-			return err
-		}
-		rows, err := tx.LockRequestList(ctx, []driver.Ident{hold.Ident})
-		if err != nil {
-			return err
-		}
-		h := hold
-		if conflict = txConflicts(rows, hold.Mode, false); conflict {
-			h.Txn = "" // gated all the same, not yet recorded
-		}
-		return tl.TxHoldRecord(ctx, tx, h)
-	})
-	return conflict, err
+	return err
 }
 
 // txConflicts reports whether a session's granted instance (or, with

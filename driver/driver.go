@@ -444,59 +444,63 @@ type CallerTx interface {
 type TxHold struct {
 	Ident
 	Mode  string
-	Txn   string // the transaction, as TxHoldCaller named it
 	Host  string
 	PID   int
 	Owner string
 }
 
-// TxGate's failures: the gate was not free in time (ErrGateBusy), or the
+// TxGate's failures: the gate was not free in time (ErrGateBusy); the
 // database found a cycle of transactions waiting for each other and
 // aborted this wait (ErrGateDeadlock; on MySQL and MariaDB InnoDB rolls
-// the caller's whole transaction back).
+// the caller's whole transaction back); a session holds the identifier,
+// or waits for it, in a conflicting mode (ErrGateSession: the gate was
+// given back, except where TxGateSerial).
 var (
 	ErrGateBusy     = errors.New("baton/driver: gate busy")
 	ErrGateDeadlock = errors.New("baton/driver: deadlock among transactions")
-	// ErrGateSession: a serial backend's gate was taken, and a session
-	// holds the identifier in a conflicting mode (TxGateSerial).
-	ErrGateSession = errors.New("baton/driver: a session holds the lock")
+	ErrGateSession  = errors.New("baton/driver: a session holds the lock")
 )
 
 // TxLocker is a backend's transaction-scoped locks (DESIGN § Locks). A
 // transaction holds an identifier's gate, a lock of the database's own
 // taken in the caller's transaction (so its commit or rollback releases
-// it), and the engine makes gates and sessions' instances exclude each
-// other: after taking a gate it checks the sessions' instances under the
-// identifier's row lock (TxHoldRecord marks the identifier Gated in the
-// same transaction), and a session's grant on a gated identifier, made
-// under the same row lock, asks TxGateHeld.
+// it), and gates and sessions' instances exclude each other: TxPrepare
+// marks the identifier Gated (committed) before the gate is taken, so
+// that the fast paths leave it to grants made under the identifier's row
+// lock, which ask TxGateHeld; the transaction checks the sessions'
+// instances once it holds the gate, from a snapshot taken after.
 type TxLocker interface {
 	// TxGateSerial reports whether a transaction that took a gate
 	// excludes every other writer of the database (SQLite, where the gate
-	// is the write lock): TxGate then also checks the sessions' instances,
-	// in the caller's transaction, and fails with ErrGateSession, as no
-	// session could release while the transaction holds the gate.
+	// is the write lock): no session can then release, and TxGate keeps
+	// the gate when it answers ErrGateSession.
 	TxGateSerial() bool
+	// TxGateChecks reports whether TxGate checks the sessions itself (in
+	// most cases; it says so in its answer): when not, the engine also
+	// checks before taking the gate, so as not to hold it while a session
+	// does (a backend that cannot give a gate back keeps it until the
+	// transaction ends).
+	TxGateChecks() bool
+	// TxPrepare readies id for a gate, outside any transaction: marks it
+	// Gated, and creates what the gate locks.
+	TxPrepare(ctx context.Context, id Ident) error
 	// TxGate takes id's gate in mode inside the caller's transaction,
 	// waiting at most wait (0: not at all; negative: until ctx ends).
-	TxGate(ctx context.Context, tx CallerTx, id Ident, mode string, wait time.Duration) error
+	// checked reports that it also found no session holding or waiting
+	// for id in a conflicting mode (otherwise the engine checks).
+	TxGate(ctx context.Context, tx CallerTx, id Ident, mode string, wait time.Duration) (checked bool, err error)
 	// TxGateHeld returns the mode in which transactions hold id's gate,
-	// or "" when none does; tx holds id's row lock.
+	// or "" when none does; tx holds id's row lock, and the answer must
+	// stay true until tx ends.
 	TxGateHeld(ctx context.Context, tx Tx, id Ident) (string, error)
 	// TxGated reports whether id is gated, outside any transaction: a
 	// session's request waiting on a gated identifier must be re-examined
 	// from time to time, as nothing announces a transaction's end.
 	TxGated(ctx context.Context, id Ident) (bool, error)
 	// TxHoldCaller runs in the caller's transaction once it holds h's
-	// gate: it records h there where the backend keeps holds in the
-	// caller's transaction (MySQL), or returns the transaction's name for
-	// TxHoldRecord (PostgreSQL); "" when there is nothing more to record.
-	TxHoldCaller(ctx context.Context, tx CallerTx, h TxHold) (txn string, err error)
-	// TxHoldRecord marks h's identifier Gated and, when h.Txn is set,
-	// records h, in tx, which holds the identifier's row lock; it removes
-	// the records of ended transactions.
-	TxHoldRecord(ctx context.Context, tx Tx, h TxHold) error
-	// TxHolds lists the holds of transactions still running (SessionID
+	// gate, for a backend that records holds there for TxHolds (MySQL).
+	TxHoldCaller(ctx context.Context, tx CallerTx, h TxHold) error
+	// TxHolds lists the gates transactions hold or wait for (SessionID
 	// names the transaction, ClientID is empty).
 	TxHolds(ctx context.Context) ([]LockInfo, error)
 }

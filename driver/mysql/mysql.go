@@ -82,14 +82,15 @@ const (
 // Driver is the MySQL/MariaDB backend.
 type Driver struct {
 	*sqldriver.DB
-	addr     string
-	dbName   string
-	prefix   string
-	server   string // VERSION()
-	mariadb  bool
-	migrator *sqldriver.Migrator
-	wq       map[string]string // extra.sql
-	pumps    sync.Map          // client id -> *sqldriver.NotifyPump
+	txCleaned atomic.Int64 // unix nanoseconds of the last deleteEnded by TxPrepare
+	addr      string
+	dbName    string
+	prefix    string
+	server    string // VERSION()
+	mariadb   bool
+	migrator  *sqldriver.Migrator
+	wq        map[string]string // extra.sql
+	pumps     sync.Map          // client id -> *sqldriver.NotifyPump
 
 	// fast is a second pool, of autocommit=0 connections, for the
 	// uncontended fast paths only: their first statement opens the

@@ -31,6 +31,13 @@ INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now})
 -- The gate's locking reads are built in txlocks.go (MariaDB and MySQL
 -- spell a shared NOWAIT lock differently).
 
+-- name: tx_prepare
+-- Marks the identifier gated (creating its row); affected rows 0 when it
+-- was already.
+INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p, gated)
+VALUES (?, ?, ?, {now}, 0, 0, 0, 1)
+ON DUPLICATE KEY UPDATE gated = 1;
+
 -- name: tx_gate_exists
 -- Not a locking read: a transaction may hold the row.
 SELECT count(*) FROM {p}lock_gates WHERE kind = ? AND ns = ? AND name = ?;
@@ -50,11 +57,8 @@ SELECT gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
 INSERT INTO {p}lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
 VALUES (?, ?, ?, ?, CONNECTION_ID(), ?, ?, ?, {now});
 
--- name: tx_ident_gate
-UPDATE {p}lock_idents SET gated = 1 WHERE kind = ? AND ns = ? AND name = ? AND gated = 0;
-
 -- name: tx_holds_all
-SELECT id, kind, ns, name, mode, CONCAT('tx ', txn), host, pid, owner, since FROM {p}lock_txholds ORDER BY id;
+SELECT id, kind, ns, name, mode, 'G', CONCAT('tx ', txn), host, pid, owner, since FROM {p}lock_txholds ORDER BY id;
 
 -- name: tx_holds_ended
 -- Read committed: the holds of transactions that ended.

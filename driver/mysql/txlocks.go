@@ -22,6 +22,9 @@ const errLockNowait = 3572
 // maxLockWait is innodb_lock_wait_timeout's largest value, in seconds.
 const maxLockWait = 1073741824
 
+// TxGateChecks implements driver.TxLocker: never: a read in the caller's transaction may see an old snapshot.
+func (d *Driver) TxGateChecks() bool { return false }
+
 // TxGateSerial implements driver.TxLocker: the gates are row locks of
 // {p}lock_gates; other writers go on.
 func (d *Driver) TxGateSerial() bool { return false }
@@ -41,11 +44,23 @@ func (d *Driver) gateQuery(mode string, nowait bool) string {
 	return "SELECT 1 FROM " + d.prefix + "lock_gates WHERE kind = ? AND ns = ? AND name = ?" + lock
 }
 
-// TxGate implements driver.TxLocker: the gate row (created first, in a
-// statement of its own) locked by the caller's transaction, waiting
-// under innodb_lock_wait_timeout (whole seconds) and restoring it.
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) error {
+// TxPrepare implements driver.TxLocker: the identifier's row gated and,
+// when that changed it, the gate row (created before any transaction
+// locks it; a row that stays gated keeps its gate row).
+func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
+	res, err := d.SQL.ExecContext(ctx, d.Q("tx_prepare"), args...)
+	if err != nil {
+		return fmt.Errorf("tx_prepare: %w", err)
+	}
+	if last := d.txCleaned.Load(); time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano()) {
+		if err := d.deleteEnded(ctx); err != nil {
+			return err
+		}
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
 	var n int
 	if err := d.SQL.QueryRowContext(ctx, d.Q("tx_gate_exists"), args...).Scan(&n); err != nil {
 		return fmt.Errorf("tx_gate_exists: %w", err)
@@ -55,9 +70,18 @@ func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident
 			return fmt.Errorf("tx_gate_ensure: %w", err)
 		}
 	}
+	return nil
+}
+
+// TxGate implements driver.TxLocker: the gate row locked by the caller's
+// transaction, waiting under innodb_lock_wait_timeout (whole seconds) and
+// restoring it. The engine checks the sessions (a read in the caller's
+// transaction could see an old snapshot).
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) (bool, error) {
+	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
 	var one int
 	if wait == 0 {
-		return gateErr(tx.ScanRow(ctx, d.gateQuery(mode, true), args, &one))
+		return false, gateErr(tx.ScanRow(ctx, d.gateQuery(mode, true), args, &one))
 	}
 	secs := int64(maxLockWait)
 	if wait > 0 {
@@ -65,16 +89,16 @@ func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident
 	}
 	var old int64
 	if err := tx.ScanRow(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout", nil, &old); err != nil {
-		return fmt.Errorf("tx_gate: %w", err)
+		return false, fmt.Errorf("tx_gate: %w", err)
 	}
 	if err := tx.Exec(ctx, fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", secs)); err != nil {
-		return fmt.Errorf("tx_gate: %w", err)
+		return false, fmt.Errorf("tx_gate: %w", err)
 	}
 	err := gateErr(tx.ScanRow(ctx, d.gateQuery(mode, false), args, &one))
 	if rerr := tx.Exec(context.WithoutCancel(ctx), fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", old)); rerr != nil && err == nil {
 		err = fmt.Errorf("tx_gate: %w", rerr)
 	}
-	return err
+	return false, err
 }
 
 // gateErr maps a locking read's failure to TxGate's.
@@ -92,21 +116,25 @@ func gateErr(err error) error {
 }
 
 // TxGateHeld implements driver.TxLocker: NOWAIT locking reads of the gate
-// row, each a statement of its own on another connection (autocommit lets
-// the lock go at once), shared first.
-func (d *Driver) TxGateHeld(ctx context.Context, _ driver.Tx, id driver.Ident) (string, error) {
+// row in tx, exclusive first, whose lock stays until tx ends (a
+// transaction that takes the gate after sees the grant tx makes).
+func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (string, error) {
+	t := tx.(*sqldriver.Tx).Tx
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
-	for _, probe := range []struct{ mode, held string }{{driver.ModeRead, driver.ModeWrite}, {driver.ModeWrite, driver.ModeRead}} {
+	for _, probe := range []struct{ mode, held string }{{driver.ModeWrite, driver.ModeRead}, {driver.ModeRead, driver.ModeWrite}} {
 		var one int
-		err := gateErr(d.SQL.QueryRowContext(ctx, d.gateQuery(probe.mode, true), args...).Scan(&one))
+		err := gateErr(t.QueryRowContext(ctx, d.gateQuery(probe.mode, true), args...).Scan(&one))
 		switch {
-		case errors.Is(err, driver.ErrGateBusy):
+		case err == nil || errors.Is(err, sql.ErrNoRows):
+			if probe.mode == driver.ModeWrite {
+				return "", nil // nobody holds it
+			}
 			return probe.held, nil
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
+		case !errors.Is(err, driver.ErrGateBusy):
 			return "", err
 		}
 	}
-	return "", nil
+	return driver.ModeWrite, nil // held, even against a shared probe
 }
 
 // TxGated implements driver.TxLocker.
@@ -116,22 +144,13 @@ func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
 
 // TxHoldCaller implements driver.TxLocker: the hold is a row the
 // caller's transaction inserts, seen by TxHolds while the transaction
-// runs, and removed by the rollback or, once committed, by TxHoldRecord or
-// TxHolds.
-func (d *Driver) TxHoldCaller(ctx context.Context, tx driver.CallerTx, h driver.TxHold) (string, error) {
+// runs, and removed by the rollback or, once committed, by TxHolds or a
+// later TxPrepare (at most once a second).
+func (d *Driver) TxHoldCaller(ctx context.Context, tx driver.CallerTx, h driver.TxHold) error {
 	if err := tx.Exec(ctx, d.Q("tx_hold_insert"), h.Kind, []byte(h.NS), []byte(h.Name), h.Mode, h.Host, h.PID, h.Owner); err != nil {
-		return "", fmt.Errorf("tx_hold_insert: %w", err)
+		return fmt.Errorf("tx_hold_insert: %w", err)
 	}
-	return "", nil
-}
-
-// TxHoldRecord implements driver.TxLocker.
-func (d *Driver) TxHoldRecord(ctx context.Context, tx driver.Tx, h driver.TxHold) error {
-	t := tx.(*sqldriver.Tx)
-	if _, err := t.Exec(ctx, "tx_ident_gate", h.Kind, []byte(h.NS), []byte(h.Name)); err != nil {
-		return fmt.Errorf("tx_ident_gate: %w", err)
-	}
-	return d.deleteEnded(ctx)
+	return nil
 }
 
 // deleteEnded deletes the holds of ended transactions: the committed rows

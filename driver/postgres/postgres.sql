@@ -218,6 +218,13 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 
 -- ---- transaction-scoped locks (migration 020) ----
 
+-- name: tx_prepare
+-- Marks the identifier gated (creating its row), committed before the
+-- caller's transaction takes the gate; writes nothing when it is already.
+INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, gated)
+VALUES ($1, $2, $3, {now}, 0, 0, 0, true)
+ON CONFLICT (kind, ns, name) DO UPDATE SET gated = true WHERE NOT li.gated;
+
 -- name: tx_gate
 -- In the caller's transaction: its gate, see {p}tx_gate.
 SELECT {p}tx_gate($1::smallint, $2::bytea, $3::bytea, $4::text, $5::integer);
@@ -228,24 +235,18 @@ SELECT coalesce({p}gate_held($1::smallint, $2::bytea, $3::bytea), '');
 -- name: tx_gated
 SELECT gated FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3;
 
--- name: tx_name
--- In the caller's transaction: its id (one is assigned if it had none).
-SELECT pg_current_xact_id()::text;
-
 -- name: tx_holds
--- The holds of transactions in progress.
-SELECT kind, ns, name, mode, 'tx ' || txn::text, host, pid, owner, since
-  FROM {p}lock_txholds WHERE pg_xact_status(txn) = 'in progress' ORDER BY id;
-
--- name: tx_hold_record
--- Marks the identifier gated, removes the holds of ended transactions and
--- records this one; the caller holds the identifier's row lock.
-WITH g AS (
-    UPDATE {p}lock_idents SET gated = true WHERE kind = $1 AND ns = $2 AND name = $3 AND NOT gated),
-gone AS (
-    DELETE FROM {p}lock_txholds WHERE pg_xact_status(txn) IS DISTINCT FROM 'in progress')
-INSERT INTO {p}lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
-VALUES ($1, $2, $3, $4, $5::xid8, $6, $7, $8, {now});
-
--- name: tx_ident_gate
-UPDATE {p}lock_idents SET gated = true WHERE kind = $1 AND ns = $2 AND name = $3 AND NOT gated;
+-- The gates transactions hold or wait for, from pg_locks (an advisory
+-- lock on a bigint key: classid its high half, objid its low half,
+-- objsubid 1), matched to the gated identifiers' keys.
+SELECT li.kind, li.ns, li.name, CASE WHEN l.mode = 'ExclusiveLock' THEN 'W' ELSE 'R' END,
+       CASE WHEN l.granted THEN 'G' ELSE 'P' END, 'tx ' || l.virtualtransaction,
+       coalesce(host(a.client_addr), 'local'), l.pid, coalesce(a.application_name, ''),
+       (extract(epoch from coalesce(a.xact_start, now())) * 1000000)::bigint
+  FROM (SELECT kind, ns, name, {p}gate_key(kind, ns, name) AS key FROM {p}lock_idents WHERE gated) li
+  JOIN pg_locks l ON l.locktype = 'advisory' AND l.objsubid = 1
+   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND l.classid::bigint = (li.key >> 32) & 4294967295 AND l.objid::bigint = li.key & 4294967295
+  LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.pid <> pg_backend_pid()
+ ORDER BY li.kind, li.ns, li.name, l.granted DESC, l.pid;

@@ -12,34 +12,50 @@ import (
 
 var _ driver.TxLocker = (*Driver)(nil)
 
+// TxGateChecks implements driver.TxLocker: in READ COMMITTED.
+func (d *Driver) TxGateChecks() bool { return true }
+
 // TxGateSerial implements driver.TxLocker: PostgreSQL's gates are
 // transaction-level advisory locks; other writers go on.
 func (d *Driver) TxGateSerial() bool { return false }
 
-// TxGate implements driver.TxLocker with {p}tx_gate (migration 020), which
-// waits under lock_timeout and never aborts the caller's transaction.
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) error {
+// TxPrepare implements driver.TxLocker: the identifier's row, gated.
+func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
+	if _, err := d.ExecNamed(ctx, nil, "tx_prepare", id.Kind, []byte(id.NS), []byte(id.Name)); err != nil {
+		return fmt.Errorf("tx_prepare: %w", err)
+	}
+	return nil
+}
+
+// TxGate implements driver.TxLocker with {p}tx_gate (migration 020): one
+// call, which waits under lock_timeout, checks the sessions in READ
+// COMMITTED and never aborts the caller's transaction.
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) (bool, error) {
 	ms := int64(-1)
 	if wait >= 0 {
 		ms = min(int64(math.Ceil(float64(wait)/float64(time.Millisecond))), math.MaxInt32)
 	}
 	var out string
 	if err := tx.ScanRow(ctx, d.Q("tx_gate"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode, ms}, &out); err != nil {
-		return fmt.Errorf("tx_gate: %w", err)
+		return false, fmt.Errorf("tx_gate: %w", err)
 	}
 	switch out {
 	case "ok":
-		return nil
+		return true, nil
+	case "unchecked":
+		return false, nil
+	case "session":
+		return false, driver.ErrGateSession
 	case "busy":
-		return driver.ErrGateBusy
+		return false, driver.ErrGateBusy
 	case "deadlock":
-		return driver.ErrGateDeadlock
+		return false, driver.ErrGateDeadlock
 	}
-	return fmt.Errorf("tx_gate: unexpected answer %q", out)
+	return false, fmt.Errorf("tx_gate: unexpected answer %q", out)
 }
 
-// TxGateHeld implements driver.TxLocker: {p}gate_held tries the advisory
-// lock at session level and lets it go at once.
+// TxGateHeld implements driver.TxLocker: {p}gate_held's probe is a
+// transaction-level lock of tx.
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (string, error) {
 	var mode string
 	err := tx.(*sqldriver.Tx).Row(ctx, "tx_gate_held", id.Kind, []byte(id.NS), []byte(id.Name)).Scan(&mode)
@@ -49,39 +65,19 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 	return mode, nil
 }
 
-// TxHoldCaller implements driver.TxLocker: the transaction's id, whose
-// status pg_xact_status tells.
-func (d *Driver) TxHoldCaller(ctx context.Context, tx driver.CallerTx, _ driver.TxHold) (string, error) {
-	var name string
-	if err := tx.ScanRow(ctx, d.Q("tx_name"), nil, &name); err != nil {
-		return "", fmt.Errorf("tx_name: %w", err)
-	}
-	return name, nil
+// TxGated implements driver.TxLocker.
+func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
+	return sqldriver.Gated(ctx, d.DB, id)
 }
 
-// TxHolds implements driver.TxLocker.
+// TxHoldCaller implements driver.TxLocker: pg_locks lists the gates.
+func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) error { return nil }
+
+// TxHolds implements driver.TxLocker from pg_locks.
 func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 	rows, err := d.QueryNamed(ctx, nil, "tx_holds")
 	if err != nil {
 		return nil, err
 	}
 	return sqldriver.ScanTxHolds(rows, false)
-}
-
-// TxHoldRecord implements driver.TxLocker.
-func (d *Driver) TxHoldRecord(ctx context.Context, tx driver.Tx, h driver.TxHold) error {
-	if h.Txn == "" { // not named: gated all the same, not recorded
-		_, err := tx.(*sqldriver.Tx).Exec(ctx, "tx_ident_gate", h.Kind, []byte(h.NS), []byte(h.Name))
-		return err
-	}
-	_, err := tx.(*sqldriver.Tx).Exec(ctx, "tx_hold_record", h.Kind, []byte(h.NS), []byte(h.Name), h.Mode, h.Txn, h.Host, h.PID, h.Owner)
-	if err != nil {
-		return fmt.Errorf("tx_hold_record: %w", err)
-	}
-	return nil
-}
-
-// TxGated implements driver.TxLocker.
-func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
-	return sqldriver.Gated(ctx, d.DB, id)
 }

@@ -12,6 +12,9 @@ import (
 
 var _ driver.TxLocker = (*Driver)(nil)
 
+// TxGateChecks implements driver.TxLocker: always: the transaction holding the write lock sees the latest state.
+func (d *Driver) TxGateChecks() bool { return true }
+
 // TxGateSerial implements driver.TxLocker: on SQLite a transaction's gate
 // is the database's write lock, which excludes every other writer (and
 // every session's grant) until the transaction ends; nobody else can see
@@ -25,19 +28,22 @@ const sqliteBusySnapshot = 517
 // TxGate implements driver.TxLocker: a write in the caller's transaction
 // takes the write lock (see takeWriteLock); then, in the same
 // transaction, which now sees the latest state, the sessions' instances.
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) error {
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) (bool, error) {
 	if err := d.takeWriteLock(ctx, tx, wait); err != nil {
-		return err
+		return false, err
 	}
 	var n int
 	if err := tx.ScanRow(ctx, d.Q("tx_gate_sessions"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode}, &n); err != nil {
-		return fmt.Errorf("tx_gate_sessions: %w", err)
+		return false, fmt.Errorf("tx_gate_sessions: %w", err)
 	}
 	if n > 0 {
-		return driver.ErrGateSession
+		return false, driver.ErrGateSession
 	}
-	return nil
+	return true, nil
 }
+
+// TxPrepare implements driver.TxLocker: nothing to ready.
+func (d *Driver) TxPrepare(context.Context, driver.Ident) error { return nil }
 
 // takeWriteLock writes in the caller's transaction, again while another
 // writer has the write lock, until wait has passed.
@@ -71,12 +77,8 @@ func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (string, e
 func (d *Driver) TxGated(context.Context, driver.Ident) (bool, error) { return false, nil }
 
 // TxHoldCaller implements driver.TxLocker: nothing is recorded.
-func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) (string, error) {
-	return "", nil
-}
+func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) error { return nil }
 
 // TxHolds implements driver.TxLocker: nothing is recorded.
 func (d *Driver) TxHolds(context.Context) ([]driver.LockInfo, error) { return nil, nil }
 
-// TxHoldRecord implements driver.TxLocker: nothing is recorded.
-func (d *Driver) TxHoldRecord(context.Context, driver.Tx, driver.TxHold) error { return nil }

@@ -255,7 +255,9 @@ func (t *Tx) Exec(ctx context.Context, name string, args ...any) (sql.Result, er
 }
 
 // Row runs a named query returning one row in the transaction.
-func (t *Tx) Row(ctx context.Context, name string, args ...any) *sql.Row { return t.row(ctx, name, args...) }
+func (t *Tx) Row(ctx context.Context, name string, args ...any) *sql.Row {
+	return t.row(ctx, name, args...)
+}
 
 func (t *Tx) row(ctx context.Context, name string, args ...any) *sql.Row {
 	return t.db.RowNamed(ctx, t.Tx, name, args...)
@@ -829,7 +831,7 @@ func Gated(ctx context.Context, db *DB, id driver.Ident) (bool, error) {
 }
 
 // ScanTxHolds reads the rows of a backend's list of transactions' holds:
-// (with withID, an id first) kind, namespace, name, mode, the
+// (with withID, an id first) kind, namespace, name, mode, status, the
 // transaction's name, host, pid, owner and since.
 func ScanTxHolds(rows *sql.Rows, withID bool) ([]driver.LockInfo, error) {
 	defer rows.Close()
@@ -838,14 +840,14 @@ func ScanTxHolds(rows *sql.Rows, withID bool) ([]driver.LockInfo, error) {
 		var li driver.LockInfo
 		var ns, name []byte
 		var since int64
-		dest := []any{&li.Kind, &ns, &name, &li.Mode, &li.SessionID, &li.Host, &li.PID, &li.Owner, &since}
+		dest := []any{&li.Kind, &ns, &name, &li.Mode, &li.Status, &li.SessionID, &li.Host, &li.PID, &li.Owner, &since}
 		if withID {
 			dest = append([]any{&li.ID}, dest...)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		li.NS, li.Name, li.Status = string(ns), string(name), driver.StatusGranted
+		li.NS, li.Name = string(ns), string(name)
 		li.CreatedAt = time.UnixMicro(since)
 		li.GrantedAt = li.CreatedAt
 		out = append(out, li)

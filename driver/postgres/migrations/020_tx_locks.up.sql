@@ -1,31 +1,17 @@
 -- Transaction-scoped locks (Client.LockTx, DESIGN § Locks). A transaction
 -- holds an identifier's gate: a transaction-level advisory lock on
 -- {p}gate_key, shared for a read lock and exclusive for a write lock,
--- taken in the caller's own transaction ({p}tx_gate), so its commit or
--- rollback releases it with nothing else to do. Once a transaction has
--- taken a gate the identifier is gated: the one-statement fast paths
--- leave it to {p}request and {p}regrant, which test the gate under the
--- identifier's row lock ({p}gate_held: try, then let go at once) and count
--- a held gate as another session's granted instance. The transaction, for
--- its part, checks the sessions' instances under the same row lock after
--- taking the gate, so neither side can miss the other.
+-- taken in the caller's own transaction by {p}tx_gate, so its commit or
+-- rollback releases it with nothing else to do, and pg_locks lists it.
+-- An identifier a transaction may lock is gated first (by a statement of
+-- its own, committed before the gate is taken): the one-statement fast
+-- paths leave a gated identifier to {p}request and {p}regrant, which ask
+-- {p}gate_held under the identifier's row lock and count a held gate as
+-- another session's granted instance. {p}gate_held's probe is itself a
+-- transaction-level lock, held until the grant commits; {p}tx_gate checks
+-- the sessions' instances once it holds the gate, with a snapshot taken
+-- after: whichever comes second sees the other.
 ALTER TABLE {p}lock_idents ADD COLUMN gated boolean NOT NULL DEFAULT false;
-
--- The holds of transactions, for monitoring only: a hold is live while its
--- transaction is in progress (pg_xact_status), and rows of ended
--- transactions are removed when the next hold is recorded.
-CREATE UNLOGGED TABLE {p}lock_txholds (
-    id     bigserial PRIMARY KEY,
-    kind   smallint NOT NULL,
-    ns     bytea    NOT NULL,
-    name   bytea    NOT NULL,
-    mode   text     NOT NULL,
-    txn    xid8     NOT NULL,
-    host   text     NOT NULL,
-    pid    integer  NOT NULL,
-    owner  text     NOT NULL,
-    since  bigint   NOT NULL
-);
 
 -- statement
 CREATE FUNCTION {p}gate_key(k smallint, n bytea, m bytea) RETURNS bigint
@@ -35,61 +21,70 @@ $$;
 -- end
 
 -- {p}gate_held is the mode a transaction holds the gate in ('W', 'R'), or
--- NULL when none does: it tries the advisory lock at session level and
--- lets it go at once.
+-- NULL when none does. Its probe stays held until the caller's
+-- transaction ends (see above).
 -- statement
 CREATE FUNCTION {p}gate_held(k smallint, n bytea, m bytea) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     key bigint := {p}gate_key(k, n, m);
 BEGIN
-    IF NOT pg_try_advisory_lock_shared(key) THEN
+    IF NOT pg_try_advisory_xact_lock_shared(key) THEN
         RETURN 'W';
     END IF;
-    PERFORM pg_advisory_unlock_shared(key);
-    IF NOT pg_try_advisory_lock(key) THEN
+    IF NOT pg_try_advisory_xact_lock(key) THEN
         RETURN 'R';
     END IF;
-    PERFORM pg_advisory_unlock(key);
     RETURN NULL;
 END
 $$;
 -- end
 
 -- {p}tx_gate takes the gate in the caller's transaction, waiting at most
--- wait_ms (0: not at all, negative: without limit), and says 'ok', 'busy'
+-- wait_ms (0: not at all, negative: without limit), and then, in READ
+-- COMMITTED (each statement a new snapshot), checks that no session holds
+-- the identifier, or waits for it, in a conflicting mode. It says 'ok',
+-- 'unchecked' (gate taken, not checked: another isolation level),
+-- 'session' (a session's lock conflicts; the gate was given back), 'busy'
 -- (not free in time) or 'deadlock' (PostgreSQL found a cycle among
--- transactions); neither failure aborts the caller's transaction.
+-- transactions). No answer aborts the caller's transaction: the block's
+-- subtransaction gives back what it took.
 -- statement
 CREATE FUNCTION {p}tx_gate(k smallint, n bytea, m bytea, md text, wait_ms integer) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
-    key bigint := {p}gate_key(k, n, m);
-    old text := current_setting('lock_timeout');
+    key     bigint := {p}gate_key(k, n, m);
+    old     text := current_setting('lock_timeout');
+    checked boolean := current_setting('transaction_isolation') = 'read committed';
 BEGIN
-    IF wait_ms = 0 THEN
-        IF (md = 'W' AND pg_try_advisory_xact_lock(key)) OR (md = 'R' AND pg_try_advisory_xact_lock_shared(key)) THEN
-            RETURN 'ok';
-        END IF;
-        RETURN 'busy';
-    END IF;
-    PERFORM set_config('lock_timeout', CASE WHEN wait_ms < 0 THEN '0' ELSE wait_ms::text END, true);
     BEGIN
-        IF md = 'W' THEN
-            PERFORM pg_advisory_xact_lock(key);
+        IF wait_ms = 0 THEN
+            IF NOT ((md = 'W' AND pg_try_advisory_xact_lock(key)) OR (md = 'R' AND pg_try_advisory_xact_lock_shared(key))) THEN
+                RETURN 'busy';
+            END IF;
         ELSE
-            PERFORM pg_advisory_xact_lock_shared(key);
+            PERFORM set_config('lock_timeout', CASE WHEN wait_ms < 0 THEN '0' ELSE wait_ms::text END, true);
+            IF md = 'W' THEN
+                PERFORM pg_advisory_xact_lock(key);
+            ELSE
+                PERFORM pg_advisory_xact_lock_shared(key);
+            END IF;
+            PERFORM set_config('lock_timeout', old, true);
+        END IF;
+        IF checked AND EXISTS (SELECT 1 FROM {p}lock_holds h
+                                WHERE h.kind = k AND h.ns = n AND h.name = m AND h.status IN ('G', 'P')
+                                  AND (h.mode = 'W' OR md = 'W')) THEN
+            RAISE EXCEPTION USING ERRCODE = 'BT001', MESSAGE = 'baton: a session holds the lock';
         END IF;
     EXCEPTION
         WHEN lock_not_available THEN
-            PERFORM set_config('lock_timeout', old, true);
             RETURN 'busy';
         WHEN deadlock_detected THEN
-            PERFORM set_config('lock_timeout', old, true);
             RETURN 'deadlock';
+        WHEN SQLSTATE 'BT001' THEN
+            RETURN 'session';
     END;
-    PERFORM set_config('lock_timeout', old, true);
-    RETURN 'ok';
+    RETURN CASE WHEN checked THEN 'ok' ELSE 'unchecked' END;
 END
 $$;
 -- end
