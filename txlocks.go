@@ -105,20 +105,21 @@ func lockIdents(ns string, mode Mode, names []string) ([]driver.Ident, error) {
 	return ids, nil
 }
 
-// lockTxOne takes one identifier's lock in the caller's transaction: the
-// identifier gated (TxPrepare), then its gate, then the check that no
-// session holds or waits for it in a conflicting mode, made after the gate
-// was taken (by TxGate itself where it can). A conflict found by TxGate
-// gave the gate back: wait for the sessions and try again. One found
-// afterwards keeps it (the backend cannot give it back): wait, holding it,
-// for the sessions' instances, which no new grant can join.
+// lockTxOne takes one identifier's lock in the caller's transaction: its
+// gate, then the check that the identifier is gated and that no session
+// holds or waits for it in a conflicting mode, made after the gate was
+// taken (by TxGate itself where it can). Not gated yet: mark it
+// (TxPrepare) and try again. A conflict found by TxGate gave the gate
+// back: wait for the sessions and try again. One found afterwards keeps
+// it (the backend cannot give it back): wait, holding it, for the
+// sessions' instances, which no new grant can join.
 func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string, tryOnce bool) error {
-	if err := tl.TxPrepare(ctx, id); err != nil {
-		return err
-	}
 	wait, gctx := time.Duration(-1), ctx
 	for {
 		if !tl.TxGateChecks() {
+			if err := tl.TxPrepare(ctx, id); err != nil {
+				return err
+			}
 			if err := c.awaitTxFree(ctx, id, mode, true, tryOnce); err != nil {
 				return err
 			}
@@ -131,16 +132,27 @@ func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx,
 			wait, gctx = max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
 		}
 		checked, err := tl.TxGate(gctx, ct, id, mode, wait)
-		if errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial() {
+		switch {
+		case errors.Is(err, driver.ErrGateUngated):
+			if err := tl.TxPrepare(ctx, id); err != nil {
+				return err
+			}
+			continue
+		case errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial():
 			if err := c.awaitTxFree(ctx, id, mode, true, false); err != nil {
 				return err
 			}
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return gateFailure(err, id, mode, tryOnce)
 		}
 		if !checked {
+			// The mark (made above where the backend cannot check; now
+			// for PostgreSQL outside READ COMMITTED), then a check that
+			// reads after it.
+			if err := tl.TxPrepare(ctx, id); err != nil {
+				return err
+			}
 			if err := c.awaitTxFree(ctx, id, mode, false, tryOnce); err != nil {
 				return err
 			}

@@ -459,16 +459,19 @@ var (
 	ErrGateBusy     = errors.New("baton/driver: gate busy")
 	ErrGateDeadlock = errors.New("baton/driver: deadlock among transactions")
 	ErrGateSession  = errors.New("baton/driver: a session holds the lock")
+	// ErrGateUngated: the identifier is not gated yet (or has no gate to
+	// lock); nothing was taken: TxPrepare, then TxGate again.
+	ErrGateUngated = errors.New("baton/driver: identifier not gated")
 )
 
 // TxLocker is a backend's transaction-scoped locks (DESIGN § Locks). A
 // transaction holds an identifier's gate, a lock of the database's own
 // taken in the caller's transaction (so its commit or rollback releases
 // it), and gates and sessions' instances exclude each other: TxPrepare
-// marks the identifier Gated (committed) before the gate is taken, so
-// that the fast paths leave it to grants made under the identifier's row
-// lock, which ask TxGateHeld; the transaction checks the sessions'
-// instances once it holds the gate, from a snapshot taken after.
+// marks the identifier Gated (committed), so that the fast paths leave it
+// to grants made under the identifier's row lock, which ask TxGateHeld;
+// the transaction checks the mark and the sessions' instances once it
+// holds the gate, from a snapshot taken after.
 type TxLocker interface {
 	// TxGateSerial reports whether a transaction that took a gate
 	// excludes every other writer of the database (SQLite, where the gate
@@ -482,7 +485,8 @@ type TxLocker interface {
 	// transaction ends).
 	TxGateChecks() bool
 	// TxPrepare readies id for a gate, outside any transaction: marks it
-	// Gated, and creates what the gate locks.
+	// Gated, and creates what the gate locks. The engine calls it when
+	// TxGate answers ErrGateUngated, and after a gate taken unchecked.
 	TxPrepare(ctx context.Context, id Ident) error
 	// TxGate takes id's gate in mode inside the caller's transaction,
 	// waiting at most wait (0: not at all; negative: until ctx ends).

@@ -83,6 +83,7 @@ const (
 type Driver struct {
 	*sqldriver.DB
 	txCleaned atomic.Int64 // unix nanoseconds of the last deleteEnded by TxPrepare
+	gates     sync.Map     // identifiers known to have a gate row (never deleted)
 	addr      string
 	dbName    string
 	prefix    string

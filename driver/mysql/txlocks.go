@@ -22,7 +22,10 @@ const errLockNowait = 3572
 // maxLockWait is innodb_lock_wait_timeout's largest value, in seconds.
 const maxLockWait = 1073741824
 
-// TxGateChecks implements driver.TxLocker: never: a read in the caller's transaction may see an old snapshot.
+// TxGateChecks implements driver.TxLocker: never: a read in the caller's
+// transaction may see an old snapshot. The engine readies the identifier
+// (TxPrepare) before every gate: a locking read of a missing gate row
+// would take a gap lock that the row's insertion then waits for.
 func (d *Driver) TxGateChecks() bool { return false }
 
 // TxGateSerial implements driver.TxLocker: the gates are row locks of
@@ -48,6 +51,17 @@ func (d *Driver) gateQuery(mode string, nowait bool) string {
 // when that changed it, the gate row (created before any transaction
 // locks it; a row that stays gated keeps its gate row).
 func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
+	if _, known := d.gates.Load(id); known {
+		return nil // a gate row is made after its identifier is gated, and both stay
+	}
+	if err := d.prepareGate(ctx, id); err != nil {
+		return err
+	}
+	d.gates.Store(id, true)
+	return nil
+}
+
+func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
 	res, err := d.SQL.ExecContext(ctx, d.Q("tx_prepare"), args...)
 	if err != nil {
@@ -101,12 +115,15 @@ func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident
 	return false, err
 }
 
-// gateErr maps a locking read's failure to TxGate's.
+// gateErr maps a locking read's failure to TxGate's. No row: the gate
+// row is made by TxPrepare, after the identifier is gated.
 func gateErr(err error) error {
 	var me *gomysql.MySQLError
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return driver.ErrGateUngated
 	case errors.As(err, &me) && (me.Number == errLockWaitTimeout || me.Number == errLockNowait):
 		return driver.ErrGateBusy
 	case errors.As(err, &me) && me.Number == errLockDeadlock:
@@ -125,7 +142,7 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 		var one int
 		err := gateErr(t.QueryRowContext(ctx, d.gateQuery(probe.mode, true), args...).Scan(&one))
 		switch {
-		case err == nil || errors.Is(err, sql.ErrNoRows):
+		case err == nil || errors.Is(err, driver.ErrGateUngated):
 			if probe.mode == driver.ModeWrite {
 				return "", nil // nobody holds it
 			}

@@ -46,6 +46,8 @@ func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident
 		return false, nil
 	case "session":
 		return false, driver.ErrGateSession
+	case "ungated":
+		return false, driver.ErrGateUngated
 	case "busy":
 		return false, driver.ErrGateBusy
 	case "deadlock":

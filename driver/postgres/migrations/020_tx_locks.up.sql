@@ -3,8 +3,8 @@
 -- {p}gate_key, shared for a read lock and exclusive for a write lock,
 -- taken in the caller's own transaction by {p}tx_gate, so its commit or
 -- rollback releases it with nothing else to do, and pg_locks lists it.
--- An identifier a transaction may lock is gated first (by a statement of
--- its own, committed before the gate is taken): the one-statement fast
+-- An identifier a transaction locks is gated (by a statement of its own,
+-- committed before the transaction's check reads it): the one-statement fast
 -- paths leave a gated identifier to {p}request and {p}regrant, which ask
 -- {p}gate_held under the identifier's row lock and count a held gate as
 -- another session's granted instance. {p}gate_held's probe is itself a
@@ -42,13 +42,15 @@ $$;
 
 -- {p}tx_gate takes the gate in the caller's transaction, waiting at most
 -- wait_ms (0: not at all, negative: without limit), and then, in READ
--- COMMITTED (each statement a new snapshot), checks that no session holds
--- the identifier, or waits for it, in a conflicting mode. It says 'ok',
--- 'unchecked' (gate taken, not checked: another isolation level),
--- 'session' (a session's lock conflicts; the gate was given back), 'busy'
--- (not free in time) or 'deadlock' (PostgreSQL found a cycle among
--- transactions). No answer aborts the caller's transaction: the block's
--- subtransaction gives back what it took.
+-- COMMITTED (each statement a new snapshot), checks that the identifier
+-- is gated and that no session holds it, or waits for it, in a
+-- conflicting mode: a fast path that granted before the mark was
+-- committed first, and is seen. It says 'ok', 'unchecked' (gate taken,
+-- not checked: another isolation level), 'ungated' (not marked yet: the
+-- client marks it and calls again), 'session' (a session's lock
+-- conflicts), 'busy' (not free in time) or 'deadlock' (PostgreSQL found a
+-- cycle among transactions); on every failure the block's subtransaction
+-- gave the gate back, and no answer aborts the caller's transaction.
 -- statement
 CREATE FUNCTION {p}tx_gate(k smallint, n bytea, m bytea, md text, wait_ms integer) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -71,6 +73,10 @@ BEGIN
             END IF;
             PERFORM set_config('lock_timeout', old, true);
         END IF;
+        IF checked AND NOT coalesce((SELECT li.gated FROM {p}lock_idents li
+                                      WHERE li.kind = k AND li.ns = n AND li.name = m), false) THEN
+            RAISE EXCEPTION USING ERRCODE = 'BT002', MESSAGE = 'baton: the identifier is not gated';
+        END IF;
         IF checked AND EXISTS (SELECT 1 FROM {p}lock_holds h
                                 WHERE h.kind = k AND h.ns = n AND h.name = m AND h.status IN ('G', 'P')
                                   AND (h.mode = 'W' OR md = 'W')) THEN
@@ -83,6 +89,8 @@ BEGIN
             RETURN 'deadlock';
         WHEN SQLSTATE 'BT001' THEN
             RETURN 'session';
+        WHEN SQLSTATE 'BT002' THEN
+            RETURN 'ungated';
     END;
     RETURN CASE WHEN checked THEN 'ok' ELSE 'unchecked' END;
 END
