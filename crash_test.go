@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	case "completetx":
 		childCompleteTx(os.Getenv("BATON_TEST_DSN"))
 		return
+	case "txhold":
+		childTxHold(os.Getenv("BATON_TEST_DSN"))
+		return
 	}
 	os.Exit(m.Run())
 }

@@ -1,10 +1,13 @@
 package baton_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,6 +153,19 @@ func TestLockTxSessions(t *testing.T) {
 		if err := c.LockTx(ctx, tx, "ns", baton.Read, 0, "r"); err != nil {
 			t.Fatalf("read lock in a transaction beside a session's read lock: %v", err)
 		}
+		// The other way round: a session's read lock beside the
+		// transaction's, not a write lock.
+		if _, err := s.Lock(ctx, "ns", baton.Read, 0, "r2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.LockTx(ctx, tx, "ns", baton.Read, 0, "r3"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Lock(ctx, "ns", baton.Read, 0, "r3"); err != nil {
+			t.Fatalf("session's read lock beside a transaction's read lock: %v", err)
+		}
+		_, err := session(t, c).Lock(ctx, "ns", baton.Write, 0, "r3")
+		wantErr(t, err, baton.ErrTimeout)
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -391,5 +407,67 @@ func TestLockTxPgx(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustLock(t, s, "pgx", baton.Write, "p")
+	})
+}
+
+// childTxHold takes crash/tx in a transaction of its own pool and waits
+// to be killed.
+func childTxHold(dsn string) {
+	ctx := context.Background()
+	fail := func(err error) {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	c, err := baton.Open(ctx, dsn)
+	if err != nil {
+		fail(err)
+	}
+	db, err := batontest.OpenSQL(dsn)
+	if err != nil {
+		fail(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+	}
+	if err := c.LockTx(ctx, tx, "crash", baton.Write, 0, "tx"); err != nil {
+		fail(err)
+	}
+	fmt.Println("locked")
+	select {}
+}
+
+// TestLockTxKilledHolder: a process killed with SIGKILL inside a
+// transaction holding a lock: the database ends the transaction, and a
+// session waiting for the lock gets it; never while the holder lives.
+func TestLockTxKilledHolder(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := open(t, b)
+		// Before the child: on SQLite its transaction holds the write lock.
+		s := session(t, c)
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), "BATON_TEST_CHILD=txhold", "BATON_TEST_DSN="+dsn)
+		out, err := child.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = child.Process.Kill() })
+		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+			t.Fatalf("child said %q", line)
+		}
+		ctx := ctxT(t)
+		got := lockAsync(func() error { _, err := s.Lock(ctx, "crash", baton.Write, 25*time.Second, "tx"); return err })
+		stillWaiting(t, got, 500*time.Millisecond, "session lock while the transaction's holder lives")
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		if err := answer(t, got, "session lock after the holder was killed"); err != nil {
+			t.Fatalf("session lock after the transaction's holder was killed: %v", err)
+		}
 	})
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Open) {
 		{"FastReleaseReportsWaiters", testFastReleaseWaiters},
 		{"FastPathSeen", testFastPathSeen},
 		{"Requester", testRequester},
+		{"TxGate", testTxGate},
 		{"WaitGraph", testWaitGraph},
 		{"Notify", testNotify},
 		{"Queue", testQueue},

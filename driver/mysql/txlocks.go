@@ -138,20 +138,30 @@ func gateErr(err error) error {
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (string, error) {
 	t := tx.(*sqldriver.Tx).Tx
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
-	for _, probe := range []struct{ mode, held string }{{driver.ModeWrite, driver.ModeRead}, {driver.ModeRead, driver.ModeWrite}} {
+	probe := func(mode string) (busy bool, err error) {
 		var one int
-		err := gateErr(t.QueryRowContext(ctx, d.gateQuery(probe.mode, true), args...).Scan(&one))
-		switch {
-		case err == nil || errors.Is(err, driver.ErrGateUngated):
-			if probe.mode == driver.ModeWrite {
-				return "", nil // nobody holds it
-			}
-			return probe.held, nil
-		case !errors.Is(err, driver.ErrGateBusy):
-			return "", err
+		err = gateErr(t.QueryRowContext(ctx, d.gateQuery(mode, true), args...).Scan(&one))
+		if errors.Is(err, driver.ErrGateBusy) {
+			return true, nil
 		}
+		if errors.Is(err, driver.ErrGateUngated) { // no gate row: nobody holds it
+			err = nil
+		}
+		return false, err
 	}
-	return driver.ModeWrite, nil // held, even against a shared probe
+	switch busy, err := probe(driver.ModeWrite); {
+	case err != nil:
+		return "", err
+	case !busy:
+		return "", nil
+	}
+	switch busy, err := probe(driver.ModeRead); {
+	case err != nil:
+		return "", err
+	case busy:
+		return driver.ModeWrite, nil
+	}
+	return driver.ModeRead, nil
 }
 
 // TxGated implements driver.TxLocker.

@@ -81,4 +81,3 @@ func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) e
 
 // TxHolds implements driver.TxLocker: nothing is recorded.
 func (d *Driver) TxHolds(context.Context) ([]driver.LockInfo, error) { return nil, nil }
-

@@ -854,3 +854,18 @@ func ScanTxHolds(rows *sql.Rows, withID bool) ([]driver.LockInfo, error) {
 	}
 	return out, rows.Err()
 }
+
+// Caller is the transaction as a driver.CallerTx: the conformance suite's
+// stand-in for a program's own transaction.
+func (t *Tx) Caller() driver.CallerTx { return callerTx{t.Tx} }
+
+type callerTx struct{ tx *sql.Tx }
+
+func (c callerTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := c.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (c callerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return c.tx.QueryRowContext(ctx, query, args...).Scan(dest...)
+}
