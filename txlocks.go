@@ -105,33 +105,43 @@ func lockIdents(ns string, mode Mode, names []string) ([]driver.Ident, error) {
 	return ids, nil
 }
 
+// txQueueAfter is how long a transaction waits for sessions before it
+// takes its gate regardless and waits holding it: new grants to sessions
+// then wait behind it, so that a stream of sessions cannot starve it.
+const txQueueAfter = 100 * time.Millisecond
+
+// errImpatient: awaitTxFree's patience ran out.
+var errImpatient = errors.New("baton: waited long enough")
+
 // lockTxOne takes one identifier's lock in the caller's transaction: its
 // gate, then the check that the identifier is gated and that no session
 // holds or waits for it in a conflicting mode, made after the gate was
-// taken (by TxGate itself where it can). Not gated yet: mark it
-// (TxPrepare) and try again. A conflict found by TxGate gave the gate
-// back: wait for the sessions and try again. One found afterwards keeps
-// it (the backend cannot give it back): wait, holding it, for the
-// sessions' instances, which no new grant can join.
+// taken (by TxGate itself where it can). While a session conflicts it
+// waits and tries again, for txQueueAfter; then it queues (gateQueued).
 func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string, tryOnce bool) error {
-	wait, gctx := time.Duration(-1), ctx
+	patience := time.Now().Add(txQueueAfter)
 	for {
+		queue := !tryOnce && !tl.TxGateSerial() && !time.Now().Before(patience)
 		if !tl.TxGateChecks() {
+			// Readied before the gate: a missing gate row cannot be locked.
 			if err := tl.TxPrepare(ctx, id); err != nil {
 				return err
 			}
-			if err := c.awaitTxFree(ctx, id, mode, true, tryOnce); err != nil {
+		}
+		if queue {
+			return c.gateQueued(ctx, tl, ct, id, mode)
+		}
+		if !tl.TxGateChecks() {
+			err := c.awaitTxFree(ctx, id, mode, true, tryOnce, patience)
+			if errors.Is(err, errImpatient) {
+				continue
+			}
+			if err != nil {
 				return err
 			}
 		}
-		if tryOnce {
-			wait = 0
-		} else if dl, ok := ctx.Deadline(); ok {
-			// The database bounds the wait: a cancelled statement could
-			// break the caller's connection, and with it the transaction.
-			wait, gctx = max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
-		}
-		checked, err := tl.TxGate(gctx, ct, id, mode, wait)
+		wait, gctx := gateWait(ctx, tryOnce)
+		checked, err := tl.TxGate(gctx, ct, id, mode, wait, true)
 		switch {
 		case errors.Is(err, driver.ErrGateUngated):
 			if err := tl.TxPrepare(ctx, id); err != nil {
@@ -139,7 +149,7 @@ func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx,
 			}
 			continue
 		case errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial():
-			if err := c.awaitTxFree(ctx, id, mode, true, false); err != nil {
+			if err := c.awaitTxFree(ctx, id, mode, true, false, patience); err != nil && !errors.Is(err, errImpatient) {
 				return err
 			}
 			continue
@@ -147,18 +157,67 @@ func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx,
 			return gateFailure(err, id, mode, tryOnce)
 		}
 		if !checked {
-			// The mark (made above where the backend cannot check; now
-			// for PostgreSQL outside READ COMMITTED), then a check that
-			// reads after it.
-			if err := tl.TxPrepare(ctx, id); err != nil {
-				return err
-			}
-			if err := c.awaitTxFree(ctx, id, mode, false, tryOnce); err != nil {
+			if err := c.markAndCheck(ctx, tl, id, mode, tryOnce); err != nil {
 				return err
 			}
 		}
-		return tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: c.host, PID: c.pid, Owner: c.opts.Name})
+		return c.holdRecorded(ctx, tl, ct, id, mode)
 	}
+}
+
+// gateQueued takes the gate without checking the sessions, then waits,
+// holding it, until no session holds the identifier in a conflicting
+// mode; a savepoint gives the gate back on failure where the database can
+// (PostgreSQL).
+func (c *Client) gateQueued(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string) error {
+	if err := ct.Exec(ctx, "SAVEPOINT baton_locktx_queued"); err != nil {
+		return fmt.Errorf("baton: lock in transaction: %w", err)
+	}
+	err := func() error {
+		wait, gctx := gateWait(ctx, false)
+		if _, err := tl.TxGate(gctx, ct, id, mode, wait, false); err != nil {
+			return gateFailure(err, id, mode, false)
+		}
+		return c.markAndCheck(ctx, tl, id, mode, false)
+	}()
+	if err != nil {
+		if bg := context.WithoutCancel(ctx); ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx_queued") == nil {
+			_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx_queued")
+		}
+		return err
+	}
+	if err := ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx_queued"); err != nil {
+		return fmt.Errorf("baton: lock in transaction: %w", err)
+	}
+	return c.holdRecorded(ctx, tl, ct, id, mode)
+}
+
+// markAndCheck follows a gate taken unchecked: the identifier marked
+// gated, then, from a read after the mark, a wait until no session holds
+// it in a conflicting mode (no session can be granted it meanwhile).
+func (c *Client) markAndCheck(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode string, tryOnce bool) error {
+	if err := tl.TxPrepare(ctx, id); err != nil {
+		return err
+	}
+	return c.awaitTxFree(ctx, id, mode, false, tryOnce, time.Time{})
+}
+
+func (c *Client) holdRecorded(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string) error {
+	return tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: c.host, PID: c.pid, Owner: c.opts.Name})
+}
+
+// gateWait is how long TxGate may wait, and the context it runs under:
+// the database bounds a wait up to ctx's deadline, as a cancelled
+// statement could break the caller's connection, and with it the
+// transaction.
+func gateWait(ctx context.Context, tryOnce bool) (time.Duration, context.Context) {
+	if tryOnce {
+		return 0, ctx
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
+	}
+	return -1, ctx
 }
 
 // gateFailure maps TxGate's failure to LockTx's.
@@ -194,8 +253,9 @@ func txConflicts(rows []driver.Request, mode string, pending bool) bool {
 const txPoll = 50 * time.Millisecond
 
 // awaitTxFree waits until no session holds (or, with pending, waits for)
-// the identifier in a mode conflicting with mode.
-func (c *Client) awaitTxFree(ctx context.Context, id driver.Ident, mode string, pending, tryOnce bool) error {
+// the identifier in a mode conflicting with mode; errImpatient once
+// patience (when set) has passed.
+func (c *Client) awaitTxFree(ctx context.Context, id driver.Ident, mode string, pending, tryOnce bool, patience time.Time) error {
 	pause := time.Millisecond
 	for {
 		rows, err := c.drv.NoTx().LockRequestList(ctx, []driver.Ident{id})
@@ -207,6 +267,9 @@ func (c *Client) awaitTxFree(ctx context.Context, id driver.Ident, mode string, 
 		}
 		if tryOnce {
 			return ErrTimeout
+		}
+		if !patience.IsZero() && !time.Now().Before(patience) {
+			return errImpatient
 		}
 		t := time.NewTimer(pause)
 		select {

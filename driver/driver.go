@@ -490,9 +490,10 @@ type TxLocker interface {
 	TxPrepare(ctx context.Context, id Ident) error
 	// TxGate takes id's gate in mode inside the caller's transaction,
 	// waiting at most wait (0: not at all; negative: until ctx ends).
-	// checked reports that it also found no session holding or waiting
-	// for id in a conflicting mode (otherwise the engine checks).
-	TxGate(ctx context.Context, tx CallerTx, id Ident, mode string, wait time.Duration) (checked bool, err error)
+	// With check, checked reports that it also found id gated and no
+	// session holding or waiting for it in a conflicting mode (otherwise
+	// the engine marks and checks).
+	TxGate(ctx context.Context, tx CallerTx, id Ident, mode string, wait time.Duration, check bool) (checked bool, err error)
 	// TxGateHeld returns the mode in which transactions hold id's gate,
 	// or "" when none does; tx holds id's row lock, and the answer must
 	// stay true until tx ends.

@@ -30,7 +30,7 @@ func gate(t *testing.T, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident,
 		must(t, tl.TxPrepare(ctx, id))
 	}
 	for range 2 {
-		_, err := tl.TxGate(ctx, ct, id, mode, 0)
+		_, err := tl.TxGate(ctx, ct, id, mode, 0, true)
 		if !errors.Is(err, driver.ErrGateUngated) {
 			return err
 		}

@@ -47,10 +47,15 @@ func (d *Driver) gateQuery(mode string, nowait bool) string {
 	return "SELECT 1 FROM " + d.prefix + "lock_gates WHERE kind = ? AND ns = ? AND name = ?" + lock
 }
 
-// TxPrepare implements driver.TxLocker: the identifier's row gated and,
-// when that changed it, the gate row (created before any transaction
-// locks it; a row that stays gated keeps its gate row).
+// TxPrepare implements driver.TxLocker: the identifier's row gated, then
+// the gate row (created before any transaction locks it), once per
+// identifier and driver: both stay.
 func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
+	if last := d.txCleaned.Load(); time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano()) {
+		if err := d.deleteEnded(ctx); err != nil {
+			return err
+		}
+	}
 	if _, known := d.gates.Load(id); known {
 		return nil // a gate row is made after its identifier is gated, and both stay
 	}
@@ -63,18 +68,11 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 
 func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
-	res, err := d.SQL.ExecContext(ctx, d.Q("tx_prepare"), args...)
-	if err != nil {
+	if _, err := d.SQL.ExecContext(ctx, d.Q("tx_prepare"), args...); err != nil {
 		return fmt.Errorf("tx_prepare: %w", err)
 	}
-	if last := d.txCleaned.Load(); time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano()) {
-		if err := d.deleteEnded(ctx); err != nil {
-			return err
-		}
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err
-	}
+	// Even when the identifier was gated already: by another call that
+	// may not have made the gate row yet.
 	var n int
 	if err := d.SQL.QueryRowContext(ctx, d.Q("tx_gate_exists"), args...).Scan(&n); err != nil {
 		return fmt.Errorf("tx_gate_exists: %w", err)
@@ -91,7 +89,7 @@ func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {
 // transaction, waiting under innodb_lock_wait_timeout (whole seconds) and
 // restoring it. The engine checks the sessions (a read in the caller's
 // transaction could see an old snapshot).
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) (bool, error) {
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, _ bool) (bool, error) {
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
 	var one int
 	if wait == 0 {

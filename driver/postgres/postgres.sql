@@ -227,7 +227,7 @@ ON CONFLICT (kind, ns, name) DO UPDATE SET gated = true WHERE NOT li.gated;
 
 -- name: tx_gate
 -- In the caller's transaction: its gate, see {p}tx_gate.
-SELECT {p}tx_gate($1::smallint, $2::bytea, $3::bytea, $4::text, $5::integer);
+SELECT {p}tx_gate($1::smallint, $2::bytea, $3::bytea, $4::text, $5::integer, $6::boolean);
 
 -- name: tx_gate_held
 SELECT coalesce({p}gate_held($1::smallint, $2::bytea, $3::bytea), '');

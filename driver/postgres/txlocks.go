@@ -30,13 +30,13 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 // TxGate implements driver.TxLocker with {p}tx_gate (migration 020): one
 // call, which waits under lock_timeout, checks the sessions in READ
 // COMMITTED and never aborts the caller's transaction.
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) (bool, error) {
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, check bool) (bool, error) {
 	ms := int64(-1)
 	if wait >= 0 {
 		ms = min(int64(math.Ceil(float64(wait)/float64(time.Millisecond))), math.MaxInt32)
 	}
 	var out string
-	if err := tx.ScanRow(ctx, d.Q("tx_gate"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode, ms}, &out); err != nil {
+	if err := tx.ScanRow(ctx, d.Q("tx_gate"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode, ms, check}, &out); err != nil {
 		return false, fmt.Errorf("tx_gate: %w", err)
 	}
 	switch out {

@@ -27,8 +27,9 @@ const sqliteBusySnapshot = 517
 
 // TxGate implements driver.TxLocker: a write in the caller's transaction
 // takes the write lock (see takeWriteLock); then, in the same
-// transaction, which now sees the latest state, the sessions' instances.
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration) (bool, error) {
+// transaction, which now sees the latest state, the sessions' instances
+// (always: no session could release while the transaction holds it).
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, _ bool) (bool, error) {
 	if err := d.takeWriteLock(ctx, tx, wait); err != nil {
 		return false, err
 	}

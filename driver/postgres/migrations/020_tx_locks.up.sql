@@ -41,23 +41,24 @@ $$;
 -- end
 
 -- {p}tx_gate takes the gate in the caller's transaction, waiting at most
--- wait_ms (0: not at all, negative: without limit), and then, in READ
--- COMMITTED (each statement a new snapshot), checks that the identifier
+-- wait_ms (0: not at all, negative: without limit), and then, when asked
+-- (check_sessions) and in READ COMMITTED (each statement a new snapshot),
+-- checks that the identifier
 -- is gated and that no session holds it, or waits for it, in a
 -- conflicting mode: a fast path that granted before the mark was
 -- committed first, and is seen. It says 'ok', 'unchecked' (gate taken,
--- not checked: another isolation level), 'ungated' (not marked yet: the
+-- not checked: not asked, or another isolation level), 'ungated' (not marked yet: the
 -- client marks it and calls again), 'session' (a session's lock
 -- conflicts), 'busy' (not free in time) or 'deadlock' (PostgreSQL found a
 -- cycle among transactions); on every failure the block's subtransaction
 -- gave the gate back, and no answer aborts the caller's transaction.
 -- statement
-CREATE FUNCTION {p}tx_gate(k smallint, n bytea, m bytea, md text, wait_ms integer) RETURNS text
+CREATE FUNCTION {p}tx_gate(k smallint, n bytea, m bytea, md text, wait_ms integer, check_sessions boolean) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     key     bigint := {p}gate_key(k, n, m);
     old     text := current_setting('lock_timeout');
-    checked boolean := current_setting('transaction_isolation') = 'read committed';
+    checked boolean := check_sessions AND current_setting('transaction_isolation') = 'read committed';
 BEGIN
     BEGIN
         IF wait_ms = 0 THEN
