@@ -122,47 +122,58 @@ func (c *Client) lockTxOne(ctx context.Context, tl driver.TxLocker, ct callerTx,
 	patience := time.Now().Add(txQueueAfter)
 	for {
 		queue := !tryOnce && !tl.TxGateSerial() && !time.Now().Before(patience)
-		if !tl.TxGateChecks() {
-			// Readied before the gate: a missing gate row cannot be locked.
-			if err := tl.TxPrepare(ctx, id); err != nil {
-				return err
-			}
-		}
-		if queue {
-			return c.gateQueued(ctx, tl, ct, id, mode)
-		}
-		if !tl.TxGateChecks() {
-			err := c.awaitTxFree(ctx, id, mode, true, tryOnce, patience)
-			if errors.Is(err, errImpatient) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-		}
-		wait, gctx := gateWait(ctx, tryOnce)
-		checked, err := tl.TxGate(gctx, ct, id, mode, wait, true)
+		err := c.beforeGate(ctx, tl, id, mode, tryOnce, queue, patience)
 		switch {
-		case errors.Is(err, driver.ErrGateUngated):
-			if err := tl.TxPrepare(ctx, id); err != nil {
-				return err
-			}
-			continue
-		case errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial():
-			if err := c.awaitTxFree(ctx, id, mode, true, false, patience); err != nil && !errors.Is(err, errImpatient) {
-				return err
-			}
+		case errors.Is(err, errImpatient):
 			continue
 		case err != nil:
-			return gateFailure(err, id, mode, tryOnce)
+			return err
+		case queue:
+			return c.gateQueued(ctx, tl, ct, id, mode)
 		}
-		if !checked {
-			if err := c.markAndCheck(ctx, tl, id, mode, tryOnce); err != nil {
-				return err
-			}
+		if done, err := c.gateChecked(ctx, tl, ct, id, mode, tryOnce, patience); done || err != nil {
+			return err
 		}
-		return c.holdRecorded(ctx, tl, ct, id, mode)
 	}
+}
+
+// beforeGate readies the identifier where TxGate does not check the
+// sessions (a missing gate row cannot be locked) and, unless queueing,
+// waits for the sessions first (errImpatient once patience has passed).
+func (c *Client) beforeGate(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode string, tryOnce, queue bool, patience time.Time) error {
+	if tl.TxGateChecks() {
+		return nil
+	}
+	if err := tl.TxPrepare(ctx, id); err != nil || queue {
+		return err
+	}
+	return c.awaitTxFree(ctx, id, mode, true, tryOnce, patience)
+}
+
+// gateChecked takes the gate, checked by TxGate where it can and by
+// markAndCheck otherwise. done false: try again (the identifier was not
+// gated yet, or a session's lock conflicted, the gate was given back and
+// the sessions waited for until patience ran out).
+func (c *Client) gateChecked(ctx context.Context, tl driver.TxLocker, ct callerTx, id driver.Ident, mode string, tryOnce bool, patience time.Time) (done bool, err error) {
+	wait, gctx := gateWait(ctx, tryOnce)
+	checked, err := tl.TxGate(gctx, ct, id, mode, wait, true)
+	switch {
+	case errors.Is(err, driver.ErrGateUngated):
+		return false, tl.TxPrepare(ctx, id)
+	case errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial():
+		if err := c.awaitTxFree(ctx, id, mode, true, false, patience); err != nil && !errors.Is(err, errImpatient) {
+			return false, err
+		}
+		return false, nil
+	case err != nil:
+		return false, gateFailure(err, id, mode, tryOnce)
+	}
+	if !checked {
+		if err := c.markAndCheck(ctx, tl, id, mode, tryOnce); err != nil {
+			return false, err
+		}
+	}
+	return true, c.holdRecorded(ctx, tl, ct, id, mode)
 }
 
 // gateQueued takes the gate without checking the sessions, then waits,
