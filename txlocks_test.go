@@ -1,13 +1,11 @@
 package baton_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -445,20 +443,7 @@ func TestLockTxKilledHolder(t *testing.T) {
 		c, dsn := open(t, b)
 		// Before the child: on SQLite its transaction holds the write lock.
 		s := session(t, c)
-		child := exec.Command(os.Args[0], "-test.run=^$")
-		child.Env = append(os.Environ(), "BATON_TEST_CHILD=txhold", "BATON_TEST_DSN="+dsn)
-		out, err := child.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		child.Stderr = os.Stderr
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = child.Process.Kill() })
-		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-			t.Fatalf("child said %q", line)
-		}
+		child := startHolder(t, dsn, "BATON_TEST_CHILD=txhold") // the last value of a key counts
 		ctx := ctxT(t)
 		got := lockAsync(func() error { _, err := s.Lock(ctx, "crash", baton.Write, 25*time.Second, "tx"); return err })
 		stillWaiting(t, got, 500*time.Millisecond, "session lock while the transaction's holder lives")
