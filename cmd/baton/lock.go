@@ -223,7 +223,10 @@ func locksCmd(g *globals) *cobra.Command {
 		Short: "Show every held lock and waiting request",
 		Long: `Show every granted lock instance and every waiting request, of every session
 of every process: type, namespace, name, mode (SHARED/EXCLUSIVE), status
-(GRANTED/PENDING), session, owner (host:pid/name), since when, fencing token.`,
+(GRANTED/PENDING), session, owner (host:pid/name), since when, fencing token.
+A lock a program took inside its own transaction (Client.LockTx) shows "tx"
+and the transaction as its session, and "transaction": true in --json
+(PostgreSQL and MySQL/MariaDB; on SQLite no other connection can see it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.open(cmd.Context())
