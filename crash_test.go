@@ -370,7 +370,9 @@ func TestSessionLostWhenReaped(t *testing.T) {
 func TestOrphanedRequestSwept(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)
-		c := openDSN(t, dsn, baton.Options{Lease: 600 * time.Millisecond})
+		// A short lease for a sweep soon (every 10 heartbeats), not so
+		// short that a busy machine loses the session first.
+		c := openDSN(t, dsn, baton.Options{Lease: 2 * time.Second})
 		ctx := ctxT(t)
 		d, err := driver.Open(ctx, dsn, "")
 		if err != nil {

