@@ -325,7 +325,8 @@ func (c *Client) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentStat
 
 // pollGated re-examines a waiting request's identifier every txPoll while
 // it is gated (a transaction's end, which may let the request in, wakes
-// nobody), until the returned stop is called.
+// nobody), until the returned stop is called. A transaction may gate the
+// name at any time during the wait.
 func (c *Client) pollGated(req driver.Request) (stop func()) {
 	tl, ok := c.drv.(driver.TxLocker)
 	if !ok || tl.TxGateSerial() {
@@ -335,13 +336,20 @@ func (c *Client) pollGated(req driver.Request) (stop func()) {
 	go func() {
 		t := time.NewTicker(txPoll)
 		defer t.Stop()
-		for {
+		gated := false
+		for tick := 1; ; tick++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			gated, err := tl.TxGated(ctx, req.Ident)
+			// The mark is read every tick for a second, then every tenth
+			// (a long wait on a name no transaction locks costs little),
+			// and every tick again once it is seen.
+			var err error
+			if gated || tick <= 20 || tick%10 == 0 {
+				gated, err = tl.TxGated(ctx, req.Ident)
+			}
 			if err == nil && gated {
 				err = c.regrantNow(ctx, []driver.Ident{req.Ident})
 			}
