@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,6 +45,11 @@ func (c *Client) LockTx(ctx context.Context, tx Execer, ns string, mode Mode, ti
 		return err
 	}
 	ids = slices.Compact(ids) // a transaction's lock has no instances
+	if _, pool := tx.(*sql.DB); pool {
+		// Each statement on a pool is a transaction of its own: the lock
+		// would end with the call.
+		return fmt.Errorf("%w: LockTx needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", ErrInvalid)
+	}
 	tl, ok := c.drv.(driver.TxLocker)
 	if !ok {
 		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", ErrInvalid, c.drv.Name())

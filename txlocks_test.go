@@ -374,6 +374,8 @@ func TestLockTxBadInput(t *testing.T) {
 		if err := c.LockTx(ctx, tx, "ns", baton.Mode(7), 0, "a"); err == nil {
 			t.Fatal("an unknown mode was accepted")
 		}
+		// A pool is no transaction: the lock would end with the call.
+		wantErr(t, c.LockTx(ctx, db, "ns", baton.Write, 0, "a"), baton.ErrInvalid)
 	})
 }
 
