@@ -198,16 +198,11 @@ func (d *Driver) deleteEnded(ctx context.Context) error {
 
 // endedHolds reads the committed hold rows.
 func (d *Driver) endedHolds(ctx context.Context) (map[int64]bool, error) {
-	tx, err := d.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted, ReadOnly: true})
+	rows, done, err := d.readAt(ctx, sql.LevelReadCommitted, "tx_holds_ended")
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback() //nolint:errcheck // read only
-	rows, err := tx.QueryContext(ctx, d.Q("tx_holds_ended"))
-	if err != nil {
-		return nil, fmt.Errorf("tx_holds_ended: %w", err)
-	}
-	defer rows.Close()
+	defer done()
 	out := map[int64]bool{}
 	for rows.Next() {
 		var id int64
@@ -223,15 +218,11 @@ func (d *Driver) endedHolds(ctx context.Context) (map[int64]bool, error) {
 // committed ones (read afterwards, so a transaction that ends in between
 // is left out), are the holds of running transactions.
 func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
-	tx, err := d.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadUncommitted, ReadOnly: true})
+	rows, done, err := d.readAt(ctx, sql.LevelReadUncommitted, "tx_holds_all")
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback() //nolint:errcheck // read only
-	rows, err := tx.QueryContext(ctx, d.Q("tx_holds_all"))
-	if err != nil {
-		return nil, fmt.Errorf("tx_holds_all: %w", err)
-	}
+	defer done()
 	all, err := sqldriver.ScanTxHolds(rows, true)
 	if err != nil {
 		return nil, err
@@ -247,4 +238,19 @@ func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 		}
 	}
 	return live, nil
+}
+
+// readAt runs a named query in a read-only transaction of the isolation
+// level; done closes the rows and ends the transaction.
+func (d *Driver) readAt(ctx context.Context, level sql.IsolationLevel, name string) (*sql.Rows, func(), error) {
+	tx, err := d.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: level, ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := tx.QueryContext(ctx, d.Q(name))
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return rows, func() { _ = rows.Close(); _ = tx.Rollback() }, nil
 }
