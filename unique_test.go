@@ -192,7 +192,11 @@ func TestUniqueAcrossProcesses(t *testing.T) {
 		seen := map[string]bool{}
 		s := session(t, c)
 		for len(seen) < 1000 {
-			ms := claim(t, s, "many", baton.ClaimOptions{Max: 500})
+			// Batches of 100: on SQLite a claim's transaction holds the
+			// write lock, and the lease renewal waits behind it; 500 at
+			// once under the race detector on a busy machine held it off
+			// for the whole 3 s lease.
+			ms := claim(t, s, "many", baton.ClaimOptions{Max: 100})
 			if len(ms) == 0 {
 				break
 			}
