@@ -34,7 +34,8 @@ import (
 // it ends: every other writer waits for it, other connections cannot see
 // its locks, and a session's conflicting lock fails the call with
 // ErrDeadlock (ErrTimeout with timeout 0), since the session could not
-// release it. A transaction waits for a session that holds a conflicting
+// release it; no lease is renewed meanwhile, so keep the transaction
+// shorter than the lease. A transaction waits for a session that holds a conflicting
 // lock by polling, and a session waits for a transaction the same way
 // (every 50 ms). Cycles of waits that run through a transaction are ended
 // by the timeouts, not by deadlock detection (cycles among transactions
