@@ -343,7 +343,7 @@ func (c *Client) pollGated(req driver.Request) (stop func()) {
 	go func() {
 		t := time.NewTicker(txPoll)
 		defer t.Stop()
-		gated := false
+		gated, failing := false, false
 		for tick := 1; ; tick++ {
 			select {
 			case <-ctx.Done():
@@ -360,9 +360,10 @@ func (c *Client) pollGated(req driver.Request) (stop func()) {
 			if err == nil && gated {
 				err = c.regrantNow(ctx, []driver.Ident{req.Ident})
 			}
-			if err != nil && ctx.Err() == nil {
-				c.logf("waiting on %s: %v", describe(req.Ident), err)
+			if err != nil && ctx.Err() == nil && !failing {
+				c.logf("waiting on %s: %v (said once until it works again)", describe(req.Ident), err)
 			}
+			failing = err != nil
 		}
 	}()
 	return cancel
