@@ -388,9 +388,9 @@ func (c *Client) insertOne(ctx context.Context, queue string, rows []driver.NewM
 }
 
 // insertUniqueOne enqueues a single message with a new unique key in one
-// statement (PostgreSQL) or one short transaction where the backend can
-// (driver.UniqueInserter); ok is false when the key exists or the backend
-// cannot, and the caller's transaction decides.
+// statement where the backend can (driver.UniqueInserter); ok is false
+// when the key exists or the backend cannot, and the caller's transaction
+// decides.
 func (c *Client) insertUniqueOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
 	ui, can := c.drv.(driver.UniqueInserter)
 	if !can {

@@ -233,6 +233,13 @@ SELECT name FROM {p}queues WHERE name = ? FOR UPDATE;
 INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
 VALUES (?, ?, ?, ?, {now} + ?, {now} + ?, 0, ?, 'R', '', {now}, ?, ?);
 
+-- name: message_insert_unique
+-- A message with a unique key that nobody holds yet, in one round trip
+-- and one commit (the procedure of migration 021; outside any
+-- transaction only): the new id, or 0 when the key exists and nothing was
+-- done. Arguments: message_insert's, then the key and its expiry.
+CALL {p}enqueue_unique(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: claim_candidates
 -- Arguments: queue, kind ('' for any), limit. Claims read the ready index.
 SELECT id FROM {p}messages FORCE INDEX (messages_ready)

@@ -427,20 +427,6 @@ func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (drive
 	return r, nil
 }
 
-// MessageInsertUnique implements driver.UniqueInserter in one statement.
-func (d *Driver) MessageInsertUnique(ctx context.Context, m driver.NewMessage) (int64, bool, error) {
-	args := append(sqldriver.MessageArgs(m), m.UniqueKey, m.UniqueExpires)
-	var id int64
-	err := d.RowNamed(ctx, nil, "message_insert_unique", args...).Scan(&id)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("message_insert_unique: %w", err)
-	}
-	return id, true, nil
-}
-
 // Incarnation implements driver.Incarnations: crash recovery empties the
 // UNLOGGED lock tables while holders of the lost state may still count
 // themselves holders until their leases run out.

@@ -166,21 +166,6 @@ SELECT $8, u.payload, u.priority, CASE WHEN u.has_key THEN u.msg_key END, {now} 
  ORDER BY u.ord
 RETURNING id;
 
--- name: message_insert_unique
--- A message with a unique key that nobody holds yet, in one statement: the
--- key's row is inserted naming the message's id (drawn from the messages'
--- sequence first) and the message only when the key was new. No row: the
--- key exists, and the caller decides in a transaction whether it still
--- holds. Arguments: message_insert's, then the key and its expiry.
-WITH k AS (
-    INSERT INTO {p}unique_keys (queue, ukey, message_id, expires_at)
-    VALUES ($1, $10, nextval('{p}messages_id_seq'), $11)
-    ON CONFLICT (queue, ukey) DO NOTHING
-    RETURNING message_id)
-INSERT INTO {p}messages (id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
-SELECT k.message_id, $1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, $7, 'R', '', {now}, $8, $9 FROM k
-RETURNING id;
-
 -- name: claim_parallel
 -- A parallel claim in one statement; SKIP LOCKED lets concurrent claimers
 -- pass each other. Arguments: session, mode, lease, queue, limit, kind (''

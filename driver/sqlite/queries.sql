@@ -191,6 +191,15 @@ INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, at
 VALUES (?1, ?2, ?3, ?4, {now} + ?5, {now} + ?6, 0, ?7, 'R', '', {now}, ?8, ?9)
 RETURNING id;
 
+-- name: message_insert_unique
+-- A message with a unique key that nobody holds yet, in one statement: the
+-- triggers of migration 021 drop the row when the key exists (no row
+-- returned, nothing done) and take the key otherwise. Arguments:
+-- message_insert's, then the key and its expiry.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, ukey, ukey_expires)
+VALUES (?1, ?2, ?3, ?4, {now} + ?5, {now} + ?6, 0, ?7, 'R', '', {now}, ?8, ?9, ?10, ?11)
+RETURNING id;
+
 -- name: claim_candidates
 -- Arguments: queue, kind ('' for any), limit. Claims read the ready index
 -- (INDEXED BY: without statistics SQLite may pick the due index and sort).

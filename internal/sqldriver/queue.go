@@ -829,34 +829,18 @@ func (db *DB) CompleteStatements(c driver.Claim, keep bool) []driver.Statement {
 		db.claimsStatement("message_ack_many", c.SessionID, claims)}
 }
 
-// MessageInsertUnique implements driver.UniqueInserter in one short
-// transaction: the key's row, then, when the key was new, the message and
-// the key naming it. A key that exists leaves nothing done.
-func (db *DB) MessageInsertUnique(ctx context.Context, m driver.NewMessage) (id int64, inserted bool, err error) {
-	t, err := db.BeginTx(ctx)
-	if err != nil {
-		return 0, false, err
+// MessageInsertUnique implements driver.UniqueInserter in one statement
+// (message_insert_unique): no row, or id 0, when the key exists and
+// nothing was done.
+func (db *DB) MessageInsertUnique(ctx context.Context, m driver.NewMessage) (int64, bool, error) {
+	args := append(messageArgs(m), m.UniqueKey, m.UniqueExpires)
+	var id int64
+	err := db.RowNamed(ctx, nil, "message_insert_unique", args...).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("message_insert_unique: %w", err)
 	}
-	defer func() {
-		if err != nil || !inserted {
-			_ = t.Rollback()
-		}
-	}()
-	res, err := t.exec(ctx, "unique_insert", m.Queue, m.UniqueKey, m.UniqueExpires)
-	if err != nil {
-		return 0, false, fmt.Errorf("unique_insert: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, false, err
-	}
-	if id, err = t.MessageInsert(ctx, m); err != nil {
-		return 0, false, err
-	}
-	if err := t.UniqueSet(ctx, m.Queue, m.UniqueKey, id, m.UniqueExpires); err != nil {
-		return 0, false, err
-	}
-	if err := t.Commit(); err != nil {
-		return 0, false, err
-	}
-	return id, true, nil
+	return id, id != 0, nil
 }
