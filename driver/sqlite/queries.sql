@@ -241,7 +241,11 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
-SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
+-- The delayed messages only (the partial due index, migration 022): one
+-- enqueued to run at once is due already, and a claim that did not take it
+-- waits for the next wake-up or poll whatever this returns.
+SELECT MIN(run_at) - {now} FROM {p}messages INDEXED BY {p}messages_due
+ WHERE queue = ? AND state = 'R' AND run_at > created_at AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
 
 -- name: message_ack
 DELETE FROM {p}messages WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
@@ -264,13 +268,20 @@ UPDATE {p}messages
 UPDATE {p}messages SET claim_until = {now} + ?1 WHERE id = ?2 AND claimed_by = ?3 AND attempt = ?4 AND state = 'C' AND cancel = 0;
 
 -- name: claims_stale
--- Claims whose lease ran out or whose session is gone.
-SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
- WHERE state = 'C' AND (claim_until < {now} OR NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = m.claimed_by))
- ORDER BY id LIMIT ?;
+-- Claims whose lease ran out or whose session is gone: the running
+-- messages of each registered queue, from the ready index (every message
+-- is enqueued in a registered queue; CROSS JOIN keeps the queues the
+-- outer loop).
+SELECT m.id, m.claimed_by, m.attempt, m.max_attempts, m.claim_mode
+  FROM {p}queues q CROSS JOIN {p}messages m INDEXED BY {p}messages_ready ON m.queue = q.name AND m.state = 'C'
+ WHERE m.claim_until < {now} OR NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = m.claimed_by)
+ ORDER BY m.id LIMIT ?;
 
 -- name: claims_by_session
-SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE state = 'C' AND claimed_by = ?;
+-- As claims_stale: the running messages of each registered queue.
+SELECT m.id, m.claimed_by, m.attempt, m.max_attempts, m.claim_mode
+  FROM {p}queues q CROSS JOIN {p}messages m INDEXED BY {p}messages_ready ON m.queue = q.name AND m.state = 'C'
+ WHERE m.claimed_by = ?;
 
 -- name: message_list
 -- A page of a queue's messages of one state in claim order, after a
@@ -473,11 +484,12 @@ UPDATE {p}schedules SET last_tick = ?, updated_at = {now} WHERE name = ? AND las
 
 -- name: message_list_waiting
 -- A page of a queue's waiting messages not yet due, by due time, after a
--- position (run_at, id) on the due index. Then never retried (1), retried
+-- position (run_at, id) on the due index (run_at > created_at: migration
+-- 022 keeps only delayed messages there). Then never retried (1), retried
 -- (2) or both (0), three times; the kind ('' for any), twice; the limit.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
- WHERE queue = ? AND state = 'R' AND run_at > {now} AND (run_at, id) > (?, ?)
+ WHERE queue = ? AND state = 'R' AND run_at > {now} AND run_at > created_at AND (run_at, id) > (?, ?)
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
  ORDER BY run_at, id LIMIT ?;
