@@ -84,11 +84,14 @@ var catalogQueries = map[string][]catalogQuery{
 		"DROP FUNCTION IF EXISTS %s CASCADE"}},
 	"mysql": {{
 		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_name",
-		"DROP TABLE IF EXISTS %s"}},
+		"DROP TABLE IF EXISTS %s"}, {
+		"SELECT CONCAT('`', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE' AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
+		"DROP PROCEDURE IF EXISTS %s"}},
 }
 
-// prefixedObjects lists the tables (and, on PostgreSQL, functions) whose
-// names start with prefix, each as the statement that drops it.
+// prefixedObjects lists the tables (and PostgreSQL's functions, MySQL's
+// procedures) whose names start with prefix, each as the statement that
+// drops it.
 func prefixedObjects(ctx context.Context, db *sql.DB, backend, prefix string) ([]string, error) {
 	var out []string
 	for _, q := range catalogQueries[backend] {
@@ -139,7 +142,7 @@ func dropPrefixed(dsn, prefix string) error {
 				return fmt.Errorf("demo clean-up: %s: %w", s, err)
 			}
 			kind := "tables"
-			if strings.HasPrefix(s, "DROP FUNCTION") {
+			if strings.HasPrefix(s, "DROP FUNCTION") || strings.HasPrefix(s, "DROP PROCEDURE") {
 				kind = "functions"
 			}
 			dropped[kind]++
