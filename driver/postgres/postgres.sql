@@ -192,12 +192,28 @@ SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
                       ORDER BY expires_at LIMIT $4) s ON true;
 
 
--- name: message_finish_many
+-- name: message_ack_many_json
+-- message_ack_many with the claims as one JSON array of [id, attempt]
+-- pairs ($2): one statement text whatever their number, prepared once and
+-- planned in a millisecond, where a list of 500 pairs in the text took
+-- 8-15 ms to plan and a new prepare per batch size. The ids go through
+-- ARRAY(...) so that even a generic plan made while the table looked
+-- empty reads them on the primary key (a join with the JSON elements was
+-- planned as a nested loop over a sequential scan: 50 ms for 500).
+DELETE FROM {p}messages m
+ WHERE m.id = ANY (ARRAY(SELECT (c->>0)::bigint FROM jsonb_array_elements($2::jsonb) c))
+   AND (m.id, m.attempt) IN (SELECT (c->>0)::bigint, (c->>1)::int FROM jsonb_array_elements($2::jsonb) c)
+   AND m.claimed_by = $1 AND m.state = 'C';
+
+-- name: message_finish_many_json
 -- Completes many claims of one session in one statement: deletes them
--- ((id, attempt) pairs, as message_ack_many) and writes them to the history.
+-- (the claims as in message_ack_many_json) and writes them to the history.
 WITH d AS (
-    DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2})
-    RETURNING id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, meta, kind, errors)
+    DELETE FROM {p}messages m
+     WHERE m.id = ANY (ARRAY(SELECT (c->>0)::bigint FROM jsonb_array_elements($2::jsonb) c))
+       AND (m.id, m.attempt) IN (SELECT (c->>0)::bigint, (c->>1)::int FROM jsonb_array_elements($2::jsonb) c)
+       AND m.claimed_by = $1 AND m.state = 'C'
+    RETURNING m.id, m.queue, m.payload, m.priority, m.msg_key, m.attempt, m.max_attempts, m.last_error, m.created_at, m.meta, m.kind, m.errors)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;
 

@@ -249,7 +249,11 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
-SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = $1 AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
+-- The delayed messages only (the partial due index, migration 022): one
+-- enqueued to run at once is due already, and a claim that did not take it
+-- waits for the next wake-up or poll whatever this returns.
+SELECT MIN(run_at) - {now} FROM {p}messages
+ WHERE queue = $1 AND state = 'R' AND run_at > created_at AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
 
 -- name: message_ack
 DELETE FROM {p}messages WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C';
@@ -268,13 +272,25 @@ UPDATE {p}messages
 UPDATE {p}messages SET claim_until = {now} + $1::bigint WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C' AND cancel = 0;
 
 -- name: claims_stale
--- Claims whose lease ran out or whose session is gone.
-SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
- WHERE state = 'C' AND (claim_until < {now} OR NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = m.claimed_by))
+-- Claims whose lease ran out or whose session is gone: the running
+-- messages of each registered queue, from the ready index (every message
+-- is enqueued in a registered queue), MATERIALIZED so that the planner
+-- cannot walk the primary key for ORDER BY id instead.
+WITH c AS MATERIALIZED (
+    SELECT m.id, m.claimed_by, m.attempt, m.max_attempts, m.claim_mode, m.claim_until
+      FROM {p}queues q CROSS JOIN LATERAL (
+           SELECT * FROM {p}messages WHERE queue = q.name AND state = 'C') m)
+SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM c
+ WHERE claim_until < {now} OR NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = c.claimed_by)
  ORDER BY id LIMIT $1;
 
 -- name: claims_by_session
-SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE state = 'C' AND claimed_by = $1;
+-- As claims_stale: the running messages of each registered queue.
+WITH c AS MATERIALIZED (
+    SELECT m.id, m.claimed_by, m.attempt, m.max_attempts, m.claim_mode
+      FROM {p}queues q CROSS JOIN LATERAL (
+           SELECT * FROM {p}messages WHERE queue = q.name AND state = 'C') m)
+SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM c WHERE claimed_by = $1;
 
 -- name: message_list
 -- A page of a queue's messages of one state in claim order, after a
@@ -477,14 +493,15 @@ UPDATE {p}schedules SET last_tick = $1, updated_at = {now} WHERE name = $2 AND l
 
 -- name: message_list_waiting
 -- A page of a queue's waiting messages not yet due, by due time, after a
--- position (run_at, id) on the due index; then never retried (1), retried
+-- position (run_at, id) on the due index (run_at > created_at: migration
+-- 022 keeps only delayed messages there); then never retried (1), retried
 -- (2) or both (0); the kind ('' for any); the limit. "Not yet due" is
 -- folded into the row bound, the statement's time (stable, unlike {now}),
 -- so that the index scan starts there instead of filtering every waiting
 -- message.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
- WHERE queue = $1 AND state = 'R'
+ WHERE queue = $1 AND state = 'R' AND run_at > created_at
    AND (run_at, id) > (GREATEST($2::bigint, (extract(epoch from statement_timestamp()) * 1000000)::bigint),
                        CASE WHEN $2::bigint > (extract(epoch from statement_timestamp()) * 1000000)::bigint
                             THEN $3::bigint ELSE 9223372036854775807 END)

@@ -79,24 +79,10 @@ DELETE FROM {p}messages
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
 
--- name: message_move_many_json
--- message_move_many with the claims as in message_ack_many_json.
-INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
-  FROM {p}messages
- WHERE claimed_by = ?1 AND state = 'C'
-   AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
-   AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
-
--- name: message_finish_many
--- Completes claims of one session ((id, attempt) pairs, as
--- message_ack_many) in one statement: marking them completed moves them to
--- the history (the trigger of migration 019).
-UPDATE {p}messages SET state = 'K'
- WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs});
-
 -- name: message_finish_many_json
--- message_finish_many with the claims as in message_ack_many_json.
+-- Completes claims of one session (the claims as in message_ack_many_json)
+-- in one statement: marking them completed moves them to the history (the
+-- trigger of migration 019).
 UPDATE {p}messages SET state = 'K'
  WHERE claimed_by = ?1 AND state = 'C'
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)

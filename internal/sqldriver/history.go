@@ -84,12 +84,13 @@ func (t *Tx) MessageFinish(ctx context.Context, c driver.Claim, state string, e 
 
 // MessageFinishMany implements driver.QueueTx: in one statement where the
 // dialect has message_finish_many (PostgreSQL: DELETE ... RETURNING feeding
-// the INSERT), otherwise a copy and a delete in one transaction.
+// the INSERT; SQLite: an UPDATE whose trigger moves the row), otherwise a
+// copy and a delete in one transaction.
 func (t *Tx) MessageFinishMany(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
 	if len(claims) == 0 {
 		return 0, nil
 	}
-	if _, ok := t.db.D.Queries["message_finish_many"]; ok {
+	if t.db.finishesInOne() {
 		return t.execClaims(ctx, "message_finish_many", sessionID, claims)
 	}
 	var n int
@@ -228,4 +229,13 @@ func (t *Tx) ScheduleAdvance(ctx context.Context, name string, tick int64) (bool
 		return false, fmt.Errorf("schedule_advance: %w", err)
 	}
 	return ok, nil
+}
+
+// finishesInOne reports whether the dialect finishes claims in one
+// statement: message_finish_many, in the list form or the JSON one
+// (claimsStatement prefers the latter).
+func (db *DB) finishesInOne() bool {
+	_, list := db.D.Queries["message_finish_many"]
+	_, json := db.D.Queries["message_finish_many_json"]
+	return list || json
 }

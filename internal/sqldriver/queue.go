@@ -819,7 +819,7 @@ func (db *DB) claimsStatement(name, sessionID string, claims []driver.Claim) dri
 // CompleteStatements implements driver.Driver.
 func (db *DB) CompleteStatements(c driver.Claim, keep bool) []driver.Statement {
 	claims := []driver.Claim{c}
-	switch _, one := db.D.Queries["message_finish_many"]; {
+	switch one := db.finishesInOne(); {
 	case !keep:
 		return []driver.Statement{db.claimsStatement("message_ack_many", c.SessionID, claims)}
 	case one:
