@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/maintain"
@@ -150,6 +151,7 @@ type Client struct {
 	prepareOnce sync.Once
 	lostCount   atomic.Int64 // sessions reported lost, ever
 	tracer      trace.Tracer
+	tracing     bool // a TracerProvider other than the default no-op one
 	// renewalsOff stops renewals (tests: a process that cannot reach the
 	// database, whatever the network does).
 	renewalsOff atomic.Bool
@@ -238,6 +240,8 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
+	_, off := o.TracerProvider.(noop.TracerProvider)
+	c.tracing = !off
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits): a one-shot command (push, a lock around a short command)

@@ -968,8 +968,13 @@ func orderedCandidates(ctx context.Context, tx driver.Tx, queue string, limit in
 
 // messages converts claimed rows to Messages in serving order.
 func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	// Sorted by pointer: a message is a large value to swap.
+	order := make([]*driver.Message, len(out))
+	for i := range out {
+		order[i] = &out[i]
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
 		}
@@ -980,7 +985,7 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 	})
 	now := time.Now()
 	msgs := make([]*Message, len(out))
-	for i, m := range out {
+	for i, m := range order {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,

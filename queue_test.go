@@ -735,3 +735,57 @@ func TestEnqueueManyRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueWorkerRenewsLongHandler: a handler that runs for three times
+// its claim's lease keeps the claim (the worker renews it while the
+// handler runs): another client finds nothing to claim all along, and the
+// message is acknowledged once, by the worker.
+func TestQueueWorkerRenewsLongHandler(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn, fastRetry)
+		ctx := ctxT(t)
+		enqueue(t, c, "long", "slow")
+		const lease = time.Second
+		started, release := make(chan struct{}), make(chan struct{})
+		var runs atomic.Int32
+		werr := make(chan error, 1)
+		go func() {
+			werr <- c.Work(ctx, "long", func(ctx context.Context, m *baton.Message) error {
+				if runs.Add(1) == 1 {
+					close(started)
+				}
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}, baton.WorkerOptions{Visibility: lease, Drain: true})
+		}()
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("the handler never started")
+		}
+		s, err := other.NewSession(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if ms := claim(t, s, "long", baton.ClaimOptions{}); len(ms) > 0 {
+				t.Fatalf("another client claimed message %d while its handler ran: the claim was not renewed", ms[0].ID)
+			}
+		}
+		close(release)
+		if err := <-werr; err != nil {
+			t.Fatal(err)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the handler ran %d times, want 1", n)
+		}
+		if st := stats(t, c, "long"); st.Ready+st.Scheduled+st.Claimed+st.Dead != 0 {
+			t.Fatalf("the queue still holds %+v", st)
+		}
+	})
+}

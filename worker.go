@@ -478,24 +478,25 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 		mctx, tcancel = context.WithTimeoutCause(mctx, timeout, fmt.Errorf("%w: handler ran longer than its timeout %v", context.DeadlineExceeded, timeout))
 		defer tcancel()
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(w.o.Visibility / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if err := w.s.Extend(mctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
-					// Cancelled, or someone else may have it now.
-					cancel()
-					return
-				}
-			}
+	// The claim is renewed every third of its lease by a timer, not a
+	// goroutine of its own: most handlers end before the first renewal.
+	// Once the handler returns, mctx is cancelled and a renewal does
+	// nothing more.
+	var timer atomic.Pointer[time.Timer]
+	var renew func()
+	renew = func() {
+		if mctx.Err() != nil {
+			return
 		}
-	}()
+		if err := w.s.Extend(mctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
+			// Cancelled, or someone else may have it now.
+			cancel()
+			return
+		}
+		timer.Store(time.AfterFunc(w.o.Visibility/3, renew))
+	}
+	timer.Store(time.AfterFunc(w.o.Visibility/3, renew))
+	defer func() { timer.Load().Stop() }()
 	return w.run(mctx, m)
 }
 
