@@ -68,41 +68,54 @@ func BenchmarkDrain(b *testing.B) {
 			name string
 			keep time.Duration
 		}{{"history", 0}, {"no-history", -1}} {
-			b.Run(be.Label+"/"+hist.name, func(b *testing.B) {
-				dsn := be.NewDSN(b)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				defer cancel()
-				c, err := baton.Open(ctx, dsn, baton.Options{Retention: baton.Retention{Completed: hist.keep}})
-				if err != nil {
-					b.Fatalf("open %s: %v", be.Name, err)
-				}
-				b.Cleanup(func() { _ = c.Close() })
-				batch := make([]baton.NewMessage, 1000)
-				for i := range batch {
-					batch[i] = baton.NewMessage{Payload: []byte(`{"n":1}`)}
-				}
-				var elapsed time.Duration
-				n := 0
-				for b.Loop() {
-					b.StopTimer()
-					for range 5 {
-						if _, err := c.EnqueueMany(ctx, "drain", batch); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.StartTimer()
-					start := time.Now()
-					err := c.Work(ctx, "drain", func(context.Context, *baton.Message) error { return nil }, baton.WorkerOptions{Drain: true})
-					if err != nil {
-						b.Fatal(err)
-					}
-					elapsed += time.Since(start)
-					n += 5 * len(batch)
-				}
-				b.ReportMetric(float64(n)/elapsed.Seconds(), "msgs/s")
-			})
+			for _, workers := range []int{1, 2000} {
+				b.Run(fmt.Sprintf("%s/%s/workers=%d", be.Label, hist.name, workers), func(b *testing.B) {
+					benchDrain(b, be, hist.keep, workers)
+				})
+			}
 		}
 	}
+}
+
+// benchDrain drains a backlog of 5,000 messages (20,000 with 2,000
+// workers) with a handler that does nothing, per iteration.
+func benchDrain(b *testing.B, be batontest.Backend, keep time.Duration, workers int) {
+	dsn := be.NewDSN(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := baton.Open(ctx, dsn, baton.Options{Retention: baton.Retention{Completed: keep}})
+	if err != nil {
+		b.Fatalf("open %s: %v", be.Name, err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	batch := make([]baton.NewMessage, 1000)
+	for i := range batch {
+		batch[i] = baton.NewMessage{Payload: []byte(`{"n":1}`)}
+	}
+	batches := 5
+	if workers > 100 {
+		batches = 20
+	}
+	var elapsed time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		for range batches {
+			if _, err := c.EnqueueMany(ctx, "drain", batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		start := time.Now()
+		err := c.Work(ctx, "drain", func(context.Context, *baton.Message) error { return nil },
+			baton.WorkerOptions{Drain: true, Concurrency: workers})
+		if err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(start)
+		n += batches * len(batch)
+	}
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "msgs/s")
 }
 
 // BenchmarkEnqueueUnique measures single enqueues with a unique key (a new
