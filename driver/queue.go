@@ -205,7 +205,11 @@ type QueueTx interface {
 	// ClaimIDs claims ready messages for a session and counts the attempt.
 	ClaimIDs(ctx context.Context, sessionID string, mode int, lease time.Duration, ids []int64) (int, error)
 	MessageByIDs(ctx context.Context, ids []int64) ([]Message, error)
-	// QueueNextDue returns how long until the next ready message is due.
+	// QueueNextDue returns how long until the next delayed waiting message
+	// (enqueued with a delay, or retried later) is due; ok is false when
+	// none waits or the queue is paused. A message enqueued to run at once
+	// does not count: it is due already, and the claim that did not take it
+	// waits for a wake-up or the poll whatever this returns.
 	QueueNextDue(ctx context.Context, queue string) (time.Duration, bool, error)
 	MessageAck(ctx context.Context, c Claim) (bool, error)
 	// MessageAckMany acknowledges claims of one session in one statement

@@ -650,6 +650,12 @@ func checkQueueControl(t *testing.T, d driver.Driver, q queueIDs) {
 	failIf(t, !done || err != nil, "MessageDeleteWaiting: %v %v", done, err)
 	done, state, err := tx.MessageDeleteWaiting(ctx, "q", q.later)
 	failIf(t, done || state != "" || err != nil, "MessageDeleteWaiting of a deleted message: %v %q %v", done, state, err)
+	// A message enqueued to run at once has no due time to wait for.
+	must(t, tx.QueueRegister(ctx, "now"))
+	_, err = tx.MessageInsert(ctx, driver.NewMessage{Queue: "now", Payload: []byte("now"), MaxAttempts: 1})
+	must(t, err)
+	next, ok, err = tx.QueueNextDue(ctx, "now")
+	failIf(t, ok || err != nil, "QueueNextDue of a queue with only a message due at once = %v %v %v, want none", next, ok, err)
 }
 
 func ids(ms []driver.Message) []int64 {

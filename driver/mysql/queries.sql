@@ -283,7 +283,9 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
   FROM {p}messages WHERE id IN ({list});
 
 -- name: queue_next_due
-SELECT MIN(run_at) - {now} FROM {p}messages WHERE queue = ? AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
+-- The delayed messages only, as in every dialect (see driver.QueueTx).
+SELECT MIN(run_at) - {now} FROM {p}messages
+ WHERE queue = ? AND state = 'R' AND run_at > created_at AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
 
 -- name: message_ack
 DELETE FROM {p}messages WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';

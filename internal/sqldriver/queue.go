@@ -39,9 +39,6 @@ func messageArgs(m driver.NewMessage) []any {
 	return []any{m.Queue, m.Payload, m.Priority, nullKey(m.HasKey, m.Key), us(m.Delay), us(m.Delay), m.MaxAttempts, meta, nullString(m.Kind)}
 }
 
-// MessageArgs are the arguments of a dialect's message_insert query.
-func MessageArgs(m driver.NewMessage) []any { return messageArgs(m) }
-
 // UniqueStatements implements driver.Driver.
 func (db *DB) UniqueStatements(queue, key string, expiresAt int64) driver.UniqueStatements {
 	return driver.UniqueStatements{
