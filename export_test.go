@@ -26,13 +26,6 @@ func ReapOnce(ctx context.Context, c *Client) (int, error) {
 	return c.reap(ctx, refs), nil
 }
 
-// Event JSON canonical form (eventjson.go).
-var (
-	CanonicalEvent     = canonicalEvent
-	CanonicalNumber    = canonicalNumber
-	CanonicalTimestamp = canonicalTimestamp
-)
-
 // QueueWaiters is how many of the client's Claim calls wait on the queue.
 func QueueWaiters(c *Client, queue string) int {
 	c.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/eventjson"
 )
 
 // Queue errors.
@@ -998,13 +999,13 @@ func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
 }
 
 // eventPayload puts a message of an event queue in canonical form: the
-// payload (see eventjson.go) and, as its key, the event's primary key.
+// payload (see internal/eventjson) and, as its key, the event's primary key.
 // Other messages come back as they are, event false.
 func eventPayload(queue string, payload []byte, key string) ([]byte, string, bool) {
 	if !strings.HasPrefix(queue, eventQueuePrefix) {
 		return payload, key, false
 	}
-	canon, pk, ok := canonicalEvent(payload)
+	canon, pk, ok := eventjson.Event(payload)
 	if !ok {
 		return payload, key, false
 	}

@@ -1,10 +1,10 @@
-package baton_test
+package eventjson_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/eventjson"
 )
 
 func TestCanonicalNumber(t *testing.T) {
@@ -20,10 +20,10 @@ func TestCanonicalNumber(t *testing.T) {
 		"1e300": "1e+300", "1.0e+300": "1e+300", "9.0e+999": "9e+999", "25e-1": "2.5", "0.5E1": "5",
 		"1e999999999999": "1e999999999999",
 	} {
-		if got := baton.CanonicalNumber(in); got != want {
+		if got := eventjson.Number(in); got != want {
 			t.Errorf("CanonicalNumber(%s) = %s, want %s", in, got, want)
 		}
-		if again := baton.CanonicalNumber(want); again != want {
+		if again := eventjson.Number(want); again != want {
 			t.Errorf("CanonicalNumber(%s) = %s: not a fixed point", want, again)
 		}
 	}
@@ -49,11 +49,11 @@ func TestCanonicalTimestamp(t *testing.T) {
 		"2024-12-31 23:30:00-01:00":                      "2025-01-01T00:30:00.000000Z",
 		"2024-02-29 12:00:00":                            "2024-02-29T12:00:00.000000Z",
 	} {
-		got, ok := baton.CanonicalTimestamp(in)
+		got, ok := eventjson.Timestamp(in)
 		if !ok || got != want {
 			t.Errorf("CanonicalTimestamp(%q) = %q, %v; want %q", in, got, ok, want)
 		}
-		if again, ok := baton.CanonicalTimestamp(want); !ok || again != want {
+		if again, ok := eventjson.Timestamp(want); !ok || again != want {
 			t.Errorf("CanonicalTimestamp(%q) = %q: not a fixed point", want, again)
 		}
 	}
@@ -62,7 +62,7 @@ func TestCanonicalTimestamp(t *testing.T) {
 		"2024-01-02 03:04:05.", "2024-01-02 03:04:05 BC", "0044-03-15 00:00:00 BC", "2024-01-02 03:04:05+2",
 		"2024-01-02 03:04:05+02:", "10000-01-01 00:00:00", "0000-01-01 00:00:00", "1704157445", "2024-01-02 03:04:05 x",
 	} {
-		if got, ok := baton.CanonicalTimestamp(in); ok {
+		if got, ok := eventjson.Timestamp(in); ok {
 			t.Errorf("CanonicalTimestamp(%q) = %q, want no timestamp", in, got)
 		}
 	}
@@ -86,7 +86,7 @@ func TestCanonicalEvent(t *testing.T) {
 		"members in any order": `{"old":null,"new":{"id":1,"n":12.5,"ok":true,"at":"2024-01-02T01:04:05.500000Z","bin":"AP8Q","doc":{"b":[1e+21],"a":"\u001f\"é"},"s":"x\ty"},` +
 			`"pk":{"id":1},"action":"update","table":"t","subscription":"s","extra":1}`,
 	} {
-		got, pk, ok := baton.CanonicalEvent([]byte(in))
+		got, pk, ok := eventjson.Event([]byte(in))
 		if !ok || string(got) != want || pk != `{"id":1}` {
 			t.Errorf("%s:\n got %s (pk %s, %v)\nwant %s", name, got, pk, ok, want)
 		}
@@ -94,14 +94,14 @@ func TestCanonicalEvent(t *testing.T) {
 
 	// Before the canonical form (PostgreSQL's jsonb, MariaDB's JSON_OBJECT):
 	// key order and values as written, but the form is canonical.
-	got, pk, ok := baton.CanonicalEvent([]byte(`{"pk": {"id": 1}, "new": {"id": 1, "name": "Go", "price": 1.50}, "old": null, "table": "x.t", "action": "insert", "subscription": "s"}`))
+	got, pk, ok := eventjson.Event([]byte(`{"pk": {"id": 1}, "new": {"id": 1, "name": "Go", "price": 1.50}, "old": null, "table": "x.t", "action": "insert", "subscription": "s"}`))
 	if w := `{"subscription":"s","table":"x.t","action":"insert","pk":{"id":1},"new":{"id":1,"name":"Go","price":1.5},"old":null}`; !ok || string(got) != w || pk != `{"id":1}` {
 		t.Errorf("old event: %s (pk %s, %v)", got, pk, ok)
 	}
 
 	// A value that does not read as its kind is kept; invalid UTF-8
 	// becomes U+FFFD.
-	got, _, ok = baton.CanonicalEvent([]byte(`{"subscription":"s","table":"t","action":"insert","pk":null,"new":[["a","zz","b"],["b","soon","t"],["c","yes","bool"],["d","{","j"],["e",3,"t"],["f","` + "\xff" + `"]],"old":null}`))
+	got, _, ok = eventjson.Event([]byte(`{"subscription":"s","table":"t","action":"insert","pk":null,"new":[["a","zz","b"],["b","soon","t"],["c","yes","bool"],["d","{","j"],["e",3,"t"],["f","` + "\xff" + `"]],"old":null}`))
 	if w := `{"subscription":"s","table":"t","action":"insert","pk":null,"new":{"a":"zz","b":"soon","c":"yes","d":"{","e":3,"f":"` + "\uFFFD" + `"},"old":null}`; !ok || string(got) != w {
 		t.Errorf("values not of their kind: %s, %v", got, ok)
 	}
@@ -109,7 +109,7 @@ func TestCanonicalEvent(t *testing.T) {
 	for _, in := range []string{``, `x`, `[]`, `{}`, `{"subscription":"s","table":"t"}`, `{"subscription":1,"table":"t","action":"insert"}`,
 		`{"subscription":"s","table":"t","action":"insert","new":[["a"]]}`, `{"subscription":"s","table":"t","action":"insert","new":5}`,
 		`{"subscription":"s","table":"t","action":"insert"} {}`, "hello"} {
-		if got, _, ok := baton.CanonicalEvent([]byte(in)); ok || string(got) != in {
+		if got, _, ok := eventjson.Event([]byte(in)); ok || string(got) != in {
 			t.Errorf("not an event %q: got %q, %v", in, got, ok)
 		}
 	}
@@ -129,7 +129,7 @@ func FuzzCanonicalEvent(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, pk, ok := baton.CanonicalEvent(in)
+		out, pk, ok := eventjson.Event(in)
 		if !ok {
 			if string(out) != string(in) {
 				t.Fatalf("not an event, but changed: %q -> %q", in, out)
@@ -151,7 +151,7 @@ func FuzzCanonicalEvent(f *testing.F) {
 				t.Fatalf("%s: %q read as %q", k, before[k], after[k])
 			}
 		}
-		again, pk2, ok := baton.CanonicalEvent(out)
+		again, pk2, ok := eventjson.Event(out)
 		if !ok || string(again) != string(out) || pk2 != pk {
 			t.Fatalf("not a fixed point: %q -> %q -> %q", in, out, again)
 		}

@@ -1,4 +1,6 @@
-package baton
+// Package eventjson turns the events baton's capture triggers write into
+// one canonical JSON form, byte for byte the same on every backend.
+package eventjson
 
 import (
 	"bytes"
@@ -14,7 +16,7 @@ import (
 )
 
 // Canonical event JSON. The capture triggers write an event in a form of
-// their database's JSON functions; canonicalEvent turns it into the one form
+// their database's JSON functions; Event turns it into the one form
 // the Go API and the CLI hand out, byte for byte the same on every backend
 // for the same table and row (docs/events.md describes it):
 //
@@ -285,11 +287,11 @@ func (d *jsonDecoder) hex4() (rune, bool) {
 	return rune(v), true
 }
 
-// canonicalEvent returns an event message's payload in canonical form and
+// Event returns an event message's payload in canonical form and
 // its primary key as canonical JSON ("" when the event has none); ok is
 // false, and the payload comes back unchanged, when it is not an event.
 // Canonical payloads come back unchanged.
-func canonicalEvent(payload []byte) (out []byte, pk string, ok bool) {
+func Event(payload []byte) (out []byte, pk string, ok bool) {
 	v, ok := decodeJSON(payload)
 	if !ok || v.kind != 'o' {
 		return payload, "", false
@@ -388,11 +390,11 @@ func appendColumn(b []byte, v jsonValue, kind string) []byte {
 			return appendJSONString(b, base64.StdEncoding.EncodeToString(raw))
 		}
 	case kind == "t" && v.kind == 's':
-		if ts, ok := canonicalTimestamp(v.str); ok {
+		if ts, ok := Timestamp(v.str); ok {
 			return appendJSONString(b, ts)
 		}
 	case kind == "bool" && v.kind == 'n':
-		return strconv.AppendBool(b, canonicalNumber(v.str) != "0")
+		return strconv.AppendBool(b, Number(v.str) != "0")
 	case kind == "j" && v.kind == 's':
 		if j, ok := decodeJSON([]byte(v.str)); ok {
 			return appendCanonical(b, j)
@@ -410,7 +412,7 @@ func appendCanonical(b []byte, v jsonValue) []byte {
 	case 'b':
 		return strconv.AppendBool(b, v.truth)
 	case 'n':
-		return append(b, canonicalNumber(v.str)...)
+		return append(b, Number(v.str)...)
 	case 's':
 		return appendJSONString(b, v.str)
 	case 'a':
@@ -470,13 +472,13 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// canonicalNumber writes a JSON number in its shortest exact form: no
+// Number writes a JSON number in its shortest exact form: no
 // leading or trailing zeros, no sign on zero, plain when 1e-6 <= |x| <
 // 1e21 and in exponent form otherwise (1e+21, 1.5e-7), as JavaScript and
 // Go's encoding/json write floating-point numbers. The value is the number
 // as written, digit for digit: 12.50 becomes 12.5, 100.00 becomes 100,
 // 9007199254740993 stays, 1.0e+20 becomes 100000000000000000000.
-func canonicalNumber(num string) string {
+func Number(num string) string {
 	s := num
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -533,14 +535,14 @@ func canonicalNumber(num string) string {
 	return out.String()
 }
 
-// canonicalTimestamp reads a timestamp as the databases write it,
+// Timestamp reads a timestamp as the databases write it,
 // 2006-01-02[ T]15:04[:05[.999999999]], optionally followed (after a space
 // or not) by Z or a UTC offset (-07, -0700, -07:00, -07:00:00) and then,
 // as Go's Time.String writes, a zone name and a monotonic clock reading;
 // a date alone is midnight. It returns the instant in UTC as
 // 2006-01-02T15:04:05.000000Z, the fraction cut to microseconds; a time
 // without an offset is taken as UTC. ok is false for anything else.
-func canonicalTimestamp(s string) (string, bool) {
+func Timestamp(s string) (string, bool) {
 	sc := &tsScanner{s: s}
 	var f tsFields
 	if !sc.date(&f) || !sc.clock(&f) || !sc.offset(&f) || sc.p != len(s) || !f.valid() {
@@ -557,7 +559,7 @@ func canonicalTimestamp(s string) (string, bool) {
 	return t.Format("2006-01-02T15:04:05.000000") + "Z", true
 }
 
-// tsFields are the parts of a timestamp canonicalTimestamp reads; offset
+// tsFields are the parts of a timestamp Timestamp reads; offset
 // is in seconds east of UTC.
 type tsFields struct {
 	year, month, day, hour, minute, sec, micro, offset int
