@@ -20,6 +20,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/maintain"
+	"github.com/batonhq/baton/internal/wake"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -131,18 +132,18 @@ type Client struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*Session
-	waiters   map[int64]*waiter
+	lockWaits *wake.Locks // this process's waiting lock requests
 	listeners map[*Listener]bool
 	closed    bool
 
 	// queues
-	knownQueues sync.Map // queue name -> true once registered
-	qwaiters    map[string]map[chan struct{}]bool
+	knownQueues sync.Map                          // queue name -> true once registered
+	queueWaits  *wake.Queues                      // consumers waiting for messages
 	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
 	schedules   map[string]*schedule              // AddSchedule, by name
-	qnotify     map[string]*notifyState
-	finished    map[string][2]int64 // per queue: acked, dead since the last flush
-	notifyUsers int                 // listeners and waiting consumers: notifications on
+	qnotify     *wake.Coalescer                   // one queue notification in flight per queue
+	finished    map[string][2]int64               // per queue: acked, dead since the last flush
+	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
 
 	abandoned map[string]bool // lost sessions whose rows must still be deleted
 	// prepareNow is closed by the first wait: a client that waits lives
@@ -169,11 +170,6 @@ type Client struct {
 	listenStart chan struct{} // closed when the start under way ends
 	listenErr   error         // how the last start failed
 	unlistened  bool          // Close stopped the listener: do not start it again
-}
-
-type waiter struct {
-	sessionID string
-	ch        chan driver.Request
 }
 
 // Backend returns the backend's short name: sqlite, postgres or mysql.
@@ -234,14 +230,16 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	host, _ := os.Hostname()
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
-		sessions: map[string]*Session{}, waiters: map[int64]*waiter{}, listeners: map[*Listener]bool{},
-		qwaiters: map[string]map[chan struct{}]bool{}, qnotify: map[string]*notifyState{}, finished: map[string][2]int64{},
+		sessions: map[string]*Session{}, listeners: map[*Listener]bool{},
+		queueWaits: wake.NewQueues(), qnotify: wake.NewCoalescer(), finished: map[string][2]int64{},
 		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{},
 		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
+	c.lockWaits = wake.NewLocks(func(waiting bool) { drv.SetWaiting(c.id, waiting) })
+	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits): a one-shot command (push, a lock around a short command)
@@ -336,7 +334,7 @@ func (c *Client) startListener(done chan struct{}) {
 	default:
 		c.stopListen, c.listenErr = stop, nil
 		c.wake()
-		c.wakeAllQueuesLocal()
+		c.queueWaits.WakeAll()
 	}
 }
 
@@ -488,15 +486,7 @@ func (c *Client) wake() { c.wakeWith(nil) }
 
 func (c *Client) wakeWith(granted []driver.Request) {
 	if len(granted) > 0 {
-		c.mu.Lock()
-		for _, g := range granted {
-			if w := c.waiters[g.ID]; w != nil {
-				delete(c.waiters, g.ID)
-				w.ch <- g
-			}
-		}
-		c.drv.SetWaiting(c.id, len(c.waiters) > 0)
-		c.mu.Unlock()
+		c.lockWaits.Grant(granted)
 		return
 	}
 	select {
@@ -522,69 +512,23 @@ func (c *Client) wakeLoop() {
 // waiters. On the poll interval it also looks for deadlocks, in case the
 // request that closed a cycle could not run detection itself.
 func (c *Client) checkWaiters() {
-	c.mu.Lock()
-	ids := make([]int64, 0, len(c.waiters))
-	for id := range c.waiters {
-		ids = append(ids, id)
-	}
-	detect := len(ids) > 0 && time.Since(c.lastDetect) >= c.opts.PollInterval
-	c.mu.Unlock()
+	ids := c.lockWaits.IDs()
 	if len(ids) == 0 {
 		return
 	}
+	c.mu.Lock()
+	detect := time.Since(c.lastDetect) >= c.opts.PollInterval
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
 	defer cancel()
 	st, err := c.drv.LockRequestStatuses(ctx, ids)
 	if err != nil {
 		return
 	}
-	c.mu.Lock()
-	for _, id := range ids {
-		w := c.waiters[id]
-		if w == nil {
-			continue
-		}
-		r, ok := st[id]
-		if ok && r.SessionID != w.sessionID {
-			ok = false // the request is gone and its id was reused
-		}
-		if ok && r.Status == driver.StatusPending {
-			continue
-		}
-		if !ok {
-			r = driver.Request{ID: id, Status: ""}
-		}
-		delete(c.waiters, id)
-		w.ch <- r
-	}
-	c.drv.SetWaiting(c.id, len(c.waiters) > 0)
-	c.mu.Unlock()
+	c.lockWaits.Settle(ids, st)
 	if detect {
 		_ = c.detectDeadlocks(ctx)
 	}
-}
-
-func (c *Client) addWaiter(id int64, sessionID string) *waiter {
-	w := &waiter{sessionID: sessionID, ch: make(chan driver.Request, 1)}
-	c.mu.Lock()
-	c.waiters[id] = w
-	c.drv.SetWaiting(c.id, true)
-	c.mu.Unlock()
-	return w
-}
-
-// waiting reports whether any lock request of this client waits.
-func (c *Client) waiting() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters) > 0
-}
-
-func (c *Client) removeWaiter(id int64) {
-	c.mu.Lock()
-	delete(c.waiters, id)
-	c.drv.SetWaiting(c.id, len(c.waiters) > 0)
-	c.mu.Unlock()
 }
 
 // services are the client's background upkeep, each on its own interval
@@ -716,7 +660,7 @@ func (c *Client) heartbeat(ctx context.Context) error {
 		return err
 	}
 	c.reap(ctx, refs)
-	if c.waiting() {
+	if c.lockWaits.Waiting() {
 		// Lock waiters whose listener could not start (the database was
 		// away) wait on: start it again; its start wakes them. Its only
 		// error is ErrClosed, when the client closes meanwhile.

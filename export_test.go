@@ -28,9 +28,7 @@ func ReapOnce(ctx context.Context, c *Client) (int, error) {
 
 // QueueWaiters is how many of the client's Claim calls wait on the queue.
 func QueueWaiters(c *Client, queue string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.qwaiters[queue])
+	return c.queueWaits.Count(queue)
 }
 
 // TraceParentValid reports whether a message's traceparent would be

@@ -379,7 +379,7 @@ func (s *Session) awaitGrant(ctx context.Context, req driver.Request) (driver.Re
 		// waiter.
 		c.logf("lock waiter: %v; waiting on", err)
 	}
-	w := c.addWaiter(req.ID, s.id)
+	answer := c.lockWaits.Add(req.ID, s.id)
 	c.wake()
 	// This request may have closed a cycle: look once it has waited
 	// deadlockDelay. Most waits end sooner and cost no graph walk.
@@ -387,10 +387,10 @@ func (s *Session) awaitGrant(ctx context.Context, req driver.Request) (driver.Re
 	defer detect.Stop()
 	defer c.pollGated(req)()
 	select {
-	case r := <-w.ch:
+	case r := <-answer:
 		return s.answered(r, req)
 	case <-ctx.Done():
-		c.removeWaiter(req.ID)
+		c.lockWaits.Remove(req.ID)
 		return driver.Request{}, s.failure(ctx, ctx.Err())
 	}
 }
@@ -586,10 +586,9 @@ const deadlockDelay = 20 * time.Millisecond
 // detectIfWaiting runs deadlock detection if the request still waits.
 func (c *Client) detectIfWaiting(id int64) {
 	c.mu.Lock()
-	_, waiting := c.waiters[id]
 	closed := c.closed
 	c.mu.Unlock()
-	if !waiting || closed {
+	if closed || !c.lockWaits.Waits(id) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)

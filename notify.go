@@ -124,12 +124,8 @@ func (c *Client) Listen(ctx context.Context, channels ...string) (*Listener, err
 		return nil, ErrClosed
 	}
 	c.listeners[l] = true
-	c.notifyUsers++
-	first := c.notifyUsers == 1
 	c.mu.Unlock()
-	if first {
-		c.drv.SetNotifying(c.id, true)
-	}
+	c.notifyUsers.In()
 	go l.forward()
 	return l, nil
 }
@@ -151,12 +147,8 @@ func (l *Listener) Close() {
 	c := l.c
 	c.mu.Lock()
 	delete(c.listeners, l)
-	c.notifyUsers--
-	last := c.notifyUsers == 0
 	c.mu.Unlock()
-	if last {
-		c.drv.SetNotifying(c.id, false)
-	}
+	c.notifyUsers.Out()
 	<-l.done
 }
 
@@ -202,9 +194,9 @@ func (c *Client) deliver(channel, payload string) {
 	}
 	if q, ok := strings.CutPrefix(channel, "#q#"); ok {
 		if q == "*" {
-			c.wakeAllQueuesLocal()
+			c.queueWaits.WakeAll()
 		} else {
-			c.wakeQueueLocal(q)
+			c.queueWaits.Wake(q)
 		}
 		return
 	}

@@ -629,103 +629,19 @@ func queueChannel(queue string) string { return "#q#" + queue }
 // one notification for other processes, never more than one in flight per
 // queue (NOTIFY is kept out of the enqueuing transaction).
 func (c *Client) queueWake(queue string) {
-	c.wakeQueueLocal(queue)
-	c.mu.Lock()
-	st := c.qnotify[queue]
-	if st == nil {
-		st = &notifyState{}
-		c.qnotify[queue] = st
-	}
-	if st.inFlight {
-		st.again = true
-		c.mu.Unlock()
+	c.queueWaits.Wake(queue)
+	if !c.qnotify.Start(queue) {
 		return
 	}
-	st.inFlight = true
-	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		for {
+		for again := true; again; again = c.qnotify.Done(queue) {
 			ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
 			_ = c.drv.Notify(ctx, queueChannel(queue), "")
 			cancel()
-			c.mu.Lock()
-			if !st.again {
-				st.inFlight = false
-				c.mu.Unlock()
-				return
-			}
-			st.again = false
-			c.mu.Unlock()
 		}
 	}()
-}
-
-type notifyState struct{ inFlight, again bool }
-
-func (c *Client) wakeQueueLocal(queue string) {
-	c.mu.Lock()
-	for ch := range c.qwaiters[queue] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	c.mu.Unlock()
-}
-
-// wakeAllQueuesLocal wakes every waiting consumer of this process (a
-// backend saw some commit but cannot say which queue it touched).
-func (c *Client) wakeAllQueuesLocal() {
-	c.mu.Lock()
-	for _, ws := range c.qwaiters {
-		for ch := range ws {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}
-	c.mu.Unlock()
-}
-
-func (c *Client) addQueueWaiter(queue string) chan struct{} {
-	ch := make(chan struct{}, 1)
-	c.mu.Lock()
-	if c.qwaiters[queue] == nil {
-		c.qwaiters[queue] = map[chan struct{}]bool{}
-	}
-	c.qwaiters[queue][ch] = true
-	c.mu.Unlock()
-	c.useNotifications(true)
-	return ch
-}
-
-// useNotifications counts a user of notifications in (on) or out: while
-// there is one, the backend delivers this client's notifications.
-func (c *Client) useNotifications(on bool) {
-	c.mu.Lock()
-	if on {
-		c.notifyUsers++
-	} else {
-		c.notifyUsers--
-	}
-	change := (on && c.notifyUsers == 1) || (!on && c.notifyUsers == 0)
-	c.mu.Unlock()
-	if change {
-		c.drv.SetNotifying(c.id, on)
-	}
-}
-
-func (c *Client) removeQueueWaiter(queue string, ch chan struct{}) {
-	c.mu.Lock()
-	delete(c.qwaiters[queue], ch)
-	if len(c.qwaiters[queue]) == 0 {
-		delete(c.qwaiters, queue)
-	}
-	c.mu.Unlock()
-	c.useNotifications(false)
 }
 
 // ClaimOptions qualify a claim.
@@ -806,8 +722,10 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 			if err := c.listening(ctx); err != nil {
 				return nil, emptyOr(ctx, err)
 			}
-			wake = c.addQueueWaiter(queue)
-			defer c.removeQueueWaiter(queue, wake)
+			wake = c.queueWaits.Add(queue)
+			c.notifyUsers.In()
+			defer c.notifyUsers.Out()
+			defer c.queueWaits.Remove(queue, wake)
 			continue
 		}
 		if err := s.awaitWork(ctx, wake, dueIn); err != nil {

@@ -180,14 +180,9 @@ func (s *Session) end(err error) bool {
 	s.mu.Unlock()
 	s.c.mu.Lock()
 	delete(s.c.sessions, s.id)
-	// Wake this session's waiters so that they fail at once.
-	for id, w := range s.c.waiters {
-		if w.sessionID == s.id {
-			delete(s.c.waiters, id)
-			w.ch <- driver.Request{ID: id}
-		}
-	}
 	s.c.mu.Unlock()
+	// Wake this session's waiters so that they fail at once.
+	s.c.lockWaits.EndSession(s.id)
 	return true
 }
 

@@ -165,8 +165,8 @@ func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler
 	if err := c.listening(ctx); err != nil && ctx.Err() == nil {
 		c.opts.Logger.Warn("baton: worker cannot listen for cancellations; it learns of them at lease renewals", "queue", queue, "error", err)
 	}
-	c.useNotifications(true)
-	defer c.useNotifications(false)
+	c.notifyUsers.In()
+	defer c.notifyUsers.Out()
 	// Handler contexts outlive ctx by the grace period.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
@@ -581,7 +581,7 @@ func (w *worker) settleBatch(batch []result) {
 	w.c.countFinished(w.queue, int64(n), 0)
 	if w.o.Mode != Parallel {
 		// The next message of the queue or of a key may go now.
-		w.c.wakeQueueLocal(w.queue)
+		w.c.queueWaits.Wake(w.queue)
 	}
 }
 

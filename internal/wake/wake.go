@@ -1,0 +1,274 @@
+// Package wake holds a client's wake-ups: the lock requests its sessions
+// wait on, the consumers waiting for a queue's messages, and the count of
+// users of notifications. None of it touches the database: the engine reads
+// statuses and sends notifications, and hands what it learns here.
+package wake
+
+import (
+	"sync"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Locks are the waiting lock requests of one client, by request id. Each
+// waiter gets exactly one answer: its grant, its abort, or an empty
+// request (vanished, or its session ended).
+type Locks struct {
+	mu      sync.Mutex
+	waiters map[int64]lockWaiter
+	// changed is told whether any request waits, after every change
+	// (the backend polls only while some do).
+	changed func(waiting bool)
+}
+
+type lockWaiter struct {
+	sessionID string
+	ch        chan driver.Request
+}
+
+// NewLocks makes an empty registry; changed is called, under its lock,
+// with whether any request waits after each change.
+func NewLocks(changed func(waiting bool)) *Locks {
+	return &Locks{waiters: map[int64]lockWaiter{}, changed: changed}
+}
+
+// Add registers a waiter for request id of a session; the channel receives
+// its one answer.
+func (l *Locks) Add(id int64, sessionID string) <-chan driver.Request {
+	ch := make(chan driver.Request, 1)
+	l.mu.Lock()
+	l.waiters[id] = lockWaiter{sessionID: sessionID, ch: ch}
+	l.changed(true)
+	l.mu.Unlock()
+	return ch
+}
+
+// Remove forgets the waiter of request id (its caller gave up).
+func (l *Locks) Remove(id int64) {
+	l.mu.Lock()
+	delete(l.waiters, id)
+	l.changed(len(l.waiters) > 0)
+	l.mu.Unlock()
+}
+
+// Waiting reports whether any request waits.
+func (l *Locks) Waiting() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.waiters) > 0
+}
+
+// Waits reports whether request id still waits.
+func (l *Locks) Waits(id int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.waiters[id]
+	return ok
+}
+
+// IDs lists the waiting requests.
+func (l *Locks) IDs() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := make([]int64, 0, len(l.waiters))
+	for id := range l.waiters {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Grant hands requests the backend reported granted to their waiters.
+func (l *Locks) Grant(granted []driver.Request) {
+	l.mu.Lock()
+	for _, g := range granted {
+		l.answer(g.ID, g)
+	}
+	l.changed(len(l.waiters) > 0)
+	l.mu.Unlock()
+}
+
+// Settle hands each of ids its status read from the database (st, by
+// request id): requests still pending keep waiting; granted or aborted ones
+// get their row; a request missing from st, or whose id now belongs to
+// another session's request, gets an empty answer.
+func (l *Locks) Settle(ids []int64, st map[int64]driver.Request) {
+	l.mu.Lock()
+	for _, id := range ids {
+		w, ok := l.waiters[id]
+		if !ok {
+			continue
+		}
+		r, found := st[id]
+		found = found && r.SessionID == w.sessionID
+		if found && r.Status == driver.StatusPending {
+			continue
+		}
+		if !found {
+			r = driver.Request{ID: id}
+		}
+		l.answer(id, r)
+	}
+	l.changed(len(l.waiters) > 0)
+	l.mu.Unlock()
+}
+
+// EndSession answers every waiter of a session with an empty request, so
+// that its waits fail at once.
+func (l *Locks) EndSession(sessionID string) {
+	l.mu.Lock()
+	for id, w := range l.waiters {
+		if w.sessionID == sessionID {
+			l.answer(id, driver.Request{ID: id})
+		}
+	}
+	l.changed(len(l.waiters) > 0)
+	l.mu.Unlock()
+}
+
+// answer sends r to the waiter of id, if any, and forgets it; l.mu held.
+func (l *Locks) answer(id int64, r driver.Request) {
+	if w, ok := l.waiters[id]; ok {
+		delete(l.waiters, id)
+		w.ch <- r
+	}
+}
+
+// Queues are the consumers waiting for messages, by queue. A wake-up is a
+// hint: a consumer that is woken claims, and waits again if it got nothing.
+type Queues struct {
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]bool
+}
+
+// NewQueues makes an empty registry.
+func NewQueues() *Queues { return &Queues{waiters: map[string]map[chan struct{}]bool{}} }
+
+// Add registers a consumer of queue; its channel receives wake-ups.
+func (q *Queues) Add(queue string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	q.mu.Lock()
+	if q.waiters[queue] == nil {
+		q.waiters[queue] = map[chan struct{}]bool{}
+	}
+	q.waiters[queue][ch] = true
+	q.mu.Unlock()
+	return ch
+}
+
+// Remove forgets a consumer.
+func (q *Queues) Remove(queue string, ch chan struct{}) {
+	q.mu.Lock()
+	delete(q.waiters[queue], ch)
+	if len(q.waiters[queue]) == 0 {
+		delete(q.waiters, queue)
+	}
+	q.mu.Unlock()
+}
+
+// Wake wakes every consumer of queue.
+func (q *Queues) Wake(queue string) {
+	q.mu.Lock()
+	signal(q.waiters[queue])
+	q.mu.Unlock()
+}
+
+// WakeAll wakes every consumer (some commit happened, which queue is not
+// known).
+func (q *Queues) WakeAll() {
+	q.mu.Lock()
+	for _, ws := range q.waiters {
+		signal(ws)
+	}
+	q.mu.Unlock()
+}
+
+// Count is how many consumers wait on queue.
+func (q *Queues) Count(queue string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiters[queue])
+}
+
+func signal(ws map[chan struct{}]bool) {
+	for ch := range ws {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Coalescer runs at most one send per key at a time: a request while one
+// is in flight makes exactly one more run after it, however many came.
+// Queues use it so that a burst of enqueues sends one or two notifications,
+// not one each.
+type Coalescer struct {
+	mu    sync.Mutex
+	state map[string]*coalesced
+}
+
+type coalesced struct{ inFlight, again bool }
+
+// NewCoalescer makes a coalescer with nothing in flight.
+func NewCoalescer() *Coalescer { return &Coalescer{state: map[string]*coalesced{}} }
+
+// Start reports whether the caller must run the send for key now (then it
+// calls Done after each run until Done says to stop); false means a run in
+// flight will repeat for it.
+func (c *Coalescer) Start(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.state[key]
+	if st == nil {
+		st = &coalesced{}
+		c.state[key] = st
+	}
+	if st.inFlight {
+		st.again = true
+		return false
+	}
+	st.inFlight = true
+	return true
+}
+
+// Done ends a run for key; it reports whether to run once more (requests
+// came in while it ran).
+func (c *Coalescer) Done(key string) (again bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.state[key]
+	if !st.again {
+		st.inFlight = false
+		return false
+	}
+	st.again = false
+	return true
+}
+
+// Users counts the users of something that is switched on while it has
+// any: switched is called with true when the first comes in and with false
+// when the last goes out.
+type Users struct {
+	mu       sync.Mutex
+	n        int
+	switched func(on bool)
+}
+
+// NewUsers makes a counter at zero.
+func NewUsers(switched func(on bool)) *Users { return &Users{switched: switched} }
+
+// In counts a user in.
+func (u *Users) In() { u.add(1) }
+
+// Out counts a user out.
+func (u *Users) Out() { u.add(-1) }
+
+func (u *Users) add(d int) {
+	u.mu.Lock()
+	u.n += d
+	change := (d > 0 && u.n == 1) || (d < 0 && u.n == 0)
+	u.mu.Unlock()
+	if change {
+		u.switched(d > 0)
+	}
+}

@@ -1,0 +1,158 @@
+package wake
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// answerOf returns the one answer on ch, or fails if none came.
+func answerOf(t *testing.T, ch <-chan driver.Request) driver.Request {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	default:
+		t.Fatal("no answer")
+		return driver.Request{}
+	}
+}
+
+func noAnswer(t *testing.T, ch <-chan driver.Request) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("unexpected answer %+v", r)
+	default:
+	}
+}
+
+func TestLocksSettle(t *testing.T) {
+	var states []bool
+	l := NewLocks(func(w bool) { states = append(states, w) })
+	pending := l.Add(1, "s1")
+	granted := l.Add(2, "s1")
+	reused := l.Add(3, "s1")
+	gone := l.Add(4, "s2")
+	ids := l.IDs()
+	slices.Sort(ids)
+	if !slices.Equal(ids, []int64{1, 2, 3, 4}) {
+		t.Fatalf("IDs = %v", ids)
+	}
+	l.Settle(ids, map[int64]driver.Request{
+		1: {ID: 1, SessionID: "s1", Status: driver.StatusPending},
+		2: {ID: 2, SessionID: "s1", Status: driver.StatusGranted},
+		3: {ID: 3, SessionID: "s9", Status: driver.StatusGranted}, // the id now belongs to another session
+	})
+	noAnswer(t, pending)
+	if r := answerOf(t, granted); r.Status != driver.StatusGranted {
+		t.Errorf("granted request answered %+v", r)
+	}
+	if r := answerOf(t, reused); r.Status != "" || r.ID != 3 {
+		t.Errorf("reused id answered %+v, want an empty request", r)
+	}
+	if r := answerOf(t, gone); r.Status != "" || r.ID != 4 {
+		t.Errorf("vanished request answered %+v, want an empty request", r)
+	}
+	if !l.Waits(1) || l.Waits(2) || !l.Waiting() {
+		t.Errorf("after settling, request 1 alone must wait")
+	}
+	l.Grant([]driver.Request{{ID: 1, Status: driver.StatusGranted}, {ID: 99, Status: driver.StatusGranted}})
+	if r := answerOf(t, pending); r.Status != driver.StatusGranted {
+		t.Errorf("grant answered %+v", r)
+	}
+	if l.Waiting() || states[len(states)-1] {
+		t.Errorf("nothing waits, yet Waiting is %v and the last change said %v", l.Waiting(), states[len(states)-1])
+	}
+}
+
+func TestLocksEndSessionAndRemove(t *testing.T) {
+	l := NewLocks(func(bool) {})
+	a := l.Add(1, "s1")
+	b := l.Add(2, "s2")
+	c := l.Add(3, "s1")
+	l.EndSession("s1")
+	if r := answerOf(t, a); r.ID != 1 || r.Status != "" {
+		t.Errorf("ended session's waiter answered %+v", r)
+	}
+	answerOf(t, c)
+	noAnswer(t, b)
+	l.Remove(2)
+	l.Grant([]driver.Request{{ID: 2, Status: driver.StatusGranted}})
+	noAnswer(t, b)
+	if l.Waiting() {
+		t.Error("a removed waiter still counts")
+	}
+}
+
+func TestQueues(t *testing.T) {
+	q := NewQueues()
+	a, b, other := q.Add("a"), q.Add("a"), q.Add("b")
+	if q.Count("a") != 2 || q.Count("b") != 1 {
+		t.Fatalf("counts %d %d", q.Count("a"), q.Count("b"))
+	}
+	q.Wake("a")
+	q.Wake("a") // a second wake-up before the first is taken is one
+	for _, ch := range []chan struct{}{a, b} {
+		select {
+		case <-ch:
+		default:
+			t.Error("consumer of a not woken")
+		}
+		select {
+		case <-ch:
+			t.Error("two wake-ups queued")
+		default:
+		}
+	}
+	select {
+	case <-other:
+		t.Error("consumer of b woken by a")
+	default:
+	}
+	q.WakeAll()
+	<-other
+	q.Remove("a", a)
+	q.Remove("a", b)
+	if q.Count("a") != 0 || len(q.waiters) != 1 {
+		t.Errorf("removed consumers remain: %v", q.waiters)
+	}
+}
+
+func TestCoalescer(t *testing.T) {
+	c := NewCoalescer()
+	if !c.Start("q") {
+		t.Fatal("first start must run")
+	}
+	if c.Start("q") || c.Start("q") {
+		t.Fatal("a start while one runs must not run")
+	}
+	if !c.Start("other") {
+		t.Fatal("keys are independent")
+	}
+	if !c.Done("q") {
+		t.Fatal("starts during a run make one more run")
+	}
+	if c.Done("q") {
+		t.Fatal("one more run only")
+	}
+	if !c.Start("q") {
+		t.Fatal("after the runs end a start runs again")
+	}
+}
+
+func TestUsers(t *testing.T) {
+	var mu sync.Mutex
+	var got []bool
+	u := NewUsers(func(on bool) { mu.Lock(); got = append(got, on); mu.Unlock() })
+	u.In()
+	u.In()
+	u.Out()
+	u.Out()
+	u.In()
+	if !slices.Equal(got, []bool{true, false, true}) {
+		t.Errorf("switches %v, want on, off, on", got)
+	}
+}
