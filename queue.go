@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/eventjson"
 )
 
@@ -53,20 +54,19 @@ type QueueMode int
 
 const (
 	// Parallel hands out any ready messages, many in flight at once.
-	Parallel QueueMode = iota
+	Parallel = QueueMode(claimrule.Parallel)
 	// Ordered hands out one message at a time, strictly in order: the next
 	// is claimed only once the one in flight is done; a retry keeps its
 	// place and holds the queue back.
-	Ordered
+	Ordered = QueueMode(claimrule.Ordered)
 	// PerKey never has two messages with the same key in flight, and
 	// serves each key in order; different keys (and messages without a
 	// key) run in parallel. A retry holds back only its own key.
-	PerKey
+	PerKey = QueueMode(claimrule.PerKey)
 )
 
-func (m QueueMode) String() string {
-	return [...]string{"parallel", "ordered", "per-key"}[m]
-}
+// String is the mode's name: parallel, ordered or per-key.
+func (m QueueMode) String() string { return claimrule.Mode(m).String() }
 
 var queueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
 
@@ -670,7 +670,7 @@ type ClaimOptions struct {
 
 func (o ClaimOptions) check() error {
 	switch {
-	case o.Mode < Parallel || o.Mode > PerKey:
+	case !claimrule.Mode(o.Mode).Valid():
 		return fmt.Errorf("%w: unknown queue mode %d", ErrInvalid, o.Mode)
 	case o.Kind != "" && o.Mode != Parallel:
 		return fmt.Errorf("%w: a kind filter needs parallel mode (%s queues are served in their order)", ErrInvalid, o.Mode)
@@ -869,20 +869,11 @@ func orderedCandidates(ctx context.Context, tx driver.Tx, queue string, limit in
 		return nil, 0, err
 	}
 	heads, due, err := tx.ClaimHeads(ctx, queue, limit)
-	if err != nil || len(heads) == 0 {
+	if err != nil {
 		return nil, 0, err
 	}
-	var ids []int64
-	for i, id := range heads {
-		if due[i] > 0 {
-			break
-		}
-		ids = append(ids, id)
-	}
-	if len(ids) == 0 {
-		return nil, due[0], nil
-	}
-	return ids, 0, nil
+	ids, wait := claimrule.DuePrefix(heads, due)
+	return ids, wait, nil
 }
 
 // messages converts claimed rows to Messages in serving order.

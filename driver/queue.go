@@ -188,7 +188,10 @@ type QueueTx interface {
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
 	// ClaimCandidates lists up to limit ready, due messages of the kind (""
 	// for any) in serving order, skipping rows other transactions have
-	// locked.
+	// locked. Of a paused queue it lists none, or ClaimIDs claims none of
+	// them (MySQL: the pause is read by the claim, as a skip-locked read of
+	// the queue row would lock it). internal/claimrule states the rules;
+	// the conformance suite checks every dialect against it.
 	ClaimCandidates(ctx context.Context, queue, kind string, limit int) ([]int64, error)
 	// ClaimCandidatesPerKey lists the heads of keys with nothing in flight
 	// and messages without a key; the caller holds QueueLock.

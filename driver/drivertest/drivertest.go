@@ -57,6 +57,7 @@ func Run(t *testing.T, open Open) {
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
 		{"PerKeyClaims", testPerKey},
+		{"ClaimRules", testClaimRules},
 		{"Subscriptions", testSubscriptions},
 		{"Housekeeping", testHousekeeping},
 	}
