@@ -3,7 +3,6 @@ package baton
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,14 +11,16 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/maintain"
+	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
 )
 
@@ -123,16 +124,15 @@ func baseName(p string) string {
 // Client is a connection to one database used as a coordination layer. It
 // is safe for concurrent use; open one per process and share it.
 type Client struct {
-	drv    driver.Driver
-	id     string
-	opts   Options
-	host   string
-	hostID string // boot and PID namespace; see hostIdentity
-	pid    int
+	drv  driver.Driver
+	id   string
+	opts Options
+
+	leases    *lease.Keeper  // sessions: renewals, reaping
+	locks     *locks.Service // the lock service
+	lockWaits *wake.Locks    // this process's waiting lock requests
 
 	mu        sync.Mutex
-	sessions  map[string]*Session
-	lockWaits *wake.Locks // this process's waiting lock requests
 	listeners map[*Listener]bool
 	closed    bool
 
@@ -145,23 +145,16 @@ type Client struct {
 	finished    map[string][2]int64               // per queue: acked, dead since the last flush
 	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
 
-	abandoned map[string]bool // lost sessions whose rows must still be deleted
 	// prepareNow is closed by the first wait: a client that waits lives
 	// long enough for prepared statements to pay off at once.
 	prepareNow  chan struct{}
 	prepareOnce sync.Once
-	lostCount   atomic.Int64 // sessions reported lost, ever
 	tracer      trace.Tracer
 	tracing     bool // a TracerProvider other than the default no-op one
-	// renewalsOff stops renewals (tests: a process that cannot reach the
-	// database, whatever the network does).
-	renewalsOff atomic.Bool
 
-	wakeCh     chan struct{}
 	quit       chan struct{}
 	upkeep     *maintain.Group
 	wg         sync.WaitGroup
-	lastDetect time.Time
 	lastRescue time.Time
 
 	// the listener, started by the first waiter (see listening)
@@ -227,19 +220,22 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 			return nil, fmt.Errorf("baton: migrate: %w", err)
 		}
 	}
-	host, _ := os.Hostname()
 	c := &Client{
-		drv: drv, id: randomID(), opts: o, host: host, hostID: hostIdentityFunc(), pid: os.Getpid(),
-		sessions: map[string]*Session{}, listeners: map[*Listener]bool{},
+		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
 		queueWaits: wake.NewQueues(), qnotify: wake.NewCoalescer(), finished: map[string][2]int64{},
 		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{},
-		wakeCh: make(chan struct{}, 1), quit: make(chan struct{}), prepareNow: make(chan struct{}),
+		quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
 	c.lockWaits = wake.NewLocks(func(waiting bool) { drv.SetWaiting(c.id, waiting) })
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
+	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
+		EndSession: c.endSession, Ended: c.lockWaits.EndSession, SessionLost: o.Observer.SessionLost, Log: c.logErr})
+	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
+		PollInterval: o.PollInterval, Listening: c.listening, Closed: c.isShut, Observer: o.Observer,
+		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name})
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits): a one-shot command (push, a lock around a short command)
@@ -249,7 +245,10 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c.wg.Add(1)
 	go c.prepareLater()
 	c.wg.Add(1)
-	go c.wakeLoop()
+	go func() {
+		defer c.wg.Done()
+		c.locks.Run(c.quit)
+	}()
 	c.upkeep = c.services()
 	c.upkeep.Start()
 	return c, nil
@@ -408,10 +407,6 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	ss := make([]*Session, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		ss = append(ss, s)
-	}
 	ls := make([]*Listener, 0, len(c.listeners))
 	for l := range c.listeners {
 		ls = append(ls, l)
@@ -424,9 +419,11 @@ func (c *Client) Close() error {
 	defer cancel()
 	c.logErr("flush throughput counts", c.flushThroughput(ctx))
 	var errs []error
-	for _, s := range ss {
-		if err := s.Close(ctx); err != nil && !errors.Is(err, ErrSessionLost) {
-			errs = append(errs, err)
+	for _, s := range c.leases.Close() {
+		if s.End(ErrClosed) {
+			if err := c.endSession(ctx, s.ID()); err != nil {
+				errs = append(errs, fmt.Errorf("baton: close session: %w", err))
+			}
 		}
 	}
 	close(c.quit)
@@ -443,40 +440,10 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func randomInt63() int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
-}
-
 // inTx runs fn in a transaction, again when the database reports a
 // transient conflict.
 func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
-	return c.retrying(ctx, func() error {
-		tx, err := c.drv.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			_ = tx.Rollback() // fn's error is the one to report
-			return err
-		}
-		return tx.Commit()
-	})
-}
-
-// retrying runs op, and again while it fails with a transient conflict
-// inside the database (IsRetryable), at most 20 more times with a backoff
-// growing by a millisecond each time, until ctx ends. It is the one retry
-// loop of the engine.
-func (c *Client) retrying(ctx context.Context, op func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := op()
-		if err == nil || !c.drv.IsRetryable(err) || attempt >= 20 || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
-	}
+	return txn.InTx(ctx, c.drv, fn)
 }
 
 // wake is called by the driver's listener; it never blocks. Grants the
@@ -489,52 +456,13 @@ func (c *Client) wakeWith(granted []driver.Request) {
 		c.lockWaits.Grant(granted)
 		return
 	}
-	select {
-	case c.wakeCh <- struct{}{}:
-	default:
-	}
-}
-
-func (c *Client) wakeLoop() {
-	defer c.wg.Done()
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-c.wakeCh:
-		}
-		c.checkWaiters()
-	}
-}
-
-// checkWaiters reads the status of every waiting request of this process in
-// one query and hands granted, aborted or vanished requests to their
-// waiters. On the poll interval it also looks for deadlocks, in case the
-// request that closed a cycle could not run detection itself.
-func (c *Client) checkWaiters() {
-	ids := c.lockWaits.IDs()
-	if len(ids) == 0 {
-		return
-	}
-	c.mu.Lock()
-	detect := time.Since(c.lastDetect) >= c.opts.PollInterval
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
-	defer cancel()
-	st, err := c.drv.LockRequestStatuses(ctx, ids)
-	if err != nil {
-		return
-	}
-	c.lockWaits.Settle(ids, st)
-	if detect {
-		_ = c.detectDeadlocks(ctx)
-	}
+	c.locks.Wake()
 }
 
 // services are the client's background upkeep, each on its own interval
 // (see internal/maintain): a slow sweep never delays a lease renewal, and
 // every failure goes to Options.Logger. Loss is not decided here: each
-// session's own local deadline fires on its own (see Session.renewed),
+// session's own local deadline fires on its own (see internal/lease),
 // whatever a renewal is blocked on.
 func (c *Client) services() *maintain.Group {
 	hb, lease := c.opts.Heartbeat, c.opts.Lease
@@ -543,12 +471,12 @@ func (c *Client) services() *maintain.Group {
 	// next one starts afresh on another connection. It also reaps: the
 	// statement that renews lists the dead sessions of others.
 	g.Add(maintain.Service{Name: "lease renewal", Interval: hb, Run: c.heartbeat})
-	g.Add(maintain.Service{Name: "lost-session cleanup", Interval: hb, Timeout: lease, Run: c.endAbandoned})
+	g.Add(maintain.Service{Name: "lost-session cleanup", Interval: hb, Timeout: lease, Run: c.leases.EndAbandoned})
 	g.Add(maintain.Service{Name: "claim rescuer", Interval: 5 * hb, Timeout: lease, Run: func(ctx context.Context) error {
 		_, err := c.recoverStaleClaims(ctx)
 		return err
 	}})
-	g.Add(maintain.Service{Name: "orphan sweeper", Interval: 10 * hb, Timeout: lease, Run: c.sweepOrphans})
+	g.Add(maintain.Service{Name: "orphan sweeper", Interval: 10 * hb, Timeout: lease, Run: c.locks.SweepOrphans})
 	g.Add(maintain.Service{Name: "throughput flush", Interval: 10 * hb, Timeout: lease, Run: c.flushThroughput})
 	g.Add(maintain.Service{Name: "idle lock-row purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
@@ -576,90 +504,12 @@ func (c *Client) logErr(what string, err error) {
 	}
 }
 
-// margin is how long before the database could reap a session its owner
-// counts it lost: it covers the time a renewal spends in flight before the
-// database stamps it, and bounded differences in clock rate.
-func (c *Client) margin() time.Duration {
-	m := c.opts.Lease / 5
-	if g := c.opts.Lease - c.opts.Heartbeat; m > g/2 {
-		m = g / 2
-	}
-	return m
-}
-
-// abandon records a lost session whose row and locks must be deleted as
-// soon as the database answers.
-func (c *Client) abandon(id string) {
-	c.mu.Lock()
-	if c.abandoned == nil {
-		c.abandoned = map[string]bool{}
-	}
-	c.abandoned[id] = true
-	c.mu.Unlock()
-	c.lostCount.Add(1)
-	c.opts.Observer.SessionLost()
-}
-
-// endAbandoned deletes the sessions this client gave up on, freeing their
-// locks and requests and returning their claims. It stops at the first
-// failure (the database is still away) and tries again next time.
-func (c *Client) endAbandoned(ctx context.Context) error {
-	c.mu.Lock()
-	ids := make([]string, 0, len(c.abandoned))
-	for id := range c.abandoned {
-		ids = append(ids, id)
-	}
-	c.mu.Unlock()
-	for _, id := range ids {
-		if err := c.endSession(ctx, id); err != nil {
-			return fmt.Errorf("delete lost session %s: %w", id, err)
-		}
-		c.mu.Lock()
-		delete(c.abandoned, id)
-		c.mu.Unlock()
-	}
-	return nil
-}
-
-// liveSessions lists the sessions this client still owns.
-func (c *Client) liveSessions() []*Session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ss := make([]*Session, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		if s.registered() {
-			ss = append(ss, s)
-		}
-	}
-	return ss
-}
-
-// heartbeat renews this client's live sessions by id (a session given up
-// on is never renewed, so never revived) and ends reapable sessions of
-// others, in one statement where the backend allows.
+// heartbeat renews this client's sessions and reaps dead sessions of
+// others (internal/lease), and restarts the listener lock waiters need.
 func (c *Client) heartbeat(ctx context.Context) error {
-	if c.renewalsOff.Load() {
-		return errors.New("renewals switched off")
-	}
-	ss := c.liveSessions()
-	ids := make([]string, len(ss))
-	for i, s := range ss {
-		ids[i] = s.id
-	}
-	start := time.Now()
-	n, refs, err := c.drv.SessionHeartbeat(ctx, driver.HeartbeatParams{
-		ClientID: c.id, HostID: c.hostID, SessionIDs: ids, Lease: c.opts.Lease, Limit: 100})
-	if err != nil {
+	if err := c.leases.Renew(ctx); err != nil {
 		return err
 	}
-	if n == len(ss) {
-		for _, s := range ss {
-			s.renewed(start)
-		}
-	} else if err := c.checkLost(ctx, ss, start); err != nil {
-		return err
-	}
-	c.reap(ctx, refs)
 	if c.lockWaits.Waiting() {
 		// Lock waiters whose listener could not start (the database was
 		// away) wait on: start it again; its start wakes them. Its only
@@ -669,23 +519,6 @@ func (c *Client) heartbeat(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// reap ends the sessions among refs that are dead: lease run out, or a
-// process of this host that no longer runs. It returns how many it ended.
-func (c *Client) reap(ctx context.Context, refs []driver.SessionRef) int {
-	n := 0
-	for _, r := range refs {
-		if !r.Expired && (r.PID == c.pid || processAlive(r.PID)) {
-			continue
-		}
-		if err := c.endSession(ctx, r.ID); err != nil {
-			c.logErr("reap session "+r.ID, err)
-			continue
-		}
-		n++
-	}
-	return n
 }
 
 // rescue frees what dead sessions hold and returns stale claims to their
@@ -701,37 +534,15 @@ func (c *Client) rescue(ctx context.Context) bool {
 	}
 	c.lastRescue = time.Now()
 	c.mu.Unlock()
-	refs, err := c.drv.NoTx().SessionListReapable(ctx, c.id, c.hostID, 100)
+	refs, err := c.leases.ListReapable(ctx)
 	if err != nil {
 		c.logErr("look for dead sessions", err)
 		return false
 	}
-	n := c.reap(ctx, refs)
+	n := c.leases.Reap(ctx, refs)
 	m, err := c.recoverStaleClaims(ctx)
 	c.logErr("recover stale claims", err)
 	return n+m > 0
-}
-
-// checkLost runs when a renewal renewed fewer sessions than it named: the
-// sessions still live in the database were renewed at start; the others
-// are gone (reaped by another process) or expired, and are lost.
-func (c *Client) checkLost(ctx context.Context, ss []*Session, start time.Time) error {
-	live, err := c.drv.NoTx().SessionListByClient(ctx, c.id)
-	if err != nil {
-		return err
-	}
-	alive := map[string]bool{}
-	for _, id := range live {
-		alive[id] = true
-	}
-	for _, s := range ss {
-		if alive[s.id] {
-			s.renewed(start)
-			continue
-		}
-		s.lose(fmt.Errorf("%w: its lease expired and another process freed its locks", ErrSessionLost))
-	}
-	return nil
 }
 
 // endSession deletes a session and every request it has, granting what that
@@ -744,7 +555,7 @@ func (c *Client) endSession(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := c.removeRequests(ctx, tx, rs); err != nil {
+		if err := c.locks.RemoveRequests(ctx, tx, rs); err != nil {
 			return err
 		}
 		refs, err := tx.ClaimsBySession(ctx, id)
@@ -772,18 +583,9 @@ func (c *Client) endSession(ctx context.Context, id string) error {
 	return err
 }
 
-// sweepOrphans removes requests whose session no longer exists, whatever
-// process they came from, and grants what that frees.
-func (c *Client) sweepOrphans(ctx context.Context) error {
-	// Look first without a transaction: there is nearly always nothing.
-	if rs, err := c.drv.NoTx().LockRequestListOrphans(ctx, 1); err != nil || len(rs) == 0 {
-		return err
-	}
-	return c.inTx(ctx, func(tx driver.Tx) error {
-		rs, err := tx.LockRequestListOrphans(ctx, 100)
-		if err != nil || len(rs) == 0 {
-			return err
-		}
-		return c.removeRequests(ctx, tx, rs)
-	})
+// isShut reports whether Close has begun.
+func (c *Client) isShut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }

@@ -1,9 +1,8 @@
 package baton
 
 import (
-	"errors"
-
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
 )
 
 // Errors that callers test with errors.Is. Returned errors wrap these with
@@ -13,22 +12,22 @@ var (
 	// longer than 64 bytes (locking service) or not valid UTF-8 of at most
 	// 64 characters (user-level locks). The call takes nothing. It is
 	// MySQL's ER_LOCKING_SERVICE_WRONG_NAME / ER_USER_LOCK_WRONG_NAME.
-	ErrWrongName = errors.New("baton: wrong lock name")
+	ErrWrongName = errs.WrongName
 	// ErrTimeout is returned when locks could not be taken before the
 	// call's timeout. The call takes nothing.
-	ErrTimeout = errors.New("baton: lock wait timeout")
+	ErrTimeout = errs.Timeout
 	// ErrDeadlock is returned to the request chosen as the victim of a
 	// deadlock. The call takes nothing; locks taken by earlier calls are
 	// kept.
-	ErrDeadlock = errors.New("baton: deadlock found when trying to get lock")
+	ErrDeadlock = errs.Deadlock
 	// ErrSessionLost is returned by every call on a session whose lease
 	// could not be kept: its locks may already belong to others.
-	ErrSessionLost = errors.New("baton: session lost")
+	ErrSessionLost = errs.SessionLost
 	// ErrClosed is returned by calls on a closed session or client.
-	ErrClosed = errors.New("baton: closed")
+	ErrClosed = errs.Closed
 	// ErrInvalid is returned for a bad argument: a channel name, a
 	// payload, an option. Nothing was done.
-	ErrInvalid = errors.New("baton: invalid argument")
+	ErrInvalid = errs.Invalid
 	// ErrNoSchema is returned by Open (and Migrate) when the PostgreSQL
 	// schema the DSN's search_path names does not exist; `baton migrate`
 	// creates it.

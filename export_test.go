@@ -3,27 +3,29 @@ package baton
 import (
 	"context"
 	"time"
+
+	"github.com/batonhq/baton/internal/lease"
 )
 
 // SetHostIdentity makes clients opened afterwards in this process claim
 // another host, so that tests can exercise the lease path of crash recovery.
-func SetHostIdentity(id string) { hostIdentityFunc = func() string { return id } }
+func SetHostIdentity(id string) { lease.HostIdentity = func() string { return id } }
 
 // SwitchRenewals stops (off) or restarts a client's lease renewals, as if
 // the process could not reach the database.
-func SwitchRenewals(c *Client, off bool) { c.renewalsOff.Store(off) }
+func SwitchRenewals(c *Client, off bool) { c.leases.SwitchRenewals(off) }
 
 // SessionsLost is how many sessions the client has reported lost.
-func SessionsLost(c *Client) int64 { return c.lostCount.Load() }
+func SessionsLost(c *Client) int64 { return c.leases.LostCount() }
 
 // ReapOnce runs one pass of the reaper (what every heartbeat and every
 // empty claim runs): it ends the dead sessions it finds and reports how many.
 func ReapOnce(ctx context.Context, c *Client) (int, error) {
-	refs, err := c.drv.NoTx().SessionListReapable(ctx, c.id, c.hostID, 100)
+	refs, err := c.leases.ListReapable(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return c.reap(ctx, refs), nil
+	return c.leases.Reap(ctx, refs), nil
 }
 
 // QueueWaiters is how many of the client's Claim calls wait on the queue.

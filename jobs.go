@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 var (
@@ -135,7 +136,7 @@ func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 	var found bool
 	// Outside any transaction, like the listings: a message only ever moves
 	// from the queue to the history, and MessageGet reads the queue first.
-	err := c.retrying(ctx, func() (err error) {
+	err := txn.Retrying(ctx, c.drv, func() (err error) {
 		m, found, err = c.drv.NoTx().MessageGet(ctx, id)
 		return err
 	})
@@ -386,7 +387,7 @@ func (c *Client) readPage(ctx context.Context, limit int, read func(driver.Tx) (
 	var rows []driver.Message
 	// One statement, outside any transaction: a listing never waits for
 	// SQLite's write lock (a program's open transaction may hold it).
-	err := c.retrying(ctx, func() (err error) {
+	err := txn.Retrying(ctx, c.drv, func() (err error) {
 		rows, err = read(c.drv.NoTx())
 		return err
 	})

@@ -19,6 +19,8 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/eventjson"
+	"github.com/batonhq/baton/internal/locks"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // Queue errors.
@@ -399,7 +401,7 @@ func (c *Client) insertUniqueOne(ctx context.Context, queue string, rows []drive
 	}
 	var id int64
 	var ok bool
-	err := c.retrying(ctx, func() (err error) {
+	err := txn.Retrying(ctx, c.drv, func() (err error) {
 		id, ok, err = ui.MessageInsertUnique(ctx, rows[0])
 		return err
 	})
@@ -689,7 +691,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(); err != nil {
+	if err := s.ls.Check(); err != nil {
 		return nil, err
 	}
 	c := s.c
@@ -702,7 +704,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	for {
 		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
 		if err != nil {
-			settleDeadline(ctx)
+			locks.SettleDeadline(ctx)
 			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
 		}
 		if len(msgs) > 0 {
@@ -1391,7 +1393,7 @@ func (c *Client) Messages(ctx context.Context, queue string, state MessageState,
 	if limit < 1 || limit > 1000 {
 		return nil, "", fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, limit)
 	}
-	if err := c.retrying(ctx, func() error { return c.mustExist(ctx, c.drv.NoTx(), queue) }); err != nil {
+	if err := txn.Retrying(ctx, c.drv, func() error { return c.mustExist(ctx, c.drv.NoTx(), queue) }); err != nil {
 		return nil, "", err
 	}
 	return c.listOne(ctx, segment{queue, state}, "", after, limit)

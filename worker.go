@@ -5,11 +5,12 @@ import (
 
 	"errors"
 	"fmt"
-	"github.com/batonhq/baton/driver"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/batonhq/baton/driver"
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error

@@ -1,4 +1,4 @@
-package baton
+package lease
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// hostIdentityFunc is hostIdentity, replaceable by tests that simulate
+// HostIdentity is hostIdentity, replaceable by tests that simulate
 // processes on other hosts.
-var hostIdentityFunc = hostIdentity
+var HostIdentity = hostIdentity
 
 // hostIdentity names this boot and PID namespace: two processes with the
 // same identity see the same PIDs, so one can tell whether the other is

@@ -1,10 +1,11 @@
 //go:build !linux
 
-package baton
+package lease
 
 // hostIdentity is unknown outside Linux: sessions end by their lease only.
 func hostIdentity() string { return "" }
 
-var hostIdentityFunc = hostIdentity
+// HostIdentity is hostIdentity, replaceable by tests.
+var HostIdentity = hostIdentity
 
 func processAlive(int) bool { return true }

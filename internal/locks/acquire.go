@@ -1,0 +1,365 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/lockcore"
+)
+
+// errSessionGone: the session's row is not in the database.
+var errSessionGone = errors.New("baton: session not in the database")
+
+// deadlockDelay is how long a waiting request waits before its client
+// looks for a cycle it may have closed: well under the 100 ms within which
+// a deadlock is reported, and longer than most waits of a busy lock.
+const deadlockDelay = 20 * time.Millisecond
+
+// Acquire takes the identifiers (sorted, one kind and namespace) for the
+// session in one mode, all or none: timeout 0 tries once, a positive one
+// bounds the call, a negative one waits until ctx ends. On failure the call
+// holds nothing it took.
+func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Ident, mode string, timeout time.Duration) ([]driver.Request, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	rs, err := l.acquireAll(ctx, s, ids, mode, timeout)
+	ns := ""
+	if ids[0].Kind == driver.KindService {
+		ns = ids[0].NS
+	}
+	l.cfg.Observer.LockWaited(ns, time.Since(began), err == nil)
+	if errors.Is(err, errs.Deadlock) {
+		l.cfg.Observer.Deadlock()
+	}
+	return rs, err
+}
+
+func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver.Ident, mode string, timeout time.Duration) ([]driver.Request, error) {
+	tryOnce := timeout == 0
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errs.Timeout)
+		defer cancel()
+	}
+	if err := l.awaitLockable(ctx, s, tryOnce); err != nil {
+		return nil, err
+	}
+	call := randomInt63()
+	rs, ok, err := l.acquireMany(ctx, s, call, ids, mode)
+	if err == nil && !ok {
+		rs, err = l.acquireEach(ctx, s, call, ids, mode, tryOnce)
+	}
+	// Every grant was made before this moment; while the session is
+	// live here, the database cannot have reaped it before then.
+	if err == nil {
+		err = s.Check()
+	}
+	if err != nil {
+		return nil, l.undo(s, call, err)
+	}
+	return rs, nil
+}
+
+// acquireEach takes the identifiers one after the other.
+func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode string, tryOnce bool) ([]driver.Request, error) {
+	out := make([]driver.Request, 0, len(ids))
+	for _, id := range ids {
+		r, err := l.acquireOne(ctx, s, call, id, mode, tryOnce)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// undo withdraws a failed call (undoCall) and returns the error its caller
+// sees: the session's end when the withdrawal gave the session up (the
+// outcome of a statement cut off by a lost connection is unknown, so the
+// call's requests may exist), err otherwise.
+func (l *Service) undo(s *lease.Session, call int64, err error) error {
+	l.undoCall(s, call)
+	if serr := s.Err(); serr != nil && !errors.Is(err, serr) {
+		return serr
+	}
+	return err
+}
+
+// awaitLockable waits until the session may be granted locks: after a
+// restart of a server whose lock state a crash empties, not before holders
+// of the previous incarnation have stopped counting themselves holders.
+func (l *Service) awaitLockable(ctx context.Context, s *lease.Session, tryOnce bool) error {
+	wait := time.Until(s.Lockable)
+	if wait <= 0 {
+		return nil
+	}
+	if tryOnce {
+		return fmt.Errorf("%w: a database server crash emptied the lock state; locks are granted again in %v, once the longest lease in use has passed", errs.Timeout, wait.Round(time.Millisecond))
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return s.Check()
+	case <-s.Done():
+		return s.Err()
+	case <-ctx.Done():
+		return failure(ctx, s, ctx.Err())
+	}
+}
+
+// manyNames returns the names of ids when one statement can take them all
+// (one kind and namespace, no name twice); ok false otherwise.
+func manyNames(ids []driver.Ident) (names []string, ok bool) {
+	if len(ids) < 2 {
+		return nil, false
+	}
+	names = make([]string, len(ids))
+	for i, id := range ids {
+		if id.Kind != ids[0].Kind || id.NS != ids[0].NS || (i > 0 && id.Name == ids[i-1].Name) {
+			return nil, false // sorted: a repeated name is next to itself
+		}
+		names[i] = id.Name
+	}
+	return names, true
+}
+
+// acquireMany takes several free names of one namespace in one round trip
+// where the backend can (driver.ManyAcquirer); ok false sends the call
+// down the name-by-name path (nothing was taken).
+func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode string) ([]driver.Request, bool, error) {
+	ma, can := l.drv.(driver.ManyAcquirer)
+	names, one := manyNames(ids)
+	if !can || !one {
+		return nil, false, nil
+	}
+	rs, ok, err := ma.LockFastAcquireMany(ctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
+		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.Incarnation}, names)
+	if err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline }) {
+		s.Rows.Store(true) // on an error, rows may have been stored all the same
+	}
+	switch {
+	case errors.Is(err, driver.ErrServerRestarted):
+		return nil, false, s.Lost("%w", err)
+	case err != nil && l.drv.IsRetryable(err):
+		return nil, false, nil // the slow path retries name by name
+	case err != nil:
+		return nil, false, failure(ctx, s, err)
+	}
+	return rs, ok, nil
+}
+
+// acquireOne takes one lock: by the fast path when nobody holds a
+// conflicting lock or waits, otherwise by a request decided under the
+// identifier's row lock, and then, unless tryOnce, by waiting for its grant.
+func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
+	var r driver.Request
+	var ok bool
+	err := l.retrying(ctx, func() (err error) {
+		r, ok, err = l.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
+			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
+		return err
+	})
+	switch {
+	case errors.Is(err, driver.ErrServerRestarted):
+		return driver.Request{}, s.Lost("%w", err)
+	case err != nil:
+		return driver.Request{}, failure(ctx, s, err)
+	case ok:
+		if !r.Inline {
+			s.Rows.Store(true)
+		}
+		return r, nil
+	}
+	s.Rows.Store(true) // before the request row exists
+	req, err := l.requestSlow(ctx, s, call, id, mode, tryOnce)
+	switch {
+	case errors.Is(err, errSessionGone):
+		return driver.Request{}, s.Lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
+	case err != nil:
+		return driver.Request{}, failure(ctx, s, err)
+	case req.Status == driver.StatusGranted:
+		return req, nil
+	}
+	return l.awaitGrant(ctx, s, req)
+}
+
+// requestSlow stores a request decided under the identifier's row lock:
+// in one call where the backend can (driver.Requester), otherwise in a
+// transaction of the engine's own (request).
+func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
+	if rq, ok := l.drv.(driver.Requester); ok {
+		return l.requestOne(ctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
+			CallID: call, TryOnce: tryOnce})
+	}
+	var req driver.Request
+	err := l.inTx(ctx, func(tx driver.Tx) error {
+		// Anew on each try: a retried transaction starts from scratch.
+		req = driver.Request{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
+			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
+		return l.request(ctx, tx, &req, tryOnce)
+	})
+	return req, err
+}
+
+// requestOne is requestSlow through the backend's one call.
+func (l *Service) requestOne(ctx context.Context, rq driver.Requester, p driver.RequestParams) (driver.Request, error) {
+	var req driver.Request
+	err := l.retrying(ctx, func() (err error) {
+		req, err = rq.LockRequest(ctx, p)
+		return err
+	})
+	switch {
+	case errors.Is(err, driver.ErrNoSession):
+		return req, errSessionGone
+	case errors.Is(err, driver.ErrWouldWait):
+		return req, errs.Timeout
+	}
+	return req, err
+}
+
+// request is the slow path: under the identifier's row lock, grant req
+// (status and token set) or queue it, and store it with the identifier's
+// counts. With tryOnce a request that would wait is errs.Timeout instead.
+func (l *Service) request(ctx context.Context, tx driver.Tx, req *driver.Request, tryOnce bool) error {
+	st, err := tx.LockIdentLock(ctx, []driver.Ident{req.Ident})
+	if err != nil {
+		return err
+	}
+	if err := l.sessionInDatabase(ctx, tx, req.SessionID); err != nil {
+		return err
+	}
+	rows, err := tx.LockRequestList(ctx, []driver.Ident{req.Ident})
+	if err != nil {
+		return err
+	}
+	gate, err := l.gateRows(ctx, tx, st[0])
+	if err != nil {
+		return err
+	}
+	grants := lockcore.Grants(slices.Concat(gate, rows, []driver.Request{*req}))
+	state := st[0]
+	if len(grants) > 0 && grants[len(grants)-1] == req.ID {
+		req.Status = driver.StatusGranted
+		state.Fence++
+		req.Token = state.Fence
+	} else if tryOnce {
+		return errs.Timeout
+	}
+	if req.ID, err = tx.LockRequestInsert(ctx, *req); err != nil {
+		return err
+	}
+	rows = append(rows, *req)
+	state.Readers, state.Writers, state.Waiting = lockcore.Counts(rows)
+	return tx.LockIdentUpdate(ctx, state)
+}
+
+// sessionInDatabase: only a session the database still has may queue or
+// be granted: one whose row a crash emptied (PostgreSQL's UNLOGGED lock
+// state) would hold a request nobody renews, swept as an orphan while its
+// owner still counts itself the holder.
+func (l *Service) sessionInDatabase(ctx context.Context, tx driver.Tx, id string) error {
+	live, err := tx.SessionListByClient(ctx, l.cfg.ClientID)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(live, id) {
+		return errSessionGone
+	}
+	return nil
+}
+
+// awaitGrant waits for a queued request's grant, its choice as a deadlock
+// victim, the session's end or ctx.
+func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request) (driver.Request, error) {
+	// The waiter is registered only now that the request is committed (a
+	// status check on another connection must find it); a grant that came
+	// in between is caught by the check this wake runs.
+	if err := l.cfg.Listening(ctx); err != nil {
+		if errors.Is(err, errs.Closed) || ctx.Err() != nil {
+			return driver.Request{}, failure(ctx, s, err)
+		}
+		// The listener could not start (the database may be away): wait
+		// all the same, until the timeout or the session's end; the
+		// heartbeat starts the listener again and its start wakes every
+		// waiter.
+		l.cfg.Logf("lock waiter: %v; waiting on", err)
+	}
+	answer := l.cfg.Waits.Add(req.ID, s.ID())
+	l.Wake()
+	// This request may have closed a cycle: look once it has waited
+	// deadlockDelay. Most waits end sooner and cost no graph walk.
+	detect := time.AfterFunc(deadlockDelay, func() { l.detectIfWaiting(req.ID) })
+	defer detect.Stop()
+	defer l.pollGated(req)()
+	select {
+	case r := <-answer:
+		return answered(s, r, req)
+	case <-ctx.Done():
+		l.cfg.Waits.Remove(req.ID)
+		return driver.Request{}, failure(ctx, s, ctx.Err())
+	}
+}
+
+// answered turns the answer to a waiting request into Lock's result.
+func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
+	switch r.Status {
+	case driver.StatusGranted:
+		r.Ident, r.Mode, r.SessionID = req.Ident, req.Mode, s.ID() // a hint carries only id and token
+		return r, nil
+	case driver.StatusDeadlock:
+		return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", errs.Deadlock, ModeWord(req.Mode), Describe(req.Ident))
+	}
+	if err := s.Check(); err != nil {
+		return driver.Request{}, err
+	}
+	// Reaped, or emptied by a crash: the session is gone too.
+	return driver.Request{}, s.Lost("lock request vanished (session ended)")
+}
+
+// failure maps an error during acquisition to what the caller sees.
+func failure(ctx context.Context, s *lease.Session, err error) error {
+	SettleDeadline(ctx)
+	if errors.Is(err, errs.Timeout) || errors.Is(context.Cause(ctx), errs.Timeout) {
+		return fmt.Errorf("%w", errs.Timeout)
+	}
+	if serr := s.Check(); serr != nil {
+		return serr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("baton: lock: %w", err)
+}
+
+// undoCall removes every request of a failed call, granted or waiting, and
+// grants what that frees. When that cannot be done (the database is away),
+// the session is given up: a request left behind could later be granted to
+// an owner who no longer waits, so the client deletes the whole session as
+// soon as the database answers.
+func (l *Service) undoCall(s *lease.Session, call int64) {
+	if s.Err() != nil {
+		return // ended: the client deletes everything it had
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+	defer cancel()
+	err := l.inTx(ctx, func(tx driver.Tx) error {
+		rs, err := tx.LockRequestListCall(ctx, s.ID(), call)
+		if err != nil {
+			return err
+		}
+		return l.RemoveRequests(ctx, tx, rs)
+	})
+	if err != nil {
+		s.Lose(fmt.Errorf("%w: a failed lock call could not be withdrawn: %v", errs.SessionLost, err))
+	}
+}

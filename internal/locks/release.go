@@ -1,0 +1,194 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/lockcore"
+)
+
+// Release releases the session's instances p names and hands what that
+// frees to waiters; it returns how many instances it released.
+func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (int, error) {
+	p.SessionID = s.ID()
+	p.InlineOnly = !s.Rows.Load()
+	var n int
+	var waiting []driver.Ident
+	err := l.retrying(ctx, func() (err error) {
+		n, waiting, err = l.drv.LockFastRelease(ctx, p)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("baton: release: %w", err)
+	}
+	if len(waiting) > 0 {
+		if err := l.regrantNow(ctx, waiting); err != nil {
+			return n, fmt.Errorf("baton: release: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// RemoveRequests deletes requests (of an ended session, an undone call,
+// orphans) and grants what that frees.
+func (l *Service) RemoveRequests(ctx context.Context, tx driver.Tx, rs []driver.Request) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	states, err := tx.LockIdentLock(ctx, uniqueIdents(rs))
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	if err := tx.LockRequestDelete(ctx, ids); err != nil {
+		return err
+	}
+	return l.regrantLocked(ctx, tx, states)
+}
+
+func uniqueIdents(rs []driver.Request) []driver.Ident {
+	seen := map[driver.Ident]bool{}
+	var out []driver.Ident
+	for _, r := range rs {
+		if !seen[r.Ident] {
+			seen[r.Ident] = true
+			out = append(out, r.Ident)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// SweepOrphans removes requests whose session no longer exists, whatever
+// process they came from, and grants what that frees.
+func (l *Service) SweepOrphans(ctx context.Context) error {
+	// Look first without a transaction: there is nearly always nothing.
+	if rs, err := l.drv.NoTx().LockRequestListOrphans(ctx, 1); err != nil || len(rs) == 0 {
+		return err
+	}
+	return l.inTx(ctx, func(tx driver.Tx) error {
+		rs, err := tx.LockRequestListOrphans(ctx, 100)
+		if err != nil || len(rs) == 0 {
+			return err
+		}
+		return l.RemoveRequests(ctx, tx, rs)
+	})
+}
+
+// regrantNow re-examines identifiers after a release, through the backend's
+// shortcut when it has one.
+func (l *Service) regrantNow(ctx context.Context, idents []driver.Ident) error {
+	handled := true
+	err := l.retrying(ctx, func() (err error) {
+		if handled, err = l.drv.LockRegrant(ctx, idents); !handled {
+			return nil
+		}
+		return err
+	})
+	if !handled {
+		return l.inTx(ctx, func(tx driver.Tx) error {
+			states, err := tx.LockIdentLock(ctx, idents)
+			if err != nil {
+				return err
+			}
+			return l.regrantLocked(ctx, tx, states)
+		})
+	}
+	return err
+}
+
+// regrantLocked grants every waiting request of the identifiers (locked in
+// tx) that can now be granted, and wakes their clients.
+func (l *Service) regrantLocked(ctx context.Context, tx driver.Tx, states []driver.IdentState) error {
+	var wake []string
+	seen := map[string]bool{}
+	for _, st := range states {
+		granted, err := l.regrantIdent(ctx, tx, st)
+		if err != nil {
+			return err
+		}
+		for _, client := range granted {
+			if !seen[client] {
+				seen[client] = true
+				wake = append(wake, client)
+			}
+		}
+	}
+	return tx.WakeClients(ctx, wake)
+}
+
+// regrantIdent grants what lockcore.Grants allows on one identifier, stores
+// its new counts and fence, and returns the clients of the grants.
+func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.IdentState) (clients []string, err error) {
+	rows, err := tx.LockRequestList(ctx, []driver.Ident{st.Ident})
+	if err != nil {
+		return nil, err
+	}
+	gate, err := l.gateRows(ctx, tx, st)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]int{}
+	for j, r := range rows {
+		byID[r.ID] = j
+	}
+	for _, gid := range lockcore.Grants(append(gate, rows...)) {
+		st.Fence++
+		ok, err := tx.LockRequestSetStatus(ctx, gid, driver.StatusPending, driver.StatusGranted, st.Fence)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			r := &rows[byID[gid]]
+			r.Status = driver.StatusGranted
+			clients = append(clients, r.ClientID)
+		}
+	}
+	st.Readers, st.Writers, st.Waiting = lockcore.Counts(rows)
+	return clients, tx.LockIdentUpdate(ctx, st)
+}
+
+// detectIfWaiting runs deadlock detection if the request still waits.
+func (l *Service) detectIfWaiting(id int64) {
+	if l.cfg.Closed() || !l.cfg.Waits.Waits(id) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+	defer cancel()
+	l.cfg.Log("deadlock detection", l.DetectDeadlocks(ctx))
+}
+
+// DetectDeadlocks looks for cycles among all waiting requests and aborts
+// one request per cycle (see lockcore.Victims).
+func (l *Service) DetectDeadlocks(ctx context.Context) error {
+	l.mu.Lock()
+	l.lastDetect = time.Now()
+	l.mu.Unlock()
+	return l.inTx(ctx, func(tx driver.Tx) error {
+		if err := tx.LockDetectorLock(ctx); err != nil {
+			return err
+		}
+		graph, err := tx.LockWaitGraph(ctx)
+		if err != nil {
+			return err
+		}
+		var wake []string
+		for _, v := range lockcore.Victims(graph) {
+			ok, err := tx.LockRequestSetStatus(ctx, v.ID, driver.StatusPending, driver.StatusDeadlock, v.Token)
+			if err != nil {
+				return err
+			}
+			if ok {
+				wake = append(wake, v.ClientID)
+			}
+		}
+		return tx.WakeClients(ctx, wake)
+	})
+}

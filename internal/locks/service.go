@@ -1,0 +1,156 @@
+// Package locks is baton's lock service: taking and releasing session
+// locks (the one-statement fast path, the request decided under the
+// identifier's row lock, the wait for a grant), handing freed locks to
+// waiters, deadlock detection, and locks held by the caller's own
+// transactions. Its rules are internal/lockcore's; its sessions are
+// internal/lease's; the root package validates names and turns requests
+// into Grants.
+package locks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/txn"
+	"github.com/batonhq/baton/internal/wake"
+)
+
+// Observer hears how lock calls end (baton.Observer's lock half).
+type Observer interface {
+	LockWaited(namespace string, d time.Duration, granted bool)
+	Deadlock()
+}
+
+// Config is what the service needs of its client.
+type Config struct {
+	Driver   driver.Driver
+	ClientID string
+	// Waits are the client's waiting requests, answered by the listener
+	// (grants it was told of) and by the service's status checks.
+	Waits *wake.Locks
+	// Lease bounds background statements; PollInterval paces the checks
+	// that cover a lost wake-up.
+	Lease, PollInterval time.Duration
+	// Listening starts the client's listener if it is not running: lock
+	// waits are woken through it.
+	Listening func(ctx context.Context) error
+	// Closed reports whether the client is closed.
+	Closed   func() bool
+	Observer Observer
+	// Logf and Log report what no caller hears of.
+	Logf func(format string, a ...any)
+	Log  func(what string, err error)
+	// Host, PID and Owner describe this process in a transaction's hold
+	// (monitoring).
+	Host  string
+	PID   int
+	Owner string
+}
+
+// Service is one client's lock service.
+type Service struct {
+	cfg    Config
+	drv    driver.Driver
+	wakeCh chan struct{}
+
+	mu         sync.Mutex
+	lastDetect time.Time
+}
+
+// New makes the service; Run must run for waits to be answered.
+func New(cfg Config) *Service {
+	return &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1)}
+}
+
+func (l *Service) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
+	return txn.InTx(ctx, l.drv, fn)
+}
+
+func (l *Service) retrying(ctx context.Context, op func() error) error {
+	return txn.Retrying(ctx, l.drv, op)
+}
+
+// Wake makes the service check its waiting requests; it never blocks.
+// The listener calls it for any wake-up that did not name its grants.
+func (l *Service) Wake() {
+	select {
+	case l.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// Run answers waits on each wake-up until quit is closed.
+func (l *Service) Run(quit <-chan struct{}) {
+	for {
+		select {
+		case <-quit:
+			return
+		case <-l.wakeCh:
+		}
+		l.checkWaiters()
+	}
+}
+
+// checkWaiters reads the status of every waiting request of this process in
+// one query and hands granted, aborted or vanished requests to their
+// waiters. On the poll interval it also looks for deadlocks, in case the
+// request that closed a cycle could not run detection itself.
+func (l *Service) checkWaiters() {
+	ids := l.cfg.Waits.IDs()
+	if len(ids) == 0 {
+		return
+	}
+	l.mu.Lock()
+	detect := time.Since(l.lastDetect) >= l.cfg.PollInterval
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+	defer cancel()
+	st, err := l.drv.LockRequestStatuses(ctx, ids)
+	if err != nil {
+		return
+	}
+	l.cfg.Waits.Settle(ids, st)
+	if detect {
+		_ = l.DetectDeadlocks(ctx)
+	}
+}
+
+// randomInt63 is a call's id: the requests of one call are withdrawn
+// together.
+func randomInt63() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+}
+
+// ModeWord names a lock mode in errors.
+func ModeWord(m string) string {
+	if m == driver.ModeWrite {
+		return "write"
+	}
+	return "read"
+}
+
+// Describe names an identifier in errors.
+func Describe(id driver.Ident) string {
+	if id.Kind == driver.KindUser {
+		return fmt.Sprintf("user lock %q", id.Name)
+	}
+	return fmt.Sprintf("%q in namespace %q", id.Name, id.NS)
+}
+
+// SettleDeadline waits for ctx to be done when its deadline has passed: a
+// statement (or a connection's dial) can fail on the deadline a moment
+// before the context's own timer marks it done, and the caller must see
+// the context's cause (ErrTimeout, ErrEmpty), not the network's "i/o
+// timeout".
+func SettleDeadline(ctx context.Context) {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		<-ctx.Done()
+	}
+}

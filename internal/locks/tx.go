@@ -1,0 +1,307 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/lockcore"
+)
+
+// LockTx takes the identifiers (sorted, no name twice) in the caller's
+// transaction ct, all or none (see baton.Client.LockTx): a transaction's
+// locks end with it.
+func (l *Service) LockTx(ctx context.Context, ct driver.CallerTx, ids []driver.Ident, mode string, timeout time.Duration) error {
+	tl, ok := l.drv.(driver.TxLocker)
+	if !ok {
+		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", errs.Invalid, l.drv.Name())
+	}
+	tryOnce := timeout == 0
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errs.Timeout)
+		defer cancel()
+	}
+	// Several names: a savepoint gives back the earlier names' gates when
+	// a later one fails, where the database can (PostgreSQL's advisory
+	// locks; not InnoDB's row locks, which a rollback to a savepoint
+	// keeps, nor SQLite's write lock). One name gives back by itself.
+	many := len(ids) > 1
+	if many {
+		if err := ct.Exec(ctx, "SAVEPOINT baton_locktx"); err != nil {
+			return fmt.Errorf("baton: lock in transaction: %w", err)
+		}
+	}
+	for _, id := range ids {
+		if err := l.lockTxOne(ctx, tl, ct, id, mode, tryOnce); err != nil {
+			if bg := context.WithoutCancel(ctx); many && ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx") == nil {
+				_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx")
+			}
+			return txLockFailure(ctx, err)
+		}
+	}
+	if many {
+		return ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx")
+	}
+	return nil
+}
+
+// txQueueAfter is how long a transaction waits for sessions before it
+// takes its gate regardless and waits holding it: new grants to sessions
+// then wait behind it, so that a stream of sessions cannot starve it.
+const txQueueAfter = 100 * time.Millisecond
+
+// errImpatient: awaitTxFree's patience ran out.
+var errImpatient = errors.New("baton: waited long enough")
+
+// lockTxOne takes one identifier's lock in the caller's transaction: its
+// gate, then the check that the identifier is gated and that no session
+// holds or waits for it in a conflicting mode, made after the gate was
+// taken (by TxGate itself where it can). While a session conflicts it
+// waits and tries again, for txQueueAfter; then it queues (gateQueued).
+func (l *Service) lockTxOne(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string, tryOnce bool) error {
+	patience := time.Now().Add(txQueueAfter)
+	for {
+		queue := !tryOnce && !tl.TxGateSerial() && !time.Now().Before(patience)
+		err := l.beforeGate(ctx, tl, id, mode, tryOnce, queue, patience)
+		switch {
+		case errors.Is(err, errImpatient):
+			continue
+		case err != nil:
+			return err
+		case queue:
+			return l.gateQueued(ctx, tl, ct, id, mode)
+		}
+		if done, err := l.gateChecked(ctx, tl, ct, id, mode, tryOnce, patience); done || err != nil {
+			return err
+		}
+	}
+}
+
+// beforeGate readies the identifier where TxGate does not check the
+// sessions (a missing gate row cannot be locked) and, unless queueing,
+// waits for the sessions first (errImpatient once patience has passed).
+func (l *Service) beforeGate(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode string, tryOnce, queue bool, patience time.Time) error {
+	if tl.TxGateChecks() {
+		return nil
+	}
+	if err := tl.TxPrepare(ctx, id); err != nil || queue {
+		return err
+	}
+	return l.awaitTxFree(ctx, id, mode, true, tryOnce, patience)
+}
+
+// gateChecked takes the gate, checked by TxGate where it can and by
+// markAndCheck otherwise. done false: try again (the identifier was not
+// gated yet, or a session's lock conflicted, the gate was given back and
+// the sessions waited for until patience ran out).
+func (l *Service) gateChecked(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string, tryOnce bool, patience time.Time) (done bool, err error) {
+	wait, gctx := gateWait(ctx, tryOnce)
+	checked, err := tl.TxGate(gctx, ct, id, mode, wait, true)
+	switch {
+	case errors.Is(err, driver.ErrGateUngated):
+		return false, tl.TxPrepare(ctx, id)
+	case errors.Is(err, driver.ErrGateSession) && !tryOnce && !tl.TxGateSerial():
+		if err := l.awaitTxFree(ctx, id, mode, true, false, patience); err != nil && !errors.Is(err, errImpatient) {
+			return false, err
+		}
+		return false, nil
+	case err != nil:
+		return false, gateFailure(err, id, mode, tryOnce)
+	}
+	if !checked {
+		if err := l.markAndCheck(ctx, tl, id, mode, tryOnce); err != nil {
+			return false, err
+		}
+	}
+	return true, l.holdRecorded(ctx, tl, ct, id, mode)
+}
+
+// gateQueued takes the gate without checking the sessions, then waits,
+// holding it, until no session holds the identifier in a conflicting
+// mode; a savepoint gives the gate back on failure where the database can
+// (PostgreSQL).
+func (l *Service) gateQueued(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string) error {
+	if err := ct.Exec(ctx, "SAVEPOINT baton_locktx_queued"); err != nil {
+		return fmt.Errorf("baton: lock in transaction: %w", err)
+	}
+	err := func() error {
+		wait, gctx := gateWait(ctx, false)
+		if _, err := tl.TxGate(gctx, ct, id, mode, wait, false); err != nil {
+			return gateFailure(err, id, mode, false)
+		}
+		return l.markAndCheck(ctx, tl, id, mode, false)
+	}()
+	if err != nil {
+		if bg := context.WithoutCancel(ctx); ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx_queued") == nil {
+			_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx_queued")
+		}
+		return err
+	}
+	if err := ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx_queued"); err != nil {
+		return fmt.Errorf("baton: lock in transaction: %w", err)
+	}
+	return l.holdRecorded(ctx, tl, ct, id, mode)
+}
+
+// markAndCheck follows a gate taken unchecked: the identifier marked
+// gated, then, from a read after the mark, a wait until no session holds
+// it in a conflicting mode (no session can be granted it meanwhile).
+func (l *Service) markAndCheck(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode string, tryOnce bool) error {
+	if err := tl.TxPrepare(ctx, id); err != nil {
+		return err
+	}
+	return l.awaitTxFree(ctx, id, mode, false, tryOnce, time.Time{})
+}
+
+func (l *Service) holdRecorded(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string) error {
+	return tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: l.cfg.Host, PID: l.cfg.PID, Owner: l.cfg.Owner})
+}
+
+// gateWait is how long TxGate may wait, and the context it runs under:
+// the database bounds a wait up to ctx's deadline, as a cancelled
+// statement could break the caller's connection, and with it the
+// transaction.
+func gateWait(ctx context.Context, tryOnce bool) (time.Duration, context.Context) {
+	if tryOnce {
+		return 0, ctx
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
+	}
+	return -1, ctx
+}
+
+// gateFailure maps TxGate's failure to LockTx's.
+func gateFailure(err error, id driver.Ident, mode string, tryOnce bool) error {
+	switch {
+	case errors.Is(err, driver.ErrGateBusy), errors.Is(err, driver.ErrGateSession) && tryOnce:
+		return errs.Timeout
+	case errors.Is(err, driver.ErrGateSession):
+		// No session can release while the transaction holds the
+		// database's write lock, so there is no waiting for one.
+		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", errs.Deadlock, ModeWord(mode), Describe(id))
+	case errors.Is(err, driver.ErrGateDeadlock):
+		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", errs.Deadlock, ModeWord(mode), Describe(id))
+	}
+	return err
+}
+
+// txConflicts reports whether a session's granted instance (or, with
+// pending, its waiting request) conflicts with a transaction's lock in
+// mode.
+func txConflicts(rows []driver.Request, mode string, pending bool) bool {
+	for _, r := range rows {
+		if (r.Status == driver.StatusGranted || (pending && r.Status == driver.StatusPending)) && lockcore.Conflicts(r.Mode, mode) {
+			return true
+		}
+	}
+	return false
+}
+
+// txPoll is how often a transaction waiting for sessions, or a session
+// waiting on a gated identifier, looks again: nothing announces the end of
+// another program's transaction.
+const txPoll = 50 * time.Millisecond
+
+// awaitTxFree waits until no session holds (or, with pending, waits for)
+// the identifier in a mode conflicting with mode; errImpatient once
+// patience (when set) has passed.
+func (l *Service) awaitTxFree(ctx context.Context, id driver.Ident, mode string, pending, tryOnce bool, patience time.Time) error {
+	pause := time.Millisecond
+	for {
+		rows, err := l.drv.NoTx().LockRequestList(ctx, []driver.Ident{id})
+		if err != nil {
+			return err
+		}
+		if !txConflicts(rows, mode, pending) {
+			return nil
+		}
+		if tryOnce {
+			return errs.Timeout
+		}
+		if !patience.IsZero() && !time.Now().Before(patience) {
+			return errImpatient
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, txPoll)
+	}
+}
+
+// txLockFailure maps a failure of LockTx to what the caller sees.
+func txLockFailure(ctx context.Context, err error) error {
+	SettleDeadline(ctx)
+	switch {
+	case errors.Is(err, errs.Timeout) || errors.Is(context.Cause(ctx), errs.Timeout):
+		return fmt.Errorf("%w", errs.Timeout)
+	case errors.Is(err, errs.Deadlock):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("baton: lock in transaction: %w", err)
+}
+
+// gateRows returns, for a gated identifier whose row lock tx holds, a
+// granted instance standing for the transactions that hold its gate
+// (nobody's session; none when no transaction does), to be ranked with
+// the identifier's requests by lockcore.Grants.
+func (l *Service) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentState) ([]driver.Request, error) {
+	tl, ok := l.drv.(driver.TxLocker)
+	if !st.Gated || !ok {
+		return nil, nil
+	}
+	mode, err := tl.TxGateHeld(ctx, tx, st.Ident)
+	if err != nil || mode == "" {
+		return nil, err
+	}
+	return []driver.Request{{Ident: st.Ident, Mode: mode, Status: driver.StatusGranted}}, nil
+}
+
+// pollGated re-examines a waiting request's identifier every txPoll while
+// it is gated (a transaction's end, which may let the request in, wakes
+// nobody), until the returned stop is called. A transaction may gate the
+// name at any time during the wait.
+func (l *Service) pollGated(req driver.Request) (stop func()) {
+	tl, ok := l.drv.(driver.TxLocker)
+	if !ok || tl.TxGateSerial() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		t := time.NewTicker(txPoll)
+		defer t.Stop()
+		gated, failing := false, false
+		for tick := 1; ; tick++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// The mark is read every tick for a second, then every tenth
+			// (a long wait on a name no transaction locks costs little),
+			// and every tick again once it is seen.
+			var err error
+			if gated || tick <= 20 || tick%10 == 0 {
+				gated, err = tl.TxGated(ctx, req.Ident)
+			}
+			if err == nil && gated {
+				err = l.regrantNow(ctx, []driver.Ident{req.Ident})
+			}
+			if err != nil && ctx.Err() == nil && !failing {
+				l.cfg.Logf("waiting on %s: %v (said once until it works again)", Describe(req.Ident), err)
+			}
+			failing = err != nil
+		}
+	}()
+	return cancel
+}

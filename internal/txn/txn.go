@@ -1,0 +1,44 @@
+// Package txn is the engine's one transaction-retry helper: a statement or
+// transaction runs again while the database reports a transient conflict
+// (a serialization failure, a deadlock between its own statements, a busy
+// SQLite file).
+package txn
+
+import (
+	"context"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// MaxRetries is how many times an operation runs again at most.
+const MaxRetries = 20
+
+// Retrying runs op, and again while it fails with a transient conflict
+// inside the database (d.IsRetryable), at most MaxRetries more times with
+// a backoff growing by a millisecond each time, until ctx ends.
+func Retrying(ctx context.Context, d driver.Driver, op func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := op()
+		if err == nil || !d.IsRetryable(err) || attempt >= MaxRetries || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+}
+
+// InTx runs fn in a transaction of d and commits it, all again when the
+// database reports a transient conflict. fn must start afresh each time.
+func InTx(ctx context.Context, d driver.Driver, fn func(tx driver.Tx) error) error {
+	return Retrying(ctx, d, func() error {
+		tx, err := d.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback() // fn's error is the one to report
+			return err
+		}
+		return tx.Commit()
+	})
+}
