@@ -136,9 +136,19 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- m.scrapeErr
 }
 
+// collectDB sends the gauges of c's database: the queues', then the
+// locks'.
 func (m *Metrics) collectDB(ch chan<- prometheus.Metric, c *baton.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if err := m.collectQueues(ctx, ch, c); err != nil {
+		return err
+	}
+	return m.collectLocks(ctx, ch, c)
+}
+
+// collectQueues sends the messages of each queue by state.
+func (m *Metrics) collectQueues(ctx context.Context, ch chan<- prometheus.Metric, c *baton.Client) error {
 	queues, err := c.Queues(ctx)
 	if err != nil {
 		return err
@@ -155,25 +165,35 @@ func (m *Metrics) collectDB(ch chan<- prometheus.Metric, c *baton.Client) error 
 			ch <- prometheus.MustNewConstMetric(m.queueDesc, prometheus.GaugeValue, float64(v.n), q, v.state)
 		}
 	}
+	return nil
+}
+
+// heldKey is the labels of a granted lock instance: its namespace ("" for
+// a user-level lock) and mode (read or write).
+type heldKey struct{ ns, mode string }
+
+func heldKeyOf(l baton.LockInfo) heldKey {
+	k := heldKey{l.Namespace, "read"}
+	if l.Mode == "EXCLUSIVE" {
+		k.mode = "write"
+	}
+	if l.Type == "USER LEVEL LOCK" {
+		k.ns = ""
+	}
+	return k
+}
+
+// collectLocks sends the granted lock instances by namespace and mode.
+func (m *Metrics) collectLocks(ctx context.Context, ch chan<- prometheus.Metric, c *baton.Client) error {
 	locks, err := c.Locks(ctx)
 	if err != nil {
 		return err
 	}
-	type key struct{ ns, mode string }
-	held := map[key]int{}
+	held := map[heldKey]int{}
 	for _, l := range locks {
-		if l.Status != "GRANTED" {
-			continue
+		if l.Status == "GRANTED" {
+			held[heldKeyOf(l)]++
 		}
-		mode := "read"
-		if l.Mode == "EXCLUSIVE" {
-			mode = "write"
-		}
-		ns := l.Namespace
-		if l.Type == "USER LEVEL LOCK" {
-			ns = ""
-		}
-		held[key{ns, mode}]++
 	}
 	for k, n := range held {
 		ch <- prometheus.MustNewConstMetric(m.locksDesc, prometheus.GaugeValue, float64(n), k.ns, k.mode)

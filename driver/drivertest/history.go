@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -14,33 +15,43 @@ import (
 // history lists by queue, state and kind, newest first, and is pruned by
 // age.
 func testHistory(t *testing.T, d driver.Driver) {
-	ctx := testCtx(t)
-	newSession(t, d, "w", "A", hour)
-	tx := d.NoTx()
-	must(t, tx.QueueRegister(ctx, "q"))
-	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("x"), MaxAttempts: 3, Kind: "email"})
-	must(t, err)
+	tx := workQueue(t, d)
+	id := insertMessage(t, tx, driver.NewMessage{Queue: "q", Payload: []byte("x"), MaxAttempts: 3, Kind: "email"})
 	errs := failTwice(t, d, id)
-
-	c := driver.Claim{ID: id, SessionID: "w", Attempt: 3}
-	ok, err := tx.MessageFinish(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: 2}, driver.MessageCompleted, nil)
-	failIf(t, ok || err != nil, "MessageFinish with a stale claim: %v %v, want false", ok, err)
-	ok, err = tx.MessageFinish(ctx, c, driver.MessageCompleted, nil)
-	failIf(t, !ok || err != nil, "MessageFinish: %v %v", ok, err)
-	got, found, err := tx.MessageGet(ctx, id)
-	must(t, err)
-	failIf(t, !found || got.State != driver.MessageCompleted || got.Kind != "email" || got.Attempt != 3 || got.FinishedAt.IsZero() ||
-		string(got.Payload) != "x" || !sameErrors(t, got.Errors, errs), "finished message: %+v", got)
-	ok, err = tx.MessageFinish(ctx, c, driver.MessageCompleted, nil)
-	failIf(t, ok || err != nil, "finishing twice: %v %v, want false", ok, err)
-	if _, found, _ := tx.MessageGet(ctx, id+1000); found {
-		t.Fatal("MessageGet found a message that does not exist")
-	}
+	checkFinish(t, tx, id, errs)
 	many := finishMany(t, d)
 	checkHistoryLists(t, d, append([]int64{id}, many...))
 	testCancel(t, d, many[1])
 	checkPrune(t, d)
 }
+
+// checkFinish: message id, claimed for its third attempt after failing
+// with errs, is finished by that claim only, and once; it is then found by
+// id, completed, with every attempt's error.
+func checkFinish(t *testing.T, tx driver.Tx, id int64, errs []driver.AttemptError) {
+	ctx := testCtx(t)
+	finish := func(attempt int) func() (bool, error) {
+		return func() (bool, error) {
+			return tx.MessageFinish(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: attempt}, driver.MessageCompleted, nil)
+		}
+	}
+	wantSteps(t, step{"MessageFinish with a stale claim", finish(2), false}, step{"MessageFinish", finish(3), true})
+	got, found, err := tx.MessageGet(ctx, id)
+	must(t, err)
+	failIf(t, !found || recordOf(got) != record{driver.MessageCompleted, "email", "x", 3}, "finished message: %+v", got)
+	failIf(t, got.FinishedAt.IsZero() || !sameErrors(t, got.Errors, errs), "finished message: %+v, want its finishing time and errors %+v", got, errs)
+	wantSteps(t, step{"finishing twice", finish(3), false})
+	_, found, _ = tx.MessageGet(ctx, id+1000)
+	failIf(t, found, "MessageGet found a message that does not exist")
+}
+
+// record is where a message stands, with what it was enqueued with.
+type record struct {
+	State, Kind, Payload string
+	Attempt              int
+}
+
+func recordOf(m driver.Message) record { return record{m.State, m.Kind, string(m.Payload), m.Attempt} }
 
 // failTwice fails two attempts of message id, each with its error (a
 // panic's stack in the second), and claims it a third time; it returns
@@ -48,21 +59,30 @@ func testHistory(t *testing.T, d driver.Driver) {
 func failTwice(t *testing.T, d driver.Driver, id int64) []driver.AttemptError {
 	ctx := testCtx(t)
 	tx := d.NoTx()
-	for attempt, e := range []driver.AttemptError{
+	sent := []driver.AttemptError{
 		{At: time.Now().UTC().Truncate(time.Second), Attempt: 1, Error: "smtp 451 \"quoted\"\nsecond line"},
 		{At: time.Now().UTC().Truncate(time.Second), Attempt: 2, Error: "panic: boom", Stack: "goroutine 1 [running]:\nmain.f()"},
-	} {
+	}
+	for attempt, e := range sent {
 		m := claim(t, d, "q", "w", 1)
 		failIf(t, len(m) != 1 || m[0].Attempt != attempt+1 || m[0].Kind != "email", "claim %d: %+v", attempt+1, m)
 		ok, err := tx.MessageRetry(ctx, driver.Claim{ID: id, SessionID: "w", Attempt: attempt + 1}, -time.Second, false, e)
-		failIf(t, !ok || err != nil, "MessageRetry: %v %v", ok, err)
+		wantDone(t, "MessageRetry", ok, err, true)
 	}
 	m := claim(t, d, "q", "w", 1)
 	failIf(t, len(m) != 1, "third claim: %+v", m)
+	return twoErrors(t, m[0].Errors, sent)
+}
+
+// twoErrors decodes the error record of a message that failed with the
+// two errors sent, which it must hold: the first's time, attempt and text,
+// the second's stack.
+func twoErrors(t *testing.T, doc string, sent []driver.AttemptError) []driver.AttemptError {
 	var errs []driver.AttemptError
-	must(t, json.Unmarshal([]byte(m[0].Errors), &errs))
-	failIf(t, len(errs) != 2 || errs[0].Attempt != 1 || errs[0].Error != "smtp 451 \"quoted\"\nsecond line" ||
-		errs[1].Stack != "goroutine 1 [running]:\nmain.f()" || errs[0].At.IsZero(), "errors after two attempts: %s", m[0].Errors)
+	must(t, json.Unmarshal([]byte(doc), &errs))
+	failIf(t, len(errs) != 2, "errors after two attempts: %s", doc)
+	failIf(t, errs[0].Attempt != 1 || errs[0].Error != sent[0].Error || errs[0].At.IsZero(), "errors after two attempts: %s", doc)
+	failIf(t, errs[1].Stack != sent[1].Stack, "errors after two attempts: %s", doc)
 	return errs
 }
 
@@ -83,10 +103,7 @@ func finishMany(t *testing.T, d driver.Driver) []int64 {
 		many = append(many, id)
 	}
 	claimed := claim(t, d, "q", "w", 4)
-	claims := []driver.Claim{{ID: claimed[0].ID, SessionID: "w", Attempt: 1}, {ID: claimed[1].ID, SessionID: "w", Attempt: 9}}
-	for _, m := range claimed[2:] {
-		claims = append(claims, driver.Claim{ID: m.ID, SessionID: "w", Attempt: m.Attempt})
-	}
+	claims := append([]driver.Claim{{ID: claimed[0].ID, SessionID: "w", Attempt: 1}, {ID: claimed[1].ID, SessionID: "w", Attempt: 9}}, claimsOf(claimed[2:], "w")...)
 	n, err := tx.MessageFinishMany(ctx, "w", claims)
 	failIf(t, n != 3 || err != nil, "MessageFinishMany: %d %v, want 3 (one claim is stale)", n, err)
 	return many
@@ -117,14 +134,13 @@ func checkPrune(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
 	tx := d.NoTx()
 	n, err := tx.HistoryPrune(ctx, driver.MessageCompleted, 24*hour, 100)
-	failIf(t, n != 0 || err != nil, "pruning fresh history: %d %v", n, err)
+	wantCount(t, "pruning fresh history", n, err, 0)
 	n, err = tx.HistoryPrune(ctx, driver.MessageCompleted, -hour, 3)
-	failIf(t, n != 3 || err != nil, "pruning a batch of 3: %d %v", n, err)
+	wantCount(t, "pruning a batch of 3", n, err, 3)
 	n, err = tx.HistoryPrune(ctx, driver.MessageCompleted, -hour, 3)
-	failIf(t, n != 1 || err != nil, "pruning the rest: %d %v", n, err)
-	if cancelled, _ := tx.HistoryList(ctx, "q", driver.MessageCancelled, "", 0, 10); len(cancelled) != 2 {
-		t.Fatalf("pruning completed messages touched cancelled ones: %v", ids(cancelled))
-	}
+	wantCount(t, "pruning the rest", n, err, 1)
+	cancelled, _ := tx.HistoryList(ctx, "q", driver.MessageCancelled, "", 0, 10)
+	failIf(t, len(cancelled) != 2, "pruning completed messages touched cancelled ones: %v", ids(cancelled))
 }
 
 // testCancel: a waiting message is cancelled at once; a running one is
@@ -133,42 +149,42 @@ func checkPrune(t *testing.T, d driver.Driver) {
 func testCancel(t *testing.T, d driver.Driver, running int64) {
 	ctx := testCtx(t)
 	tx := d.NoTx()
-	waiting, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("w"), MaxAttempts: 3, Delay: hour})
-	must(t, err)
-	var state string
-	inTx(t, d, func(tx driver.Tx) { state, err = tx.MessageCancel(ctx, waiting) })
-	failIf(t, state != driver.MessageReady || err != nil, "cancelling a waiting message: %q %v", state, err)
+	waiting := insertMessage(t, tx, driver.NewMessage{Queue: "q", Payload: []byte("w"), MaxAttempts: 3, Delay: hour})
+	wantCancel(t, d, waiting, driver.MessageReady, "a waiting message")
 	m, _, _ := tx.MessageGet(ctx, waiting)
 	failIf(t, m.State != driver.MessageCancelled, "cancelled waiting message is %q", m.State)
 
-	inTx(t, d, func(tx driver.Tx) { state, err = tx.MessageCancel(ctx, running) })
-	failIf(t, state != driver.MessageClaimed || err != nil, "cancelling a running message: %q %v", state, err)
+	wantCancel(t, d, running, driver.MessageClaimed, "a running message")
 	m, _, _ = tx.MessageGet(ctx, running)
 	failIf(t, m.State != driver.MessageClaimed || !m.CancelRequested, "cancelled running message: %+v", m)
 	c := driver.Claim{ID: running, SessionID: "w", Attempt: m.Attempt}
-	ok, err := tx.MessageExtend(ctx, c, hour)
-	failIf(t, ok || err != nil, "extending a cancelled claim: %v %v, want false", ok, err)
-	ok, err = tx.MessageRetry(ctx, c, 0, false, driver.AttemptError{Attempt: m.Attempt, Error: "stopped"})
-	failIf(t, ok || err != nil, "retrying a cancelled claim: %v %v, want false", ok, err)
-	ok, err = tx.MessageFinish(ctx, c, driver.MessageCancelled, &driver.AttemptError{Attempt: m.Attempt, Error: "stopped"})
-	failIf(t, !ok || err != nil, "finishing a cancelled claim: %v %v", ok, err)
+	stopped := driver.AttemptError{Attempt: m.Attempt, Error: "stopped"}
+	wantSteps(t,
+		step{"extending a cancelled claim", func() (bool, error) { return tx.MessageExtend(ctx, c, hour) }, false},
+		step{"retrying a cancelled claim", func() (bool, error) { return tx.MessageRetry(ctx, c, 0, false, stopped) }, false},
+		step{"finishing a cancelled claim", func() (bool, error) { return tx.MessageFinish(ctx, c, driver.MessageCancelled, &stopped) }, true})
 
-	inTx(t, d, func(tx driver.Tx) { state, err = tx.MessageCancel(ctx, running) })
-	failIf(t, state != driver.MessageCancelled || err != nil, "cancelling a finished message: %q %v", state, err)
-	inTx(t, d, func(tx driver.Tx) { state, err = tx.MessageCancel(ctx, running+1000) })
-	failIf(t, state != "" || err != nil, "cancelling a message that does not exist: %q %v", state, err)
+	wantCancel(t, d, running, driver.MessageCancelled, "a finished message")
+	wantCancel(t, d, running+1000, "", "a message that does not exist")
+}
+
+// wantCancel fails unless MessageCancel of message id, in a transaction,
+// finds it in the state (before the cancellation; "" when there is no such
+// message).
+func wantCancel(t *testing.T, d driver.Driver, id int64, want, what string) {
+	t.Helper()
+	var state string
+	var err error
+	inTx(t, d, func(tx driver.Tx) { state, err = tx.MessageCancel(testCtx(t), id) })
+	failIf(t, state != want || err != nil, "cancelling %s: %q %v, want %q", what, state, err, want)
 }
 
 // testListFilters: the waiting messages list by whether they were retried
 // and by kind.
 func testListFilters(t *testing.T, d driver.Driver) {
-	ctx := testCtx(t)
-	newSession(t, d, "w", "A", hour)
-	tx := d.NoTx()
-	must(t, tx.QueueRegister(ctx, "q"))
-	fresh, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "q", Payload: []byte("a"), MaxAttempts: 3, Delay: hour, Kind: "a"})
-	must(t, err)
-	many, err := tx.MessageInsertMany(ctx, "q", []driver.NewMessage{
+	tx := workQueue(t, d)
+	fresh := insertMessage(t, tx, driver.NewMessage{Queue: "q", Payload: []byte("a"), MaxAttempts: 3, Delay: hour, Kind: "a"})
+	many, err := tx.MessageInsertMany(testCtx(t), "q", []driver.NewMessage{
 		{Queue: "q", Payload: []byte("b"), MaxAttempts: 3, Kind: "b"}, {Queue: "q", Payload: []byte("c"), MaxAttempts: 3}})
 	must(t, err)
 	m := claimKind(t, d, "q", "zz", "w", 10)
@@ -177,19 +193,21 @@ func testListFilters(t *testing.T, d driver.Driver) {
 	failIf(t, len(m) != 0, "claimed %v of a kind no message has, by candidates", ids(m))
 	m = claimKind(t, d, "q", "b", "w", 10)
 	failIf(t, len(m) != 1 || m[0].ID != many[0] || m[0].Kind != "b", "claim of kind b: %+v", m)
-	ok, err := tx.MessageRetry(ctx, driver.Claim{ID: many[0], SessionID: "w", Attempt: 1}, hour, false, driver.AttemptError{Attempt: 1, Error: "x"})
-	failIf(t, !ok || err != nil, "retry: %v %v", ok, err)
+	ok, err := tx.MessageRetry(testCtx(t), driver.Claim{ID: many[0], SessionID: "w", Attempt: 1}, hour, false, driver.AttemptError{Attempt: 1, Error: "x"})
+	wantDone(t, "retry", ok, err, true)
 	yes, no := true, false
-	list := func(f driver.ListFilter) []int64 {
-		f.Queue, f.State, f.Limit = "q", driver.MessageReady, 10
-		l, err := tx.MessageList(ctx, f)
-		must(t, err)
-		return ids(l)
+	for _, c := range []struct {
+		what string
+		f    driver.ListFilter
+		want int64
+	}{
+		{"scheduled", driver.ListFilter{Due: &no, Retried: &no}, fresh},
+		{"retrying", driver.ListFilter{Due: &no, Retried: &yes}, many[0]},
+		{"kind a", driver.ListFilter{Kind: "a"}, fresh},
+		{"ready", driver.ListFilter{Due: &yes}, many[1]},
+	} {
+		wantIDs(t, c.what, ids(ready(t, tx, "q", c.f)), c.want)
 	}
-	failIf(t, !slices.Equal(list(driver.ListFilter{Due: &no, Retried: &no}), []int64{fresh}), "scheduled: %v", list(driver.ListFilter{Due: &no, Retried: &no}))
-	failIf(t, !slices.Equal(list(driver.ListFilter{Due: &no, Retried: &yes}), []int64{many[0]}), "retrying: %v", list(driver.ListFilter{Due: &no, Retried: &yes}))
-	failIf(t, !slices.Equal(list(driver.ListFilter{Kind: "a"}), []int64{fresh}), "kind a: %v", list(driver.ListFilter{Kind: "a"}))
-	failIf(t, !slices.Equal(list(driver.ListFilter{Due: &yes}), []int64{many[1]}), "ready: %v", list(driver.ListFilter{Due: &yes}))
 }
 
 // sameErrors says whether a stored error record holds the errors.
@@ -209,7 +227,7 @@ func testSchedules(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
 	tx := d.NoTx()
 	_, found, err := tx.ScheduleLast(ctx, "nightly")
-	failIf(t, found || err != nil, "ScheduleLast of a schedule never seen: %v %v", found, err)
+	wantDone(t, "ScheduleLast of a schedule never seen", found, err, false)
 	must(t, tx.ScheduleEnsure(ctx, "nightly", 100))
 	must(t, tx.ScheduleEnsure(ctx, "nightly", 500)) // exists: unchanged
 	last, found, err := tx.ScheduleLast(ctx, "nightly")
@@ -219,10 +237,10 @@ func testSchedules(t *testing.T, d driver.Driver) {
 		want bool
 	}{{200, true}, {200, false}, {150, false}, {300, true}} {
 		ok, err := tx.ScheduleAdvance(ctx, "nightly", c.tick)
-		failIf(t, ok != c.want || err != nil, "ScheduleAdvance to %d: %v %v, want %v", c.tick, ok, err, c.want)
+		wantDone(t, fmt.Sprintf("ScheduleAdvance to %d", c.tick), ok, err, c.want)
 	}
 	ok, err := tx.ScheduleAdvance(ctx, "unknown", 1)
-	failIf(t, ok || err != nil, "ScheduleAdvance of a schedule without a row: %v %v", ok, err)
+	wantDone(t, "ScheduleAdvance of a schedule without a row", ok, err, false)
 }
 
 // testUniqueStates: a unique key holds while its message is in one of the
@@ -234,44 +252,50 @@ func testUniqueStates(t *testing.T, d driver.Driver) {
 	tx := d.NoTx()
 	must(t, tx.QueueRegister(ctx, "uq"))
 	_, reserved, err := tx.UniqueReserve(ctx, "uq", "k", 0, nil)
-	failIf(t, !reserved || err != nil, "UniqueReserve of a new key: %v %v", reserved, err)
-	id, err := tx.MessageInsert(ctx, driver.NewMessage{Queue: "uq", Payload: []byte("u"), MaxAttempts: 3})
-	must(t, err)
+	wantDone(t, "UniqueReserve of a new key", reserved, err, true)
+	id := insertMessage(t, tx, driver.NewMessage{Queue: "uq", Payload: []byte("u"), MaxAttempts: 3})
 	must(t, tx.UniqueSet(ctx, "uq", "k", id, 0))
-	holds := func(when string, want bool, states ...string) {
-		t.Helper()
-		holder, reserved, err := tx.UniqueReserve(ctx, "uq", "k", 0, states)
-		must(t, err)
-		failIf(t, reserved == want || (want && holder != id), "%s, states %v: holder %d, reserved %v; want the key held: %v", when, states, holder, reserved, want)
-	}
-	holds("ready", true)
-	holds("ready", true, "ready", "completed")
-	holds("ready", false, "running")
+	wantKeyHeld(t, tx, id, "ready", heldIn{true, nil}, heldIn{true, []string{"ready", "completed"}}, heldIn{false, []string{"running"}})
 	claimed := claim(t, d, "uq", "w", 1)
-	failIf(t, len(claimed) != 1 || claimed[0].ID != id, "claimed %+v", claimed)
-	holds("running", true)
-	holds("running", true, "running")
-	holds("running", false, "scheduled", "ready", "retrying")
-	n, err := tx.MessageFinishMany(ctx, "w", []driver.Claim{{ID: id, SessionID: "w", Attempt: claimed[0].Attempt}})
-	failIf(t, n != 1 || err != nil, "MessageFinishMany: %d %v", n, err)
-	holds("completed", false)
-	holds("completed", true, "completed")
-	holds("completed", false, "cancelled", "dead")
-
-	// One statement for a new key, where the backend has it: the message
-	// and its key together, nothing at all when the key exists.
-	ui, ok := d.(driver.UniqueInserter)
-	if !ok {
-		return
+	wantIDs(t, "claimed", ids(claimed), id)
+	wantKeyHeld(t, tx, id, "running", heldIn{true, nil}, heldIn{true, []string{"running"}}, heldIn{false, []string{"scheduled", "ready", "retrying"}})
+	n, err := tx.MessageFinishMany(ctx, "w", claimsOf(claimed, "w"))
+	wantCount(t, "MessageFinishMany", n, err, 1)
+	wantKeyHeld(t, tx, id, "completed", heldIn{false, nil}, heldIn{true, []string{"completed"}}, heldIn{false, []string{"cancelled", "dead"}})
+	if ui, ok := d.(driver.UniqueInserter); ok {
+		checkInsertUnique(t, tx, ui, id)
 	}
+}
+
+// heldIn says whether the unique key holds against an enqueue naming the
+// states (none: the default).
+type heldIn struct {
+	held   bool
+	states []string
+}
+
+// wantKeyHeld fails unless queue uq's key k, held by message id in the
+// state when, holds as the cases say.
+func wantKeyHeld(t *testing.T, tx driver.Tx, id int64, when string, cases ...heldIn) {
+	t.Helper()
+	for _, c := range cases {
+		holder, reserved, err := tx.UniqueReserve(testCtx(t), "uq", "k", 0, c.states)
+		must(t, err)
+		failIf(t, reserved == c.held || (c.held && holder != id), "%s, states %v: holder %d, reserved %v; want the key held: %v", when, c.states, holder, reserved, c.held)
+	}
+}
+
+// checkInsertUnique: one statement for a new key, where the backend has
+// it: the message and its key together, nothing at all when the key
+// exists. Message id is the queue's one other message, finished.
+func checkInsertUnique(t *testing.T, tx driver.Tx, ui driver.UniqueInserter, id int64) {
+	ctx := testCtx(t)
 	m := driver.NewMessage{Queue: "uq", Payload: []byte("one"), MaxAttempts: 3, UniqueKey: "fresh"}
 	id2, inserted, err := ui.MessageInsertUnique(ctx, m)
 	failIf(t, err != nil || !inserted || id2 <= id, "MessageInsertUnique of a new key: %d %v %v", id2, inserted, err)
 	holder, reserved, err := tx.UniqueReserve(ctx, "uq", "fresh", 0, nil)
 	failIf(t, err != nil || reserved || holder != id2, "the key MessageInsertUnique took: holder %d, reserved %v, %v; want held by %d", holder, reserved, err, id2)
 	_, inserted, err = ui.MessageInsertUnique(ctx, m)
-	failIf(t, err != nil || inserted, "MessageInsertUnique of a taken key inserted: %v %v", inserted, err)
-	ms, err := tx.MessageList(ctx, driver.ListFilter{Queue: "uq", State: driver.MessageReady, Limit: 10})
-	must(t, err)
-	failIf(t, len(ms) != 1 || ms[0].ID != id2, "the queue holds %d messages (%v), want the one MessageInsertUnique added", len(ms), ids(ms))
+	wantDone(t, "MessageInsertUnique of a taken key inserted", inserted, err, false)
+	wantIDs(t, "the queue's messages: the one MessageInsertUnique added", ids(ready(t, tx, "uq", driver.ListFilter{})), id2)
 }

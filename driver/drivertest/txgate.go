@@ -48,56 +48,75 @@ func testTxGate(t *testing.T, d driver.Driver) {
 	if !ok {
 		t.Skip("no transaction-scoped locks")
 	}
-	ctx := testCtx(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "tx", Name: "g"}
-	held := func(want string) {
-		t.Helper()
-		if tl.TxGateSerial() {
-			return // the write lock: nobody else could be asking
-		}
-		inTx(t, d, func(tx driver.Tx) {
-			st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
-			must(t, err)
-			failIf(t, !st[0].Gated, "%v is not gated once a transaction took its gate", id)
-			mode, err := tl.TxGateHeld(ctx, tx, id)
-			must(t, err)
-			failIf(t, mode != want, "TxGateHeld = %q, want %q", mode, want)
-		})
-		holds, err := tl.TxHolds(ctx)
-		must(t, err)
-		n := 0
-		for _, h := range holds {
-			if h.Ident == id && h.Mode == want && h.Status == driver.StatusGranted {
-				n++
-			}
-		}
-		failIf(t, (want != "") != (n > 0), "TxHolds lists %d holds of %v in mode %q: %+v", n, id, want, holds)
-	}
 	for _, mode := range []string{driver.ModeWrite, driver.ModeRead} {
 		tx, ct := callerTx(t, d)
 		must(t, gate(t, tl, ct, id, mode))
-		must(t, tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: "h", PID: 1, Owner: "o"}))
-		held(mode)
+		must(t, tl.TxHoldCaller(testCtx(t), ct, driver.TxHold{Ident: id, Mode: mode, Host: "h", PID: 1, Owner: "o"}))
+		wantGateHeld(t, d, tl, id, mode)
 		must(t, tx.Rollback())
-		held("")
+		wantGateHeld(t, d, tl, id, "")
 	}
-	// A session's write instance: the gate is refused (and given back).
+	checkGateRefused(t, d, tl)
+}
+
+// gateHeld reads, under id's lock row, whether id is marked gated and the
+// mode its gate is held in ("" for none).
+func gateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident) (gated bool, mode string) {
+	t.Helper()
+	inTx(t, d, func(tx driver.Tx) {
+		gated = lockRow(t, tx, id).Gated
+		var err error
+		mode, err = tl.TxGateHeld(testCtx(t), tx, id)
+		must(t, err)
+	})
+	return gated, mode
+}
+
+// wantGateHeld fails unless id's gate is held in mode want ("" for none)
+// as the sessions' grants see it: the identifier gated, TxGateHeld and
+// TxHolds. Under a serial gate (the write lock) nobody else could be
+// asking, and there is nothing to see.
+func wantGateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident, want string) {
+	t.Helper()
+	if tl.TxGateSerial() {
+		return
+	}
+	gated, mode := gateHeld(t, d, tl, id)
+	failIf(t, !gated, "%v is not gated once a transaction took its gate", id)
+	failIf(t, mode != want, "TxGateHeld = %q, want %q", mode, want)
+	holds, err := tl.TxHolds(testCtx(t))
+	must(t, err)
+	n := countHolds(holds, id, want)
+	failIf(t, (want != "") != (n > 0), "TxHolds lists %d holds of %v in mode %q: %+v", n, id, want, holds)
+}
+
+// countHolds counts the granted holds of id in the mode.
+func countHolds(holds []driver.LockInfo, id driver.Ident, mode string) int {
+	n := 0
+	for _, h := range holds {
+		if h.Ident == id && h.Mode == mode && h.Status == driver.StatusGranted {
+			n++
+		}
+	}
+	return n
+}
+
+// checkGateRefused: beside a session's write instance, a gate is refused
+// (where the backend checks) and given back.
+func checkGateRefused(t *testing.T, d driver.Driver, tl driver.TxLocker) {
 	newSession(t, d, "s1", "Cs1", hour)
 	other := driver.Ident{Kind: driver.KindService, NS: "tx", Name: "held"}
 	fastAcquire(t, d, "s1", other, driver.ModeWrite)
 	_, ct := callerTx(t, d)
-	if tl.TxGateChecks() {
-		err := gate(t, tl, ct, other, driver.ModeRead)
-		failIf(t, !errors.Is(err, driver.ErrGateSession), "gate beside a session's write lock: %v, want ErrGateSession", err)
-		if !tl.TxGateSerial() {
-			held := ""
-			inTx(t, d, func(tx driver.Tx) {
-				_, err := tx.LockIdentLock(ctx, []driver.Ident{other})
-				must(t, err)
-				held, err = tl.TxGateHeld(ctx, tx, other)
-				must(t, err)
-			})
-			failIf(t, held != "", "a refused gate is still held (%q)", held)
-		}
+	if !tl.TxGateChecks() {
+		return
 	}
+	err := gate(t, tl, ct, other, driver.ModeRead)
+	failIf(t, !errors.Is(err, driver.ErrGateSession), "gate beside a session's write lock: %v, want ErrGateSession", err)
+	if tl.TxGateSerial() {
+		return
+	}
+	_, held := gateHeld(t, d, tl, other)
+	failIf(t, held != "", "a refused gate is still held (%q)", held)
 }

@@ -68,23 +68,18 @@ func rnd() string {
 // All returns every backend, narrowed by BATON_TEST_BACKENDS.
 func All() []Backend {
 	all := []Backend{
-		{Name: "sqlite", NewDSN: func(t testing.TB) string {
+		{Name: "sqlite", Label: "sqlite", NewDSN: func(t testing.TB) string {
 			return "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
 		}},
-		{Name: "postgres", NewDSN: newPostgres},
-		{Name: "mysql", NewDSN: newMySQL},
+		{Name: "postgres", Label: "postgres", NewDSN: newPostgres},
+		{Name: "mysql", Label: "mysql", NewDSN: newMySQL},
 		{Name: "postgres", Label: "pgbouncer", NewDSN: newPgBouncer},
 	}
 	only := os.Getenv("BATON_TEST_BACKENDS")
-	var out []Backend
-	for i := range all {
-		if all[i].Label == "" {
-			all[i].Label = all[i].Name
-		}
-	}
 	if only == "" {
 		return all
 	}
+	var out []Backend
 	for _, b := range all {
 		if strings.Contains(","+only+",", ","+b.Label+",") {
 			out = append(out, b)

@@ -57,63 +57,102 @@ func startBouncer() (int, error) {
 }
 
 func launchBouncer() (int, error) {
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		bin = "/usr/sbin/pgbouncer"
-		if _, serr := os.Stat(bin); serr != nil {
-			return 0, fmt.Errorf("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does): %w", err)
-		}
-	}
-	pg, err := url.Parse(PostgresDSN())
+	bin, err := bouncerBinary()
 	if err != nil {
 		return 0, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, dir, err := configureBouncer()
 	if err != nil {
 		return 0, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir, err := os.MkdirTemp("", "baton-pgbouncer-")
-	if err != nil {
-		return 0, err
-	}
-	_ = os.Chmod(dir, 0o777)
-	logPath := filepath.Join(dir, "pgbouncer.log")
-	if err := writeBouncerConfig(dir, pg, port); err != nil {
-		return 0, err
-	}
-	args := []string{bin}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "postgres") // pgbouncer refuses to run as root
-	}
-	args = append(args, filepath.Join(dir, "pgbouncer.ini"))
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
 	}
 	bouncer.keep = w
-	start := func() (*exec.Cmd, error) {
-		sh := exec.Command("sh", append([]string{"-c", bouncerScript, "sh"}, args...)...)
-		sh.Stdin = r
-		sh.Env = append(os.Environ(), "BOUNCER_DIR="+dir)
-		if err := sh.Start(); err != nil {
-			return nil, err
-		}
-		bouncer.mu.Lock()
-		bouncer.wrapper = sh.Process.Pid
-		bouncer.mu.Unlock()
-		return sh, nil
-	}
-	sh, err := start()
+	b := &bouncerProcess{args: bouncerArgs(bin, dir), dir: dir, stdin: r}
+	sh, err := b.start()
 	if err != nil {
 		return 0, err
 	}
+	logPath := filepath.Join(dir, "pgbouncer.log")
 	if err := waitListening(port, logPath); err != nil {
 		return 0, err
 	}
-	go superviseBouncer(sh, start, port, logPath)
+	go superviseBouncer(sh, b.start, port, logPath)
 	return port, nil
+}
+
+// bouncerBinary finds the pgbouncer program.
+func bouncerBinary() (string, error) {
+	bin, err := exec.LookPath("pgbouncer")
+	if err == nil {
+		return bin, nil
+	}
+	bin = "/usr/sbin/pgbouncer"
+	if _, serr := os.Stat(bin); serr != nil {
+		return "", fmt.Errorf("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does): %w", err)
+	}
+	return bin, nil
+}
+
+// configureBouncer picks a free port and writes the pooler's
+// configuration, in front of the test PostgreSQL server, into a new
+// directory.
+func configureBouncer() (port int, dir string, err error) {
+	pg, err := url.Parse(PostgresDSN())
+	if err != nil {
+		return 0, "", err
+	}
+	if port, err = freePort(); err != nil {
+		return 0, "", err
+	}
+	if dir, err = os.MkdirTemp("", "baton-pgbouncer-"); err != nil {
+		return 0, "", err
+	}
+	_ = os.Chmod(dir, 0o777)
+	return port, dir, writeBouncerConfig(dir, pg, port)
+}
+
+// freePort returns a local TCP port nobody listens on.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// bouncerArgs is the command line of pgbouncer with the configuration in
+// dir.
+func bouncerArgs(bin, dir string) []string {
+	args := []string{bin}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "postgres") // pgbouncer refuses to run as root
+	}
+	return append(args, filepath.Join(dir, "pgbouncer.ini"))
+}
+
+// bouncerProcess starts pgbouncer under bouncerScript, reading stdin.
+type bouncerProcess struct {
+	args  []string
+	dir   string
+	stdin *os.File
+}
+
+// start starts the wrapper shell and records its pid.
+func (b *bouncerProcess) start() (*exec.Cmd, error) {
+	sh := exec.Command("sh", append([]string{"-c", bouncerScript, "sh"}, b.args...)...)
+	sh.Stdin = b.stdin
+	sh.Env = append(os.Environ(), "BOUNCER_DIR="+b.dir)
+	if err := sh.Start(); err != nil {
+		return nil, err
+	}
+	bouncer.mu.Lock()
+	bouncer.wrapper = sh.Process.Pid
+	bouncer.mu.Unlock()
+	return sh, nil
 }
 
 // superviseBouncer starts pgbouncer again (up to five times) whenever it

@@ -5,6 +5,7 @@
 package lockcore
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/batonhq/baton/driver"
@@ -25,80 +26,82 @@ func Conflicts(a, b string) bool { return a == driver.ModeWrite || b == driver.M
 //
 // Requests marked as deadlock victims are being withdrawn and are ignored.
 func Grants(reqs []driver.Request) []int64 {
-	granted := make([]driver.Request, 0, len(reqs))
-	for _, r := range reqs {
-		if r.Status == driver.StatusGranted {
-			granted = append(granted, r)
-		}
-	}
+	granted := withStatus(reqs, driver.StatusGranted)
 	var out []int64
 	var waiting []driver.Request
-	for _, r := range reqs {
-		if r.Status != driver.StatusPending {
+	for _, r := range withStatus(reqs, driver.StatusPending) {
+		if !grantable(r, granted, waiting) {
+			waiting = append(waiting, r)
 			continue
 		}
-		if grantable(r, granted, waiting) {
-			r.Status = driver.StatusGranted
-			granted = append(granted, r)
-			out = append(out, r.ID)
-			continue
-		}
-		waiting = append(waiting, r)
+		r.Status = driver.StatusGranted
+		granted = append(granted, r)
+		out = append(out, r.ID)
 	}
 	return out
 }
 
+// withStatus returns the requests in the status, in their order.
+func withStatus(reqs []driver.Request, status string) []driver.Request {
+	var out []driver.Request
+	for _, r := range reqs {
+		if r.Status == status {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// grantable reports whether r can be granted beside the granted requests
+// and behind the earlier waiting ones.
 func grantable(r driver.Request, granted, earlier []driver.Request) bool {
-	holds := false
-	for _, g := range granted {
-		if g.SessionID == r.SessionID {
-			holds = true
-			continue
-		}
-		if Conflicts(g.Mode, r.Mode) {
-			return false
-		}
+	if conflictsWithOthers(r, granted) {
+		return false
 	}
-	if holds {
-		return true
-	}
-	for _, w := range earlier {
-		if w.SessionID != r.SessionID && Conflicts(w.Mode, r.Mode) {
-			return false
-		}
-	}
-	return true
+	return holds(r.SessionID, granted) || !conflictsWithOthers(r, earlier)
+}
+
+// conflictsWithOthers reports whether a request of another session among
+// reqs excludes r.
+func conflictsWithOthers(r driver.Request, reqs []driver.Request) bool {
+	return slices.ContainsFunc(reqs, func(o driver.Request) bool {
+		return o.SessionID != r.SessionID && Conflicts(o.Mode, r.Mode)
+	})
+}
+
+// holds reports whether the session has a granted request among reqs.
+func holds(session string, reqs []driver.Request) bool {
+	return slices.ContainsFunc(reqs, func(g driver.Request) bool {
+		return g.Status == driver.StatusGranted && g.SessionID == session
+	})
 }
 
 // Blockers returns the sessions that the pending request r waits for, given
 // every request on r's identifier ordered by id.
 func Blockers(r driver.Request, same []driver.Request) []string {
-	holds := false
-	for _, g := range same {
-		if g.Status == driver.StatusGranted && g.SessionID == r.SessionID {
-			holds = true
-		}
-	}
+	queued := !holds(r.SessionID, same)
 	seen := map[string]bool{}
 	var out []string
-	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
 	for _, g := range same {
-		if g.SessionID == r.SessionID || !Conflicts(g.Mode, r.Mode) {
-			continue
-		}
-		switch {
-		case g.Status == driver.StatusGranted:
-			add(g.SessionID)
-		case g.Status == driver.StatusPending && !holds && g.ID < r.ID:
-			add(g.SessionID)
+		if blocks(g, r, queued) && !seen[g.SessionID] {
+			seen[g.SessionID] = true
+			out = append(out, g.SessionID)
 		}
 	}
 	return out
+}
+
+// blocks reports whether g makes the pending request r wait: a conflicting
+// request of another session, granted, or pending ahead of r when r's
+// session holds nothing on the identifier (queued).
+func blocks(g, r driver.Request, queued bool) bool {
+	if g.SessionID == r.SessionID || !Conflicts(g.Mode, r.Mode) {
+		return false
+	}
+	if g.Status == driver.StatusGranted {
+		return true
+	}
+	return g.Status == driver.StatusPending && queued && g.ID < r.ID
 }
 
 // Victims finds every cycle of waits among the requests (every pending
@@ -108,50 +111,65 @@ func Blockers(r driver.Request, same []driver.Request) []string {
 // read lock if there is one, otherwise a write request; among equals, the
 // newest request, the one that closed the cycle.
 func Victims(reqs []driver.Request) []driver.Request {
+	g := newWaitGraph(reqs)
+	removed := map[int64]bool{}
+	var victims []driver.Request
+	for cycle := g.findCycle(removed); cycle != nil; cycle = g.findCycle(removed) {
+		v := g.victim(cycle)
+		removed[v.ID] = true
+		victims = append(victims, v)
+	}
+	return victims
+}
+
+// waitGraph links each pending request to the pending requests of the
+// sessions it waits for.
+type waitGraph struct {
+	pending []driver.Request // ordered by id
+	index   map[int64]driver.Request
+	edges   map[int64][]int64
+}
+
+func newWaitGraph(reqs []driver.Request) *waitGraph {
 	byIdent := map[driver.Ident][]driver.Request{}
 	for _, r := range reqs {
 		byIdent[r.Ident] = append(byIdent[r.Ident], r)
 	}
 	for _, rs := range byIdent {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+		sortByID(rs)
 	}
+	pending := withStatus(reqs, driver.StatusPending)
 	pendingBySession := map[string][]driver.Request{}
-	var pending []driver.Request
-	for _, r := range reqs {
-		if r.Status == driver.StatusPending {
-			pending = append(pending, r)
-			pendingBySession[r.SessionID] = append(pendingBySession[r.SessionID], r)
-		}
-	}
-	sort.Slice(pending, func(i, j int) bool { return pending[i].ID < pending[j].ID })
-
-	edges := map[int64][]int64{}
-	index := map[int64]driver.Request{}
 	for _, p := range pending {
-		index[p.ID] = p
+		pendingBySession[p.SessionID] = append(pendingBySession[p.SessionID], p)
+	}
+	g := &waitGraph{pending: sortByID(pending), index: map[int64]driver.Request{}, edges: map[int64][]int64{}}
+	for _, p := range g.pending {
+		g.index[p.ID] = p
 		for _, s := range Blockers(p, byIdent[p.Ident]) {
 			for _, q := range pendingBySession[s] {
-				edges[p.ID] = append(edges[p.ID], q.ID)
+				g.edges[p.ID] = append(g.edges[p.ID], q.ID)
 			}
 		}
 	}
-	removed := map[int64]bool{}
-	var victims []driver.Request
-	for {
-		cycle := findCycle(pending, edges, removed)
-		if cycle == nil {
-			return victims
+	return g
+}
+
+// sortByID sorts the requests by id in place and returns them.
+func sortByID(rs []driver.Request) []driver.Request {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+	return rs
+}
+
+// victim returns the request of the cycle to abort.
+func (g *waitGraph) victim(cycle []int64) driver.Request {
+	v := g.index[cycle[0]]
+	for _, id := range cycle[1:] {
+		if c := g.index[id]; better(c, v) {
+			v = c
 		}
-		v := index[cycle[0]]
-		for _, id := range cycle[1:] {
-			c := index[id]
-			if better(c, v) {
-				v = c
-			}
-		}
-		removed[v.ID] = true
-		victims = append(victims, v)
 	}
+	return v
 }
 
 // better reports whether a is a better deadlock victim than b.
@@ -162,50 +180,59 @@ func better(a, b driver.Request) bool {
 	return a.ID > b.ID
 }
 
+// The colours of a depth-first search: not yet reached, on the path being
+// explored, done.
+const (
+	white = iota
+	grey
+	black
+)
+
+// cycleSearch is one depth-first search of the wait graph without the
+// removed requests.
+type cycleSearch struct {
+	edges   map[int64][]int64
+	removed map[int64]bool
+	color   map[int64]int
+	path    []int64
+}
+
 // findCycle returns the ids along one cycle, or nil.
-func findCycle(nodes []driver.Request, edges map[int64][]int64, removed map[int64]bool) []int64 {
-	const (
-		white = 0
-		grey  = 1
-		black = 2
-	)
-	color := map[int64]int{}
-	var stack []int64
-	var found []int64
-	var visit func(id int64) bool
-	visit = func(id int64) bool {
-		color[id] = grey
-		stack = append(stack, id)
-		for _, next := range edges[id] {
-			if removed[next] {
-				continue
-			}
-			switch color[next] {
-			case grey:
-				for i := len(stack) - 1; i >= 0; i-- {
-					if stack[i] == next {
-						found = append([]int64(nil), stack[i:]...)
-						return true
-					}
-				}
-			case white:
-				if visit(next) {
-					return true
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[id] = black
-		return false
-	}
-	for _, n := range nodes {
-		if removed[n.ID] || color[n.ID] != white {
-			continue
-		}
-		if visit(n.ID) {
-			return found
+func (g *waitGraph) findCycle(removed map[int64]bool) []int64 {
+	s := &cycleSearch{edges: g.edges, removed: removed, color: map[int64]int{}}
+	for _, n := range g.pending {
+		if c := s.follow(n.ID); c != nil {
+			return c
 		}
 	}
+	return nil
+}
+
+// follow explores from id unless it is removed or done; it returns the
+// cycle it closes or finds beyond, or nil.
+func (s *cycleSearch) follow(id int64) []int64 {
+	switch {
+	case s.removed[id]:
+		return nil
+	case s.color[id] == grey:
+		return slices.Clone(s.path[slices.Index(s.path, id):])
+	case s.color[id] == white:
+		return s.visit(id)
+	}
+	return nil
+}
+
+// visit explores the requests id waits for.
+func (s *cycleSearch) visit(id int64) []int64 {
+	s.color[id] = grey
+	s.path = append(s.path, id)
+	for _, next := range s.edges[id] {
+		if c := s.follow(next); c != nil {
+			return c
+		}
+	}
+	s.path = s.path[:len(s.path)-1]
+	s.color[id] = black
 	return nil
 }
 
