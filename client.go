@@ -74,6 +74,17 @@ func (o *Options) fill() error {
 	if !prefixRE().MatchString(o.Prefix) {
 		return fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", ErrInvalid, o.Prefix)
 	}
+	if err := o.fillTiming(); err != nil {
+		return err
+	}
+	o.Retry.fill()
+	o.fillHooks()
+	o.Retention.fill()
+	return nil
+}
+
+// fillTiming defaults and checks the lease, heartbeat and poll interval.
+func (o *Options) fillTiming() error {
 	if o.Lease == 0 {
 		o.Lease = 3 * time.Second
 	}
@@ -89,15 +100,11 @@ func (o *Options) fill() error {
 	if o.PollInterval == 0 {
 		o.PollInterval = 500 * time.Millisecond
 	}
-	if o.Retry.Base <= 0 {
-		o.Retry.Base = time.Second
-	}
-	if o.Retry.Max <= 0 {
-		o.Retry.Max = 10 * time.Minute
-	}
-	if o.Retry.Jitter == 0 {
-		o.Retry.Jitter = 0.2
-	}
+	return nil
+}
+
+// fillHooks defaults the name, observer, tracer and logger.
+func (o *Options) fillHooks() {
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(baseName(os.Args[0]), ".test")
 	}
@@ -110,8 +117,6 @@ func (o *Options) fill() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	o.Retention.fill()
-	return nil
 }
 
 func baseName(p string) string {

@@ -72,38 +72,11 @@ func ParseTable(table string) (string, error) {
 	var parts []string
 	rest := table
 	for {
-		var part string
-		if strings.HasPrefix(rest, `"`) {
-			i, b := 1, strings.Builder{}
-			for {
-				j := strings.IndexByte(rest[i:], '"')
-				if j < 0 {
-					return "", bad("unterminated quote")
-				}
-				b.WriteString(rest[i : i+j])
-				i += j + 1
-				if strings.HasPrefix(rest[i:], `"`) {
-					b.WriteByte('"')
-					i++
-					continue
-				}
-				break
-			}
-			part, rest = b.String(), rest[i:]
-			if part == "" || len(part) > 63 || strings.ContainsAny(part, ".\"\x00") {
-				return "", bad("a quoted name must be 1 to 63 bytes without '.', '\"' or NUL")
-			}
-		} else {
-			end := strings.IndexByte(rest, '.')
-			if end < 0 {
-				end = len(rest)
-			}
-			part, rest = rest[:end], rest[end:]
-			if !bareIdentRE().MatchString(part) {
-				return "", bad("use letters, digits and '_', or quote the name")
-			}
+		part, after, why := tablePart(rest)
+		if why != "" {
+			return "", bad(why)
 		}
-		parts = append(parts, part)
+		parts, rest = append(parts, part), after
 		if rest == "" {
 			break
 		}
@@ -113,6 +86,49 @@ func ParseTable(table string) (string, error) {
 		rest = rest[1:]
 	}
 	return strings.Join(parts, "."), nil
+}
+
+// tablePart reads one part of a table name (quoted or bare) off the front
+// of s; why says what is wrong with it.
+func tablePart(s string) (part, rest, why string) {
+	if !strings.HasPrefix(s, `"`) {
+		end := strings.IndexByte(s, '.')
+		if end < 0 {
+			end = len(s)
+		}
+		if !bareIdentRE().MatchString(s[:end]) {
+			return "", "", "use letters, digits and '_', or quote the name"
+		}
+		return s[:end], s[end:], ""
+	}
+	part, rest, ok := unquote(s)
+	switch {
+	case !ok:
+		return "", "", "unterminated quote"
+	case part == "" || len(part) > 63 || strings.ContainsAny(part, ".\"\x00"):
+		return "", "", "a quoted name must be 1 to 63 bytes without '.', '\"' or NUL"
+	}
+	return part, rest, ""
+}
+
+// unquote reads a double-quoted identifier ("" for a quote) off the front
+// of s; ok is false when its closing quote is missing.
+func unquote(s string) (name, rest string, ok bool) {
+	var b strings.Builder
+	i := 1
+	for {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return "", "", false
+		}
+		b.WriteString(s[i : i+j])
+		i += j + 1
+		if !strings.HasPrefix(s[i:], `"`) {
+			return b.String(), s[i:], true
+		}
+		b.WriteByte('"')
+		i++
+	}
 }
 
 // EventQueue is the queue that holds a subscription's events: work it with

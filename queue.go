@@ -986,6 +986,19 @@ type RetryPolicy struct {
 	Jitter float64
 }
 
+// fill sets the defaults: 1 s base, 10 min at most, ±20% jitter.
+func (p *RetryPolicy) fill() {
+	if p.Base <= 0 {
+		p.Base = time.Second
+	}
+	if p.Max <= 0 {
+		p.Max = 10 * time.Minute
+	}
+	if p.Jitter == 0 {
+		p.Jitter = 0.2
+	}
+}
+
 func (p RetryPolicy) delay(attempt int) time.Duration {
 	d := p.Base
 	for i := 1; i < attempt && d < p.Max; i++ {

@@ -171,21 +171,8 @@ func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler
 	// Handler contexts outlive ctx by the grace period.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
-	// Graceful shutdown: once ctx ends, handlers get the grace period,
-	// then their contexts are cancelled.
 	stopGrace := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-stopGrace:
-			return
-		}
-		select {
-		case <-time.After(opts.Grace):
-			hcancel()
-		case <-stopGrace:
-		}
-	}()
+	go graceThenCancel(ctx, stopGrace, opts.Grace, hcancel)
 	// A lost session stops claiming and handling at once: whatever it
 	// claimed may already be another worker's.
 	lctx, lcancel := context.WithCancel(ctx)
@@ -209,6 +196,24 @@ func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler
 		runErr = err
 	}
 	return runErr
+}
+
+// graceThenCancel is graceful shutdown: once ctx ends, handlers get the
+// grace period, then their contexts are cancelled (cancel), unless stop
+// is closed first (the worker ended).
+func graceThenCancel(ctx context.Context, stop <-chan struct{}, grace time.Duration, cancel func()) {
+	select {
+	case <-ctx.Done():
+	case <-stop:
+		return
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		cancel()
+	case <-stop:
+	}
 }
 
 type worker struct {
