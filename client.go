@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/maintain"
+	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
 )
@@ -142,12 +143,10 @@ type Client struct {
 	closed    bool
 
 	// queues
-	knownQueues sync.Map                          // queue name -> true once registered
+	mq          *mq.Engine                        // the queue engine
 	queueWaits  *wake.Queues                      // consumers waiting for messages
 	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
 	schedules   map[string]*schedule              // AddSchedule, by name
-	qnotify     *wake.Coalescer                   // one queue notification in flight per queue
-	finished    map[string][2]int64               // per queue: acked, dead since the last flush
 	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
 
 	// prepareNow is closed by the first wait: a client that waits lives
@@ -227,13 +226,14 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
-		queueWaits: wake.NewQueues(), qnotify: wake.NewCoalescer(), finished: map[string][2]int64{},
-		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{},
+		queueWaits: wake.NewQueues(),
+		running:    map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{},
 		quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
+	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0})
 	c.lockWaits = wake.NewLocks(func(waiting bool) { drv.SetWaiting(c.id, waiting) })
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
@@ -422,7 +422,7 @@ func (c *Client) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c.logErr("flush throughput counts", c.flushThroughput(ctx))
+	c.logErr("flush throughput counts", c.mq.FlushThroughput(ctx))
 	var errs []error
 	for _, s := range c.leases.Close() {
 		if s.End(ErrClosed) {
@@ -435,6 +435,7 @@ func (c *Client) Close() error {
 	c.upkeep.Stop()
 	c.stopListening()
 	c.wg.Wait()
+	c.mq.Wait()
 	errs = append(errs, c.drv.Close())
 	return errors.Join(errs...)
 }
@@ -478,11 +479,11 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "lease renewal", Interval: hb, Run: c.heartbeat})
 	g.Add(maintain.Service{Name: "lost-session cleanup", Interval: hb, Timeout: lease, Run: c.leases.EndAbandoned})
 	g.Add(maintain.Service{Name: "claim rescuer", Interval: 5 * hb, Timeout: lease, Run: func(ctx context.Context) error {
-		_, err := c.recoverStaleClaims(ctx)
+		_, err := c.mq.RecoverStale(ctx)
 		return err
 	}})
 	g.Add(maintain.Service{Name: "orphan sweeper", Interval: 10 * hb, Timeout: lease, Run: c.locks.SweepOrphans})
-	g.Add(maintain.Service{Name: "throughput flush", Interval: 10 * hb, Timeout: lease, Run: c.flushThroughput})
+	g.Add(maintain.Service{Name: "throughput flush", Interval: 10 * hb, Timeout: lease, Run: c.mq.FlushThroughput})
 	g.Add(maintain.Service{Name: "idle lock-row purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
 	}})
@@ -545,7 +546,7 @@ func (c *Client) rescue(ctx context.Context) bool {
 		return false
 	}
 	n := c.leases.Reap(ctx, refs)
-	m, err := c.recoverStaleClaims(ctx)
+	m, err := c.mq.RecoverStale(ctx)
 	c.logErr("recover stale claims", err)
 	return n+m > 0
 }
@@ -555,7 +556,6 @@ func (c *Client) rescue(ctx context.Context) bool {
 func (c *Client) endSession(ctx context.Context, id string) error {
 	var queues []string
 	err := c.inTx(ctx, func(tx driver.Tx) error {
-		queues = nil
 		rs, err := tx.LockRequestListBySession(ctx, id, -1, "")
 		if err != nil {
 			return err
@@ -563,27 +563,13 @@ func (c *Client) endSession(ctx context.Context, id string) error {
 		if err := c.locks.RemoveRequests(ctx, tx, rs); err != nil {
 			return err
 		}
-		refs, err := tx.ClaimsBySession(ctx, id)
-		if err != nil {
+		if queues, err = mq.RecoverSession(ctx, tx, id); err != nil {
 			return err
-		}
-		if len(refs) > 0 {
-			ids, err := c.recoverClaims(ctx, tx, refs, "session ended")
-			if err != nil {
-				return err
-			}
-			ms, err := tx.MessageByIDs(ctx, ids)
-			if err != nil {
-				return err
-			}
-			for _, m := range ms {
-				queues = append(queues, m.Queue)
-			}
 		}
 		return tx.SessionDelete(ctx, id)
 	})
 	for _, q := range queues {
-		c.queueWake(q)
+		c.mq.Wake(q)
 	}
 	return err
 }

@@ -219,7 +219,7 @@ func (c *Client) subscribeTx(ctx context.Context, tx driver.Tx, s Subscription, 
 	case len(info.PK) == 0:
 		return nil, fmt.Errorf("%w: table %q has no primary key", ErrInvalid, s.Table)
 	}
-	if err := c.registerQueue(ctx, tx, EventQueue(s.Name)); err != nil {
+	if err := c.mq.Register(ctx, tx, EventQueue(s.Name)); err != nil {
 		return nil, err
 	}
 	n, err := tx.SubscriptionCountTable(ctx, info.Name)

@@ -200,7 +200,7 @@ func (c *Client) runSchedule(ctx context.Context, sc *schedule, now time.Time) e
 	sc.due = run.due
 	c.mu.Unlock()
 	if run.enqueued {
-		c.queueWake(sc.s.Queue)
+		c.mq.Wake(sc.s.Queue)
 	}
 	return nil
 }
@@ -229,7 +229,7 @@ func (c *Client) tick(ctx context.Context, tx driver.Tx, sc *schedule, now time.
 	}
 	m, err := sc.message(c, latest, missed)
 	if err == nil {
-		err = c.registerQueue(ctx, tx, sc.s.Queue)
+		err = c.mq.Register(ctx, tx, sc.s.Queue)
 	}
 	if err == nil {
 		_, err = tx.MessageInsert(ctx, m)

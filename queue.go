@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/locks"
+	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -283,7 +283,7 @@ func (c *Client) enqueue(ctx context.Context, queue string, msgs []NewMessage) (
 		return nil, nil, err
 	}
 	defer func() { endSpan(span, err) }()
-	return c.enqueueRows(ctx, queue, rows)
+	return c.mq.Insert(ctx, queue, rows)
 }
 
 // newMessages checks messages to enqueue and starts the enqueue's span;
@@ -304,136 +304,6 @@ func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessag
 		rows[i].Meta = withTrace(rows[i].Meta, meta)
 	}
 	return ctx, span, rows, nil
-}
-
-// enqueueRows inserts the messages in one transaction (one statement for
-// a single message of a known queue, without a unique key or with a new
-// one where the backend can) and reports, per message, its id and whether
-// it was a duplicate of a unique key's holder.
-func (c *Client) enqueueRows(ctx context.Context, queue string, rows []driver.NewMessage) ([]int64, []bool, error) {
-	ids := make([]int64, len(rows))
-	dups := make([]bool, len(rows))
-	if id, ok, err := c.insertOne(ctx, queue, rows); err != nil || ok {
-		return []int64{id}, dups, err
-	}
-	added := false
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		if err := c.registerQueue(ctx, tx, queue); err != nil {
-			return err
-		}
-		if !anyUnique(rows) {
-			// Many messages in one statement where the backend can.
-			got, err := tx.MessageInsertMany(ctx, queue, rows)
-			copy(ids, got)
-			clear(dups)
-			added = err == nil
-			return err
-		}
-		var err error
-		added, err = insertUnique(ctx, tx, queue, rows, ids, dups)
-		return err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
-	}
-	if added {
-		c.queueWake(queue)
-	}
-	return ids, dups, nil
-}
-
-// insertUnique inserts the messages one by one in tx, each with a unique
-// key only if it reserves the key, and fills in ids and dups; added says
-// whether any message was inserted.
-func insertUnique(ctx context.Context, tx driver.Tx, queue string, rows []driver.NewMessage, ids []int64, dups []bool) (added bool, err error) {
-	for i, r := range rows {
-		dups[i] = false
-		if r.UniqueKey != "" {
-			holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires, r.UniqueStates)
-			if err != nil {
-				return false, err
-			}
-			if !reserved {
-				ids[i], dups[i] = holder, true
-				continue
-			}
-		}
-		id, err := tx.MessageInsert(ctx, r)
-		if err != nil {
-			return false, err
-		}
-		ids[i], added = id, true
-		if r.UniqueKey != "" {
-			if err := tx.UniqueSet(ctx, queue, r.UniqueKey, id, r.UniqueExpires); err != nil {
-				return false, err
-			}
-		}
-	}
-	return added, nil
-}
-
-// insertOne enqueues a single message of a known queue in one statement:
-// without a unique key, or with a new one where the backend can
-// (insertUniqueOne). ok is false when the caller's transaction must do it.
-func (c *Client) insertOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
-	if _, known := c.knownQueues.Load(queue); !known || len(rows) != 1 {
-		return 0, false, nil
-	}
-	if rows[0].UniqueKey != "" {
-		return c.insertUniqueOne(ctx, queue, rows)
-	}
-	id, err := c.drv.NoTx().MessageInsert(ctx, rows[0])
-	if err != nil {
-		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
-	}
-	c.queueWake(queue)
-	return id, true, nil
-}
-
-// insertUniqueOne enqueues a single message with a new unique key in one
-// statement where the backend can (driver.UniqueInserter); ok is false
-// when the key exists or the backend cannot, and the caller's transaction
-// decides.
-func (c *Client) insertUniqueOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
-	ui, can := c.drv.(driver.UniqueInserter)
-	if !can {
-		return 0, false, nil
-	}
-	var id int64
-	var ok bool
-	err := txn.Retrying(ctx, c.drv, func() (err error) {
-		id, ok, err = ui.MessageInsertUnique(ctx, rows[0])
-		return err
-	})
-	if err != nil {
-		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
-	}
-	if ok {
-		c.queueWake(queue)
-	}
-	return id, ok, nil
-}
-
-// anyUnique reports whether a message of rows has a unique key.
-func anyUnique(rows []driver.NewMessage) bool {
-	for _, r := range rows {
-		if r.UniqueKey != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// registerQueue records the queue once per process.
-func (c *Client) registerQueue(ctx context.Context, tx driver.Tx, queue string) error {
-	if _, ok := c.knownQueues.Load(queue); ok {
-		return nil
-	}
-	if err := tx.QueueRegister(ctx, queue); err != nil {
-		return err
-	}
-	tx.(interface{ AfterCommit(func()) }).AfterCommit(func() { c.knownQueues.Store(queue, true) })
-	return nil
 }
 
 // rowQuerier is what EnqueueTx uses, when the caller's transaction has it
@@ -521,7 +391,7 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 		return nil, err
 	}
 	defer func() { endSpan(span, err) }()
-	if _, ok := c.knownQueues.Load(queue); !ok {
+	if !c.mq.Known(queue) {
 		// In the caller's transaction: on SQLite it holds the only write
 		// lock, so baton's own connection could not register the queue.
 		rq, rargs := c.drv.QueueRegisterStatement(queue)
@@ -535,7 +405,7 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 			return nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
 	}
-	nq, nargs := c.drv.NotifyStatement(queueChannel(queue), "")
+	nq, nargs := c.drv.NotifyStatement(mq.Channel(queue), "")
 	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
 		return nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
 	}
@@ -623,29 +493,6 @@ func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (
 	return id, nil
 }
 
-// queueChannel is the internal notification channel of a queue; '#' keeps
-// it apart from channels users can listen to.
-func queueChannel(queue string) string { return "#q#" + queue }
-
-// queueWake wakes this process's consumers of the queue at once and sends
-// one notification for other processes, never more than one in flight per
-// queue (NOTIFY is kept out of the enqueuing transaction).
-func (c *Client) queueWake(queue string) {
-	c.queueWaits.Wake(queue)
-	if !c.qnotify.Start(queue) {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		for again := true; again; again = c.qnotify.Done(queue) {
-			ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
-			_ = c.drv.Notify(ctx, queueChannel(queue), "")
-			cancel()
-		}
-	}()
-}
-
 // ClaimOptions qualify a claim.
 type ClaimOptions struct {
 	// Max is how many messages to claim at most (default 1).
@@ -702,13 +549,13 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	}
 	var wake chan struct{}
 	for {
-		msgs, dueIn, err := s.claimOnce(ctx, queue, opts)
+		rows, dueIn, err := c.mq.Claim(ctx, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
 		if err != nil {
 			locks.SettleDeadline(ctx)
 			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
 		}
-		if len(msgs) > 0 {
-			return msgs, nil
+		if len(rows) > 0 {
+			return s.messages(rows, opts.Mode), nil
 		}
 		if c.rescue(ctx) {
 			continue // a dead worker's messages may be ready now
@@ -779,124 +626,10 @@ func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.
 	return nil
 }
 
-// claimOnce claims what it can now; when nothing, dueIn is how long until
-// the next message is due (0: unknown).
-func (s *Session) claimOnce(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, time.Duration, error) {
-	if opts.Mode == Parallel {
-		ms, dueIn, done, err := s.claimParallel(ctx, queue, opts)
-		if done || err != nil {
-			return ms, dueIn, err
-		}
-	}
-	var out []driver.Message
-	var dueIn time.Duration
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		out, dueIn, err = s.claimIn(ctx, tx, queue, opts)
-		return err
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return s.messages(out, opts.Mode), dueIn, nil
-}
-
-// claimParallel is the one-statement parallel claim, where the backend
-// has one; done is false when it has not.
-func (s *Session) claimParallel(ctx context.Context, queue string, opts ClaimOptions) ([]*Message, time.Duration, bool, error) {
-	ms, ok, err := s.c.drv.Relaxed().ClaimParallel(ctx, queue, opts.Kind, s.id, opts.Visibility, opts.Max)
-	switch {
-	case err != nil || !ok:
-		return nil, 0, ok, err
-	case len(ms) > 0:
-		return s.messages(ms, opts.Mode), 0, true, nil
-	}
-	d, _, err := s.c.drv.NoTx().QueueNextDue(ctx, queue)
-	return nil, d, true, err
-}
-
-// claimIn claims messages in a transaction: the mode's candidates, then
-// the claim of those. With none, it says how long until one is due.
-func (s *Session) claimIn(ctx context.Context, tx driver.Tx, queue string, opts ClaimOptions) ([]driver.Message, time.Duration, error) {
-	ids, dueIn, err := s.candidates(ctx, tx, queue, opts)
-	if err != nil || len(ids) == 0 {
-		return nil, dueIn, err
-	}
-	if _, err := tx.ClaimIDs(ctx, s.id, int(opts.Mode), opts.Visibility, ids); err != nil {
-		return nil, 0, err
-	}
-	ms, err := tx.MessageByIDs(ctx, ids)
-	if err != nil {
-		return nil, 0, err
-	}
-	var out []driver.Message
-	for _, m := range ms {
-		if m.State == driver.MessageClaimed && m.ClaimedBy == s.id {
-			out = append(out, m)
-		}
-	}
-	return out, 0, nil
-}
-
-// candidates lists the messages the mode allows to claim now; with none,
-// how long until one is due.
-func (s *Session) candidates(ctx context.Context, tx driver.Tx, queue string, opts ClaimOptions) ([]int64, time.Duration, error) {
-	var ids []int64
-	var err error
-	switch opts.Mode {
-	case Ordered:
-		return orderedCandidates(ctx, tx, queue, opts.Max)
-	case PerKey:
-		if err = tx.QueueLock(ctx, queue); err == nil {
-			ids, err = tx.ClaimCandidatesPerKey(ctx, queue, opts.Max)
-		}
-	default:
-		ids, err = tx.ClaimCandidates(ctx, queue, opts.Kind, opts.Max)
-	}
-	if err != nil || len(ids) > 0 {
-		return ids, 0, err
-	}
-	d, _, err := tx.QueueNextDue(ctx, queue)
-	return nil, d, err
-}
-
-// orderedCandidates is the due prefix of an ordered queue's heads, in
-// order (a message that is not due yet holds back the ones after it), when
-// nothing of the queue is in flight.
-func orderedCandidates(ctx context.Context, tx driver.Tx, queue string, limit int) ([]int64, time.Duration, error) {
-	if err := tx.QueueLock(ctx, queue); err != nil {
-		return nil, 0, err
-	}
-	if n, err := tx.ClaimInFlight(ctx, queue); err != nil || n > 0 {
-		return nil, 0, err
-	}
-	heads, due, err := tx.ClaimHeads(ctx, queue, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	ids, wait := claimrule.DuePrefix(heads, due)
-	return ids, wait, nil
-}
-
 // messages converts claimed rows to Messages in serving order.
-func (s *Session) messages(out []driver.Message, mode QueueMode) []*Message {
-	// Sorted by pointer: a message is a large value to swap.
-	order := make([]*driver.Message, len(out))
-	for i := range out {
-		order[i] = &out[i]
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		if !a.OrderAt.Equal(b.OrderAt) {
-			return a.OrderAt.Before(b.OrderAt)
-		}
-		return a.ID < b.ID
-	})
+func (s *Session) messages(order []*driver.Message, mode QueueMode) []*Message {
 	now := time.Now()
-	msgs := make([]*Message, len(out))
+	msgs := make([]*Message, len(order))
 	for i, m := range order {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
@@ -937,24 +670,15 @@ func notClaimed(m *Message) error {
 // Ack marks a claimed message done: it moves to the history as completed
 // (or is deleted when Retention.Completed is negative).
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	n, err := s.c.complete(ctx, s.id, []driver.Claim{s.claim(m)})
+	n, err := s.c.mq.Complete(ctx, s.id, []driver.Claim{s.claim(m)})
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
 	if n == 0 {
 		return notClaimed(m)
 	}
-	s.c.countFinished(m.Queue, 1, 0)
+	s.c.mq.CountFinished(m.Queue, 1, 0)
 	return nil
-}
-
-// complete finishes claims of one session as completed and says how many
-// were still the session's.
-func (c *Client) complete(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
-	if c.keepCompleted() {
-		return c.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
-	}
-	return c.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
 }
 
 // attemptError records the failure of a message's attempt.
@@ -1037,7 +761,7 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 		return s.finish(ctx, m, driver.MessageCancelled, &e)
 	}
 	if delay <= 0 {
-		s.c.queueWake(m.Queue)
+		s.c.mq.Wake(m.Queue)
 	}
 	return nil
 }
@@ -1049,7 +773,7 @@ func (s *Session) giveBack(ctx context.Context, m *Message) error {
 	if err == nil && !ok {
 		err = notClaimed(m)
 	}
-	s.c.queueWake(m.Queue)
+	s.c.mq.Wake(m.Queue)
 	return err
 }
 
@@ -1085,10 +809,10 @@ func (s *Session) finish(ctx context.Context, m *Message, state string, e *drive
 		return notClaimed(m)
 	}
 	if state == driver.MessageDead {
-		s.c.countFinished(m.Queue, 0, 1)
+		s.c.mq.CountFinished(m.Queue, 0, 1)
 	}
 	// The next message of an ordered queue or of this key may go now.
-	s.c.queueWake(m.Queue)
+	s.c.mq.Wake(m.Queue)
 	return nil
 }
 
@@ -1104,95 +828,6 @@ func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error
 	m.ClaimedUntil = time.Now().Add(d)
 	m.claimedAt = time.Now()
 	return nil
-}
-
-// recoverClaims gives claims back to their queues (attempt already
-// counted), or to the dead letters at their attempt limit; a recovered
-// message keeps its place.
-func (c *Client) recoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]int64, error) {
-	var ids []int64
-	for _, r := range refs {
-		ok, err := c.recoverClaim(ctx, tx, r, why)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			ids = append(ids, r.ID)
-		}
-	}
-	return ids, nil
-}
-
-// recoverClaim gives one claim back, or buries it at its attempt limit, or
-// cancels it when it was cancelled while it ran.
-func (c *Client) recoverClaim(ctx context.Context, tx driver.Tx, r driver.ClaimRef, why string) (bool, error) {
-	cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
-	e := driver.AttemptError{At: time.Now().UTC(), Attempt: r.Attempt, Error: why}
-	if r.Attempt >= r.MaxAttempts {
-		e.Error = fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why)
-		return tx.MessageFinish(ctx, cl, driver.MessageDead, &e)
-	}
-	ok, err := tx.MessageRetry(ctx, cl, 0, false, e)
-	if err != nil || ok {
-		return ok, err
-	}
-	return tx.MessageFinish(ctx, cl, driver.MessageCancelled, &e)
-}
-
-// recoverStaleClaims returns to their queues the claims whose lease ran out
-// or whose session is gone, and says how many.
-func (c *Client) recoverStaleClaims(ctx context.Context) (int, error) {
-	// Look first without a transaction: there is nearly always nothing.
-	if refs, err := c.drv.NoTx().ClaimsStale(ctx, 1); err != nil || len(refs) == 0 {
-		return 0, err
-	}
-	var queues []string
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		queues = nil
-		refs, err := tx.ClaimsStale(ctx, 100)
-		if err != nil || len(refs) == 0 {
-			return err
-		}
-		ids, err := c.recoverClaims(ctx, tx, refs, "claim lease expired")
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		ms, err := tx.MessageByIDs(ctx, ids)
-		for _, m := range ms {
-			queues = append(queues, m.Queue)
-		}
-		return err
-	})
-	for _, q := range queues {
-		c.queueWake(q)
-	}
-	return len(queues), err
-}
-
-// countFinished adds to this process's unflushed throughput counts.
-func (c *Client) countFinished(queue string, acked, dead int64) {
-	c.mu.Lock()
-	t := c.finished[queue]
-	t[0] += acked
-	t[1] += dead
-	c.finished[queue] = t
-	c.mu.Unlock()
-}
-
-// flushThroughput writes this process's counts since the last flush.
-func (c *Client) flushThroughput(ctx context.Context) error {
-	c.mu.Lock()
-	pending := c.finished
-	c.finished = map[string][2]int64{}
-	c.mu.Unlock()
-	var errs []error
-	for q, t := range pending {
-		if err := c.drv.NoTx().ThroughputAdd(ctx, q, t[0], t[1]); err != nil {
-			c.countFinished(q, t[0], t[1]) // next time
-			errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // DeadLetter is a message that reached its attempt limit or failed.
@@ -1273,7 +908,7 @@ func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 		}
 	}
 	if total > 0 {
-		c.queueWake(queue)
+		c.mq.Wake(queue)
 	}
 	return total, nil
 }
@@ -1424,7 +1059,7 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 	if err := c.pause(ctx, queue, false); err != nil {
 		return err
 	}
-	c.queueWake(queue)
+	c.mq.Wake(queue)
 	return nil
 }
 
@@ -1454,7 +1089,7 @@ func (c *Client) RetryNow(ctx context.Context, queue string, id int64) error {
 	if err := c.onWaiting(ctx, queue, id, driver.QueueTx.MessageRetryNow); err != nil {
 		return err
 	}
-	c.queueWake(queue)
+	c.mq.Wake(queue)
 	return nil
 }
 

@@ -574,17 +574,17 @@ func (w *worker) settleBatch(batch []result) {
 	if len(acks) == 0 {
 		return
 	}
-	n, err := w.c.complete(ctx, w.s.id, acks)
+	n, err := w.c.mq.Complete(ctx, w.s.id, acks)
 	if err != nil {
 		// One by one, so that a bad batch loses nothing it can keep.
 		n = 0
 		for _, a := range acks {
-			k, err := w.c.complete(ctx, w.s.id, []driver.Claim{a})
+			k, err := w.c.mq.Complete(ctx, w.s.id, []driver.Claim{a})
 			w.logSettle(&Message{ID: a.ID, Queue: w.queue}, "complete", err)
 			n += k
 		}
 	}
-	w.c.countFinished(w.queue, int64(n), 0)
+	w.c.mq.CountFinished(w.queue, int64(n), 0)
 	if w.o.Mode != Parallel {
 		// The next message of the queue or of a key may go now.
 		w.c.queueWaits.Wake(w.queue)

@@ -1,0 +1,441 @@
+// Package mq is baton's message queue engine: inserting messages (unique keys,
+// one statement where the backend can), claiming them by the mode's rule
+// (internal/claimrule), completing and recovering claims, the wake-ups of
+// consumers in this process and others, and the throughput counts. It
+// works on the driver's rows; the root package validates, traces and turns
+// rows into Messages.
+package mq
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/claimrule"
+	"github.com/batonhq/baton/internal/txn"
+	"github.com/batonhq/baton/internal/wake"
+)
+
+// Config is what the engine needs of its client.
+type Config struct {
+	Driver driver.Driver
+	// Lease bounds the notifications sent in the background.
+	Lease time.Duration
+	// Waits are this process's consumers waiting for messages.
+	Waits *wake.Queues
+	// KeepCompleted: completed messages go to the history (else they are
+	// deleted).
+	KeepCompleted bool
+}
+
+// Engine is one client's queue engine.
+type Engine struct {
+	cfg    Config
+	drv    driver.Driver
+	known  sync.Map // queue name -> true once registered by this process
+	notify *wake.Coalescer
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	finished map[string][2]int64 // per queue: acked, dead since the last flush
+}
+
+// New makes the engine.
+func New(cfg Config) *Engine {
+	return &Engine{cfg: cfg, drv: cfg.Driver, notify: wake.NewCoalescer(), finished: map[string][2]int64{}}
+}
+
+// Channel is the internal notification channel of a queue; '#' keeps it
+// apart from channels users can listen to.
+func Channel(queue string) string { return "#q#" + queue }
+
+// Wake wakes this process's consumers of the queue at once and sends one
+// notification for other processes, never more than one in flight per
+// queue (NOTIFY is kept out of the enqueuing transaction).
+func (e *Engine) Wake(queue string) {
+	e.cfg.Waits.Wake(queue)
+	if !e.notify.Start(queue) {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		for again := true; again; again = e.notify.Done(queue) {
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
+			_ = e.drv.Notify(ctx, Channel(queue), "")
+			cancel()
+		}
+	}()
+}
+
+// Wait waits for the notifications in flight.
+func (e *Engine) Wait() { e.wg.Wait() }
+
+// Known reports whether this process registered the queue already.
+func (e *Engine) Known(queue string) bool {
+	_, ok := e.known.Load(queue)
+	return ok
+}
+
+// Register records the queue in tx once per process.
+func (e *Engine) Register(ctx context.Context, tx driver.Tx, queue string) error {
+	if e.Known(queue) {
+		return nil
+	}
+	if err := tx.QueueRegister(ctx, queue); err != nil {
+		return err
+	}
+	tx.(interface{ AfterCommit(func()) }).AfterCommit(func() { e.known.Store(queue, true) })
+	return nil
+}
+
+// Insert inserts the messages in one transaction (one statement for a
+// single message of a known queue, without a unique key or with a new one
+// where the backend can) and reports, per message, its id and whether it
+// was a duplicate of a unique key's holder.
+func (e *Engine) Insert(ctx context.Context, queue string, rows []driver.NewMessage) ([]int64, []bool, error) {
+	ids := make([]int64, len(rows))
+	dups := make([]bool, len(rows))
+	if id, ok, err := e.insertOne(ctx, queue, rows); err != nil || ok {
+		return []int64{id}, dups, err
+	}
+	added := false
+	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+		if err := e.Register(ctx, tx, queue); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(rows, func(r driver.NewMessage) bool { return r.UniqueKey != "" }) {
+			// Many messages in one statement where the backend can.
+			got, err := tx.MessageInsertMany(ctx, queue, rows)
+			copy(ids, got)
+			clear(dups)
+			added = err == nil
+			return err
+		}
+		var err error
+		added, err = insertUnique(ctx, tx, queue, rows, ids, dups)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
+	}
+	if added {
+		e.Wake(queue)
+	}
+	return ids, dups, nil
+}
+
+// insertUnique inserts the messages one by one in tx, each with a unique
+// key only if it reserves the key, and fills in ids and dups; added says
+// whether any message was inserted.
+func insertUnique(ctx context.Context, tx driver.Tx, queue string, rows []driver.NewMessage, ids []int64, dups []bool) (added bool, err error) {
+	for i, r := range rows {
+		dups[i] = false
+		if r.UniqueKey != "" {
+			holder, reserved, err := tx.UniqueReserve(ctx, queue, r.UniqueKey, r.UniqueExpires, r.UniqueStates)
+			if err != nil {
+				return false, err
+			}
+			if !reserved {
+				ids[i], dups[i] = holder, true
+				continue
+			}
+		}
+		if ids[i], err = insertKeyed(ctx, tx, queue, r); err != nil {
+			return false, err
+		}
+		added = true
+	}
+	return added, nil
+}
+
+// insertKeyed inserts one message and, if it has a unique key it
+// reserved, gives the key its id.
+func insertKeyed(ctx context.Context, tx driver.Tx, queue string, r driver.NewMessage) (int64, error) {
+	id, err := tx.MessageInsert(ctx, r)
+	if err != nil || r.UniqueKey == "" {
+		return id, err
+	}
+	return id, tx.UniqueSet(ctx, queue, r.UniqueKey, id, r.UniqueExpires)
+}
+
+// insertOne enqueues a single message of a known queue in one statement:
+// without a unique key, or with a new one where the backend can
+// (insertUniqueOne). ok is false when a transaction must do it.
+func (e *Engine) insertOne(ctx context.Context, queue string, rows []driver.NewMessage) (int64, bool, error) {
+	if !e.Known(queue) || len(rows) != 1 {
+		return 0, false, nil
+	}
+	if rows[0].UniqueKey != "" {
+		return e.insertUniqueOne(ctx, queue, rows[0])
+	}
+	id, err := e.drv.NoTx().MessageInsert(ctx, rows[0])
+	if err != nil {
+		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
+	}
+	e.Wake(queue)
+	return id, true, nil
+}
+
+// insertUniqueOne enqueues a single message with a new unique key in one
+// statement where the backend can (driver.UniqueInserter); ok is false
+// when the key exists or the backend cannot, and a transaction decides.
+func (e *Engine) insertUniqueOne(ctx context.Context, queue string, row driver.NewMessage) (int64, bool, error) {
+	ui, can := e.drv.(driver.UniqueInserter)
+	if !can {
+		return 0, false, nil
+	}
+	var id int64
+	var ok bool
+	err := txn.Retrying(ctx, e.drv, func() (err error) {
+		id, ok, err = ui.MessageInsertUnique(ctx, row)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("baton: enqueue: %w", err)
+	}
+	if ok {
+		e.Wake(queue)
+	}
+	return id, ok, nil
+}
+
+// Complete finishes claims of one session as completed and says how many
+// were still the session's.
+func (e *Engine) Complete(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
+	if e.cfg.KeepCompleted {
+		return e.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
+	}
+	return e.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
+}
+
+// ServingOrder returns pointers to the messages in serving order (priority,
+// then time, then id); a message is a large value to swap.
+func ServingOrder(ms []driver.Message) []*driver.Message {
+	order := make([]*driver.Message, len(ms))
+	for i := range ms {
+		order[i] = &ms[i]
+	}
+	slices.SortFunc(order, func(a, b *driver.Message) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.OrderAt.Compare(b.OrderAt), cmp.Compare(a.ID, b.ID))
+	})
+	return order
+}
+
+// Claim claims what the mode allows now for the session, in serving order;
+// with nothing, dueIn is how long until the next message is due (0:
+// unknown).
+func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimrule.Mode, kind string, visibility time.Duration, limit int) (_ []*driver.Message, dueIn time.Duration, err error) {
+	c := claim{e: e, session: sessionID, queue: queue, mode: mode, kind: kind, visibility: visibility, limit: limit}
+	if mode == claimrule.Parallel {
+		ms, dueIn, done, err := c.parallel(ctx)
+		if done || err != nil {
+			return ServingOrder(ms), dueIn, err
+		}
+	}
+	var out []driver.Message
+	err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+		out, dueIn, err = c.in(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return ServingOrder(out), dueIn, nil
+}
+
+// claim is one claim's arguments.
+type claim struct {
+	e              *Engine
+	session, queue string
+	mode           claimrule.Mode
+	kind           string
+	visibility     time.Duration
+	limit          int
+}
+
+// parallel is the one-statement parallel claim, where the backend has
+// one; done is false when it has not.
+func (c claim) parallel(ctx context.Context) ([]driver.Message, time.Duration, bool, error) {
+	d := c.e.drv
+	ms, ok, err := d.Relaxed().ClaimParallel(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
+	switch {
+	case err != nil || !ok:
+		return nil, 0, ok, err
+	case len(ms) > 0:
+		return ms, 0, true, nil
+	}
+	due, _, err := d.NoTx().QueueNextDue(ctx, c.queue)
+	return nil, due, true, err
+}
+
+// in claims in a transaction: the mode's candidates, then the claim of
+// those. With none, it says how long until one is due.
+func (c claim) in(ctx context.Context, tx driver.Tx) ([]driver.Message, time.Duration, error) {
+	ids, dueIn, err := c.candidates(ctx, tx)
+	if err != nil || len(ids) == 0 {
+		return nil, dueIn, err
+	}
+	if _, err := tx.ClaimIDs(ctx, c.session, int(c.mode), c.visibility, ids); err != nil {
+		return nil, 0, err
+	}
+	ms, err := tx.MessageByIDs(ctx, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	return slices.DeleteFunc(ms, func(m driver.Message) bool {
+		return m.State != driver.MessageClaimed || m.ClaimedBy != c.session
+	}), 0, nil
+}
+
+// candidates lists the messages the mode allows to claim now; with none,
+// how long until one is due.
+func (c claim) candidates(ctx context.Context, tx driver.Tx) ([]int64, time.Duration, error) {
+	var ids []int64
+	var err error
+	switch c.mode {
+	case claimrule.Ordered:
+		return c.ordered(ctx, tx)
+	case claimrule.PerKey:
+		if err = tx.QueueLock(ctx, c.queue); err == nil {
+			ids, err = tx.ClaimCandidatesPerKey(ctx, c.queue, c.limit)
+		}
+	default:
+		ids, err = tx.ClaimCandidates(ctx, c.queue, c.kind, c.limit)
+	}
+	if err != nil || len(ids) > 0 {
+		return ids, 0, err
+	}
+	d, _, err := tx.QueueNextDue(ctx, c.queue)
+	return nil, d, err
+}
+
+// ordered is the due prefix of an ordered queue's heads, in order (a
+// message that is not due yet holds back the ones after it), when nothing
+// of the queue is in flight.
+func (c claim) ordered(ctx context.Context, tx driver.Tx) ([]int64, time.Duration, error) {
+	if err := tx.QueueLock(ctx, c.queue); err != nil {
+		return nil, 0, err
+	}
+	if n, err := tx.ClaimInFlight(ctx, c.queue); err != nil || n > 0 {
+		return nil, 0, err
+	}
+	heads, due, err := tx.ClaimHeads(ctx, c.queue, c.limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	ids, wait := claimrule.DuePrefix(heads, due)
+	return ids, wait, nil
+}
+
+// RecoverClaims gives claims back to their queues (attempt already
+// counted), or to the dead letters at their attempt limit; a recovered
+// message keeps its place. It returns the ids it recovered.
+func RecoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]int64, error) {
+	var ids []int64
+	for _, r := range refs {
+		ok, err := recoverClaim(ctx, tx, r, why)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids, nil
+}
+
+// recoverClaim gives one claim back, or buries it at its attempt limit, or
+// cancels it when it was cancelled while it ran.
+func recoverClaim(ctx context.Context, tx driver.Tx, r driver.ClaimRef, why string) (bool, error) {
+	cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
+	e := driver.AttemptError{At: time.Now().UTC(), Attempt: r.Attempt, Error: why}
+	if r.Attempt >= r.MaxAttempts {
+		e.Error = fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why)
+		return tx.MessageFinish(ctx, cl, driver.MessageDead, &e)
+	}
+	ok, err := tx.MessageRetry(ctx, cl, 0, false, e)
+	if err != nil || ok {
+		return ok, err
+	}
+	return tx.MessageFinish(ctx, cl, driver.MessageCancelled, &e)
+}
+
+// RecoverSession gives a session's claims back (it is ending) in tx, and
+// returns the queues to wake once tx commits.
+func RecoverSession(ctx context.Context, tx driver.Tx, sessionID string) ([]string, error) {
+	refs, err := tx.ClaimsBySession(ctx, sessionID)
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
+	return recoveredQueues(ctx, tx, refs, "session ended")
+}
+
+// recoveredQueues recovers refs and returns the queue of each message
+// recovered.
+func recoveredQueues(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]string, error) {
+	ids, err := RecoverClaims(ctx, tx, refs, why)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	ms, err := tx.MessageByIDs(ctx, ids)
+	queues := make([]string, len(ms))
+	for i, m := range ms {
+		queues[i] = m.Queue
+	}
+	return queues, err
+}
+
+// RecoverStale returns to their queues the claims whose lease ran out or
+// whose session is gone, and says how many.
+func (e *Engine) RecoverStale(ctx context.Context) (int, error) {
+	// Look first without a transaction: there is nearly always nothing.
+	if refs, err := e.drv.NoTx().ClaimsStale(ctx, 1); err != nil || len(refs) == 0 {
+		return 0, err
+	}
+	var queues []string
+	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+		refs, err := tx.ClaimsStale(ctx, 100)
+		if err != nil || len(refs) == 0 {
+			queues = nil
+			return err
+		}
+		queues, err = recoveredQueues(ctx, tx, refs, "claim lease expired")
+		return err
+	})
+	for _, q := range queues {
+		e.Wake(q)
+	}
+	return len(queues), err
+}
+
+// CountFinished adds to this process's unflushed throughput counts.
+func (e *Engine) CountFinished(queue string, acked, dead int64) {
+	e.mu.Lock()
+	t := e.finished[queue]
+	t[0] += acked
+	t[1] += dead
+	e.finished[queue] = t
+	e.mu.Unlock()
+}
+
+// FlushThroughput writes this process's counts since the last flush.
+func (e *Engine) FlushThroughput(ctx context.Context) error {
+	e.mu.Lock()
+	pending := e.finished
+	e.finished = map[string][2]int64{}
+	e.mu.Unlock()
+	var errs []error
+	for q, t := range pending {
+		if err := e.drv.NoTx().ThroughputAdd(ctx, q, t[0], t[1]); err != nil {
+			e.CountFinished(q, t[0], t[1]) // next time
+			errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
+		}
+	}
+	return errors.Join(errs...)
+}
