@@ -17,8 +17,6 @@ import (
 	"github.com/batonhq/baton/internal/bench"
 )
 
-func init() { extraCommands = append(extraCommands, benchCmd) }
-
 func benchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",

@@ -15,8 +15,6 @@ import (
 	"github.com/batonhq/baton/internal/bench"
 )
 
-func init() { extraCommands = append(extraCommands, eventsCmd) }
-
 func eventsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",

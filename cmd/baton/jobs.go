@@ -93,11 +93,12 @@ backend; times are RFC 3339.`,
 	return cmd
 }
 
-func nonNil(ms []baton.MessageInfo) []baton.MessageInfo {
-	if ms == nil {
-		return []baton.MessageInfo{}
+// nonNil makes a nil list an empty one, which JSON prints as [] not null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
 	}
-	return ms
+	return list
 }
 
 // printMessages prints messages as a table.
@@ -233,12 +234,12 @@ func onID(cmd *cobra.Command, g *globals, what, arg string, op func(*baton.Clien
 	return messageErr(what, id, op(c, id))
 }
 
-// printIfFound prints a message found, or passes its error on.
-func printIfFound(m baton.MessageInfo, err error, print func(any) error) error {
+// printIfFound prints what was read, or passes its error on.
+func printIfFound(v any, err error, print func(any) error) error {
 	if err != nil {
 		return err
 	}
-	return print(m)
+	return print(v)
 }
 
 // messageID parses a message id argument.

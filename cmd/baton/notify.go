@@ -13,8 +13,6 @@ import (
 	"github.com/batonhq/baton"
 )
 
-func init() { extraCommands = append(extraCommands, notifyCmd, listenCmd) }
-
 // argsUsage is cobra.RangeArgs whose error is a usage error (exit 64).
 func argsUsage(name string, lo, hi int) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {

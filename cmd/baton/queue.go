@@ -20,8 +20,6 @@ import (
 	"github.com/batonhq/baton/internal/bench"
 )
 
-func init() { extraCommands = append(extraCommands, queueCmd) }
-
 func queueCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",

@@ -16,8 +16,6 @@ import (
 	"github.com/batonhq/baton/metrics"
 )
 
-func init() { extraCommands = append(extraCommands, serveCmd) }
-
 func serveCmd(g *globals) *cobra.Command {
 	var addr, token string
 	var readOnly bool

@@ -107,7 +107,7 @@ func (b buildInfo) write(w io.Writer) {
 	fmt.Fprintf(w, "drivers: %s\n", drivers)
 }
 
-func versionCmd() *cobra.Command {
+func versionCmd(*globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print baton's version, commit, Go version and linked database drivers",

@@ -20,8 +20,6 @@ import (
 	"github.com/batonhq/baton"
 )
 
-func init() { extraCommands = append(extraCommands, workCmd) }
-
 func workCmd(g *globals) *cobra.Command {
 	return newWorkCmd(g, workSpec{
 		what:  "work",
