@@ -35,6 +35,12 @@ func invalidUsage(cmdName string, err error) error {
 	return err
 }
 
+// checkQueue checks a QUEUE argument: a bad name is a usage error of the
+// command what.
+func checkQueue(what, queue string) error {
+	return invalidUsage(what, baton.ValidateQueue(queue))
+}
+
 func notifyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "notify CHANNEL PAYLOAD",
