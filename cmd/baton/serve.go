@@ -121,7 +121,11 @@ type workerMetrics struct {
 	srv *http.Server
 }
 
+// serveMetrics serves the metrics on addr; nil (nothing) when addr is "".
 func serveMetrics(addr string) (*workerMetrics, error) {
+	if addr == "" {
+		return nil, nil
+	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, usageErr("--metrics %q: %v (write host:port, e.g. 127.0.0.1:9464)", addr, err)
 	}
@@ -138,6 +142,10 @@ func serveMetrics(addr string) (*workerMetrics, error) {
 	return w, nil
 }
 
+// close stops the metrics server, if there is one.
 func (w *workerMetrics) close() {
+	if w == nil {
+		return
+	}
 	_ = shutdown(w.srv, 2*time.Second)
 }
