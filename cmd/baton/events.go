@@ -189,9 +189,7 @@ func subscriptionQueue(ctx context.Context, g *globals, name string) (string, er
 }
 
 func benchEventsCmd(g *globals) *cobra.Command {
-	var backend string
-	var asJSON bool
-	var duration time.Duration
+	var f benchFlags
 	var rows, workers int
 	cmd := &cobra.Command{
 		Use:   "events [--backend sqlite|postgres|mysql] [--json] [--rows N] [--workers N]",
@@ -205,24 +203,16 @@ an event log, then mark and delete each in its own transaction) for the
 consumption cases, inserts into an unsubscribed table for writer_overhead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rows < 1 || workers < 1 || duration <= 0 {
+			if rows < 1 || workers < 1 || f.duration <= 0 {
 				return usageErr("bench events: --rows, --workers and --duration must be positive")
 			}
-			backend, server, err := benchTarget(cmd, g, "bench events", backend)
-			if err != nil {
-				return err
-			}
-			cfg := bench.EventsConfig{Backend: backend, Server: server, Rows: rows, Workers: workers, Duration: duration}
-			return runBench(cmd.Context(), "bench events", backend, asJSON, queueBenchTable,
-				func(progress func(string)) ([]bench.Record, error) {
-					cfg.Progress = progress
-					return bench.RunEvents(cmd.Context(), cfg)
-				})
+			return f.run(cmd, g, "bench events", queueBenchTable, func(backend, server string, progress func(string)) ([]bench.Record, error) {
+				cfg := bench.EventsConfig{Backend: backend, Server: server, Rows: rows, Workers: workers, Duration: f.duration, Progress: progress}
+				return bench.RunEvents(cmd.Context(), cfg)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
-	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "roughly how long each timed part runs")
+	f.add(cmd, "roughly how long each timed part runs")
 	cmd.Flags().IntVar(&rows, "rows", 5000, "captured inserts for the consumption cases")
 	cmd.Flags().IntVar(&workers, "workers", 4, "concurrency of events_parallel")
 	return cmd

@@ -396,9 +396,7 @@ func onQueue(cmd *cobra.Command, g *globals, what, queue string, op func(*baton.
 }
 
 func benchQueueCmd(g *globals) *cobra.Command {
-	var backend string
-	var asJSON bool
-	var duration time.Duration
+	var f benchFlags
 	var messages, workers int
 	cmd := &cobra.Command{
 		Use:   "queue [--backend sqlite|postgres|mysql] [--json] [--duration D] [--messages N]",
@@ -436,29 +434,20 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
   baton bench queue --backend mysql --messages 5000 --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case duration <= 0:
-				return usageErr("bench queue: --duration %v must be positive", duration)
-			case messages < 1:
-				return usageErr("bench queue: --messages %d: give at least 1", messages)
-			case workers < 1:
-				return usageErr("bench queue: --workers %d: give at least 1", workers)
-			}
-			backend, server, err := benchTarget(cmd, g, "bench queue", backend)
+			err := firstUsageErr("bench queue",
+				usageCheck{f.duration <= 0, fmt.Sprintf("--duration %v must be positive", f.duration)},
+				usageCheck{messages < 1, fmt.Sprintf("--messages %d: give at least 1", messages)},
+				usageCheck{workers < 1, fmt.Sprintf("--workers %d: give at least 1", workers)})
 			if err != nil {
 				return err
 			}
-			cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: duration, Messages: messages, Workers: workers}
-			return runBench(cmd.Context(), "bench queue", backend, asJSON, queueBenchTable,
-				func(progress func(string)) ([]bench.Record, error) {
-					cfg.Progress = progress
-					return bench.RunQueue(cmd.Context(), cfg)
-				})
+			return f.run(cmd, g, "bench queue", queueBenchTable, func(backend, server string, progress func(string)) ([]bench.Record, error) {
+				cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: f.duration, Messages: messages, Workers: workers, Progress: progress}
+				return bench.RunQueue(cmd.Context(), cfg)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
-	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "at most how long each case's measured part runs")
+	f.add(cmd, "at most how long each case's measured part runs")
 	cmd.Flags().IntVar(&messages, "messages", 20000, "backlog of the drain cases")
 	cmd.Flags().IntVar(&workers, "workers", 4, "concurrency of drain_N")
 	return cmd
