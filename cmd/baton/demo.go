@@ -117,13 +117,9 @@ func runDemo(ctx context.Context, dsn, prefix, appPrefix string) error {
 	return nil
 }
 
-func (d *demo) session(name string) (*baton.Session, error) {
-	return d.c.NewSession(d.ctx, baton.SessionOptions{Name: name})
-}
-
 // withSession runs op in a new session named name, closed after.
 func (d *demo) withSession(name string, op func(*baton.Session) error) error {
-	s, err := d.session(name)
+	s, err := d.c.NewSession(d.ctx, baton.SessionOptions{Name: name})
 	if err != nil {
 		return err
 	}
@@ -485,27 +481,31 @@ func (d *demo) outliveHolder(s *baton.Session, child *exec.Cmd) error {
 // producer commits.
 func (d *demo) wakeOnCommit() error {
 	heading("4. A consumer that wakes when a producer commits (seed 000)")
-	s, err := d.session("consumer")
-	if err != nil {
-		return err
-	}
-	defer s.Close(d.ctx)
-	got := make(chan time.Time, 1)
+	return d.withSession("consumer", func(s *baton.Session) error {
+		woke := d.awaitMessage(s)
+		time.Sleep(200 * time.Millisecond)
+		say("the consumer waits on an empty queue (no polling)...")
+		sent := time.Now()
+		if _, err := d.c.Enqueue(d.ctx, "messages", []byte("hi")); err != nil {
+			return err
+		}
+		say("the producer commits a message; the consumer wakes %v later", (<-woke).Sub(sent).Round(time.Microsecond))
+		return nil
+	})
+}
+
+// awaitMessage starts the consumer: it claims a message of queue messages
+// (waiting at most 10s), acknowledges it, and sends when it woke.
+func (d *demo) awaitMessage(s *baton.Session) <-chan time.Time {
+	woke := make(chan time.Time, 1)
 	go func() {
 		ms, err := s.Claim(d.ctx, "messages", baton.ClaimOptions{Wait: 10 * time.Second})
 		if err == nil {
 			_ = s.Ack(d.ctx, ms[0])
 		}
-		got <- time.Now()
+		woke <- time.Now()
 	}()
-	time.Sleep(200 * time.Millisecond)
-	say("the consumer waits on an empty queue (no polling)...")
-	sent := time.Now()
-	if _, err := d.c.Enqueue(d.ctx, "messages", []byte("hi")); err != nil {
-		return err
-	}
-	say("the producer commits a message; the consumer wakes %v later", (<-got).Sub(sent).Round(time.Microsecond))
-	return nil
+	return woke
 }
 
 // mailQueue: seed 002, a mail queue taken 10 at a time.

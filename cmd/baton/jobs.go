@@ -251,12 +251,12 @@ func onID(cmd *cobra.Command, g *globals, what, arg string, op func(*baton.Clien
 	})
 }
 
-// printIfFound prints what was read, or passes its error on.
-func printIfFound(v any, err error, print func(any) error) error {
+// printIfFound prints a message found, or passes its error on.
+func printIfFound(m baton.MessageInfo, err error, print func(any) error) error {
 	if err != nil {
 		return err
 	}
-	return print(v)
+	return print(m)
 }
 
 // messageID parses a message id argument.

@@ -221,7 +221,7 @@ func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockR
 		if !mayRetryLock(err, started, retried) {
 			return nil, err
 		}
-		if ctx.Err() != nil || (req.timeout >= 0 && time.Now().After(deadline) && retried) {
+		if waitedEnough(ctx, req.timeout, deadline, retried) {
 			return nil, fmt.Errorf("%w: %v", baton.ErrTimeout, err)
 		}
 		retried = true
@@ -230,6 +230,13 @@ func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockR
 			return nil, err
 		}
 	}
+}
+
+// waitedEnough says whether a waiter whose session was lost stops: when
+// interrupted, or when a new session already had its try and the timeout
+// (unless forever) has run out.
+func waitedEnough(ctx context.Context, timeout time.Duration, deadline time.Time, retried bool) bool {
+	return ctx.Err() != nil || (timeout >= 0 && time.Now().After(deadline) && retried)
 }
 
 // mayRetryLock says whether a failed attempt is worth another session: a
@@ -308,8 +315,11 @@ and the transaction as its session, and "transaction": true in --json
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withClient(cmd.Context(), func(c *baton.Client) error {
 				ls, err := c.Locks(cmd.Context())
-				if err != nil || asJSON {
-					return printIfFound(nonNil(ls), err, printJSON)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(nonNil(ls))
 				}
 				return printTable("no locks held or waited for",
 					"TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tSESSION\tOWNER\tSINCE\tTOKEN", ls, lockLine)

@@ -296,8 +296,11 @@ deletes them.`,
 			}
 			return g.withClient(cmd.Context(), func(c *baton.Client) error {
 				ds, err := c.DeadLetters(cmd.Context(), args[0], limit)
-				if err != nil || asJSON {
-					return printIfFound(deadLettersJSON(ds), err, printJSON)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(deadLettersJSON(ds))
 				}
 				return printTable("no dead letters in queue "+args[0], "ID\tATTEMPTS\tFAILED AT\tERROR\tPAYLOAD", ds, deadLine)
 			})
