@@ -9,15 +9,12 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton/internal/bench"
 )
-
-func init() { extraCommands = append(extraCommands, benchCmd) }
 
 func benchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -35,9 +32,7 @@ is shown on a progress line on stderr when stderr is a terminal (not with
 }
 
 func benchLocksCmd(g *globals) *cobra.Command {
-	var backend string
-	var asJSON bool
-	var duration time.Duration
+	var f benchFlags
 	cmd := &cobra.Command{
 		Use:   "locks [--backend sqlite|postgres|mysql] [--json] [--duration D]",
 		Short: "Benchmark locks: uncontended pairs, hand-off, contention, deadlock detection",
@@ -76,37 +71,63 @@ sqlite the scratch file goes next to the named file).`,
   baton --dsn postgres://bench@db.internal:5432/app bench locks --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if duration <= 0 {
-				return usageErr("bench locks: --duration %v must be positive", duration)
+			if f.duration <= 0 {
+				return usageErr("bench locks: --duration %v must be positive", f.duration)
 			}
-			backend, server, err := benchTarget(cmd, g, "bench locks", backend)
-			if err != nil {
-				return err
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("bench: cannot find this program to run the child process: %w", err)
-			}
-			cfg := bench.Config{
-				Backend:  backend,
-				Server:   server,
-				Duration: duration,
-				Child: func(dsn string) *exec.Cmd {
-					return exec.Command(exe, "--dsn", dsn, "bench", "child")
-				},
-			}
-			return runBench(cmd.Context(), "bench locks", backend, asJSON,
-				benchTable(true, "ratio: lock_pair, multi10, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process = p50 ÷ baseline p50 (above 1 is slower)"),
-				func(progress func(string)) ([]bench.Record, error) {
-					cfg.Progress = progress
-					return bench.Run(cmd.Context(), cfg)
-				})
+			return f.run(cmd, g, "bench locks", locksBenchTable, func(backend, server string, progress func(string)) ([]bench.Record, error) {
+				child, err := benchChild()
+				if err != nil {
+					return nil, err
+				}
+				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Child: child, Progress: progress}
+				return bench.Run(cmd.Context(), cfg)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
-	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "roughly how long each case runs")
+	f.add(cmd, "roughly how long each case runs")
 	return cmd
+}
+
+// locksBenchTable prints lock records.
+var locksBenchTable = benchTable(true, "ratio: lock_pair, multi10, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process = p50 ÷ baseline p50 (above 1 is slower)")
+
+// benchChild returns the waiter process of the handoff_process case: this
+// program again, running bench child on the scratch database.
+func benchChild() (func(dsn string) *exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("bench: cannot find this program to run the child process: %w", err)
+	}
+	return func(dsn string) *exec.Cmd {
+		return exec.Command(exe, "--dsn", dsn, "bench", "child")
+	}, nil
+}
+
+// benchFlags are the flags every bench command has.
+type benchFlags struct {
+	backend  string
+	asJSON   bool
+	duration time.Duration
+}
+
+// add defines the flags on cmd; durationHelp says what --duration bounds.
+func (f *benchFlags) add(cmd *cobra.Command, durationHelp string) {
+	cmd.Flags().StringVar(&f.backend, "backend", "", "sqlite (default), postgres or mysql")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object per record per line, and nothing else")
+	cmd.Flags().DurationVar(&f.duration, "duration", 3*time.Second, durationHelp)
+}
+
+// run measures a suite on the backend and server the flags (and --dsn)
+// name, and prints its records as JSON lines or with table.
+func (f *benchFlags) run(cmd *cobra.Command, g *globals, what string, table func(io.Writer, []bench.Record) error,
+	suite func(backend, server string, progress func(string)) ([]bench.Record, error)) error {
+	backend, server, err := benchTarget(cmd, g, what, f.backend)
+	if err != nil {
+		return err
+	}
+	return runBench(cmd.Context(), what, backend, f.asJSON, table, func(progress func(string)) ([]bench.Record, error) {
+		return suite(backend, server, progress)
+	})
 }
 
 // benchChildCmd is the waiter process of the handoff_process case; the
@@ -127,30 +148,14 @@ func benchChildCmd(g *globals) *cobra.Command {
 // column when latency baselines are part of the suite, and a footer line
 // saying what the ratio means.
 func benchTable(baseP50 bool, footer string) func(io.Writer, []bench.Record) error {
+	head := "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S"
+	if baseP50 {
+		head += "\tBASE P50 µs"
+	}
 	return func(w io.Writer, recs []bench.Record) error {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		head := "CASE\tBACKEND\tOPS\tOPS/S\tP50 µs\tP99 µs\tBASELINE\tBASE OPS/S"
-		if baseP50 {
-			head += "\tBASE P50 µs"
-		}
-		fmt.Fprintln(tw, head+"\tRATIO")
-		num := func(v float64, prec int) string {
-			if v == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.*f", prec, v)
-		}
+		tw := newTable(w, head+"\tRATIO")
 		for _, r := range recs {
-			base := r.Baseline
-			if base == "" {
-				base = "-"
-			}
-			cols := []string{r.Name, r.Backend, fmt.Sprint(r.Ops), num(r.OpsPerSec, 0), num(r.P50us, 0), num(r.P99us, 0),
-				base, num(r.BaselineOpsPerSec, 0)}
-			if baseP50 {
-				cols = append(cols, num(r.BaselineP50us, 0))
-			}
-			fmt.Fprintln(tw, strings.Join(append(cols, num(r.Ratio, 2)), "\t"))
+			fmt.Fprintln(tw, strings.Join(benchColumns(r, baseP50), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -160,25 +165,57 @@ func benchTable(baseP50 bool, footer string) func(io.Writer, []bench.Record) err
 	}
 }
 
+// benchColumns are a record's cells in the table.
+func benchColumns(r bench.Record, baseP50 bool) []string {
+	cols := []string{r.Name, r.Backend, fmt.Sprint(r.Ops), figure(r.OpsPerSec, 0), figure(r.P50us, 0), figure(r.P99us, 0),
+		orDash(r.Baseline), figure(r.BaselineOpsPerSec, 0)}
+	if baseP50 {
+		cols = append(cols, figure(r.BaselineP50us, 0))
+	}
+	return append(cols, figure(r.Ratio, 2))
+}
+
+// figure prints a measured value with prec decimals, or - when there is
+// none.
+func figure(v float64, prec int) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
 // runBench runs one benchmark suite with a spinner on a terminal, and
 // prints its records as a table or as JSON lines.
 func runBench(ctx context.Context, what, backend string, asJSON bool,
 	table func(io.Writer, []bench.Record) error,
 	run func(progress func(string)) ([]bench.Record, error)) error {
-	var sp *spinner
-	var progress func(string)
-	if !asJSON && isTerminal(os.Stderr) {
-		sp = startSpinner(os.Stderr, "bench "+backend, "preparing")
-		progress = sp.set
-	}
+	sp, progress := benchProgress(asJSON, backend)
 	recs, runErr := run(progress)
-	if sp != nil {
-		sp.stop()
-	}
+	sp.stop()
 	if ctx.Err() != nil {
 		// Figures cut short by an interrupt are not figures.
 		return &cliError{code: 130, msg: what + ": interrupted"}
 	}
+	if err := printRecords(recs, asJSON, table); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// benchProgress starts the spinner of a suite on a terminal (not with
+// --json) and returns it with the function that names the running case;
+// nil and nil otherwise.
+func benchProgress(asJSON bool, backend string) (*spinner, func(string)) {
+	if asJSON || !isTerminal(os.Stderr) {
+		return nil, nil
+	}
+	sp := startSpinner(os.Stderr, "bench "+backend, "preparing")
+	return sp, sp.set
+}
+
+// printRecords prints a suite's records: one JSON object a line, or a
+// table when there is any.
+func printRecords(recs []bench.Record, asJSON bool, table func(io.Writer, []bench.Record) error) error {
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		for _, r := range recs {
@@ -186,12 +223,12 @@ func runBench(ctx context.Context, what, backend string, asJSON bool,
 				return err
 			}
 		}
-	} else if len(recs) > 0 {
-		if err := table(os.Stdout, recs); err != nil {
-			return err
-		}
+		return nil
 	}
-	return runErr
+	if len(recs) == 0 {
+		return nil
+	}
+	return table(os.Stdout, recs)
 }
 
 // benchTarget resolves which backend and server a bench command measures:
@@ -201,22 +238,32 @@ func benchTarget(cmd *cobra.Command, g *globals, what, backend string) (string, 
 	if backend != "" && !slices.Contains(bench.Backends, backend) {
 		return "", "", usageErr("%s: unknown --backend %q (use sqlite, postgres or mysql)", what, backend)
 	}
-	server := ""
 	if cmd.Flags().Changed("dsn") {
-		b, err := bench.BackendOf(g.dsn)
+		b, err := serverBackend(what, g.dsn, backend)
 		if err != nil {
-			return "", "", usageErr("%s: --dsn: %v", what, err)
+			return "", "", err
 		}
-		if backend != "" && backend != b {
-			return "", "", usageErr("%s: --backend %s does not match --dsn, which names a %s server", what, backend, b)
-		}
-		if err := bench.CheckServer(b, g.dsn); err != nil {
-			return "", "", usageErr("%s: --dsn: %v", what, err)
-		}
-		backend, server = b, g.dsn
+		return b, g.dsn, nil
 	}
 	if backend == "" {
 		backend = "sqlite"
 	}
-	return backend, server, nil
+	return backend, "", nil
+}
+
+// serverBackend is the backend of the server --dsn names, which must be
+// the one --backend names, if any, and a server a scratch database can
+// be made in.
+func serverBackend(what, dsn, backend string) (string, error) {
+	b, err := bench.BackendOf(dsn)
+	if err != nil {
+		return "", usageErr("%s: --dsn: %v", what, err)
+	}
+	if backend != "" && backend != b {
+		return "", usageErr("%s: --backend %s does not match --dsn, which names a %s server", what, backend, b)
+	}
+	if err := bench.CheckServer(b, dsn); err != nil {
+		return "", usageErr("%s: --dsn: %v", what, err)
+	}
+	return b, nil
 }

@@ -10,10 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,28 +48,40 @@ changed. The scenarios:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("dsn") || os.Getenv("BATON_DSN") != "" {
-				prefix := demoPrefix()
-				say("baton demo on %s, under tables named %s* that it drops at the end", redactDSN(g.dsn), prefix)
-				err := runDemo(cmd.Context(), g.dsn, prefix, prefix)
-				if cerr := dropPrefixed(g.dsn, prefix); cerr != nil {
-					return errors.Join(err, cerr)
-				}
-				return err
+				return demoOnDSN(cmd.Context(), g.dsn)
 			}
-			dir, err := os.MkdirTemp("", "baton-demo-")
-			if err != nil {
-				return err
-			}
-			dsn := "sqlite://" + filepath.Join(dir, "demo.db")
-			say("baton demo on %s (a temporary file, removed at the end)", dsn)
-			err = runDemo(cmd.Context(), dsn, g.prefix, "")
-			if rerr := os.RemoveAll(dir); rerr != nil {
-				return errors.Join(err, rerr)
-			}
-			say("\nRemoved %s.", dir)
-			return err
+			return demoOnTempFile(cmd.Context(), g.prefix)
 		},
 	}
+}
+
+// demoOnDSN runs the demo on the user's database, under tables of a fresh
+// prefix, and drops them at the end.
+func demoOnDSN(ctx context.Context, dsn string) error {
+	prefix := demoPrefix()
+	say("baton demo on %s, under tables named %s* that it drops at the end", redactDSN(dsn), prefix)
+	err := runDemo(ctx, dsn, prefix, prefix)
+	if cerr := dropPrefixed(dsn, prefix); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// demoOnTempFile runs the demo on a SQLite file in a temporary directory,
+// removed at the end.
+func demoOnTempFile(ctx context.Context, prefix string) error {
+	dir, err := os.MkdirTemp("", "baton-demo-")
+	if err != nil {
+		return err
+	}
+	dsn := "sqlite://" + filepath.Join(dir, "demo.db")
+	say("baton demo on %s (a temporary file, removed at the end)", dsn)
+	err = runDemo(ctx, dsn, prefix, "")
+	if rerr := os.RemoveAll(dir); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	say("\nRemoved %s.", dir)
+	return err
 }
 
 type demo struct {
@@ -105,23 +117,34 @@ func runDemo(ctx context.Context, dsn, prefix, appPrefix string) error {
 	return nil
 }
 
-func (d *demo) session(name string) (*baton.Session, error) {
-	return d.c.NewSession(d.ctx, baton.SessionOptions{Name: name})
+// withSession runs op in a new session named name, closed after.
+func (d *demo) withSession(name string, op func(*baton.Session) error) error {
+	s, err := d.c.NewSession(d.ctx, baton.SessionOptions{Name: name})
+	if err != nil {
+		return err
+	}
+	defer s.Close(d.ctx)
+	return op(s)
 }
 
+// lockingService shows seed 001 with two sessions, alice and bob.
 func (d *demo) lockingService() error {
 	heading("1. The locking service (seed 001)")
-	alice, err := d.session("alice")
-	if err != nil {
-		return err
-	}
-	defer alice.Close(d.ctx)
-	bob, err := d.session("bob")
-	if err != nil {
-		return err
-	}
-	defer bob.Close(d.ctx)
+	return d.withSession("alice", func(alice *baton.Session) error {
+		return d.withSession("bob", func(bob *baton.Session) error {
+			for _, step := range []func(alice, bob *baton.Session) error{d.allOrNone, d.deadlock, d.fencingTokens} {
+				if err := step(alice, bob); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
 
+// allOrNone: a multi-lock call takes every lock or none, and a timeout
+// ends a wait.
+func (d *demo) allOrNone(alice, bob *baton.Session) error {
 	g, err := alice.Lock(d.ctx, "shop", baton.Write, 0, "orders", "stock")
 	if err != nil {
 		return err
@@ -132,20 +155,14 @@ func (d *demo) lockingService() error {
 	say("  ...and holds nothing: the call is all or none")
 	_, err = bob.Lock(d.ctx, "shop", baton.Read, 200*time.Millisecond, "stock")
 	say("bob waits 200ms for stock: %v", err)
+	return nil
+}
 
-	if _, err := bob.Lock(d.ctx, "shop", baton.Write, 0, "ledger"); err != nil {
-		return err
-	}
-	say("bob takes a write lock on ledger; alice now waits for ledger...")
-	aliceWait := make(chan error, 1)
-	go func() {
-		_, err := alice.Lock(context.Background(), "shop", baton.Write, baton.Forever, "ledger")
-		aliceWait <- err
-	}()
-	if err := d.waitPending(alice); err != nil {
-		return err
-	}
-	if err := d.monitor(); err != nil {
+// deadlock: alice waits for bob, who then asks for what alice holds; bob's
+// request is chosen as the victim.
+func (d *demo) deadlock(alice, bob *baton.Session) error {
+	aliceWait, err := d.waitForLedger(alice, bob)
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -160,28 +177,59 @@ func (d *demo) lockingService() error {
 		return err
 	}
 	say("bob releases namespace shop (%d instance); alice's wait ends: %v", n, <-aliceWait)
+	return nil
+}
+
+// waitForLedger: bob takes ledger and alice waits for it, as the monitor
+// shows; the channel gets the end of alice's wait.
+func (d *demo) waitForLedger(alice, bob *baton.Session) (<-chan error, error) {
+	if _, err := bob.Lock(d.ctx, "shop", baton.Write, 0, "ledger"); err != nil {
+		return nil, err
+	}
+	say("bob takes a write lock on ledger; alice now waits for ledger...")
+	aliceWait := make(chan error, 1)
+	go func() {
+		_, err := alice.Lock(context.Background(), "shop", baton.Write, baton.Forever, "ledger")
+		aliceWait <- err
+	}()
+	if err := d.waitPending(alice); err != nil {
+		return nil, err
+	}
+	return aliceWait, d.monitor()
+}
+
+// fencingTokens: every grant of shop/orders gets a larger token.
+func (d *demo) fencingTokens(alice, bob *baton.Session) error {
 	var last int64
 	for i := 0; i < 3; i++ {
-		if _, err := alice.Release(d.ctx, "shop"); err != nil {
-			return err
-		}
-		g, err := bob.Lock(d.ctx, "shop", baton.Write, 0, "orders")
+		token, err := d.handOver(alice, bob)
 		if err != nil {
 			return err
 		}
-		if _, err := bob.Release(d.ctx, "shop"); err != nil {
-			return err
+		if token <= last {
+			return fmt.Errorf("fencing token went backwards: %d after %d", token, last)
 		}
-		if g[0].Token <= last {
-			return fmt.Errorf("fencing token went backwards: %d after %d", g[0].Token, last)
-		}
-		last = g[0].Token
-		say("fencing token for shop/orders, grant %d: %d (strictly increasing)", i+1, g[0].Token)
+		last = token
+		say("fencing token for shop/orders, grant %d: %d (strictly increasing)", i+1, token)
 		if _, err := alice.Lock(d.ctx, "shop", baton.Write, 0, "orders"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// handOver: alice releases shop, bob takes and releases shop/orders; it
+// returns bob's fencing token.
+func (d *demo) handOver(alice, bob *baton.Session) (int64, error) {
+	if _, err := alice.Release(d.ctx, "shop"); err != nil {
+		return 0, err
+	}
+	g, err := bob.Lock(d.ctx, "shop", baton.Write, 0, "orders")
+	if err != nil {
+		return 0, err
+	}
+	_, err = bob.Release(d.ctx, "shop")
+	return g[0].Token, err
 }
 
 func (d *demo) waitPending(s *baton.Session) error {
@@ -190,10 +238,8 @@ func (d *demo) waitPending(s *baton.Session) error {
 		if err != nil {
 			return err
 		}
-		for _, l := range ls {
-			if l.Session == s.ID() && l.Status == "PENDING" {
-				return nil
-			}
+		if slices.ContainsFunc(ls, func(l baton.LockInfo) bool { return l.Session == s.ID() && l.Status == "PENDING" }) {
+			return nil
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -206,8 +252,7 @@ func (d *demo) monitor() error {
 		return err
 	}
 	say("baton locks:")
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tOWNER")
+	tw := newTable(os.Stdout, "  TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tOWNER")
 	for _, l := range ls {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", l.Type, l.Namespace, l.Name, l.Mode, l.Status, l.Owner)
 	}
@@ -227,6 +272,20 @@ type cronLog struct {
 	skipped int
 }
 
+// skip counts a busy job skipped.
+func (log *cronLog) skip() {
+	log.mu.Lock()
+	log.skipped++
+	log.mu.Unlock()
+}
+
+// add records that a runner processed job.
+func (log *cronLog) add(job int, sp cronSpan) {
+	log.mu.Lock()
+	log.spans[job] = append(log.spans[job], sp)
+	log.mu.Unlock()
+}
+
 // cronRunner runs the cron loop twice over the six jobs on a session of
 // c: GET_LOCK with timeout 0, process, RELEASE_LOCK; a busy job is skipped.
 func (d *demo) cronRunner(c *baton.Client, name string, log *cronLog) error {
@@ -237,24 +296,7 @@ func (d *demo) cronRunner(c *baton.Client, name string, log *cronLog) error {
 	defer s.Close(d.ctx)
 	for round := 0; round < 2; round++ {
 		for job := 1; job <= 6; job++ {
-			lock := fmt.Sprintf("civimail.job.1.%d", job)
-			ok, err := s.GetLock(d.ctx, lock, 0)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				log.mu.Lock()
-				log.skipped++
-				log.mu.Unlock()
-				continue
-			}
-			sp := cronSpan{runner: name, start: time.Now()}
-			time.Sleep(15 * time.Millisecond) // send the mailing
-			sp.end = time.Now()
-			log.mu.Lock()
-			log.spans[job] = append(log.spans[job], sp)
-			log.mu.Unlock()
-			if _, err := s.ReleaseLock(d.ctx, lock); err != nil {
+			if err := d.cronJob(s, name, job, log); err != nil {
 				return err
 			}
 		}
@@ -262,28 +304,66 @@ func (d *demo) cronRunner(c *baton.Client, name string, log *cronLog) error {
 	return nil
 }
 
+// cronJob is one job of the loop: processed under its lock when the lock
+// is free, skipped when it is busy.
+func (d *demo) cronJob(s *baton.Session, runner string, job int, log *cronLog) error {
+	lock := fmt.Sprintf("civimail.job.1.%d", job)
+	ok, err := s.GetLock(d.ctx, lock, 0)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		log.skip()
+		return nil
+	}
+	log.add(job, sendMailing(runner))
+	_, err = s.ReleaseLock(d.ctx, lock)
+	return err
+}
+
+// sendMailing stands for sending a mailing, and returns when it ran.
+func sendMailing(runner string) cronSpan {
+	sp := cronSpan{runner: runner, start: time.Now()}
+	time.Sleep(15 * time.Millisecond) // send the mailing
+	sp.end = time.Now()
+	return sp
+}
+
 // report prints who processed each job, and fails if two runners ever
 // processed one job at once.
 func (log *cronLog) report() error {
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  JOB\tPROCESSED BY\tOVERLAPS")
+	tw := newTable(os.Stdout, "  JOB\tPROCESSED BY\tOVERLAPS")
 	for job := 1; job <= 6; job++ {
-		var who []string
-		overlaps := 0
-		for i, a := range log.spans[job] {
-			who = append(who, a.runner)
-			for _, b := range log.spans[job][i+1:] {
-				if a.start.Before(b.end) && b.start.Before(a.end) {
-					overlaps++
-				}
-			}
-		}
-		if overlaps > 0 {
+		spans := log.spans[job]
+		n := overlaps(spans)
+		if n > 0 {
 			return fmt.Errorf("job %d was processed by two runners at once", job)
 		}
-		fmt.Fprintf(tw, "  civimail.job.1.%d\t%s\t%d\n", job, strings.Join(who, ", "), overlaps)
+		fmt.Fprintf(tw, "  civimail.job.1.%d\t%s\t%d\n", job, strings.Join(runners(spans), ", "), n)
 	}
 	return tw.Flush()
+}
+
+// runners names the runner of each span.
+func runners(spans []cronSpan) []string {
+	var who []string
+	for _, sp := range spans {
+		who = append(who, sp.runner)
+	}
+	return who
+}
+
+// overlaps counts the pairs of spans that overlap in time.
+func overlaps(spans []cronSpan) int {
+	n := 0
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // cron: three runners, as on three machines, each with its own client and
@@ -294,9 +374,27 @@ func (d *demo) cron() error {
 	say("cron loop over 6 mailing jobs, twice, all at once. Per job: GET_LOCK with")
 	say("timeout 0, process it if acquired, RELEASE_LOCK; a busy job is skipped.")
 	log := &cronLog{spans: map[int][]cronSpan{}}
+	if err := d.runCronRunners(3, log); err != nil {
+		return err
+	}
+	if err := log.report(); err != nil {
+		return err
+	}
+	say("%d busy jobs were skipped; no job was ever processed by two runners at once.", log.skipped)
+	free, err := d.c.IsFreeLock(d.ctx, "civimail.job.1.1")
+	if err != nil {
+		return err
+	}
+	say("IS_FREE_LOCK('civimail.job.1.1') after the runs: %v", free)
+	return nil
+}
+
+// runCronRunners runs n runners at once, each on a client of its own, and
+// returns the first error of any.
+func (d *demo) runCronRunners(n int, log *cronLog) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for r := 1; r <= 3; r++ {
+	errs := make(chan error, n)
+	for r := 1; r <= n; r++ {
 		name := fmt.Sprintf("runner-%d", r)
 		c, err := baton.Open(d.ctx, d.dsn, baton.Options{Prefix: d.prefix, Name: name})
 		if err != nil {
@@ -313,51 +411,54 @@ func (d *demo) cron() error {
 	}
 	wg.Wait()
 	close(errs)
-	for err := range errs {
-		return err
-	}
-	if err := log.report(); err != nil {
-		return err
-	}
-	say("%d busy jobs were skipped; no job was ever processed by two runners at once.", log.skipped)
-	free, err := d.c.IsFreeLock(d.ctx, "civimail.job.1.1")
-	if err != nil {
-		return err
-	}
-	say("IS_FREE_LOCK('civimail.job.1.1') after the runs: %v", free)
-	return nil
+	return <-errs // nil when there is none
 }
 
 // crash runs `baton lock` in a child process, kills it with SIGKILL and
 // waits for its lock.
 func (d *demo) crash() error {
 	heading("3. A lock holder killed with SIGKILL")
-	self, err := os.Executable()
+	child, err := d.startHolder()
 	if err != nil {
-		return err
-	}
-	child := exec.Command(self, "--dsn", d.dsn, "lock", "--write", "nightly.report", "--", "sh", "-c", "echo holding; exec sleep 60")
-	if d.prefix != "" {
-		child.Args = append([]string{self, "--prefix", d.prefix}, child.Args[1:]...)
-	}
-	out, err := child.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := child.Start(); err != nil {
 		return err
 	}
 	defer func() { _ = child.Process.Kill() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "holding" {
-		return fmt.Errorf("child did not take the lock: %q", line)
-	}
 	say("`baton lock --write nightly.report -- sleep 60` runs as pid %d", child.Process.Pid)
-	s, err := d.session("successor")
+	return d.withSession("successor", func(s *baton.Session) error {
+		return d.outliveHolder(s, child)
+	})
+}
+
+// startHolder starts `baton lock` on nightly.report in a child process,
+// and returns once the child holds the lock.
+func (d *demo) startHolder() (*exec.Cmd, error) {
+	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer s.Close(d.ctx)
-	_, err = s.Lock(d.ctx, "default", baton.Write, 0, "nightly.report")
+	args := []string{"--dsn", d.dsn, "lock", "--write", "nightly.report", "--", "sh", "-c", "echo holding; exec sleep 60"}
+	if d.prefix != "" {
+		args = append([]string{"--prefix", d.prefix}, args...)
+	}
+	child := exec.Command(self, args...)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := child.Start(); err != nil {
+		return nil, err
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "holding" {
+		_ = child.Process.Kill()
+		return nil, fmt.Errorf("child did not take the lock: %q", line)
+	}
+	return child, nil
+}
+
+// outliveHolder: session s finds the lock busy, kills its holder and gets
+// the lock once the holder's session is seen gone.
+func (d *demo) outliveHolder(s *baton.Session, child *exec.Cmd) error {
+	_, err := s.Lock(d.ctx, "default", baton.Write, 0, "nightly.report")
 	say("another session tries the lock: %v", err)
 	if err := child.Process.Kill(); err != nil {
 		return err
@@ -380,70 +481,107 @@ func (d *demo) crash() error {
 // producer commits.
 func (d *demo) wakeOnCommit() error {
 	heading("4. A consumer that wakes when a producer commits (seed 000)")
-	s, err := d.session("consumer")
-	if err != nil {
-		return err
-	}
-	defer s.Close(d.ctx)
-	got := make(chan time.Time, 1)
+	return d.withSession("consumer", func(s *baton.Session) error {
+		woke := d.awaitMessage(s)
+		time.Sleep(200 * time.Millisecond)
+		say("the consumer waits on an empty queue (no polling)...")
+		sent := time.Now()
+		if _, err := d.c.Enqueue(d.ctx, "messages", []byte("hi")); err != nil {
+			return err
+		}
+		say("the producer commits a message; the consumer wakes %v later", (<-woke).Sub(sent).Round(time.Microsecond))
+		return nil
+	})
+}
+
+// awaitMessage starts the consumer: it claims a message of queue messages
+// (waiting at most 10s), acknowledges it, and sends when it woke.
+func (d *demo) awaitMessage(s *baton.Session) <-chan time.Time {
+	woke := make(chan time.Time, 1)
 	go func() {
 		ms, err := s.Claim(d.ctx, "messages", baton.ClaimOptions{Wait: 10 * time.Second})
 		if err == nil {
 			_ = s.Ack(d.ctx, ms[0])
 		}
-		got <- time.Now()
+		woke <- time.Now()
 	}()
-	time.Sleep(200 * time.Millisecond)
-	say("the consumer waits on an empty queue (no polling)...")
-	sent := time.Now()
-	if _, err := d.c.Enqueue(d.ctx, "messages", []byte("hi")); err != nil {
-		return err
-	}
-	say("the producer commits a message; the consumer wakes %v later", (<-got).Sub(sent).Round(time.Microsecond))
-	return nil
+	return woke
 }
 
 // mailQueue: seed 002, a mail queue taken 10 at a time.
 func (d *demo) mailQueue() error {
 	heading("5. A mail queue, 10 at a time (seed 002)")
-	msgs := make([]baton.NewMessage, 20)
+	if err := d.enqueueMail(20, 3); err != nil {
+		return err
+	}
+	return d.withSession("mailer", func(s *baton.Session) error {
+		say("20 messages; 5, 10 and 15 always fail to send; attempt limit 3")
+		if err := d.sendMailBatches(s); err != nil {
+			return err
+		}
+		return d.reportDeadMail()
+	})
+}
+
+// enqueueMail enqueues n messages "Message 1" to "Message n", each with
+// the attempt limit maxAttempts.
+func (d *demo) enqueueMail(n, maxAttempts int) error {
+	msgs := make([]baton.NewMessage, n)
 	for i := range msgs {
-		msgs[i] = baton.NewMessage{Payload: []byte(fmt.Sprintf("Message %d", i+1)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: 3}}
+		msgs[i] = baton.NewMessage{Payload: []byte(fmt.Sprintf("Message %d", i+1)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: maxAttempts}}
 	}
-	if _, err := d.c.EnqueueMany(d.ctx, "t_queue", msgs); err != nil {
-		return err
-	}
-	s, err := d.session("mailer")
-	if err != nil {
-		return err
-	}
-	defer s.Close(d.ctx)
-	say("20 messages; 5, 10 and 15 always fail to send; attempt limit 3")
+	_, err := d.c.EnqueueMany(d.ctx, "t_queue", msgs)
+	return err
+}
+
+// sendMailBatches claims the mail 10 at a time until none is ready, and
+// says what each batch sent.
+func (d *demo) sendMailBatches(s *baton.Session) error {
 	for round := 1; ; round++ {
 		ms, err := s.Claim(d.ctx, "t_queue", baton.ClaimOptions{Max: 10})
 		if errors.Is(err, baton.ErrEmpty) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var line []string
-		for _, m := range ms {
-			n := strings.TrimPrefix(string(m.Payload), "Message ")
-			if n == "5" || n == "10" || n == "15" {
-				line = append(line, n+"✗")
-				if err := s.RetryAfter(d.ctx, m, 0, errors.New("mailbox unavailable")); err != nil {
-					return err
-				}
-				continue
-			}
-			line = append(line, n)
-			if err := s.Ack(d.ctx, m); err != nil {
-				return err
-			}
+		line, err := d.sendBatch(s, ms)
+		if err != nil {
+			return err
 		}
-		say("  batch %d: %s", round, strings.Join(line, " "))
+		say("  batch %d: %s", round, line)
 	}
+}
+
+// sendBatch sends each message of a batch and returns their numbers, a
+// failed one marked ✗.
+func (d *demo) sendBatch(s *baton.Session, ms []*baton.Message) (string, error) {
+	var line []string
+	for _, m := range ms {
+		n, err := d.sendMail(s, m)
+		if err != nil {
+			return "", err
+		}
+		line = append(line, n)
+	}
+	return strings.Join(line, " "), nil
+}
+
+// failingMail are the messages that never send.
+var failingMail = map[string]bool{"5": true, "10": true, "15": true}
+
+// sendMail sends one message: acknowledged, or retried when it is one of
+// the failing ones. It returns the message's number, marked ✗ on failure.
+func (d *demo) sendMail(s *baton.Session, m *baton.Message) (string, error) {
+	n := strings.TrimPrefix(string(m.Payload), "Message ")
+	if failingMail[n] {
+		return n + "✗", s.RetryAfter(d.ctx, m, 0, errors.New("mailbox unavailable"))
+	}
+	return n, s.Ack(d.ctx, m)
+}
+
+// reportDeadMail says which messages ended as dead letters.
+func (d *demo) reportDeadMail() error {
 	dead, err := d.c.DeadLetters(d.ctx, "t_queue", 10)
 	if err != nil {
 		return err
@@ -510,6 +648,26 @@ func (d *demo) tableEvents() error {
 		say("(not shown on sqlite::memory:, which no other connection can write)")
 		return nil
 	}
+	if err := d.writeLanguages(500); err != nil {
+		return err
+	}
+	ordered, err := d.orderedWorker(500)
+	if err != nil {
+		return err
+	}
+	parallel, err := d.parallelWorkers(500)
+	if err != nil {
+		return err
+	}
+	if !ordered || !parallel {
+		return errors.New("events were lost, duplicated or out of order")
+	}
+	return nil
+}
+
+// writeLanguages creates the application table, subscribes send_email
+// and ring_bell to its inserts, and inserts n rows with plain SQL.
+func (d *demo) writeLanguages(n int) error {
 	db, backend, err := openRaw(d.dsn)
 	if err != nil {
 		return err
@@ -527,38 +685,50 @@ func (d *demo) tableEvents() error {
 		}
 	}
 	say("subscriptions send_email and ring_bell on inserts into %s;", table)
-	say("500 rows inserted with plain SQL, in one transaction...")
-	if err := insertLanguages(db, backend, table, 500); err != nil {
-		return err
-	}
+	say("%d rows inserted with plain SQL, in one transaction...", n)
+	return insertLanguages(db, backend, table, n)
+}
+
+// orderedWorker drains ring_bell with one ordered worker, says how it
+// went, and reports whether it handled the n events in insert order.
+func (d *demo) orderedWorker(n int) (bool, error) {
 	start := time.Now()
 	order, err := d.ringBell()
 	if err != nil {
-		return err
+		return false, err
 	}
 	inOrder := sort.IntsAreSorted(order)
 	say("ring_bell, one ordered worker: %d events in %v, in insert order: %v", len(order), time.Since(start).Round(time.Millisecond), inOrder)
+	return inOrder && len(order) == n, nil
+}
+
+// parallelWorkers drains send_email with five parallel workers, says how
+// it went, and reports whether each of the n events was handled once.
+func (d *demo) parallelWorkers(n int) (bool, error) {
 	var mu sync.Mutex
 	seen := map[string]int{}
-	start = time.Now()
-	err = d.c.WorkEvents(d.ctx, "send_email", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+	start := time.Now()
+	err := d.c.WorkEvents(d.ctx, "send_email", func(ctx context.Context, e baton.Event, m *baton.Message) error {
 		mu.Lock()
 		seen[string(e.PK)]++
 		mu.Unlock()
 		return nil
 	}, baton.WorkerOptions{Concurrency: 5, Drain: true})
 	if err != nil {
-		return err
+		return false, err
 	}
+	twice := handledTwice(seen)
+	say("send_email, five parallel workers: %d events in %v, %d handled twice", len(seen), time.Since(start).Round(time.Millisecond), twice)
+	return len(seen) == n && twice == 0, nil
+}
+
+// handledTwice counts the events handled more than once.
+func handledTwice(seen map[string]int) int {
 	twice := 0
 	for _, n := range seen {
 		if n > 1 {
 			twice++
 		}
 	}
-	say("send_email, five parallel workers: %d events in %v, %d handled twice", len(seen), time.Since(start).Round(time.Millisecond), twice)
-	if !inOrder || len(order) != 500 || len(seen) != 500 || twice != 0 {
-		return errors.New("events were lost, duplicated or out of order")
-	}
-	return nil
+	return twice
 }

@@ -41,26 +41,32 @@ func openRaw(dsn string) (*sql.DB, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	var db *sql.DB
-	switch backend {
-	case "sqlite":
-		path, perr := sqlite.ParseDSN(dsn)
-		if perr != nil {
-			return nil, "", perr
-		}
-		db, err = openSQLiteFile(path)
-	case "postgres":
-		db, err = postgres.OpenSQL(context.Background(), dsn)
-	case "mysql":
-		var ddsn string
-		if ddsn, err = bench.MySQLDriverDSN(dsn); err == nil {
-			db, err = sql.Open("mysql", ddsn)
-		}
-	}
+	db, err := rawOpeners[backend](dsn)
 	if err != nil {
 		return nil, "", err
 	}
 	return db, backend, nil
+}
+
+// rawOpeners open a baton DSN of each backend with database/sql.
+var rawOpeners = map[string]func(dsn string) (*sql.DB, error){
+	"sqlite": func(dsn string) (*sql.DB, error) {
+		path, err := sqlite.ParseDSN(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return openSQLiteFile(path)
+	},
+	"postgres": func(dsn string) (*sql.DB, error) {
+		return postgres.OpenSQL(context.Background(), dsn)
+	},
+	"mysql": func(dsn string) (*sql.DB, error) {
+		ddsn, err := bench.MySQLDriverDSN(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return sql.Open("mysql", ddsn)
+	},
 }
 
 // openSQLiteFile opens a SQLite file as an application would.
@@ -95,24 +101,32 @@ var catalogQueries = map[string][]catalogQuery{
 func prefixedObjects(ctx context.Context, db *sql.DB, backend, prefix string) ([]string, error) {
 	var out []string
 	for _, q := range catalogQueries[backend] {
-		rows, err := db.QueryContext(ctx, q.list, len(prefix), prefix)
+		stmts, err := q.drops(ctx, db, prefix)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out = append(out, fmt.Sprintf(q.drop, name))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		out = append(out, stmts...)
 	}
 	return out, nil
+}
+
+// drops lists the objects the query finds, each as the statement that
+// drops it.
+func (q catalogQuery) drops(ctx context.Context, db *sql.DB, prefix string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q.list, len(prefix), prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf(q.drop, name))
+	}
+	return out, rows.Err()
 }
 
 // dropPrefixed drops every table and function whose name starts with
@@ -125,28 +139,9 @@ func dropPrefixed(dsn, prefix string) error {
 		return err
 	}
 	defer db.Close()
-	// A table's indexes and triggers go with it, and tables are dropped
-	// before functions; look again until nothing is left, in case an
-	// object could only go once another had.
-	dropped := map[string]int{}
-	for round := 0; round < 3; round++ {
-		stmts, err := prefixedObjects(ctx, db, backend, prefix)
-		if err != nil {
-			return fmt.Errorf("demo clean-up: list %s* objects: %w", prefix, err)
-		}
-		if len(stmts) == 0 {
-			break
-		}
-		for _, s := range stmts {
-			if _, err := db.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("demo clean-up: %s: %w", s, err)
-			}
-			kind := "tables"
-			if strings.HasPrefix(s, "DROP FUNCTION") || strings.HasPrefix(s, "DROP PROCEDURE") {
-				kind = "functions"
-			}
-			dropped[kind]++
-		}
+	dropped, err := dropAll(ctx, db, backend, prefix)
+	if err != nil {
+		return err
 	}
 	left, err := prefixedObjects(ctx, db, backend, prefix)
 	if err != nil {
@@ -155,11 +150,57 @@ func dropPrefixed(dsn, prefix string) error {
 	if len(left) > 0 {
 		return fmt.Errorf("demo clean-up: could not drop %s", strings.Join(left, "; "))
 	}
+	say("\nCleaned up: dropped the demo's %s (named %s*, with their indexes and triggers),", describeDropped(dropped), prefix)
+	say("its queues, dead letters, subscriptions and sessions with them. Nothing else was touched.")
+	return nil
+}
+
+// dropAll drops the objects named with prefix and counts them by kind.
+// A table's indexes and triggers go with it, and tables are dropped before
+// functions; it looks again until nothing is left (three rounds at most),
+// in case an object could only go once another had.
+func dropAll(ctx context.Context, db *sql.DB, backend, prefix string) (map[string]int, error) {
+	dropped := map[string]int{}
+	for round := 0; round < 3; round++ {
+		stmts, err := prefixedObjects(ctx, db, backend, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("demo clean-up: list %s* objects: %w", prefix, err)
+		}
+		if len(stmts) == 0 {
+			break
+		}
+		if err := dropEach(ctx, db, stmts, dropped); err != nil {
+			return nil, err
+		}
+	}
+	return dropped, nil
+}
+
+// dropEach runs the drop statements in turn, counting them by kind.
+func dropEach(ctx context.Context, db *sql.DB, stmts []string, dropped map[string]int) error {
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("demo clean-up: %s: %w", s, err)
+		}
+		dropped[droppedKind(s)]++
+	}
+	return nil
+}
+
+// droppedKind is what a drop statement drops: tables or functions (which
+// counts MySQL's procedures).
+func droppedKind(stmt string) string {
+	if strings.HasPrefix(stmt, "DROP FUNCTION") || strings.HasPrefix(stmt, "DROP PROCEDURE") {
+		return "functions"
+	}
+	return "tables"
+}
+
+// describeDropped says how many tables, and functions if any, were dropped.
+func describeDropped(dropped map[string]int) string {
 	what := fmt.Sprintf("%d tables", dropped["tables"])
 	if dropped["functions"] > 0 {
 		what += fmt.Sprintf(" and %d functions", dropped["functions"])
 	}
-	say("\nCleaned up: dropped the demo's %s (named %s*, with their indexes and triggers),", what, prefix)
-	say("its queues, dead letters, subscriptions and sessions with them. Nothing else was touched.")
-	return nil
+	return what
 }

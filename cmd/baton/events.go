@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,8 +13,6 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/bench"
 )
-
-func init() { extraCommands = append(extraCommands, eventsCmd) }
 
 func eventsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -45,32 +42,39 @@ baton's triggers; later ones reuse them.`,
 			if name == "" {
 				return usageErr("events subscribe: --name is required")
 			}
-			var acts []baton.Action
-			for _, a := range strings.Split(on, ",") {
-				if a = strings.TrimSpace(a); a != "" {
-					acts = append(acts, baton.Action(a))
+			sub := baton.Subscription{Name: name, Table: args[0], Actions: parseActions(on), MaxAttempts: maxAttempts}
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				if err := subscribeErr(c.Subscribe(cmd.Context(), sub)); err != nil {
+					return err
 				}
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			err = c.Subscribe(cmd.Context(), baton.Subscription{Name: name, Table: args[0], Actions: acts, MaxAttempts: maxAttempts})
-			if errors.Is(err, baton.ErrInvalid) || errors.Is(err, baton.ErrSubscriptionExists) {
-				return &cliError{code: exitUsage, msg: "events subscribe: " + err.Error()}
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Printf("subscribed %s to %s (%s); events in queue %s\n", name, args[0], on, baton.EventQueue(name))
-			return nil
+				fmt.Printf("subscribed %s to %s (%s); events in queue %s\n", name, args[0], on, baton.EventQueue(name))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&on, "on", "insert,update,delete", "the changes to follow, comma-separated")
 	cmd.Flags().StringVar(&name, "name", "", "the subscription's name")
 	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, "each event's attempt limit (default 25)")
 	return cmd
+}
+
+// parseActions reads the comma-separated changes of --on.
+func parseActions(on string) []baton.Action {
+	var acts []baton.Action
+	for _, a := range strings.Split(on, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			acts = append(acts, baton.Action(a))
+		}
+	}
+	return acts
+}
+
+// subscribeErr makes a bad or existing subscription a usage error.
+func subscribeErr(err error) error {
+	if errors.Is(err, baton.ErrInvalid) || errors.Is(err, baton.ErrSubscriptionExists) {
+		return &cliError{code: exitUsage, msg: "events subscribe: " + err.Error()}
+	}
+	return err
 }
 
 func eventsListCmd(g *globals) *cobra.Command {
@@ -80,48 +84,49 @@ func eventsListCmd(g *globals) *cobra.Command {
 		Short: "List subscriptions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			subs, err := c.Subscriptions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			type row struct {
-				Name        string    `json:"name"`
-				Table       string    `json:"table"`
-				Actions     []string  `json:"actions"`
-				Queue       string    `json:"queue"`
-				MaxAttempts int       `json:"max_attempts"`
-				CreatedAt   time.Time `json:"created_at"`
-			}
-			rows := make([]row, len(subs))
-			for i, s := range subs {
-				acts := make([]string, len(s.Actions))
-				for j, a := range s.Actions {
-					acts[j] = string(a)
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				subs, err := c.Subscriptions(cmd.Context())
+				if err != nil {
+					return err
 				}
-				rows[i] = row{s.Name, s.Table, acts, baton.EventQueue(s.Name), s.MaxAttempts, s.CreatedAt}
-			}
-			if asJSON {
-				return printJSON(rows)
-			}
-			if len(rows) == 0 {
-				fmt.Println("no subscriptions")
-				return nil
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTABLE\tACTIONS\tQUEUE\tMAX ATTEMPTS")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Name, r.Table, strings.Join(r.Actions, ","), r.Queue, r.MaxAttempts)
-			}
-			return tw.Flush()
+				rows := subscriptionRows(subs)
+				if asJSON {
+					return printJSON(rows)
+				}
+				return printTable("no subscriptions", "NAME\tTABLE\tACTIONS\tQUEUE\tMAX ATTEMPTS", rows, subscriptionRow.line)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
+}
+
+// subscriptionRow is one subscription in baton events list.
+type subscriptionRow struct {
+	Name        string    `json:"name"`
+	Table       string    `json:"table"`
+	Actions     []string  `json:"actions"`
+	Queue       string    `json:"queue"`
+	MaxAttempts int       `json:"max_attempts"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// subscriptionRows lists the subscriptions as baton events list shows them.
+func subscriptionRows(subs []baton.Subscription) []subscriptionRow {
+	rows := make([]subscriptionRow, len(subs))
+	for i, s := range subs {
+		acts := make([]string, len(s.Actions))
+		for j, a := range s.Actions {
+			acts[j] = string(a)
+		}
+		rows[i] = subscriptionRow{s.Name, s.Table, acts, baton.EventQueue(s.Name), s.MaxAttempts, s.CreatedAt}
+	}
+	return rows
+}
+
+// line is the subscription's line in the table.
+func (r subscriptionRow) line() string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d", r.Name, r.Table, strings.Join(r.Actions, ","), r.Queue, r.MaxAttempts)
 }
 
 func eventsUnsubscribeCmd(g *globals) *cobra.Command {
@@ -130,16 +135,13 @@ func eventsUnsubscribeCmd(g *globals) *cobra.Command {
 		Short: "Remove a subscription (the last one on a table removes the triggers)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.Unsubscribe(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Printf("unsubscribed %s\n", args[0])
-			return nil
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				if err := c.Unsubscribe(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Printf("unsubscribed %s\n", args[0])
+				return nil
+			})
 		},
 	}
 }
@@ -166,30 +168,28 @@ docs/events.md); BATON_KEY is its "pk".
 ` + strings.SplitN(workLong, "\n\n", 2)[1],
 		example: `  baton events work ring_bell --ordered -- ./ring.sh
   baton events work send_email --concurrency 5 -- ./send.sh`,
-		queue: func(ctx context.Context, g *globals, name string) (string, error) {
-			c, err := g.open(ctx)
-			if err != nil {
-				return "", err
-			}
-			defer c.Close()
-			subs, err := c.Subscriptions(ctx)
-			if err != nil {
-				return "", err
-			}
-			for _, s := range subs {
-				if s.Name == name {
-					return baton.EventQueue(name), nil
-				}
-			}
-			return "", &cliError{code: exitUsage, msg: fmt.Sprintf("events work: unknown subscription %q", name)}
-		},
+		queue: subscriptionQueue,
 	})
 }
 
+// subscriptionQueue is the queue of subscription NAME's events.
+func subscriptionQueue(ctx context.Context, g *globals, name string) (string, error) {
+	var subs []baton.Subscription
+	err := g.withClient(ctx, func(c *baton.Client) (err error) {
+		subs, err = c.Subscriptions(ctx)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if !slices.ContainsFunc(subs, func(s baton.Subscription) bool { return s.Name == name }) {
+		return "", &cliError{code: exitUsage, msg: fmt.Sprintf("events work: unknown subscription %q", name)}
+	}
+	return baton.EventQueue(name), nil
+}
+
 func benchEventsCmd(g *globals) *cobra.Command {
-	var backend string
-	var asJSON bool
-	var duration time.Duration
+	var f benchFlags
 	var rows, workers int
 	cmd := &cobra.Command{
 		Use:   "events [--backend sqlite|postgres|mysql] [--json] [--rows N] [--workers N]",
@@ -203,24 +203,16 @@ an event log, then mark and delete each in its own transaction) for the
 consumption cases, inserts into an unsubscribed table for writer_overhead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rows < 1 || workers < 1 || duration <= 0 {
+			if rows < 1 || workers < 1 || f.duration <= 0 {
 				return usageErr("bench events: --rows, --workers and --duration must be positive")
 			}
-			backend, server, err := benchTarget(cmd, g, "bench events", backend)
-			if err != nil {
-				return err
-			}
-			cfg := bench.EventsConfig{Backend: backend, Server: server, Rows: rows, Workers: workers, Duration: duration}
-			return runBench(cmd.Context(), "bench events", backend, asJSON, queueBenchTable,
-				func(progress func(string)) ([]bench.Record, error) {
-					cfg.Progress = progress
-					return bench.RunEvents(cmd.Context(), cfg)
-				})
+			return f.run(cmd, g, "bench events", queueBenchTable, func(backend, server string, progress func(string)) ([]bench.Record, error) {
+				cfg := bench.EventsConfig{Backend: backend, Server: server, Rows: rows, Workers: workers, Duration: f.duration, Progress: progress}
+				return bench.RunEvents(cmd.Context(), cfg)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
-	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "roughly how long each timed part runs")
+	f.add(cmd, "roughly how long each timed part runs")
 	cmd.Flags().IntVar(&rows, "rows", 5000, "captured inserts for the consumption cases")
 	cmd.Flags().IntVar(&workers, "workers", 4, "concurrency of events_parallel")
 	return cmd

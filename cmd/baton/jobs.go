@@ -60,29 +60,20 @@ backend; times are RFC 3339.`,
 			if len(args) == 1 {
 				o.Queue = args[0]
 			}
-			if state != "" {
-				st, err := baton.ParseMessageState(state)
+			if err := parseState(&o, state); err != nil {
+				return err
+			}
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				ms, next, err := c.ListMessages(cmd.Context(), o)
 				if err != nil {
 					return invalidUsage("queue list", err)
 				}
-				o.State = st
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ms, next, err := c.ListMessages(cmd.Context(), o)
-			if err != nil {
-				return invalidUsage("queue list", err)
-			}
-			if next != "" {
-				fmt.Fprintf(os.Stderr, "more: --after %s\n", next)
-			}
-			if asJSON {
-				return printJSON(nonNil(ms))
-			}
-			return printMessages(ms)
+				printMore(next)
+				if asJSON {
+					return printJSON(nonNil(ms))
+				}
+				return printMessages(ms)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only this state: scheduled, ready, running, retrying, completed, cancelled or dead")
@@ -93,27 +84,41 @@ backend; times are RFC 3339.`,
 	return cmd
 }
 
-func nonNil(ms []baton.MessageInfo) []baton.MessageInfo {
-	if ms == nil {
-		return []baton.MessageInfo{}
+// nonNil makes a nil list an empty one, which JSON prints as [] not null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
 	}
-	return ms
+	return list
+}
+
+// parseState sets the state --state names, when it names one.
+func parseState(o *baton.ListOptions, state string) error {
+	if state == "" {
+		return nil
+	}
+	st, err := baton.ParseMessageState(state)
+	o.State = st
+	return invalidUsage("queue list", err)
+}
+
+// printMore says, on standard error, where a cut list goes on from.
+func printMore(next string) {
+	if next != "" {
+		fmt.Fprintf(os.Stderr, "more: --after %s\n", next)
+	}
 }
 
 // printMessages prints messages as a table.
 func printMessages(ms []baton.MessageInfo) error {
-	if len(ms) == 0 {
-		fmt.Println("no messages")
-		return nil
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATE\tATTEMPT\tWHEN\tLAST ERROR\tPAYLOAD")
-	for _, m := range ms {
-		first, _, _ := strings.Cut(m.LastError, "\n")
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", m.ID, m.Queue, orDash(m.Kind), m.State, m.Attempt, m.MaxAttempts,
-			when(m), clip(orDash(first), 50), clip(string(m.Payload), 40))
-	}
-	return tw.Flush()
+	return printTable("no messages", "ID\tQUEUE\tKIND\tSTATE\tATTEMPT\tWHEN\tLAST ERROR\tPAYLOAD", ms, messageLine)
+}
+
+// messageLine is one message's line in the table of baton queue list.
+func messageLine(m baton.MessageInfo) string {
+	first, _, _ := strings.Cut(m.LastError, "\n")
+	return fmt.Sprintf("%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", m.ID, m.Queue, orDash(m.Kind), m.State, m.Attempt, m.MaxAttempts,
+		when(m), clip(orDash(first), 50), clip(string(m.Payload), 40))
 }
 
 // when is the time that matters in a message's state: when it finished,
@@ -165,32 +170,48 @@ ones 7 days by default).
 	return cmd
 }
 
-// printMessage prints one message, field by field.
+// printMessage prints one message, field by field, then the error of
+// every failed attempt.
 func printMessage(m baton.MessageInfo) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("id", strconv.FormatInt(m.ID, 10))
-	row("queue", m.Queue)
-	row("kind", orDash(m.Kind))
-	row("state", string(m.State))
-	row("attempt", fmt.Sprintf("%d of %d", m.Attempt, m.MaxAttempts))
-	row("priority", strconv.Itoa(m.Priority))
-	row("key", orDash(m.Key))
-	row("created", m.CreatedAt.Format(time.RFC3339))
+	for _, f := range messageFields(m) {
+		fmt.Fprintf(tw, "%s\t%s\n", f[0], f[1])
+	}
+	_ = tw.Flush()
+	printAttemptErrors(m.Errors)
+}
+
+// messageFields are the names and values baton queue get shows of a
+// message; the times, claim and cancellation only when set.
+func messageFields(m baton.MessageInfo) [][2]string {
+	fields := [][2]string{
+		{"id", strconv.FormatInt(m.ID, 10)},
+		{"queue", m.Queue},
+		{"kind", orDash(m.Kind)},
+		{"state", string(m.State)},
+		{"attempt", fmt.Sprintf("%d of %d", m.Attempt, m.MaxAttempts)},
+		{"priority", strconv.Itoa(m.Priority)},
+		{"key", orDash(m.Key)},
+		{"created", m.CreatedAt.Format(time.RFC3339)},
+	}
 	for k, t := range map[string]time.Time{"run at": m.RunAt, "claimed until": m.ClaimedUntil, "finished": m.FinishedAt} {
 		if !t.IsZero() {
-			row(k, t.Format(time.RFC3339))
+			fields = append(fields, [2]string{k, t.Format(time.RFC3339)})
 		}
 	}
 	if m.ClaimedBy != "" {
-		row("claimed by", m.ClaimedBy)
+		fields = append(fields, [2]string{"claimed by", m.ClaimedBy})
 	}
 	if m.CancelRequested {
-		row("cancel", "requested")
+		fields = append(fields, [2]string{"cancel", "requested"})
 	}
-	row("payload", clip(string(m.Payload), 200))
-	_ = tw.Flush()
-	for _, e := range m.Errors {
+	return append(fields, [2]string{"payload", clip(string(m.Payload), 200)})
+}
+
+// printAttemptErrors prints the error of every failed attempt, with the
+// stack of a panic indented below it.
+func printAttemptErrors(errs []baton.AttemptError) {
+	for _, e := range errs {
 		fmt.Printf("attempt %d failed at %s: %s\n", e.Attempt, e.At.Format(time.RFC3339), e.Error)
 		if e.Stack != "" {
 			fmt.Println("  " + strings.ReplaceAll(strings.TrimSpace(e.Stack), "\n", "\n  "))
@@ -225,12 +246,9 @@ func onID(cmd *cobra.Command, g *globals, what, arg string, op func(*baton.Clien
 	if err != nil {
 		return err
 	}
-	c, err := g.open(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return messageErr(what, id, op(c, id))
+	return g.withClient(cmd.Context(), func(c *baton.Client) error {
+		return messageErr(what, id, op(c, id))
+	})
 }
 
 // printIfFound prints a message found, or passes its error on.
@@ -280,8 +298,8 @@ finished one (exit 65) nor an unknown one (exit 66). The former form
 			queue := ""
 			if len(args) == 2 {
 				queue = args[0]
-				if err := baton.ValidateQueue(queue); err != nil {
-					return invalidUsage("queue "+use, err)
+				if err := checkQueue("queue "+use, queue); err != nil {
+					return err
 				}
 			}
 			return onID(cmd, g, "queue "+use, args[len(args)-1], func(c *baton.Client, id int64) error {
@@ -294,23 +312,44 @@ finished one (exit 65) nor an unknown one (exit 66). The former form
 // onMessage runs op on a waiting message, finding its queue when it is
 // not given, and says which state stopped it.
 func onMessage(ctx context.Context, c *baton.Client, queue string, id int64, op func(*baton.Client, context.Context, string, int64) error) error {
-	if queue == "" {
-		m, err := c.Message(ctx, id)
-		if err != nil {
-			return err
-		}
-		if m.FinishedAt.IsZero() {
-			queue = m.Queue
-		} else {
-			return fmt.Errorf("%w: message %d is %s", baton.ErrFinished, id, m.State)
-		}
+	queue, err := waitingQueue(ctx, c, queue, id)
+	if err != nil {
+		return err
 	}
-	err := op(c, ctx, queue, id)
+	err = op(c, ctx, queue, id)
 	if errors.Is(err, baton.ErrNoMessage) {
 		// Not waiting in that queue: finished, or no such message.
-		if m, gerr := c.Message(ctx, id); gerr == nil && !m.FinishedAt.IsZero() && m.Queue == queue {
-			return fmt.Errorf("%w: message %d is %s", baton.ErrFinished, id, m.State)
-		}
+		return finishedInQueue(ctx, c, queue, id, err)
 	}
 	return err
+}
+
+// waitingQueue is the queue given, or else the queue of message id, which
+// must not have finished.
+func waitingQueue(ctx context.Context, c *baton.Client, queue string, id int64) (string, error) {
+	if queue != "" {
+		return queue, nil
+	}
+	m, err := c.Message(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if !m.FinishedAt.IsZero() {
+		return "", finished(m)
+	}
+	return m.Queue, nil
+}
+
+// finishedInQueue says that message id finished, when it did in queue;
+// otherwise it passes err on.
+func finishedInQueue(ctx context.Context, c *baton.Client, queue string, id int64, err error) error {
+	if m, gerr := c.Message(ctx, id); gerr == nil && !m.FinishedAt.IsZero() && m.Queue == queue {
+		return finished(m)
+	}
+	return err
+}
+
+// finished is the error of a command on a message that has finished.
+func finished(m baton.MessageInfo) error {
+	return fmt.Errorf("%w: message %d is %s", baton.ErrFinished, m.ID, m.State)
 }

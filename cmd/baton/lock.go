@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,42 +43,15 @@ runs on after the session holding its locks is gone.
   # wait up to 30s for two resources, atomically
   baton lock --ns billing --write --timeout 30s invoices ledger -- ./close-month.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			if dash < 0 {
-				return usageErr("lock: missing -- CMD: put the command to run after --")
-			}
-			names, command := args[:dash], args[dash:]
-			if len(names) == 0 {
-				return usageErr("lock: no lock NAME given before --")
-			}
-			if len(command) == 0 {
-				return usageErr("lock: empty command after --")
-			}
-			if read == write {
-				return usageErr("lock: give exactly one of --read or --write")
-			}
-			to, err := parseTimeout(timeout)
+			req, command, err := parseLockArgs(args, cmd.ArgsLenAtDash(), ns, read, write, timeout)
 			if err != nil {
 				return err
-			}
-			mode := baton.Read
-			if write {
-				mode = baton.Write
-			}
-			// Validate before connecting: a bad name never touches the database.
-			if err := baton.ValidateName("namespace", ns); err != nil {
-				return err
-			}
-			for _, n := range names {
-				if err := baton.ValidateName("lock name", n); err != nil {
-					return err
-				}
 			}
 			path, err := lookCommand("lock", command[0])
 			if err != nil {
 				return err
 			}
-			return runLocked(cmd.Context(), g, ns, mode, to, names, path, command, grace)
+			return runLocked(cmd.Context(), g, req, path, command, grace)
 		},
 	}
 	cmd.Flags().StringVar(&ns, "ns", "default", "lock namespace")
@@ -90,68 +62,83 @@ runs on after the session holding its locks is gone.
 	return cmd
 }
 
-func runLocked(ctx context.Context, g *globals, ns string, mode baton.Mode, timeout time.Duration,
-	names []string, path string, command []string, grace time.Duration) error {
+// lockRequest is what baton lock asks for: locks of one mode on names of
+// one namespace, waiting at most timeout.
+type lockRequest struct {
+	ns      string
+	mode    baton.Mode
+	timeout time.Duration
+	names   []string
+}
+
+// parseLockArgs checks baton lock's arguments (NAME... -- CMD [ARG...],
+// dash where -- stood) and flags, before anything connects: a bad name
+// never touches the database.
+func parseLockArgs(args []string, dash int, ns string, read, write bool, timeout string) (lockRequest, []string, error) {
+	if dash < 0 {
+		return lockRequest{}, nil, usageErr("lock: missing -- CMD: put the command to run after --")
+	}
+	req := lockRequest{ns: ns, mode: baton.Read, names: args[:dash]}
+	command := args[dash:]
+	err := firstUsageErr("lock",
+		usageCheck{len(req.names) == 0, "no lock NAME given before --"},
+		usageCheck{len(command) == 0, "empty command after --"},
+		usageCheck{read == write, "give exactly one of --read or --write"})
+	if err != nil {
+		return req, nil, err
+	}
+	if req.timeout, err = parseTimeout(timeout); err != nil {
+		return req, nil, err
+	}
+	if write {
+		req.mode = baton.Write
+	}
+	return req, command, validateLockNames(ns, req.names)
+}
+
+// validateLockNames checks the namespace and every lock name.
+func validateLockNames(ns string, names []string) error {
+	if err := baton.ValidateName("namespace", ns); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := baton.ValidateName("lock name", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockSignals are the signals baton lock passes on to CMD.
+var lockSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+func runLocked(ctx context.Context, g *globals, req lockRequest, path string, command []string, grace time.Duration) error {
 	// Signals are forwarded to CMD once it runs; before that they cancel.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, lockSignals...)
 	defer signal.Stop(sigs)
-	actx, cancel := context.WithCancel(ctx)
+	actx, cancel := cancelOnSignal(ctx, sigs)
 	defer cancel()
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-actx.Done():
-		}
-	}()
 
 	c, err := g.open(actx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	s, err := lockWithRetry(actx, c, "baton lock "+command[0], ns, mode, timeout, names)
+	s, err := lockWithRetry(actx, c, "baton lock "+command[0], req)
+	if errors.Is(err, context.Canceled) {
+		return &cliError{code: exitInterrupted, msg: "lock: interrupted while waiting"}
+	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return &cliError{code: exitInterrupted, msg: "lock: interrupted while waiting"}
-		}
 		return err
 	}
 	cancel()
 
-	child := exec.Command(path, command[1:]...)
-	child.Args[0] = command[0]
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(os.Environ(), "BATON_SESSION="+s.ID())
-	dieWithParent(child)
-	if err := child.Start(); err != nil {
-		return &cliError{code: 126, msg: fmt.Sprintf("lock: cannot run %s: %v", command[0], err)}
+	child, err := startLocked(path, command, s)
+	if err != nil {
+		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	lost := false
-	var werr error
-wait:
-	for {
-		select {
-		case werr = <-exited:
-			break wait
-		case sig := <-sigs:
-			_ = child.Process.Signal(sig)
-		case <-s.Done():
-			if lost {
-				continue
-			}
-			lost = true
-			fmt.Fprintf(os.Stderr, "baton: lost: %v; sending SIGTERM to %s\n", s.Err(), command[0])
-			_ = child.Process.Signal(syscall.SIGTERM)
-			go func() {
-				time.Sleep(grace)
-				_ = child.Process.Kill()
-			}()
-		}
-	}
+	lost, werr := superviseLocked(child, command[0], s, sigs, grace)
 	closeCtx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()
 	_ = s.Close(closeCtx)
@@ -161,44 +148,141 @@ wait:
 	return &exitStatus{code: childStatus(werr)}
 }
 
+// cancelOnSignal returns a context that a signal on sigs cancels (while
+// baton waits for its locks).
+func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	return actx, cancel
+}
+
+// startLocked starts CMD, with the session that holds its locks in its
+// environment and its standard streams baton's own.
+func startLocked(path string, command []string, s *baton.Session) (*exec.Cmd, error) {
+	child := exec.Command(path, command[1:]...)
+	child.Args[0] = command[0]
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.Env = append(os.Environ(), "BATON_SESSION="+s.ID())
+	dieWithParent(child)
+	if err := child.Start(); err != nil {
+		return nil, &cliError{code: 126, msg: fmt.Sprintf("lock: cannot run %s: %v", command[0], err)}
+	}
+	return child, nil
+}
+
+// superviseLocked waits for CMD to exit, passing signals on to it, and
+// stops it (SIGTERM, then SIGKILL after grace) if the session loses its
+// locks; it returns whether the locks were lost, and CMD's wait error.
+func superviseLocked(child *exec.Cmd, name string, s *baton.Session, sigs <-chan os.Signal, grace time.Duration) (bool, error) {
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	done, lost := s.Done(), false
+	for {
+		select {
+		case werr := <-exited:
+			return lost, werr
+		case sig := <-sigs:
+			_ = child.Process.Signal(sig)
+		case <-done:
+			done, lost = nil, true // told once
+			fmt.Fprintf(os.Stderr, "baton: lost: %v; sending SIGTERM to %s\n", s.Err(), name)
+			terminate(child, grace)
+		}
+	}
+}
+
+// terminate sends CMD SIGTERM, and SIGKILL after grace.
+func terminate(child *exec.Cmd, grace time.Duration) {
+	_ = child.Process.Signal(syscall.SIGTERM)
+	go func() {
+		time.Sleep(grace)
+		_ = child.Process.Kill()
+	}()
+}
+
 // lockWithRetry takes the locks in a new session. A waiter whose session is
 // lost before it got its locks has lost nothing: it carries on with a new
 // session within what is left of its timeout (a try-once call tries once
 // more). Only a holder's loss is an error (exit 77, in runLocked).
-func lockWithRetry(ctx context.Context, c *baton.Client, owner, ns string, mode baton.Mode, timeout time.Duration, names []string) (*baton.Session, error) {
-	deadline := time.Now().Add(timeout)
+func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockRequest) (*baton.Session, error) {
+	deadline := time.Now().Add(req.timeout)
 	retried := false
 	for {
-		s, err := c.NewSession(ctx, baton.SessionOptions{Name: owner})
+		s, started, err := lockInNewSession(ctx, c, owner, req, deadline)
 		if err == nil {
-			left := timeout
-			if timeout > 0 {
-				if left = time.Until(deadline); left <= 0 {
-					left = 0
-				}
-			}
-			if _, err = s.Lock(ctx, ns, mode, left, names...); err == nil {
-				return s, nil
-			}
-			closeCtx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = s.Close(closeCtx)
-			ccancel()
-			if !errors.Is(err, baton.ErrSessionLost) {
-				return nil, err
-			}
-		} else if !retried {
-			return nil, err // the first session cannot start: say why
+			return s, nil
 		}
-		if ctx.Err() != nil || (timeout >= 0 && time.Now().After(deadline) && retried) {
+		if !mayRetryLock(err, started, retried) {
+			return nil, err
+		}
+		if waitedEnough(ctx, req.timeout, deadline, retried) {
 			return nil, fmt.Errorf("%w: %v", baton.ErrTimeout, err)
 		}
 		retried = true
 		fmt.Fprintf(os.Stderr, "baton: %v; waiting again with a new session\n", err)
-		select {
-		case <-time.After(200 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// waitedEnough says whether a waiter whose session was lost stops: when
+// interrupted, or when a new session already had its try and the timeout
+// (unless forever) has run out.
+func waitedEnough(ctx context.Context, timeout time.Duration, deadline time.Time, retried bool) bool {
+	return ctx.Err() != nil || (timeout >= 0 && time.Now().After(deadline) && retried)
+}
+
+// mayRetryLock says whether a failed attempt is worth another session: a
+// session lost while waiting is, and so is a session that cannot start
+// once an earlier one was lost; the first session that cannot start is
+// not (its error says why).
+func mayRetryLock(err error, started, retried bool) bool {
+	if started {
+		return errors.Is(err, baton.ErrSessionLost)
+	}
+	return retried
+}
+
+// lockInNewSession starts a session and takes the locks in it within what
+// is left until deadline; started says whether the session started. A
+// session that did not get its locks is closed.
+func lockInNewSession(ctx context.Context, c *baton.Client, owner string, req lockRequest, deadline time.Time) (*baton.Session, bool, error) {
+	s, err := c.NewSession(ctx, baton.SessionOptions{Name: owner})
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err = s.Lock(ctx, req.ns, req.mode, timeLeft(req.timeout, deadline), req.names...); err == nil {
+		return s, true, nil
+	}
+	closeCtx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	_ = s.Close(closeCtx)
+	ccancel()
+	return nil, true, err
+}
+
+// timeLeft is the timeout left until deadline: 0 once it passed, and a
+// timeout that is not positive (try once, or forever) as it is.
+func timeLeft(timeout time.Duration, deadline time.Time) time.Duration {
+	if timeout <= 0 {
+		return timeout
+	}
+	return max(time.Until(deadline), 0)
+}
+
+// sleepCtx waits d, or returns ctx's error if it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -229,36 +313,17 @@ and the transaction as its session, and "transaction": true in --json
 (PostgreSQL and MySQL/MariaDB; on SQLite no other connection can see it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ls, err := c.Locks(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if ls == nil {
-					ls = []baton.LockInfo{}
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				ls, err := c.Locks(cmd.Context())
+				if err != nil {
+					return err
 				}
-				return printJSON(ls)
-			}
-			if len(ls) == 0 {
-				fmt.Println("no locks held or waited for")
-				return nil
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tSESSION\tOWNER\tSINCE\tTOKEN")
-			for _, l := range ls {
-				token := ""
-				if l.Token != 0 {
-					token = strconv.FormatInt(l.Token, 10)
+				if asJSON {
+					return printJSON(nonNil(ls))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Type, l.Namespace, l.Name, l.Mode, l.Status,
-					l.Session, l.Owner, l.Since.Local().Format("2006-01-02 15:04:05.000"), token)
-			}
-			return tw.Flush()
+				return printTable("no locks held or waited for",
+					"TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tSESSION\tOWNER\tSINCE\tTOKEN", ls, lockLine)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -271,40 +336,82 @@ type schemaCreator interface {
 	CreateSchema(ctx context.Context) (string, error)
 }
 
-// runMigrate applies the pending migrations (action up) and prints every
-// migration's state.
+// lockLine is one lock's line in the table of baton locks.
+func lockLine(l baton.LockInfo) string {
+	token := ""
+	if l.Token != 0 {
+		token = strconv.FormatInt(l.Token, 10)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Type, l.Namespace, l.Name, l.Mode, l.Status,
+		l.Session, l.Owner, l.Since.Local().Format("2006-01-02 15:04:05.000"), token)
+}
+
+// migrateActions are the actions of baton migrate: each returns every
+// migration's state after it.
+var migrateActions = map[string]func(context.Context, driver.Driver) ([]driver.MigrationStatus, error){
+	"up": migrateUp,
+	"status": func(ctx context.Context, d driver.Driver) ([]driver.MigrationStatus, error) {
+		return d.MigrationStatus(ctx)
+	},
+}
+
+// runMigrate runs a migrate action and prints every migration's state.
 func runMigrate(ctx context.Context, g *globals, action string) error {
 	d, err := driver.Open(ctx, g.dsn, g.prefix)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if cs, ok := d.(schemaCreator); ok && action == "up" {
-		created, err := cs.CreateSchema(ctx)
-		if err != nil {
-			return err
-		}
-		if created != "" {
-			fmt.Printf("created schema %s\n", created)
-		}
-	}
-	st, err := d.MigrationStatus(ctx)
-	if action == "up" && err == nil {
-		pending := 0
-		for _, m := range st {
-			if !m.Applied {
-				pending++
-			}
-		}
-		sp := progress("migrate", fmt.Sprintf("applying %d pending migrations", pending))
-		st, err = d.Migrate(ctx)
-		sp.stop()
-	}
+	st, err := migrateActions[action](ctx, d)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERSION\tNAME\tSTATE\tAPPLIED AT")
+	return printMigrations(st)
+}
+
+// migrateUp creates the DSN's schema if need be and applies the pending
+// migrations, with a progress line that says how many.
+func migrateUp(ctx context.Context, d driver.Driver) ([]driver.MigrationStatus, error) {
+	if err := createSchema(ctx, d); err != nil {
+		return nil, err
+	}
+	st, err := d.MigrationStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sp := progress("migrate", fmt.Sprintf("applying %d pending migrations", countPending(st)))
+	defer sp.stop()
+	return d.Migrate(ctx)
+}
+
+// createSchema creates the schema the DSN names, on a backend that can,
+// and says so when it did not exist.
+func createSchema(ctx context.Context, d driver.Driver) error {
+	cs, ok := d.(schemaCreator)
+	if !ok {
+		return nil
+	}
+	created, err := cs.CreateSchema(ctx)
+	if created != "" && err == nil {
+		fmt.Printf("created schema %s\n", created)
+	}
+	return err
+}
+
+// countPending counts the migrations not applied yet.
+func countPending(st []driver.MigrationStatus) int {
+	pending := 0
+	for _, m := range st {
+		if !m.Applied {
+			pending++
+		}
+	}
+	return pending
+}
+
+// printMigrations prints every migration with its state.
+func printMigrations(st []driver.MigrationStatus) error {
+	tw := newTable(os.Stdout, "VERSION\tNAME\tSTATE\tAPPLIED AT")
 	for _, m := range st {
 		state, at := "pending", ""
 		if m.Applied {
@@ -337,7 +444,7 @@ is a terminal; otherwise stderr stays silent.`,
 			if len(args) == 1 {
 				action = args[0]
 			}
-			if action != "up" && action != "status" {
+			if migrateActions[action] == nil {
 				return usageErr("migrate: unknown action %q (use up or status)", action)
 			}
 			return runMigrate(cmd.Context(), g, action)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,26 +82,54 @@ func usageErr(format string, a ...any) error {
 	return &cliError{code: exitUsage, msg: fmt.Sprintf(format, a...)}
 }
 
+// errorClasses maps the library's errors to exit statuses and the word put
+// before their message, tried in this order.
+var errorClasses = []struct {
+	err    error
+	code   int
+	prefix string
+}{
+	{baton.ErrTimeout, exitTimeout, "timeout: "},
+	{baton.ErrDeadlock, exitDeadlock, "deadlock: "},
+	{baton.ErrWrongName, exitBadName, ""},
+	{baton.ErrSessionLost, exitLost, "lost: "},
+	{baton.ErrBadDSN, exitUsage, ""},
+	{baton.ErrInvalid, exitUsage, ""},
+}
+
 // classify maps an error to its exit status and the word that names it.
 func classify(err error) (int, string) {
 	var ce *cliError
-	switch {
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		return ce.code, ce.msg
-	case errors.Is(err, baton.ErrTimeout):
-		return exitTimeout, "timeout: " + err.Error()
-	case errors.Is(err, baton.ErrDeadlock):
-		return exitDeadlock, "deadlock: " + err.Error()
-	case errors.Is(err, baton.ErrWrongName):
-		return exitBadName, err.Error()
-	case errors.Is(err, baton.ErrSessionLost):
-		return exitLost, "lost: " + err.Error()
-	case errors.Is(err, baton.ErrBadDSN), errors.Is(err, baton.ErrInvalid):
-		return exitUsage, err.Error()
-	case isUnavailable(err):
+	}
+	for _, c := range errorClasses {
+		if errors.Is(err, c.err) {
+			return c.code, c.prefix + err.Error()
+		}
+	}
+	if isUnavailable(err) {
 		return exitUnavailable, "database unavailable: " + err.Error()
 	}
 	return exitError, err.Error()
+}
+
+// usageCheck is one rule a command's arguments must keep: when bad is
+// true, the command stops with msg as a usage error.
+type usageCheck struct {
+	bad bool
+	msg string
+}
+
+// firstUsageErr returns the usage error of the first broken rule, named
+// by the command what, or nil when every rule is kept.
+func firstUsageErr(what string, checks ...usageCheck) error {
+	for _, c := range checks {
+		if c.bad {
+			return usageErr("%s: %s", what, c.msg)
+		}
+	}
+	return nil
 }
 
 func isUnavailable(err error) bool {
@@ -130,6 +160,22 @@ func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 	return baton.Open(ctx, g.dsn, opts)
 }
 
+// withClient runs op with a client of the command's database, closed after.
+func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) error {
+	c, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return op(c)
+}
+
+// commands make baton's commands, added to the root in this order.
+var commands = []func(*globals) *cobra.Command{
+	lockCmd, locksCmd, migrateCmd, demoCmd, versionCmd,
+	benchCmd, eventsCmd, notifyCmd, listenCmd, queueCmd, serveCmd, workCmd,
+}
+
 func newRoot() *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
@@ -158,16 +204,12 @@ prints a shell completion script.
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(lockCmd(g), locksCmd(g), migrateCmd(g), demoCmd(g), versionCmd())
-	setVersion(root)
-	for _, add := range extraCommands {
+	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
+	setVersion(root)
 	return root
 }
-
-// extraCommands lets other files of this package add commands.
-var extraCommands []func(*globals) *cobra.Command
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -218,6 +260,27 @@ func parseTimeout(s string) (time.Duration, error) {
 		return 0, usageErr("--timeout %q is negative: use 0 to try once, a positive duration, or forever", s)
 	}
 	return d, nil
+}
+
+// newTable starts a table of aligned columns on w with its header line.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
+}
+
+// printTable prints a table on standard output: header, then one line per
+// item, or only the line empty when there is no item.
+func printTable[T any](empty, header string, items []T, line func(T) string) error {
+	if len(items) == 0 {
+		fmt.Println(empty)
+		return nil
+	}
+	tw := newTable(os.Stdout, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, line(it))
+	}
+	return tw.Flush()
 }
 
 // printJSON writes v to standard output as indented JSON.

@@ -38,21 +38,27 @@ func TestMain(m *testing.M) {
 // run executes the CLI and returns its exit status, stdout and stderr.
 func run(t *testing.T, dsn string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--dsn", dsn}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
+	return runWith(t, dsn, "", nil, args...)
+}
+
+// exitCase is a command line of baton (--dsn included) and the exit
+// status and the word on stderr it must give.
+type exitCase struct {
+	args []string
+	code int
+	word string
+}
+
+// checkExits runs every case and reports each whose exit status or
+// stderr is not as expected.
+func checkExits(t *testing.T, cases []exitCase) {
+	t.Helper()
+	for _, tc := range cases {
+		code, _, errs := runArgs(t, "", nil, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.word) {
+			t.Errorf("baton %v: exit %d, stderr %q; want %d naming %q", tc.args, code, errs, tc.code, tc.word)
+		}
 	}
-	t.Fatalf("run: %v", err)
-	return 0, "", ""
 }
 
 func client(t *testing.T, dsn string) (*baton.Client, *baton.Session) {
@@ -177,10 +183,7 @@ func TestLockCommandLost(t *testing.T) {
 		out, _ := cmd.StdoutPipe()
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		startBaton(t, cmd)
 		line, _ := bufio.NewReader(out).ReadString('\n')
 		id := strings.TrimSpace(line)
 		if id == "" {
@@ -303,27 +306,13 @@ func TestBadDSNExitsUsage(t *testing.T) {
 	if err := os.WriteFile(notDB, []byte("hello, not a database at all, but long enough to have a header\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--prefix", "x-y", "locks"}, "prefix"},
-		{[]string{"--dsn", "mysql://root@127.0.0.1:abc/test", "locks"}, "not a valid URL"},
-		{[]string{"--dsn", "mysql://root@127.0.0.1:3306", "locks"}, "names no database"},
-		{[]string{"--dsn", "sqlite:" + notDB, "locks"}, "not an SQLite database"},
-		{[]string{"--dsn", "bogus://x", "locks"}, "bad DSN"},
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, bin, tc.args...)
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		err := cmd.Run()
-		cancel()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(errb.String(), tc.want) {
-			t.Errorf("baton %v: %v, stderr %q; want exit %d naming %q", tc.args, err, errb.String(), exitUsage, tc.want)
-		}
-	}
+	checkExits(t, []exitCase{
+		{[]string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--prefix", "x-y", "locks"}, exitUsage, "prefix"},
+		{[]string{"--dsn", "mysql://root@127.0.0.1:abc/test", "locks"}, exitUsage, "not a valid URL"},
+		{[]string{"--dsn", "mysql://root@127.0.0.1:3306", "locks"}, exitUsage, "names no database"},
+		{[]string{"--dsn", "sqlite:" + notDB, "locks"}, exitUsage, "not an SQLite database"},
+		{[]string{"--dsn", "bogus://x", "locks"}, exitUsage, "bad DSN"},
+	})
 }
 
 // TestPostgresConnectErrorNamesCause: a refused login is reported by its
@@ -352,20 +341,12 @@ func TestCommandExitStatuses(t *testing.T) {
 	if err := os.WriteFile(noExec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args []string
-		code int
-		word string
-	}{
-		{[]string{"lock", "--write", "a", "--", "/nonexistent/cmd"}, exitNotFound, "not found"},
-		{[]string{"lock", "--write", "a", "--", noExec}, exitNoExec, "cannot be executed"},
-		{[]string{"work", "q", "--drain", "--", "/nonexistent/cmd"}, exitNotFound, "not found"},
-		{[]string{"work", "q", "--drain", "--", noExec}, exitNoExec, "cannot be executed"},
-		{[]string{"work", "q", "--drain"}, exitUsage, ""},
-	} {
-		code, _, errs := run(t, dsn, tc.args...)
-		if code != tc.code || !strings.Contains(errs, tc.word) {
-			t.Errorf("baton %v: exit %d, stderr %q; want %d naming %q", tc.args, code, errs, tc.code, tc.word)
-		}
-	}
+	withDSN := func(args ...string) []string { return append([]string{"--dsn", dsn}, args...) }
+	checkExits(t, []exitCase{
+		{withDSN("lock", "--write", "a", "--", "/nonexistent/cmd"), exitNotFound, "not found"},
+		{withDSN("lock", "--write", "a", "--", noExec), exitNoExec, "cannot be executed"},
+		{withDSN("work", "q", "--drain", "--", "/nonexistent/cmd"), exitNotFound, "not found"},
+		{withDSN("work", "q", "--drain", "--", noExec), exitNoExec, "cannot be executed"},
+		{withDSN("work", "q", "--drain"), exitUsage, ""},
+	})
 }

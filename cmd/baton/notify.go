@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,6 @@ import (
 
 	"github.com/batonhq/baton"
 )
-
-func init() { extraCommands = append(extraCommands, notifyCmd, listenCmd) }
 
 // argsUsage is cobra.RangeArgs whose error is a usage error (exit 64).
 func argsUsage(name string, lo, hi int) cobra.PositionalArgs {
@@ -37,6 +36,12 @@ func invalidUsage(cmdName string, err error) error {
 	return err
 }
 
+// checkQueue checks a QUEUE argument: a bad name is a usage error of the
+// command what.
+func checkQueue(what, queue string) error {
+	return invalidUsage(what, baton.ValidateQueue(queue))
+}
+
 func notifyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "notify CHANNEL PAYLOAD",
@@ -55,23 +60,24 @@ Use a queue (baton queue push) when every message must be processed.`, baton.Max
 		RunE: func(cmd *cobra.Command, args []string) error {
 			channel, payload := args[0], args[1]
 			// Checked before connecting: bad input never touches the database.
-			if err := baton.ValidateChannel(channel); err != nil {
-				return invalidUsage("notify", err)
-			}
-			if len(payload) > baton.MaxPayload {
-				return usageErr("notify: payload is %d bytes, more than %d", len(payload), baton.MaxPayload)
-			}
-			if !utf8.ValidString(payload) {
-				return usageErr("notify: payload is not valid UTF-8")
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
+			if err := checkNotification(channel, payload); err != nil {
 				return err
 			}
-			defer c.Close()
-			return invalidUsage("notify", c.Notify(cmd.Context(), channel, payload))
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				return invalidUsage("notify", c.Notify(cmd.Context(), channel, payload))
+			})
 		},
 	}
+}
+
+// checkNotification checks the channel and payload of baton notify.
+func checkNotification(channel, payload string) error {
+	if err := baton.ValidateChannel(channel); err != nil {
+		return invalidUsage("notify", err)
+	}
+	return firstUsageErr("notify",
+		usageCheck{len(payload) > baton.MaxPayload, fmt.Sprintf("payload is %d bytes, more than %d", len(payload), baton.MaxPayload)},
+		usageCheck{!utf8.ValidString(payload), "payload is not valid UTF-8"})
 }
 
 func listenCmd(g *globals) *cobra.Command {
@@ -102,41 +108,47 @@ stored for absent listeners.`,
 				}
 			}
 			ctx := cmd.Context()
-			c, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			l, err := c.Listen(ctx, args...)
-			if err != nil {
-				return invalidUsage("listen", err)
-			}
-			defer l.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return nil // SIGINT or SIGTERM
-				case n, ok := <-l.C():
-					if !ok {
-						return errors.New("listen: the listener stopped")
-					}
-					var line []byte
-					if asJSON {
-						line, _ = json.Marshal(struct {
-							Channel string `json:"channel"`
-							Payload string `json:"payload"`
-						}{n.Channel, n.Payload})
-					} else {
-						line = []byte(n.Channel + " " + n.Payload)
-					}
-					// os.Stdout is unbuffered: one write per line, seen at once.
-					if _, err := os.Stdout.Write(append(line, '\n')); err != nil {
-						return fmt.Errorf("listen: write: %w", err)
-					}
+			return g.withClient(ctx, func(c *baton.Client) error {
+				l, err := c.Listen(ctx, args...)
+				if err != nil {
+					return invalidUsage("listen", err)
 				}
-			}
+				defer l.Close()
+				return printNotifications(ctx, l, notificationFormats[asJSON])
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object per line: {"channel":...,"payload":...}`)
 	return cmd
+}
+
+// notificationFormats are the line formats of baton listen, by --json.
+var notificationFormats = map[bool]func(baton.Notification) []byte{
+	false: func(n baton.Notification) []byte { return []byte(n.Channel + " " + n.Payload) },
+	true: func(n baton.Notification) []byte {
+		line, _ := json.Marshal(struct {
+			Channel string `json:"channel"`
+			Payload string `json:"payload"`
+		}{n.Channel, n.Payload})
+		return line
+	},
+}
+
+// printNotifications prints one line per notification as it arrives,
+// until ctx ends (SIGINT or SIGTERM).
+func printNotifications(ctx context.Context, l *baton.Listener, format func(baton.Notification) []byte) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil // SIGINT or SIGTERM
+		case n, ok := <-l.C():
+			if !ok {
+				return errors.New("listen: the listener stopped")
+			}
+			// os.Stdout is unbuffered: one write per line, seen at once.
+			if _, err := os.Stdout.Write(append(format(n), '\n')); err != nil {
+				return fmt.Errorf("listen: write: %w", err)
+			}
+		}
+	}
 }

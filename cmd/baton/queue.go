@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -19,8 +18,6 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/internal/bench"
 )
-
-func init() { extraCommands = append(extraCommands, queueCmd) }
 
 func queueCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -38,8 +35,7 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
 		},
 	}
 	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueCancelCmd(g),
-		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g),
-		queuePauseCmd(g, true), queuePauseCmd(g, false),
+		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g),
 		queueMessageCmd(g, "retry", "Make a waiting message due now",
 			"Make message ID, delayed or backing off before a retry, due at once.", (*baton.Client).RetryNow),
 		queueMessageCmd(g, "delete", "Delete a waiting message",
@@ -48,9 +44,7 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
 }
 
 func queuePushCmd(g *globals) *cobra.Command {
-	var delay, timeout, uniqueFor time.Duration
-	var priority, maxAttempts int
-	var key, unique, kind string
+	var o baton.EnqueueOptions
 	var uniqueStates []string
 	cmd := &cobra.Command{
 		Use:   "push QUEUE [PAYLOAD|-]",
@@ -76,71 +70,101 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 		Args: argsUsage("queue push", 1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
-			if err := baton.ValidateQueue(queue); err != nil {
-				return invalidUsage("queue push", err)
+			if err := checkPush(queue, o, cmd.Flags().Changed("max-attempts")); err != nil {
+				return err
 			}
-			if delay < 0 {
-				return usageErr("queue push: --delay %v is negative", delay)
-			}
-			if cmd.Flags().Changed("max-attempts") && maxAttempts < 1 {
-				return usageErr("queue push: --max-attempts %d: give at least 1", maxAttempts)
-			}
-			var payload []byte
-			if len(args) == 2 && args[1] != "-" {
-				payload = []byte(args[1])
-			} else {
-				b, err := io.ReadAll(io.LimitReader(os.Stdin, baton.MaxMessagePayload+1))
-				if err != nil {
-					return fmt.Errorf("queue push: read standard input: %w", err)
-				}
-				payload = b
-			}
-			switch {
-			case len(payload) == 0:
-				return usageErr("queue push: empty payload")
-			case len(payload) > baton.MaxMessagePayload:
-				return usageErr("queue push: payload is more than %d bytes", baton.MaxMessagePayload)
-			}
-			c, err := g.open(cmd.Context())
+			payload, err := readPayload(args[1:])
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			o := baton.EnqueueOptions{Delay: delay, Priority: priority, Key: key, MaxAttempts: maxAttempts,
-				Timeout: timeout, UniqueKey: unique, UniquePeriod: uniqueFor, Kind: kind}
-			for _, st := range uniqueStates {
-				o.UniqueStates = append(o.UniqueStates, baton.MessageState(st))
-			}
-			var id int64
-			dup := false
-			if unique != "" {
-				id, dup, err = c.EnqueueUnique(cmd.Context(), queue, payload, o)
-			} else {
-				id, err = c.Enqueue(cmd.Context(), queue, payload, o)
-			}
-			if err != nil {
-				return invalidUsage("queue push", err)
-			}
-			if dup {
-				fmt.Println(id, "duplicate")
+			o.UniqueStates = messageStates(uniqueStates)
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				id, dup, err := enqueue(cmd.Context(), c, queue, payload, o)
+				if err != nil {
+					return invalidUsage("queue push", err)
+				}
+				printPushed(id, dup)
 				return nil
-			}
-			fmt.Println(id)
-			return nil
+			})
 		},
 	}
-	cmd.Flags().DurationVar(&delay, "delay", 0, "wait this long before the message may be claimed (e.g. 30s, 10m)")
-	cmd.Flags().IntVar(&priority, "priority", 0, "lower numbers are served first; may be negative")
-	cmd.Flags().StringVar(&key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
-	cmd.Flags().IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "bound each handler run of the message (e.g. 30s; overrides baton work --timeout)")
-	cmd.Flags().StringVar(&unique, "unique-key", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
-	cmd.Flags().StringVar(&unique, "unique", "", "the former name of --unique-key")
+	cmd.Flags().DurationVar(&o.Delay, "delay", 0, "wait this long before the message may be claimed (e.g. 30s, 10m)")
+	cmd.Flags().IntVar(&o.Priority, "priority", 0, "lower numbers are served first; may be negative")
+	cmd.Flags().StringVar(&o.Key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
+	cmd.Flags().IntVar(&o.MaxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "bound each handler run of the message (e.g. 30s; overrides baton work --timeout)")
+	cmd.Flags().StringVar(&o.UniqueKey, "unique-key", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
+	cmd.Flags().StringVar(&o.UniqueKey, "unique", "", "the former name of --unique-key")
 	_ = cmd.Flags().MarkHidden("unique")
-	cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
+	cmd.Flags().DurationVar(&o.UniquePeriod, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
 	cmd.Flags().StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-key: the states in which the key's holder keeps it (scheduled, ready, retrying, running, completed, cancelled, dead)")
-	cmd.Flags().StringVar(&kind, "kind", "", "the kind of the message: names the worker that handles it")
+	cmd.Flags().StringVar(&o.Kind, "kind", "", "the kind of the message: names the worker that handles it")
 	return cmd
+}
+
+// checkPush checks baton queue push's queue and flags.
+func checkPush(queue string, o baton.EnqueueOptions, maxAttemptsSet bool) error {
+	if err := checkQueue("queue push", queue); err != nil {
+		return err
+	}
+	return firstUsageErr("queue push",
+		usageCheck{o.Delay < 0, fmt.Sprintf("--delay %v is negative", o.Delay)},
+		usageCheck{maxAttemptsSet && o.MaxAttempts < 1, fmt.Sprintf("--max-attempts %d: give at least 1", o.MaxAttempts)})
+}
+
+// readPayload reads the payload of baton queue push: the PAYLOAD argument,
+// or standard input when it is - or missing. It must be neither empty nor
+// too large.
+func readPayload(rest []string) ([]byte, error) {
+	payload, err := payloadArg(rest)
+	if err != nil {
+		return nil, err
+	}
+	return payload, firstUsageErr("queue push",
+		usageCheck{len(payload) == 0, "empty payload"},
+		usageCheck{len(payload) > baton.MaxMessagePayload, fmt.Sprintf("payload is more than %d bytes", baton.MaxMessagePayload)})
+}
+
+// payloadArg is the PAYLOAD argument, or what standard input holds (up
+// to one byte more than a payload may hold).
+func payloadArg(rest []string) ([]byte, error) {
+	if len(rest) == 1 && rest[0] != "-" {
+		return []byte(rest[0]), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, baton.MaxMessagePayload+1))
+	if err != nil {
+		return nil, fmt.Errorf("queue push: read standard input: %w", err)
+	}
+	return b, nil
+}
+
+// messageStates converts the names of message states.
+func messageStates(names []string) []baton.MessageState {
+	var states []baton.MessageState
+	for _, st := range names {
+		states = append(states, baton.MessageState(st))
+	}
+	return states
+}
+
+// enqueue adds the message; with a unique key, only when no holder keeps
+// the key, and dup says whether it was a duplicate (the id its holder's).
+func enqueue(ctx context.Context, c *baton.Client, queue string, payload []byte, o baton.EnqueueOptions) (int64, bool, error) {
+	if o.UniqueKey != "" {
+		return c.EnqueueUnique(ctx, queue, payload, o)
+	}
+	id, err := c.Enqueue(ctx, queue, payload, o)
+	return id, false, err
+}
+
+// printPushed prints the id of the message pushed, or of its holder
+// followed by the word duplicate.
+func printPushed(id int64, dup bool) {
+	if dup {
+		fmt.Println(id, "duplicate")
+		return
+	}
+	fmt.Println(id)
 }
 
 // queueStats reads the stats of the queue named in args, or of every queue
@@ -164,26 +188,29 @@ func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.Qu
 	return all, nil
 }
 
-// printStats prints queue stats as a table.
-func printStats(all []baton.QueueStats) error {
-	if len(all) == 0 {
-		fmt.Println("no queues")
-		return nil
+// printQueueStats prints queue stats as a table, or as JSON: one object
+// for the queue named, an array otherwise.
+func printQueueStats(all []baton.QueueStats, named, asJSON bool) error {
+	switch {
+	case !asJSON:
+		return printTable("no queues", "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all, statsLine)
+	case named:
+		return printJSON(all[0])
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)")
-	for _, st := range all {
-		oldest := "-"
-		if st.Ready > 0 {
-			oldest = st.OldestReady.Round(time.Millisecond).String()
-		}
-		name := st.Queue
-		if st.Paused {
-			name += " (paused)"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%.2f\n", name, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
+	return printJSON(all)
+}
+
+// statsLine is one queue's line in the table of baton queue stats.
+func statsLine(st baton.QueueStats) string {
+	oldest := "-"
+	if st.Ready > 0 {
+		oldest = st.OldestReady.Round(time.Millisecond).String()
 	}
-	return tw.Flush()
+	name := st.Queue
+	if st.Paused {
+		name += " (paused)"
+	}
+	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
 }
 
 func queueStatsCmd(g *globals) *cobra.Command {
@@ -209,28 +236,18 @@ A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
   baton queue stats mail --json | jq .ready`,
 		Args: argsUsage("queue stats", 0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if err := baton.ValidateQueue(args[0]); err != nil {
-					return invalidUsage("queue stats", err)
+			for _, q := range args {
+				if err := checkQueue("queue stats", q); err != nil {
+					return err
 				}
 			}
-			ctx := cmd.Context()
-			c, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			all, err := queueStats(ctx, c, args)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if len(args) == 1 {
-					return printJSON(all[0])
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				all, err := queueStats(cmd.Context(), c, args)
+				if err != nil {
+					return err
 				}
-				return printJSON(all)
-			}
-			return printStats(all)
+				return printQueueStats(all, len(args) == 1, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: an array (every queue) or an object (QUEUE)")
@@ -271,53 +288,50 @@ baton queue redrive QUEUE puts them back in the queue; baton queue purge QUEUE
 deletes them.`,
 		Args: argsUsage("queue dead", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := baton.ValidateQueue(args[0]); err != nil {
-				return invalidUsage("queue dead", err)
+			if err := checkQueue("queue dead", args[0]); err != nil {
+				return err
 			}
 			if limit < 1 {
 				return usageErr("queue dead: --limit %d: give at least 1", limit)
 			}
-			ctx := cmd.Context()
-			c, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ds, err := c.DeadLetters(ctx, args[0], limit)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				out := make([]deadJSON, 0, len(ds))
-				for _, d := range ds {
-					j := deadJSON{ID: d.ID, Queue: d.Queue, Priority: d.Priority, Key: d.Key, Attempts: d.Attempts,
-						MaxAttempts: d.MaxAttempts, Error: d.Error, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
-					if utf8.Valid(d.Payload) {
-						j.Payload = string(d.Payload)
-					} else {
-						j.Payload64 = base64.StdEncoding.EncodeToString(d.Payload)
-					}
-					out = append(out, j)
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				ds, err := c.DeadLetters(cmd.Context(), args[0], limit)
+				if err != nil {
+					return err
 				}
-				return printJSON(out)
-			}
-			if len(ds) == 0 {
-				fmt.Printf("no dead letters in queue %s\n", args[0])
-				return nil
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tATTEMPTS\tFAILED AT\tERROR\tPAYLOAD")
-			for _, d := range ds {
-				first, _, _ := strings.Cut(d.Error, "\n")
-				fmt.Fprintf(tw, "%d\t%d/%d\t%s\t%s\t%s\n", d.ID, d.Attempts, d.MaxAttempts,
-					d.FailedAt.Local().Format("2006-01-02 15:04:05"), clip(first, 60), clip(string(d.Payload), 40))
-			}
-			return tw.Flush()
+				if asJSON {
+					return printJSON(deadLettersJSON(ds))
+				}
+				return printTable("no dead letters in queue "+args[0], "ID\tATTEMPTS\tFAILED AT\tERROR\tPAYLOAD", ds, deadLine)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().IntVar(&limit, "limit", 100, "list at most this many")
 	return cmd
+}
+
+// deadLettersJSON is what baton queue dead --json prints.
+func deadLettersJSON(ds []baton.DeadLetter) []deadJSON {
+	out := make([]deadJSON, 0, len(ds))
+	for _, d := range ds {
+		j := deadJSON{ID: d.ID, Queue: d.Queue, Priority: d.Priority, Key: d.Key, Attempts: d.Attempts,
+			MaxAttempts: d.MaxAttempts, Error: d.Error, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
+		if utf8.Valid(d.Payload) {
+			j.Payload = string(d.Payload)
+		} else {
+			j.Payload64 = base64.StdEncoding.EncodeToString(d.Payload)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// deadLine is one dead letter's line in the table of baton queue dead.
+func deadLine(d baton.DeadLetter) string {
+	first, _, _ := strings.Cut(d.Error, "\n")
+	return fmt.Sprintf("%d\t%d/%d\t%s\t%s\t%s", d.ID, d.Attempts, d.MaxAttempts,
+		d.FailedAt.Local().Format("2006-01-02 15:04:05"), clip(first, 60), clip(string(d.Payload), 40))
 }
 
 // clip makes s printable on one table cell: control characters and invalid
@@ -336,67 +350,56 @@ func clip(s string, n int) string {
 }
 
 func queueRedriveCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "redrive QUEUE",
-		Short: "Put a queue's dead letters back in the queue and print how many",
-		Long: `Move every dead letter of QUEUE back to the queue, with its attempt count
+	return deadLettersCmd(g, "redrive", "Put a queue's dead letters back in the queue and print how many",
+		`Move every dead letter of QUEUE back to the queue, with its attempt count
 reset, and print how many were moved. Waiting consumers wake at once.
 While it runs, a progress line is shown on stderr when stderr is a terminal.`,
-		Args: argsUsage("queue redrive", 1, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := baton.ValidateQueue(args[0]); err != nil {
-				return invalidUsage("queue redrive", err)
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sp := progress("queue redrive "+args[0], "moving dead letters back")
-			n, err := c.Redrive(cmd.Context(), args[0])
-			sp.stop()
-			if err != nil {
-				return err
-			}
-			fmt.Println(n)
-			return nil
-		},
-	}
+		"moving dead letters back", (*baton.Client).Redrive)
 }
 
 func queuePurgeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "purge QUEUE",
-		Short: "Delete a queue's dead letters and print how many",
-		Long: `Delete every dead letter of QUEUE and print how many were deleted. Messages
+	return deadLettersCmd(g, "purge", "Delete a queue's dead letters and print how many",
+		`Delete every dead letter of QUEUE and print how many were deleted. Messages
 still in the queue (ready, scheduled or claimed) are not touched. While it
 runs, a progress line is shown on stderr when stderr is a terminal.`,
-		Args: argsUsage("queue purge", 1, 1),
+		"deleting dead letters", (*baton.Client).PurgeDead)
+}
+
+// deadLettersCmd is a command on every dead letter of QUEUE (baton queue
+// redrive or purge) that prints how many it handled, with a progress line
+// saying what it is doing.
+func deadLettersCmd(g *globals, use, short, long, doing string, op func(*baton.Client, context.Context, string) (int, error)) *cobra.Command {
+	what := "queue " + use
+	return &cobra.Command{
+		Use:   use + " QUEUE",
+		Short: short,
+		Long:  long,
+		Args:  argsUsage(what, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := baton.ValidateQueue(args[0]); err != nil {
-				return invalidUsage("queue purge", err)
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sp := progress("queue purge "+args[0], "deleting dead letters")
-			n, err := c.PurgeDead(cmd.Context(), args[0])
-			sp.stop()
-			if err != nil {
-				return err
-			}
-			fmt.Println(n)
-			return nil
+			return onQueue(cmd, g, what, args[0], func(c *baton.Client) error {
+				sp := progress(what+" "+args[0], doing)
+				n, err := op(c, cmd.Context(), args[0])
+				sp.stop()
+				if err != nil {
+					return err
+				}
+				fmt.Println(n)
+				return nil
+			})
 		},
 	}
 }
 
+// onQueue runs op with a client once the QUEUE argument is checked.
+func onQueue(cmd *cobra.Command, g *globals, what, queue string, op func(*baton.Client) error) error {
+	if err := checkQueue(what, queue); err != nil {
+		return err
+	}
+	return g.withClient(cmd.Context(), op)
+}
+
 func benchQueueCmd(g *globals) *cobra.Command {
-	var backend string
-	var asJSON bool
-	var duration time.Duration
+	var f benchFlags
 	var messages, workers int
 	cmd := &cobra.Command{
 		Use:   "queue [--backend sqlite|postgres|mysql] [--json] [--duration D] [--messages N]",
@@ -434,29 +437,20 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
   baton bench queue --backend mysql --messages 5000 --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case duration <= 0:
-				return usageErr("bench queue: --duration %v must be positive", duration)
-			case messages < 1:
-				return usageErr("bench queue: --messages %d: give at least 1", messages)
-			case workers < 1:
-				return usageErr("bench queue: --workers %d: give at least 1", workers)
-			}
-			backend, server, err := benchTarget(cmd, g, "bench queue", backend)
+			err := firstUsageErr("bench queue",
+				usageCheck{f.duration <= 0, fmt.Sprintf("--duration %v must be positive", f.duration)},
+				usageCheck{messages < 1, fmt.Sprintf("--messages %d: give at least 1", messages)},
+				usageCheck{workers < 1, fmt.Sprintf("--workers %d: give at least 1", workers)})
 			if err != nil {
 				return err
 			}
-			cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: duration, Messages: messages, Workers: workers}
-			return runBench(cmd.Context(), "bench queue", backend, asJSON, queueBenchTable,
-				func(progress func(string)) ([]bench.Record, error) {
-					cfg.Progress = progress
-					return bench.RunQueue(cmd.Context(), cfg)
-				})
+			return f.run(cmd, g, "bench queue", queueBenchTable, func(backend, server string, progress func(string)) ([]bench.Record, error) {
+				cfg := bench.QueueConfig{Backend: backend, Server: server, Duration: f.duration, Messages: messages, Workers: workers, Progress: progress}
+				return bench.RunQueue(cmd.Context(), cfg)
+			})
 		},
 	}
-	cmd.Flags().StringVar(&backend, "backend", "", "sqlite (default), postgres or mysql")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record per line, and nothing else")
-	cmd.Flags().DurationVar(&duration, "duration", 3*time.Second, "at most how long each case's measured part runs")
+	f.add(cmd, "at most how long each case's measured part runs")
 	cmd.Flags().IntVar(&messages, "messages", 20000, "backlog of the drain cases")
 	cmd.Flags().IntVar(&workers, "workers", 4, "concurrency of drain_N")
 	return cmd
@@ -465,37 +459,34 @@ $BATON_TEST_MYSQL, or an explicit --dsn).`,
 // queueBenchTable prints queue and events records.
 var queueBenchTable = benchTable(false, "ratio: ops/s ÷ baseline ops/s (above 1 is faster)")
 
-// queuePauseCmd is baton queue pause (pause true) or baton queue resume.
-func queuePauseCmd(g *globals, pause bool) *cobra.Command {
-	use, short, long := "resume", "Resume a paused queue", `Resume QUEUE for every process: its waiting consumers wake at once.`
-	if pause {
-		use, short, long = "pause", "Pause a queue for every process", `Pause QUEUE for every process: its messages stay where they are, running
+func queuePauseCmd(g *globals) *cobra.Command {
+	return queueSwitchCmd(g, "pause", "Pause a queue for every process", `Pause QUEUE for every process: its messages stay where they are, running
 commands finish, and no worker claims another message until baton queue resume.
-baton queue stats shows paused queues.`
-	}
+baton queue stats shows paused queues.`, (*baton.Client).PauseQueue)
+}
+
+func queueResumeCmd(g *globals) *cobra.Command {
+	return queueSwitchCmd(g, "resume", "Resume a paused queue",
+		`Resume QUEUE for every process: its waiting consumers wake at once.`, (*baton.Client).ResumeQueue)
+}
+
+// queueSwitchCmd is baton queue pause or resume: op on QUEUE, for which
+// an unknown queue is a usage error.
+func queueSwitchCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string) error) *cobra.Command {
+	what := "queue " + use
 	return &cobra.Command{
 		Use:   use + " QUEUE",
 		Short: short,
 		Long:  long + "\n\nExit statuses: 0 done; 64 for a bad or unknown QUEUE; 69 when the database\ncannot be reached; 1 for any other error.",
-		Args:  argsUsage("queue "+use, 1, 1),
+		Args:  argsUsage(what, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := baton.ValidateQueue(args[0]); err != nil {
-				return invalidUsage("queue "+use, err)
-			}
-			c, err := g.open(cmd.Context())
-			if err != nil {
+			return onQueue(cmd, g, what, args[0], func(c *baton.Client) error {
+				err := op(c, cmd.Context(), args[0])
+				if errors.Is(err, baton.ErrUnknownQueue) {
+					return usageErr("%s: %s", what, strings.TrimPrefix(err.Error(), "baton: "))
+				}
 				return err
-			}
-			defer c.Close()
-			if pause {
-				err = c.PauseQueue(cmd.Context(), args[0])
-			} else {
-				err = c.ResumeQueue(cmd.Context(), args[0])
-			}
-			if errors.Is(err, baton.ErrUnknownQueue) {
-				return usageErr("queue %s: %s", use, strings.TrimPrefix(err.Error(), "baton: "))
-			}
-			return err
+			})
 		},
 	}
 }

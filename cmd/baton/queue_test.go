@@ -25,9 +25,17 @@ import (
 // runWith is run with standard input and extra environment variables.
 func runWith(t *testing.T, dsn, stdin string, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runArgs(t, stdin, env, append([]string{"--dsn", dsn}, args...)...)
+}
+
+// runArgs executes the CLI with these arguments (no --dsn added), standard
+// input and extra environment variables, and returns its exit status,
+// stdout and stderr.
+func runArgs(t *testing.T, stdin string, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--dsn", dsn}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
@@ -426,6 +434,25 @@ func waitStats(t *testing.T, c *baton.Client, queue string, cond func(baton.Queu
 	}
 }
 
+// startBaton starts a baton process, killed when the test ends.
+func startBaton(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+}
+
+// stopGracefully sends a baton process SIGTERM and expects it to exit 0
+// within 15 s.
+func stopGracefully(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, waitExit(t, cmd, 15*time.Second), "", 0, "")
+}
+
 // waitExit waits at most d for a started command and returns its status.
 func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
 	t.Helper()
@@ -457,15 +484,9 @@ func TestWorkGracefulStop(t *testing.T) {
 		w := exec.Command(bin, "--dsn", dsn, "work", "q", "--", "sh", "-c", `sleep 1; cat >> "$0"`, file)
 		var errb bytes.Buffer
 		w.Stderr = &errb
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = w.Process.Kill() })
+		startBaton(t, w)
 		waitStats(t, c, "q", func(st baton.QueueStats) bool { return st.Claimed == 1 })
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
+		stopGracefully(t, w)
 		if b, _ := os.ReadFile(file); string(b) != "slow" {
 			t.Fatalf("the message in flight was not finished: %q (stderr %q)", b, errb.String())
 		}
@@ -477,17 +498,11 @@ func TestWorkGracefulStop(t *testing.T) {
 		// Past --grace the command is killed and its message retried.
 		pushID(t, dsn, "", "q", "stuck")
 		w = exec.Command(bin, "--dsn", dsn, "work", "q", "--grace", "200ms", "--", "sh", "-c", "sleep 30")
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = w.Process.Kill() })
+		startBaton(t, w)
 		waitStats(t, c, "q", func(st baton.QueueStats) bool { return st.Claimed == 1 })
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
 		// With --grace 200ms the 30 s command is killed: baton exits well
 		// before it would have ended (a hang guard, not a speed check).
-		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
+		stopGracefully(t, w)
 		st = waitStats(t, c, "q", func(baton.QueueStats) bool { return true })
 		if st.Claimed != 0 || st.Ready+st.Scheduled != 1 {
 			ms, _, _ := c.ListMessages(context.Background(), baton.ListOptions{Queue: "q"})
@@ -520,10 +535,7 @@ func TestNotifyListen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			startBaton(t, cmd)
 			return cmd, lineReader(out)
 		}
 		plain, plainLines := start("ch", "other")
@@ -572,10 +584,7 @@ func TestNotifyListen(t *testing.T) {
 			}
 		}
 		for _, cmd := range []*exec.Cmd{plain, js} {
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			expect(t, waitExit(t, cmd, 15*time.Second), "", 0, "")
+			stopGracefully(t, cmd)
 		}
 		for _, c := range []struct {
 			args []string
@@ -633,10 +642,7 @@ func TestWorkStopReturnsUnstarted(t *testing.T) {
 		}
 		file := filepath.Join(t.TempDir(), "runs")
 		w := exec.Command(bin, "--dsn", dsn, "work", "q", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"; sleep 1`, file)
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = w.Process.Kill() })
+		startBaton(t, w)
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			if b, _ := os.ReadFile(file); len(b) > 0 {
@@ -647,10 +653,7 @@ func TestWorkStopReturnsUnstarted(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
+		stopGracefully(t, w)
 		if got := lines(t, file); len(got) != 1 {
 			t.Fatalf("after SIGTERM during the first message, %d messages were started: %q", len(got), got)
 		}

@@ -16,8 +16,6 @@ import (
 	"github.com/batonhq/baton/metrics"
 )
 
-func init() { extraCommands = append(extraCommands, serveCmd) }
-
 func serveCmd(g *globals) *cobra.Command {
 	var addr, token string
 	var readOnly bool
@@ -43,12 +41,8 @@ cannot listen on, or a non-loopback address without --token; 69 when the
 database cannot be reached; 1 for any other error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return usageErr("--addr %q: %v (write host:port, e.g. 127.0.0.1:8080)", addr, err)
-			}
-			if token == "" && !loopback(host) {
-				return usageErr("--addr %s is not a loopback address: give --token (or BATON_TOKEN) so that only holders of the token can use the dashboard", addr)
+			if err := checkServeAddr(addr, token); err != nil {
+				return err
 			}
 			m := metrics.New()
 			c, err := baton.Open(cmd.Context(), g.dsn, baton.Options{Prefix: g.prefix, Name: "baton-serve", Observer: m})
@@ -61,31 +55,55 @@ database cannot be reached; 1 for any other error.`,
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("%w: listen on %s: %v", baton.ErrInvalid, addr, err)
-			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(os.Stderr, "baton: dashboard on http://%s/ (metrics at /metrics)\n", ln.Addr())
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ln) }()
-			select {
-			case err := <-done:
-				return err
-			case <-cmd.Context().Done():
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			return serveDashboard(cmd.Context(), addr, h)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	cmd.Flags().StringVar(&token, "token", os.Getenv("BATON_TOKEN"), "token every request must carry (required off loopback)")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "no mutating routes (re-drive, purge)")
 	return cmd
+}
+
+// checkServeAddr checks --addr, which off loopback needs a --token.
+func checkServeAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErr("--addr %q: %v (write host:port, e.g. 127.0.0.1:8080)", addr, err)
+	}
+	if token == "" && !loopback(host) {
+		return usageErr("--addr %s is not a loopback address: give --token (or BATON_TOKEN) so that only holders of the token can use the dashboard", addr)
+	}
+	return nil
+}
+
+// serveDashboard serves h on addr until ctx ends, then shuts the server
+// down gracefully.
+func serveDashboard(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: listen on %s: %v", baton.ErrInvalid, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "baton: dashboard on http://%s/ (metrics at /metrics)\n", ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	return shutdown(srv, 5*time.Second)
+}
+
+// shutdown stops srv gracefully, waiting at most wait for the requests
+// in progress.
+func shutdown(srv *http.Server, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // loopback reports whether host is a loopback name or address.
@@ -103,7 +121,11 @@ type workerMetrics struct {
 	srv *http.Server
 }
 
+// serveMetrics serves the metrics on addr; nil (nothing) when addr is "".
 func serveMetrics(addr string) (*workerMetrics, error) {
+	if addr == "" {
+		return nil, nil
+	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, usageErr("--metrics %q: %v (write host:port, e.g. 127.0.0.1:9464)", addr, err)
 	}
@@ -120,8 +142,10 @@ func serveMetrics(addr string) (*workerMetrics, error) {
 	return w, nil
 }
 
+// close stops the metrics server, if there is one.
 func (w *workerMetrics) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = w.srv.Shutdown(ctx)
+	if w == nil {
+		return
+	}
+	_ = shutdown(w.srv, 2*time.Second)
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -57,10 +56,7 @@ func TestServeCommand(t *testing.T) {
 			t.Fatalf("GET %s: %d, lacks %q", path, resp.StatusCode, want)
 		}
 	}
-	if err := s.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	expect(t, waitExit(t, s, 15*time.Second), "", 0, "")
+	stopGracefully(t, s)
 }
 
 // TestQueueControlCommands: pause/resume, retry and delete of one message,
@@ -226,9 +222,6 @@ func TestQueueCancelRunningCommand(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		expect(t, waitExit(t, w, 15*time.Second), "", 0, "")
+		stopGracefully(t, w)
 	})
 }

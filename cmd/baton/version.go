@@ -43,26 +43,33 @@ func readBuildInfo() buildInfo {
 	if !ok {
 		return b
 	}
-	if bi.Main.Version != "" {
-		b.Version = bi.Main.Version
-	}
-	if version != "" {
-		b.Version = version
-	}
+	b.Version = moduleVersion(bi.Main.Version)
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.Commit = s.Value
-		case "vcs.time":
-			b.Time = s.Value
-		case "vcs.modified":
-			b.Modified = s.Value == "true"
-		case "CGO_ENABLED":
-			b.CGO = s.Value
+		if set, ok := buildSettings[s.Key]; ok {
+			set(&b, s.Value)
 		}
 	}
 	b.Drivers = linkedDrivers(bi.Deps)
 	return b
+}
+
+// moduleVersion is the version set at link time, else the main module's.
+func moduleVersion(mainVersion string) string {
+	switch {
+	case version != "":
+		return version
+	case mainVersion != "":
+		return mainVersion
+	}
+	return "(unknown)"
+}
+
+// buildSettings record the build settings baton version reports.
+var buildSettings = map[string]func(b *buildInfo, value string){
+	"vcs.revision": func(b *buildInfo, v string) { b.Commit = v },
+	"vcs.time":     func(b *buildInfo, v string) { b.Time = v },
+	"vcs.modified": func(b *buildInfo, v string) { b.Modified = v == "true" },
+	"CGO_ENABLED":  func(b *buildInfo, v string) { b.CGO = v },
 }
 
 // linkedDrivers lists the database drivers linked into the binary, each
@@ -83,18 +90,7 @@ func linkedDrivers(deps []*debug.Module) []string {
 
 func (b buildInfo) write(w io.Writer) {
 	fmt.Fprintf(w, "baton %s\n", b.Version)
-	commit := b.Commit
-	if commit == "" {
-		commit = "unknown (built without version control information)"
-	} else {
-		if b.Time != "" {
-			commit += " " + b.Time
-		}
-		if b.Modified {
-			commit += " (modified)"
-		}
-	}
-	fmt.Fprintf(w, "commit:  %s\n", commit)
+	fmt.Fprintf(w, "commit:  %s\n", b.commitLine())
 	goLine := b.Go + " " + b.Platform
 	if b.CGO != "" {
 		goLine += " CGO_ENABLED=" + b.CGO
@@ -107,7 +103,23 @@ func (b buildInfo) write(w io.Writer) {
 	fmt.Fprintf(w, "drivers: %s\n", drivers)
 }
 
-func versionCmd() *cobra.Command {
+// commitLine says which commit the binary was built from, when, and
+// whether the tree had changes.
+func (b buildInfo) commitLine() string {
+	if b.Commit == "" {
+		return "unknown (built without version control information)"
+	}
+	commit := b.Commit
+	if b.Time != "" {
+		commit += " " + b.Time
+	}
+	if b.Modified {
+		commit += " (modified)"
+	}
+	return commit
+}
+
+func versionCmd(*globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print baton's version, commit, Go version and linked database drivers",

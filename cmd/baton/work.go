@@ -20,8 +20,6 @@ import (
 	"github.com/batonhq/baton"
 )
 
-func init() { extraCommands = append(extraCommands, workCmd) }
-
 func workCmd(g *globals) *cobra.Command {
 	return newWorkCmd(g, workSpec{
 		what:  "work",
@@ -119,29 +117,29 @@ type workFlags struct {
 // options checks the flags and turns them into worker options.
 func (f *workFlags) options(what, name string) (baton.WorkerOptions, error) {
 	opts := baton.WorkerOptions{Concurrency: f.concurrency, Visibility: f.visibility, Grace: f.grace, Drain: f.drain,
-		Timeout: f.timeout, Name: name, Kind: f.kind}
+		Timeout: f.timeout, Name: name, Kind: f.kind, Mode: f.mode()}
 	if err := f.checkKind(what); err != nil {
 		return opts, err
 	}
+	return opts, firstUsageErr(what,
+		usageCheck{f.timeout < 0, fmt.Sprintf("--timeout %v is negative", f.timeout)},
+		usageCheck{f.ordered && f.perKey, "give at most one of --ordered and --per-key"},
+		usageCheck{f.concurrency < 1, fmt.Sprintf("--concurrency %d: give at least 1", f.concurrency)},
+		usageCheck{f.ordered && f.concurrency > 1, "--ordered runs one message at a time; drop --concurrency"},
+		usageCheck{f.visibility < time.Second, fmt.Sprintf("--visibility %v: give at least 1s", f.visibility)},
+		usageCheck{f.grace <= 0, fmt.Sprintf("--grace %v: give a positive duration", f.grace)})
+}
+
+// mode is the queue mode --ordered or --per-key asks for; parallel when
+// neither is given.
+func (f *workFlags) mode() baton.QueueMode {
 	switch {
-	case f.timeout < 0:
-		return opts, usageErr("%s: --timeout %v is negative", what, f.timeout)
-	case f.ordered && f.perKey:
-		return opts, usageErr("%s: give at most one of --ordered and --per-key", what)
-	case f.concurrency < 1:
-		return opts, usageErr("%s: --concurrency %d: give at least 1", what, f.concurrency)
-	case f.ordered && f.concurrency > 1:
-		return opts, usageErr("%s: --ordered runs one message at a time; drop --concurrency", what)
-	case f.visibility < time.Second:
-		return opts, usageErr("%s: --visibility %v: give at least 1s", what, f.visibility)
-	case f.grace <= 0:
-		return opts, usageErr("%s: --grace %v: give a positive duration", what, f.grace)
 	case f.ordered:
-		opts.Mode = baton.Ordered
+		return baton.Ordered
 	case f.perKey:
-		opts.Mode = baton.PerKey
+		return baton.PerKey
 	}
-	return opts, nil
+	return baton.Parallel
 }
 
 // checkKind checks --kind.
@@ -182,43 +180,55 @@ func retryFromEnv(what string) (baton.RetryPolicy, error) {
 	return retry, nil
 }
 
+// workJob is what a baton work command was asked to do, checked.
+type workJob struct {
+	queue   string
+	opts    baton.WorkerOptions
+	retry   baton.RetryPolicy
+	path    string
+	command []string
+}
+
+// prepareWork checks a baton work command's arguments (dash where --
+// stood), flags and environment, and finds its queue and CMD.
+func prepareWork(ctx context.Context, g *globals, spec workSpec, f *workFlags, args []string, dash int) (workJob, error) {
+	var job workJob
+	var err error
+	what := spec.what
+	if job.command, err = workCommand(what, spec, args, dash); err != nil {
+		return job, err
+	}
+	if job.queue, err = spec.queue(ctx, g, args[0]); err != nil {
+		return job, err
+	}
+	if job.opts, err = f.options(what, "baton "+what+" "+args[0]); err != nil {
+		return job, err
+	}
+	if job.retry, err = retryFromEnv(what); err != nil {
+		return job, err
+	}
+	job.path, err = lookCommand(what, job.command[0])
+	return job, err
+}
+
 func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	var f workFlags
-	what := spec.what
 	cmd := &cobra.Command{
 		Use:     spec.use,
 		Short:   spec.short,
 		Long:    spec.long,
 		Example: spec.example,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			command, err := workCommand(what, spec, args, cmd.ArgsLenAtDash())
+			job, err := prepareWork(cmd.Context(), g, spec, &f, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
 			}
-			queue, err := spec.queue(cmd.Context(), g, args[0])
+			obs, err := serveMetrics(f.metricsAddr)
 			if err != nil {
 				return err
 			}
-			opts, err := f.options(what, "baton "+what+" "+args[0])
-			if err != nil {
-				return err
-			}
-			retry, err := retryFromEnv(what)
-			if err != nil {
-				return err
-			}
-			path, err := lookCommand(what, command[0])
-			if err != nil {
-				return err
-			}
-			var obs *workerMetrics
-			if f.metricsAddr != "" {
-				if obs, err = serveMetrics(f.metricsAddr); err != nil {
-					return err
-				}
-				defer obs.close()
-			}
-			return runWorker(cmd.Context(), g, queue, opts, retry, obs, path, command)
+			defer obs.close()
+			return runWorker(cmd.Context(), g, job, obs)
 		},
 	}
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", 1, "how many messages (commands) at once")
@@ -235,40 +245,12 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	return cmd
 }
 
-func runWorker(ctx context.Context, g *globals, queue string, opts baton.WorkerOptions, retry baton.RetryPolicy,
-	obs *workerMetrics, path string, command []string) error {
+func runWorker(ctx context.Context, g *globals, job workJob, obs *workerMetrics) error {
 	// The first signal cancels ctx (see main): Work stops claiming and
 	// waits for running commands. A second one kills them.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	force := make(chan struct{})
-	stopped := make(chan struct{})
-	defer close(stopped)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintf(os.Stderr, "baton: work: stopping: letting running commands finish (at most %v; signal again to kill them)\n", opts.Grace)
-				} else {
-					close(force)
-					return
-				}
-			case <-stopped:
-				return
-			}
-		}
-	}()
-
-	// As g.open, with the backoff of BATON_RETRY_BASE.
-	copts := baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry}
-	if obs != nil {
-		copts.Observer = obs.m
-	}
-	c, err := baton.Open(ctx, g.dsn, copts)
+	force, stop := forceOnSecondSignal(job.opts.Grace)
+	defer stop()
+	c, err := openWorkerClient(ctx, g, job.retry, obs)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
@@ -276,22 +258,76 @@ func runWorker(ctx context.Context, g *globals, queue string, opts baton.WorkerO
 		return err
 	}
 	defer c.Close()
-	if obs != nil {
+	return c.Work(ctx, job.queue, commandHandler(force, job.path, job.command), job.opts)
+}
+
+// forceOnSecondSignal watches SIGINT and SIGTERM while a worker runs: the
+// first says the worker is stopping, the second closes force (running
+// commands are killed). stop ends the watch.
+func forceOnSecondSignal(grace time.Duration) (force <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	forced := make(chan struct{})
+	stopped := make(chan struct{})
+	go watchStopSignals(sigs, grace, forced, stopped)
+	return forced, func() {
+		close(stopped)
+		signal.Stop(sigs)
+	}
+}
+
+// watchStopSignals announces the graceful stop at the first signal and
+// closes force at the second, unless stopped is closed first.
+func watchStopSignals(sigs <-chan os.Signal, grace time.Duration, force chan<- struct{}, stopped <-chan struct{}) {
+	select {
+	case <-sigs:
+		fmt.Fprintf(os.Stderr, "baton: work: stopping: letting running commands finish (at most %v; signal again to kill them)\n", grace)
+	case <-stopped:
+		return
+	}
+	select {
+	case <-sigs:
+		close(force)
+	case <-stopped:
+	}
+}
+
+// openWorkerClient opens the worker's client: as g.open, with the backoff
+// of BATON_RETRY_BASE, and observed by the metrics when they are served.
+func openWorkerClient(ctx context.Context, g *globals, retry baton.RetryPolicy, obs *workerMetrics) (*baton.Client, error) {
+	copts := baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry}
+	if obs == nil {
+		return baton.Open(ctx, g.dsn, copts)
+	}
+	copts.Observer = obs.m
+	c, err := baton.Open(ctx, g.dsn, copts)
+	if err == nil {
 		obs.m.Watch(c)
 	}
-	h := func(hctx context.Context, m *baton.Message) error {
-		err := runMessage(hctx, force, m, path, command)
+	return c, err
+}
+
+// commandHandler runs CMD once per message and says on standard error
+// why an attempt failed and what comes next.
+func commandHandler(force <-chan struct{}, path string, command []string) baton.Handler {
+	return func(ctx context.Context, m *baton.Message) error {
+		err := runMessage(ctx, force, m, path, command)
 		if err != nil {
-			next := "retrying"
-			if m.Attempt >= m.MaxAttempts {
-				next = "to the dead letters"
-			}
-			fmt.Fprintf(os.Stderr, "baton: work: message %d of %s, attempt %d of %d: %s; %s\n",
-				m.ID, m.Queue, m.Attempt, m.MaxAttempts, oneLine(err.Error()), next)
+			reportFailure(m, err)
 		}
 		return err
 	}
-	return c.Work(ctx, queue, h, opts)
+}
+
+// reportFailure says which attempt of a message failed, why, and whether
+// it is retried or goes to the dead letters.
+func reportFailure(m *baton.Message, err error) {
+	next := "retrying"
+	if m.Attempt >= m.MaxAttempts {
+		next = "to the dead letters"
+	}
+	fmt.Fprintf(os.Stderr, "baton: work: message %d of %s, attempt %d of %d: %s; %s\n",
+		m.ID, m.Queue, m.Attempt, m.MaxAttempts, oneLine(err.Error()), next)
 }
 
 // runMessage runs CMD for one message; it kills CMD's process group when
@@ -303,6 +339,21 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 		return errors.New("not run: baton was told to stop at once")
 	default:
 	}
+	child, tail := messageCommand(m, path, command)
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("cannot run %s: %v", command[0], err)
+	}
+	killed, werr := waitOrKill(ctx, force, child)
+	if killed != "" {
+		return errors.New(command[0] + " " + killed)
+	}
+	return exitErr(command[0], childStatus(werr), tail)
+}
+
+// messageCommand prepares CMD for a message: the payload on its standard
+// input, the message in its environment, standard error passed through and
+// its end kept in tail; in a process group of its own that dies with baton.
+func messageCommand(m *baton.Message, path string, command []string) (*exec.Cmd, *tailWriter) {
 	child := exec.Command(path, command[1:]...)
 	child.Args[0] = command[0]
 	child.Stdin = bytes.NewReader(m.Payload)
@@ -322,30 +373,34 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 	// A background process that keeps CMD's standard error open must not
 	// hold the message once CMD itself has exited.
 	child.WaitDelay = 2 * time.Second
-	if err := child.Start(); err != nil {
-		return fmt.Errorf("cannot run %s: %v", command[0], err)
-	}
+	return child, tail
+}
+
+// waitOrKill waits for the started CMD to exit, or kills its process group
+// when ctx ends or force is closed; killed then says why.
+func waitOrKill(ctx context.Context, force <-chan struct{}, child *exec.Cmd) (killed string, werr error) {
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
-	var werr error
-	killed := ""
 	select {
-	case werr = <-exited:
+	case werr := <-exited:
+		return "", werr
 	case <-ctx.Done():
 		killed = "killed: " + context.Cause(ctx).Error()
 	case <-force:
 		killed = "killed: baton was told to stop at once"
 	}
-	if killed != "" {
-		killGroup(child)
-		<-exited
-		return errors.New(command[0] + " " + killed)
-	}
-	code := childStatus(werr)
+	killGroup(child)
+	<-exited
+	return killed, nil
+}
+
+// exitErr is the error of CMD's exit status (nil for 0), with the last
+// lines of its standard error.
+func exitErr(name string, code int, tail *tailWriter) error {
 	if code == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("%s exited with status %d", command[0], code)
+	msg := fmt.Sprintf("%s exited with status %d", name, code)
 	if last := tail.lastLines(3); last != "" {
 		msg += "; stderr: " + last
 	}
