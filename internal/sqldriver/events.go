@@ -31,7 +31,7 @@ func (t *Tx) SubscriptionDelete(ctx context.Context, name string) (bool, error) 
 	return affected(t.exec(ctx, "subscription_delete", name))
 }
 
-func scanSubscription(sc interface{ Scan(...any) error }) (driver.Subscription, error) {
+func scanSubscription(sc Scanner) (driver.Subscription, error) {
 	var s driver.Subscription
 	var created int64
 	err := sc.Scan(&s.Name, &s.Table, &s.Actions, &s.MaxAttempts, &created)
@@ -57,16 +57,7 @@ func (t *Tx) SubscriptionList(ctx context.Context) ([]driver.Subscription, error
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.Subscription
-	for rows.Next() {
-		s, err := scanSubscription(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return ScanAll(rows, scanSubscription)
 }
 
 // SubscriptionCountTable implements driver.EventsTx.

@@ -165,38 +165,49 @@ func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
 	if done, err := m.applied(ctx, m.DB); err == nil && m.complete(done) {
 		return m.status(done), m.newer(done)
 	}
-	err := m.Locked(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		if err := m.ensureTable(ctx, conn); err != nil {
-			return fmt.Errorf("create migrations table: %w", err)
-		}
-		done, err := m.applied(ctx, conn)
-		if err != nil {
-			return err
-		}
-		if err := m.newer(done); err != nil {
-			return err
-		}
-		for _, mig := range m.Migrations {
-			if _, ok := done[mig.Version]; ok {
-				continue
-			}
-			for _, stmt := range Statements(mig.Up) {
-				if _, err := conn.ExecContext(ctx, stmt); err != nil {
-					return fmt.Errorf("migration %03d_%s: %w", mig.Version, mig.Name, err)
-				}
-			}
-			_, err := conn.ExecContext(ctx, `INSERT INTO `+m.Prefix+`migrations (version, name, applied_at) VALUES (`+
-				m.bind(1)+`, `+m.bind(2)+`, `+m.Now+`)`, mig.Version, mig.Name)
-			if err != nil {
-				return fmt.Errorf("record migration %03d: %w", mig.Version, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := m.Locked(ctx, m.applyPending); err != nil {
 		return nil, err
 	}
 	return m.Status(ctx)
+}
+
+// applyPending applies, on the locked connection, every migration the
+// database does not have yet.
+func (m *Migrator) applyPending(ctx context.Context, conn *sql.Conn) error {
+	if err := m.ensureTable(ctx, conn); err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	done, err := m.applied(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := m.newer(done); err != nil {
+		return err
+	}
+	for _, mig := range m.Migrations {
+		if _, ok := done[mig.Version]; ok {
+			continue
+		}
+		if err := m.apply(ctx, conn, mig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply runs one migration's statements and records it as applied.
+func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, mig Migration) error {
+	for _, stmt := range Statements(mig.Up) {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migration %03d_%s: %w", mig.Version, mig.Name, err)
+		}
+	}
+	_, err := conn.ExecContext(ctx, `INSERT INTO `+m.Prefix+`migrations (version, name, applied_at) VALUES (`+
+		m.bind(1)+`, `+m.bind(2)+`, `+m.Now+`)`, mig.Version, mig.Name)
+	if err != nil {
+		return fmt.Errorf("record migration %03d: %w", mig.Version, err)
+	}
+	return nil
 }
 
 // Status lists every migration and whether it is applied.
