@@ -181,6 +181,17 @@ func ParseDSN(dsn string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := dsnDriverConfig(u, addr, shown)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DBName = dbName
+	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
+}
+
+// dsnDriverConfig is go-sql-driver's configuration for the DSN's user and
+// options at addr, with baton's defaults.
+func dsnDriverConfig(u *url.URL, addr, shown string) (*gomysql.Config, error) {
 	user := u.User.Username()
 	pass, _ := u.User.Password()
 	if user == "" {
@@ -198,7 +209,14 @@ func ParseDSN(dsn string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: mysql DSN %s: %v", driver.ErrBadDSN, shown, err)
 	}
-	cfg.User, cfg.Passwd, cfg.DBName = user, pass, dbName
+	cfg.User, cfg.Passwd = user, pass
+	setDefaults(cfg, q, params)
+	return cfg, nil
+}
+
+// setDefaults completes a configuration: the options the DSN left out get
+// baton's defaults, and the system variables go in.
+func setDefaults(cfg *gomysql.Config, q url.Values, params map[string]string) {
 	if _, set := q["interpolateParams"]; !set {
 		// One round trip per statement instead of three packets (prepare,
 		// execute, close) and two round trips. go-sql-driver refuses it
@@ -212,7 +230,6 @@ func ParseDSN(dsn string) (*Config, error) {
 		cfg.Params = params
 	}
 	cfg.Logger = &gomysql.NopLogger{} // errors are returned, not logged
-	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
 }
 
 // parseDSNURL parses the DSN as a URL of the mysql or mariadb scheme with a
@@ -278,27 +295,35 @@ func dsnOptions(q url.Values, shown string) (opts url.Values, params map[string]
 	sort.Strings(keys)
 	opts, params = url.Values{}, map[string]string{}
 	for _, k := range keys {
-		vs := q[k]
-		if len(vs) != 1 {
-			return nil, nil, fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
-		}
-		if why, ok := refusedOptions[k]; ok {
-			return nil, nil, fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
-		}
-		switch {
-		case driverOptions[k]:
-			opts.Set(k, vs[0])
-		case sysVarRE().MatchString(k):
-			v, err := sysVarValue(k, vs[0], shown)
-			if err != nil {
-				return nil, nil, err
-			}
-			params[k] = v
-		default:
-			return nil, nil, fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
+		if err := sortOption(k, q[k], shown, opts, params); err != nil {
+			return nil, nil, err
 		}
 	}
 	return opts, params, nil
+}
+
+// sortOption checks option k, given the values vs, and puts it in opts
+// (go-sql-driver's) or params (a system variable).
+func sortOption(k string, vs []string, shown string, opts url.Values, params map[string]string) error {
+	if len(vs) != 1 {
+		return fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
+	}
+	if why, ok := refusedOptions[k]; ok {
+		return fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
+	}
+	switch {
+	case driverOptions[k]:
+		opts.Set(k, vs[0])
+	case sysVarRE().MatchString(k):
+		v, err := sysVarValue(k, vs[0], shown)
+		if err != nil {
+			return err
+		}
+		params[k] = v
+	default:
+		return fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
+	}
+	return nil
 }
 
 // sysVarValue is a system variable's value as SET takes it: a number as it
@@ -343,27 +368,22 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := func(autocommit bool) (*sql.DB, error) {
-		cfg := pc.Driver.Clone()
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		cfg.Params[isoVar] = "'READ-COMMITTED'"
-		if !autocommit {
-			cfg.Params["autocommit"] = "0"
-		}
-		conn, err := gomysql.NewConnector(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
-		}
-		db := sql.OpenDB(conn)
-		// Keep enough idle connections that bursts of short transactions
-		// do not pay a new handshake each.
-		db.SetMaxIdleConns(16)
-		db.SetConnMaxIdleTime(5 * time.Minute)
-		return db, nil
+	db, err := d.openPools(ctx, pc, isoVar)
+	if err != nil {
+		return nil, err
 	}
-	db, err := pool(true)
+	if err := d.setUp(db, prefix); err != nil {
+		db.Close()
+		d.fast.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openPools opens the main pool, checked with one connection, and the
+// fast one (d.fast).
+func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql.DB, error) {
+	db, err := d.pool(pc, isoVar, true)
 	if err != nil {
 		return nil, err
 	}
@@ -371,27 +391,50 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to mysql server at %s: %w", d.addr, err)
 	}
-	if d.fast, err = pool(false); err != nil {
+	if d.fast, err = d.pool(pc, isoVar, false); err != nil {
 		db.Close()
 		return nil, err
 	}
-	fail := func(err error) (*Driver, error) {
-		db.Close()
-		d.fast.Close()
-		return nil, err
-	}
+	return db, nil
+}
 
-	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, stripComments(queriesSQL), stripComments(ownSQL))
-	if err != nil {
-		return fail(fmt.Errorf("mysql queries: %w", err))
+// pool opens a pool of connections at READ COMMITTED (isoVar is the
+// server's name for the isolation level), in autocommit mode or not.
+func (d *Driver) pool(pc *Config, isoVar string, autocommit bool) (*sql.DB, error) {
+	cfg := pc.Driver.Clone()
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
 	}
-	d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, map[string]string{"now": Now})
+	cfg.Params[isoVar] = "'READ-COMMITTED'"
+	if !autocommit {
+		cfg.Params["autocommit"] = "0"
+	}
+	conn, err := gomysql.NewConnector(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("mysql queries: %w", err))
+		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
+	}
+	db := sql.OpenDB(conn)
+	// Keep enough idle connections that bursts of short transactions
+	// do not pay a new handshake each.
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
+}
+
+// setUp reads the queries and migrations and builds the shared
+// implementation on db.
+func (d *Driver) setUp(db *sql.DB, prefix string) error {
+	macros := map[string]string{"now": Now}
+	q, err := sqldriver.ParseQueryFiles(prefix, macros, stripComments(queriesSQL), stripComments(ownSQL))
+	if err != nil {
+		return fmt.Errorf("mysql queries: %w", err)
+	}
+	if d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, macros); err != nil {
+		return fmt.Errorf("mysql queries: %w", err)
 	}
 	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "mysql",
@@ -409,7 +452,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
 		Locked: d.migrationLocked,
 	}
-	return d, nil
+	return nil
 }
 
 // probe checks that the server answers, learns its version and the name of
@@ -431,19 +474,28 @@ func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
 		return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
 	}
 	d.mariadb = strings.Contains(strings.ToLower(d.server), "mariadb")
-	// MySQL 8 and MariaDB 11.1+ call it transaction_isolation; MariaDB
-	// 10.x only knows tx_isolation (MySQL 5.7 knew both).
-	isoVar := "transaction_isolation"
-	var iso string
-	if err := c.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&iso); err != nil {
-		var me *gomysql.MySQLError
-		if !errors.As(err, &me) || me.Number != errUnknownSysVar {
-			return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
-		}
-		isoVar = "tx_isolation"
+	isoVar, err := d.isolationVar(ctx, c)
+	if err != nil {
+		return "", err
 	}
 	d.refreshServerStart(ctx, c)
 	return isoVar, nil
+}
+
+// isolationVar is the server's name of the isolation-level variable:
+// MySQL 8 and MariaDB 11.1+ call it transaction_isolation; MariaDB 10.x
+// only knows tx_isolation (MySQL 5.7 knew both).
+func (d *Driver) isolationVar(ctx context.Context, c *sql.Conn) (string, error) {
+	var iso string
+	err := c.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&iso)
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+		return "transaction_isolation", nil
+	case errors.As(err, &me) && me.Number == errUnknownSysVar:
+		return "tx_isolation", nil
+	}
+	return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
 }
 
 // refreshServerStart reads the server's uptime and clock; on any error the
@@ -650,24 +702,8 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		for _, name := range names {
 			r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted,
 				CallID: p.CallID, Ident: driver.Ident{Kind: p.Kind, NS: p.NS, Name: name}}
-			res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
-				p.Kind, bin(p.NS), bin(name), nr, nw, nw, nw, nr, nw, nw)
-			if err != nil {
-				return false, fmt.Errorf("fast_acquire_ident: %w", err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if ok, err := d.acquireOne(ctx, c, &r, nr, nw); !ok || err != nil {
 				return false, err // taken: roll every name back
-			}
-			if r.Token, err = res.LastInsertId(); err != nil {
-				return false, err
-			}
-			res, err = c.ExecContext(ctx, d.Q("request_insert"),
-				r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
-			if err != nil {
-				return false, fmt.Errorf("request_insert: %w", err)
-			}
-			if r.ID, err = res.LastInsertId(); err != nil {
-				return false, err
 			}
 			out = append(out, r)
 		}
@@ -677,6 +713,31 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		return nil, false, err
 	}
 	return out, true, nil
+}
+
+// acquireOne grants r, a lock of nr readers or nw writers, in the fast
+// transaction on c when the lock is free for it: its identifier's row
+// counts it and gives its token, then its instance is stored (setting its
+// id). ok is false when the lock is taken.
+func (d *Driver) acquireOne(ctx context.Context, c *sql.Conn, r *driver.Request, nr, nw int) (ok bool, err error) {
+	res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
+		r.Kind, bin(r.NS), bin(r.Name), nr, nw, nw, nw, nr, nw, nw)
+	if err != nil {
+		return false, fmt.Errorf("fast_acquire_ident: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	if r.Token, err = res.LastInsertId(); err != nil {
+		return false, err
+	}
+	res, err = c.ExecContext(ctx, d.Q("request_insert"),
+		r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
+	if err != nil {
+		return false, fmt.Errorf("request_insert: %w", err)
+	}
+	r.ID, err = res.LastInsertId()
+	return err == nil, err
 }
 
 // allRows is the row limit of release_delete_* that means "all": MySQL
@@ -700,27 +761,36 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		if err != nil || len(rs) == 0 {
 			return false, err
 		}
-		for _, dl := range sqldriver.ReleaseDeltas(rs) {
-			id := dl.Ident
-			res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
-			if err != nil {
-				return false, fmt.Errorf("ident_release: %w", err)
-			}
-			np, err := res.LastInsertId()
-			if err != nil {
-				return false, err
-			}
-			if np > 0 {
-				waiting = append(waiting, id)
-			}
-		}
+		waiting, err = d.lowerCounters(ctx, c, rs)
 		n = len(rs)
-		return true, nil
+		return err == nil, err
 	})
 	if err != nil {
 		return 0, nil, err
 	}
 	return n, waiting, nil
+}
+
+// lowerCounters lowers, in the fast transaction on c, each identifier's
+// counters by the released instances, and returns the identifiers that
+// have waiters (ident_release's insert id is the waiting count).
+func (d *Driver) lowerCounters(ctx context.Context, c *sql.Conn, rs []driver.Request) ([]driver.Ident, error) {
+	var waiting []driver.Ident
+	for _, dl := range sqldriver.ReleaseDeltas(rs) {
+		id := dl.Ident
+		res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
+		if err != nil {
+			return nil, fmt.Errorf("ident_release: %w", err)
+		}
+		np, err := res.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		if np > 0 {
+			waiting = append(waiting, id)
+		}
+	}
+	return waiting, nil
 }
 
 // releaseDeleteReturning is releaseDelete in one statement, on MariaDB
@@ -736,18 +806,8 @@ func (d *Driver) releaseDeleteReturning(ctx context.Context, c *sql.Conn, p driv
 	if err != nil {
 		return nil, fmt.Errorf("release_delete: %w", err)
 	}
-	defer rows.Close()
-	var out []driver.Request
-	for rows.Next() {
-		var r driver.Request
-		var ns, name []byte
-		if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
-			return nil, err
-		}
-		r.NS, r.Name = string(ns), string(name)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqldriver.ScanReleased(rows)
+	if err != nil {
 		return nil, fmt.Errorf("release_delete: %w", err)
 	}
 	return out, nil
@@ -763,6 +823,19 @@ func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastRe
 	if d.mariadb {
 		return d.releaseDeleteReturning(ctx, c, p, limit)
 	}
+	rs, err := d.releaseList(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(rs)) > limit {
+		rs = rs[:limit]
+	}
+	return rs, d.deleteRequests(ctx, c, rs)
+}
+
+// releaseList selects the session's instances a release names FOR UPDATE
+// (MySQL has no DELETE ... RETURNING).
+func (d *Driver) releaseList(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) ([]driver.Request, error) {
 	var rows *sql.Rows
 	var err error
 	if p.Name == "" {
@@ -773,31 +846,24 @@ func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastRe
 	if err != nil {
 		return nil, fmt.Errorf("release_list: %w", err)
 	}
-	var rs []driver.Request
-	for rows.Next() {
-		r, err := sqldriver.ScanRequest(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		rs = append(rs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	rs, err := sqldriver.ScanRequests(rows)
+	if err != nil {
 		return nil, fmt.Errorf("release_list: %w", err)
 	}
-	if int64(len(rs)) > limit {
-		rs = rs[:limit]
-	}
+	return rs, nil
+}
+
+// deleteRequests deletes the request rows of rs (none: nothing to do).
+func (d *Driver) deleteRequests(ctx context.Context, c *sql.Conn, rs []driver.Request) error {
 	if len(rs) == 0 {
-		return nil, nil
+		return nil
 	}
 	ids := make([]any, len(rs))
 	for i, r := range rs {
 		ids[i] = r.ID
 	}
 	if _, err := c.ExecContext(ctx, list(d.Q("request_delete"), len(ids)), ids...); err != nil {
-		return nil, fmt.Errorf("request_delete: %w", err)
+		return fmt.Errorf("request_delete: %w", err)
 	}
-	return rs, nil
+	return nil
 }

@@ -145,3 +145,13 @@ func DropTriggers(prefix, table string, ident func(string) string) []string {
 	}
 	return out
 }
+
+// QueryStrings runs a query in the transaction and returns its rows' one
+// text column (drivers' describe functions).
+func (t *Tx) QueryStrings(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := t.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return ScanAll(rows, ScanString)
+}
