@@ -73,10 +73,7 @@ func (d *Driver) wakeRemote(ctx context.Context, t *sqldriver.Tx, remote []strin
 	}
 	// Sorted, so that concurrent wakers lock the rows in one order.
 	sort.Strings(remote)
-	args := make([]any, 0, len(remote)+1)
-	for _, id := range remote {
-		args = append(args, id)
-	}
+	args := sqldriver.StringArgs(remote)
 	if _, err := t.Tx.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
 		return nil, fmt.Errorf("wake_many: %w", err)
 	}

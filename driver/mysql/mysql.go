@@ -245,18 +245,24 @@ func parseDSNURL(dsn string) (*url.URL, error) {
 		// of the password: say nothing of it.
 		return nil, fmt.Errorf("%w: mysql DSN is not a valid URL: check the host and port, and percent-encode special characters (@ : / ? # %% space) in the user name and password", driver.ErrBadDSN)
 	}
+	return u, checkDSNURL(u, dsn, scheme)
+}
+
+// checkDSNURL checks the form of a parsed DSN: scheme://, a valid host, no
+// fragment.
+func checkDSNURL(u *url.URL, dsn, scheme string) error {
 	shown := u.Redacted()
 	switch {
 	case u.Opaque != "" || !strings.HasPrefix(dsn, scheme+"://"):
-		return nil, fmt.Errorf("%w: mysql DSN %s: write %s://user:password@host:port/database", driver.ErrBadDSN, shown, scheme)
+		return fmt.Errorf("%w: mysql DSN %s: write %s://user:password@host:port/database", driver.ErrBadDSN, shown, scheme)
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("%w: mysql DSN %s names no host", driver.ErrBadDSN, shown)
+		return fmt.Errorf("%w: mysql DSN %s names no host", driver.ErrBadDSN, shown)
 	case !hostRE().MatchString(u.Host):
-		return nil, fmt.Errorf("%w: mysql DSN %s: bad host %q", driver.ErrBadDSN, shown, u.Host)
+		return fmt.Errorf("%w: mysql DSN %s: bad host %q", driver.ErrBadDSN, shown, u.Host)
 	case u.Fragment != "":
-		return nil, fmt.Errorf("%w: mysql DSN %s: unexpected #fragment", driver.ErrBadDSN, shown)
+		return fmt.Errorf("%w: mysql DSN %s: unexpected #fragment", driver.ErrBadDSN, shown)
 	}
-	return u, nil
+	return nil
 }
 
 // dsnAddr is the DSN's host:port, the port 3306 by default.
@@ -655,21 +661,28 @@ func (d *Driver) inFastTx(ctx context.Context, fn func(c *sql.Conn) (bool, error
 		return err
 	}
 	commit, err := fn(c)
+	if eerr := endFastTx(ctx, c, commit && err == nil); err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// endFastTx ends the transaction on a connection of the fast pool, COMMIT
+// or ROLLBACK, and puts the connection back, or discards it when the
+// ending failed.
+func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 	end := "ROLLBACK"
-	if commit && err == nil {
+	if commit {
 		end = "COMMIT"
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, eerr := c.ExecContext(ectx, end); eerr != nil {
+	if _, err := c.ExecContext(ectx, end); err != nil {
 		discard(c)
-		if err == nil {
-			err = eerr
-		}
 		return err
 	}
 	_ = c.Close()
-	return err
+	return nil
 }
 
 // LockFastAcquire implements driver.Driver: fast_acquire_ident creates or
@@ -692,10 +705,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 // first name that is not free rolls every one back), so that the call
 // waits for one redo-log flush instead of one per name.
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
+	nr, nw := sqldriver.ModeCounts(p.Mode)
 	out := make([]driver.Request, 0, len(names))
 	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
 		out = out[:0]

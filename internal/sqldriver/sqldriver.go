@@ -287,7 +287,7 @@ func (t *Tx) SessionRenew(ctx context.Context, ids []string, lease time.Duration
 		return 0, nil
 	}
 	q := expandList(t.db.Q("session_renew"), t.db.D.Numbered, 2, len(ids))
-	args := append([]any{us(lease)}, stringArgs(ids)...)
+	args := append([]any{us(lease)}, StringArgs(ids)...)
 	r, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("session_renew: %w", err)
@@ -594,10 +594,7 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 		return driver.Request{}, false, err
 	}
 	defer t.Tx.Rollback()
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
+	nr, nw := ModeCounts(p.Mode)
 	var fence int64
 	err = t.row(ctx, "fast_acquire_ident", p.Kind, b(p.NS), b(p.Name), nr, nw).Scan(&fence)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -615,6 +612,15 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 		return driver.Request{}, false, err
 	}
 	return r, true, nil
+}
+
+// ModeCounts is what one lock of mode adds to its identifier's counts of
+// granted readers and writers.
+func ModeCounts(mode string) (readers, writers int) {
+	if mode == driver.ModeWrite {
+		return 0, 1
+	}
+	return 1, 0
 }
 
 // LockFastRelease implements driver.Driver.
@@ -795,7 +801,8 @@ func (db *DB) LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]d
 	return RequestStatuses(ctx, db.SQL, db, ids)
 }
 
-func stringArgs(v []string) []any {
+// StringArgs are strings as statement arguments.
+func StringArgs(v []string) []any {
 	out := make([]any, len(v))
 	for i, x := range v {
 		out[i] = x
