@@ -242,3 +242,46 @@ func (m *Migrator) status(done map[int]int64) []driver.MigrationStatus {
 	}
 	return out
 }
+
+// LockedInTx is a Migrator.Locked for dialects whose DDL is
+// transactional: fn runs on one connection inside a transaction that the
+// statements of begin open and lock (concurrent migrators queue behind
+// it), committed when fn succeeds and rolled back otherwise.
+func LockedInTx(db *sql.DB, begin ...driver.Statement) func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+	return func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := beginLocked(ctx, c, begin); err != nil {
+			return err
+		}
+		if err := fn(ctx, c); err != nil {
+			rollback(c)
+			return err
+		}
+		_, err = c.ExecContext(ctx, "COMMIT")
+		return err
+	}
+}
+
+// beginLocked runs the statements that open and lock the migrating
+// transaction; when one after the first fails, it rolls back.
+func beginLocked(ctx context.Context, c *sql.Conn, begin []driver.Statement) error {
+	for i, st := range begin {
+		if _, err := c.ExecContext(ctx, st.Query, st.Args...); err != nil {
+			if i > 0 {
+				rollback(c)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// rollback ends the migrating transaction on c, whatever became of the
+// migration's context.
+func rollback(c *sql.Conn) {
+	_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+}
