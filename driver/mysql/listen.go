@@ -194,6 +194,15 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 	if _, err := d.ExecNamed(ctx, t.Tx, "notify_insert", channel, payload); err != nil {
 		return err
 	}
+	if err := d.wakeAll(ctx, t); err != nil {
+		return err
+	}
+	return t.Commit()
+}
+
+// wakeAll wakes, once t commits, every client that has a listener
+// registered.
+func (d *Driver) wakeAll(ctx context.Context, t *sqldriver.Tx) error {
 	rows, err := t.Tx.QueryContext(ctx, d.wq["wake_all_clients"])
 	if err != nil {
 		return fmt.Errorf("wake_all_clients: %w", err)
@@ -202,10 +211,7 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.wakeClients(ctx, t, ids); err != nil {
-		return err
-	}
-	return t.Commit()
+	return d.wakeClients(ctx, t, ids)
 }
 
 func (d *Driver) listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (*listener, error) {
@@ -365,13 +371,7 @@ func (p *poller) poll() bool {
 	cancel()
 	switch {
 	case err == nil:
-		p.noRows = 0
-		// SLEEP returns 1 when interrupted (MySQL); MariaDB fails the
-		// statement with error 1317 instead.
-		if seq != p.last || slept != 0 {
-			p.wake()
-		}
-		p.last = seq
+		p.polled(seq, slept)
 	case isInterrupted(err):
 		p.wake()
 	case errors.Is(err, sql.ErrNoRows):
@@ -385,6 +385,18 @@ func (p *poller) poll() bool {
 		p.wake()
 	}
 	return true
+}
+
+// polled takes a poll's answer: the client's sequence number, and
+// whether the sleep was interrupted (SLEEP returns 1 then on MySQL;
+// MariaDB fails the statement with error 1317 instead). Either change
+// wakes the client.
+func (p *poller) polled(seq, slept int64) {
+	p.noRows = 0
+	if seq != p.last || slept != 0 {
+		p.wake()
+	}
+	p.last = seq
 }
 
 // reregister registers the connection again after its registration

@@ -525,13 +525,7 @@ func (d *Driver) Server() string { return d.server }
 // Close implements driver.Driver: it stops listeners still running, waits
 // for pending wake-up interruptions, then closes the connections.
 func (d *Driver) Close() error {
-	d.bgMu.Lock()
-	ls := make([]*listener, 0, len(d.listeners))
-	for l := range d.listeners {
-		ls = append(ls, l)
-	}
-	d.bgMu.Unlock()
-	for _, l := range ls {
+	for _, l := range d.running() {
 		l.stop()
 	}
 	d.bgMu.Lock()
@@ -539,6 +533,17 @@ func (d *Driver) Close() error {
 	d.bgMu.Unlock()
 	d.bg.Wait()
 	return errors.Join(d.fast.Close(), d.SQL.Close())
+}
+
+// running lists the listeners still running.
+func (d *Driver) running() []*listener {
+	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	ls := make([]*listener, 0, len(d.listeners))
+	for l := range d.listeners {
+		ls = append(ls, l)
+	}
+	return ls
 }
 
 // IsRetryable reports InnoDB's deadlock and lock wait timeout errors, after
@@ -587,12 +592,8 @@ func (d *Driver) migrationLocked(ctx context.Context, fn func(context.Context, *
 	}
 	defer c.Close()
 	name := d.migrationLockName()
-	var got sql.NullInt64
-	if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil {
-		return fmt.Errorf("take migration lock %q: %w", name, err)
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("take migration lock %q: another process has held it for 60s", name)
+	if err := getLock(ctx, c, name); err != nil {
+		return err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -602,6 +603,18 @@ func (d *Driver) migrationLocked(ctx context.Context, fn func(context.Context, *
 		_ = c.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", name).Scan(&r)
 	}()
 	return fn(ctx, c)
+}
+
+// getLock takes the user-level lock name on c, waiting up to a minute.
+func getLock(ctx context.Context, c *sql.Conn, name string) error {
+	var got sql.NullInt64
+	if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil {
+		return fmt.Errorf("take migration lock %q: %w", name, err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("take migration lock %q: another process has held it for 60s", name)
+	}
+	return nil
 }
 
 // bin passes an identifier part as VARBINARY: never NULL, even when empty.
@@ -634,8 +647,7 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // of the fast pool, whose first statement opens it, or, before Prepare, one
 // of the main pool after START TRANSACTION.
 func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
-	if d.fastReady.Load() || d.fastUses.Add(1) > oneShotFastUses {
-		d.fastReady.Store(true)
+	if d.fastPoolDue() {
 		return d.fast.Conn(ctx)
 	}
 	c, err := d.SQL.Conn(ctx)
@@ -647,6 +659,16 @@ func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// fastPoolDue reports whether the fast paths use their own pool by now:
+// after Prepare, or from the call after oneShotFastUses on the main pool.
+func (d *Driver) fastPoolDue() bool {
+	if d.fastReady.Load() || d.fastUses.Add(1) > oneShotFastUses {
+		d.fastReady.Store(true)
+		return true
+	}
+	return false
 }
 
 // inFastTx runs fn on a connection of the fast pool, whose first statement
@@ -771,7 +793,9 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		if err != nil || len(rs) == 0 {
 			return false, err
 		}
-		waiting, err = d.lowerCounters(ctx, c, rs)
+		waiting, err = sqldriver.LowerCounters(rs, func(dl sqldriver.ReleaseDelta) (int64, error) {
+			return d.identRelease(ctx, c, dl)
+		})
 		n = len(rs)
 		return err == nil, err
 	})
@@ -781,26 +805,16 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	return n, waiting, nil
 }
 
-// lowerCounters lowers, in the fast transaction on c, each identifier's
-// counters by the released instances, and returns the identifiers that
-// have waiters (ident_release's insert id is the waiting count).
-func (d *Driver) lowerCounters(ctx context.Context, c *sql.Conn, rs []driver.Request) ([]driver.Ident, error) {
-	var waiting []driver.Ident
-	for _, dl := range sqldriver.ReleaseDeltas(rs) {
-		id := dl.Ident
-		res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
-		if err != nil {
-			return nil, fmt.Errorf("ident_release: %w", err)
-		}
-		np, err := res.LastInsertId()
-		if err != nil {
-			return nil, err
-		}
-		if np > 0 {
-			waiting = append(waiting, id)
-		}
+// identRelease lowers, in the fast transaction on c, an identifier's
+// counters by the released instances and returns its waiting count
+// (ident_release's insert id).
+func (d *Driver) identRelease(ctx context.Context, c *sql.Conn, dl sqldriver.ReleaseDelta) (int64, error) {
+	id := dl.Ident
+	res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
+	if err != nil {
+		return 0, fmt.Errorf("ident_release: %w", err)
 	}
-	return waiting, nil
+	return res.LastInsertId()
 }
 
 // releaseDeleteReturning is releaseDelete in one statement, on MariaDB

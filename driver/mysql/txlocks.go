@@ -52,10 +52,8 @@ func (d *Driver) gateQuery(mode string, nowait bool) string {
 // the gate row (created before any transaction locks it), once per
 // identifier and driver: both stay.
 func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
-	if d.cleaningDue() {
-		if err := d.deleteEnded(ctx); err != nil {
-			return err
-		}
+	if err := d.cleanEnded(ctx); err != nil {
+		return err
 	}
 	if _, known := d.gates.Load(id); known {
 		return nil // a gate row is made after its identifier is gated, and both stay
@@ -67,11 +65,14 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 	return nil
 }
 
-// cleaningDue reports whether it is this call's turn to delete the holds
-// of ended transactions: at most once a second.
-func (d *Driver) cleaningDue() bool {
+// cleanEnded deletes the holds of ended transactions (deleteEnded) at
+// most once a second, by the first call after the second has passed.
+func (d *Driver) cleanEnded(ctx context.Context) error {
 	last := d.txCleaned.Load()
-	return time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano())
+	if time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano()) {
+		return d.deleteEnded(ctx)
+	}
+	return nil
 }
 
 func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {

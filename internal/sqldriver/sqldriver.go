@@ -656,9 +656,16 @@ func (t *Tx) releaseInstances(ctx context.Context, p driver.FastReleaseParams) (
 // lowerCounters lowers each identifier's counters by the released
 // instances and returns the identifiers that have waiters.
 func (t *Tx) lowerCounters(ctx context.Context, rs []driver.Request) ([]driver.Ident, error) {
+	return LowerCounters(rs, func(d ReleaseDelta) (int64, error) { return t.identRelease(ctx, d) })
+}
+
+// LowerCounters lowers, with release, each identifier's counters by the
+// released instances rs, in canonical order, and returns the identifiers
+// that have waiters (release returns an identifier's waiting count).
+func LowerCounters(rs []driver.Request, release func(ReleaseDelta) (int64, error)) ([]driver.Ident, error) {
 	var waiting []driver.Ident
 	for _, d := range ReleaseDeltas(rs) {
-		np, err := t.identRelease(ctx, d)
+		np, err := release(d)
 		if err != nil {
 			return nil, err
 		}
