@@ -348,15 +348,26 @@ func (d *dash) queueRows(ctx context.Context) ([]queueRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows := make([]queueRow, 0, len(qs))
-	for _, q := range qs {
+	stats, err := d.stats(ctx, qs, false)
+	rows := make([]queueRow, len(stats))
+	for i, st := range stats {
+		rows[i] = queueRow{QueueStats: st, Event: strings.HasPrefix(qs[i], baton.EventQueue(""))}
+	}
+	return rows, err
+}
+
+// stats reads the counts of each queue; with missingOK, a queue that does
+// not exist yet (a subscription's before its first event) has none.
+func (d *dash) stats(ctx context.Context, queues []string, missingOK bool) ([]baton.QueueStats, error) {
+	out := make([]baton.QueueStats, len(queues))
+	for i, q := range queues {
 		st, err := d.c.Stats(ctx, q)
-		if err != nil {
+		if err != nil && !(missingOK && errors.Is(err, baton.ErrUnknownQueue)) {
 			return nil, err
 		}
-		rows = append(rows, queueRow{QueueStats: st, Event: strings.HasPrefix(q, baton.EventQueue(""))})
+		out[i] = st
 	}
-	return rows, nil
+	return out, nil
 }
 
 type queuePage struct {
@@ -472,16 +483,16 @@ func (d *dash) subRows(ctx context.Context) ([]subRow, error) {
 		return nil, err
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
-	rows := make([]subRow, len(subs))
+	queues := make([]string, len(subs))
 	for i, s := range subs {
-		rows[i].Subscription = s
-		st, err := d.c.Stats(ctx, baton.EventQueue(s.Name))
-		if err != nil && !errors.Is(err, baton.ErrUnknownQueue) {
-			return nil, err
-		}
-		rows[i].Stats = st
+		queues[i] = baton.EventQueue(s.Name)
 	}
-	return rows, nil
+	stats, err := d.stats(ctx, queues, true)
+	rows := make([]subRow, len(stats))
+	for i, st := range stats {
+		rows[i] = subRow{Subscription: subs[i], Stats: st}
+	}
+	return rows, err
 }
 
 // ago says how long before now t was, to the millisecond below a second.

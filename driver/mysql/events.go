@@ -20,19 +20,7 @@ func lit(s string) string {
 // baton to put in canonical form (see baton's eventjson.go), in the table's
 // order (MySQL's JSON objects would sort their keys).
 func events(prefix string) *sqldriver.EventsDialect {
-	return &sqldriver.EventsDialect{
-		Describe: describe,
-		Install: func(ti driver.TableInfo) []string {
-			out := make([]string, 0, len(sqldriver.CaptureActions))
-			for _, a := range sqldriver.CaptureActions {
-				out = append(out, captureTrigger(prefix, ti, a))
-			}
-			return out
-		},
-		Drop: func(ti driver.TableInfo) []string {
-			return sqldriver.DropTriggers(prefix, ti.Name, ident)
-		},
-	}
+	return sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
 }
 
 // describe finds a table of the current database: its columns and their

@@ -325,11 +325,17 @@ func remoteListener(t *testing.T, d *Driver, clientID string, interval time.Dura
 	return l, w
 }
 
+// twoProcesses opens two drivers on one new database, as two processes
+// would.
+func twoProcesses(t *testing.T) (*Driver, *Driver) {
+	dsn := newDSN(t)
+	return openDriver(t, dsn), openDriver(t, dsn)
+}
+
 // TestWakeAcrossProcesses exercises the KILL QUERY path: the listener's
 // interval is long, so only an interruption can wake it in time.
 func TestWakeAcrossProcesses(t *testing.T) {
-	dsn := newDSN(t)
-	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
+	d1, d2 := twoProcesses(t)
 	// The first poll wakes at once.
 	_, w := remoteListener(t, d1, "client-1", 20*time.Second)
 	for i := 0; i < 5; i++ {
@@ -348,8 +354,7 @@ func TestWakeAcrossProcesses(t *testing.T) {
 
 // TestWakeNothingOnRollback: a wake-up is sent only on commit.
 func TestWakeNothingOnRollback(t *testing.T) {
-	dsn := newDSN(t)
-	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
+	d1, d2 := twoProcesses(t)
 	_, w := remoteListener(t, d1, "client-1", 20*time.Second)
 	n := w.quiet()
 	ctx := context.Background()
@@ -371,8 +376,7 @@ func TestWakeNothingOnRollback(t *testing.T) {
 // server restart); it reconnects, registers the new connection and is woken
 // through it.
 func TestListenerReconnects(t *testing.T) {
-	dsn := newDSN(t)
-	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
+	d1, d2 := twoProcesses(t)
 	l, w := remoteListener(t, d1, "client-1", 20*time.Second)
 	for round := 0; round < 3; round++ {
 		n := w.quiet()

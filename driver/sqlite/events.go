@@ -17,19 +17,7 @@ func lit(s string) string   { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'
 // (see baton's eventjson.go): a blob, in any column, as hex digits (JSON
 // cannot hold one), and the kind named after the declared type.
 func events(prefix string) *sqldriver.EventsDialect {
-	return &sqldriver.EventsDialect{
-		Describe: describe,
-		Install: func(ti driver.TableInfo) []string {
-			out := make([]string, 0, len(sqldriver.CaptureActions))
-			for _, a := range sqldriver.CaptureActions {
-				out = append(out, captureTrigger(prefix, ti, a))
-			}
-			return out
-		},
-		Drop: func(ti driver.TableInfo) []string {
-			return sqldriver.DropTriggers(prefix, ti.Name, ident)
-		},
-	}
+	return sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
 }
 
 // tableColumn is a row of pragma_table_info: a column's name, declared

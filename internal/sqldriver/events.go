@@ -131,6 +131,27 @@ func RowArray(fn string, t driver.TableInfo, cols []string, entry func(col, typ 
 	return fn + "(" + strings.Join(parts, ", ") + ")"
 }
 
+// RowTriggers is change capture by three row triggers per table, one per
+// CaptureActions (dialects without multi-event triggers): describe finds a
+// table, trigger renders the trigger of one action on it, ident quotes a
+// name.
+func RowTriggers(prefix string, describe func(ctx context.Context, t *Tx, table string) (driver.TableInfo, bool, error),
+	trigger func(prefix string, ti driver.TableInfo, a CaptureAction) string, ident func(string) string) *EventsDialect {
+	return &EventsDialect{
+		Describe: describe,
+		Install: func(ti driver.TableInfo) []string {
+			out := make([]string, 0, len(CaptureActions))
+			for _, a := range CaptureActions {
+				out = append(out, trigger(prefix, ti, a))
+			}
+			return out
+		},
+		Drop: func(ti driver.TableInfo) []string {
+			return DropTriggers(prefix, ti.Name, ident)
+		},
+	}
+}
+
 // TriggerName is baton's trigger for one action on a table.
 func TriggerName(prefix, table, code string) string {
 	return prefix + "ev_" + table + "_" + strings.ToLower(code)
