@@ -64,38 +64,15 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	d := &dash{c: c, o: o, csrf: hex.EncodeToString(rnd[:]), tmpl: map[string]*template.Template{}}
-	funcs := template.FuncMap{
-		"ago": ago,
-		"dur": dur,
-		"join": func(a []baton.Action) string {
-			s := make([]string, len(a))
-			for i, x := range a {
-				s[i] = string(x)
-			}
-			return strings.Join(s, ", ")
-		},
-		"path": url.PathEscape,
-		"list": func(v ...string) []string { return v },
-		"preview": func(b []byte) string {
-			s := string(b)
-			if len(s) > 120 {
-				s = s[:120] + "…"
-			}
-			return s
-		},
-	}
-	for _, page := range []string{"overview", "queue", "locks", "sessions", "subscriptions", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
-		if err != nil {
-			return nil, fmt.Errorf("dashboard: template %s: %w", page, err)
-		}
-		d.tmpl[page] = t
+	tmpl, err := parseTemplates()
+	if err != nil {
+		return nil, err
 	}
 	static, err := fs.Sub(files, "assets")
 	if err != nil {
 		return nil, err
 	}
+	d := &dash{c: c, o: o, csrf: hex.EncodeToString(rnd[:]), tmpl: tmpl}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", d.overview)
@@ -107,71 +84,138 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 		mux.Handle("GET /metrics", o.Metrics)
 	}
 	if !o.ReadOnly {
-		mux.HandleFunc("POST /queues/{queue}/redrive", d.mutate(func(ctx context.Context, q string) (string, error) {
-			n, err := c.Redrive(ctx, q)
-			return fmt.Sprintf("%d dead letters of %s moved back to the queue", n, q), err
-		}))
-		mux.HandleFunc("POST /queues/{queue}/purge", d.mutate(func(ctx context.Context, q string) (string, error) {
-			n, err := c.PurgeDead(ctx, q)
-			return fmt.Sprintf("%d dead letters of %s deleted", n, q), err
-		}))
-		mux.HandleFunc("POST /queues/{queue}/messages/{id}/retry", d.mutate(func(ctx context.Context, q string) (string, error) {
-			id, err := messageID(ctx)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("message %d of %s is due now", id, q), c.RetryNow(ctx, q, id)
-		}))
-		mux.HandleFunc("POST /queues/{queue}/messages/{id}/delete", d.mutate(func(ctx context.Context, q string) (string, error) {
-			id, err := messageID(ctx)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("message %d of %s deleted", id, q), c.DeleteMessage(ctx, q, id)
-		}))
-		mux.HandleFunc("POST /queues/{queue}/messages/{id}/cancel", d.mutate(func(ctx context.Context, q string) (string, error) {
-			id, err := messageID(ctx)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("message %d of %s cancelled", id, q), c.CancelMessage(ctx, id)
-		}))
-		mux.HandleFunc("POST /queues/{queue}/pause", d.mutate(func(ctx context.Context, q string) (string, error) {
-			return q + " paused: no worker takes its messages until it is resumed", c.PauseQueue(ctx, q)
-		}))
-		mux.HandleFunc("POST /queues/{queue}/resume", d.mutate(func(ctx context.Context, q string) (string, error) {
-			return q + " resumed", c.ResumeQueue(ctx, q)
-		}))
+		for _, m := range d.mutations() {
+			mux.HandleFunc("POST /queues/{queue}/"+m.route, d.mutate(m.act))
+		}
 	}
 	return d.guard(mux), nil
+}
+
+// pages are the templates, each rendered inside layout.html.
+var pages = []string{"overview", "queue", "locks", "sessions", "subscriptions", "error"}
+
+// parseTemplates parses every page's template, by page.
+func parseTemplates() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"ago":     ago,
+		"dur":     dur,
+		"join":    joinActions,
+		"path":    url.PathEscape,
+		"list":    func(v ...string) []string { return v },
+		"preview": preview,
+	}
+	out := make(map[string]*template.Template, len(pages))
+	for _, page := range pages {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: template %s: %w", page, err)
+		}
+		out[page] = t
+	}
+	return out, nil
+}
+
+// joinActions lists a subscription's actions.
+func joinActions(a []baton.Action) string {
+	s := make([]string, len(a))
+	for i, x := range a {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// preview is the first 120 bytes of a payload, as text.
+func preview(b []byte) string {
+	s := string(b)
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// mutation is a mutating route below /queues/{queue}/ and its action,
+// which returns what it did.
+type mutation struct {
+	route string
+	act   func(ctx context.Context, queue string) (string, error)
+}
+
+// mutations are the routes that change a queue or one of its messages.
+func (d *dash) mutations() []mutation {
+	c := d.c
+	return []mutation{
+		{"redrive", func(ctx context.Context, q string) (string, error) {
+			n, err := c.Redrive(ctx, q)
+			return fmt.Sprintf("%d dead letters of %s moved back to the queue", n, q), err
+		}},
+		{"purge", func(ctx context.Context, q string) (string, error) {
+			n, err := c.PurgeDead(ctx, q)
+			return fmt.Sprintf("%d dead letters of %s deleted", n, q), err
+		}},
+		{"messages/{id}/retry", onMessage("message %d of %s is due now", c.RetryNow)},
+		{"messages/{id}/delete", onMessage("message %d of %s deleted", c.DeleteMessage)},
+		{"messages/{id}/cancel", onMessage("message %d of %s cancelled", func(ctx context.Context, _ string, id int64) error {
+			return c.CancelMessage(ctx, id)
+		})},
+		{"pause", func(ctx context.Context, q string) (string, error) {
+			return q + " paused: no worker takes its messages until it is resumed", c.PauseQueue(ctx, q)
+		}},
+		{"resume", func(ctx context.Context, q string) (string, error) {
+			return q + " resumed", c.ResumeQueue(ctx, q)
+		}},
+	}
+}
+
+// onMessage is the action of a message route: act on the message {id} of
+// the queue; done says what was done, of the id and the queue.
+func onMessage(done string, act func(ctx context.Context, queue string, id int64) error) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, q string) (string, error) {
+		id, err := messageID(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(done, id, q), act(ctx, q, id)
+	}
 }
 
 // guard checks the token and sets the headers every response carries.
 func (d *dash) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Cache-Control", "no-store")
-		if d.o.Token != "" {
-			if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && same(t, d.o.Token) {
-				http.SetCookie(w, &http.Cookie{Name: "baton_token", Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-				q := r.URL.Query()
-				q.Del("token")
-				u := *r.URL
-				u.RawQuery = q.Encode()
-				http.Redirect(w, r, base(r)+u.RequestURI(), http.StatusSeeOther)
-				return
-			}
-			if !d.bearer(r) && !d.cookie(r) {
-				http.Error(w, "baton dashboard: a token is required (open the page with ?token=..., or send Authorization: Bearer ...)", http.StatusUnauthorized)
-				return
-			}
+		setHeaders(w.Header())
+		if d.o.Token != "" && !d.admit(w, r) {
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setHeaders sets the security headers of every response.
+func setHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+// admit checks a request's token; false when it answered the request
+// instead: a page opened with the right ?token= gets the cookie and goes
+// to the same page without it, a request without the token is refused.
+func (d *dash) admit(w http.ResponseWriter, r *http.Request) bool {
+	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet && same(t, d.o.Token) {
+		http.SetCookie(w, &http.Cookie{Name: "baton_token", Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q := r.URL.Query()
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, base(r)+u.RequestURI(), http.StatusSeeOther)
+		return false
+	}
+	if !d.bearer(r) && !d.cookie(r) {
+		http.Error(w, "baton dashboard: a token is required (open the page with ?token=..., or send Authorization: Bearer ...)", http.StatusUnauthorized)
+		return false
+	}
+	return true
 }
 
 func same(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
@@ -279,27 +323,51 @@ func (d *dash) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d.render(w, r, "error", "Error", err.Error())
 }
 
+// show renders a page of data, or the error that kept it from being read.
+func (d *dash) show(w http.ResponseWriter, r *http.Request, name, title string, data any, err error) {
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	d.render(w, r, name, title, data)
+}
+
 type queueRow struct {
 	baton.QueueStats
 	Event bool
 }
 
 func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
-	qs, err := d.c.Queues(r.Context())
+	rows, err := d.queueRows(r.Context())
+	d.show(w, r, "overview", "Queues", rows, err)
+}
+
+// queueRows are the overview's rows: every queue's counts.
+func (d *dash) queueRows(ctx context.Context) ([]queueRow, error) {
+	qs, err := d.c.Queues(ctx)
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return nil, err
 	}
-	rows := make([]queueRow, 0, len(qs))
-	for _, q := range qs {
-		st, err := d.c.Stats(r.Context(), q)
-		if err != nil {
-			d.fail(w, r, err)
-			return
+	stats, err := d.stats(ctx, qs, false)
+	rows := make([]queueRow, len(stats))
+	for i, st := range stats {
+		rows[i] = queueRow{QueueStats: st, Event: strings.HasPrefix(qs[i], baton.EventQueue(""))}
+	}
+	return rows, err
+}
+
+// stats reads the counts of each queue; with missingOK, a queue that does
+// not exist yet (a subscription's before its first event) has none.
+func (d *dash) stats(ctx context.Context, queues []string, missingOK bool) ([]baton.QueueStats, error) {
+	out := make([]baton.QueueStats, len(queues))
+	for i, q := range queues {
+		st, err := d.c.Stats(ctx, q)
+		if err != nil && !(missingOK && errors.Is(err, baton.ErrUnknownQueue)) {
+			return nil, err
 		}
-		rows = append(rows, queueRow{QueueStats: st, Event: strings.HasPrefix(q, baton.EventQueue(""))})
+		out[i] = st
 	}
-	d.render(w, r, "overview", "Queues", rows)
+	return out, nil
 }
 
 type queuePage struct {
@@ -316,42 +384,50 @@ const pageSize = 50
 
 func (d *dash) queue(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")
-	st, err := d.c.Stats(r.Context(), q)
+	p, err := d.queuePage(r.Context(), q, r.URL.Query())
+	d.show(w, r, "queue", "Queue "+q, p, err)
+}
+
+// queuePage reads a queue's page: its counts and a page of the tab the
+// query asks for (state, and after: where the page starts).
+func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queuePage, error) {
+	st, err := d.c.Stats(ctx, q)
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return queuePage{}, err
 	}
-	p := queuePage{Stats: st, State: r.URL.Query().Get("state")}
-	switch p.State {
-	case "":
-		p.State = "ready"
-		if st.Ready == 0 && st.Dead > 0 {
-			p.State = "dead"
-		}
-	default:
-		if _, err := baton.ParseMessageState(p.State); err != nil {
-			d.fail(w, r, err)
-			return
-		}
+	p := queuePage{Stats: st}
+	if p.State, err = tab(st, query.Get("state")); err != nil {
+		return p, err
 	}
 	if p.State == "dead" {
-		dead, err := d.c.DeadLetters(r.Context(), q, pageSize+1)
-		if err != nil {
-			d.fail(w, r, err)
-			return
-		}
-		p.Dead = dead
-		if len(dead) > pageSize {
-			p.Dead, p.More = dead[:pageSize], true
-		}
+		p.Dead, p.More, err = d.deadPage(ctx, q)
 	} else {
-		p.Messages, p.Next, err = d.c.Messages(r.Context(), q, baton.MessageState(p.State), r.URL.Query().Get("after"), pageSize)
-		if err != nil {
-			d.fail(w, r, err)
-			return
-		}
+		p.Messages, p.Next, err = d.c.Messages(ctx, q, baton.MessageState(p.State), query.Get("after"), pageSize)
 	}
-	d.render(w, r, "queue", "Queue "+q, p)
+	return p, err
+}
+
+// tab is the tab a queue's page shows: the state asked for, by default
+// the ready messages, or the dead letters when there are only those.
+func tab(st baton.QueueStats, state string) (string, error) {
+	switch {
+	case state != "":
+		_, err := baton.ParseMessageState(state)
+		return state, err
+	case st.Ready == 0 && st.Dead > 0:
+		return "dead", nil
+	}
+	return "ready", nil
+}
+
+// deadPage is the first page of a queue's dead letters; more says whether
+// there are others.
+func (d *dash) deadPage(ctx context.Context, q string) ([]baton.DeadLetter, bool, error) {
+	dead, err := d.c.DeadLetters(ctx, q, pageSize+1)
+	if len(dead) > pageSize {
+		return dead[:pageSize], true, err
+	}
+	return dead, false, err
 }
 
 type lockRow struct {
@@ -361,10 +437,12 @@ type lockRow struct {
 
 func (d *dash) locks(w http.ResponseWriter, r *http.Request) {
 	ls, err := d.c.Locks(r.Context())
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
+	d.show(w, r, "locks", "Locks", lockRows(ls), err)
+}
+
+// lockRows are the locks page's rows: each lock, a granted one with the
+// number of requests waiting for its identifier.
+func lockRows(ls []baton.LockInfo) []lockRow {
 	type key struct{ t, ns, name string }
 	waiting := map[key]int{}
 	for _, l := range ls {
@@ -379,16 +457,12 @@ func (d *dash) locks(w http.ResponseWriter, r *http.Request) {
 			rows[i].Waiters = waiting[key{l.Type, l.Namespace, l.Name}]
 		}
 	}
-	d.render(w, r, "locks", "Locks", rows)
+	return rows
 }
 
 func (d *dash) sessions(w http.ResponseWriter, r *http.Request) {
 	ss, err := d.c.Sessions(r.Context())
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	d.render(w, r, "sessions", "Sessions", ss)
+	d.show(w, r, "sessions", "Sessions", ss, err)
 }
 
 type subRow struct {
@@ -397,23 +471,28 @@ type subRow struct {
 }
 
 func (d *dash) subscriptions(w http.ResponseWriter, r *http.Request) {
-	subs, err := d.c.Subscriptions(r.Context())
+	rows, err := d.subRows(r.Context())
+	d.show(w, r, "subscriptions", "Subscriptions", rows, err)
+}
+
+// subRows are the subscriptions page's rows: each subscription, by name,
+// with its queue's counts (none before its first event).
+func (d *dash) subRows(ctx context.Context) ([]subRow, error) {
+	subs, err := d.c.Subscriptions(ctx)
 	if err != nil {
-		d.fail(w, r, err)
-		return
+		return nil, err
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name < subs[j].Name })
-	rows := make([]subRow, len(subs))
+	queues := make([]string, len(subs))
 	for i, s := range subs {
-		rows[i].Subscription = s
-		st, err := d.c.Stats(r.Context(), baton.EventQueue(s.Name))
-		if err != nil && !errors.Is(err, baton.ErrUnknownQueue) {
-			d.fail(w, r, err)
-			return
-		}
-		rows[i].Stats = st
+		queues[i] = baton.EventQueue(s.Name)
 	}
-	d.render(w, r, "subscriptions", "Subscriptions", rows)
+	stats, err := d.stats(ctx, queues, true)
+	rows := make([]subRow, len(stats))
+	for i, st := range stats {
+		rows[i] = subRow{Subscription: subs[i], Stats: st}
+	}
+	return rows, err
 }
 
 // ago says how long before now t was, to the millisecond below a second.

@@ -6,6 +6,7 @@ import (
 	sqldrv "database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -32,15 +33,7 @@ type localClient struct{ wake func() }
 // connection ids of their listeners; after commit, call local clients and
 // interrupt the others' listeners.
 func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []string) error {
-	var funcs []func()
-	var remote []string
-	for _, id := range clientIDs {
-		if lc, ok := local.Load(id); ok {
-			funcs = append(funcs, lc.(*localClient).wake)
-		} else {
-			remote = append(remote, id)
-		}
-	}
+	funcs, remote := splitLocal(clientIDs)
 	if len(funcs) > 0 {
 		t.AfterCommit(func() {
 			for _, f := range funcs {
@@ -52,13 +45,23 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []s
 		return nil
 	}
 	conns, err := d.wakeRemote(ctx, t, remote)
-	if err != nil {
-		return err
-	}
 	if len(conns) > 0 {
 		t.AfterCommit(func() { d.interrupt(conns) })
 	}
-	return nil
+	return err
+}
+
+// splitLocal sorts clients into those listening in this process (their
+// wake functions) and the others.
+func splitLocal(clientIDs []string) (funcs []func(), remote []string) {
+	for _, id := range clientIDs {
+		if lc, ok := local.Load(id); ok {
+			funcs = append(funcs, lc.(*localClient).wake)
+		} else {
+			remote = append(remote, id)
+		}
+	}
+	return funcs, remote
 }
 
 // wakeRemote bumps the sequence numbers of other processes' clients and
@@ -66,24 +69,11 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []s
 func (d *Driver) wakeRemote(ctx context.Context, t *sqldriver.Tx, remote []string) ([]int64, error) {
 	start := d.serverStart.Load()
 	if len(remote) == 1 {
-		// One statement: the listener's connection id comes back as the
-		// insert id.
-		res, err := t.Tx.ExecContext(ctx, d.wq["wake_one"], start, remote[0])
-		if err != nil {
-			return nil, fmt.Errorf("wake_one: %w", err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil || id <= 0 {
-			return nil, err
-		}
-		return []int64{id}, nil
+		return d.wakeOne(ctx, t, start, remote[0])
 	}
 	// Sorted, so that concurrent wakers lock the rows in one order.
 	sort.Strings(remote)
-	args := make([]any, 0, len(remote)+1)
-	for _, id := range remote {
-		args = append(args, id)
-	}
+	args := sqldriver.StringArgs(remote)
 	if _, err := t.Tx.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
 		return nil, fmt.Errorf("wake_many: %w", err)
 	}
@@ -91,21 +81,26 @@ func (d *Driver) wakeRemote(ctx context.Context, t *sqldriver.Tx, remote []strin
 	if err != nil {
 		return nil, fmt.Errorf("wake_conns: %w", err)
 	}
-	defer rows.Close()
-	var conns []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		if id > 0 {
-			conns = append(conns, id)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	conns, err := sqldriver.ScanAll(rows, sqldriver.ScanInt64)
+	if err != nil {
 		return nil, fmt.Errorf("wake_conns: %w", err)
 	}
-	return conns, nil
+	return slices.DeleteFunc(conns, func(id int64) bool { return id <= 0 }), nil
+}
+
+// wakeOne bumps one client's sequence number in one statement: its
+// listener's connection id comes back as the insert id (none when it has
+// no listener registered since the server's start).
+func (d *Driver) wakeOne(ctx context.Context, t *sqldriver.Tx, start int64, clientID string) ([]int64, error) {
+	res, err := t.Tx.ExecContext(ctx, d.wq["wake_one"], start, clientID)
+	if err != nil {
+		return nil, fmt.Errorf("wake_one: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil || id <= 0 {
+		return nil, err
+	}
+	return []int64{id}, nil
 }
 
 // interrupt sends KILL QUERY to listener connections, asynchronously, on
@@ -199,34 +194,28 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 	if _, err := d.ExecNamed(ctx, t.Tx, "notify_insert", channel, payload); err != nil {
 		return err
 	}
-	rows, err := t.Tx.QueryContext(ctx, d.wq["wake_all_clients"])
-	if err != nil {
-		return fmt.Errorf("wake_all_clients: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if err := d.wakeClients(ctx, t, ids); err != nil {
+	if err := d.wakeAll(ctx, t); err != nil {
 		return err
 	}
 	return t.Commit()
 }
 
-func (d *Driver) listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (*listener, error) {
-	if interval <= 0 {
-		interval = 500 * time.Millisecond
+// wakeAll wakes, once t commits, every client that has a listener
+// registered.
+func (d *Driver) wakeAll(ctx context.Context, t *sqldriver.Tx) error {
+	rows, err := t.Tx.QueryContext(ctx, d.wq["wake_all_clients"])
+	if err != nil {
+		return fmt.Errorf("wake_all_clients: %w", err)
 	}
-	l := &listener{d: d, clientID: clientID, wake: wake, interval: interval, done: make(chan struct{})}
+	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanString)
+	if err != nil {
+		return err
+	}
+	return d.wakeClients(ctx, t, ids)
+}
+
+func (d *Driver) listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (*listener, error) {
+	l := &listener{d: d, clientID: clientID, wake: wake, interval: sqldriver.DefaultInterval(interval), done: make(chan struct{})}
 	l.local = &localClient{wake: wake}
 	local.Store(clientID, l.local)
 	// Registrations left by processes that died before the server's last
@@ -240,14 +229,24 @@ func (d *Driver) listen(ctx context.Context, clientID string, wake func(), inter
 		return nil, fmt.Errorf("mysql %s: listen: %w", d.addr, err)
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	d.track(l, true)
+	go l.run(conn)
+	return l, nil
+}
+
+// track records a running listener (on) or forgets a stopped one, for
+// Close to stop those still running.
+func (d *Driver) track(l *listener, on bool) {
 	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	if !on {
+		delete(d.listeners, l)
+		return
+	}
 	if d.listeners == nil {
 		d.listeners = map[*listener]bool{}
 	}
 	d.listeners[l] = true
-	d.bgMu.Unlock()
-	go l.run(conn)
-	return l, nil
 }
 
 // register takes a connection from the pool for the listener and records
@@ -286,24 +285,16 @@ func isInterrupted(err error) bool {
 func (l *listener) run(conn *sql.Conn) {
 	defer close(l.done)
 	p := &poller{l: l, conn: conn, last: -1} // the first poll returns at once and wakes
-	defer func() {
-		if p.conn != nil {
-			discard(p.conn)
-		}
-	}()
+	defer p.close()
 	p.lastWake.Store(time.Now().UnixNano())
 	go p.safetyNet()
-	for !l.stopping.Load() && l.ctx.Err() == nil {
-		if p.conn == nil {
-			if !p.reconnect() {
-				return
-			}
-			continue
-		}
-		if !p.poll() {
-			return
-		}
+	for l.running() && p.step() {
 	}
+}
+
+// running reports whether the listener is to go on.
+func (l *listener) running() bool {
+	return !l.stopping.Load() && l.ctx.Err() == nil
 }
 
 // poller is the state of one listener's loop: its connection, the last
@@ -317,6 +308,22 @@ type poller struct {
 	lastWake atomic.Int64
 }
 
+// step polls once, or registers a new connection when it has none;
+// false when the listener stops meanwhile.
+func (p *poller) step() bool {
+	if p.conn == nil {
+		return p.reconnect()
+	}
+	return p.poll()
+}
+
+// close gives up the connection, if any, when the loop ends.
+func (p *poller) close() {
+	if p.conn != nil {
+		discard(p.conn)
+	}
+}
+
 func (p *poller) wake() {
 	p.lastWake.Store(time.Now().UnixNano())
 	p.l.wake()
@@ -325,28 +332,19 @@ func (p *poller) wake() {
 // safetyNet wakes the client at least once per interval even when the loop
 // is stuck (a statement on a connection the network dropped).
 func (p *poller) safetyNet() {
-	t := time.NewTicker(p.l.interval / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.l.done:
-			return
-		case <-t.C:
-			if time.Since(time.Unix(0, p.lastWake.Load())) >= p.l.interval {
-				p.wake()
-			}
+	sqldriver.Every(p.l.done, p.l.interval/4, func() {
+		if time.Since(time.Unix(0, p.lastWake.Load())) >= p.l.interval {
+			p.wake()
 		}
-	}
+	})
 }
 
 // reconnect registers a new connection after the backoff; false when the
 // listener stops meanwhile.
 func (p *poller) reconnect() bool {
 	l := p.l
-	select {
-	case <-l.ctx.Done():
+	if !sqldriver.Sleep(l.ctx, p.backoff) {
 		return false
-	case <-time.After(p.backoff):
 	}
 	p.backoff = min(2*p.backoff+10*time.Millisecond, l.interval)
 	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
@@ -373,19 +371,13 @@ func (p *poller) poll() bool {
 	cancel()
 	switch {
 	case err == nil:
-		p.noRows = 0
-		// SLEEP returns 1 when interrupted (MySQL); MariaDB fails the
-		// statement with error 1317 instead.
-		if seq != p.last || slept != 0 {
-			p.wake()
-		}
-		p.last = seq
+		p.polled(seq, slept)
 	case isInterrupted(err):
 		p.wake()
 	case errors.Is(err, sql.ErrNoRows):
 		return p.reregister()
 	default:
-		if l.stopping.Load() || l.ctx.Err() != nil {
+		if !l.running() {
 			return false
 		}
 		// Connection trouble: a wake-up may have been missed.
@@ -395,17 +387,25 @@ func (p *poller) poll() bool {
 	return true
 }
 
+// polled takes a poll's answer: the client's sequence number, and
+// whether the sleep was interrupted (SLEEP returns 1 then on MySQL;
+// MariaDB fails the statement with error 1317 instead). Either change
+// wakes the client.
+func (p *poller) polled(seq, slept int64) {
+	p.noRows = 0
+	if seq != p.last || slept != 0 {
+		p.wake()
+	}
+	p.last = seq
+}
+
 // reregister registers the connection again after its registration
 // vanished; false when the listener stops meanwhile.
 func (p *poller) reregister() bool {
 	l := p.l
 	p.noRows++
-	if p.noRows > 1 {
-		select {
-		case <-l.ctx.Done():
-			return false
-		case <-time.After(min(time.Duration(p.noRows)*10*time.Millisecond, l.interval)):
-		}
+	if p.noRows > 1 && !sqldriver.Sleep(l.ctx, min(time.Duration(p.noRows)*10*time.Millisecond, l.interval)) {
+		return false
 	}
 	id := l.connID.Load()
 	ctx, cancel := context.WithTimeout(l.ctx, 10*time.Second)
@@ -434,23 +434,26 @@ func (l *listener) stop() {
 		l.stopping.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-	wait:
-		for i := 0; i < 10; i++ {
-			if id := l.connID.Load(); id > 0 {
-				l.d.killQuery(ctx, id)
-			}
-			select {
-			case <-l.done:
-				break wait
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		l.interruptLoop(ctx)
 		l.cancel()
 		<-l.done
 		_, _ = l.d.SQL.ExecContext(ctx, l.d.wq["wake_unregister"], l.clientID)
 		local.CompareAndDelete(l.clientID, l.local)
-		l.d.bgMu.Lock()
-		delete(l.d.listeners, l)
-		l.d.bgMu.Unlock()
+		l.d.track(l, false)
 	})
+}
+
+// interruptLoop interrupts the loop's statement every 20ms, ten times at
+// most, until the loop ends.
+func (l *listener) interruptLoop(ctx context.Context) {
+	for i := 0; i < 10; i++ {
+		if id := l.connID.Load(); id > 0 {
+			l.d.killQuery(ctx, id)
+		}
+		select {
+		case <-l.done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

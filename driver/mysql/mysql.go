@@ -181,6 +181,17 @@ func ParseDSN(dsn string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := dsnDriverConfig(u, addr, shown)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DBName = dbName
+	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
+}
+
+// dsnDriverConfig is go-sql-driver's configuration for the DSN's user and
+// options at addr, with baton's defaults.
+func dsnDriverConfig(u *url.URL, addr, shown string) (*gomysql.Config, error) {
 	user := u.User.Username()
 	pass, _ := u.User.Password()
 	if user == "" {
@@ -198,7 +209,14 @@ func ParseDSN(dsn string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: mysql DSN %s: %v", driver.ErrBadDSN, shown, err)
 	}
-	cfg.User, cfg.Passwd, cfg.DBName = user, pass, dbName
+	cfg.User, cfg.Passwd = user, pass
+	setDefaults(cfg, q, params)
+	return cfg, nil
+}
+
+// setDefaults completes a configuration: the options the DSN left out get
+// baton's defaults, and the system variables go in.
+func setDefaults(cfg *gomysql.Config, q url.Values, params map[string]string) {
 	if _, set := q["interpolateParams"]; !set {
 		// One round trip per statement instead of three packets (prepare,
 		// execute, close) and two round trips. go-sql-driver refuses it
@@ -212,7 +230,6 @@ func ParseDSN(dsn string) (*Config, error) {
 		cfg.Params = params
 	}
 	cfg.Logger = &gomysql.NopLogger{} // errors are returned, not logged
-	return &Config{Driver: cfg, Addr: addr, DBName: dbName}, nil
 }
 
 // parseDSNURL parses the DSN as a URL of the mysql or mariadb scheme with a
@@ -228,18 +245,24 @@ func parseDSNURL(dsn string) (*url.URL, error) {
 		// of the password: say nothing of it.
 		return nil, fmt.Errorf("%w: mysql DSN is not a valid URL: check the host and port, and percent-encode special characters (@ : / ? # %% space) in the user name and password", driver.ErrBadDSN)
 	}
+	return u, checkDSNURL(u, dsn, scheme)
+}
+
+// checkDSNURL checks the form of a parsed DSN: scheme://, a valid host, no
+// fragment.
+func checkDSNURL(u *url.URL, dsn, scheme string) error {
 	shown := u.Redacted()
 	switch {
 	case u.Opaque != "" || !strings.HasPrefix(dsn, scheme+"://"):
-		return nil, fmt.Errorf("%w: mysql DSN %s: write %s://user:password@host:port/database", driver.ErrBadDSN, shown, scheme)
+		return fmt.Errorf("%w: mysql DSN %s: write %s://user:password@host:port/database", driver.ErrBadDSN, shown, scheme)
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("%w: mysql DSN %s names no host", driver.ErrBadDSN, shown)
+		return fmt.Errorf("%w: mysql DSN %s names no host", driver.ErrBadDSN, shown)
 	case !hostRE().MatchString(u.Host):
-		return nil, fmt.Errorf("%w: mysql DSN %s: bad host %q", driver.ErrBadDSN, shown, u.Host)
+		return fmt.Errorf("%w: mysql DSN %s: bad host %q", driver.ErrBadDSN, shown, u.Host)
 	case u.Fragment != "":
-		return nil, fmt.Errorf("%w: mysql DSN %s: unexpected #fragment", driver.ErrBadDSN, shown)
+		return fmt.Errorf("%w: mysql DSN %s: unexpected #fragment", driver.ErrBadDSN, shown)
 	}
-	return u, nil
+	return nil
 }
 
 // dsnAddr is the DSN's host:port, the port 3306 by default.
@@ -278,27 +301,35 @@ func dsnOptions(q url.Values, shown string) (opts url.Values, params map[string]
 	sort.Strings(keys)
 	opts, params = url.Values{}, map[string]string{}
 	for _, k := range keys {
-		vs := q[k]
-		if len(vs) != 1 {
-			return nil, nil, fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
-		}
-		if why, ok := refusedOptions[k]; ok {
-			return nil, nil, fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
-		}
-		switch {
-		case driverOptions[k]:
-			opts.Set(k, vs[0])
-		case sysVarRE().MatchString(k):
-			v, err := sysVarValue(k, vs[0], shown)
-			if err != nil {
-				return nil, nil, err
-			}
-			params[k] = v
-		default:
-			return nil, nil, fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
+		if err := sortOption(k, q[k], shown, opts, params); err != nil {
+			return nil, nil, err
 		}
 	}
 	return opts, params, nil
+}
+
+// sortOption checks option k, given the values vs, and puts it in opts
+// (go-sql-driver's) or params (a system variable).
+func sortOption(k string, vs []string, shown string, opts url.Values, params map[string]string) error {
+	if len(vs) != 1 {
+		return fmt.Errorf("%w: mysql DSN %s: option %s given %d times", driver.ErrBadDSN, shown, k, len(vs))
+	}
+	if why, ok := refusedOptions[k]; ok {
+		return fmt.Errorf("%w: mysql DSN %s: option %s is not supported: %s", driver.ErrBadDSN, shown, k, why)
+	}
+	switch {
+	case driverOptions[k]:
+		opts.Set(k, vs[0])
+	case sysVarRE().MatchString(k):
+		v, err := sysVarValue(k, vs[0], shown)
+		if err != nil {
+			return err
+		}
+		params[k] = v
+	default:
+		return fmt.Errorf("%w: mysql DSN %s: unknown option %q", driver.ErrBadDSN, shown, k)
+	}
+	return nil
 }
 
 // sysVarValue is a system variable's value as SET takes it: a number as it
@@ -343,27 +374,22 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := func(autocommit bool) (*sql.DB, error) {
-		cfg := pc.Driver.Clone()
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		cfg.Params[isoVar] = "'READ-COMMITTED'"
-		if !autocommit {
-			cfg.Params["autocommit"] = "0"
-		}
-		conn, err := gomysql.NewConnector(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
-		}
-		db := sql.OpenDB(conn)
-		// Keep enough idle connections that bursts of short transactions
-		// do not pay a new handshake each.
-		db.SetMaxIdleConns(16)
-		db.SetConnMaxIdleTime(5 * time.Minute)
-		return db, nil
+	db, err := d.openPools(ctx, pc, isoVar)
+	if err != nil {
+		return nil, err
 	}
-	db, err := pool(true)
+	if err := d.setUp(db, prefix); err != nil {
+		db.Close()
+		d.fast.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openPools opens the main pool, checked with one connection, and the
+// fast one (d.fast).
+func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql.DB, error) {
+	db, err := d.pool(pc, isoVar, true)
 	if err != nil {
 		return nil, err
 	}
@@ -371,27 +397,50 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to mysql server at %s: %w", d.addr, err)
 	}
-	if d.fast, err = pool(false); err != nil {
+	if d.fast, err = d.pool(pc, isoVar, false); err != nil {
 		db.Close()
 		return nil, err
 	}
-	fail := func(err error) (*Driver, error) {
-		db.Close()
-		d.fast.Close()
-		return nil, err
-	}
+	return db, nil
+}
 
-	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, stripComments(queriesSQL), stripComments(ownSQL))
-	if err != nil {
-		return fail(fmt.Errorf("mysql queries: %w", err))
+// pool opens a pool of connections at READ COMMITTED (isoVar is the
+// server's name for the isolation level), in autocommit mode or not.
+func (d *Driver) pool(pc *Config, isoVar string, autocommit bool) (*sql.DB, error) {
+	cfg := pc.Driver.Clone()
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
 	}
-	d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, map[string]string{"now": Now})
+	cfg.Params[isoVar] = "'READ-COMMITTED'"
+	if !autocommit {
+		cfg.Params["autocommit"] = "0"
+	}
+	conn, err := gomysql.NewConnector(cfg)
 	if err != nil {
-		return fail(fmt.Errorf("mysql queries: %w", err))
+		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
+	}
+	db := sql.OpenDB(conn)
+	// Keep enough idle connections that bursts of short transactions
+	// do not pay a new handshake each.
+	db.SetMaxIdleConns(16)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
+}
+
+// setUp reads the queries and migrations and builds the shared
+// implementation on db.
+func (d *Driver) setUp(db *sql.DB, prefix string) error {
+	macros := map[string]string{"now": Now}
+	q, err := sqldriver.ParseQueryFiles(prefix, macros, stripComments(queriesSQL), stripComments(ownSQL))
+	if err != nil {
+		return fmt.Errorf("mysql queries: %w", err)
+	}
+	if d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, macros); err != nil {
+		return fmt.Errorf("mysql queries: %w", err)
 	}
 	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "mysql",
@@ -409,7 +458,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
 		Locked: d.migrationLocked,
 	}
-	return d, nil
+	return nil
 }
 
 // probe checks that the server answers, learns its version and the name of
@@ -431,19 +480,28 @@ func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
 		return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
 	}
 	d.mariadb = strings.Contains(strings.ToLower(d.server), "mariadb")
-	// MySQL 8 and MariaDB 11.1+ call it transaction_isolation; MariaDB
-	// 10.x only knows tx_isolation (MySQL 5.7 knew both).
-	isoVar := "transaction_isolation"
-	var iso string
-	if err := c.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&iso); err != nil {
-		var me *gomysql.MySQLError
-		if !errors.As(err, &me) || me.Number != errUnknownSysVar {
-			return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
-		}
-		isoVar = "tx_isolation"
+	isoVar, err := d.isolationVar(ctx, c)
+	if err != nil {
+		return "", err
 	}
 	d.refreshServerStart(ctx, c)
 	return isoVar, nil
+}
+
+// isolationVar is the server's name of the isolation-level variable:
+// MySQL 8 and MariaDB 11.1+ call it transaction_isolation; MariaDB 10.x
+// only knows tx_isolation (MySQL 5.7 knew both).
+func (d *Driver) isolationVar(ctx context.Context, c *sql.Conn) (string, error) {
+	var iso string
+	err := c.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&iso)
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+		return "transaction_isolation", nil
+	case errors.As(err, &me) && me.Number == errUnknownSysVar:
+		return "tx_isolation", nil
+	}
+	return "", fmt.Errorf("mysql server at %s: %w", d.addr, err)
 }
 
 // refreshServerStart reads the server's uptime and clock; on any error the
@@ -467,13 +525,7 @@ func (d *Driver) Server() string { return d.server }
 // Close implements driver.Driver: it stops listeners still running, waits
 // for pending wake-up interruptions, then closes the connections.
 func (d *Driver) Close() error {
-	d.bgMu.Lock()
-	ls := make([]*listener, 0, len(d.listeners))
-	for l := range d.listeners {
-		ls = append(ls, l)
-	}
-	d.bgMu.Unlock()
-	for _, l := range ls {
+	for _, l := range d.running() {
 		l.stop()
 	}
 	d.bgMu.Lock()
@@ -481,6 +533,17 @@ func (d *Driver) Close() error {
 	d.bgMu.Unlock()
 	d.bg.Wait()
 	return errors.Join(d.fast.Close(), d.SQL.Close())
+}
+
+// running lists the listeners still running.
+func (d *Driver) running() []*listener {
+	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	ls := make([]*listener, 0, len(d.listeners))
+	for l := range d.listeners {
+		ls = append(ls, l)
+	}
+	return ls
 }
 
 // IsRetryable reports InnoDB's deadlock and lock wait timeout errors, after
@@ -529,12 +592,8 @@ func (d *Driver) migrationLocked(ctx context.Context, fn func(context.Context, *
 	}
 	defer c.Close()
 	name := d.migrationLockName()
-	var got sql.NullInt64
-	if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil {
-		return fmt.Errorf("take migration lock %q: %w", name, err)
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("take migration lock %q: another process has held it for 60s", name)
+	if err := getLock(ctx, c, name); err != nil {
+		return err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -544,6 +603,18 @@ func (d *Driver) migrationLocked(ctx context.Context, fn func(context.Context, *
 		_ = c.QueryRowContext(rctx, "SELECT RELEASE_LOCK(?)", name).Scan(&r)
 	}()
 	return fn(ctx, c)
+}
+
+// getLock takes the user-level lock name on c, waiting up to a minute.
+func getLock(ctx context.Context, c *sql.Conn, name string) error {
+	var got sql.NullInt64
+	if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", name).Scan(&got); err != nil {
+		return fmt.Errorf("take migration lock %q: %w", name, err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("take migration lock %q: another process has held it for 60s", name)
+	}
+	return nil
 }
 
 // bin passes an identifier part as VARBINARY: never NULL, even when empty.
@@ -576,8 +647,7 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // of the fast pool, whose first statement opens it, or, before Prepare, one
 // of the main pool after START TRANSACTION.
 func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
-	if d.fastReady.Load() || d.fastUses.Add(1) > oneShotFastUses {
-		d.fastReady.Store(true)
+	if d.fastPoolDue() {
 		return d.fast.Conn(ctx)
 	}
 	c, err := d.SQL.Conn(ctx)
@@ -589,6 +659,16 @@ func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// fastPoolDue reports whether the fast paths use their own pool by now:
+// after Prepare, or from the call after oneShotFastUses on the main pool.
+func (d *Driver) fastPoolDue() bool {
+	if d.fastReady.Load() || d.fastUses.Add(1) > oneShotFastUses {
+		d.fastReady.Store(true)
+		return true
+	}
+	return false
 }
 
 // inFastTx runs fn on a connection of the fast pool, whose first statement
@@ -603,21 +683,28 @@ func (d *Driver) inFastTx(ctx context.Context, fn func(c *sql.Conn) (bool, error
 		return err
 	}
 	commit, err := fn(c)
+	if eerr := endFastTx(ctx, c, commit && err == nil); err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// endFastTx ends the transaction on a connection of the fast pool, COMMIT
+// or ROLLBACK, and puts the connection back, or discards it when the
+// ending failed.
+func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 	end := "ROLLBACK"
-	if commit && err == nil {
+	if commit {
 		end = "COMMIT"
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, eerr := c.ExecContext(ectx, end); eerr != nil {
+	if _, err := c.ExecContext(ectx, end); err != nil {
 		discard(c)
-		if err == nil {
-			err = eerr
-		}
 		return err
 	}
 	_ = c.Close()
-	return err
+	return nil
 }
 
 // LockFastAcquire implements driver.Driver: fast_acquire_ident creates or
@@ -640,34 +727,15 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 // first name that is not free rolls every one back), so that the call
 // waits for one redo-log flush instead of one per name.
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
+	nr, nw := sqldriver.ModeCounts(p.Mode)
 	out := make([]driver.Request, 0, len(names))
 	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
 		out = out[:0]
 		for _, name := range names {
 			r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted,
 				CallID: p.CallID, Ident: driver.Ident{Kind: p.Kind, NS: p.NS, Name: name}}
-			res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
-				p.Kind, bin(p.NS), bin(name), nr, nw, nw, nw, nr, nw, nw)
-			if err != nil {
-				return false, fmt.Errorf("fast_acquire_ident: %w", err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if ok, err := d.acquireOne(ctx, c, &r, nr, nw); !ok || err != nil {
 				return false, err // taken: roll every name back
-			}
-			if r.Token, err = res.LastInsertId(); err != nil {
-				return false, err
-			}
-			res, err = c.ExecContext(ctx, d.Q("request_insert"),
-				r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
-			if err != nil {
-				return false, fmt.Errorf("request_insert: %w", err)
-			}
-			if r.ID, err = res.LastInsertId(); err != nil {
-				return false, err
 			}
 			out = append(out, r)
 		}
@@ -677,6 +745,31 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		return nil, false, err
 	}
 	return out, true, nil
+}
+
+// acquireOne grants r, a lock of nr readers or nw writers, in the fast
+// transaction on c when the lock is free for it: its identifier's row
+// counts it and gives its token, then its instance is stored (setting its
+// id). ok is false when the lock is taken.
+func (d *Driver) acquireOne(ctx context.Context, c *sql.Conn, r *driver.Request, nr, nw int) (ok bool, err error) {
+	res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
+		r.Kind, bin(r.NS), bin(r.Name), nr, nw, nw, nw, nr, nw, nw)
+	if err != nil {
+		return false, fmt.Errorf("fast_acquire_ident: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	if r.Token, err = res.LastInsertId(); err != nil {
+		return false, err
+	}
+	res, err = c.ExecContext(ctx, d.Q("request_insert"),
+		r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
+	if err != nil {
+		return false, fmt.Errorf("request_insert: %w", err)
+	}
+	r.ID, err = res.LastInsertId()
+	return err == nil, err
 }
 
 // allRows is the row limit of release_delete_* that means "all": MySQL
@@ -700,27 +793,28 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		if err != nil || len(rs) == 0 {
 			return false, err
 		}
-		for _, dl := range sqldriver.ReleaseDeltas(rs) {
-			id := dl.Ident
-			res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
-			if err != nil {
-				return false, fmt.Errorf("ident_release: %w", err)
-			}
-			np, err := res.LastInsertId()
-			if err != nil {
-				return false, err
-			}
-			if np > 0 {
-				waiting = append(waiting, id)
-			}
-		}
+		waiting, err = sqldriver.LowerCounters(rs, func(dl sqldriver.ReleaseDelta) (int64, error) {
+			return d.identRelease(ctx, c, dl)
+		})
 		n = len(rs)
-		return true, nil
+		return err == nil, err
 	})
 	if err != nil {
 		return 0, nil, err
 	}
 	return n, waiting, nil
+}
+
+// identRelease lowers, in the fast transaction on c, an identifier's
+// counters by the released instances and returns its waiting count
+// (ident_release's insert id).
+func (d *Driver) identRelease(ctx context.Context, c *sql.Conn, dl sqldriver.ReleaseDelta) (int64, error) {
+	id := dl.Ident
+	res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
+	if err != nil {
+		return 0, fmt.Errorf("ident_release: %w", err)
+	}
+	return res.LastInsertId()
 }
 
 // releaseDeleteReturning is releaseDelete in one statement, on MariaDB
@@ -736,18 +830,8 @@ func (d *Driver) releaseDeleteReturning(ctx context.Context, c *sql.Conn, p driv
 	if err != nil {
 		return nil, fmt.Errorf("release_delete: %w", err)
 	}
-	defer rows.Close()
-	var out []driver.Request
-	for rows.Next() {
-		var r driver.Request
-		var ns, name []byte
-		if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
-			return nil, err
-		}
-		r.NS, r.Name = string(ns), string(name)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqldriver.ScanReleased(rows)
+	if err != nil {
 		return nil, fmt.Errorf("release_delete: %w", err)
 	}
 	return out, nil
@@ -763,6 +847,19 @@ func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastRe
 	if d.mariadb {
 		return d.releaseDeleteReturning(ctx, c, p, limit)
 	}
+	rs, err := d.releaseList(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(rs)) > limit {
+		rs = rs[:limit]
+	}
+	return rs, d.deleteRequests(ctx, c, rs)
+}
+
+// releaseList selects the session's instances a release names FOR UPDATE
+// (MySQL has no DELETE ... RETURNING).
+func (d *Driver) releaseList(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) ([]driver.Request, error) {
 	var rows *sql.Rows
 	var err error
 	if p.Name == "" {
@@ -773,31 +870,24 @@ func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastRe
 	if err != nil {
 		return nil, fmt.Errorf("release_list: %w", err)
 	}
-	var rs []driver.Request
-	for rows.Next() {
-		r, err := sqldriver.ScanRequest(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		rs = append(rs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	rs, err := sqldriver.ScanRequests(rows)
+	if err != nil {
 		return nil, fmt.Errorf("release_list: %w", err)
 	}
-	if int64(len(rs)) > limit {
-		rs = rs[:limit]
-	}
+	return rs, nil
+}
+
+// deleteRequests deletes the request rows of rs (none: nothing to do).
+func (d *Driver) deleteRequests(ctx context.Context, c *sql.Conn, rs []driver.Request) error {
 	if len(rs) == 0 {
-		return nil, nil
+		return nil
 	}
 	ids := make([]any, len(rs))
 	for i, r := range rs {
 		ids[i] = r.ID
 	}
 	if _, err := c.ExecContext(ctx, list(d.Q("request_delete"), len(ids)), ids...); err != nil {
-		return nil, fmt.Errorf("request_delete: %w", err)
+		return fmt.Errorf("request_delete: %w", err)
 	}
-	return rs, nil
+	return nil
 }

@@ -293,14 +293,15 @@ func (w *wakeCounter) quiet() int64 {
 	}
 }
 
-func wakeFrom(t *testing.T, d *Driver, clientID string) {
+// wakeFrom wakes clients from a transaction of d.
+func wakeFrom(t *testing.T, d *Driver, clientIDs ...string) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := d.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.WakeClients(ctx, []string{clientID}); err != nil {
+	if err := tx.WakeClients(ctx, clientIDs); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -308,20 +309,35 @@ func wakeFrom(t *testing.T, d *Driver, clientID string) {
 	}
 }
 
-// TestWakeAcrossProcesses exercises the KILL QUERY path: the listener's
-// interval is long, so only an interruption can wake it in time.
-func TestWakeAcrossProcesses(t *testing.T) {
-	dsn := newDSN(t)
-	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
-	var w wakeCounter
-	l, err := d1.listen(context.Background(), "client-1", w.wake, 20*time.Second)
+// remoteListener starts d's listener of clientID as if it lived in
+// another process (no in-process wake-ups), stopped when the test ends,
+// and waits for the wake-up of its first poll.
+func remoteListener(t *testing.T, d *Driver, clientID string, interval time.Duration) (*listener, *wakeCounter) {
+	t.Helper()
+	w := &wakeCounter{}
+	l, err := d.listen(context.Background(), clientID, w.wake, interval)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.stop()
-	// Pretend the listener lives in another process.
-	local.Delete("client-1")
-	w.waitWake(t, 0, 5*time.Second) // the first poll wakes at once
+	t.Cleanup(l.stop)
+	local.Delete(clientID)
+	w.waitWake(t, 0, 5*time.Second)
+	return l, w
+}
+
+// twoProcesses opens two drivers on one new database, as two processes
+// would.
+func twoProcesses(t *testing.T) (*Driver, *Driver) {
+	dsn := newDSN(t)
+	return openDriver(t, dsn), openDriver(t, dsn)
+}
+
+// TestWakeAcrossProcesses exercises the KILL QUERY path: the listener's
+// interval is long, so only an interruption can wake it in time.
+func TestWakeAcrossProcesses(t *testing.T) {
+	d1, d2 := twoProcesses(t)
+	// The first poll wakes at once.
+	_, w := remoteListener(t, d1, "client-1", 20*time.Second)
 	for i := 0; i < 5; i++ {
 		n := w.quiet()
 		wakeFrom(t, d2, "client-1")
@@ -329,42 +345,17 @@ func TestWakeAcrossProcesses(t *testing.T) {
 		t.Logf("woken after %v", el)
 	}
 	// Several clients at once take the other statement shape.
-	var w2 wakeCounter
-	l2, err := d1.listen(context.Background(), "client-2", w2.wake, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l2.stop()
-	local.Delete("client-2")
-	w2.waitWake(t, 0, 5*time.Second)
+	_, w2 := remoteListener(t, d1, "client-2", 20*time.Second)
 	n1, n2 := w.quiet(), w2.quiet()
-	ctx := context.Background()
-	tx, err := d2.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.WakeClients(ctx, []string{"client-2", "client-1", "nobody"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	wakeFrom(t, d2, "client-2", "client-1", "nobody")
 	w.waitWake(t, n1, 5*time.Second)
 	w2.waitWake(t, n2, 5*time.Second)
 }
 
 // TestWakeNothingOnRollback: a wake-up is sent only on commit.
 func TestWakeNothingOnRollback(t *testing.T) {
-	dsn := newDSN(t)
-	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
-	var w wakeCounter
-	l, err := d1.listen(context.Background(), "client-1", w.wake, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.stop()
-	local.Delete("client-1")
-	w.waitWake(t, 0, 5*time.Second)
+	d1, d2 := twoProcesses(t)
+	_, w := remoteListener(t, d1, "client-1", 20*time.Second)
 	n := w.quiet()
 	ctx := context.Background()
 	tx, err := d2.Begin(ctx)
@@ -385,16 +376,8 @@ func TestWakeNothingOnRollback(t *testing.T) {
 // server restart); it reconnects, registers the new connection and is woken
 // through it.
 func TestListenerReconnects(t *testing.T) {
-	dsn := newDSN(t)
-	d1, d2 := openDriver(t, dsn), openDriver(t, dsn)
-	var w wakeCounter
-	l, err := d1.listen(context.Background(), "client-1", w.wake, 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.stop()
-	local.Delete("client-1")
-	w.waitWake(t, 0, 5*time.Second)
+	d1, d2 := twoProcesses(t)
+	l, w := remoteListener(t, d1, "client-1", 20*time.Second)
 	for round := 0; round < 3; round++ {
 		n := w.quiet()
 		old := l.connID.Load()
@@ -589,13 +572,7 @@ func TestSafetyNetWhileStuck(t *testing.T) {
 	f := newFreezer(t, u.Host)
 	u.Host = f.ln.Addr().String()
 	d := openDriver(t, u.String())
-	var w wakeCounter
-	l, err := d.listen(context.Background(), "client-1", w.wake, 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local.Delete("client-1")
-	w.waitWake(t, 0, 5*time.Second)
+	l, w := remoteListener(t, d, "client-1", 200*time.Millisecond)
 	f.gate.Lock()
 	// While the connection is stuck the safety net keeps waking (every
 	// 200ms interval): wait for three wake-ups.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -51,10 +52,8 @@ func (d *Driver) gateQuery(mode string, nowait bool) string {
 // the gate row (created before any transaction locks it), once per
 // identifier and driver: both stay.
 func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
-	if last := d.txCleaned.Load(); time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano()) {
-		if err := d.deleteEnded(ctx); err != nil {
-			return err
-		}
+	if err := d.cleanEnded(ctx); err != nil {
+		return err
 	}
 	if _, known := d.gates.Load(id); known {
 		return nil // a gate row is made after its identifier is gated, and both stay
@@ -63,6 +62,16 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 		return err
 	}
 	d.gates.Store(id, true)
+	return nil
+}
+
+// cleanEnded deletes the holds of ended transactions (deleteEnded) at
+// most once a second, by the first call after the second has passed.
+func (d *Driver) cleanEnded(ctx context.Context) error {
+	last := d.txCleaned.Load()
+	if time.Since(time.Unix(0, last)) > time.Second && d.txCleaned.CompareAndSwap(last, time.Now().UnixNano()) {
+		return d.deleteEnded(ctx)
+	}
 	return nil
 }
 
@@ -95,22 +104,44 @@ func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident
 	if wait == 0 {
 		return false, gateErr(tx.ScanRow(ctx, d.gateQuery(mode, true), args, &one))
 	}
-	secs := int64(maxLockWait)
-	if wait > 0 {
-		secs = min(max(int64(math.Ceil(wait.Seconds())), 1), maxLockWait)
+	return false, withLockWait(ctx, tx, lockWaitSeconds(wait), func() error {
+		return gateErr(tx.ScanRow(ctx, d.gateQuery(mode, false), args, &one))
+	})
+}
+
+// lockWaitSeconds is innodb_lock_wait_timeout for a wait (negative: as
+// long as it takes): whole seconds, at least one.
+func lockWaitSeconds(wait time.Duration) int64 {
+	if wait < 0 {
+		return maxLockWait
 	}
+	return min(max(int64(math.Ceil(wait.Seconds())), 1), maxLockWait)
+}
+
+// withLockWait runs fn in the caller's transaction with the session's
+// innodb_lock_wait_timeout set to secs, and restores it (even when ctx
+// ends meanwhile).
+func withLockWait(ctx context.Context, tx driver.CallerTx, secs int64, fn func() error) error {
 	var old int64
 	if err := tx.ScanRow(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout", nil, &old); err != nil {
-		return false, fmt.Errorf("tx_gate: %w", err)
+		return fmt.Errorf("tx_gate: %w", err)
 	}
+	if err := setLockWait(ctx, tx, secs); err != nil {
+		return err
+	}
+	err := fn()
+	if rerr := setLockWait(context.WithoutCancel(ctx), tx, old); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// setLockWait sets the session's innodb_lock_wait_timeout.
+func setLockWait(ctx context.Context, tx driver.CallerTx, secs int64) error {
 	if err := tx.Exec(ctx, fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", secs)); err != nil {
-		return false, fmt.Errorf("tx_gate: %w", err)
+		return fmt.Errorf("tx_gate: %w", err)
 	}
-	err := gateErr(tx.ScanRow(ctx, d.gateQuery(mode, false), args, &one))
-	if rerr := tx.Exec(context.WithoutCancel(ctx), fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", old)); rerr != nil && err == nil {
-		err = fmt.Errorf("tx_gate: %w", rerr)
-	}
-	return false, err
+	return nil
 }
 
 // gateErr maps a locking read's failure to TxGate's. No row: the gate
@@ -122,12 +153,17 @@ func gateErr(err error) error {
 		return nil
 	case errors.Is(err, sql.ErrNoRows):
 		return driver.ErrGateUngated
-	case errors.As(err, &me) && (me.Number == errLockWaitTimeout || me.Number == errLockNowait):
-		return driver.ErrGateBusy
-	case errors.As(err, &me) && me.Number == errLockDeadlock:
-		return driver.ErrGateDeadlock
+	case errors.As(err, &me) && gateErrs[me.Number] != nil:
+		return gateErrs[me.Number]
 	}
 	return fmt.Errorf("tx_gate: %w", err)
+}
+
+// gateErrs are TxGate's errors for the server's errors of a locking read.
+var gateErrs = map[uint16]error{
+	errLockWaitTimeout: driver.ErrGateBusy,
+	errLockNowait:      driver.ErrGateBusy,
+	errLockDeadlock:    driver.ErrGateDeadlock,
 }
 
 // TxGateHeld implements driver.TxLocker: NOWAIT locking reads of the gate
@@ -136,30 +172,34 @@ func gateErr(err error) error {
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (string, error) {
 	t := tx.(*sqldriver.Tx).Tx
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
-	probe := func(mode string) (busy bool, err error) {
-		var one int
-		err = gateErr(t.QueryRowContext(ctx, d.gateQuery(mode, true), args...).Scan(&one))
-		if errors.Is(err, driver.ErrGateBusy) {
-			return true, nil
-		}
-		if errors.Is(err, driver.ErrGateUngated) { // no gate row: nobody holds it
-			err = nil
-		}
-		return false, err
-	}
-	switch busy, err := probe(driver.ModeWrite); {
+	switch busy, err := d.gateBusy(ctx, t, driver.ModeWrite, args); {
 	case err != nil:
 		return "", err
 	case !busy:
 		return "", nil
 	}
-	switch busy, err := probe(driver.ModeRead); {
+	switch busy, err := d.gateBusy(ctx, t, driver.ModeRead, args); {
 	case err != nil:
 		return "", err
 	case busy:
 		return driver.ModeWrite, nil
 	}
 	return driver.ModeRead, nil
+}
+
+// gateBusy reports whether another transaction holds the gate row of
+// args (kind, namespace, name) in a mode that conflicts with mode: a
+// NOWAIT locking read in t, whose lock stays.
+func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode string, args []any) (bool, error) {
+	var one int
+	err := gateErr(t.QueryRowContext(ctx, d.gateQuery(mode, true), args...).Scan(&one))
+	switch {
+	case errors.Is(err, driver.ErrGateBusy):
+		return true, nil
+	case errors.Is(err, driver.ErrGateUngated): // no gate row: nobody holds it
+		return false, nil
+	}
+	return false, err
 }
 
 // TxGated implements driver.TxLocker.
@@ -203,15 +243,15 @@ func (d *Driver) endedHolds(ctx context.Context) (map[int64]bool, error) {
 		return nil, err
 	}
 	defer done()
-	out := map[int64]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanInt64)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]bool, len(ids))
+	for _, id := range ids {
 		out[id] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // TxHolds implements driver.TxLocker: the rows read uncommitted, less the
@@ -231,13 +271,7 @@ func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := all[:0]
-	for _, h := range all {
-		if !ended[h.ID] {
-			live = append(live, h)
-		}
-	}
-	return live, nil
+	return slices.DeleteFunc(all, func(h driver.LockInfo) bool { return ended[h.ID] }), nil
 }
 
 // readAt runs a named query in a read-only transaction of the isolation

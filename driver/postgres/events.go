@@ -22,40 +22,7 @@ func quoted(table string) string {
 // generic {p}capture function, with the primary key columns as arguments.
 func events(prefix string) *sqldriver.EventsDialect {
 	return &sqldriver.EventsDialect{
-		Describe: func(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
-			var info driver.TableInfo
-			rows, err := t.Query(ctx, `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-				WHERE c.oid = to_regclass($1) AND c.relkind IN ('r', 'p')`, quoted(table))
-			if err != nil {
-				return info, false, err
-			}
-			var schema, name string
-			found := rows.Next()
-			if found {
-				err = rows.Scan(&schema, &name)
-			}
-			rows.Close()
-			if err != nil || !found {
-				return info, false, err
-			}
-			info.Name = schema + "." + name
-			rows, err = t.Query(ctx, `SELECT a.attname FROM pg_index i
-				JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
-				WHERE i.indrelid = to_regclass($1) AND i.indisprimary
-				ORDER BY array_position(i.indkey::int2[], a.attnum)`, quoted(info.Name))
-			if err != nil {
-				return info, false, err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var c string
-				if err := rows.Scan(&c); err != nil {
-					return info, false, err
-				}
-				info.PK = append(info.PK, c)
-			}
-			return info, true, rows.Err()
-		},
+		Describe: describe,
 		Install: func(ti driver.TableInfo) []string {
 			args := make([]string, len(ti.PK))
 			for i, c := range ti.PK {
@@ -68,4 +35,30 @@ func events(prefix string) *sqldriver.EventsDialect {
 			return []string{"DROP TRIGGER IF EXISTS " + prefix + "capture ON " + quoted(ti.Name)}
 		},
 	}
+}
+
+// describe finds a table (or a partitioned one) by its name on the
+// search_path, and its primary key in the key's order; the table's name
+// comes back qualified by its schema.
+func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+	var info driver.TableInfo
+	rows, err := t.Query(ctx, `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.oid = to_regclass($1) AND c.relkind IN ('r', 'p')`, quoted(table))
+	if err != nil {
+		return info, false, err
+	}
+	names, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (string, error) {
+		var schema, name string
+		err := sc.Scan(&schema, &name)
+		return schema + "." + name, err
+	})
+	if err != nil || len(names) == 0 {
+		return info, false, err
+	}
+	info.Name = names[0]
+	info.PK, err = t.QueryStrings(ctx, `SELECT a.attname FROM pg_index i
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+		WHERE i.indrelid = to_regclass($1) AND i.indisprimary
+		ORDER BY array_position(i.indkey::int2[], a.attnum)`, quoted(info.Name))
+	return info, err == nil, err
 }

@@ -69,10 +69,6 @@ func behindPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (bool, e
 		probe.RuntimeParams = map[string]string{}
 	}
 	probe.RuntimeParams["synchronous_commit"] = "off"
-	type dialed struct {
-		c   *pgx.Conn
-		err error
-	}
 	ch := make(chan dialed, 1)
 	go func() {
 		c, err := pgx.ConnectConfig(ctx, probe)
@@ -88,18 +84,32 @@ func behindPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (bool, e
 	if b.err == nil {
 		defer b.c.Close(context.Background())
 	}
-	switch {
-	case b.err != nil && strings.Contains(b.err.Error(), "unsupported startup parameter"):
-		return true, nil
-	case err != nil:
-		return false, err
-	case b.err != nil:
-		return false, b.err
+	if pooled, err := b.verdict(err); pooled || err != nil {
+		return pooled, err
 	}
 	if err := b.c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pb); err != nil {
 		return false, err
 	}
 	return pa == pb, nil
+}
+
+// dialed is behindPooler's second connection, or why it failed.
+type dialed struct {
+	c   *pgx.Conn
+	err error
+}
+
+// verdict is what the two connections' failures say (err: the first
+// one's): a pooler when the second one's startup setting was refused,
+// else the first failure; neither when both connections work.
+func (b dialed) verdict(err error) (bool, error) {
+	switch {
+	case b.err != nil && strings.Contains(b.err.Error(), "unsupported startup parameter"):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return false, b.err
 }
 
 // connect parses a DSN, takes baton's own parameters out, finds out
@@ -114,34 +124,45 @@ func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *
 	if err != nil {
 		return nil, opts, false, nil, err
 	}
-	connErr := func(err error) error {
-		if _, sp := cfg.RuntimeParams["search_path"]; sp && strings.Contains(err.Error(), "unsupported startup parameter: search_path") {
-			return fmt.Errorf("%w: search_path: a transaction pooler (PgBouncer) refuses it as a connection setting: give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
-		}
-		return fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
-	}
 	pooled := opts.pooler == poolerTransaction
 	if pooled {
 		usePooler(cfg)
 	}
 	db := stdlib.OpenDB(*cfg)
 	if opts.pooler == poolerAuto {
-		if pooled, err = behindPooler(ctx, cfg, db); err != nil {
-			db.Close()
-			return nil, opts, false, nil, connErr(err)
-		}
-		if pooled {
-			// Reopen: the first connection was made for a direct server.
-			db.Close()
-			usePooler(cfg)
-			db = stdlib.OpenDB(*cfg)
+		if db, pooled, err = detectPooler(ctx, cfg, db); err != nil {
+			return nil, opts, false, nil, connectErr(cfg, err)
 		}
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, opts, false, nil, connErr(err)
+		return nil, opts, false, nil, connectErr(cfg, err)
 	}
 	return cfg, opts, pooled, db, nil
+}
+
+// detectPooler finds out whether db goes through a transaction pooler
+// and, when it does, reopens it for one (the first connection was made
+// for a direct server). On failure it closes db.
+func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB, bool, error) {
+	pooled, err := behindPooler(ctx, cfg, db)
+	if err != nil || pooled {
+		db.Close()
+	}
+	if err != nil || !pooled {
+		return db, false, err
+	}
+	usePooler(cfg)
+	return stdlib.OpenDB(*cfg), true, nil
+}
+
+// connectErr explains a failed connection: a search_path that a pooler
+// refused, or the real cause of the failure.
+func connectErr(cfg *pgx.ConnConfig, err error) error {
+	if _, sp := cfg.RuntimeParams["search_path"]; sp && strings.Contains(err.Error(), "unsupported startup parameter: search_path") {
+		return fmt.Errorf("%w: search_path: a transaction pooler (PgBouncer) refuses it as a connection setting: give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
+	}
+	return fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
 }
 
 // OpenSQL opens the database a postgres:// DSN names as a plain *sql.DB

@@ -204,46 +204,31 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 		InsertReturning: true,
 		UpdateReturning: true,
 		Queries:         q,
-		Wake: func(ctx context.Context, t *sqldriver.Tx, ids []string) error {
-			// Delivered by PostgreSQL when the transaction commits.
-			for _, chunk := range chunks(ids, 200) {
-				if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, strings.Join(chunk, ",")); err != nil {
-					return fmt.Errorf("notify: %w", err)
-				}
-			}
-			return nil
-		},
-		IsRetryable: IsRetryable,
-		Events:      events(prefix),
+		Wake:            d.wake,
+		IsRetryable:     IsRetryable,
+		Events:          events(prefix),
 	}}
 	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
 	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now, Numbered: true,
-		Locked: func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
-			c, err := db.Conn(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// DDL is transactional: migrate inside one transaction that
-			// holds an advisory lock, so concurrent migrators queue.
-			if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
-				return err
-			}
-			if _, err := c.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.' || $1))", prefix+"migrate"); err != nil {
-				_, _ = c.ExecContext(context.Background(), "ROLLBACK")
-				return err
-			}
-			if err := fn(ctx, c); err != nil {
-				_, _ = c.ExecContext(context.Background(), "ROLLBACK")
-				return err
-			}
-			_, err = c.ExecContext(ctx, "COMMIT")
-			return err
-		},
+		// DDL is transactional: migrate inside one transaction that holds
+		// an advisory lock, so concurrent migrators queue.
+		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN"},
+			driver.Statement{Query: "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.' || $1))", Args: []any{prefix + "migrate"}}),
 	}
 	return d, nil
+}
+
+// wake is the dialect's Wake: NOTIFY the clients, which PostgreSQL
+// delivers when the transaction commits.
+func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, ids []string) error {
+	for _, chunk := range chunks(ids, 200) {
+		if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, strings.Join(chunk, ",")); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+	}
+	return nil
 }
 
 func chunks(ids []string, n int) [][]string {
@@ -325,10 +310,7 @@ func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus,
 // reader beside other readers (a request row). A writer refused by the
 // first needs the slow path: the second would refuse it too.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
+	nr, nw := sqldriver.ModeCounts(p.Mode)
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 	args := []any{p.Kind, []byte(p.NS), []byte(p.Name), nr, nw, p.SessionID, p.ClientID, p.Mode, p.CallID}
@@ -352,10 +334,10 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 			return driver.Request{}, false, fmt.Errorf("fast_acquire_shared: %w", err)
 		}
 	}
-	if !found {
+	switch {
+	case !found:
 		return driver.Request{}, false, nil
-	}
-	if p.Incarnation != 0 && (inc == nil || *inc != p.Incarnation) {
+	case stale(p.Incarnation, inc):
 		// Granted from lock state that a crash emptied after the session
 		// began: the caller gives the session (and this grant) up.
 		return r, false, driver.ErrServerRestarted
@@ -363,12 +345,16 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	return r, true, nil
 }
 
+// stale reports whether a grant came from lock state of another
+// incarnation (inc, nil when the lock state has none) than the session's
+// (want, 0 when the engine does not check).
+func stale(want int64, inc *int64) bool {
+	return want != 0 && (inc == nil || *inc != want)
+}
+
 // LockFastAcquireMany implements driver.ManyAcquirer in one statement.
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
+	nr, nw := sqldriver.ModeCounts(p.Mode)
 	bnames := make([][]byte, len(names))
 	for i, n := range names {
 		bnames[i] = []byte(n)
@@ -378,23 +364,8 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	if err != nil {
 		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
 	}
-	defer rows.Close()
-	byName := make(map[string]driver.Request, len(names))
-	restarted := false
-	for rows.Next() {
-		var name []byte
-		var inc sql.NullInt64
-		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted, CallID: p.CallID}
-		if err := rows.Scan(&name, &r.ID, &r.Token, &inc, &r.Inline); err != nil {
-			return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
-		}
-		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
-		byName[r.Name] = r
-		if p.Incarnation != 0 && inc.Int64 != p.Incarnation {
-			restarted = true
-		}
-	}
-	if err := rows.Err(); err != nil {
+	byName, restarted, err := scanGrants(rows, p, len(names))
+	if err != nil {
 		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
 	}
 	if len(byName) == 0 {
@@ -408,6 +379,27 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		return out, false, driver.ErrServerRestarted
 	}
 	return out, true, nil
+}
+
+// scanGrants reads fast_acquire_many's rows, the granted requests by
+// name, and closes them; restarted is set when a grant came from lock
+// state of another incarnation than the session's.
+func scanGrants(rows *sql.Rows, p driver.FastAcquireParams, n int) (map[string]driver.Request, bool, error) {
+	defer rows.Close()
+	byName := make(map[string]driver.Request, n)
+	restarted := false
+	for rows.Next() {
+		var name []byte
+		var inc sql.NullInt64
+		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted, CallID: p.CallID}
+		if err := rows.Scan(&name, &r.ID, &r.Token, &inc, &r.Inline); err != nil {
+			return nil, false, err
+		}
+		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
+		byName[r.Name] = r
+		restarted = restarted || p.Incarnation != 0 && inc.Int64 != p.Incarnation
+	}
+	return byName, restarted, rows.Err()
 }
 
 // LockRequest implements driver.Requester with the {p}request function
@@ -518,14 +510,17 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 		return d.DB.SessionHeartbeat(ctx, p)
 	}
 	q := sqldriver.ExpandList(d.Q("session_heartbeat"), true, 5, len(p.SessionIDs))
-	args := []any{p.Lease.Microseconds(), p.ClientID, p.HostID, p.Limit}
-	for _, id := range p.SessionIDs {
-		args = append(args, id)
-	}
+	args := append([]any{p.Lease.Microseconds(), p.ClientID, p.HostID, p.Limit}, sqldriver.StringArgs(p.SessionIDs)...)
 	rows, err := d.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return 0, nil, err
 	}
+	return scanHeartbeat(rows)
+}
+
+// scanHeartbeat reads session_heartbeat's rows, and closes them: each has
+// the number of sessions renewed and a reapable session, if any.
+func scanHeartbeat(rows *sql.Rows) (int, []driver.SessionRef, error) {
 	defer rows.Close()
 	n := 0
 	var refs []driver.SessionRef
@@ -609,8 +604,8 @@ type pgListener struct {
 	d         *Driver
 	p         driver.ListenParams
 	notifying *atomic.Bool
-	conn      *pgx.Conn // nil while disconnected
-	failing   bool      // the connection is lost (logged once until back)
+	conn      *pgx.Conn         // nil while disconnected
+	failing   sqldriver.Failing // the connection is lost (logged once until back)
 }
 
 func (l *pgListener) run(ctx context.Context) {
@@ -656,10 +651,7 @@ func (l *pgListener) deliver(n *pgconn.Notification) {
 
 // lost drops a broken connection; run reconnects after an interval.
 func (l *pgListener) lost(err error) {
-	if !l.failing {
-		slog.Warn("baton: postgres: the LISTEN connection failed; waiters fall back on the poll interval until it is back (logged once until it works again): " + err.Error())
-	}
-	l.failing = true
+	l.failing.Failed(context.Background(), "baton: postgres: the LISTEN connection failed; waiters fall back on the poll interval until it is back (logged once until it works again): "+err.Error())
 	l.conn.Close(context.Background())
 	l.conn = nil
 }
@@ -667,23 +659,16 @@ func (l *pgListener) lost(err error) {
 // reconnect waits an interval and connects again; false when it could not
 // (or ctx ended).
 func (l *pgListener) reconnect(ctx context.Context) bool {
-	select {
-	case <-ctx.Done():
+	if !sqldriver.Sleep(ctx, l.p.Interval) {
 		return false
-	case <-time.After(l.p.Interval):
 	}
 	conn, err := l.d.listen(ctx)
 	if err != nil {
-		if !l.failing && ctx.Err() == nil {
-			slog.Warn("baton: postgres: reconnecting the LISTEN connection failed (logged once until it works again): " + err.Error())
-		}
-		l.failing = true
+		l.failing.Failed(ctx, "baton: postgres: reconnecting the LISTEN connection failed (logged once until it works again): "+err.Error())
 		return false
 	}
-	if l.failing {
-		slog.Info("baton: postgres: the LISTEN connection works again")
-	}
-	l.conn, l.failing = conn, false
+	l.failing.Worked("baton: postgres: the LISTEN connection works again")
+	l.conn = conn
 	l.p.Wake(nil) // anything could have happened while disconnected
 	return true
 }
@@ -716,23 +701,27 @@ func parsePayload(payload, clientID string) (mine bool, granted []driver.Request
 			continue
 		}
 		mine = true
-		if !hinted {
+		r, ok := parseGrant(rest)
+		if !hinted || !ok {
 			look = true
 			continue
 		}
-		idText, tokenText, _ := strings.Cut(rest, ":")
-		id, err1 := strconv.ParseInt(idText, 10, 64)
-		token, err2 := strconv.ParseInt(tokenText, 10, 64)
-		if err1 != nil || err2 != nil {
-			look = true
-			continue
-		}
-		granted = append(granted, driver.Request{ID: id, Status: driver.StatusGranted, Token: token, ClientID: client})
+		r.ClientID = client
+		granted = append(granted, r)
 	}
 	if look {
 		granted = nil
 	}
 	return mine, granted
+}
+
+// parseGrant reads "request:token" of a payload's entry; false when it
+// is not that.
+func parseGrant(s string) (driver.Request, bool) {
+	idText, tokenText, _ := strings.Cut(s, ":")
+	id, err1 := strconv.ParseInt(idText, 10, 64)
+	token, err2 := strconv.ParseInt(tokenText, 10, 64)
+	return driver.Request{ID: id, Status: driver.StatusGranted, Token: token}, err1 == nil && err2 == nil
 }
 
 // connectCause picks the real cause out of a failed connection: with
@@ -758,10 +747,7 @@ func connectCause(err error) error {
 // while the client is registered as a reader there (senders then store
 // them); both are said once.
 func (d *Driver) pollOnly(p driver.ListenParams) func() {
-	interval := p.Interval
-	if interval <= 0 {
-		interval = 500 * time.Millisecond
-	}
+	interval := sqldriver.DefaultInterval(p.Interval)
 	d.listenWarn.Do(func() {
 		slog.Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
 			interval.String() + " and baton notifications (Listen) are delivered from a table, polled every " + interval.String() +
@@ -775,16 +761,7 @@ func (d *Driver) pollOnly(p driver.ListenParams) func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					f()
-				}
-			}
+			sqldriver.Every(stop, interval, f)
 		}()
 	}
 	every(func() { p.Wake(nil); po.pump.Poke() })
@@ -820,8 +797,8 @@ type poller struct {
 	mu      sync.Mutex
 	on      bool
 	stopped bool
-	until   time.Time // the registration runs at least until then
-	failing bool      // the last registration failed (said once)
+	until   time.Time         // the registration runs at least until then
+	failing sqldriver.Failing // the last registration failed (said once)
 }
 
 // setOn turns reading on or off. Turning it on registers the client
@@ -858,29 +835,27 @@ func (po *poller) registerLocked(stop <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(po.ttl/3, 10*time.Second))
 	defer cancel()
 	if stop != nil {
-		go func() {
-			select {
-			case <-stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		go cancelOn(ctx, stop, cancel)
 	}
 	start := time.Now()
 	if _, err := po.d.ExecNamed(ctx, nil, "notify_poller_register", po.clientID, po.ttl.Microseconds()); err != nil {
-		if !po.failing {
-			slog.Warn("baton: registering as a reader of the notifications table failed (logged once until it works again; notifications may be missed meanwhile): " + err.Error())
-		}
-		po.failing = true
+		// Said even when stop cut it short.
+		po.failing.Failed(context.Background(), "baton: registering as a reader of the notifications table failed (logged once until it works again; notifications may be missed meanwhile): "+err.Error())
 		return
 	}
-	if po.failing {
-		slog.Info("baton: registering as a reader of the notifications table works again")
-	}
-	po.failing = false
+	po.failing.Worked("baton: registering as a reader of the notifications table works again")
 	// The server counts from a moment after start: the registration runs
 	// at least this long.
 	po.until = start.Add(po.ttl)
+}
+
+// cancelOn cancels ctx when stop closes first.
+func cancelOn(ctx context.Context, stop <-chan struct{}, cancel context.CancelFunc) {
+	select {
+	case <-stop:
+		cancel()
+	case <-ctx.Done():
+	}
 }
 
 // stop ends reading and deletes the registration.

@@ -31,29 +31,37 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 // call, which waits under lock_timeout, checks the sessions in READ
 // COMMITTED and never aborts the caller's transaction.
 func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, check bool) (bool, error) {
-	ms := int64(-1)
-	if wait >= 0 {
-		ms = min(int64(math.Ceil(float64(wait)/float64(time.Millisecond))), math.MaxInt32)
-	}
 	var out string
-	if err := tx.ScanRow(ctx, d.Q("tx_gate"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode, ms, check}, &out); err != nil {
+	if err := tx.ScanRow(ctx, d.Q("tx_gate"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode, gateMillis(wait), check}, &out); err != nil {
 		return false, fmt.Errorf("tx_gate: %w", err)
 	}
-	switch out {
-	case "ok":
-		return true, nil
-	case "unchecked":
-		return false, nil
-	case "session":
-		return false, driver.ErrGateSession
-	case "ungated":
-		return false, driver.ErrGateUngated
-	case "busy":
-		return false, driver.ErrGateBusy
-	case "deadlock":
-		return false, driver.ErrGateDeadlock
+	a, ok := gateAnswers[out]
+	if !ok {
+		return false, fmt.Errorf("tx_gate: unexpected answer %q", out)
 	}
-	return false, fmt.Errorf("tx_gate: unexpected answer %q", out)
+	return a.checked, a.err
+}
+
+// gateMillis is {p}tx_gate's wait: whole milliseconds, -1 for as long as
+// it takes.
+func gateMillis(wait time.Duration) int64 {
+	if wait < 0 {
+		return -1
+	}
+	return min(int64(math.Ceil(float64(wait)/float64(time.Millisecond))), math.MaxInt32)
+}
+
+// gateAnswers are TxGate's results for {p}tx_gate's answers.
+var gateAnswers = map[string]struct {
+	checked bool
+	err     error
+}{
+	"ok":        {true, nil},
+	"unchecked": {false, nil},
+	"session":   {false, driver.ErrGateSession},
+	"ungated":   {false, driver.ErrGateUngated},
+	"busy":      {false, driver.ErrGateBusy},
+	"deadlock":  {false, driver.ErrGateDeadlock},
 }
 
 // TxGateHeld implements driver.TxLocker: {p}gate_held's probe is a

@@ -17,67 +17,76 @@ func lit(s string) string   { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'
 // (see baton's eventjson.go): a blob, in any column, as hex digits (JSON
 // cannot hold one), and the kind named after the declared type.
 func events(prefix string) *sqldriver.EventsDialect {
-	return &sqldriver.EventsDialect{
-		Describe: func(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
-			rows, err := t.Query(ctx, "SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", table)
-			if err != nil {
-				return driver.TableInfo{}, false, err
-			}
-			defer rows.Close()
-			info := driver.TableInfo{Name: table}
-			pks := map[int]string{}
-			for rows.Next() {
-				var name, typ string
-				var pk int
-				if err := rows.Scan(&name, &typ, &pk); err != nil {
-					return info, false, err
-				}
-				info.Columns = append(info.Columns, name)
-				info.Types = append(info.Types, typ)
-				if pk > 0 {
-					pks[pk] = name
-				}
-			}
-			for i := 1; i <= len(pks); i++ {
-				info.PK = append(info.PK, pks[i])
-			}
-			return info, len(info.Columns) > 0, rows.Err()
-		},
-		Install: func(ti driver.TableInfo) []string {
-			var out []string
-			for _, a := range sqldriver.CaptureActions {
-				obj := func(cols []string, row string) string {
-					return sqldriver.RowArray("json_array", ti, cols, func(c, typ string) string {
-						v := row + "." + ident(c)
-						plain := "json_array(" + lit(c) + ", " + v + ")"
-						if k := kind(typ); k != "" {
-							plain = "json_array(" + lit(c) + ", " + v + ", '" + k + "')"
-						}
-						return "CASE WHEN typeof(" + v + ") = 'blob' THEN json_array(" + lit(c) + ", hex(" + v + "), 'b') ELSE " + plain + " END"
-					})
-				}
-				newRow, oldRow := "NULL", "NULL"
-				if a.Code != "D" {
-					newRow = "json(" + obj(ti.Columns, "NEW") + ")"
-				}
-				if a.Code != "I" {
-					oldRow = "json(" + obj(ti.Columns, "OLD") + ")"
-				}
-				pk := obj(ti.PK, a.Row)
-				out = append(out, "CREATE TRIGGER "+ident(sqldriver.TriggerName(prefix, ti.Name, a.Code))+
-					" AFTER "+a.Event+" ON "+ident(ti.Name)+" BEGIN\n"+
-					"INSERT INTO "+prefix+"messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n"+
-					"SELECT 'ev:' || s.name, CAST(json_object('subscription', s.name, 'table', "+lit(ti.Name)+", 'action', '"+a.Action+"', "+
-					"'pk', json("+pk+"), 'new', "+newRow+", 'old', "+oldRow+") AS BLOB), 0, "+pk+", "+Now+", "+Now+", 0, s.max_attempts, 'R', '', "+Now+"\n"+
-					"  FROM "+prefix+"subscriptions s WHERE s.table_name = "+lit(ti.Name)+" AND instr(s.actions, '"+a.Code+"') > 0;\n"+
-					"END")
-			}
-			return out
-		},
-		Drop: func(ti driver.TableInfo) []string {
-			return sqldriver.DropTriggers(prefix, ti.Name, ident)
-		},
+	return sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
+}
+
+// tableColumn is a row of pragma_table_info: a column's name, declared
+// type and position in the primary key (0: not in it).
+type tableColumn struct {
+	name, typ string
+	pk        int
+}
+
+// describe finds a table: its columns and their declared types, in the
+// table's order, and its primary key.
+func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+	rows, err := t.Query(ctx, "SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", table)
+	if err != nil {
+		return driver.TableInfo{}, false, err
 	}
+	cols, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (tableColumn, error) {
+		var c tableColumn
+		err := sc.Scan(&c.name, &c.typ, &c.pk)
+		return c, err
+	})
+	info := driver.TableInfo{Name: table}
+	pks := map[int]string{}
+	for _, c := range cols {
+		info.Columns, info.Types = append(info.Columns, c.name), append(info.Types, c.typ)
+		if c.pk > 0 {
+			pks[c.pk] = c.name
+		}
+	}
+	for i := 1; i <= len(pks); i++ {
+		info.PK = append(info.PK, pks[i])
+	}
+	return info, len(info.Columns) > 0, err
+}
+
+// captureTrigger is the row trigger of one action on a table: it enqueues
+// the change for every subscription of the table that captures the
+// action.
+func captureTrigger(prefix string, ti driver.TableInfo, a sqldriver.CaptureAction) string {
+	obj := func(cols []string, row string) string {
+		return sqldriver.RowArray("json_array", ti, cols, func(c, typ string) string { return entry(c, typ, row) })
+	}
+	newRow, oldRow := "NULL", "NULL"
+	if a.Code != "D" {
+		newRow = "json(" + obj(ti.Columns, "NEW") + ")"
+	}
+	if a.Code != "I" {
+		oldRow = "json(" + obj(ti.Columns, "OLD") + ")"
+	}
+	pk := obj(ti.PK, a.Row)
+	return "CREATE TRIGGER " + ident(sqldriver.TriggerName(prefix, ti.Name, a.Code)) +
+		" AFTER " + a.Event + " ON " + ident(ti.Name) + " BEGIN\n" +
+		"INSERT INTO " + prefix + "messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n" +
+		"SELECT 'ev:' || s.name, CAST(json_object('subscription', s.name, 'table', " + lit(ti.Name) + ", 'action', '" + a.Action + "', " +
+		"'pk', json(" + pk + "), 'new', " + newRow + ", 'old', " + oldRow + ") AS BLOB), 0, " + pk + ", " + Now + ", " + Now + ", 0, s.max_attempts, 'R', '', " + Now + "\n" +
+		"  FROM " + prefix + "subscriptions s WHERE s.table_name = " + lit(ti.Name) + " AND instr(s.actions, '" + a.Code + "') > 0;\n" +
+		"END"
+}
+
+// entry renders a capture trigger's [name, value] or [name, value, kind]
+// entry for a column of ROW (NEW or OLD): a blob, in any column, as hex
+// digits, other values with the kind of the column's declared type.
+func entry(c, typ, row string) string {
+	v := row + "." + ident(c)
+	plain := "json_array(" + lit(c) + ", " + v + ")"
+	if k := kind(typ); k != "" {
+		plain = "json_array(" + lit(c) + ", " + v + ", '" + k + "')"
+	}
+	return "CASE WHEN typeof(" + v + ") = 'blob' THEN json_array(" + lit(c) + ", hex(" + v + "), 'b') ELSE " + plain + " END"
 }
 
 // kind is how baton reads the values of a column of a declared type, SQLite

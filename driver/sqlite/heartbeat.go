@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"time"
@@ -83,12 +82,10 @@ func (d *Driver) beatDB() *sqldriver.DB {
 		if err != nil {
 			return
 		}
-		db, err := sql.Open(d.flavor.SQLDriver, conn)
+		db, err := openOne(d.flavor, conn)
 		if err != nil {
 			return
 		}
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
 		d.beat.db = &sqldriver.DB{SQL: db, D: d.DB.D}
 	})
 	return d.beat.db

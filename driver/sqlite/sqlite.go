@@ -26,7 +26,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -161,13 +160,30 @@ func ping(ctx context.Context, f Flavor, db *sql.DB, path string) error {
 			return nil
 		}
 		if !f.IsRetryable(err) || attempt >= 50 || ctx.Err() != nil {
-			if strings.Contains(err.Error(), "not a database") {
-				return fmt.Errorf("%w: sqlite:%s is not an SQLite database file: %v", driver.ErrBadDSN, path, err)
-			}
-			return fmt.Errorf("open sqlite database %s: %w", path, err)
+			return openErr(path, err)
 		}
 		time.Sleep(time.Duration(10+attempt*5) * time.Millisecond)
 	}
+}
+
+// openErr says why the database at path could not be opened.
+func openErr(path string, err error) error {
+	if strings.Contains(err.Error(), "not a database") {
+		return fmt.Errorf("%w: sqlite:%s is not an SQLite database file: %v", driver.ErrBadDSN, path, err)
+	}
+	return fmt.Errorf("open sqlite database %s: %w", path, err)
+}
+
+// openOne opens a pool of one connection on conn, kept open: for the
+// main connection and the renewals' own.
+func openOne(f Flavor, conn string) (*sql.DB, error) {
+	db, err := sql.Open(f.SQLDriver, conn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
 }
 
 // OpenFlavor is Open on another database/sql SQLite driver.
@@ -181,28 +197,35 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open(f.SQLDriver, conn)
+	// One connection: in-process transactions queue in database/sql instead
+	// of spinning on SQLITE_BUSY.
+	db, err := openOne(f, conn)
 	if err != nil {
 		return nil, err
 	}
-	// One connection: in-process transactions queue in database/sql instead
-	// of spinning on SQLITE_BUSY.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	if err := ping(ctx, f, db, path); err != nil {
 		db.Close()
 		return nil, err
 	}
-	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
-	if err != nil {
+	if err := d.setUp(db, prefix); err != nil {
 		db.Close()
 		return nil, err
 	}
+	d.startCheckpointer(ctx)
+	return d, nil
+}
+
+// setUp reads the queries and migrations and builds the shared
+// implementation on db.
+func (d *Driver) setUp(db *sql.DB, prefix string) error {
+	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
+	if err != nil {
+		return err
+	}
 	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
 	d.hub = hubFor(d.path)
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
@@ -217,32 +240,16 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 			t.AfterCommit(func() { d.hub.wake(ids) })
 			return nil
 		},
-		IsRetryable: f.IsRetryable,
+		IsRetryable: d.flavor.IsRetryable,
 		Events:      events(prefix),
 	}}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
-		Locked: func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
-			c, err := db.Conn(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// An immediate transaction holds SQLite's write lock; DDL is
-			// transactional, so concurrent migrators queue behind it.
-			if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-				return err
-			}
-			if err := fn(ctx, c); err != nil {
-				_, _ = c.ExecContext(context.Background(), "ROLLBACK")
-				return err
-			}
-			_, err = c.ExecContext(ctx, "COMMIT")
-			return err
-		},
+		// An immediate transaction holds SQLite's write lock; DDL is
+		// transactional, so concurrent migrators queue behind it.
+		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN IMMEDIATE"}),
 	}
-	d.startCheckpointer(ctx)
-	return d, nil
+	return nil
 }
 
 // IsRetryable reports SQLite's busy and locked errors.
@@ -338,9 +345,9 @@ type versionWatch struct {
 	changes  <-chan struct{} // nil: no file events, poll
 	last     int64           // the last data_version seen (-1: none yet)
 	lastWake time.Time
-	burst    time.Time // until then, look every millisecond
-	lastLook time.Time // the last data_version check
-	failing  bool      // the last look failed (logged once until it works)
+	burst    time.Time         // until then, look every millisecond
+	lastLook time.Time         // the last data_version check
+	failing  sqldriver.Failing // the last look failed (logged once until it works)
 }
 
 // wait is how long to sleep before the next look.
@@ -392,23 +399,26 @@ func (w *versionWatch) look(ctx context.Context) {
 	var v int64
 	w.lastLook = time.Now()
 	if err := w.db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-		if !w.failing && ctx.Err() == nil {
-			slog.Warn("baton: sqlite: checking for other processes' commits failed (logged once until it works again; the next poll retries): " + err.Error())
-		}
-		w.failing = true
+		w.failing.Failed(ctx, "baton: sqlite: checking for other processes' commits failed (logged once until it works again; the next poll retries): "+err.Error())
 		return
 	}
-	w.failing = false
+	w.failing.Worked("")
 	if v == w.last && time.Since(w.lastWake) < w.p.Interval {
 		return
 	}
 	changed := v != w.last && w.last != -1
 	w.last, w.lastWake = v, time.Now()
+	w.wake(changed)
+}
+
+// wake wakes the client and its notification pump; when another
+// connection committed (changed) and the client reads notifications, it
+// also has the client's queue consumers look: the commit may have been a
+// trigger writing events, which sends no wake-up.
+func (w *versionWatch) wake(changed bool) {
 	w.p.Wake(nil)
 	w.st.pump.Poke()
 	if changed && w.st.pump.On() {
-		// Some connection committed: it may have been a trigger writing
-		// events, which sends no wake-up.
 		w.p.Notify("#q#*", "")
 	}
 }
@@ -457,7 +467,7 @@ func (d *Driver) watchFiles(ctx context.Context) <-chan struct{} {
 		}
 		fw = &fileWatch{subs: map[chan struct{}]bool{}, stop: func() { w.Close() }}
 		watches[d.path] = fw
-		go fw.run(w, filepath.Dir(d.path), map[string]bool{d.path: true, d.path + "-wal": true})
+		go fw.run(w, filepath.Dir(d.path), watched{d.path: true, d.path + "-wal": true})
 	}
 	ch := make(chan struct{}, 1)
 	fw.mu.Lock()
@@ -479,7 +489,16 @@ func (d *Driver) watchFiles(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names map[string]bool) {
+// watched are the files (the database and its WAL) whose writes a
+// fileWatch reports.
+type watched map[string]bool
+
+// written reports whether ev is a write to a watched file.
+func (names watched) written(ev fsnotify.Event) bool {
+	return names[ev.Name] && ev.Has(fsnotify.Write|fsnotify.Create)
+}
+
+func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names watched) {
 	paused := false
 	resume := make(chan struct{}, 1)
 	for {
@@ -488,34 +507,13 @@ func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names map[string]bool)
 			if !ok {
 				return
 			}
-			if paused || !names[ev.Name] || !ev.Has(fsnotify.Write|fsnotify.Create) {
-				continue
-			}
-			fw.mu.Lock()
-			for ch := range fw.subs {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
-			}
-			fw.mu.Unlock()
-			// The listeners now look every millisecond for watchBurst:
-			// stop the events for half of that (a busy database writes
-			// thousands of pages a second, and each event costs CPU),
-			// then watch again before their burst ends.
-			if w.Remove(dir) == nil {
-				paused = true
-				time.AfterFunc(watchBurst/2, func() { resume <- struct{}{} })
+			if !paused && names.written(ev) {
+				paused = fw.written(w, dir, resume)
 			}
 		case <-resume:
 			paused = false
 			if err := w.Add(dir); err != nil {
-				fw.mu.Lock()
-				for ch := range fw.subs {
-					close(ch) // no more events: the listeners poll
-				}
-				fw.subs = map[chan struct{}]bool{}
-				fw.mu.Unlock()
+				fw.end() // no more events: the listeners poll
 				return
 			}
 		case _, ok := <-w.Errors:
@@ -524,6 +522,37 @@ func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names map[string]bool)
 			}
 		}
 	}
+}
+
+// written tells the listeners of a write to the database or its WAL.
+// They now look every millisecond for watchBurst: the events stop for half
+// of that (a busy database writes thousands of pages a second, and each
+// event costs CPU), until resume says to watch again, before their burst
+// ends. It reports whether the events stopped.
+func (fw *fileWatch) written(w *fsnotify.Watcher, dir string, resume chan<- struct{}) bool {
+	fw.mu.Lock()
+	for ch := range fw.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	fw.mu.Unlock()
+	if w.Remove(dir) != nil {
+		return false
+	}
+	time.AfterFunc(watchBurst/2, func() { resume <- struct{}{} })
+	return true
+}
+
+// end closes the listeners' channels and forgets them.
+func (fw *fileWatch) end() {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for ch := range fw.subs {
+		close(ch)
+	}
+	fw.subs = map[chan struct{}]bool{}
 }
 
 // hub delivers in-process wake-ups between every client of one database
@@ -602,13 +631,9 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 
 // LockFastRelease implements driver.Driver in one autocommit statement.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	limit := -1
-	if p.Limit > 0 {
-		limit = p.Limit
-	}
 	var rows *sql.Rows
 	var err error
-	if p.Name == "" {
+	if limit := sqldriver.ReleaseLimit(p); p.Name == "" {
 		rows, err = d.QueryNamed(ctx, nil, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
 	} else {
 		rows, err = d.QueryNamed(ctx, nil, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
@@ -616,6 +641,13 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if err != nil {
 		return 0, nil, err
 	}
+	return scanReleased(rows)
+}
+
+// scanReleased reads fast_release's rows, one per released instance with
+// its identifier's waiting count, and closes them: how many instances it
+// released, and the identifiers with waiters.
+func scanReleased(rows *sql.Rows) (int, []driver.Ident, error) {
 	defer rows.Close()
 	n := 0
 	seen := map[driver.Ident]bool{}

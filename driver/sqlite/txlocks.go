@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
 	"modernc.org/sqlite"
 )
 
@@ -51,24 +52,35 @@ func (d *Driver) TxPrepare(context.Context, driver.Ident) error { return nil }
 func (d *Driver) takeWriteLock(ctx context.Context, tx driver.CallerTx, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
-		err := tx.Exec(ctx, d.Q("tx_gate"))
-		var se *sqlite.Error
+		err := d.writeLockErr(tx.Exec(ctx, d.Q("tx_gate")))
 		switch {
-		case err == nil:
-			return nil
-		case errors.As(err, &se) && se.Code() == sqliteBusySnapshot:
-			return fmt.Errorf("tx_gate: the transaction read the database before another connection wrote to it, so it cannot take the write lock; begin it with BEGIN IMMEDIATE (the _txlock=immediate connection option) or take the lock first: %w", err)
-		case !d.flavor.IsRetryable(err):
-			return fmt.Errorf("tx_gate: %w", err)
+		case !errors.Is(err, errBusy):
+			return err
 		case wait >= 0 && time.Now().Add(pause).After(deadline):
 			return driver.ErrGateBusy
-		}
-		select {
-		case <-ctx.Done():
+		case !sqldriver.Sleep(ctx, pause):
 			return ctx.Err()
-		case <-time.After(pause):
 		}
 	}
+}
+
+// errBusy is writeLockErr's answer to a write that another writer's lock
+// kept out: try again.
+var errBusy = errors.New("the write lock is busy")
+
+// writeLockErr is what a write to take the write lock says: nil when it
+// took it, errBusy when another writer has it, else the error to return.
+func (d *Driver) writeLockErr(err error) error {
+	var se *sqlite.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Code() == sqliteBusySnapshot:
+		return fmt.Errorf("tx_gate: the transaction read the database before another connection wrote to it, so it cannot take the write lock; begin it with BEGIN IMMEDIATE (the _txlock=immediate connection option) or take the lock first: %w", err)
+	case !d.flavor.IsRetryable(err):
+		return fmt.Errorf("tx_gate: %w", err)
+	}
+	return errBusy
 }
 
 // TxGateHeld implements driver.TxLocker: never gated.

@@ -31,7 +31,7 @@ func (t *Tx) SubscriptionDelete(ctx context.Context, name string) (bool, error) 
 	return affected(t.exec(ctx, "subscription_delete", name))
 }
 
-func scanSubscription(sc interface{ Scan(...any) error }) (driver.Subscription, error) {
+func scanSubscription(sc Scanner) (driver.Subscription, error) {
 	var s driver.Subscription
 	var created int64
 	err := sc.Scan(&s.Name, &s.Table, &s.Actions, &s.MaxAttempts, &created)
@@ -57,16 +57,7 @@ func (t *Tx) SubscriptionList(ctx context.Context) ([]driver.Subscription, error
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.Subscription
-	for rows.Next() {
-		s, err := scanSubscription(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return ScanAll(rows, scanSubscription)
 }
 
 // SubscriptionCountTable implements driver.EventsTx.
@@ -140,6 +131,27 @@ func RowArray(fn string, t driver.TableInfo, cols []string, entry func(col, typ 
 	return fn + "(" + strings.Join(parts, ", ") + ")"
 }
 
+// RowTriggers is change capture by three row triggers per table, one per
+// CaptureActions (dialects without multi-event triggers): describe finds a
+// table, trigger renders the trigger of one action on it, ident quotes a
+// name.
+func RowTriggers(prefix string, describe func(ctx context.Context, t *Tx, table string) (driver.TableInfo, bool, error),
+	trigger func(prefix string, ti driver.TableInfo, a CaptureAction) string, ident func(string) string) *EventsDialect {
+	return &EventsDialect{
+		Describe: describe,
+		Install: func(ti driver.TableInfo) []string {
+			out := make([]string, 0, len(CaptureActions))
+			for _, a := range CaptureActions {
+				out = append(out, trigger(prefix, ti, a))
+			}
+			return out
+		},
+		Drop: func(ti driver.TableInfo) []string {
+			return DropTriggers(prefix, ti.Name, ident)
+		},
+	}
+}
+
 // TriggerName is baton's trigger for one action on a table.
 func TriggerName(prefix, table, code string) string {
 	return prefix + "ev_" + table + "_" + strings.ToLower(code)
@@ -153,4 +165,14 @@ func DropTriggers(prefix, table string, ident func(string) string) []string {
 		out = append(out, "DROP TRIGGER IF EXISTS "+ident(TriggerName(prefix, table, a.Code)))
 	}
 	return out
+}
+
+// QueryStrings runs a query in the transaction and returns its rows' one
+// text column (drivers' describe functions).
+func (t *Tx) QueryStrings(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := t.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return ScanAll(rows, ScanString)
 }

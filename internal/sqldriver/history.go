@@ -154,7 +154,7 @@ func (t *Tx) MessageGet(ctx context.Context, id int64) (driver.Message, bool, er
 }
 
 // scanFinished reads one row of the history.
-func scanFinished(sc interface{ Scan(...any) error }) (driver.Message, error) {
+func scanFinished(sc Scanner) (driver.Message, error) {
 	var m driver.Message
 	var key []byte
 	var meta, kind, errs sql.NullString
@@ -176,19 +176,7 @@ func (t *Tx) HistoryList(ctx context.Context, queue, state, kind string, before 
 		before = math.MaxInt64
 	}
 	rows, err := t.db.QueryNamed(ctx, t.Tx, "finished_list", queue, state, before, kind, limit)
-	if err != nil {
-		return nil, fmt.Errorf("finished_list: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Message
-	for rows.Next() {
-		m, err := scanFinished(rows)
-		if err != nil {
-			return nil, fmt.Errorf("finished_list: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return scanMessagesWith("finished_list", rows, err, scanFinished)
 }
 
 // HistoryPrune implements driver.QueueTx.

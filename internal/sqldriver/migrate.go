@@ -165,38 +165,49 @@ func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
 	if done, err := m.applied(ctx, m.DB); err == nil && m.complete(done) {
 		return m.status(done), m.newer(done)
 	}
-	err := m.Locked(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		if err := m.ensureTable(ctx, conn); err != nil {
-			return fmt.Errorf("create migrations table: %w", err)
-		}
-		done, err := m.applied(ctx, conn)
-		if err != nil {
-			return err
-		}
-		if err := m.newer(done); err != nil {
-			return err
-		}
-		for _, mig := range m.Migrations {
-			if _, ok := done[mig.Version]; ok {
-				continue
-			}
-			for _, stmt := range Statements(mig.Up) {
-				if _, err := conn.ExecContext(ctx, stmt); err != nil {
-					return fmt.Errorf("migration %03d_%s: %w", mig.Version, mig.Name, err)
-				}
-			}
-			_, err := conn.ExecContext(ctx, `INSERT INTO `+m.Prefix+`migrations (version, name, applied_at) VALUES (`+
-				m.bind(1)+`, `+m.bind(2)+`, `+m.Now+`)`, mig.Version, mig.Name)
-			if err != nil {
-				return fmt.Errorf("record migration %03d: %w", mig.Version, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := m.Locked(ctx, m.applyPending); err != nil {
 		return nil, err
 	}
 	return m.Status(ctx)
+}
+
+// applyPending applies, on the locked connection, every migration the
+// database does not have yet.
+func (m *Migrator) applyPending(ctx context.Context, conn *sql.Conn) error {
+	if err := m.ensureTable(ctx, conn); err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	done, err := m.applied(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := m.newer(done); err != nil {
+		return err
+	}
+	for _, mig := range m.Migrations {
+		if _, ok := done[mig.Version]; ok {
+			continue
+		}
+		if err := m.apply(ctx, conn, mig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply runs one migration's statements and records it as applied.
+func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, mig Migration) error {
+	for _, stmt := range Statements(mig.Up) {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migration %03d_%s: %w", mig.Version, mig.Name, err)
+		}
+	}
+	_, err := conn.ExecContext(ctx, `INSERT INTO `+m.Prefix+`migrations (version, name, applied_at) VALUES (`+
+		m.bind(1)+`, `+m.bind(2)+`, `+m.Now+`)`, mig.Version, mig.Name)
+	if err != nil {
+		return fmt.Errorf("record migration %03d: %w", mig.Version, err)
+	}
+	return nil
 }
 
 // Status lists every migration and whether it is applied.
@@ -230,4 +241,47 @@ func (m *Migrator) status(done map[int]int64) []driver.MigrationStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// LockedInTx is a Migrator.Locked for dialects whose DDL is
+// transactional: fn runs on one connection inside a transaction that the
+// statements of begin open and lock (concurrent migrators queue behind
+// it), committed when fn succeeds and rolled back otherwise.
+func LockedInTx(db *sql.DB, begin ...driver.Statement) func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+	return func(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := beginLocked(ctx, c, begin); err != nil {
+			return err
+		}
+		if err := fn(ctx, c); err != nil {
+			rollback(c)
+			return err
+		}
+		_, err = c.ExecContext(ctx, "COMMIT")
+		return err
+	}
+}
+
+// beginLocked runs the statements that open and lock the migrating
+// transaction; when one after the first fails, it rolls back.
+func beginLocked(ctx context.Context, c *sql.Conn, begin []driver.Statement) error {
+	for i, st := range begin {
+		if _, err := c.ExecContext(ctx, st.Query, st.Args...); err != nil {
+			if i > 0 {
+				rollback(c)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// rollback ends the migrating transaction on c, whatever became of the
+// migration's context.
+func rollback(c *sql.Conn) {
+	_, _ = c.ExecContext(context.Background(), "ROLLBACK")
 }

@@ -55,45 +55,73 @@ func (r *NotifyReader) Read(ctx context.Context, deliver func(channel, payload s
 		return nil
 	}
 	for {
-		gaps := r.gapIDs()
-		q := expandList(r.DB.Q("notify_read"), r.DB.D.Numbered, 2, len(gaps))
-		rows, err := r.DB.SQL.QueryContext(ctx, q, append([]any{r.cursor}, int64Args(gaps)...)...)
-		if err != nil {
-			return fmt.Errorf("notify_read: %w", err)
+		n, err := r.readBatch(ctx, deliver)
+		if err != nil || n < notifyBatch {
+			return err
 		}
-		n := 0
-		for rows.Next() {
-			var id int64
-			var ch, payload string
-			if err := rows.Scan(&id, &ch, &payload); err != nil {
-				rows.Close()
-				return err
-			}
-			if id <= r.cursor {
-				// A missing id, committed late.
-				if _, missing := r.gaps[id]; missing {
-					delete(r.gaps, id)
-					deliver(ch, payload)
-				}
-				continue
-			}
+	}
+}
+
+// notifyBatch is how many rows after the cursor notify_read returns at
+// most: a full batch means more may follow.
+const notifyBatch = 1000
+
+// readBatch runs notify_read once, delivers what it returns and says how
+// many of its rows were after the cursor.
+func (r *NotifyReader) readBatch(ctx context.Context, deliver func(channel, payload string)) (int, error) {
+	gaps := r.gapIDs()
+	q := expandList(r.DB.Q("notify_read"), r.DB.D.Numbered, 2, len(gaps))
+	rows, err := r.DB.SQL.QueryContext(ctx, q, append([]any{r.cursor}, int64Args(gaps)...)...)
+	if err != nil {
+		return 0, fmt.Errorf("notify_read: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var id int64
+		var ch, payload string
+		if err := rows.Scan(&id, &ch, &payload); err != nil {
+			return 0, err
+		}
+		send, after := r.place(id)
+		if after {
 			n++
-			if id > r.cursor+1 && id-r.cursor <= maxGap {
-				now := time.Now()
-				for g := r.cursor + 1; g < id; g++ {
-					r.gaps[g] = now
-				}
-			}
-			r.cursor = id
+		}
+		if send {
 			deliver(ch, payload)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("notify_read: %w", err)
-		}
-		if n < 1000 { // notify_read returns at most 1000 rows after the cursor
-			return nil
-		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("notify_read: %w", err)
+	}
+	return n, nil
+}
+
+// place takes notification id into account: after the cursor, the cursor
+// moves to it (recording the ids it skips as missing); at or below it, it
+// is a missing id committed late, or one delivered already. send says
+// whether to deliver it, after whether it was after the cursor.
+func (r *NotifyReader) place(id int64) (send, after bool) {
+	if id <= r.cursor {
+		_, missing := r.gaps[id]
+		delete(r.gaps, id)
+		return missing, false
+	}
+	r.recordGaps(id)
+	r.cursor = id
+	return true, true
+}
+
+// recordGaps records the ids between the cursor and id as missing, unless
+// the jump is too large to be transactions in flight.
+func (r *NotifyReader) recordGaps(id int64) {
+	if id <= r.cursor+1 || id-r.cursor > maxGap {
+		return
+	}
+	now := time.Now()
+	for g := r.cursor + 1; g < id; g++ {
+		r.gaps[g] = now
 	}
 }
 

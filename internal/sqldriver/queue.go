@@ -81,16 +81,16 @@ func (t *Tx) ids(ctx context.Context, name string, args ...any) ([]int64, error)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
+	return ScanAll(rows, ScanInt64)
+}
+
+// rowCount is how many rows a statement affected.
+func rowCount(r sql.Result, err error) (int, error) {
+	if err != nil {
+		return 0, err
 	}
-	return out, rows.Err()
+	n, err := r.RowsAffected()
+	return int(n), err
 }
 
 // QueueRegister implements driver.QueueTx.
@@ -201,12 +201,7 @@ func (t *Tx) QueuePause(ctx context.Context, name string, paused bool) (bool, er
 
 // UniquePurge implements driver.QueueTx.
 func (t *Tx) UniquePurge(ctx context.Context) (int, error) {
-	res, err := t.exec(ctx, "unique_purge")
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return rowCount(t.exec(ctx, "unique_purge"))
 }
 
 // MessageInsert implements driver.QueueTx.
@@ -378,7 +373,7 @@ func (t *Tx) ClaimIDs(ctx context.Context, sessionID string, mode int, lease tim
 const MessageCols = "id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel"
 
 // ScanMessage reads one message row.
-func ScanMessage(sc interface{ Scan(...any) error }) (driver.Message, error) {
+func ScanMessage(sc Scanner) (driver.Message, error) {
 	var m driver.Message
 	var key []byte
 	var claimedBy, meta, kind, errs sql.NullString
@@ -412,19 +407,22 @@ func (t *Tx) MessageByIDs(ctx context.Context, ids []int64) ([]driver.Message, e
 
 // scanMessages reads the message rows of the query name.
 func scanMessages(name string, rows *sql.Rows, err error) ([]driver.Message, error) {
+	return scanMessagesWith(name, rows, err, ScanMessage)
+}
+
+// scanMessagesWith reads the rows of the query name with scan; errors
+// other than the rows' own name the query.
+func scanMessagesWith(name string, rows *sql.Rows, err error, scan func(Scanner) (driver.Message, error)) ([]driver.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer rows.Close()
-	var out []driver.Message
-	for rows.Next() {
-		m, err := ScanMessage(rows)
+	return ScanAll(rows, func(sc Scanner) (driver.Message, error) {
+		m, err := scan(sc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return m, fmt.Errorf("%s: %w", name, err)
 		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, nil
+	})
 }
 
 // MessageList implements driver.QueueTx.
@@ -521,18 +519,13 @@ func (t *Tx) claimRefs(ctx context.Context, name string, args ...any) ([]driver.
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.ClaimRef
-	for rows.Next() {
+	return ScanAll(rows, func(sc Scanner) (driver.ClaimRef, error) {
 		var r driver.ClaimRef
 		var mode sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.SessionID, &r.Attempt, &r.MaxAttempts, &mode); err != nil {
-			return nil, err
-		}
+		err := sc.Scan(&r.ID, &r.SessionID, &r.Attempt, &r.MaxAttempts, &mode)
 		r.Mode = int(mode.Int64)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, err
+	})
 }
 
 // ClaimsStale implements driver.QueueTx.
@@ -551,23 +544,23 @@ func (t *Tx) DeadList(ctx context.Context, queue string, limit int) ([]driver.De
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.DeadLetter
-	for rows.Next() {
-		var d driver.DeadLetter
-		var key []byte
-		var created, failed int64
-		var meta sql.NullString
-		if err := rows.Scan(&d.ID, &d.Queue, &d.Payload, &d.Priority, &key, &d.Attempt, &d.MaxAttempts,
-			&d.LastError, &created, &failed, &meta); err != nil {
-			return nil, err
-		}
-		d.Meta = meta.String
-		d.Key, d.HasKey = string(key), key != nil
-		d.CreatedAt, d.FailedAt = FromMicros(created), FromMicros(failed)
-		out = append(out, d)
+	return ScanAll(rows, scanDead)
+}
+
+// scanDead reads one row of dead_list.
+func scanDead(sc Scanner) (driver.DeadLetter, error) {
+	var d driver.DeadLetter
+	var key []byte
+	var created, failed int64
+	var meta sql.NullString
+	if err := sc.Scan(&d.ID, &d.Queue, &d.Payload, &d.Priority, &key, &d.Attempt, &d.MaxAttempts,
+		&d.LastError, &created, &failed, &meta); err != nil {
+		return d, err
 	}
-	return out, rows.Err()
+	d.Meta = meta.String
+	d.Key, d.HasKey = string(key), key != nil
+	d.CreatedAt, d.FailedAt = FromMicros(created), FromMicros(failed)
+	return d, nil
 }
 
 // DeadRedrive implements driver.QueueTx.
@@ -589,22 +582,12 @@ func (t *Tx) DeadRedrive(ctx context.Context, queue string) (int, error) {
 
 // QueueDeleteMessages implements driver.QueueTx.
 func (t *Tx) QueueDeleteMessages(ctx context.Context, queue string) (int, error) {
-	res, err := t.exec(ctx, "queue_delete_messages", queue)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return rowCount(t.exec(ctx, "queue_delete_messages", queue))
 }
 
 // DeadPurge implements driver.QueueTx.
 func (t *Tx) DeadPurge(ctx context.Context, queue string) (int, error) {
-	res, err := t.exec(ctx, "dead_purge", queue)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return rowCount(t.exec(ctx, "dead_purge", queue))
 }
 
 // QueueStats implements driver.QueueTx.

@@ -287,7 +287,7 @@ func (t *Tx) SessionRenew(ctx context.Context, ids []string, lease time.Duration
 		return 0, nil
 	}
 	q := expandList(t.db.Q("session_renew"), t.db.D.Numbered, 2, len(ids))
-	args := append([]any{us(lease)}, stringArgs(ids)...)
+	args := append([]any{us(lease)}, StringArgs(ids)...)
 	r, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("session_renew: %w", err)
@@ -313,16 +313,11 @@ func (t *Tx) SessionListReapable(ctx context.Context, clientID, hostID string, l
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.SessionRef
-	for rows.Next() {
+	return ScanAll(rows, func(sc Scanner) (driver.SessionRef, error) {
 		var r driver.SessionRef
-		if err := rows.Scan(&r.ID, &r.PID, &r.Expired); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err := sc.Scan(&r.ID, &r.PID, &r.Expired)
+		return r, err
+	})
 }
 
 func (t *Tx) strings(ctx context.Context, name string, args ...any) ([]string, error) {
@@ -330,16 +325,7 @@ func (t *Tx) strings(ctx context.Context, name string, args ...any) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return ScanAll(rows, ScanString)
 }
 
 // LockIdentLock implements driver.Tx. The lock row nearly always exists
@@ -379,12 +365,7 @@ func (t *Tx) LockIdentUpdate(ctx context.Context, st driver.IdentState) error {
 
 // LockIdentPurgeIdle implements driver.Tx.
 func (t *Tx) LockIdentPurgeIdle(ctx context.Context) (int, error) {
-	r, err := t.exec(ctx, "ident_purge_idle")
-	if err != nil {
-		return 0, err
-	}
-	n, err := r.RowsAffected()
-	return int(n), err
+	return rowCount(t.exec(ctx, "ident_purge_idle"))
 }
 
 // RequestCols is the column list every request query selects, in the order
@@ -392,7 +373,7 @@ func (t *Tx) LockIdentPurgeIdle(ctx context.Context) (int, error) {
 const RequestCols = "id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at"
 
 // ScanRequest reads one request row (RequestCols) plus extra destinations.
-func ScanRequest(sc interface{ Scan(...any) error }, extra ...any) (driver.Request, error) {
+func ScanRequest(sc Scanner, extra ...any) (driver.Request, error) {
 	var r driver.Request
 	var ns, name []byte
 	var created int64
@@ -414,16 +395,7 @@ func (t *Tx) requests(ctx context.Context, name string, args ...any) ([]driver.R
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.Request
-	for rows.Next() {
-		r, err := ScanRequest(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return ScanRequests(rows)
 }
 
 // LockRequestList implements driver.Tx.
@@ -563,18 +535,12 @@ func (t *Tx) LockInfoList(ctx context.Context) ([]driver.LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.LockInfo
-	for rows.Next() {
+	return ScanAll(rows, func(sc Scanner) (driver.LockInfo, error) {
 		var li driver.LockInfo
-		r, err := ScanRequest(rows, &li.Host, &li.PID, &li.Owner)
-		if err != nil {
-			return nil, err
-		}
+		r, err := ScanRequest(sc, &li.Host, &li.PID, &li.Owner)
 		li.Request = r
-		out = append(out, li)
-	}
-	return out, rows.Err()
+		return li, err
+	})
 }
 
 // SessionList implements driver.Tx.
@@ -583,18 +549,18 @@ func (t *Tx) SessionList(ctx context.Context) ([]driver.Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session_list: %w", err)
 	}
-	defer rows.Close()
-	var out []driver.Session
-	for rows.Next() {
-		var s driver.Session
-		var created, expires int64
-		if err := rows.Scan(&s.ID, &s.ClientID, &s.Host, &s.PID, &s.Name, &s.HostID, &created, &expires); err != nil {
-			return nil, fmt.Errorf("session_list: %w", err)
-		}
-		s.CreatedAt, s.ExpiresAt = FromMicros(created), FromMicros(expires)
-		out = append(out, s)
+	return ScanAll(rows, scanSession)
+}
+
+// scanSession reads one row of session_list; its errors name the query.
+func scanSession(sc Scanner) (driver.Session, error) {
+	var s driver.Session
+	var created, expires int64
+	if err := sc.Scan(&s.ID, &s.ClientID, &s.Host, &s.PID, &s.Name, &s.HostID, &created, &expires); err != nil {
+		return s, fmt.Errorf("session_list: %w", err)
 	}
-	return out, rows.Err()
+	s.CreatedAt, s.ExpiresAt = FromMicros(created), FromMicros(expires)
+	return s, nil
 }
 
 // LockUserHolder implements driver.Tx.
@@ -628,10 +594,7 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 		return driver.Request{}, false, err
 	}
 	defer t.Tx.Rollback()
-	nr, nw := 1, 0
-	if p.Mode == driver.ModeWrite {
-		nr, nw = 0, 1
-	}
+	nr, nw := ModeCounts(p.Mode)
 	var fence int64
 	err = t.row(ctx, "fast_acquire_ident", p.Kind, b(p.NS), b(p.Name), nr, nw).Scan(&fence)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -651,6 +614,15 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 	return r, true, nil
 }
 
+// ModeCounts is what one lock of mode adds to its identifier's counts of
+// granted readers and writers.
+func ModeCounts(mode string) (readers, writers int) {
+	if mode == driver.ModeWrite {
+		return 0, 1
+	}
+	return 1, 0
+}
+
 // LockFastRelease implements driver.Driver.
 func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	t, err := db.BeginTx(ctx)
@@ -658,31 +630,13 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 		return 0, nil, err
 	}
 	defer t.Tx.Rollback()
-	var rs []driver.Request
-	if db.D.DeleteReturning {
-		rs, err = t.releaseDelete(ctx, p)
-	} else {
-		rs, err = t.releaseSelect(ctx, p)
-	}
+	rs, err := t.releaseInstances(ctx, p)
 	if err != nil || len(rs) == 0 {
 		return 0, nil, err
 	}
-	var waiting []driver.Ident
-	for _, d := range ReleaseDeltas(rs) {
-		id := d.Ident
-		var np int64
-		var err error
-		if db.D.UpdateReturning {
-			err = t.row(ctx, "ident_release", d.Readers, d.Writers, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
-		} else if _, err = t.exec(ctx, "ident_release", d.Readers, d.Writers, id.Kind, b(id.NS), b(id.Name)); err == nil {
-			err = t.row(ctx, "ident_waiting", id.Kind, b(id.NS), b(id.Name)).Scan(&np)
-		}
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, nil, fmt.Errorf("ident_release: %w", err)
-		}
-		if np > 0 {
-			waiting = append(waiting, id)
-		}
+	waiting, err := t.lowerCounters(ctx, rs)
+	if err != nil {
+		return 0, nil, err
 	}
 	if err := t.Commit(); err != nil {
 		return 0, nil, err
@@ -690,15 +644,58 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 	return len(rs), waiting, nil
 }
 
+// releaseInstances deletes the instances a release names and returns
+// them: in one statement where the dialect deletes with RETURNING.
+func (t *Tx) releaseInstances(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
+	if t.db.D.DeleteReturning {
+		return t.releaseDelete(ctx, p)
+	}
+	return t.releaseSelect(ctx, p)
+}
+
+// lowerCounters lowers each identifier's counters by the released
+// instances and returns the identifiers that have waiters.
+func (t *Tx) lowerCounters(ctx context.Context, rs []driver.Request) ([]driver.Ident, error) {
+	return LowerCounters(rs, func(d ReleaseDelta) (int64, error) { return t.identRelease(ctx, d) })
+}
+
+// LowerCounters lowers, with release, each identifier's counters by the
+// released instances rs, in canonical order, and returns the identifiers
+// that have waiters (release returns an identifier's waiting count).
+func LowerCounters(rs []driver.Request, release func(ReleaseDelta) (int64, error)) ([]driver.Ident, error) {
+	var waiting []driver.Ident
+	for _, d := range ReleaseDeltas(rs) {
+		np, err := release(d)
+		if err != nil {
+			return nil, err
+		}
+		if np > 0 {
+			waiting = append(waiting, d.Ident)
+		}
+	}
+	return waiting, nil
+}
+
+// identRelease lowers one identifier's counters and returns its number of
+// waiting requests (0 when its row is gone).
+func (t *Tx) identRelease(ctx context.Context, d ReleaseDelta) (int64, error) {
+	id := d.Ident
+	var np int64
+	var err error
+	if t.db.D.UpdateReturning {
+		err = t.row(ctx, "ident_release", d.Readers, d.Writers, id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+	} else if _, err = t.exec(ctx, "ident_release", d.Readers, d.Writers, id.Kind, b(id.NS), b(id.Name)); err == nil {
+		err = t.row(ctx, "ident_waiting", id.Kind, b(id.NS), b(id.Name)).Scan(&np)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("ident_release: %w", err)
+	}
+	return np, nil
+}
+
 // releaseSelect lists the instances to release, then deletes them.
 func (t *Tx) releaseSelect(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
-	var rs []driver.Request
-	var err error
-	if p.Name == "" {
-		rs, err = t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
-	} else {
-		rs, err = t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
-	}
+	rs, err := t.releaseList(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -712,15 +709,20 @@ func (t *Tx) releaseSelect(ctx context.Context, p driver.FastReleaseParams) ([]d
 	return rs, t.LockRequestDelete(ctx, ids)
 }
 
+// releaseList lists the session's instances a release names: every name
+// of the namespace, or one.
+func (t *Tx) releaseList(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
+	if p.Name == "" {
+		return t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
+	}
+	return t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
+}
+
 // releaseDelete deletes the instances to release in one statement.
 func (t *Tx) releaseDelete(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
-	limit := -1
-	if p.Limit > 0 {
-		limit = p.Limit
-	}
 	var rows *sql.Rows
 	var err error
-	if p.Name == "" {
+	if limit := ReleaseLimit(p); p.Name == "" {
 		rows, err = t.db.QueryNamed(ctx, t.Tx, "release_delete_ns", p.SessionID, p.Kind, b(p.NS), limit)
 	} else {
 		rows, err = t.db.QueryNamed(ctx, t.Tx, "release_delete_name", p.SessionID, p.Kind, b(p.NS), b(p.Name), limit)
@@ -728,18 +730,16 @@ func (t *Tx) releaseDelete(ctx context.Context, p driver.FastReleaseParams) ([]d
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []driver.Request
-	for rows.Next() {
-		var r driver.Request
-		var ns, name []byte
-		if err := rows.Scan(&r.Kind, &ns, &name, &r.Mode); err != nil {
-			return nil, err
-		}
-		r.NS, r.Name = string(ns), string(name)
-		out = append(out, r)
+	return ScanReleased(rows)
+}
+
+// ReleaseLimit is a release's row limit as the release_delete queries
+// take it: -1 for every matching instance.
+func ReleaseLimit(p driver.FastReleaseParams) int {
+	if p.Limit > 0 {
+		return p.Limit
 	}
-	return out, rows.Err()
+	return -1
 }
 
 // ReleaseDelta is how many granted readers and writers a release removes
@@ -808,7 +808,8 @@ func (db *DB) LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]d
 	return RequestStatuses(ctx, db.SQL, db, ids)
 }
 
-func stringArgs(v []string) []any {
+// StringArgs are strings as statement arguments.
+func StringArgs(v []string) []any {
 	out := make([]any, len(v))
 	for i, x := range v {
 		out[i] = x
@@ -834,25 +835,25 @@ func Gated(ctx context.Context, db *DB, id driver.Ident) (bool, error) {
 // (with withID, an id first) kind, namespace, name, mode, status, the
 // transaction's name, host, pid, owner and since.
 func ScanTxHolds(rows *sql.Rows, withID bool) ([]driver.LockInfo, error) {
-	defer rows.Close()
-	var out []driver.LockInfo
-	for rows.Next() {
-		var li driver.LockInfo
-		var ns, name []byte
-		var since int64
-		dest := []any{&li.Kind, &ns, &name, &li.Mode, &li.Status, &li.SessionID, &li.Host, &li.PID, &li.Owner, &since}
-		if withID {
-			dest = append([]any{&li.ID}, dest...)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		li.NS, li.Name = string(ns), string(name)
-		li.CreatedAt = time.UnixMicro(since)
-		li.GrantedAt = li.CreatedAt
-		out = append(out, li)
+	return ScanAll(rows, func(sc Scanner) (driver.LockInfo, error) { return scanTxHold(sc, withID) })
+}
+
+// scanTxHold reads one row of ScanTxHolds.
+func scanTxHold(sc Scanner, withID bool) (driver.LockInfo, error) {
+	var li driver.LockInfo
+	var ns, name []byte
+	var since int64
+	dest := []any{&li.Kind, &ns, &name, &li.Mode, &li.Status, &li.SessionID, &li.Host, &li.PID, &li.Owner, &since}
+	if withID {
+		dest = append([]any{&li.ID}, dest...)
 	}
-	return out, rows.Err()
+	if err := sc.Scan(dest...); err != nil {
+		return li, err
+	}
+	li.NS, li.Name = string(ns), string(name)
+	li.CreatedAt = time.UnixMicro(since)
+	li.GrantedAt = li.CreatedAt
+	return li, nil
 }
 
 // Caller is the transaction as a driver.CallerTx: the conformance suite's

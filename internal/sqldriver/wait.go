@@ -1,0 +1,64 @@
+package sqldriver
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Sleep waits for d; false when ctx ends first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// Every calls f every interval until stop closes.
+func Every(stop <-chan struct{}, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// DefaultInterval is a listener's poll interval when none is given.
+func DefaultInterval(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 500 * time.Millisecond
+	}
+	return interval
+}
+
+// Failing says a repeated failure once: the first failure is logged, the
+// next ones not until the work succeeds again.
+type Failing struct{ on bool }
+
+// Failed records a failure and logs msg as a warning when it is the first
+// since the work last succeeded and ctx, the work's context, has not
+// ended (a failure because the work stops is no news).
+func (f *Failing) Failed(ctx context.Context, msg string) {
+	if !f.on && ctx.Err() == nil {
+		slog.Warn(msg)
+	}
+	f.on = true
+}
+
+// Worked records a success and, after failures, logs msg (unless empty).
+func (f *Failing) Worked(msg string) {
+	if f.on && msg != "" {
+		slog.Info(msg)
+	}
+	f.on = false
+}
+
+// On reports whether the work is failing.
+func (f *Failing) On() bool { return f.on }
