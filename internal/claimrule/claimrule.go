@@ -72,36 +72,35 @@ func Claimable(mode Mode, paused bool, msgs []Message, kind string, limit int) [
 	if paused || limit <= 0 {
 		return nil
 	}
-	waiting := make([]Message, 0, len(msgs))
-	for _, m := range msgs {
-		if !m.Claimed {
-			waiting = append(waiting, m)
-		}
-	}
+	waiting := slices.DeleteFunc(slices.Clone(msgs), func(m Message) bool { return m.Claimed })
 	slices.SortFunc(waiting, compare)
-	var take func(Message, []Message) (ok, stop bool)
-	switch mode {
-	case Ordered:
-		if slices.ContainsFunc(msgs, func(m Message) bool { return m.Claimed }) {
-			return nil
-		}
-		take = func(m Message, _ []Message) (bool, bool) { return m.Due, !m.Due }
-	case PerKey:
-		take = func(m Message, earlier []Message) (bool, bool) { return m.Due && keyFree(m, msgs, earlier), false }
-	default:
-		take = func(m Message, _ []Message) (bool, bool) { return m.Due && (kind == "" || m.Kind == kind), false }
-	}
 	var out []int64
 	for i, m := range waiting {
-		ok, stop := take(m, waiting[:i])
+		take, stop := rule(mode, m, msgs, waiting[:i], kind)
 		if stop || len(out) == limit {
 			break
 		}
-		if ok {
+		if take {
 			out = append(out, m.ID)
 		}
 	}
 	return out
+}
+
+// rule decides one waiting message m, given every message of the queue
+// (all) and the waiting ones served before it (earlier): take it, and
+// whether the claim stops before it.
+func rule(mode Mode, m Message, all, earlier []Message, kind string) (take, stop bool) {
+	switch mode {
+	case Ordered:
+		// Nothing while one is in flight; a message not due holds back
+		// the ones after it.
+		stop = !m.Due || slices.ContainsFunc(all, func(o Message) bool { return o.Claimed })
+		return !stop, stop
+	case PerKey:
+		return m.Due && keyFree(m, all, earlier), false
+	}
+	return m.Due && (kind == "" || m.Kind == kind), false
 }
 
 // keyFree reports whether m is the head of its key with nothing of the key

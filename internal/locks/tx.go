@@ -277,31 +277,34 @@ func (l *Service) pollGated(req driver.Request) (stop func()) {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		t := time.NewTicker(txPoll)
-		defer t.Stop()
-		gated, failing := false, false
-		for tick := 1; ; tick++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			// The mark is read every tick for a second, then every tenth
-			// (a long wait on a name no transaction locks costs little),
-			// and every tick again once it is seen.
-			var err error
-			if gated || tick <= 20 || tick%10 == 0 {
-				gated, err = tl.TxGated(ctx, req.Ident)
-			}
-			if err == nil && gated {
-				err = l.regrantNow(ctx, []driver.Ident{req.Ident})
-			}
-			if err != nil && ctx.Err() == nil && !failing {
-				l.cfg.Logf("waiting on %s: %v (said once until it works again)", Describe(req.Ident), err)
-			}
-			failing = err != nil
-		}
-	}()
+	go l.pollGatedLoop(ctx, tl, req.Ident)
 	return cancel
+}
+
+// pollGatedLoop is pollGated's loop, until ctx ends.
+func (l *Service) pollGatedLoop(ctx context.Context, tl driver.TxLocker, id driver.Ident) {
+	t := time.NewTicker(txPoll)
+	defer t.Stop()
+	gated, failing := false, false
+	for tick := 1; ; tick++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// The mark is read every tick for a second, then every tenth
+		// (a long wait on a name no transaction locks costs little),
+		// and every tick again once it is seen.
+		var err error
+		if gated || tick <= 20 || tick%10 == 0 {
+			gated, err = tl.TxGated(ctx, id)
+		}
+		if err == nil && gated {
+			err = l.regrantNow(ctx, []driver.Ident{id})
+		}
+		if err != nil && ctx.Err() == nil && !failing {
+			l.cfg.Logf("waiting on %s: %v (said once until it works again)", Describe(id), err)
+		}
+		failing = err != nil
+	}
 }
