@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/maintain"
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error
@@ -431,30 +432,27 @@ func (w *worker) handler(stop, ctx context.Context) {
 // keeper renews the leases of claimed messages still waiting for a
 // handler, so that prefetching never lets a claim lapse.
 func (w *worker) keeper(stop chan struct{}) {
-	t := time.NewTicker(w.o.Visibility / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
+	maintain.Every(stop, w.o.Visibility/4, w.renewWaiting)
+}
+
+// renewWaiting extends the claims of waiting messages a third through
+// their lease.
+func (w *worker) renewWaiting() {
+	// Under the lock: a handler takes a message out of waiting (and then
+	// reads its claim) only once its renewal is done.
+	w.mu.Lock()
+	renewed := false
+	for m := range w.waiting {
+		if time.Since(m.claimedAt) > w.o.Visibility/3 {
+			ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
+			_ = w.s.Extend(ctx, m, w.o.Visibility)
+			cancel()
+			renewed = true
 		}
-		// Under the lock: a handler takes a message out of waiting (and
-		// then reads its claim) only once its renewal is done.
-		w.mu.Lock()
-		renewed := false
-		for m := range w.waiting {
-			if time.Since(m.claimedAt) > w.o.Visibility/3 {
-				ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
-				_ = w.s.Extend(ctx, m, w.o.Visibility)
-				cancel()
-				renewed = true
-			}
-		}
-		w.mu.Unlock()
-		if renewed {
-			w.adapt(false) // handlers are slow: hold fewer claims
-		}
+	}
+	w.mu.Unlock()
+	if renewed {
+		w.adapt(false) // handlers are slow: hold fewer claims
 	}
 }
 

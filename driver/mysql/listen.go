@@ -17,6 +17,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 
+	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -332,7 +333,7 @@ func (p *poller) wake() {
 // safetyNet wakes the client at least once per interval even when the loop
 // is stuck (a statement on a connection the network dropped).
 func (p *poller) safetyNet() {
-	sqldriver.Every(p.l.done, p.l.interval/4, func() {
+	maintain.Every(p.l.done, p.l.interval/4, func() {
 		if time.Since(time.Unix(0, p.lastWake.Load())) >= p.l.interval {
 			p.wake()
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -761,7 +762,7 @@ func (d *Driver) pollOnly(p driver.ListenParams) func() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sqldriver.Every(stop, interval, f)
+			maintain.Every(stop, interval, f)
 		}()
 	}
 	every(func() { p.Wake(nil); po.pump.Poke() })

@@ -44,8 +44,6 @@ import (
 	"os/exec"
 	"slices"
 	"time"
-
-	"github.com/batonhq/baton"
 )
 
 // Record is the result of one benchmark case on one backend. Baseline
@@ -141,21 +139,13 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	sc, err := newScratch(ctx, cfg.Backend, cfg.Server)
+	// Migrated up front: a backend that cannot start fails the run with
+	// one error instead of one per case, and migrations are not timed.
+	sc, err := migratedScratch(ctx, cfg.Backend, cfg.Server)
 	if err != nil {
 		return nil, err
 	}
 	defer sc.drop()
-
-	// Open once up front: a backend that cannot start fails the run with
-	// one error instead of one per case, and migrations are not timed.
-	probe, err := baton.Open(ctx, sc.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("bench: open baton on the %s scratch database: %w", cfg.Backend, err)
-	}
-	if err := probe.Close(); err != nil {
-		return nil, fmt.Errorf("bench: close the migrating client: %w", err)
-	}
 
 	r := &runner{cfg: cfg, sc: sc}
 	var out []Record

@@ -167,19 +167,11 @@ func (cfg *QueueConfig) toRun(want func(string) bool) []string {
 // runQueueCase runs one case in a scratch database of its own and returns
 // its records (the latency case yields latency_commit too).
 func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, error) {
-	sc, err := newScratch(ctx, cfg.Backend, cfg.Server)
+	sc, err := migratedScratch(ctx, cfg.Backend, cfg.Server) // migrations are not timed
 	if err != nil {
 		return nil, err
 	}
 	defer sc.drop()
-	// Migrations are not timed.
-	probe, err := baton.Open(ctx, sc.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open baton on the %s scratch database: %w", cfg.Backend, err)
-	}
-	if err := probe.Close(); err != nil {
-		return nil, fmt.Errorf("close the migrating client: %w", err)
-	}
 	run, ok := queueCaseFuncs[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown case %q", name)

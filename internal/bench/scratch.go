@@ -17,6 +17,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the scratch database and the native baseline
 	"github.com/jackc/pgx/v5"
 
+	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/driver/sqlite"
 )
 
@@ -233,3 +234,20 @@ var passwordRE = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
 
 // redact hides a password in a DSN, even one that does not parse.
 func redact(dsn string) string { return passwordRE.ReplaceAllString(dsn, "${1}xxx@") }
+
+// migratedScratch is a scratch database with baton's schema migrated.
+func migratedScratch(ctx context.Context, backend, server string) (*scratch, error) {
+	sc, err := newScratch(ctx, backend, server)
+	if err != nil {
+		return nil, err
+	}
+	probe, err := baton.Open(ctx, sc.dsn)
+	if err == nil {
+		err = probe.Close()
+	}
+	if err != nil {
+		sc.drop()
+		return nil, fmt.Errorf("bench: migrate baton on the %s scratch database: %w", backend, err)
+	}
+	return sc, nil
+}

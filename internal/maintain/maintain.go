@@ -150,3 +150,17 @@ func Closed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// Every calls f every interval until stop closes.
+func Every(stop <-chan struct{}, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

@@ -16,20 +16,6 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Every calls f every interval until stop closes.
-func Every(stop <-chan struct{}, interval time.Duration, f func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			f()
-		}
-	}
-}
-
 // DefaultInterval is a listener's poll interval when none is given.
 func DefaultInterval(interval time.Duration) time.Duration {
 	if interval <= 0 {
