@@ -45,11 +45,7 @@ func Example() {
 
 // The GET_LOCK family: re-entrant, counted, case-insensitive names.
 func ExampleSession_GetLock() {
-	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite::memory:")
-	if err != nil {
-		panic(err)
-	}
+	ctx, c := memClient()
 	defer c.Close()
 	s, _ := c.NewSession(ctx)
 	other, _ := c.NewSession(ctx)
@@ -80,11 +76,7 @@ func ExampleSession_GetLock() {
 
 // Fencing tokens strictly increase for each grant of one lock.
 func ExampleGrant_token() {
-	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite::memory:")
-	if err != nil {
-		panic(err)
-	}
+	ctx, c := memClient()
 	defer c.Close()
 	s, _ := c.NewSession(ctx)
 	g1, _ := s.Lock(ctx, "ns", baton.Write, 0, "resource")
@@ -98,11 +90,7 @@ func ExampleGrant_token() {
 // stops; a message that keeps failing ends as a dead letter after its
 // attempt limit while the rest are sent.
 func ExampleClient_Work() {
-	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite::memory:", baton.Options{Retry: baton.RetryPolicy{Base: time.Millisecond, Max: time.Millisecond}})
-	if err != nil {
-		panic(err)
-	}
+	ctx, c := memClient(baton.Options{Retry: baton.RetryPolicy{Base: time.Millisecond, Max: time.Millisecond}})
 	defer c.Close()
 	for _, to := range []string{"ann", "bob", "nobody"} {
 		if _, err := c.Enqueue(ctx, "mail", []byte(to), baton.EnqueueOptions{MaxAttempts: 3}); err != nil {
@@ -198,11 +186,7 @@ func ExampleClient_Subscribe() {
 // Notifications reach every listener of a channel, in any process, once
 // the notifying transaction commits.
 func ExampleClient_Listen() {
-	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite::memory:")
-	if err != nil {
-		panic(err)
-	}
+	ctx, c := memClient()
 	defer c.Close()
 	l, err := c.Listen(ctx, "cache")
 	if err != nil {
@@ -226,11 +210,7 @@ func (welcomeArgs) Kind() string { return "welcome" }
 // Jobs: a worker per kind with typed arguments, a message read by id
 // whatever its state, and a cancellation.
 func ExampleAddWorker() {
-	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite::memory:")
-	if err != nil {
-		panic(err)
-	}
+	ctx, c := memClient()
 	defer c.Close()
 	ws := baton.NewWorkers()
 	if err := baton.AddWorker(ws, func(ctx context.Context, j *baton.Job[welcomeArgs]) error {
@@ -255,4 +235,16 @@ func ExampleAddWorker() {
 	// welcome ann@example.com
 	// welcome completed
 	// welcome cancelled
+}
+
+// memClient opens a client the way Example does, on a private in-memory
+// SQLite database: baton.Open(ctx, "sqlite::memory:", opts...) with a
+// background context.
+func memClient(opts ...baton.Options) (context.Context, *baton.Client) {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, "sqlite::memory:", opts...)
+	if err != nil {
+		panic(err)
+	}
+	return ctx, c
 }
