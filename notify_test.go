@@ -88,27 +88,17 @@ func TestNotifyTxCommitAndRollback(t *testing.T) {
 		db := batontest.SQLDB(t, dsn)
 		l := listen(t, c, "orders")
 		ctx := ctxT(t)
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tx := begin(t, db)
 		if err := c.NotifyTx(ctx, tx, "orders", "rolled back"); err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.Rollback(); err != nil {
-			t.Fatal(err)
-		}
-		tx, err = db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, tx, false)
+		tx = begin(t, db)
 		if err := c.NotifyTx(ctx, tx, "orders", "committed"); err != nil {
 			t.Fatal(err)
 		}
 		none(t, l, 200*time.Millisecond) // not before commit
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, tx, true)
 		if n := next(t, l); n.Payload != "committed" {
 			t.Fatalf("got %+v (a rolled-back notification was delivered?)", n)
 		}

@@ -14,30 +14,27 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// bouncerDSN returns a test database's DSN through the private PgBouncer
-// (transaction mode, default settings), without baton's listen_dsn.
-func bouncerDSN(t testing.TB) (string, bool) {
-	dsn, ok := bouncerListenDSN(t)
-	if !ok {
-		return "", false
+// bouncerDSNs returns a test database's DSNs through the private PgBouncer
+// (transaction mode, default settings): withListen with baton's listen_dsn,
+// pooled without it, and direct, the direct connection listen_dsn names.
+// It skips the test when BATON_TEST_BACKENDS does not select pgbouncer.
+func bouncerDSNs(t testing.TB) (withListen, pooled, direct string) {
+	t.Helper()
+	for _, b := range batontest.All() {
+		if b.Label == "pgbouncer" {
+			withListen = b.NewDSN(t)
+		}
 	}
-	u, err := url.Parse(dsn)
+	if withListen == "" {
+		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
+	}
+	u, err := url.Parse(withListen)
 	if err != nil {
 		t.Fatal(err)
 	}
+	direct = u.Query().Get("listen_dsn")
 	u.RawQuery = ""
-	return u.String(), true
-}
-
-// bouncerListenDSN is bouncerDSN with listen_dsn, a direct connection for
-// LISTEN.
-func bouncerListenDSN(t testing.TB) (string, bool) {
-	for _, b := range batontest.All() {
-		if b.Label == "pgbouncer" {
-			return b.NewDSN(t), true
-		}
-	}
-	return "", false
+	return withListen, u.String(), direct
 }
 
 // BenchmarkPoolerHandoff: lock hand-off between two clients through
@@ -51,12 +48,9 @@ func BenchmarkPoolerHandoff(b *testing.B) {
 		listen bool
 	}{{"listen_dsn", true}, {"polling", false}} {
 		b.Run(tc.name, func(b *testing.B) {
-			dsn, ok := bouncerListenDSN(b)
-			if !ok {
-				b.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
-			}
+			dsn, pooled, _ := bouncerDSNs(b)
 			if !tc.listen {
-				dsn, _ = bouncerDSN(b)
+				dsn = pooled
 			}
 			ctx := context.Background()
 			open := func() *baton.Client {
@@ -126,10 +120,7 @@ func waitPendingB(b *testing.B, c *baton.Client, s *baton.Session) {
 // and lock waiters are handed the lock (by polling: LISTEN cannot work
 // there, which baton says once in its log).
 func TestPoolerWithoutListenDSN(t *testing.T) {
-	dsn, ok := bouncerDSN(t)
-	if !ok {
-		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
-	}
+	_, dsn, _ := bouncerDSNs(t)
 	opts := baton.Options{PollInterval: 100 * time.Millisecond}
 	c1 := openDSN(t, dsn, opts)
 	c2 := openDSN(t, dsn, opts)
@@ -163,10 +154,7 @@ func TestPoolerWithoutListenDSN(t *testing.T) {
 // TestPoolerRefusesSearchPath: a search_path through a transaction pooler
 // fails with an error that names it and the fix, not the pooler's words.
 func TestPoolerRefusesSearchPath(t *testing.T) {
-	dsn, ok := bouncerDSN(t)
-	if !ok {
-		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
-	}
+	_, dsn, _ := bouncerDSNs(t)
 	for _, extra := range []string{"?search_path=app", "?search_path=app&pooler=transaction"} {
 		_, err := baton.Open(ctxT(t), dsn+extra)
 		wantErr(t, err, baton.ErrBadDSN)
@@ -184,17 +172,7 @@ func TestPoolerRefusesSearchPath(t *testing.T) {
 // committed long after later ones), never from a rolled-back one; and its
 // registration as a reader of the table goes with it.
 func TestPoolerNotificationsWithoutListenDSN(t *testing.T) {
-	withListen, ok := bouncerListenDSN(t)
-	if !ok {
-		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
-	}
-	u, err := url.Parse(withListen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := u.Query().Get("listen_dsn")
-	u.RawQuery = ""
-	pooled := u.String()
+	withListen, pooled, direct := bouncerDSNs(t)
 	opts := baton.Options{PollInterval: 100 * time.Millisecond}
 	receiver := openDSN(t, pooled, opts)
 	viaPooler := openDSN(t, pooled, opts)
@@ -206,21 +184,11 @@ func TestPoolerNotificationsWithoutListenDSN(t *testing.T) {
 
 	notifyTx := func(db *sql.DB, payload string, commit bool) {
 		t.Helper()
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tx := begin(t, db)
 		if err := viaDirect.NotifyTx(ctx, tx, "pn", payload); err != nil {
 			t.Fatal(err)
 		}
-		if commit {
-			err = tx.Commit()
-		} else {
-			err = tx.Rollback()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, tx, commit)
 	}
 	// Begun first, committed last: its id is below every other one.
 	late, err := directDB.BeginTx(ctx, nil)
@@ -313,17 +281,8 @@ func TestPoolerNotificationsWithoutListenDSN(t *testing.T) {
 // for a listener behind PgBouncer without listen_dsn, which reads
 // notifications from the table, sent by a direct client.
 func TestPoolerNotifyOrderWithoutListenDSN(t *testing.T) {
-	withListen, ok := bouncerListenDSN(t)
-	if !ok {
-		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
-	}
-	u, err := url.Parse(withListen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := u.Query().Get("listen_dsn")
-	u.RawQuery = ""
-	notifyOrderAfterLateCommit(t, u.String(), direct)
+	_, pooled, direct := bouncerDSNs(t)
+	notifyOrderAfterLateCommit(t, pooled, direct)
 }
 
 // TestPoolerEventWakeups: while a consumer behind PgBouncer without
@@ -331,16 +290,7 @@ func TestPoolerNotifyOrderWithoutListenDSN(t *testing.T) {
 // subscription's trigger writes its wake-up there too (before, pooled
 // event consumers found new events only at their sparser safety-net poll).
 func TestPoolerEventWakeups(t *testing.T) {
-	withListen, ok := bouncerListenDSN(t)
-	if !ok {
-		t.Skip("pgbouncer not selected by BATON_TEST_BACKENDS")
-	}
-	u, err := url.Parse(withListen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := u.Query().Get("listen_dsn")
-	u.RawQuery = ""
+	_, pooledDSN, direct := bouncerDSNs(t)
 	c := openDSN(t, direct, baton.Options{PollInterval: 100 * time.Millisecond})
 	db := batontest.SQLDB(t, direct)
 	ctx := ctxT(t)
@@ -364,7 +314,7 @@ func TestPoolerEventWakeups(t *testing.T) {
 		t.Fatalf("%d wake-up rows written with no pooled reader", n)
 	}
 	// A pooled consumer registers as a table reader while it waits.
-	pooled := openDSN(t, u.String(), baton.Options{PollInterval: 100 * time.Millisecond})
+	pooled := openDSN(t, pooledDSN, baton.Options{PollInterval: 100 * time.Millisecond})
 	got := make(chan baton.Action, 100)
 	wctx, stop := context.WithCancel(context.Background())
 	defer stop()

@@ -294,49 +294,29 @@ func TestQueueEnqueueTx(t *testing.T) {
 		db := batontest.SQLDB(t, dsn)
 		ctx := ctxT(t)
 		s := session(t, c)
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tx := begin(t, db)
 		if _, err := c.EnqueueTx(ctx, tx, "tx", []byte("rolled back")); err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.Rollback(); err != nil {
-			t.Fatal(err)
-		}
-		tx, err = db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, tx, false)
+		tx = begin(t, db)
 		id, err := c.EnqueueTx(ctx, tx, "tx", []byte("committed"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, tx, true)
 		ms := claim(t, s, "tx", baton.ClaimOptions{Max: 10, Wait: 5 * time.Second})
 		if len(ms) != 1 || string(ms[0].Payload) != "committed" || (id != 0 && ms[0].ID != id) {
 			t.Fatalf("got %v (id %d, want %d)", payloads(ms), ms[0].ID, id)
 		}
 		// Several at once, all or none.
 		for _, commit := range []bool{false, true} {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tx := begin(t, db)
 			ids, err := c.EnqueueManyTx(ctx, tx, "txmany", []baton.NewMessage{{Payload: []byte(fmt.Sprint("a", commit))}, {Payload: []byte(fmt.Sprint("b", commit))}})
 			if err != nil || len(ids) != 2 {
 				t.Fatalf("EnqueueManyTx: %v %v", ids, err)
 			}
-			if commit {
-				err = tx.Commit()
-			} else {
-				err = tx.Rollback()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			endTx(t, tx, commit)
 		}
 		if got := payloads(claim(t, s, "txmany", baton.ClaimOptions{Max: 10, Wait: 5 * time.Second})); strings.Join(got, ",") != "atrue,btrue" {
 			t.Fatalf("EnqueueManyTx after a rollback and a commit: %v", got)

@@ -44,6 +44,18 @@ func begin(t *testing.T, db *sql.DB) *sql.Tx {
 	return tx
 }
 
+// endTx commits tx, or rolls it back when commit is false.
+func endTx(t *testing.T, tx *sql.Tx, commit bool) {
+	t.Helper()
+	end := tx.Rollback
+	if commit {
+		end = tx.Commit
+	}
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // lockAsync runs f in the background; the channel gets its error.
 func lockAsync(f func() error) <-chan error {
 	ch := make(chan error, 1)
