@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,6 +22,14 @@ func openQ(t *testing.T, b batontest.Backend) (*baton.Client, string) {
 	t.Helper()
 	dsn := b.NewDSN(t)
 	return openDSN(t, dsn, fastRetry), dsn
+}
+
+// openQDB is openQ with the program's own pool on the client's database
+// (plain database/sql) and the test's context.
+func openQDB(t *testing.T, b batontest.Backend) (*baton.Client, *sql.DB, context.Context) {
+	t.Helper()
+	c, dsn := openQ(t, b)
+	return c, batontest.SQLDB(t, dsn), ctxT(t)
 }
 
 func enqueue(t *testing.T, c *baton.Client, q, payload string, opts ...baton.EnqueueOptions) int64 {
@@ -290,9 +299,7 @@ func TestQueuePerKey(t *testing.T) {
 
 func TestQueueEnqueueTx(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		db := batontest.SQLDB(t, dsn)
-		ctx := ctxT(t)
+		c, db, ctx := openQDB(t, b)
 		s := session(t, c)
 		tx := begin(t, db)
 		if _, err := c.EnqueueTx(ctx, tx, "tx", []byte("rolled back")); err != nil {
