@@ -24,6 +24,33 @@ func waitLost(t *testing.T, s *baton.Session) time.Time {
 	return at
 }
 
+// loseToWaiter has a session of cut take a write lock on ns/x, waits until
+// waiter (a session of other) waits for it, then cuts the holder off with
+// cutOff: it returns when the holder was told it lost its session and when
+// the waiter was granted the lock.
+func loseToWaiter(t *testing.T, cut, other *baton.Client, waiter *baton.Session, ns string, cutOff func()) (lostAt, grantedAt time.Time) {
+	t.Helper()
+	holder := session(t, cut)
+	mustLock(t, holder, ns, baton.Write, "x")
+	granted := make(chan time.Time, 1)
+	go func() {
+		_, err := waiter.Lock(context.Background(), ns, baton.Write, baton.Forever, "x")
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- time.Now()
+	}()
+	waitPending(t, other, waiter, 1)
+	cutOff()
+	lostAt = waitLost(t, holder)
+	select {
+	case grantedAt = <-granted:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter was never granted")
+	}
+	return lostAt, grantedAt
+}
+
 // TestOwnerHearsLostFirst: a holder that cannot renew its lease is told
 // "lost" strictly before a waiter of another process is told "granted",
 // round after round (the client's deadline ends before the database's).
@@ -35,25 +62,7 @@ func TestOwnerHearsLostFirst(t *testing.T) {
 		waiter := session(t, other)
 		for round := 0; round < 5; round++ {
 			cut := openDSN(t, dsn, opts)
-			holder := session(t, cut)
-			mustLock(t, holder, "lease", baton.Write, "x")
-			granted := make(chan time.Time, 1)
-			go func() {
-				_, err := waiter.Lock(context.Background(), "lease", baton.Write, baton.Forever, "x")
-				if err != nil {
-					t.Error(err)
-				}
-				granted <- time.Now()
-			}()
-			waitPending(t, other, waiter, 1)
-			baton.SwitchRenewals(cut, true)
-			lostAt := waitLost(t, holder)
-			var grantedAt time.Time
-			select {
-			case grantedAt = <-granted:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the waiter was never granted")
-			}
+			lostAt, grantedAt := loseToWaiter(t, cut, other, waiter, "lease", func() { baton.SwitchRenewals(cut, true) })
 			if !lostAt.Before(grantedAt) {
 				t.Fatalf("round %d: holder told lost at %v, %v after the waiter was granted", round, lostAt, lostAt.Sub(grantedAt))
 			}
@@ -216,25 +225,7 @@ func TestPartitionedHolder(t *testing.T) {
 		for round := 0; round < 5; round++ {
 			pdsn, p := viaProxy(t, dsn)
 			cut := openDSN(t, pdsn, opts)
-			holder := session(t, cut)
-			mustLock(t, holder, "part", baton.Write, "x")
-			granted := make(chan time.Time, 1)
-			go func() {
-				_, err := waiter.Lock(context.Background(), "part", baton.Write, baton.Forever, "x")
-				if err != nil {
-					t.Error(err)
-				}
-				granted <- time.Now()
-			}()
-			waitPending(t, other, waiter, 1)
-			p.partition()
-			lostAt := waitLost(t, holder)
-			var grantedAt time.Time
-			select {
-			case grantedAt = <-granted:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the waiter was never granted")
-			}
+			lostAt, grantedAt := loseToWaiter(t, cut, other, waiter, "part", p.partition)
 			if !lostAt.Before(grantedAt) {
 				t.Fatalf("round %d: two holders: the partitioned holder heard it lost the lock %v after the waiter was granted", round, lostAt.Sub(grantedAt))
 			}
