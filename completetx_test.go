@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -94,20 +93,7 @@ func TestCompleteTxExactlyOnce(t *testing.T) {
 			return len(ms)
 		}
 		for round := 0; round < 6 && completed() < n; round++ {
-			child := exec.Command(os.Args[0], "-test.run=^$")
-			child.Env = append(os.Environ(), "BATON_TEST_CHILD=completetx", "BATON_TEST_DSN="+dsn)
-			out, err := child.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			buf := make([]byte, 6)
-			if k, _ := out.Read(buf); string(buf[:k]) != "ready\n" {
-				_ = child.Process.Kill()
-				t.Fatalf("child: %q", buf[:k])
-			}
+			child := startChildSaying(t, "ready", "completetx", dsn)
 			time.Sleep(time.Duration(20+rand.Intn(150)) * time.Millisecond) // then a kill at a random point
 			_ = child.Process.Kill()
 			_ = child.Wait()

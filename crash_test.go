@@ -92,12 +92,14 @@ func TestKilledHolderFreesLocks(t *testing.T) {
 	}
 }
 
-// startHolder starts this test binary as a child that takes locks (see
-// holdForever) and returns once it says it holds them.
-func startHolder(t *testing.T, dsn string, env ...string) *exec.Cmd {
+// startChild starts this test binary as a child process that plays
+// BATON_TEST_CHILD=kind (see TestMain) on dsn, with env added to its
+// environment; the child is killed when the test ends. It returns the
+// child and its standard output.
+func startChild(t *testing.T, kind, dsn string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(append(os.Environ(), "BATON_TEST_CHILD=hold", "BATON_TEST_DSN="+dsn), env...)
+	child.Env = append(append(os.Environ(), "BATON_TEST_CHILD="+kind, "BATON_TEST_DSN="+dsn), env...)
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +108,16 @@ func startHolder(t *testing.T, dsn string, env ...string) *exec.Cmd {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = child.Process.Kill() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	return child, bufio.NewReader(out)
+}
+
+// startChildSaying is startChild returning once the child's first line
+// says want ("locked" for a holder, "ready" for a worker).
+func startChildSaying(t *testing.T, want, kind, dsn string, env ...string) *exec.Cmd {
+	t.Helper()
+	child, out := startChild(t, kind, dsn, env...)
+	if line, _ := out.ReadString('\n'); strings.TrimSpace(line) != want {
 		t.Fatalf("child said %q", line)
 	}
 	return child
@@ -120,7 +130,7 @@ func killedHolder(t *testing.T, remote bool) {
 		if remote {
 			env = append(env, "BATON_TEST_HOSTID=another-host")
 		}
-		child := startHolder(t, dsn, env...)
+		child := startChildSaying(t, "locked", "hold", dsn, env...)
 		s := session(t, c)
 		_, err := s.Lock(ctxT(t), "crash", baton.Write, 0, "y")
 		wantErr(t, err, baton.ErrTimeout)
@@ -420,7 +430,7 @@ func TestReaperLeavesNothing(t *testing.T) {
 		reaper := openDSN(t, dsn, baton.Options{Lease: time.Hour})
 		parent := session(t, c)
 		mustLock(t, parent, "crash", baton.Write, "z")
-		child := startHolder(t, dsn, "BATON_TEST_WAITFOR=z")
+		child := startChildSaying(t, "locked", "hold", dsn, "BATON_TEST_WAITFOR=z")
 		db := batontest.SQLDB(t, dsn)
 		ph, requests := "?", "baton_lock_requests"
 		if b.Name == "postgres" {

@@ -291,7 +291,7 @@ func TestEventsWorkerKilled(t *testing.T) {
 		createLanguages(t, b, db)
 		subscribe(t, c, baton.Subscription{Name: "crash", Table: "languages"})
 		mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name) VALUES (?, ?)"), 7, "Ada")
-		child, out := startChild(t, "BATON_TEST_CHILD=worker", "BATON_TEST_DSN="+dsn,
+		child, out := startChild(t, "worker", dsn,
 			"BATON_TEST_QUEUE="+baton.EventQueue("crash"), "BATON_TEST_MODE=hang")
 		if line, _ := out.ReadString('\n'); !strings.HasPrefix(line, "claimed ") {
 			t.Fatalf("child said %q", line)

@@ -99,21 +99,7 @@ func TestScheduleAcrossProcesses(t *testing.T) {
 		c, dsn := openQ(t, b)
 		var kids []*exec.Cmd
 		for range 4 {
-			child := exec.Command(os.Args[0], "-test.run=^$")
-			child.Env = append(os.Environ(), "BATON_TEST_CHILD=schedule", "BATON_TEST_DSN="+dsn)
-			out, err := child.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-			buf := make([]byte, 6)
-			if n, _ := out.Read(buf); string(buf[:n]) != "ready\n" {
-				t.Fatalf("child: %q", buf[:n])
-			}
-			kids = append(kids, child)
+			kids = append(kids, startChildSaying(t, "ready", "schedule", dsn))
 		}
 		count := func() int64 {
 			st, err := c.Stats(ctxT(t), "ticks")

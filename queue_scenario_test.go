@@ -1,7 +1,6 @@
 package baton_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -188,29 +187,13 @@ func childWorker(dsn, queue, mode, file string) {
 	}
 }
 
-func startChild(t *testing.T, env ...string) (*exec.Cmd, *bufio.Reader) {
-	t.Helper()
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), env...)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = child.Process.Kill() })
-	return child, bufio.NewReader(out)
-}
-
 // TestQueueWorkerKilled: a worker process killed with SIGKILL in the middle
 // of a message loses nothing: the message is delivered again.
 func TestQueueWorkerKilled(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := openQ(t, b)
 		id := enqueue(t, c, "kq", "precious")
-		child, out := startChild(t, "BATON_TEST_CHILD=worker", "BATON_TEST_DSN="+dsn, "BATON_TEST_QUEUE=kq", "BATON_TEST_MODE=hang")
+		child, out := startChild(t, "worker", dsn, "BATON_TEST_QUEUE=kq", "BATON_TEST_MODE=hang")
 		line, _ := out.ReadString('\n')
 		if strings.TrimSpace(line) != fmt.Sprintf("claimed %d", id) {
 			t.Fatalf("child said %q", line)
@@ -244,7 +227,7 @@ func TestQueueSeveralWorkerProcesses(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "done")
 		var children []*exec.Cmd
 		for i := 0; i < 3; i++ {
-			child, out := startChild(t, "BATON_TEST_CHILD=worker", "BATON_TEST_DSN="+dsn, "BATON_TEST_QUEUE=many", "BATON_TEST_FILE="+file)
+			child, out := startChild(t, "worker", dsn, "BATON_TEST_QUEUE=many", "BATON_TEST_FILE="+file)
 			if line, _ := out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
 				t.Fatalf("child said %q", line)
 			}

@@ -457,7 +457,7 @@ func TestLockTxKilledHolder(t *testing.T) {
 		c, dsn := open(t, b)
 		// Before the child: on SQLite its transaction holds the write lock.
 		s := session(t, c)
-		child := startHolder(t, dsn, "BATON_TEST_CHILD=txhold") // the last value of a key counts
+		child := startChildSaying(t, "locked", "txhold", dsn)
 		ctx := ctxT(t)
 		got := lockAsync(func() error { _, err := s.Lock(ctx, "crash", baton.Write, 25*time.Second, "tx"); return err })
 		stillWaiting(t, got, 500*time.Millisecond, "session lock while the transaction's holder lives")
