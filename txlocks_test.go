@@ -18,20 +18,23 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// txDB is the program's own pool on the client's database; on SQLite its
-// transactions begin deferred (BEGIN), as database/sql's do by default,
-// and without a busy timeout, so that LockTx's timeout is the only wait.
-func txDB(t *testing.T, b batontest.Backend, dsn string) *sql.DB {
+// openTxDB opens a client on a fresh database of the backend and returns
+// it with the program's own pool on that database and the test's context.
+// On SQLite the pool's transactions begin deferred (BEGIN), as
+// database/sql's do by default, and without a busy timeout, so that
+// LockTx's timeout is the only wait.
+func openTxDB(t *testing.T, b batontest.Backend) (*baton.Client, *sql.DB, context.Context) {
 	t.Helper()
+	c, dsn := open(t, b)
 	if b.Label != "sqlite" {
-		return batontest.SQLDB(t, dsn)
+		return c, batontest.SQLDB(t, dsn), ctxT(t)
 	}
 	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db
+	return c, db, ctxT(t)
 }
 
 func begin(t *testing.T, db *sql.DB) *sql.Tx {
@@ -89,9 +92,7 @@ func answer(t *testing.T, ch <-chan error, what string) error {
 // or rollback) is what releases it.
 func TestLockTxSessions(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := open(t, b)
-		db := txDB(t, b, dsn)
-		ctx := ctxT(t)
+		c, db, ctx := openTxDB(t, b)
 		s := session(t, c)
 
 		// Transaction first: a session waits until it commits.
@@ -188,9 +189,7 @@ func TestLockTxSessions(t *testing.T) {
 // leaves the transaction usable.
 func TestLockTxTransactions(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := open(t, b)
-		db := txDB(t, b, dsn)
-		ctx := ctxT(t)
+		c, db, ctx := openTxDB(t, b)
 		if _, err := db.ExecContext(ctx, "CREATE TABLE txl_marks (v INTEGER)"); err != nil {
 			t.Fatal(err)
 		}
@@ -240,9 +239,7 @@ func TestLockTxTransactions(t *testing.T) {
 // inside a write transaction), and no longer once it ended.
 func TestLockTxMonitoring(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := open(t, b)
-		db := txDB(t, b, dsn)
-		ctx := ctxT(t)
+		c, db, ctx := openTxDB(t, b)
 		tx := begin(t, db)
 		if err := c.LockTx(ctx, tx, "mon", baton.Write, 0, "m"); err != nil {
 			t.Fatal(err)
@@ -282,8 +279,7 @@ func TestLockTxMonitoring(t *testing.T) {
 // turn, at random, never overlap: every holder checks that it is alone.
 func TestLockTxExclusion(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := open(t, b)
-		db := txDB(t, b, dsn)
+		c, db, _ := openTxDB(t, b)
 		var inside, overlaps, done atomic.Int64
 		critical := func() {
 			if inside.Add(1) != 1 {
@@ -376,10 +372,8 @@ func lockInTx(ctx context.Context, c *baton.Client, db *sql.DB, sqlite bool) (*s
 // TestLockTxBadInput: bad names and modes fail before anything is taken.
 func TestLockTxBadInput(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := open(t, b)
-		db := txDB(t, b, dsn)
+		c, db, ctx := openTxDB(t, b)
 		tx := begin(t, db)
-		ctx := ctxT(t)
 		wantErr(t, c.LockTx(ctx, tx, "", baton.Write, 0, "a"), baton.ErrWrongName)
 		wantErr(t, c.LockTx(ctx, tx, "ns", baton.Write, 0), baton.ErrWrongName)
 		wantErr(t, c.LockTx(ctx, tx, "ns", baton.Write, 0, strings.Repeat("n", 65)), baton.ErrWrongName)
