@@ -635,49 +635,40 @@ func TestLockMutualExclusion(t *testing.T) {
 		_, dsn := open(t, b)
 		var mu sync.Mutex
 		holders, total := 0, 0
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
+		var sessions []*baton.Session
 		for i := 0; i < 4; i++ {
 			// A lease far beyond the test: on a loaded machine eight
 			// sessions hammering one SQLite file can hold a renewal off
 			// for the default 3 s, and a lost session is not what this
 			// test is about (lease_test.go is).
 			c := openDSN(t, dsn, baton.Options{Lease: time.Minute})
-			for j := 0; j < 2; j++ {
-				s := session(t, c)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for k := 0; k < 15; k++ {
-						if _, err := s.Lock(context.Background(), "mx", baton.Write, 20*time.Second, "x"); err != nil {
-							errs <- err
-							return
-						}
-						mu.Lock()
-						holders++
-						total++
-						h := holders
-						mu.Unlock()
-						if h != 1 {
-							errs <- errors.New("two holders of one write lock")
-						}
-						time.Sleep(200 * time.Microsecond)
-						mu.Lock()
-						holders--
-						mu.Unlock()
-						if _, err := s.Release(context.Background(), "mx"); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
+			sessions = append(sessions, session(t, c), session(t, c))
+		}
+		batontest.Concurrently(t, len(sessions), func(i int) error {
+			s := sessions[i]
+			var overlap error
+			for k := 0; k < 15; k++ {
+				if _, err := s.Lock(context.Background(), "mx", baton.Write, 20*time.Second, "x"); err != nil {
+					return err
+				}
+				mu.Lock()
+				holders++
+				total++
+				h := holders
+				mu.Unlock()
+				if h != 1 {
+					overlap = errors.New("two holders of one write lock")
+				}
+				time.Sleep(200 * time.Microsecond)
+				mu.Lock()
+				holders--
+				mu.Unlock()
+				if _, err := s.Release(context.Background(), "mx"); err != nil {
+					return err
+				}
 			}
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+			return overlap
+		})
 		if total != 4*2*15 {
 			t.Fatalf("%d grants, want %d", total, 4*2*15)
 		}

@@ -3,7 +3,6 @@ package baton_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,34 +16,20 @@ import (
 func TestConcurrentMigrate(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		dsn := b.NewDSN(t)
-		var wg sync.WaitGroup
-		errs := make(chan error, 6)
-		for i := 0; i < 6; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				c, err := baton.Open(ctx, dsn)
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer c.Close()
-				s, err := c.NewSession(ctx)
-				if err == nil {
-					_, err = s.Lock(ctx, "m", baton.Read, 0, "x")
-				}
-				if err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		batontest.Concurrently(t, 6, func(int) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c, err := baton.Open(ctx, dsn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := c.NewSession(ctx)
+			if err == nil {
+				_, err = s.Lock(ctx, "m", baton.Read, 0, "x")
+			}
+			return err
+		})
 		d, err := driver.Open(context.Background(), dsn, "")
 		if err != nil {
 			t.Fatal(err)

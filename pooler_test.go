@@ -199,26 +199,18 @@ func TestPoolerNotificationsWithoutListenDSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 50
-	errs := make(chan error, 2)
-	for _, s := range []struct {
+	senders := []struct {
 		c      *baton.Client
 		prefix string
-	}{{viaPooler, "p"}, {viaDirect, "d"}} {
-		go func() {
-			for i := 0; i < n; i++ {
-				if err := s.c.Notify(ctx, "pn", fmt.Sprint(s.prefix, i)); err != nil {
-					errs <- err
-					return
-				}
+	}{{viaPooler, "p"}, {viaDirect, "d"}}
+	batontest.Concurrently(t, len(senders), func(k int) error {
+		for i := 0; i < n; i++ {
+			if err := senders[k].c.Notify(ctx, "pn", fmt.Sprint(senders[k].prefix, i)); err != nil {
+				return err
 			}
-			errs <- nil
-		}()
-	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
 		}
-	}
+		return nil
+	})
 	// Each notification once, in order per sender; the others (want) in
 	// any order.
 	nextOf := map[string]int{"p": 0, "d": 0}

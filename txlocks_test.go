@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -290,55 +289,40 @@ func TestLockTxExclusion(t *testing.T) {
 			done.Add(1)
 		}
 		const workers, rounds = 4, 15
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx := ctxT(t)
-				s, err := c.NewSession(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer s.Close(context.Background())
-				for i := range rounds {
-					if (w+i)%2 == 0 {
-						if _, err := s.Lock(ctx, "ex", baton.Write, 20*time.Second, "one"); err != nil {
-							errs <- fmt.Errorf("session: %w", err)
-							return
-						}
-						critical()
-						if _, err := s.Release(ctx, "ex"); err != nil {
-							errs <- err
-							return
-						}
-						continue
-					}
-					tx, err := lockInTx(ctx, c, db, b.Label == "sqlite")
-					if err != nil {
-						errs <- fmt.Errorf("transaction: %w", err)
-						return
+		batontest.Concurrently(t, workers, func(w int) error {
+			ctx := ctxT(t)
+			s, err := c.NewSession(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.Background())
+			for i := range rounds {
+				if (w+i)%2 == 0 {
+					if _, err := s.Lock(ctx, "ex", baton.Write, 20*time.Second, "one"); err != nil {
+						return fmt.Errorf("session: %w", err)
 					}
 					critical()
-					if i%4 == 1 {
-						err = tx.Rollback()
-					} else {
-						err = tx.Commit()
+					if _, err := s.Release(ctx, "ex"); err != nil {
+						return err
 					}
-					if err != nil {
-						errs <- err
-						return
-					}
+					continue
 				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+				tx, err := lockInTx(ctx, c, db, b.Label == "sqlite")
+				if err != nil {
+					return fmt.Errorf("transaction: %w", err)
+				}
+				critical()
+				if i%4 == 1 {
+					err = tx.Rollback()
+				} else {
+					err = tx.Commit()
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		if overlaps.Load() != 0 || done.Load() != workers*rounds {
 			t.Fatalf("%d overlaps in %d critical sections (want 0 in %d)", overlaps.Load(), done.Load(), workers*rounds)
 		}
