@@ -348,21 +348,7 @@ func TestSessionLostWhenReaped(t *testing.T) {
 		c := openDSN(t, dsn, baton.Options{Lease: time.Second})
 		s := session(t, c)
 		mustLock(t, s, "ns", baton.Write, "x")
-		d, err := driver.Open(ctxT(t), dsn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		tx, err := d.Begin(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.SessionDelete(ctxT(t), s.ID()); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		batontest.ReapSession(t, dsn, s.ID())
 		select {
 		case <-s.Done():
 		case <-time.After(10 * time.Second):
@@ -384,12 +370,7 @@ func TestOrphanedRequestSwept(t *testing.T) {
 		// short that a busy machine loses the session first.
 		c := openDSN(t, dsn, baton.Options{Lease: 2 * time.Second})
 		ctx := ctxT(t)
-		d, err := driver.Open(ctx, dsn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		tx, err := d.Begin(ctx)
+		tx, err := batontest.Driver(t, dsn).Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

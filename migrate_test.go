@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -30,12 +29,7 @@ func TestConcurrentMigrate(t *testing.T) {
 			}
 			return err
 		})
-		d, err := driver.Open(context.Background(), dsn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		st, err := d.MigrationStatus(context.Background())
+		st, err := batontest.Driver(t, dsn).MigrationStatus(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

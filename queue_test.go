@@ -2,7 +2,6 @@ package baton_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,14 +21,6 @@ func openQ(t *testing.T, b batontest.Backend) (*baton.Client, string) {
 	t.Helper()
 	dsn := b.NewDSN(t)
 	return openDSN(t, dsn, fastRetry), dsn
-}
-
-// openQDB is openQ with the program's own pool on the client's database
-// (plain database/sql) and the test's context.
-func openQDB(t *testing.T, b batontest.Backend) (*baton.Client, *sql.DB, context.Context) {
-	t.Helper()
-	c, dsn := openQ(t, b)
-	return c, batontest.SQLDB(t, dsn), ctxT(t)
 }
 
 func enqueue(t *testing.T, c *baton.Client, q, payload string, opts ...baton.EnqueueOptions) int64 {

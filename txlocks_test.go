@@ -17,6 +17,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// openQDB is openQ with the program's own pool on the client's database
+// (plain database/sql) and the test's context.
+func openQDB(t *testing.T, b batontest.Backend) (*baton.Client, *sql.DB, context.Context) {
+	t.Helper()
+	c, dsn := openQ(t, b)
+	return c, batontest.SQLDB(t, dsn), ctxT(t)
+}
+
 // openTxDB opens a client on a fresh database of the backend and returns
 // it with the program's own pool on that database and the test's context.
 // On SQLite the pool's transactions begin deferred (BEGIN), as

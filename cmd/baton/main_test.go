@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -189,22 +188,8 @@ func TestLockCommandLost(t *testing.T) {
 		if id == "" {
 			t.Fatal("no session id")
 		}
-		d, err := driver.Open(context.Background(), dsn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		tx, err := d.Begin(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.SessionDelete(context.Background(), id); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
+		batontest.ReapSession(t, dsn, id)
+		err := cmd.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			t.Fatalf("wait: %v", err)
