@@ -144,13 +144,8 @@ func killedHolder(t *testing.T, remote bool) {
 		}
 		killed := time.Now()
 		_ = child.Wait() // reaped, as a supervisor or shell would
-		select {
-		case err := <-waiting:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("locks of the killed holder were not freed")
+		if err := await(t, waiting, 20*time.Second, "locks of the killed holder were not freed"); err != nil {
+			t.Fatal(err)
 		}
 		t.Logf("locks passed on %v after SIGKILL", time.Since(killed))
 		if ok, err := s.GetLock(ctxT(t), "crash.user", baton.Forever); !ok {

@@ -109,11 +109,18 @@ func waitPending(t *testing.T, c *baton.Client, s *baton.Session, n int) {
 
 func recv(t *testing.T, ch chan error) error {
 	t.Helper()
+	return await(t, ch, 15*time.Second, "lock call did not return")
+}
+
+// await returns ch's answer; without one within d the test fails with
+// timedOut.
+func await(t *testing.T, ch <-chan error, d time.Duration, timedOut string) error {
+	t.Helper()
 	select {
 	case err := <-ch:
 		return err
-	case <-time.After(15 * time.Second):
-		t.Fatal("lock call did not return")
+	case <-time.After(d):
+		t.Fatal(timedOut)
 		return nil
 	}
 }

@@ -295,13 +295,8 @@ func TestQueueConsumerSurvivesOutage(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		p.restore()
 		enqueue(t, producer, "outage", "after the restart")
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("consumer did not recover")
+		if err := await(t, got, 20*time.Second, "consumer did not recover"); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -85,13 +85,7 @@ func stillWaiting(t *testing.T, ch <-chan error, d time.Duration, what string) {
 
 func answer(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: no answer once the lock was free", what)
-		return nil
-	}
+	return await(t, ch, 20*time.Second, what+": no answer once the lock was free")
 }
 
 // TestLockTxSessions: a transaction's lock and sessions' locks exclude
