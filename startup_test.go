@@ -45,33 +45,16 @@ func TestOneShotOneConnection(t *testing.T) {
 		// A long lease: no heartbeat and no statement preparation run
 		// during the test (a long-running client prepares after one
 		// heartbeat).
-		c, err := baton.Open(ctxT(t), dsn, baton.Options{Lease: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		s, err := c.NewSession(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Lock(ctxT(t), "default", baton.Write, 0, "job"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Release(ctxT(t), "default"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Enqueue(ctxT(t), "mail", []byte("x")); err != nil {
-			t.Fatal(err)
-		}
+		c := openDSN(t, dsn, baton.Options{Lease: time.Hour})
+		s := session(t, c)
+		mustLock(t, s, "default", baton.Write, "job")
+		release(t, s, "default")
+		enqueue(t, c, "mail", "x")
 		if n := conns(); n != 1 {
 			t.Fatalf("a one-shot client holds %d connections, want 1", n)
 		}
 		// The first wait or Listen starts the listener.
-		l, err := c.Listen(ctxT(t), "news")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		listen(t, c, "news")
 		// PostgreSQL: the pool's one and the listener's. MariaDB: the
 		// listener's besides the pool's, which the notification pump and
 		// the statement preparation (started by the first wait) may grow
@@ -87,34 +70,17 @@ func TestOneShotOneConnection(t *testing.T) {
 // ErrEmpty or ErrTimeout, and the start goes on for the next waiter.
 func TestShortWaitStartsListener(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, err := baton.Open(ctxT(t), b.NewDSN(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		s, err := c.NewSession(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, _ := open(t, b)
+		s := session(t, c)
 		if _, err := s.Claim(ctxT(t), "empty", baton.ClaimOptions{Wait: time.Microsecond}); !errors.Is(err, baton.ErrEmpty) {
 			t.Fatalf("claim with a short wait: %v, want ErrEmpty", err)
 		}
-		other, err := c.NewSession(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := other.Lock(ctxT(t), "ns", baton.Write, 0, "x"); err != nil {
-			t.Fatal(err)
-		}
+		mustLock(t, session(t, c), "ns", baton.Write, "x")
 		if _, err := s.Lock(ctxT(t), "ns", baton.Write, time.Microsecond, "x"); !errors.Is(err, baton.ErrTimeout) {
 			t.Fatalf("lock with a short wait: %v, want ErrTimeout", err)
 		}
 		// A listener that runs delivers.
-		l, err := c.Listen(ctxT(t), "news")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := listen(t, c, "news")
 		if err := c.Notify(ctxT(t), "news", "hi"); err != nil {
 			t.Fatal(err)
 		}
