@@ -2,15 +2,16 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // TestProgressOnlyOnTerminal: migrate, redrive and purge print a progress
 // line on stderr when it is a terminal, and nothing when it is not.
 func TestProgressOnlyOnTerminal(t *testing.T) {
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "p.db")
+	dsn := batontest.SQLiteDSN(t)
 	for _, args := range [][]string{{"migrate"}, {"queue", "push", "mail", "x"}, {"queue", "redrive", "mail"}, {"queue", "purge", "mail"}} {
 		code, _, errs := run(t, dsn, args...)
 		expect(t, code, errs, 0, "")
@@ -22,7 +23,7 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 	if err != nil {
 		t.Skip("script (util-linux) is needed to give the command a terminal")
 	}
-	dsn2 := "sqlite://" + filepath.Join(t.TempDir(), "q.db")
+	dsn2 := batontest.SQLiteDSN(t)
 	for cmdline, want := range map[string]string{
 		bin + " --dsn " + dsn2 + " migrate":           "migrate: applying ",
 		bin + " --dsn " + dsn + " queue redrive mail": "queue redrive mail: moving dead letters back",

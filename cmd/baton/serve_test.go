@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 // token (exit 64), serves the dashboard and /metrics on loopback, and stops
 // gracefully on SIGTERM (exit 0).
 func TestServeCommand(t *testing.T) {
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "s.db")
+	dsn := batontest.SQLiteDSN(t)
 	code, _, errs := run(t, dsn, "serve", "--addr", "0.0.0.0:0")
 	expect(t, code, errs, 64, "not a loopback address: give --token")
 	code, _, errs = run(t, dsn, "serve", "--addr", "nonsense")
@@ -62,7 +61,7 @@ func TestServeCommand(t *testing.T) {
 // TestQueueControlCommands: pause/resume, retry and delete of one message,
 // with their exit statuses.
 func TestQueueControlCommands(t *testing.T) {
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "c.db")
+	dsn := batontest.SQLiteDSN(t)
 	id := pushID(t, dsn, "", "cq", "x", "--delay", "1h")
 	code, _, errs := run(t, dsn, "queue", "pause", "cq")
 	expect(t, code, errs, 0, "")

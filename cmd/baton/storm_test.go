@@ -189,7 +189,7 @@ func TestCommandDiesWithBaton(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the parent-death signal is Linux's")
 	}
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "b.db")
+	dsn := batontest.SQLiteDSN(t)
 	pushID(t, dsn, "", "dq", "m")
 	for _, args := range [][]string{
 		{"lock", "--write", "job", "--", "sleep", "60"},

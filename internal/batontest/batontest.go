@@ -68,9 +68,7 @@ func rnd() string {
 // All returns every backend, narrowed by BATON_TEST_BACKENDS.
 func All() []Backend {
 	all := []Backend{
-		{Name: "sqlite", Label: "sqlite", NewDSN: func(t testing.TB) string {
-			return "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
-		}},
+		{Name: "sqlite", Label: "sqlite", NewDSN: SQLiteDSN},
 		{Name: "postgres", Label: "postgres", NewDSN: newPostgres},
 		{Name: "mysql", Label: "mysql", NewDSN: newMySQL},
 		{Name: "postgres", Label: "pgbouncer", NewDSN: newPgBouncer},
@@ -86,6 +84,12 @@ func All() []Backend {
 		}
 	}
 	return out
+}
+
+// SQLiteDSN returns the DSN of a new SQLite database, a file in a
+// temporary directory of the test's own.
+func SQLiteDSN(t testing.TB) string {
+	return "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
 }
 
 // Each runs body as a parallel subtest once per backend.
