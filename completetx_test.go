@@ -74,17 +74,9 @@ func TestCompleteTxExactlyOnce(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := openQ(t, b)
 		db := batontest.SQLDB(t, dsn)
-		if _, err := db.Exec("CREATE TABLE effects (msg_id bigint NOT NULL)"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, db, "CREATE TABLE effects (msg_id bigint NOT NULL)")
 		const n = 300
-		batch := make([]baton.NewMessage, n)
-		for i := range batch {
-			batch[i] = baton.NewMessage{Payload: []byte("e")}
-		}
-		if _, err := c.EnqueueMany(ctxT(t), "effects", batch); err != nil {
-			t.Fatal(err)
-		}
+		enqueueMany(t, c, "effects", n, func(int) baton.NewMessage { return baton.NewMessage{Payload: []byte("e")} })
 		completed := func() int {
 			ms, _, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "effects", State: baton.StateCompleted, Limit: 1000})
 			if err != nil {

@@ -25,13 +25,9 @@ func TestSeed002Mailer(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, _ := openQ(t, b)
 		ctx := ctxT(t)
-		msgs := make([]baton.NewMessage, 20)
-		for i := range msgs {
-			msgs[i] = baton.NewMessage{Payload: []byte(fmt.Sprintf("Message %d", i+1)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: 3}}
-		}
-		if _, err := c.EnqueueMany(ctx, "t_queue", msgs); err != nil {
-			t.Fatal(err)
-		}
+		enqueueMany(t, c, "t_queue", 20, func(i int) baton.NewMessage {
+			return baton.NewMessage{Payload: []byte(fmt.Sprintf("Message %d", i+1)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: 3}}
+		})
 		s := session(t, c)
 		sent := map[string]int{}
 		var batches []string
@@ -217,13 +213,7 @@ func TestQueueSeveralWorkerProcesses(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := openQ(t, b)
 		const n = 300
-		msgs := make([]baton.NewMessage, n)
-		for i := range msgs {
-			msgs[i] = baton.NewMessage{Payload: []byte(strconv.Itoa(i))}
-		}
-		if _, err := c.EnqueueMany(ctxT(t), "many", msgs); err != nil {
-			t.Fatal(err)
-		}
+		enqueueMany(t, c, "many", n, func(i int) baton.NewMessage { return baton.NewMessage{Payload: []byte(strconv.Itoa(i))} })
 		file := filepath.Join(t.TempDir(), "done")
 		var children []*exec.Cmd
 		for i := 0; i < 3; i++ {

@@ -32,6 +32,28 @@ func enqueue(t *testing.T, c *baton.Client, q, payload string, opts ...baton.Enq
 	return id
 }
 
+// enqueueMany enqueues n messages on q in one EnqueueMany, message i as
+// msg(i) says.
+func enqueueMany(t *testing.T, c *baton.Client, q string, n int, msg func(i int) baton.NewMessage) []int64 {
+	t.Helper()
+	msgs := make([]baton.NewMessage, n)
+	for i := range msgs {
+		msgs[i] = msg(i)
+	}
+	ids, err := c.EnqueueMany(ctxT(t), q, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// openQS is openQ with a session of the client.
+func openQS(t *testing.T, b batontest.Backend) (*baton.Client, *baton.Session) {
+	t.Helper()
+	c, _ := openQ(t, b)
+	return c, session(t, c)
+}
+
 func claim(t *testing.T, s *baton.Session, q string, o baton.ClaimOptions) []*baton.Message {
 	t.Helper()
 	ms, err := s.Claim(ctxT(t), q, o)
@@ -69,8 +91,7 @@ func stats(t *testing.T, c *baton.Client, q string) baton.QueueStats {
 
 func TestQueueBasics(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := openQ(t, b)
-		s := session(t, c)
+		c, s := openQS(t, b)
 		_, err := s.Claim(ctxT(t), "q", baton.ClaimOptions{})
 		wantErr(t, err, baton.ErrEmpty)
 		enqueue(t, c, "q", "b", baton.EnqueueOptions{Priority: 5})
@@ -143,8 +164,7 @@ func TestQueueBadInput(t *testing.T) {
 
 func TestQueueRetryAndDeadLetters(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := openQ(t, b)
-		s := session(t, c)
+		c, s := openQS(t, b)
 		ctx := ctxT(t)
 		enqueue(t, c, "r", "x", baton.EnqueueOptions{MaxAttempts: 3})
 		enqueue(t, c, "r", "y")
@@ -248,8 +268,7 @@ func TestQueueOrdered(t *testing.T) {
 
 func TestQueuePerKey(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := openQ(t, b)
-		s := session(t, c)
+		c, s := openQS(t, b)
 		ctx := ctxT(t)
 		for _, p := range []string{"a1", "b1", "a2", "c1", "b2", "a3"} {
 			enqueue(t, c, "k", p, baton.EnqueueOptions{Key: p[:1]})
@@ -555,13 +574,7 @@ func TestStatsOverTheLimit(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := openQ(t, b)
 		const n = 10050
-		msgs := make([]baton.NewMessage, n)
-		for i := range msgs {
-			msgs[i] = baton.NewMessage{Payload: []byte("x")}
-		}
-		if _, err := c.EnqueueMany(ctxT(t), "big", msgs); err != nil {
-			t.Fatal(err)
-		}
+		enqueueMany(t, c, "big", n, func(int) baton.NewMessage { return baton.NewMessage{Payload: []byte("x")} })
 		enqueue(t, c, "big", "later", baton.EnqueueOptions{Delay: time.Hour})
 		db := batontest.SQLDB(t, dsn)
 		analyze := map[string]string{"postgres": "ANALYZE baton_messages", "mysql": "ANALYZE TABLE baton_messages", "sqlite": "ANALYZE"}[b.Name]
