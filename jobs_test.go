@@ -349,3 +349,98 @@ func TestWorkerHooks(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryNowAndDelete: a waiting message can be made due at once or
+// deleted; a running one cannot; unknown ids say so.
+func TestRetryNowAndDelete(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		later := enqueue(t, c, "rn", "later", baton.EnqueueOptions{Delay: time.Hour})
+		gone := enqueue(t, c, "rn", "gone")
+		s := session(t, c)
+		if err := c.DeleteMessage(ctx, "rn", gone); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, c.DeleteMessage(ctx, "rn", gone), baton.ErrNoMessage)
+		if ms := claim(t, s, "rn", baton.ClaimOptions{Max: 10}); len(ms) != 0 {
+			t.Fatalf("claimed %v before RetryNow", payloads(ms))
+		}
+		if err := c.RetryNow(ctx, "rn", later); err != nil {
+			t.Fatal(err)
+		}
+		ms := claim(t, s, "rn", baton.ClaimOptions{Max: 10})
+		if len(ms) != 1 || ms[0].ID != later {
+			t.Fatalf("after RetryNow: %v", payloads(ms))
+		}
+		wantErr(t, c.RetryNow(ctx, "rn", later), baton.ErrRunning)
+		wantErr(t, c.DeleteMessage(ctx, "rn", later), baton.ErrRunning)
+		wantErr(t, c.RetryNow(ctx, "other", later), baton.ErrNoMessage)
+		wantErr(t, c.RetryNow(ctx, "bad queue!", later), baton.ErrInvalid)
+	})
+}
+
+// TestHandlerTimeouts: a message's timeout, or else the worker's, cancels
+// its handler's context; the attempt fails and is retried; the error says
+// why.
+func TestHandlerTimeouts(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		enqueue(t, c, "to", "own", baton.EnqueueOptions{Timeout: 50 * time.Millisecond, MaxAttempts: 1})
+		enqueue(t, c, "to", "worker's", baton.EnqueueOptions{MaxAttempts: 1})
+		enqueue(t, c, "to", "quick", baton.EnqueueOptions{Timeout: time.Minute})
+		var mu sync.Mutex
+		budget := map[string]time.Duration{} // time left to the handler's deadline at its start
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(wctx, "to", func(hctx context.Context, m *baton.Message) error {
+				dl, ok := hctx.Deadline()
+				mu.Lock()
+				if ok {
+					budget[string(m.Payload)] = time.Until(dl)
+				}
+				mu.Unlock()
+				if string(m.Payload) != "quick" {
+					<-hctx.Done() // runs until its timeout
+				}
+				return hctx.Err()
+			}, baton.WorkerOptions{Timeout: 200 * time.Millisecond, Concurrency: 3})
+		}()
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			if st := stats(t, c, "to"); st.Dead == 2 && st.Ready+st.Claimed+st.Scheduled == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stats %+v: want the two slow messages dead and the quick one done", stats(t, c, "to"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		stop()
+		<-done
+		dead, err := c.DeadLetters(ctx, "to", 10)
+		if err != nil || len(dead) != 2 {
+			t.Fatalf("dead letters %v %v", dead, err)
+		}
+		for _, d := range dead {
+			if !strings.Contains(d.Error, "deadline exceeded") {
+				t.Errorf("dead letter %s: error %q does not say the deadline passed", d.Payload, d.Error)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// Which timeout each handler got: never more than its own.
+		if b := budget["own"]; b <= 0 || b > 50*time.Millisecond {
+			t.Errorf("a message with a 50ms timeout had %v", b)
+		}
+		if b := budget["worker's"]; b <= 0 || b > 200*time.Millisecond {
+			t.Errorf("a message under the worker's 200ms timeout had %v", b)
+		}
+		if b := budget["quick"]; b <= 200*time.Millisecond {
+			t.Errorf("a message with a 1 min timeout had %v: the worker's overrode it", b)
+		}
+		_, err = c.Enqueue(ctx, "to", []byte("x"), baton.EnqueueOptions{Timeout: time.Microsecond})
+		wantErr(t, err, baton.ErrInvalid)
+	})
+}

@@ -780,3 +780,56 @@ func TestQueueWorkerRenewsLongHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseQueue: a paused queue keeps its messages and no claim, in any
+// mode and any process, takes one; resuming wakes waiting consumers.
+func TestPauseQueue(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn, baton.Options{PollInterval: 50 * time.Millisecond})
+		ctx := ctxT(t)
+		enqueue(t, c, "pq", "one", baton.EnqueueOptions{Key: "k"})
+		if err := c.PauseQueue(ctx, "pq"); err != nil {
+			t.Fatal(err)
+		}
+		if st := stats(t, c, "pq"); !st.Paused || st.Ready != 1 {
+			t.Fatalf("paused stats %+v", st)
+		}
+		enqueue(t, c, "pq", "two")
+		s := session(t, other)
+		for _, mode := range []baton.QueueMode{baton.Parallel, baton.Ordered, baton.PerKey} {
+			if _, err := s.Claim(ctx, "pq", baton.ClaimOptions{Mode: mode, Max: 10}); !errors.Is(err, baton.ErrEmpty) {
+				t.Fatalf("claim (mode %v) from a paused queue: %v, want ErrEmpty", mode, err)
+			}
+		}
+		got := make(chan []*baton.Message, 1)
+		go func() {
+			ms, _ := s.Claim(context.Background(), "pq", baton.ClaimOptions{Max: 10, Wait: 30 * time.Second})
+			got <- ms
+		}()
+		for deadline := time.Now().Add(10 * time.Second); baton.QueueWaiters(other, "pq") == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the consumer never waited")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := c.ResumeQueue(ctx, "pq"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ms := <-got:
+			if strings.Join(payloads(ms), ",") != "one,two" {
+				t.Fatalf("after resume: %v", payloads(ms))
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("resuming did not wake the waiting consumer")
+		}
+		if st := stats(t, c, "pq"); st.Paused {
+			t.Fatalf("resumed stats %+v", st)
+		}
+		wantErr(t, c.PauseQueue(ctx, "never-used"), baton.ErrUnknownQueue)
+		if err := c.ResumeQueue(ctx, "pq"); err != nil { // already running: no error
+			t.Fatal(err)
+		}
+	})
+}

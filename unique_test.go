@@ -3,14 +3,12 @@ package baton_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,29 +159,21 @@ func childUnique(dsn, seed string) {
 func TestUniqueAcrossProcesses(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, dsn := openQ(t, b)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		added := make([]int, 8) // by each process
+		batontest.Concurrently(t, len(added), func(i int) error {
+			child := exec.Command(os.Args[0], "-test.run=^$")
+			child.Env = append(os.Environ(), "BATON_TEST_CHILD=unique", "BATON_TEST_DSN="+dsn, "BATON_TEST_SEED="+strconv.Itoa(i))
+			out, err := child.Output()
+			n, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+			if err != nil || perr != nil {
+				return fmt.Errorf("child %d: %v %q", i, err, out)
+			}
+			added[i] = n
+			return nil
+		})
 		total := 0
-		for i := 0; i < 8; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				child := exec.Command(os.Args[0], "-test.run=^$")
-				child.Env = append(os.Environ(), "BATON_TEST_CHILD=unique", "BATON_TEST_DSN="+dsn, "BATON_TEST_SEED="+strconv.Itoa(i))
-				out, err := child.Output()
-				n, perr := strconv.Atoi(strings.TrimSpace(string(out)))
-				if err != nil || perr != nil {
-					t.Errorf("child %d: %v %q", i, err, out)
-					return
-				}
-				mu.Lock()
-				total += n
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
-		if t.Failed() {
-			return
+		for _, n := range added {
+			total += n
 		}
 		st := stats(t, c, "many")
 		if total != 1000 || st.Ready != 1000 {
@@ -210,153 +200,5 @@ func TestUniqueAcrossProcesses(t *testing.T) {
 		if len(seen) != 1000 {
 			t.Fatalf("%d distinct keys, want 1000", len(seen))
 		}
-	})
-}
-
-// TestPauseQueue: a paused queue keeps its messages and no claim, in any
-// mode and any process, takes one; resuming wakes waiting consumers.
-func TestPauseQueue(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn, baton.Options{PollInterval: 50 * time.Millisecond})
-		ctx := ctxT(t)
-		enqueue(t, c, "pq", "one", baton.EnqueueOptions{Key: "k"})
-		if err := c.PauseQueue(ctx, "pq"); err != nil {
-			t.Fatal(err)
-		}
-		if st := stats(t, c, "pq"); !st.Paused || st.Ready != 1 {
-			t.Fatalf("paused stats %+v", st)
-		}
-		enqueue(t, c, "pq", "two")
-		s := session(t, other)
-		for _, mode := range []baton.QueueMode{baton.Parallel, baton.Ordered, baton.PerKey} {
-			if _, err := s.Claim(ctx, "pq", baton.ClaimOptions{Mode: mode, Max: 10}); !errors.Is(err, baton.ErrEmpty) {
-				t.Fatalf("claim (mode %v) from a paused queue: %v, want ErrEmpty", mode, err)
-			}
-		}
-		got := make(chan []*baton.Message, 1)
-		go func() {
-			ms, _ := s.Claim(context.Background(), "pq", baton.ClaimOptions{Max: 10, Wait: 30 * time.Second})
-			got <- ms
-		}()
-		for deadline := time.Now().Add(10 * time.Second); baton.QueueWaiters(other, "pq") == 0; {
-			if time.Now().After(deadline) {
-				t.Fatal("the consumer never waited")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		if err := c.ResumeQueue(ctx, "pq"); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case ms := <-got:
-			if strings.Join(payloads(ms), ",") != "one,two" {
-				t.Fatalf("after resume: %v", payloads(ms))
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("resuming did not wake the waiting consumer")
-		}
-		if st := stats(t, c, "pq"); st.Paused {
-			t.Fatalf("resumed stats %+v", st)
-		}
-		wantErr(t, c.PauseQueue(ctx, "never-used"), baton.ErrUnknownQueue)
-		if err := c.ResumeQueue(ctx, "pq"); err != nil { // already running: no error
-			t.Fatal(err)
-		}
-	})
-}
-
-// TestRetryNowAndDelete: a waiting message can be made due at once or
-// deleted; a running one cannot; unknown ids say so.
-func TestRetryNowAndDelete(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := openQ(t, b)
-		ctx := ctxT(t)
-		later := enqueue(t, c, "rn", "later", baton.EnqueueOptions{Delay: time.Hour})
-		gone := enqueue(t, c, "rn", "gone")
-		s := session(t, c)
-		if err := c.DeleteMessage(ctx, "rn", gone); err != nil {
-			t.Fatal(err)
-		}
-		wantErr(t, c.DeleteMessage(ctx, "rn", gone), baton.ErrNoMessage)
-		if ms := claim(t, s, "rn", baton.ClaimOptions{Max: 10}); len(ms) != 0 {
-			t.Fatalf("claimed %v before RetryNow", payloads(ms))
-		}
-		if err := c.RetryNow(ctx, "rn", later); err != nil {
-			t.Fatal(err)
-		}
-		ms := claim(t, s, "rn", baton.ClaimOptions{Max: 10})
-		if len(ms) != 1 || ms[0].ID != later {
-			t.Fatalf("after RetryNow: %v", payloads(ms))
-		}
-		wantErr(t, c.RetryNow(ctx, "rn", later), baton.ErrRunning)
-		wantErr(t, c.DeleteMessage(ctx, "rn", later), baton.ErrRunning)
-		wantErr(t, c.RetryNow(ctx, "other", later), baton.ErrNoMessage)
-		wantErr(t, c.RetryNow(ctx, "bad queue!", later), baton.ErrInvalid)
-	})
-}
-
-// TestHandlerTimeouts: a message's timeout, or else the worker's, cancels
-// its handler's context; the attempt fails and is retried; the error says
-// why.
-func TestHandlerTimeouts(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := openQ(t, b)
-		ctx := ctxT(t)
-		enqueue(t, c, "to", "own", baton.EnqueueOptions{Timeout: 50 * time.Millisecond, MaxAttempts: 1})
-		enqueue(t, c, "to", "worker's", baton.EnqueueOptions{MaxAttempts: 1})
-		enqueue(t, c, "to", "quick", baton.EnqueueOptions{Timeout: time.Minute})
-		var mu sync.Mutex
-		budget := map[string]time.Duration{} // time left to the handler's deadline at its start
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(wctx, "to", func(hctx context.Context, m *baton.Message) error {
-				dl, ok := hctx.Deadline()
-				mu.Lock()
-				if ok {
-					budget[string(m.Payload)] = time.Until(dl)
-				}
-				mu.Unlock()
-				if string(m.Payload) != "quick" {
-					<-hctx.Done() // runs until its timeout
-				}
-				return hctx.Err()
-			}, baton.WorkerOptions{Timeout: 200 * time.Millisecond, Concurrency: 3})
-		}()
-		for deadline := time.Now().Add(20 * time.Second); ; {
-			if st := stats(t, c, "to"); st.Dead == 2 && st.Ready+st.Claimed+st.Scheduled == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("stats %+v: want the two slow messages dead and the quick one done", stats(t, c, "to"))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		stop()
-		<-done
-		dead, err := c.DeadLetters(ctx, "to", 10)
-		if err != nil || len(dead) != 2 {
-			t.Fatalf("dead letters %v %v", dead, err)
-		}
-		for _, d := range dead {
-			if !strings.Contains(d.Error, "deadline exceeded") {
-				t.Errorf("dead letter %s: error %q does not say the deadline passed", d.Payload, d.Error)
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		// Which timeout each handler got: never more than its own.
-		if b := budget["own"]; b <= 0 || b > 50*time.Millisecond {
-			t.Errorf("a message with a 50ms timeout had %v", b)
-		}
-		if b := budget["worker's"]; b <= 0 || b > 200*time.Millisecond {
-			t.Errorf("a message under the worker's 200ms timeout had %v", b)
-		}
-		if b := budget["quick"]; b <= 200*time.Millisecond {
-			t.Errorf("a message with a 1 min timeout had %v: the worker's overrode it", b)
-		}
-		_, err = c.Enqueue(ctx, "to", []byte("x"), baton.EnqueueOptions{Timeout: time.Microsecond})
-		wantErr(t, err, baton.ErrInvalid)
 	})
 }
