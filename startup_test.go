@@ -151,6 +151,18 @@ func TestShortWaitStartsListener(t *testing.T) {
 	})
 }
 
+// pgxPool opens the program's own pgx pool on the database a DSN names; it
+// is closed when the test ends.
+func pgxPool(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(ctxT(t), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // TestOpenOnProgramsPool: a client on the program's own pgx pool or
 // *sql.DB locks, enqueues and hands a lock over through LISTEN; closing the
 // client leaves the program's pool open.
@@ -160,11 +172,7 @@ func TestOpenOnProgramsPool(t *testing.T) {
 			t.Skip("pgx pools are PostgreSQL's (behind a pooler, open by DSN)")
 		}
 		dsn := b.NewDSN(t)
-		pool, err := pgxpool.New(ctxT(t), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
+		pool := pgxPool(t, dsn)
 		sdb, err := sql.Open("pgx", dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -225,16 +233,8 @@ func TestEnqueueInPgxTx(t *testing.T) {
 			t.Skip("pgx transactions are PostgreSQL's (the pool is the program's, opened directly)")
 		}
 		c, dsn := openQ(t, b)
-		pool, err := pgxpool.New(ctxT(t), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		l, err := c.Listen(ctxT(t), "tx")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		pool := pgxPool(t, dsn)
+		l := listen(t, c, "tx")
 		for _, commit := range []bool{false, true} {
 			tx, err := pool.Begin(ctxT(t))
 			if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/driver/postgres"
 	"github.com/batonhq/baton/internal/batontest"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // openQDB is openQ with the program's own pool on the client's database
@@ -378,11 +377,7 @@ func TestLockTxPgx(t *testing.T) {
 			t.Skip("pgx transactions are PostgreSQL's")
 		}
 		c, dsn := open(t, b)
-		pool, err := pgxpool.New(ctxT(t), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
+		pool := pgxPool(t, dsn)
 		ctx := ctxT(t)
 		tx, err := pool.Begin(ctx)
 		if err != nil {
