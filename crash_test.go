@@ -261,6 +261,19 @@ func (p *proxy) restore() {
 	p.mu.Unlock()
 }
 
+// serverDSN is for tests of the network between client and server: it
+// skips the test on SQLite (embedded: why there is nothing to test) and
+// returns the DSN of a fresh database with a client on it.
+func serverDSN(t *testing.T, b batontest.Backend, why string) string {
+	t.Helper()
+	if b.Name == "sqlite" {
+		t.Skip("embedded: " + why)
+	}
+	_, dsn := open(t, b)
+	return dsn
+}
+
+// viaProxy returns dsn through a proxy of its own, which the test can cut.
 func viaProxy(t *testing.T, dsn string) (string, *proxy) {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -276,10 +289,7 @@ func viaProxy(t *testing.T, dsn string) (string, *proxy) {
 // has run out; never both at once. A short outage is survived.
 func TestNetworkLoss(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Name == "sqlite" {
-			t.Skip("embedded: no network between client and database (see TestSessionLostWhenReaped)")
-		}
-		_, dsn := open(t, b)
+		dsn := serverDSN(t, b, "no network between client and database (see TestSessionLostWhenReaped)")
 		pdsn, p := viaProxy(t, dsn)
 		opts := baton.Options{Lease: time.Second, PollInterval: 200 * time.Millisecond}
 		cut := openDSN(t, pdsn, opts)

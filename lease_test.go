@@ -213,10 +213,7 @@ func TestWorkerSurvivesLostSession(t *testing.T) {
 // heals, the partitioned client works again.
 func TestPartitionedHolder(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Name == "sqlite" {
-			t.Skip("embedded: no network between client and database")
-		}
-		_, dsn := open(t, b)
+		dsn := serverDSN(t, b, "no network between client and database")
 		// A lease long enough that a busy two-core machine renews in
 		// time: only the partition may lose the session.
 		opts := baton.Options{Lease: 2 * time.Second, PollInterval: 100 * time.Millisecond}

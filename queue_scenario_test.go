@@ -261,10 +261,7 @@ func TestQueueSeveralWorkerProcesses(t *testing.T) {
 // message.
 func TestQueueConsumerSurvivesOutage(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Name == "sqlite" {
-			t.Skip("embedded: no server to lose")
-		}
-		_, dsn := openQ(t, b)
+		dsn := serverDSN(t, b, "no server to lose")
 		pdsn, p := viaProxy(t, dsn)
 		consumerC := openDSN(t, pdsn, baton.Options{PollInterval: 200 * time.Millisecond})
 		producer := openDSN(t, dsn)
