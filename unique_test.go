@@ -54,28 +54,29 @@ func TestUniqueMessages(t *testing.T) {
 		if err != nil || dup || id3 == id1 {
 			t.Fatalf("after the holder finished: %d %v %v", id3, dup, err)
 		}
-		// With a period, the key outlives its message.
-		p := baton.EnqueueOptions{UniqueKey: "daily", UniquePeriod: 24 * time.Hour}
-		pid, dup, err := c.EnqueueUnique(ctx, "up", []byte("h"), p)
-		if err != nil || dup {
-			t.Fatalf("period: %d %v %v", pid, dup, err)
+		// With a period, or with StateCompleted among its states, a key
+		// outlives its message (into the history).
+		first := map[string]int64{}
+		for _, k := range []struct {
+			what, q string
+			o       baton.EnqueueOptions
+		}{
+			{"period", "up", baton.EnqueueOptions{UniqueKey: "daily", UniquePeriod: 24 * time.Hour}},
+			{"states with StateCompleted", "uc", baton.EnqueueOptions{UniqueKey: "once", UniqueStates: []baton.MessageState{baton.StateCompleted, baton.StateReady, baton.StateRunning}}},
+		} {
+			id, dup, err := c.EnqueueUnique(ctx, k.q, []byte("first"), k.o)
+			if err != nil || dup {
+				t.Fatalf("%s: %d %v %v", k.what, id, dup, err)
+			}
+			first[k.q] = id
+			ack(t, s, claim(t, s, k.q, baton.ClaimOptions{})...)
+			if again, dup, err := c.EnqueueUnique(ctx, k.q, []byte("again"), k.o); err != nil || !dup || again != id {
+				t.Fatalf("%s, after the message finished: %d %v %v, want a duplicate of %d", k.what, again, dup, err, id)
+			}
 		}
-		ack(t, s, claim(t, s, "up", baton.ClaimOptions{})...)
-		if id, dup, err := c.EnqueueUnique(ctx, "up", []byte("i"), p); err != nil || !dup || id != pid {
-			t.Fatalf("same period after the message finished: %d %v %v, want a duplicate of %d", id, dup, err, pid)
-		}
-		// With StateCompleted among its states, a key outlives its
-		// message into the history; an enqueue without it does not see
-		// the completed holder.
-		cs := baton.EnqueueOptions{UniqueKey: "once", UniqueStates: []baton.MessageState{baton.StateCompleted, baton.StateReady, baton.StateRunning}}
-		cid, dup, err := c.EnqueueUnique(ctx, "uc", []byte("j"), cs)
-		if err != nil || dup {
-			t.Fatalf("states: %d %v %v", cid, dup, err)
-		}
-		ack(t, s, claim(t, s, "uc", baton.ClaimOptions{})...)
-		if id, dup, err := c.EnqueueUnique(ctx, "uc", []byte("k"), cs); err != nil || !dup || id != cid {
-			t.Fatalf("a completed holder with StateCompleted among the states: %d %v %v, want a duplicate of %d", id, dup, err, cid)
-		}
+		// An enqueue under the default states does not see the completed
+		// holder.
+		cid := first["uc"]
 		if id, dup, err := c.EnqueueUnique(ctx, "uc", []byte("l"), baton.EnqueueOptions{UniqueKey: "once"}); err != nil || dup || id == cid {
 			t.Fatalf("a completed holder under the default states: %d %v %v, want a new message", id, dup, err)
 		}
