@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +27,9 @@ func effectInsert(dsn string) string {
 func childCompleteTx(dsn string) {
 	ctx := context.Background()
 	c, err := baton.Open(ctx, dsn, baton.Options{Lease: time.Second})
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 	db, err := batontest.OpenSQL(dsn)
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 	pause := func() { time.Sleep(time.Duration(rand.Intn(3000)) * time.Microsecond) }
 	fmt.Println("ready")
 	_ = c.Work(ctx, "effects", func(ctx context.Context, m *baton.Message) error {

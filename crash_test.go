@@ -45,16 +45,29 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childMust ends a child process (see TestMain) that err stopped, saying
+// so on its standard output, which the test reads.
+func childMust(err error) {
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+}
+
+// childReady tells the test that the child is ready (say: "locked",
+// "ready", "claimed ID") and waits to be killed.
+func childReady(say string) {
+	fmt.Println(say)
+	select {}
+}
+
 func holdForever(dsn string) {
 	ctx := context.Background()
 	if h := os.Getenv("BATON_TEST_HOSTID"); h != "" {
 		baton.SetHostIdentity(h)
 	}
 	c, err := baton.Open(ctx, dsn)
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 	s, err := c.NewSession(ctx)
 	if err == nil {
 		_, err = s.Lock(ctx, "crash", baton.Write, 0, "x", "y")
@@ -62,10 +75,7 @@ func holdForever(dsn string) {
 	if err == nil {
 		_, err = s.GetLock(ctx, "crash.user", 0)
 	}
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 	if name := os.Getenv("BATON_TEST_WAITFOR"); name != "" {
 		// A waiting request too (on a lock the parent holds), and a
 		// claimed message.
@@ -73,13 +83,9 @@ func holdForever(dsn string) {
 		if _, err := c.Enqueue(ctx, "crashq", []byte("m")); err == nil {
 			_, err = s.Claim(ctx, "crashq", baton.ClaimOptions{})
 		}
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
+		childMust(err)
 	}
-	fmt.Println("locked")
-	select {}
+	childReady("locked")
 }
 
 // TestKilledHolderFreesLocks: a process holding locks is killed with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -83,12 +82,8 @@ func childSchedule(dsn string) {
 	if err == nil {
 		err = c.AddSchedule(baton.Schedule{Name: "beat", Queue: "ticks", Every: 250 * time.Millisecond})
 	}
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	fmt.Println("ready")
-	select {}
+	childMust(err)
+	childReady("ready")
 }
 
 // TestScheduleAcrossProcesses: 4 processes run one schedule; one of them is

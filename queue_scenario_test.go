@@ -146,24 +146,15 @@ func TestSeed000WakeOnCommit(t *testing.T) {
 func childWorker(dsn, queue, mode, file string) {
 	ctx := context.Background()
 	c, err := baton.Open(ctx, dsn)
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 	if mode == "hang" {
+		var ms []*baton.Message
 		s, err := c.NewSession(ctx)
 		if err == nil {
-			var ms []*baton.Message
 			ms, err = s.Claim(ctx, queue, baton.ClaimOptions{Wait: 20 * time.Second})
-			if err == nil {
-				fmt.Println("claimed", ms[0].ID)
-			}
 		}
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		select {}
+		childMust(err)
+		childReady(fmt.Sprint("claimed ", ms[0].ID))
 	}
 	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
@@ -177,10 +168,7 @@ func childWorker(dsn, queue, mode, file string) {
 	}, baton.WorkerOptions{Concurrency: 2, Drain: true})
 	f.Close()
 	c.Close()
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 }
 
 // TestQueueWorkerKilled: a worker process killed with SIGKILL in the middle

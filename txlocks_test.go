@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -401,27 +400,14 @@ func TestLockTxPgx(t *testing.T) {
 // to be killed.
 func childTxHold(dsn string) {
 	ctx := context.Background()
-	fail := func(err error) {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
 	c, err := baton.Open(ctx, dsn)
-	if err != nil {
-		fail(err)
-	}
+	childMust(err)
 	db, err := batontest.OpenSQL(dsn)
-	if err != nil {
-		fail(err)
-	}
+	childMust(err)
 	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		fail(err)
-	}
-	if err := c.LockTx(ctx, tx, "crash", baton.Write, 0, "tx"); err != nil {
-		fail(err)
-	}
-	fmt.Println("locked")
-	select {}
+	childMust(err)
+	childMust(c.LockTx(ctx, tx, "crash", baton.Write, 0, "tx"))
+	childReady("locked")
 }
 
 // TestLockTxKilledHolder: a process killed with SIGKILL inside a

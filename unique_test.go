@@ -134,20 +134,14 @@ func checkUniqueInTx(t *testing.T, c *baton.Client, db *sql.DB) {
 func childUnique(dsn, seed string) {
 	ctx := context.Background()
 	c, err := baton.Open(ctx, dsn)
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
+	childMust(err)
 	defer c.Close()
 	n, _ := strconv.ParseInt(seed, 10, 64)
 	keys := rand.New(rand.NewSource(n)).Perm(1000)
 	added := 0
 	for _, k := range keys {
 		_, dup, err := c.EnqueueUnique(ctx, "many", []byte(strconv.Itoa(k)), baton.EnqueueOptions{UniqueKey: strconv.Itoa(k)})
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
+		childMust(err)
 		if !dup {
 			added++
 		}
