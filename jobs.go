@@ -44,7 +44,7 @@ const (
 var MessageStates = []MessageState{StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
 
 // finishedStates maps the history's states to the stored ones.
-var finishedStates = map[MessageState]string{
+var finishedStates = map[MessageState]driver.MessageState{
 	StateCompleted: driver.MessageCompleted, StateCancelled: driver.MessageCancelled, StateDead: driver.MessageDead,
 }
 
@@ -155,7 +155,7 @@ func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 // finished message is left as it is: ErrFinished. ErrNotFound when there
 // is no such message.
 func (c *Client) CancelMessage(ctx context.Context, id int64) error {
-	var state string
+	var state driver.MessageState
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
 		state, err = tx.MessageCancel(ctx, id)
@@ -403,7 +403,7 @@ func (c *Client) readPage(ctx context.Context, limit int, read func(driver.Tx) (
 }
 
 // listHistory reads up to limit finished messages, newest first.
-func (c *Client) listHistory(ctx context.Context, queue, state, kind, pos string, limit int) ([]MessageInfo, string, error) {
+func (c *Client) listHistory(ctx context.Context, queue string, state driver.MessageState, kind, pos string, limit int) ([]MessageInfo, string, error) {
 	var before int64
 	if pos != "" {
 		var err error
@@ -434,7 +434,7 @@ const pruneBatch = 1000
 func (c *Client) pruneHistory(ctx context.Context) error {
 	r := c.opts.Retention
 	for _, p := range []struct {
-		state string
+		state driver.MessageState
 		keep  time.Duration
 	}{{driver.MessageCompleted, r.Completed}, {driver.MessageCancelled, r.Cancelled}, {driver.MessageDead, r.Dead}} {
 		keep := max(p.keep, 0)

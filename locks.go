@@ -30,7 +30,7 @@ func (m Mode) String() string {
 	return "read"
 }
 
-func (m Mode) db() string {
+func (m Mode) db() driver.LockMode {
 	if m == Write {
 		return driver.ModeWrite
 	}

@@ -795,7 +795,7 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 }
 
 // finish moves a claimed message to the history in the stored state.
-func (s *Session) finish(ctx context.Context, m *Message, state string, e *driver.AttemptError) error {
+func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
 	var ok bool
 	err := s.c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
@@ -1099,12 +1099,12 @@ func (c *Client) DeleteMessage(ctx context.Context, queue string, id int64) erro
 	return c.onWaiting(ctx, queue, id, driver.QueueTx.MessageDeleteWaiting)
 }
 
-func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(driver.QueueTx, context.Context, string, int64) (bool, string, error)) error {
+func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(driver.QueueTx, context.Context, string, int64) (bool, driver.MessageState, error)) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
 	var done bool
-	var state string
+	var state driver.MessageState
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		var err error
 		done, state, err = op(tx, ctx, queue, id)

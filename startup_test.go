@@ -151,16 +151,22 @@ func TestShortWaitStartsListener(t *testing.T) {
 	})
 }
 
-// pgxPool opens the program's own pgx pool on the database a DSN names; it
-// is closed when the test ends.
-func pgxPool(t *testing.T, dsn string) *pgxpool.Pool {
+// pgxPool is for the tests of the program's own pgx pool: it skips the
+// test but on PostgreSQL reached directly (why: pgx's pools and
+// transactions are PostgreSQL's), and returns a fresh database's DSN and a
+// pgx pool on it, closed when the test ends.
+func pgxPool(t *testing.T, b batontest.Backend, why string) (string, *pgxpool.Pool) {
 	t.Helper()
+	if b.Label != "postgres" {
+		t.Skip(why)
+	}
+	dsn := b.NewDSN(t)
 	pool, err := pgxpool.New(ctxT(t), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pool
+	return dsn, pool
 }
 
 // TestOpenOnProgramsPool: a client on the program's own pgx pool or
@@ -168,11 +174,7 @@ func pgxPool(t *testing.T, dsn string) *pgxpool.Pool {
 // client leaves the program's pool open.
 func TestOpenOnProgramsPool(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Label != "postgres" {
-			t.Skip("pgx pools are PostgreSQL's (behind a pooler, open by DSN)")
-		}
-		dsn := b.NewDSN(t)
-		pool := pgxPool(t, dsn)
+		dsn, pool := pgxPool(t, b, "pgx pools are PostgreSQL's (behind a pooler, open by DSN)")
 		sdb, err := sql.Open("pgx", dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -229,11 +231,8 @@ func TestOpenOnProgramsPool(t *testing.T) {
 // transaction (postgres.PgxTx): visible if and only if it commits.
 func TestEnqueueInPgxTx(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Label != "postgres" {
-			t.Skip("pgx transactions are PostgreSQL's (the pool is the program's, opened directly)")
-		}
-		c, dsn := openQ(t, b)
-		pool := pgxPool(t, dsn)
+		dsn, pool := pgxPool(t, b, "pgx transactions are PostgreSQL's (the pool is the program's, opened directly)")
+		c := openDSN(t, dsn, fastRetry)
 		l := listen(t, c, "tx")
 		for _, commit := range []bool{false, true} {
 			tx, err := pool.Begin(ctxT(t))

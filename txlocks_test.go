@@ -372,11 +372,8 @@ func TestLockTxBadInput(t *testing.T) {
 // TestLockTxPgx: a lock in a pgx transaction (postgres.PgxTx).
 func TestLockTxPgx(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Label != "postgres" {
-			t.Skip("pgx transactions are PostgreSQL's")
-		}
-		c, dsn := open(t, b)
-		pool := pgxPool(t, dsn)
+		dsn, pool := pgxPool(t, b, "pgx transactions are PostgreSQL's")
+		c := openDSN(t, dsn)
 		ctx := ctxT(t)
 		tx, err := pool.Begin(ctx)
 		if err != nil {

@@ -35,14 +35,24 @@ const (
 	KindUser    int = 1
 )
 
-// Lock modes and request statuses as stored in the database.
-const (
-	ModeRead  = "R"
-	ModeWrite = "W"
+// LockMode is a lock mode as stored in the database.
+type LockMode string
 
-	StatusGranted  = "G"
-	StatusPending  = "P"
-	StatusDeadlock = "D" // a pending request chosen as a deadlock victim
+// Lock modes.
+const (
+	ModeRead  LockMode = "R"
+	ModeWrite LockMode = "W"
+)
+
+// RequestStatus is a lock request's status as stored in the database; ""
+// answers a waiter whose request vanished.
+type RequestStatus string
+
+// Request statuses.
+const (
+	StatusGranted  RequestStatus = "G"
+	StatusPending  RequestStatus = "P"
+	StatusDeadlock RequestStatus = "D" // a pending request chosen as a deadlock victim
 )
 
 // Ident names one lock: kind, namespace and name, compared byte for byte.
@@ -72,8 +82,8 @@ type Request struct {
 	SessionID string
 	ClientID  string
 	Ident
-	Mode      string
-	Status    string
+	Mode      LockMode
+	Status    RequestStatus
 	CallID    int64
 	Token     int64
 	CreatedAt time.Time
@@ -275,7 +285,7 @@ type FastAcquireParams struct {
 	SessionID string
 	ClientID  string
 	Ident
-	Mode   string
+	Mode   LockMode
 	CallID int64
 	// Incarnation is the lock state's incarnation the session began in
 	// (see Incarnations); 0 when the driver does not implement it.
@@ -310,7 +320,7 @@ type RequestParams struct {
 	SessionID string
 	ClientID  string
 	Ident
-	Mode    string
+	Mode    LockMode
 	CallID  int64
 	TryOnce bool
 }
@@ -404,7 +414,7 @@ type Tx interface {
 	// LockRequestSetStatus changes a request's status and token; it
 	// changes nothing and returns false when the request's status is not
 	// from.
-	LockRequestSetStatus(ctx context.Context, id int64, from, to string, token int64) (bool, error)
+	LockRequestSetStatus(ctx context.Context, id int64, from, to RequestStatus, token int64) (bool, error)
 	// LockRequestDelete deletes requests by id.
 	LockRequestDelete(ctx context.Context, ids []int64) error
 	// LockRequestStatuses returns the status of each request that still
@@ -443,7 +453,7 @@ type CallerTx interface {
 // TxHold is a lock a transaction holds, recorded for monitoring.
 type TxHold struct {
 	Ident
-	Mode  string
+	Mode  LockMode
 	Host  string
 	PID   int
 	Owner string
@@ -493,11 +503,11 @@ type TxLocker interface {
 	// With check, checked reports that it also found id gated and no
 	// session holding or waiting for it in a conflicting mode (otherwise
 	// the engine marks and checks).
-	TxGate(ctx context.Context, tx CallerTx, id Ident, mode string, wait time.Duration, check bool) (checked bool, err error)
+	TxGate(ctx context.Context, tx CallerTx, id Ident, mode LockMode, wait time.Duration, check bool) (checked bool, err error)
 	// TxGateHeld returns the mode in which transactions hold id's gate,
 	// or "" when none does; tx holds id's row lock, and the answer must
 	// stay true until tx ends.
-	TxGateHeld(ctx context.Context, tx Tx, id Ident) (string, error)
+	TxGateHeld(ctx context.Context, tx Tx, id Ident) (LockMode, error)
 	// TxGated reports whether id is gated, outside any transaction: a
 	// session's request waiting on a gated identifier must be re-examined
 	// from time to time, as nothing announces a transaction's end.

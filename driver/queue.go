@@ -9,12 +9,15 @@ import (
 // Message states as stored: a message waits (ready, or scheduled when its
 // run-at is in the future) or runs in the messages table; once finished it
 // is in the history.
+type MessageState string
+
+// The states.
 const (
-	MessageReady     = "R"
-	MessageClaimed   = "C"
-	MessageCompleted = "K"
-	MessageCancelled = "X"
-	MessageDead      = "D"
+	MessageReady     MessageState = "R"
+	MessageClaimed   MessageState = "C"
+	MessageCompleted MessageState = "K"
+	MessageCancelled MessageState = "X"
+	MessageDead      MessageState = "D"
 )
 
 // AttemptError is the record of one failed attempt, kept with the message
@@ -32,7 +35,7 @@ type AttemptError struct {
 // yet due (Due false) by due time, their position's OrderAt a run_at.
 type ListFilter struct {
 	Queue string
-	State string
+	State MessageState
 	// Due: only those whose run_at has come (true) or not (false); nil: both.
 	Due *bool
 	// Retried: only those attempted before (true) or never (false); nil: both.
@@ -55,7 +58,7 @@ type Message struct {
 	OrderAt     time.Time
 	Attempt     int
 	MaxAttempts int
-	State       string
+	State       MessageState
 	ClaimedBy   string
 	ClaimMode   int
 	ClaimUntil  time.Time
@@ -182,8 +185,8 @@ type QueueTx interface {
 	// MessageRetryNow makes a waiting message of the queue due now, and
 	// MessageDeleteWaiting deletes one; the state is the message's when
 	// nothing was done ("" when there is no such message).
-	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state string, err error)
-	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state string, err error)
+	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	// QueuePause pauses or resumes a queue; false when it does not exist.
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
 	// ClaimCandidates lists up to limit ready, due messages of the kind (""
@@ -230,7 +233,7 @@ type QueueTx interface {
 	// (MessageCompleted, MessageCancelled or MessageDead), recording e as
 	// its attempt's error when not nil. On a Tx that runs statements on
 	// their own it runs in a transaction of its own.
-	MessageFinish(ctx context.Context, c Claim, state string, e *AttemptError) (bool, error)
+	MessageFinish(ctx context.Context, c Claim, state MessageState, e *AttemptError) (bool, error)
 	// MessageFinishMany moves claims of one session to the history as
 	// completed, in as few statements as the backend allows, and returns
 	// how many it moved; like MessageFinish, atomically.
@@ -239,16 +242,16 @@ type QueueTx interface {
 	// as cancelled; a running one is flagged (its worker stops it). It
 	// returns the state the message had ("" when there is none); a
 	// finished message is left as it is.
-	MessageCancel(ctx context.Context, id int64) (state string, err error)
+	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
 	// MessageGet reads a message by id, waiting, running or finished.
 	MessageGet(ctx context.Context, id int64) (m Message, found bool, err error)
 	// HistoryList lists a queue's finished messages of one state, newest
 	// first, with ids below before (0: from the newest), of the kind
 	// ("" for any).
-	HistoryList(ctx context.Context, queue, state, kind string, before int64, limit int) ([]Message, error)
+	HistoryList(ctx context.Context, queue string, state MessageState, kind string, before int64, limit int) ([]Message, error)
 	// HistoryPrune deletes up to limit finished messages of the state that
 	// finished longer than age ago, oldest first, and says how many.
-	HistoryPrune(ctx context.Context, state string, age time.Duration, limit int) (int, error)
+	HistoryPrune(ctx context.Context, state MessageState, age time.Duration, limit int) (int, error)
 	ClaimsStale(ctx context.Context, limit int) ([]ClaimRef, error)
 	ClaimsBySession(ctx context.Context, sessionID string) ([]ClaimRef, error)
 	DeadList(ctx context.Context, queue string, limit int) ([]DeadLetter, error)

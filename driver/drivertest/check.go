@@ -51,7 +51,7 @@ func wantSteps(t *testing.T, steps ...step) {
 
 // acted drops the state that MessageRetryNow, MessageDeleteWaiting and
 // MessageCancel-like calls report beside whether they acted.
-func acted(done bool, _ string, err error) (bool, error) { return done, err }
+func acted(done bool, _ driver.MessageState, err error) (bool, error) { return done, err }
 
 // rising reports whether the ids strictly increase.
 func rising(ids ...int64) bool {
@@ -109,7 +109,7 @@ func requestStatus(t *testing.T, d driver.Driver, id int64) driver.Request {
 
 // grant is a request's status and fencing token.
 type grant struct {
-	status string
+	status driver.RequestStatus
 	token  int64
 }
 

@@ -351,7 +351,7 @@ func checkRequestStatuses(t *testing.T, d driver.Driver, g1, p2 driver.Request) 
 	failIf(t, len(st) != 0, "LockRequestDelete left %+v", st)
 }
 
-func fastParams(session, client string, id driver.Ident, mode string) driver.FastAcquireParams {
+func fastParams(session, client string, id driver.Ident, mode driver.LockMode) driver.FastAcquireParams {
 	return driver.FastAcquireParams{SessionID: session, ClientID: client, Ident: id, Mode: mode, CallID: 1}
 }
 

@@ -30,7 +30,7 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 }
 
 // fastAcquire takes a lock by the fast path, which must grant it.
-func fastAcquire(t *testing.T, d driver.Driver, session string, id driver.Ident, mode string) driver.Request {
+func fastAcquire(t *testing.T, d driver.Driver, session string, id driver.Ident, mode driver.LockMode) driver.Request {
 	t.Helper()
 	r, ok, err := d.LockFastAcquire(testCtx(t), fastParams(session, "C"+session, id, mode))
 	must(t, err)

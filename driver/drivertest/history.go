@@ -47,8 +47,9 @@ func checkFinish(t *testing.T, tx driver.Tx, id int64, errs []driver.AttemptErro
 
 // record is where a message stands, with what it was enqueued with.
 type record struct {
-	State, Kind, Payload string
-	Attempt              int
+	State         driver.MessageState
+	Kind, Payload string
+	Attempt       int
 }
 
 func recordOf(m driver.Message) record { return record{m.State, m.Kind, string(m.Payload), m.Attempt} }
@@ -171,9 +172,9 @@ func testCancel(t *testing.T, d driver.Driver, running int64) {
 // wantCancel fails unless MessageCancel of message id, in a transaction,
 // finds it in the state (before the cancellation; "" when there is no such
 // message).
-func wantCancel(t *testing.T, d driver.Driver, id int64, want, what string) {
+func wantCancel(t *testing.T, d driver.Driver, id int64, want driver.MessageState, what string) {
 	t.Helper()
-	var state string
+	var state driver.MessageState
 	var err error
 	inTx(t, d, func(tx driver.Tx) { state, err = tx.MessageCancel(testCtx(t), id) })
 	failIf(t, state != want || err != nil, "cancelling %s: %q %v, want %q", what, state, err, want)

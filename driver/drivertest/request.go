@@ -40,8 +40,8 @@ func testRequester(t *testing.T, d driver.Driver) {
 
 var (
 	ruleSessions = []string{"s1", "s2", "s3"}
-	ruleModes    = []string{driver.ModeRead, driver.ModeWrite}
-	ruleStatuses = []string{driver.StatusGranted, driver.StatusPending, driver.StatusPending, driver.StatusDeadlock}
+	ruleModes    = []driver.LockMode{driver.ModeRead, driver.ModeWrite}
+	ruleStatuses = []driver.RequestStatus{driver.StatusGranted, driver.StatusPending, driver.StatusPending, driver.StatusDeadlock}
 )
 
 // fillRandomQueue queues random requests on id: the first instance by the

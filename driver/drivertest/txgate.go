@@ -23,7 +23,7 @@ func callerTx(t *testing.T, d driver.Driver) (driver.Tx, driver.CallerTx) {
 
 // gate takes id's gate the way the engine does: readied first where the
 // backend does not check, again after ErrGateUngated.
-func gate(t *testing.T, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string) error {
+func gate(t *testing.T, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode) error {
 	t.Helper()
 	ctx := testCtx(t)
 	if !tl.TxGateChecks() {
@@ -49,7 +49,7 @@ func testTxGate(t *testing.T, d driver.Driver) {
 		t.Skip("no transaction-scoped locks")
 	}
 	id := driver.Ident{Kind: driver.KindService, NS: "tx", Name: "g"}
-	for _, mode := range []string{driver.ModeWrite, driver.ModeRead} {
+	for _, mode := range []driver.LockMode{driver.ModeWrite, driver.ModeRead} {
 		tx, ct := callerTx(t, d)
 		must(t, gate(t, tl, ct, id, mode))
 		must(t, tl.TxHoldCaller(testCtx(t), ct, driver.TxHold{Ident: id, Mode: mode, Host: "h", PID: 1, Owner: "o"}))
@@ -62,7 +62,7 @@ func testTxGate(t *testing.T, d driver.Driver) {
 
 // gateHeld reads, under id's lock row, whether id is marked gated and the
 // mode its gate is held in ("" for none).
-func gateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident) (gated bool, mode string) {
+func gateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident) (gated bool, mode driver.LockMode) {
 	t.Helper()
 	inTx(t, d, func(tx driver.Tx) {
 		gated = lockRow(t, tx, id).Gated
@@ -77,7 +77,7 @@ func gateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident
 // as the sessions' grants see it: the identifier gated, TxGateHeld and
 // TxHolds. Under a serial gate (the write lock) nobody else could be
 // asking, and there is nothing to see.
-func wantGateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident, want string) {
+func wantGateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.Ident, want driver.LockMode) {
 	t.Helper()
 	if tl.TxGateSerial() {
 		return
@@ -92,7 +92,7 @@ func wantGateHeld(t *testing.T, d driver.Driver, tl driver.TxLocker, id driver.I
 }
 
 // countHolds counts the granted holds of id in the mode.
-func countHolds(holds []driver.LockInfo, id driver.Ident, mode string) int {
+func countHolds(holds []driver.LockInfo, id driver.Ident, mode driver.LockMode) int {
 	n := 0
 	for _, h := range holds {
 		if h.Ident == id && h.Mode == mode && h.Status == driver.StatusGranted {

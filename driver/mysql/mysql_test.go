@@ -207,7 +207,7 @@ func TestFastPaths(t *testing.T) {
 func testFastPaths(t *testing.T, d *Driver) {
 	ctx := context.Background()
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "x"}
-	acq := func(sess, mode string) (driver.Request, bool) {
+	acq := func(sess string, mode driver.LockMode) (driver.Request, bool) {
 		t.Helper()
 		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: id, Mode: mode, CallID: 1})
 		if err != nil {

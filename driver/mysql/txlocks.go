@@ -34,7 +34,7 @@ func (d *Driver) TxGateChecks() bool { return false }
 func (d *Driver) TxGateSerial() bool { return false }
 
 // gateQuery is the locking read of an identifier's gate row.
-func (d *Driver) gateQuery(mode string, nowait bool) string {
+func (d *Driver) gateQuery(mode driver.LockMode, nowait bool) string {
 	lock := " FOR UPDATE"
 	if mode == driver.ModeRead {
 		lock = " FOR SHARE"
@@ -98,7 +98,7 @@ func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {
 // transaction, waiting under innodb_lock_wait_timeout (whole seconds) and
 // restoring it. The engine checks the sessions (a read in the caller's
 // transaction could see an old snapshot).
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, _ bool) (bool, error) {
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode driver.LockMode, wait time.Duration, _ bool) (bool, error) {
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
 	var one int
 	if wait == 0 {
@@ -169,7 +169,7 @@ var gateErrs = map[uint16]error{
 // TxGateHeld implements driver.TxLocker: NOWAIT locking reads of the gate
 // row in tx, exclusive first, whose lock stays until tx ends (a
 // transaction that takes the gate after sees the grant tx makes).
-func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (string, error) {
+func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (driver.LockMode, error) {
 	t := tx.(*sqldriver.Tx).Tx
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
 	switch busy, err := d.gateBusy(ctx, t, driver.ModeWrite, args); {
@@ -190,7 +190,7 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 // gateBusy reports whether another transaction holds the gate row of
 // args (kind, namespace, name) in a mode that conflicts with mode: a
 // NOWAIT locking read in t, whose lock stays.
-func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode string, args []any) (bool, error) {
+func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode driver.LockMode, args []any) (bool, error) {
 	var one int
 	err := gateErr(t.QueryRowContext(ctx, d.gateQuery(mode, true), args...).Scan(&one))
 	switch {

@@ -30,7 +30,7 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 // TxGate implements driver.TxLocker with {p}tx_gate (migration 020): one
 // call, which waits under lock_timeout, checks the sessions in READ
 // COMMITTED and never aborts the caller's transaction.
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, check bool) (bool, error) {
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode driver.LockMode, wait time.Duration, check bool) (bool, error) {
 	var out string
 	if err := tx.ScanRow(ctx, d.Q("tx_gate"), []any{id.Kind, []byte(id.NS), []byte(id.Name), mode, gateMillis(wait), check}, &out); err != nil {
 		return false, fmt.Errorf("tx_gate: %w", err)
@@ -66,8 +66,8 @@ var gateAnswers = map[string]struct {
 
 // TxGateHeld implements driver.TxLocker: {p}gate_held's probe is a
 // transaction-level lock of tx.
-func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (string, error) {
-	var mode string
+func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (driver.LockMode, error) {
+	var mode driver.LockMode
 	err := tx.(*sqldriver.Tx).Row(ctx, "tx_gate_held", id.Kind, []byte(id.NS), []byte(id.Name)).Scan(&mode)
 	if err != nil {
 		return "", fmt.Errorf("tx_gate_held: %w", err)

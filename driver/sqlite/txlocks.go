@@ -30,7 +30,7 @@ const sqliteBusySnapshot = 517
 // takes the write lock (see takeWriteLock); then, in the same
 // transaction, which now sees the latest state, the sessions' instances
 // (always: no session could release while the transaction holds it).
-func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode string, wait time.Duration, _ bool) (bool, error) {
+func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode driver.LockMode, wait time.Duration, _ bool) (bool, error) {
 	if err := d.takeWriteLock(ctx, tx, wait); err != nil {
 		return false, err
 	}
@@ -84,7 +84,9 @@ func (d *Driver) writeLockErr(err error) error {
 }
 
 // TxGateHeld implements driver.TxLocker: never gated.
-func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (string, error) { return "", nil }
+func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (driver.LockMode, error) {
+	return "", nil
+}
 
 // TxGated implements driver.TxLocker: never gated.
 func (d *Driver) TxGated(context.Context, driver.Ident) (bool, error) { return false, nil }

@@ -12,7 +12,7 @@ import (
 )
 
 // Conflicts reports whether two modes exclude each other.
-func Conflicts(a, b string) bool { return a == driver.ModeWrite || b == driver.ModeWrite }
+func Conflicts(a, b driver.LockMode) bool { return a == driver.ModeWrite || b == driver.ModeWrite }
 
 // Grants returns the ids of the pending requests that can be granted now,
 // given every request on one identifier ordered by id. It simulates the
@@ -42,7 +42,7 @@ func Grants(reqs []driver.Request) []int64 {
 }
 
 // withStatus returns the requests in the status, in their order.
-func withStatus(reqs []driver.Request, status string) []driver.Request {
+func withStatus(reqs []driver.Request, status driver.RequestStatus) []driver.Request {
 	var out []driver.Request
 	for _, r := range reqs {
 		if r.Status == status {

@@ -9,11 +9,11 @@ import (
 
 var x = driver.Ident{NS: "ns", Name: "x"}
 
-func req(id int64, sess, mode, status string) driver.Request {
+func req(id int64, sess string, mode driver.LockMode, status driver.RequestStatus) driver.Request {
 	return req2(id, sess, mode, status, x)
 }
 
-func req2(id int64, sess, mode, status string, ident driver.Ident) driver.Request {
+func req2(id int64, sess string, mode driver.LockMode, status driver.RequestStatus, ident driver.Ident) driver.Request {
 	return driver.Request{ID: id, SessionID: sess, Ident: ident, Mode: mode, Status: status}
 }
 

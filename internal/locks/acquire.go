@@ -26,7 +26,7 @@ const deadlockDelay = 20 * time.Millisecond
 // session in one mode, all or none: timeout 0 tries once, a positive one
 // bounds the call, a negative one waits until ctx ends. On failure the call
 // holds nothing it took.
-func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Ident, mode string, timeout time.Duration) ([]driver.Request, error) {
+func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) ([]driver.Request, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 	return rs, err
 }
 
-func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver.Ident, mode string, timeout time.Duration) ([]driver.Request, error) {
+func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) ([]driver.Request, error) {
 	tryOnce := timeout == 0
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -70,7 +70,7 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 }
 
 // acquireEach takes the identifiers one after the other.
-func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode string, tryOnce bool) ([]driver.Request, error) {
+func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode driver.LockMode, tryOnce bool) ([]driver.Request, error) {
 	out := make([]driver.Request, 0, len(ids))
 	for _, id := range ids {
 		r, err := l.acquireOne(ctx, s, call, id, mode, tryOnce)
@@ -136,7 +136,7 @@ func manyNames(ids []driver.Ident) (names []string, ok bool) {
 // acquireMany takes several free names of one namespace in one round trip
 // where the backend can (driver.ManyAcquirer); ok false sends the call
 // down the name-by-name path (nothing was taken).
-func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode string) ([]driver.Request, bool, error) {
+func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode driver.LockMode) ([]driver.Request, bool, error) {
 	ma, can := l.drv.(driver.ManyAcquirer)
 	names, one := manyNames(ids)
 	if !can || !one {
@@ -161,7 +161,7 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 // acquireOne takes one lock: by the fast path when nobody holds a
 // conflicting lock or waits, otherwise by a request decided under the
 // identifier's row lock, and then, unless tryOnce, by waiting for its grant.
-func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
+func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
 	var r driver.Request
 	var ok bool
 	err := l.retrying(ctx, func() (err error) {
@@ -196,7 +196,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 // requestSlow stores a request decided under the identifier's row lock:
 // in one call where the backend can (driver.Requester), otherwise in a
 // transaction of the engine's own (request).
-func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode string, tryOnce bool) (driver.Request, error) {
+func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
 	if rq, ok := l.drv.(driver.Requester); ok {
 		return l.requestOne(ctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
 			CallID: call, TryOnce: tryOnce})

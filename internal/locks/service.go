@@ -129,7 +129,7 @@ func randomInt63() int64 {
 }
 
 // ModeWord names a lock mode in errors.
-func ModeWord(m string) string {
+func ModeWord(m driver.LockMode) string {
 	if m == driver.ModeWrite {
 		return "write"
 	}

@@ -14,7 +14,7 @@ import (
 // LockTx takes the identifiers (sorted, no name twice) in the caller's
 // transaction ct, all or none (see baton.Client.LockTx): a transaction's
 // locks end with it.
-func (l *Service) LockTx(ctx context.Context, ct driver.CallerTx, ids []driver.Ident, mode string, timeout time.Duration) error {
+func (l *Service) LockTx(ctx context.Context, ct driver.CallerTx, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) error {
 	tl, ok := l.drv.(driver.TxLocker)
 	if !ok {
 		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", errs.Invalid, l.drv.Name())
@@ -62,7 +62,7 @@ var errImpatient = errors.New("baton: waited long enough")
 // holds or waits for it in a conflicting mode, made after the gate was
 // taken (by TxGate itself where it can). While a session conflicts it
 // waits and tries again, for txQueueAfter; then it queues (gateQueued).
-func (l *Service) lockTxOne(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string, tryOnce bool) error {
+func (l *Service) lockTxOne(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode, tryOnce bool) error {
 	patience := time.Now().Add(txQueueAfter)
 	for {
 		queue := !tryOnce && !tl.TxGateSerial() && !time.Now().Before(patience)
@@ -84,7 +84,7 @@ func (l *Service) lockTxOne(ctx context.Context, tl driver.TxLocker, ct driver.C
 // beforeGate readies the identifier where TxGate does not check the
 // sessions (a missing gate row cannot be locked) and, unless queueing,
 // waits for the sessions first (errImpatient once patience has passed).
-func (l *Service) beforeGate(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode string, tryOnce, queue bool, patience time.Time) error {
+func (l *Service) beforeGate(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode driver.LockMode, tryOnce, queue bool, patience time.Time) error {
 	if tl.TxGateChecks() {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (l *Service) beforeGate(ctx context.Context, tl driver.TxLocker, id driver.
 // markAndCheck otherwise. done false: try again (the identifier was not
 // gated yet, or a session's lock conflicted, the gate was given back and
 // the sessions waited for until patience ran out).
-func (l *Service) gateChecked(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string, tryOnce bool, patience time.Time) (done bool, err error) {
+func (l *Service) gateChecked(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode, tryOnce bool, patience time.Time) (done bool, err error) {
 	wait, gctx := gateWait(ctx, tryOnce)
 	checked, err := tl.TxGate(gctx, ct, id, mode, wait, true)
 	switch {
@@ -124,7 +124,7 @@ func (l *Service) gateChecked(ctx context.Context, tl driver.TxLocker, ct driver
 // holding it, until no session holds the identifier in a conflicting
 // mode; a savepoint gives the gate back on failure where the database can
 // (PostgreSQL).
-func (l *Service) gateQueued(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string) error {
+func (l *Service) gateQueued(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode) error {
 	if err := ct.Exec(ctx, "SAVEPOINT baton_locktx_queued"); err != nil {
 		return fmt.Errorf("baton: lock in transaction: %w", err)
 	}
@@ -150,14 +150,14 @@ func (l *Service) gateQueued(ctx context.Context, tl driver.TxLocker, ct driver.
 // markAndCheck follows a gate taken unchecked: the identifier marked
 // gated, then, from a read after the mark, a wait until no session holds
 // it in a conflicting mode (no session can be granted it meanwhile).
-func (l *Service) markAndCheck(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode string, tryOnce bool) error {
+func (l *Service) markAndCheck(ctx context.Context, tl driver.TxLocker, id driver.Ident, mode driver.LockMode, tryOnce bool) error {
 	if err := tl.TxPrepare(ctx, id); err != nil {
 		return err
 	}
 	return l.awaitTxFree(ctx, id, mode, false, tryOnce, time.Time{})
 }
 
-func (l *Service) holdRecorded(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode string) error {
+func (l *Service) holdRecorded(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode) error {
 	return tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: l.cfg.Host, PID: l.cfg.PID, Owner: l.cfg.Owner})
 }
 
@@ -176,7 +176,7 @@ func gateWait(ctx context.Context, tryOnce bool) (time.Duration, context.Context
 }
 
 // gateFailure maps TxGate's failure to LockTx's.
-func gateFailure(err error, id driver.Ident, mode string, tryOnce bool) error {
+func gateFailure(err error, id driver.Ident, mode driver.LockMode, tryOnce bool) error {
 	switch {
 	case errors.Is(err, driver.ErrGateBusy), errors.Is(err, driver.ErrGateSession) && tryOnce:
 		return errs.Timeout
@@ -193,7 +193,7 @@ func gateFailure(err error, id driver.Ident, mode string, tryOnce bool) error {
 // txConflicts reports whether a session's granted instance (or, with
 // pending, its waiting request) conflicts with a transaction's lock in
 // mode.
-func txConflicts(rows []driver.Request, mode string, pending bool) bool {
+func txConflicts(rows []driver.Request, mode driver.LockMode, pending bool) bool {
 	for _, r := range rows {
 		if (r.Status == driver.StatusGranted || (pending && r.Status == driver.StatusPending)) && lockcore.Conflicts(r.Mode, mode) {
 			return true
@@ -210,7 +210,7 @@ const txPoll = 50 * time.Millisecond
 // awaitTxFree waits until no session holds (or, with pending, waits for)
 // the identifier in a mode conflicting with mode; errImpatient once
 // patience (when set) has passed.
-func (l *Service) awaitTxFree(ctx context.Context, id driver.Ident, mode string, pending, tryOnce bool, patience time.Time) error {
+func (l *Service) awaitTxFree(ctx context.Context, id driver.Ident, mode driver.LockMode, pending, tryOnce bool, patience time.Time) error {
 	pause := time.Millisecond
 	for {
 		rows, err := l.drv.NoTx().LockRequestList(ctx, []driver.Ident{id})

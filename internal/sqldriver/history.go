@@ -44,7 +44,7 @@ func (t *Tx) atomic(ctx context.Context, fn func(*Tx) error) error {
 
 // moveMarked copies the message marked with state to the history and
 // deletes it.
-func (t *Tx) moveMarked(ctx context.Context, id int64, state string) error {
+func (t *Tx) moveMarked(ctx context.Context, id int64, state driver.MessageState) error {
 	if t.db.D.FinishMoves {
 		return nil // the mark moved it
 	}
@@ -58,7 +58,7 @@ func (t *Tx) moveMarked(ctx context.Context, id int64, state string) error {
 }
 
 // MessageFinish implements driver.QueueTx.
-func (t *Tx) MessageFinish(ctx context.Context, c driver.Claim, state string, e *driver.AttemptError) (bool, error) {
+func (t *Tx) MessageFinish(ctx context.Context, c driver.Claim, state driver.MessageState, e *driver.AttemptError) (bool, error) {
 	var text, doc any
 	if e != nil {
 		b, err := json.Marshal(e)
@@ -109,8 +109,8 @@ func (t *Tx) MessageFinishMany(ctx context.Context, sessionID string, claims []d
 }
 
 // MessageCancel implements driver.QueueTx.
-func (t *Tx) MessageCancel(ctx context.Context, id int64) (string, error) {
-	var state string
+func (t *Tx) MessageCancel(ctx context.Context, id int64) (driver.MessageState, error) {
+	var state driver.MessageState
 	err := t.atomic(ctx, func(t *Tx) error {
 		moved, err := affected(t.exec(ctx, "message_mark_waiting", driver.MessageCancelled, id))
 		if err != nil {
@@ -171,7 +171,7 @@ func scanFinished(sc Scanner) (driver.Message, error) {
 }
 
 // HistoryList implements driver.QueueTx.
-func (t *Tx) HistoryList(ctx context.Context, queue, state, kind string, before int64, limit int) ([]driver.Message, error) {
+func (t *Tx) HistoryList(ctx context.Context, queue string, state driver.MessageState, kind string, before int64, limit int) ([]driver.Message, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -180,7 +180,7 @@ func (t *Tx) HistoryList(ctx context.Context, queue, state, kind string, before 
 }
 
 // HistoryPrune implements driver.QueueTx.
-func (t *Tx) HistoryPrune(ctx context.Context, state string, age time.Duration, limit int) (int, error) {
+func (t *Tx) HistoryPrune(ctx context.Context, state driver.MessageState, age time.Duration, limit int) (int, error) {
 	res, err := t.exec(ctx, "finished_prune", state, us(age), limit)
 	if err != nil {
 		return 0, fmt.Errorf("finished_prune: %w", err)

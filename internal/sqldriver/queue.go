@@ -150,18 +150,18 @@ func (t *Tx) UniqueSet(ctx context.Context, queue, key string, id, expiresAt int
 }
 
 // MessageRetryNow implements driver.QueueTx.
-func (t *Tx) MessageRetryNow(ctx context.Context, queue string, id int64) (bool, string, error) {
+func (t *Tx) MessageRetryNow(ctx context.Context, queue string, id int64) (bool, driver.MessageState, error) {
 	return t.onWaiting(ctx, "message_retry_now", queue, id)
 }
 
 // MessageDeleteWaiting implements driver.QueueTx.
-func (t *Tx) MessageDeleteWaiting(ctx context.Context, queue string, id int64) (bool, string, error) {
+func (t *Tx) MessageDeleteWaiting(ctx context.Context, queue string, id int64) (bool, driver.MessageState, error) {
 	return t.onWaiting(ctx, "message_delete_waiting", queue, id)
 }
 
 // onWaiting runs a statement on one waiting message; when it changed
 // nothing, it says the message's state.
-func (t *Tx) onWaiting(ctx context.Context, name, queue string, id int64) (bool, string, error) {
+func (t *Tx) onWaiting(ctx context.Context, name, queue string, id int64) (bool, driver.MessageState, error) {
 	res, err := t.exec(ctx, name, id, queue)
 	if err != nil {
 		return false, "", fmt.Errorf("%s: %w", name, err)
@@ -169,7 +169,7 @@ func (t *Tx) onWaiting(ctx context.Context, name, queue string, id int64) (bool,
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
 		return n > 0, "", err
 	}
-	var state string
+	var state driver.MessageState
 	err = t.row(ctx, "message_state", id, queue).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, "", nil

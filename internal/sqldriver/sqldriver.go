@@ -450,7 +450,7 @@ func (t *Tx) LockRequestInsert(ctx context.Context, r driver.Request) (int64, er
 }
 
 // LockRequestSetStatus implements driver.Tx.
-func (t *Tx) LockRequestSetStatus(ctx context.Context, id int64, from, to string, token int64) (bool, error) {
+func (t *Tx) LockRequestSetStatus(ctx context.Context, id int64, from, to driver.RequestStatus, token int64) (bool, error) {
 	res, err := t.exec(ctx, "request_set_status", to, token, id, from)
 	if err != nil {
 		return false, err
@@ -616,7 +616,7 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 
 // ModeCounts is what one lock of mode adds to its identifier's counts of
 // granted readers and writers.
-func ModeCounts(mode string) (readers, writers int) {
+func ModeCounts(mode driver.LockMode) (readers, writers int) {
 	if mode == driver.ModeWrite {
 		return 0, 1
 	}
