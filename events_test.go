@@ -247,13 +247,10 @@ func TestEventsLateCommit(t *testing.T) {
 		if b.Name == "sqlite" {
 			t.Skip("SQLite has one writer at a time: transactions cannot interleave")
 		}
-		c, db, ctx := openQDB(t, b)
+		c, db, _ := openQDB(t, b)
 		createLanguages(t, b, db)
 		subscribe(t, c, baton.Subscription{Name: "bell", Table: "languages", Actions: []baton.Action{baton.Insert}})
-		early, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		early := begin(t, db)
 		if _, err := early.Exec(sqlFor(b, "INSERT INTO languages (language_id, name) VALUES (?, ?)"), 1, "early"); err != nil {
 			t.Fatal(err)
 		}
@@ -269,9 +266,7 @@ func TestEventsLateCommit(t *testing.T) {
 			t.Fatalf("first visible event is row %d, want 2", langID(t, e))
 		}
 		ack(t, s, ms...)
-		if err := early.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, early, true)
 		ms = claim(t, s, baton.EventQueue("bell"), o)
 		if len(ms) != 1 {
 			t.Fatal("the event that committed late was skipped")

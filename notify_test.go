@@ -118,10 +118,7 @@ func TestNotifyLateCommit(t *testing.T) {
 		db := batontest.SQLDB(t, dsn)
 		l := listen(t, c, "late")
 		ctx := ctxT(t)
-		early, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		early := begin(t, db)
 		if err := c.NotifyTx(ctx, early, "late", "first begun"); err != nil {
 			t.Fatal(err)
 		}
@@ -131,9 +128,7 @@ func TestNotifyLateCommit(t *testing.T) {
 		if n := next(t, l); n.Payload != "first committed" {
 			t.Fatalf("got %+v", n)
 		}
-		if err := early.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		endTx(t, early, true)
 		if n := next(t, l); n.Payload != "first begun" {
 			t.Fatalf("late commit: got %+v", n)
 		}
@@ -190,10 +185,7 @@ func notifyOrderAfterLateCommit(t *testing.T, dsn, senderDSN string) {
 			t.Fatal(err)
 		}
 	}
-	first, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := begin(t, db)
 	notifyTx(first, "a1")
 	if err := other.Notify(ctx, "order", "b1"); err != nil {
 		t.Fatal(err)
@@ -201,17 +193,10 @@ func notifyOrderAfterLateCommit(t *testing.T, dsn, senderDSN string) {
 	if n := next(t, l); n.Payload != "b1" {
 		t.Fatalf("got %+v", n)
 	}
-	if err := first.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	second, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	endTx(t, first, true)
+	second := begin(t, db)
 	notifyTx(second, "a2")
-	if err := second.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	endTx(t, second, true)
 	for _, want := range []string{"a1", "a2"} {
 		if n := next(t, l); n.Payload != want {
 			t.Fatalf("got %q, want %q: one sender's notifications out of commit order", n.Payload, want)
