@@ -327,9 +327,7 @@ func TestNetworkLoss(t *testing.T) {
 			t.Fatal("session loss never reported")
 		}
 		wantErr(t, s1.Err(), baton.ErrSessionLost)
-		if err := recv(t, got); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, got)
 		p.restore()
 		_, err = s1.Lock(ctxT(t), "net", baton.Write, 0, "z")
 		wantErr(t, err, baton.ErrSessionLost)

@@ -112,6 +112,14 @@ func recv(t *testing.T, ch chan error) error {
 	return await(t, ch, 15*time.Second, "lock call did not return")
 }
 
+// mustRecv is recv failing the test unless the call succeeded.
+func mustRecv(t *testing.T, ch chan error) {
+	t.Helper()
+	if err := recv(t, ch); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // await returns ch's answer; without one within d the test fails with
 // timedOut.
 func await(t *testing.T, ch <-chan error, d time.Duration, timedOut string) error {
@@ -254,9 +262,7 @@ func TestLockUpgrade(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 		release(t, s1, "ns")
-		if err := recv(t, w3); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, w3)
 	})
 }
 
@@ -327,9 +333,7 @@ func TestLockTimeouts(t *testing.T) {
 		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
 		waitPending(t, c, s2, 1)
 		release(t, s1, "ns")
-		if err := recv(t, ch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch)
 	})
 }
 
@@ -348,18 +352,14 @@ func TestLockFIFO(t *testing.T) {
 		// ...but not a session that already holds the lock.
 		mustLock(t, r1, "ns", baton.Read, "x")
 		release(t, r1, "ns")
-		if err := recv(t, wch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, wch)
 		select {
 		case <-r2ch:
 			t.Fatal("reader granted while the writer holds the lock")
 		case <-time.After(50 * time.Millisecond):
 		}
 		release(t, w, "ns")
-		if err := recv(t, r2ch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, r2ch)
 	})
 }
 
@@ -381,9 +381,7 @@ func TestLockDeadlockTwoSessions(t *testing.T) {
 			t.Fatalf("victim holds %+v, want b", h)
 		}
 		release(t, s2, "ns")
-		if err := recv(t, ch1); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch1)
 	})
 }
 
@@ -400,9 +398,7 @@ func TestLockDeadlockReadWaiterChosen(t *testing.T) {
 		ch2 := async(s2, "ns", baton.Write, baton.Forever, "a")
 		wantErr(t, recv(t, ch1), baton.ErrDeadlock)
 		release(t, s1, "ns")
-		if err := recv(t, ch2); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch2)
 	})
 }
 
@@ -424,13 +420,9 @@ func TestLockDeadlockThreeSessions(t *testing.T) {
 		}
 		// Nobody else was aborted: s2 gives up b, then everything drains.
 		release(t, s2, "ns")
-		if err := recv(t, ch1); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch1)
 		release(t, s1, "ns")
-		if err := recv(t, ch3); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch3)
 	})
 }
 
@@ -504,9 +496,7 @@ func TestLockMonitoring(t *testing.T) {
 			t.Fatalf("monitoring rows %+v: granted %v pending %v user %v", all, granted, pending, user)
 		}
 		_ = s1.Close(ctxT(t))
-		if err := recv(t, ch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch)
 	})
 }
 
@@ -587,9 +577,7 @@ func TestUserLockDeadlock(t *testing.T) {
 		}
 		wantErr(t, err, baton.ErrDeadlock)
 		_, _ = s2.ReleaseAllLocks(ctx)
-		if err := recv(t, ch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch)
 	})
 }
 
@@ -604,9 +592,7 @@ func TestSessionCloseReleasesEverything(t *testing.T) {
 		if err := s1.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
-		if err := recv(t, ch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch)
 		if ok, _ := s2.GetLock(ctxT(t), "u", 0); !ok {
 			t.Fatal("user lock survived Close")
 		}
@@ -629,9 +615,7 @@ func TestLocksAcrossClients(t *testing.T) {
 		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
 		waitPending(t, c2, s2, 1)
 		release(t, s1, "ns")
-		if err := recv(t, ch); err != nil {
-			t.Fatal(err)
-		}
+		mustRecv(t, ch)
 	})
 }
 

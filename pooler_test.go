@@ -131,9 +131,7 @@ func TestPoolerWithoutListenDSN(t *testing.T) {
 	if _, err := s1.Release(ctxT(t), "pool"); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, got); err != nil {
-		t.Fatal(err)
-	}
+	mustRecv(t, got)
 	// Queues too: a waiting claim gets a message enqueued later.
 	ch := make(chan error, 1)
 	go func() {
@@ -146,9 +144,7 @@ func TestPoolerWithoutListenDSN(t *testing.T) {
 	if _, err := c2.Enqueue(ctxT(t), "pq", []byte("hi")); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, ch); err != nil {
-		t.Fatal(err)
-	}
+	mustRecv(t, ch)
 }
 
 // TestPoolerRefusesSearchPath: a search_path through a transaction pooler
