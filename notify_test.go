@@ -84,10 +84,8 @@ func TestNotifyReachesEveryListener(t *testing.T) {
 
 func TestNotifyTxCommitAndRollback(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := open(t, b)
-		db := batontest.SQLDB(t, dsn)
+		c, db, ctx := openQDB(t, b)
 		l := listen(t, c, "orders")
-		ctx := ctxT(t)
 		tx := begin(t, db)
 		if err := c.NotifyTx(ctx, tx, "orders", "rolled back"); err != nil {
 			t.Fatal(err)
@@ -114,10 +112,8 @@ func TestNotifyLateCommit(t *testing.T) {
 		if b.Name == "sqlite" {
 			t.Skip("SQLite has one writer at a time: transactions cannot interleave")
 		}
-		c, dsn := open(t, b)
-		db := batontest.SQLDB(t, dsn)
+		c, db, ctx := openQDB(t, b)
 		l := listen(t, c, "late")
-		ctx := ctxT(t)
 		early := begin(t, db)
 		if err := c.NotifyTx(ctx, early, "late", "first begun"); err != nil {
 			t.Fatal(err)
