@@ -379,28 +379,21 @@ func TestOrphanedRequestSwept(t *testing.T) {
 		// short that a busy machine loses the session first.
 		c := openDSN(t, dsn, baton.Options{Lease: 2 * time.Second})
 		ctx := ctxT(t)
-		tx, err := batontest.Driver(t, dsn).Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := driver.Ident{Kind: driver.KindService, NS: "orphan", Name: "x"}
-		st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
-		if err == nil {
-			_, err = tx.LockRequestInsert(ctx, driver.Request{SessionID: "ghost", ClientID: "ghost", Ident: id,
-				Mode: driver.ModeWrite, Status: driver.StatusGranted, Token: st[0].Fence + 1})
-		}
-		if err == nil {
-			st[0].Fence, st[0].Writers = st[0].Fence+1, 1
-			err = tx.LockIdentUpdate(ctx, st[0])
-		}
-		if err == nil {
-			err = tx.Commit()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		batontest.DriverTx(t, batontest.Driver(t, dsn), func(ctx context.Context, tx driver.Tx) error {
+			id := driver.Ident{Kind: driver.KindService, NS: "orphan", Name: "x"}
+			st, err := tx.LockIdentLock(ctx, []driver.Ident{id})
+			if err == nil {
+				_, err = tx.LockRequestInsert(ctx, driver.Request{SessionID: "ghost", ClientID: "ghost", Ident: id,
+					Mode: driver.ModeWrite, Status: driver.StatusGranted, Token: st[0].Fence + 1})
+			}
+			if err == nil {
+				st[0].Fence, st[0].Writers = st[0].Fence+1, 1
+				err = tx.LockIdentUpdate(ctx, st[0])
+			}
+			return err
+		})
 		s := session(t, c)
-		_, err = s.Lock(ctx, "orphan", baton.Write, 0, "x")
+		_, err := s.Lock(ctx, "orphan", baton.Write, 0, "x")
 		wantErr(t, err, baton.ErrTimeout)
 		if _, err := s.Lock(ctx, "orphan", baton.Write, 20*time.Second, "x"); err != nil {
 			t.Fatalf("orphan never swept: %v", err)

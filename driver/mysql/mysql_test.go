@@ -150,34 +150,20 @@ func openDriver(t *testing.T, dsn string) *Driver {
 
 func TestMigrateConcurrently(t *testing.T) {
 	dsn := newDSN(t)
-	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	for i := 0; i < 6; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			d, err := Open(ctx, dsn, "baton_")
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer d.Close()
-			st, err := d.Migrate(ctx)
-			if err == nil && (len(st) == 0 || !st[0].Applied) {
-				t.Errorf("status after migrate: %+v", st)
-			}
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	batontest.Concurrently(t, 6, func(int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		d, err := Open(ctx, dsn, "baton_")
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-	}
+		defer d.Close()
+		st, err := d.Migrate(ctx)
+		if err == nil && (len(st) == 0 || !st[0].Applied) {
+			t.Errorf("status after migrate: %+v", st)
+		}
+		return err
+	})
 	d := openDriver(t, dsn)
 	var n int
 	want, err := sqldriver.LoadMigrations(migrations, "migrations", "baton_")
@@ -296,17 +282,9 @@ func (w *wakeCounter) quiet() int64 {
 // wakeFrom wakes clients from a transaction of d.
 func wakeFrom(t *testing.T, d *Driver, clientIDs ...string) {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := d.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.WakeClients(ctx, clientIDs); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	batontest.DriverTx(t, d, func(ctx context.Context, tx driver.Tx) error {
+		return tx.WakeClients(ctx, clientIDs)
+	})
 }
 
 // remoteListener starts d's listener of clientID as if it lived in

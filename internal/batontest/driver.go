@@ -21,20 +21,30 @@ func Driver(t testing.TB, dsn string) driver.Driver {
 	return d
 }
 
-// ReapSession deletes session id from the database a DSN names, as a
-// reaper in another process does with a session whose lease ran out.
-func ReapSession(t testing.TB, dsn, id string) {
+// DriverTx runs f in a transaction of d and commits it; an error fails the
+// test (and rolls back).
+func DriverTx(t testing.TB, d driver.Driver, f func(ctx context.Context, tx driver.Tx) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tx, err := Driver(t, dsn).Begin(ctx)
+	tx, err := d.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.SessionDelete(ctx, id); err != nil {
+	if err := f(ctx, tx); err != nil {
+		_ = tx.Rollback()
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ReapSession deletes session id from the database a DSN names, as a
+// reaper in another process does with a session whose lease ran out.
+func ReapSession(t testing.TB, dsn, id string) {
+	t.Helper()
+	DriverTx(t, Driver(t, dsn), func(ctx context.Context, tx driver.Tx) error {
+		return tx.SessionDelete(ctx, id)
+	})
 }
