@@ -88,6 +88,9 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	}
 	s, err := c.NewSession(ctx, SessionOptions{Name: opts.Name})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it began: a graceful stop too
+		}
 		return err
 	}
 	for {
