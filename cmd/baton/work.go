@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -340,7 +339,15 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 	default:
 	}
 	child, tail := messageCommand(m, path, command)
-	if err := child.Start(); err != nil {
+	stdin, done, err := payloadInput(m.Payload)
+	if err != nil {
+		return fmt.Errorf("cannot pass the payload to %s: %v", command[0], err)
+	}
+	defer done()
+	child.Stdin = stdin
+	err = child.Start()
+	stdin.Close() // CMD has its own
+	if err != nil {
 		return fmt.Errorf("cannot run %s: %v", command[0], err)
 	}
 	killed, werr := waitOrKill(ctx, force, child)
@@ -350,13 +357,59 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 	return exitErr(command[0], childStatus(werr), tail)
 }
 
-// messageCommand prepares CMD for a message: the payload on its standard
-// input, the message in its environment, standard error passed through and
+// pipeHolds is the largest payload passed through a pipe: every system's
+// pipe buffer holds at least this much, so it is written before CMD starts.
+const pipeHolds = 4096
+
+// payloadInput is CMD's standard input: the whole payload, written before
+// CMD starts and ended, so that CMD never reads a cut-off payload, not even
+// when baton is killed as it starts CMD (a pipe baton fed as CMD ran would
+// end early, and CMD, in a process group of its own, could act on the
+// short payload before it died with baton). A payload of up to pipeHolds
+// bytes waits in a pipe whose writing end is closed, a larger one in an
+// unlinked temporary file. done removes the file where it could not be
+// unlinked while open (Windows).
+func payloadInput(payload []byte) (stdin *os.File, done func(), err error) {
+	if len(payload) <= pipeHolds {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		_, err = w.Write(payload)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			r.Close()
+			return nil, nil, err
+		}
+		return r, func() {}, nil
+	}
+	f, err := os.CreateTemp("", "baton-payload-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func() {}
+	if os.Remove(f.Name()) != nil {
+		done = func() { _ = os.Remove(f.Name()) }
+	}
+	if _, err = f.Write(payload); err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		done()
+		return nil, nil, err
+	}
+	return f, done, nil
+}
+
+// messageCommand prepares CMD for a message (its standard input is
+// payloadInput's): the message in its environment, standard error passed through and
 // its end kept in tail; in a process group of its own that dies with baton.
 func messageCommand(m *baton.Message, path string, command []string) (*exec.Cmd, *tailWriter) {
 	child := exec.Command(path, command[1:]...)
 	child.Args[0] = command[0]
-	child.Stdin = bytes.NewReader(m.Payload)
 	child.Stdout = os.Stdout
 	tail := &tailWriter{}
 	child.Stderr = io.MultiWriter(os.Stderr, tail)
