@@ -56,10 +56,8 @@ type Message struct {
 	Due      bool // run_at has come (waiting messages)
 }
 
-// Before reports whether a is served before b: lower priority value first,
+// compare orders messages as they are served: lower priority value first,
 // then earlier OrderAt, then lower id.
-func Before(a, b Message) bool { return compare(a, b) < 0 }
-
 func compare(a, b Message) int {
 	return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.OrderAt.Compare(b.OrderAt), cmp.Compare(a.ID, b.ID))
 }
