@@ -12,22 +12,22 @@ var (
 	// longer than 64 bytes (locking service) or not valid UTF-8 of at most
 	// 64 characters (user-level locks). The call takes nothing. It is
 	// MySQL's ER_LOCKING_SERVICE_WRONG_NAME / ER_USER_LOCK_WRONG_NAME.
-	ErrWrongName = errs.WrongName
+	ErrWrongName = errs.ErrWrongName
 	// ErrTimeout is returned when locks could not be taken before the
 	// call's timeout. The call takes nothing.
-	ErrTimeout = errs.Timeout
+	ErrTimeout = errs.ErrTimeout
 	// ErrDeadlock is returned to the request chosen as the victim of a
 	// deadlock. The call takes nothing; locks taken by earlier calls are
 	// kept.
-	ErrDeadlock = errs.Deadlock
+	ErrDeadlock = errs.ErrDeadlock
 	// ErrSessionLost is returned by every call on a session whose lease
 	// could not be kept: its locks may already belong to others.
-	ErrSessionLost = errs.SessionLost
+	ErrSessionLost = errs.ErrSessionLost
 	// ErrClosed is returned by calls on a closed session or client.
-	ErrClosed = errs.Closed
+	ErrClosed = errs.ErrClosed
 	// ErrInvalid is returned for a bad argument: a channel name, a
 	// payload, an option. Nothing was done.
-	ErrInvalid = errs.Invalid
+	ErrInvalid = errs.ErrInvalid
 	// ErrNoSchema is returned by Open (and Migrate) when the PostgreSQL
 	// schema the DSN's search_path names does not exist; `baton migrate`
 	// creates it.

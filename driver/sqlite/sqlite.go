@@ -304,7 +304,7 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 // Listen implements driver.Driver: in-process wake-ups through the hub, and
 // a data_version check on a connection of its own for other processes'
 // commits.
-func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
+func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error) {
 	clientID := p.ClientID
 	wake := func() { p.Wake(nil) }
 	st := &listenState{poke: make(chan struct{}, 1), pump: sqldriver.StartPump(d.DB, p.Notify)}

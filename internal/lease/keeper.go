@@ -87,7 +87,7 @@ func (k *Keeper) Begin(ctx context.Context, id, name string) (*Session, error) {
 	k.mu.Lock()
 	if k.closed {
 		k.mu.Unlock()
-		return nil, errs.Closed
+		return nil, errs.ErrClosed
 	}
 	k.sessions[id] = s
 	k.mu.Unlock()
@@ -235,7 +235,7 @@ func (k *Keeper) checkLost(ctx context.Context, ss []*Session, start time.Time) 
 			s.Renewed(start)
 			continue
 		}
-		s.Lose(fmt.Errorf("%w: its lease expired and another process freed its locks", errs.SessionLost))
+		s.Lose(fmt.Errorf("%w: its lease expired and another process freed its locks", errs.ErrSessionLost))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (s *Session) expire() {
 		return
 	}
 	s.mu.Unlock()
-	s.Lose(fmt.Errorf("%w: no lease renewal succeeded in time (the database could free its locks %v after the last one)", errs.SessionLost, s.keeper.lease))
+	s.Lose(fmt.Errorf("%w: no lease renewal succeeded in time (the database could free its locks %v after the last one)", errs.ErrSessionLost, s.keeper.lease))
 }
 
 // live reports whether the session is neither ended nor past its local
@@ -149,9 +149,9 @@ func (s *Session) Lose(err error) {
 	}
 }
 
-// Lost ends the session as lost, saying why (it wraps errs.SessionLost),
+// Lost ends the session as lost, saying why (it wraps errs.ErrSessionLost),
 // and returns its error: the first reason it was ended with.
 func (s *Session) Lost(format string, a ...any) error {
-	s.Lose(fmt.Errorf("%w: "+format, append([]any{errs.SessionLost}, a...)...))
+	s.Lose(fmt.Errorf("%w: "+format, append([]any{errs.ErrSessionLost}, a...)...))
 	return s.Err()
 }

@@ -37,7 +37,7 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 		ns = ids[0].NS
 	}
 	l.cfg.Observer.LockWaited(ns, time.Since(began), err == nil)
-	if errors.Is(err, errs.Deadlock) {
+	if errors.Is(err, errs.ErrDeadlock) {
 		l.cfg.Observer.Deadlock()
 	}
 	return rs, err
@@ -47,7 +47,7 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 	tryOnce := timeout == 0
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errs.Timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errs.ErrTimeout)
 		defer cancel()
 	}
 	if err := l.awaitLockable(ctx, s, tryOnce); err != nil {
@@ -103,7 +103,7 @@ func (l *Service) awaitLockable(ctx context.Context, s *lease.Session, tryOnce b
 		return nil
 	}
 	if tryOnce {
-		return fmt.Errorf("%w: a database server crash emptied the lock state; locks are granted again in %v, once the longest lease in use has passed", errs.Timeout, wait.Round(time.Millisecond))
+		return fmt.Errorf("%w: a database server crash emptied the lock state; locks are granted again in %v, once the longest lease in use has passed", errs.ErrTimeout, wait.Round(time.Millisecond))
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -222,14 +222,14 @@ func (l *Service) requestOne(ctx context.Context, rq driver.Requester, p driver.
 	case errors.Is(err, driver.ErrNoSession):
 		return req, errSessionGone
 	case errors.Is(err, driver.ErrWouldWait):
-		return req, errs.Timeout
+		return req, errs.ErrTimeout
 	}
 	return req, err
 }
 
 // request is the slow path: under the identifier's row lock, grant req
 // (status and token set) or queue it, and store it with the identifier's
-// counts. With tryOnce a request that would wait is errs.Timeout instead.
+// counts. With tryOnce a request that would wait is errs.ErrTimeout instead.
 func (l *Service) request(ctx context.Context, tx driver.Tx, req *driver.Request, tryOnce bool) error {
 	st, err := tx.LockIdentLock(ctx, []driver.Ident{req.Ident})
 	if err != nil {
@@ -253,7 +253,7 @@ func (l *Service) request(ctx context.Context, tx driver.Tx, req *driver.Request
 		state.Fence++
 		req.Token = state.Fence
 	} else if tryOnce {
-		return errs.Timeout
+		return errs.ErrTimeout
 	}
 	if req.ID, err = tx.LockRequestInsert(ctx, *req); err != nil {
 		return err
@@ -285,7 +285,7 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 	// status check on another connection must find it); a grant that came
 	// in between is caught by the check this wake runs.
 	if err := l.cfg.Listening(ctx); err != nil {
-		if errors.Is(err, errs.Closed) || ctx.Err() != nil {
+		if errors.Is(err, errs.ErrClosed) || ctx.Err() != nil {
 			return driver.Request{}, failure(ctx, s, err)
 		}
 		// The listener could not start (the database may be away): wait
@@ -317,7 +317,7 @@ func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
 		r.Ident, r.Mode, r.SessionID = req.Ident, req.Mode, s.ID() // a hint carries only id and token
 		return r, nil
 	case driver.StatusDeadlock:
-		return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", errs.Deadlock, ModeWord(req.Mode), Describe(req.Ident))
+		return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", errs.ErrDeadlock, ModeWord(req.Mode), Describe(req.Ident))
 	}
 	if err := s.Check(); err != nil {
 		return driver.Request{}, err
@@ -329,8 +329,8 @@ func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
 // failure maps an error during acquisition to what the caller sees.
 func failure(ctx context.Context, s *lease.Session, err error) error {
 	SettleDeadline(ctx)
-	if errors.Is(err, errs.Timeout) || errors.Is(context.Cause(ctx), errs.Timeout) {
-		return fmt.Errorf("%w", errs.Timeout)
+	if errors.Is(err, errs.ErrTimeout) || errors.Is(context.Cause(ctx), errs.ErrTimeout) {
+		return fmt.Errorf("%w", errs.ErrTimeout)
 	}
 	if serr := s.Check(); serr != nil {
 		return serr
@@ -360,6 +360,6 @@ func (l *Service) undoCall(s *lease.Session, call int64) {
 		return l.RemoveRequests(ctx, tx, rs)
 	})
 	if err != nil {
-		s.Lose(fmt.Errorf("%w: a failed lock call could not be withdrawn: %v", errs.SessionLost, err))
+		s.Lose(fmt.Errorf("%w: a failed lock call could not be withdrawn: %v", errs.ErrSessionLost, err))
 	}
 }

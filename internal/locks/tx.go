@@ -17,12 +17,12 @@ import (
 func (l *Service) LockTx(ctx context.Context, ct driver.CallerTx, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) error {
 	tl, ok := l.drv.(driver.TxLocker)
 	if !ok {
-		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", errs.Invalid, l.drv.Name())
+		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", errs.ErrInvalid, l.drv.Name())
 	}
 	tryOnce := timeout == 0
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errs.Timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errs.ErrTimeout)
 		defer cancel()
 	}
 	// Several names: a savepoint gives back the earlier names' gates when
@@ -179,13 +179,13 @@ func gateWait(ctx context.Context, tryOnce bool) (time.Duration, context.Context
 func gateFailure(err error, id driver.Ident, mode driver.LockMode, tryOnce bool) error {
 	switch {
 	case errors.Is(err, driver.ErrGateBusy), errors.Is(err, driver.ErrGateSession) && tryOnce:
-		return errs.Timeout
+		return errs.ErrTimeout
 	case errors.Is(err, driver.ErrGateSession):
 		// No session can release while the transaction holds the
 		// database's write lock, so there is no waiting for one.
-		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", errs.Deadlock, ModeWord(mode), Describe(id))
+		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", errs.ErrDeadlock, ModeWord(mode), Describe(id))
 	case errors.Is(err, driver.ErrGateDeadlock):
-		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", errs.Deadlock, ModeWord(mode), Describe(id))
+		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", errs.ErrDeadlock, ModeWord(mode), Describe(id))
 	}
 	return err
 }
@@ -221,7 +221,7 @@ func (l *Service) awaitTxFree(ctx context.Context, id driver.Ident, mode driver.
 			return nil
 		}
 		if tryOnce {
-			return errs.Timeout
+			return errs.ErrTimeout
 		}
 		if !patience.IsZero() && !time.Now().Before(patience) {
 			return errImpatient
@@ -241,9 +241,9 @@ func (l *Service) awaitTxFree(ctx context.Context, id driver.Ident, mode driver.
 func txLockFailure(ctx context.Context, err error) error {
 	SettleDeadline(ctx)
 	switch {
-	case errors.Is(err, errs.Timeout) || errors.Is(context.Cause(ctx), errs.Timeout):
-		return fmt.Errorf("%w", errs.Timeout)
-	case errors.Is(err, errs.Deadlock):
+	case errors.Is(err, errs.ErrTimeout) || errors.Is(context.Cause(ctx), errs.ErrTimeout):
+		return fmt.Errorf("%w", errs.ErrTimeout)
+	case errors.Is(err, errs.ErrDeadlock):
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
