@@ -80,7 +80,8 @@ func holdForever(dsn string) {
 		// A waiting request too (on a lock the parent holds), and a
 		// claimed message.
 		go func() { _, _ = s.Lock(ctx, "crash", baton.Write, baton.Forever, name) }()
-		if _, err := c.Enqueue(ctx, "crashq", []byte("m")); err == nil {
+		_, err := c.Enqueue(ctx, "crashq", []byte("m"))
+		if err == nil {
 			_, err = s.Claim(ctx, "crashq", baton.ClaimOptions{})
 		}
 		childMust(err)

@@ -72,7 +72,7 @@ func TestWorkKillStorm(t *testing.T) {
 			_ = running[i].Wait()
 			running[i] = start()
 		}
-		handled := map[string]int{}
+		var handled map[string]int
 		var starts map[string][]time.Time
 		deadline := time.Now().Add(60 * time.Second)
 		for {
