@@ -833,3 +833,21 @@ func TestPauseQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkStoppedBeforeItBegan: a worker whose context has ended before
+// its session started stops gracefully (nil, as any other stop) and leaves
+// no session behind.
+func TestWorkStoppedBeforeItBegan(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx, cancel := context.WithCancel(ctxT(t))
+		cancel()
+		err := c.Work(ctx, "early", func(context.Context, *baton.Message) error { return nil }, baton.WorkerOptions{})
+		if err != nil {
+			t.Fatalf("Work with an ended context: %v, want nil", err)
+		}
+		if ss, err := c.Sessions(ctxT(t)); err != nil || len(ss) != 0 {
+			t.Fatalf("sessions after the stop: %v %v, want none", ss, err)
+		}
+	})
+}
