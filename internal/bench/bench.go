@@ -148,31 +148,41 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	defer sc.drop()
 
 	r := &runner{cfg: cfg, sc: sc}
+	var names []string
+	for _, name := range Cases {
+		if (len(cfg.Only) == 0 || slices.Contains(cfg.Only, name)) && r.caseFunc(name) != nil {
+			names = append(names, name)
+		}
+	}
+	return runCases(ctx, cfg.Backend, names, cfg.Progress, func(name string) ([]Record, error) {
+		rec, err := r.caseFunc(name)(ctx)
+		if rec == nil {
+			return nil, err
+		}
+		return []Record{*rec}, err
+	})
+}
+
+// runCases runs the named cases in order until ctx ends, telling progress
+// (when set) which one runs; a case's failure is recorded and the next
+// case runs.
+func runCases(ctx context.Context, backend string, names []string, progress func(string), run func(name string) ([]Record, error)) ([]Record, error) {
 	var out []Record
 	var errs []error
-	for _, name := range Cases {
-		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, name) {
-			continue
-		}
-		fn := r.caseFunc(name)
-		if fn == nil {
-			continue
-		}
+	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			if len(errs) == 0 {
 				errs = append(errs, err)
 			}
 			break
 		}
-		if cfg.Progress != nil {
-			cfg.Progress(name)
+		if progress != nil {
+			progress(name)
 		}
-		rec, err := fn(ctx)
-		if rec != nil {
-			out = append(out, *rec)
-		}
+		recs, err := run(name)
+		out = append(out, recs...)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s on %s: %w", name, cfg.Backend, err))
+			errs = append(errs, fmt.Errorf("%s on %s: %w", name, backend, err))
 		}
 	}
 	return out, errors.Join(errs...)

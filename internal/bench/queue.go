@@ -98,29 +98,10 @@ func RunQueue(ctx context.Context, cfg QueueConfig) ([]Record, error) {
 		return nil, err
 	}
 	want := func(name string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, name) }
-	var out []Record
-	var errs []error
-	for _, name := range cfg.toRun(want) {
-		if err := ctx.Err(); err != nil {
-			if len(errs) == 0 {
-				errs = append(errs, err)
-			}
-			break
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(name)
-		}
+	return runCases(ctx, cfg.Backend, cfg.toRun(want), cfg.Progress, func(name string) ([]Record, error) {
 		recs, err := runQueueCase(ctx, cfg, name)
-		for _, r := range recs {
-			if want(r.Name) {
-				out = append(out, r)
-			}
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s on %s: %w", name, cfg.Backend, err))
-		}
-	}
-	return out, errors.Join(errs...)
+		return slices.DeleteFunc(recs, func(r Record) bool { return !want(r.Name) }), err
+	})
 }
 
 // fill checks the configuration and sets its defaults.
