@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,6 +35,65 @@ func BenchmarkLockPair(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
 		})
 	}
+}
+
+// BenchmarkHandoff measures the hand-off of a write lock between two
+// clients of one process: from the holder's Release to the waiter's Lock
+// returning, the waiter queued a millisecond before (ns/op is that span;
+// p50-µs its median), once per backend. `baton bench locks` has the same
+// case beside the native lock, over fewer rounds.
+//
+//	go test -run '^$' -bench Handoff -benchtime 1500x .
+func BenchmarkHandoff(b *testing.B) {
+	for _, be := range batontest.All() {
+		b.Run(be.Label, func(b *testing.B) {
+			ctx, c1, dsn := benchClientDSN(b, be)
+			c2, err := baton.Open(ctx, dsn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = c2.Close() })
+			s1, err1 := c1.NewSession(ctx)
+			s2, err2 := c2.NewSession(ctx)
+			if err1 != nil || err2 != nil {
+				b.Fatal(err1, err2)
+			}
+			var spans []time.Duration
+			for b.Loop() {
+				spans = append(spans, handoff(ctx, b, s1, s2))
+			}
+			slices.Sort(spans)
+			b.ReportMetric(float64(spans[len(spans)/2].Microseconds()), "p50-µs")
+		})
+	}
+}
+
+// handoff is one round of BenchmarkHandoff; only the hand-off is timed.
+func handoff(ctx context.Context, b *testing.B, holder, waiter *baton.Session) time.Duration {
+	b.StopTimer()
+	if _, err := holder.Lock(ctx, "bench", baton.Write, 0, "h"); err != nil {
+		b.Fatalf("holder: %v", err)
+	}
+	granted := make(chan time.Time, 1)
+	go func() {
+		if _, err := waiter.Lock(ctx, "bench", baton.Write, baton.Forever, "h"); err != nil {
+			b.Errorf("waiter: %v", err)
+		}
+		granted <- time.Now()
+	}()
+	time.Sleep(time.Millisecond) // the waiter queues
+	b.StartTimer()
+	start := time.Now()
+	if _, err := holder.Release(ctx, "bench"); err != nil {
+		b.Fatalf("release: %v", err)
+	}
+	end := <-granted
+	b.StopTimer()
+	if _, err := waiter.Release(ctx, "bench"); err != nil {
+		b.Fatalf("waiter release: %v", err)
+	}
+	b.StartTimer()
+	return end.Sub(start)
 }
 
 // BenchmarkEnqueueMany measures EnqueueMany of batches of 1,000 messages
