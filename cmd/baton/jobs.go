@@ -194,9 +194,13 @@ func messageFields(m baton.MessageInfo) [][2]string {
 		{"key", orDash(m.Key)},
 		{"created", m.CreatedAt.Format(time.RFC3339)},
 	}
-	for k, t := range map[string]time.Time{"run at": m.RunAt, "claimed until": m.ClaimedUntil, "finished": m.FinishedAt} {
-		if !t.IsZero() {
-			fields = append(fields, [2]string{k, t.Format(time.RFC3339)})
+	// In a message's life order (a map's order would change between runs).
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"run at", m.RunAt}, {"claimed until", m.ClaimedUntil}, {"finished", m.FinishedAt}} {
+		if !f.t.IsZero() {
+			fields = append(fields, [2]string{f.name, f.t.Format(time.RFC3339)})
 		}
 	}
 	if m.ClaimedBy != "" {

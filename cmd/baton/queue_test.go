@@ -707,3 +707,21 @@ func TestDrainRescuesKilledWorker(t *testing.T) {
 		}
 	})
 }
+
+// TestMessageFieldsOrder: baton queue get shows a message's times in the
+// order of its life, the same on every run.
+func TestMessageFieldsOrder(t *testing.T) {
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	m := baton.MessageInfo{ID: 7, Queue: "q", RunAt: at, ClaimedUntil: at.Add(time.Minute), FinishedAt: at.Add(time.Hour)}
+	for range 20 {
+		var names []string
+		for _, f := range messageFields(m) {
+			if strings.Contains(f[0], " ") || f[0] == "finished" {
+				names = append(names, f[0])
+			}
+		}
+		if want := []string{"run at", "claimed until", "finished"}; !slices.Equal(names, want) {
+			t.Fatalf("times shown as %v, want %v", names, want)
+		}
+	}
+}
