@@ -425,11 +425,7 @@ func (c *Client) Close() error {
 	c.logErr("flush throughput counts", c.mq.FlushThroughput(ctx))
 	var errs []error
 	for _, s := range c.leases.Close() {
-		if s.End(ErrClosed) {
-			if err := c.endSession(ctx, s.ID()); err != nil {
-				errs = append(errs, fmt.Errorf("baton: close session: %w", err))
-			}
-		}
+		errs = append(errs, c.closeSession(ctx, s))
 	}
 	close(c.quit)
 	c.upkeep.Stop()
@@ -549,6 +545,18 @@ func (c *Client) rescue(ctx context.Context) bool {
 	m, err := c.mq.RecoverStale(ctx)
 	c.logErr("recover stale claims", err)
 	return n+m > 0
+}
+
+// closeSession ends a live session and deletes it at once, releasing what
+// it holds (Session.Close, Client.Close); an ended one is left as it is.
+func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
+	if !s.End(ErrClosed) {
+		return nil
+	}
+	if err := c.endSession(ctx, s.ID()); err != nil {
+		return fmt.Errorf("baton: close session: %w", err)
+	}
+	return nil
 }
 
 // endSession deletes a session and every request it has, granting what that

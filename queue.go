@@ -18,7 +18,6 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/eventjson"
-	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
 )
@@ -551,7 +550,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	for {
 		rows, dueIn, err := c.mq.Claim(ctx, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
 		if err != nil {
-			locks.SettleDeadline(ctx)
+			txn.SettleDeadline(ctx)
 			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
 		}
 		if len(rows) > 0 {

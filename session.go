@@ -19,10 +19,9 @@ import (
 // Programs that must never act without the lock select on Done, or check a
 // lock's fencing token at the resource.
 type Session struct {
-	c    *Client
-	id   string
-	ls   *lease.Session // its lease and life
-	name string
+	c  *Client
+	id string
+	ls *lease.Session // its lease and life
 }
 
 // SessionOptions configure a new session.
@@ -44,7 +43,7 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	if err != nil {
 		return nil, err
 	}
-	return &Session{c: c, id: ls.ID(), ls: ls, name: o.Name}, nil
+	return &Session{c: c, id: ls.ID(), ls: ls}, nil
 }
 
 // ID returns the session's id, as shown in monitoring and by IsUsedLock.
@@ -58,15 +57,7 @@ func (s *Session) Done() <-chan struct{} { return s.ls.Done() }
 func (s *Session) Err() error { return s.ls.Err() }
 
 // Close ends the session and releases every lock it holds, at once.
-func (s *Session) Close(ctx context.Context) error {
-	if !s.ls.End(ErrClosed) {
-		return nil
-	}
-	if err := s.c.endSession(ctx, s.id); err != nil {
-		return fmt.Errorf("baton: close session: %w", err)
-	}
-	return nil
-}
+func (s *Session) Close(ctx context.Context) error { return s.c.closeSession(ctx, s.ls) }
 
 // SessionInfo is one session of any process, as monitoring shows it.
 type SessionInfo struct {

@@ -68,10 +68,10 @@ func Margin(lease, heartbeat time.Duration) time.Duration {
 	return min(lease/5, (lease-heartbeat)/2)
 }
 
-// Host, HostID and PID identify this process in session rows.
-func (k *Keeper) Host() string   { return k.host }
-func (k *Keeper) HostID() string { return k.hostID }
-func (k *Keeper) PID() int       { return k.pid }
+// Host and PID identify this process in session rows (with its host
+// identity, which only the keeper uses).
+func (k *Keeper) Host() string { return k.host }
+func (k *Keeper) PID() int     { return k.pid }
 
 // LostCount is how many sessions the keeper has reported lost, ever.
 func (k *Keeper) LostCount() int64 { return k.lostCount.Load() }

@@ -12,6 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/lockcore"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // errSessionGone: the session's row is not in the database.
@@ -317,7 +318,7 @@ func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
 		r.Ident, r.Mode, r.SessionID = req.Ident, req.Mode, s.ID() // a hint carries only id and token
 		return r, nil
 	case driver.StatusDeadlock:
-		return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", errs.ErrDeadlock, ModeWord(req.Mode), Describe(req.Ident))
+		return driver.Request{}, fmt.Errorf("%w: %s lock on %s was chosen as the victim", errs.ErrDeadlock, modeWord(req.Mode), describe(req.Ident))
 	}
 	if err := s.Check(); err != nil {
 		return driver.Request{}, err
@@ -328,7 +329,7 @@ func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
 
 // failure maps an error during acquisition to what the caller sees.
 func failure(ctx context.Context, s *lease.Session, err error) error {
-	SettleDeadline(ctx)
+	txn.SettleDeadline(ctx)
 	if errors.Is(err, errs.ErrTimeout) || errors.Is(context.Cause(ctx), errs.ErrTimeout) {
 		return fmt.Errorf("%w", errs.ErrTimeout)
 	}

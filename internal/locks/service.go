@@ -128,29 +128,18 @@ func randomInt63() int64 {
 	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
 }
 
-// ModeWord names a lock mode in errors.
-func ModeWord(m driver.LockMode) string {
+// modeWord names a lock mode in errors.
+func modeWord(m driver.LockMode) string {
 	if m == driver.ModeWrite {
 		return "write"
 	}
 	return "read"
 }
 
-// Describe names an identifier in errors.
-func Describe(id driver.Ident) string {
+// describe names an identifier in errors.
+func describe(id driver.Ident) string {
 	if id.Kind == driver.KindUser {
 		return fmt.Sprintf("user lock %q", id.Name)
 	}
 	return fmt.Sprintf("%q in namespace %q", id.Name, id.NS)
-}
-
-// SettleDeadline waits for ctx to be done when its deadline has passed: a
-// statement (or a connection's dial) can fail on the deadline a moment
-// before the context's own timer marks it done, and the caller must see
-// the context's cause (ErrTimeout, ErrEmpty), not the network's "i/o
-// timeout".
-func SettleDeadline(ctx context.Context) {
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		<-ctx.Done()
-	}
 }

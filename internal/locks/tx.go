@@ -9,6 +9,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/lockcore"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // LockTx takes the identifiers (sorted, no name twice) in the caller's
@@ -183,9 +184,9 @@ func gateFailure(err error, id driver.Ident, mode driver.LockMode, tryOnce bool)
 	case errors.Is(err, driver.ErrGateSession):
 		// No session can release while the transaction holds the
 		// database's write lock, so there is no waiting for one.
-		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", errs.ErrDeadlock, ModeWord(mode), Describe(id))
+		return fmt.Errorf("%w: %s lock on %s in a transaction: a session holds it, and cannot release it while the transaction holds SQLite's write lock", errs.ErrDeadlock, modeWord(mode), describe(id))
 	case errors.Is(err, driver.ErrGateDeadlock):
-		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", errs.ErrDeadlock, ModeWord(mode), Describe(id))
+		return fmt.Errorf("%w: %s lock on %s in a transaction: the database found transactions waiting for each other", errs.ErrDeadlock, modeWord(mode), describe(id))
 	}
 	return err
 }
@@ -239,7 +240,7 @@ func (l *Service) awaitTxFree(ctx context.Context, id driver.Ident, mode driver.
 
 // txLockFailure maps a failure of LockTx to what the caller sees.
 func txLockFailure(ctx context.Context, err error) error {
-	SettleDeadline(ctx)
+	txn.SettleDeadline(ctx)
 	switch {
 	case errors.Is(err, errs.ErrTimeout) || errors.Is(context.Cause(ctx), errs.ErrTimeout):
 		return fmt.Errorf("%w", errs.ErrTimeout)
@@ -303,7 +304,7 @@ func (l *Service) pollGatedLoop(ctx context.Context, tl driver.TxLocker, id driv
 			err = l.regrantNow(ctx, []driver.Ident{id})
 		}
 		if err != nil && ctx.Err() == nil && !failing {
-			l.cfg.Logf("waiting on %s: %v (said once until it works again)", Describe(id), err)
+			l.cfg.Logf("waiting on %s: %v (said once until it works again)", describe(id), err)
 		}
 		failing = err != nil
 	}

@@ -1,7 +1,8 @@
-// Package txn is the engine's one transaction-retry helper: a statement or
-// transaction runs again while the database reports a transient conflict
-// (a serialization failure, a deadlock between its own statements, a busy
-// SQLite file).
+// Package txn runs the engine's statements: the one transaction-retry
+// helper (a statement or transaction runs again while the database reports
+// a transient conflict: a serialization failure, a deadlock between its
+// own statements, a busy SQLite file), and SettleDeadline, which makes a
+// statement cut off by its context's deadline report the context's cause.
 package txn
 
 import (
@@ -41,4 +42,15 @@ func InTx(ctx context.Context, d driver.Driver, fn func(tx driver.Tx) error) err
 		}
 		return tx.Commit()
 	})
+}
+
+// SettleDeadline waits for ctx to be done when its deadline has passed: a
+// statement (or a connection's dial) can fail on the deadline a moment
+// before the context's own timer marks it done, and the caller must see
+// the context's cause (ErrTimeout, ErrEmpty), not the network's "i/o
+// timeout".
+func SettleDeadline(ctx context.Context) {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		<-ctx.Done()
+	}
 }
