@@ -33,10 +33,7 @@ func workCmd(g *globals) *cobra.Command {
   # one account's events in order, accounts in parallel
   baton work ledger --per-key --concurrency 8 -- ./apply.sh`,
 		queue: func(_ context.Context, _ *globals, name string) (string, error) {
-			if err := baton.ValidateQueue(name); err != nil {
-				return "", invalidUsage("work", err)
-			}
-			return name, nil
+			return name, checkQueue("work", name)
 		},
 	})
 }
