@@ -292,12 +292,11 @@ func watchStopSignals(sigs <-chan os.Signal, grace time.Duration, force chan<- s
 // of BATON_RETRY_BASE, and observed by the metrics when they are served.
 func openWorkerClient(ctx context.Context, g *globals, retry baton.RetryPolicy, obs *workerMetrics) (*baton.Client, error) {
 	copts := baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry}
-	if obs == nil {
-		return baton.Open(ctx, g.dsn, copts)
+	if obs != nil {
+		copts.Observer = obs.m
 	}
-	copts.Observer = obs.m
 	c, err := baton.Open(ctx, g.dsn, copts)
-	if err == nil {
+	if err == nil && obs != nil {
 		obs.m.Watch(c)
 	}
 	return c, err
