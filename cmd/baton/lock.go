@@ -15,6 +15,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 func lockCmd(g *globals) *cobra.Command {
@@ -226,8 +227,8 @@ func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockR
 		}
 		retried = true
 		fmt.Fprintf(os.Stderr, "baton: %v; waiting again with a new session\n", err)
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-			return nil, err
+		if !sqldriver.Sleep(ctx, 200*time.Millisecond) {
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -274,16 +275,6 @@ func timeLeft(timeout time.Duration, deadline time.Time) time.Duration {
 		return timeout
 	}
 	return max(time.Until(deadline), 0)
-}
-
-// sleepCtx waits d, or returns ctx's error if it ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func childStatus(err error) int {
