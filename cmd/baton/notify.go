@@ -114,7 +114,7 @@ stored for absent listeners.`,
 					return invalidUsage("listen", err)
 				}
 				defer l.Close()
-				return printNotifications(ctx, l, notificationFormats[asJSON])
+				return printNotifications(ctx, l, asJSON)
 			})
 		},
 	}
@@ -122,21 +122,22 @@ stored for absent listeners.`,
 	return cmd
 }
 
-// notificationFormats are the line formats of baton listen, by --json.
-var notificationFormats = map[bool]func(baton.Notification) []byte{
-	false: func(n baton.Notification) []byte { return []byte(n.Channel + " " + n.Payload) },
-	true: func(n baton.Notification) []byte {
-		line, _ := json.Marshal(struct {
-			Channel string `json:"channel"`
-			Payload string `json:"payload"`
-		}{n.Channel, n.Payload})
-		return line
-	},
+// notificationLine is a notification's line in baton listen: channel and
+// payload, or a JSON object with --json.
+func notificationLine(n baton.Notification, asJSON bool) []byte {
+	if !asJSON {
+		return []byte(n.Channel + " " + n.Payload)
+	}
+	line, _ := json.Marshal(struct {
+		Channel string `json:"channel"`
+		Payload string `json:"payload"`
+	}{n.Channel, n.Payload})
+	return line
 }
 
 // printNotifications prints one line per notification as it arrives,
 // until ctx ends (SIGINT or SIGTERM).
-func printNotifications(ctx context.Context, l *baton.Listener, format func(baton.Notification) []byte) error {
+func printNotifications(ctx context.Context, l *baton.Listener, asJSON bool) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -146,7 +147,7 @@ func printNotifications(ctx context.Context, l *baton.Listener, format func(bato
 				return errors.New("listen: the listener stopped")
 			}
 			// os.Stdout is unbuffered: one write per line, seen at once.
-			if _, err := os.Stdout.Write(append(format(n), '\n')); err != nil {
+			if _, err := os.Stdout.Write(append(notificationLine(n, asJSON), '\n')); err != nil {
 				return fmt.Errorf("listen: write: %w", err)
 			}
 		}
