@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // TestPayloadInputComplete: CMD's standard input holds the whole payload,
@@ -35,4 +40,32 @@ func TestPayloadInputComplete(t *testing.T) {
 			t.Fatalf("%d bytes: left in the temporary directory: %v %v", n, left, err)
 		}
 	}
+}
+
+// TestWorkPayloadOnStdin: baton work gives CMD the whole payload on its
+// standard input, byte for byte, on every backend and at every size that
+// matters: the largest a pipe holds, one byte more (a file), and the
+// largest a message may hold; binary, every byte value.
+func TestWorkPayloadOnStdin(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		want := map[int64][]byte{}
+		for _, n := range []int{pipeHolds, pipeHolds + 1, baton.MaxMessagePayload} {
+			p := make([]byte, n)
+			for i := range p {
+				p[i] = byte(i*7 + n)
+			}
+			want[pushID(t, dsn, string(p), "q", "-")] = p
+		}
+		dir := t.TempDir()
+		code, _, errs := run(t, dsn, "work", "q", "--drain", "--", "sh", "-c", `cat > "$0/$BATON_MESSAGE_ID"`, dir)
+		expect(t, code, errs, 0, "")
+		for id, p := range want {
+			got, err := os.ReadFile(filepath.Join(dir, strconv.FormatInt(id, 10)))
+			if err != nil || !bytes.Equal(got, p) {
+				t.Fatalf("message %d of %d bytes: CMD read %d bytes (%v), want the payload", id, len(p), len(got), err)
+			}
+		}
+		wantCounts(t, statsOf(t, dsn, "q"), 0, 0, 0, 0)
+	})
 }
