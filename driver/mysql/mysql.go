@@ -764,7 +764,7 @@ func (d *Driver) acquireOne(ctx context.Context, c *sql.Conn, r *driver.Request,
 		return false, err
 	}
 	res, err = c.ExecContext(ctx, d.Q("request_insert"),
-		r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), r.Mode, r.Status, r.CallID, r.Token)
+		r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), string(r.Mode), string(r.Status), r.CallID, r.Token)
 	if err != nil {
 		return false, fmt.Errorf("request_insert: %w", err)
 	}

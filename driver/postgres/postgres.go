@@ -314,7 +314,9 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	nr, nw := sqldriver.ModeCounts(p.Mode)
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
-	args := []any{p.Kind, []byte(p.NS), []byte(p.Name), nr, nw, p.SessionID, p.ClientID, p.Mode, p.CallID}
+	// The mode as a plain string: pgx encodes a named string type by
+	// reflection, on every call.
+	args := []any{p.Kind, []byte(p.NS), []byte(p.Name), nr, nw, p.SessionID, p.ClientID, string(p.Mode), p.CallID}
 	var inc *int64
 	found := false
 	scan := func(rows pgx.Rows) error {
@@ -361,7 +363,7 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		bnames[i] = []byte(n)
 	}
 	rows, err := d.QueryNamed(ctx, nil, "fast_acquire_many", p.Kind, []byte(p.NS), bnames, nr, nw,
-		p.SessionID, p.ClientID, p.Mode, p.CallID)
+		p.SessionID, p.ClientID, string(p.Mode), p.CallID)
 	if err != nil {
 		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
 	}
@@ -407,8 +409,10 @@ func scanGrants(rows *sql.Rows, p driver.FastAcquireParams, n int) (map[string]d
 // (migration 018): one round trip instead of a transaction of seven.
 func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
-	err := d.RowNamed(ctx, nil, "request", p.Kind, []byte(p.NS), []byte(p.Name), p.SessionID, p.ClientID, p.Mode, p.CallID, p.TryOnce).
-		Scan(&r.ID, &r.Status, &r.Token)
+	var status string // plain: database/sql converts into it without reflection
+	err := d.RowNamed(ctx, nil, "request", p.Kind, []byte(p.NS), []byte(p.Name), p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.TryOnce).
+		Scan(&r.ID, &status, &r.Token)
+	r.Status = driver.RequestStatus(status)
 	switch {
 	case err != nil:
 		return driver.Request{}, fmt.Errorf("request: %w", err)

@@ -618,8 +618,10 @@ func (h *hub) pokeAll() {
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID}
+	// The mode as a plain string: database/sql converts a named string
+	// type by reflection.
 	err := d.RowNamed(ctx, nil, "fast_acquire", p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name),
-		p.Mode, p.CallID).Scan(&r.ID, &r.Token)
+		string(p.Mode), p.CallID).Scan(&r.ID, &r.Token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
 	}

@@ -48,10 +48,10 @@ func (t *Tx) moveMarked(ctx context.Context, id int64, state driver.MessageState
 	if t.db.D.FinishMoves {
 		return nil // the mark moved it
 	}
-	if _, err := t.exec(ctx, "message_move", id, state); err != nil {
+	if _, err := t.exec(ctx, "message_move", id, string(state)); err != nil {
 		return fmt.Errorf("message_move: %w", err)
 	}
-	if _, err := t.exec(ctx, "message_delete_moved", id, state); err != nil {
+	if _, err := t.exec(ctx, "message_delete_moved", id, string(state)); err != nil {
 		return fmt.Errorf("message_delete_moved: %w", err)
 	}
 	return nil
@@ -68,12 +68,12 @@ func (t *Tx) MessageFinish(ctx context.Context, c driver.Claim, state driver.Mes
 		text, doc = e.Error, string(b)
 	}
 	if t.db.D.FinishMoves {
-		return affected(t.exec(ctx, "message_mark", state, text, doc, c.ID, c.SessionID, c.Attempt))
+		return affected(t.exec(ctx, "message_mark", string(state), text, doc, c.ID, c.SessionID, c.Attempt))
 	}
 	var ok bool
 	err := t.atomic(ctx, func(t *Tx) error {
 		var err error
-		ok, err = affected(t.exec(ctx, "message_mark", state, text, doc, c.ID, c.SessionID, c.Attempt))
+		ok, err = affected(t.exec(ctx, "message_mark", string(state), text, doc, c.ID, c.SessionID, c.Attempt))
 		if err != nil || !ok {
 			return err
 		}

@@ -380,11 +380,13 @@ func ScanMessage(sc Scanner) (driver.Message, error) {
 	var mode, until sql.NullInt64
 	var runAt, orderAt, created int64
 	var cancel int
+	var state string // see ScanRequest
 	err := sc.Scan(&m.ID, &m.Queue, &m.Payload, &m.Priority, &key, &runAt, &orderAt, &m.Attempt, &m.MaxAttempts,
-		&m.State, &claimedBy, &mode, &until, &m.LastError, &created, &meta, &kind, &errs, &cancel)
+		&state, &claimedBy, &mode, &until, &m.LastError, &created, &meta, &kind, &errs, &cancel)
 	if err != nil {
 		return m, err
 	}
+	m.State = driver.MessageState(state)
 	m.Key, m.HasKey = string(key), key != nil
 	m.RunAt, m.OrderAt, m.CreatedAt = FromMicros(runAt), FromMicros(orderAt), FromMicros(created)
 	m.ClaimedBy, m.ClaimMode, m.Meta = claimedBy.String, int(mode.Int64), meta.String

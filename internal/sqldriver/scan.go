@@ -50,8 +50,9 @@ func ScanReleased(rows *sql.Rows) ([]driver.Request, error) {
 	return ScanAll(rows, func(sc Scanner) (driver.Request, error) {
 		var r driver.Request
 		var ns, name []byte
-		err := sc.Scan(&r.Kind, &ns, &name, &r.Mode)
-		r.NS, r.Name = string(ns), string(name)
+		var mode string // see ScanRequest
+		err := sc.Scan(&r.Kind, &ns, &name, &mode)
+		r.NS, r.Name, r.Mode = string(ns), string(name), driver.LockMode(mode)
 		return r, err
 	})
 }

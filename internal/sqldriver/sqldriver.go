@@ -376,13 +376,15 @@ const RequestCols = "id, session_id, client_id, kind, ns, name, mode, status, ca
 func ScanRequest(sc Scanner, extra ...any) (driver.Request, error) {
 	var r driver.Request
 	var ns, name []byte
+	var mode, status string // plain strings: database/sql converts into them without reflection
 	var created int64
 	var granted sql.NullInt64
-	dest := append([]any{&r.ID, &r.SessionID, &r.ClientID, &r.Kind, &ns, &name, &r.Mode, &r.Status, &r.CallID, &r.Token, &created, &granted}, extra...)
+	dest := append([]any{&r.ID, &r.SessionID, &r.ClientID, &r.Kind, &ns, &name, &mode, &status, &r.CallID, &r.Token, &created, &granted}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return r, err
 	}
 	r.NS, r.Name = string(ns), string(name)
+	r.Mode, r.Status = driver.LockMode(mode), driver.RequestStatus(status)
 	r.CreatedAt = FromMicros(created)
 	if granted.Valid {
 		r.GrantedAt = FromMicros(granted.Int64)
@@ -434,7 +436,9 @@ func (t *Tx) LockRequestListCall(ctx context.Context, sessionID string, callID i
 
 // LockRequestInsert implements driver.Tx.
 func (t *Tx) LockRequestInsert(ctx context.Context, r driver.Request) (int64, error) {
-	args := []any{r.SessionID, r.ClientID, r.Kind, b(r.NS), b(r.Name), r.Mode, r.Status, r.CallID, r.Token}
+	// The mode and status as plain strings: drivers convert a named string
+	// type by reflection.
+	args := []any{r.SessionID, r.ClientID, r.Kind, b(r.NS), b(r.Name), string(r.Mode), string(r.Status), r.CallID, r.Token}
 	if t.db.D.InsertReturning {
 		var id int64
 		if err := t.row(ctx, "request_insert", args...).Scan(&id); err != nil {
@@ -451,7 +455,7 @@ func (t *Tx) LockRequestInsert(ctx context.Context, r driver.Request) (int64, er
 
 // LockRequestSetStatus implements driver.Tx.
 func (t *Tx) LockRequestSetStatus(ctx context.Context, id int64, from, to driver.RequestStatus, token int64) (bool, error) {
-	res, err := t.exec(ctx, "request_set_status", to, token, id, from)
+	res, err := t.exec(ctx, "request_set_status", string(to), token, id, string(from))
 	if err != nil {
 		return false, err
 	}
