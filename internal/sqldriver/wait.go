@@ -45,6 +45,3 @@ func (f *Failing) Worked(msg string) {
 	}
 	f.on = false
 }
-
-// On reports whether the work is failing.
-func (f *Failing) On() bool { return f.on }
