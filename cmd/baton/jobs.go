@@ -158,8 +158,11 @@ ones 7 days by default).
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onID(cmd, g, "queue get", args[0], func(c *baton.Client, id int64) error {
 				m, err := c.Message(cmd.Context(), id)
-				if err != nil || asJSON {
-					return printIfFound(m, err, printJSON)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(m)
 				}
 				printMessage(m)
 				return nil
@@ -253,14 +256,6 @@ func onID(cmd *cobra.Command, g *globals, what, arg string, op func(*baton.Clien
 	return g.withClient(cmd.Context(), func(c *baton.Client) error {
 		return messageErr(what, id, op(c, id))
 	})
-}
-
-// printIfFound prints a message found, or passes its error on.
-func printIfFound(m baton.MessageInfo, err error, print func(any) error) error {
-	if err != nil {
-		return err
-	}
-	return print(m)
 }
 
 // messageID parses a message id argument.
