@@ -122,20 +122,14 @@ func TestSeed004Languages(t *testing.T) {
 		// Five parallel workers: every event exactly once.
 		var mu sync.Mutex
 		seen := map[int]int{}
-		var wg sync.WaitGroup
-		for w := 0; w < 5; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = c.WorkEvents(ctx, "send_email", func(ctx context.Context, e baton.Event, m *baton.Message) error {
-					mu.Lock()
-					seen[langID(t, e)]++
-					mu.Unlock()
-					return nil
-				}, baton.WorkerOptions{Drain: true})
-			}()
-		}
-		wg.Wait()
+		batontest.Concurrently(t, 5, func(int) error {
+			return c.WorkEvents(ctx, "send_email", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+				mu.Lock()
+				seen[langID(t, e)]++
+				mu.Unlock()
+				return nil
+			}, baton.WorkerOptions{Drain: true})
+		})
 		if len(seen) != 500 {
 			t.Fatalf("parallel workers saw %d distinct events, want 500", len(seen))
 		}
