@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -47,19 +48,12 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(checkpointEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-cctx.Done():
-				// A last one: a process that ends soon after its writes
-				// (a one-shot command) leaves a short WAL behind.
-				_, _ = side.SQL.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
-				return
-			case <-t.C:
-				_, _ = side.SQL.ExecContext(cctx, "PRAGMA wal_checkpoint(PASSIVE)")
-			}
-		}
+		maintain.Every(cctx.Done(), checkpointEvery, func() {
+			_, _ = side.SQL.ExecContext(cctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		})
+		// A last one: a process that ends soon after its writes (a
+		// one-shot command) leaves a short WAL behind.
+		_, _ = side.SQL.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
 	}()
 	d.beat.stop = func() { cancel(); <-done }
 }

@@ -175,7 +175,7 @@ func openErr(path string, err error) error {
 }
 
 // openOne opens a pool of one connection on conn, kept open: for the
-// main connection and the renewals' own.
+// main connection, the renewals' own and a listener's.
 func openOne(f Flavor, conn string) (*sql.DB, error) {
 	db, err := sql.Open(f.SQLDriver, conn)
 	if err != nil {
@@ -315,12 +315,11 @@ func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error
 		// A private in-memory database has no other process.
 		return stopHub, nil
 	}
-	pdb, err := sql.Open(d.flavor.SQLDriver, "file:"+d.path+"?_busy_timeout=10000")
+	pdb, err := openOne(d.flavor, "file:"+d.path+"?_busy_timeout=10000")
 	if err != nil {
 		stopHub()
 		return nil, err
 	}
-	pdb.SetMaxOpenConns(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &versionWatch{p: p, st: st, db: pdb, changes: d.watchFiles(ctx), last: -1, lastWake: time.Now()}
 	done := make(chan struct{})
