@@ -15,7 +15,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/maintain"
 )
 
 func lockCmd(g *globals) *cobra.Command {
@@ -227,7 +227,7 @@ func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockR
 		}
 		retried = true
 		fmt.Fprintf(os.Stderr, "baton: %v; waiting again with a new session\n", err)
-		if !sqldriver.Sleep(ctx, 200*time.Millisecond) {
+		if !maintain.Sleep(ctx, 200*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}

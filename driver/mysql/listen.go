@@ -344,7 +344,7 @@ func (p *poller) safetyNet() {
 // listener stops meanwhile.
 func (p *poller) reconnect() bool {
 	l := p.l
-	if !sqldriver.Sleep(l.ctx, p.backoff) {
+	if !maintain.Sleep(l.ctx, p.backoff) {
 		return false
 	}
 	p.backoff = min(2*p.backoff+10*time.Millisecond, l.interval)
@@ -405,7 +405,7 @@ func (p *poller) polled(seq, slept int64) {
 func (p *poller) reregister() bool {
 	l := p.l
 	p.noRows++
-	if p.noRows > 1 && !sqldriver.Sleep(l.ctx, min(time.Duration(p.noRows)*10*time.Millisecond, l.interval)) {
+	if p.noRows > 1 && !maintain.Sleep(l.ctx, min(time.Duration(p.noRows)*10*time.Millisecond, l.interval)) {
 		return false
 	}
 	id := l.connID.Load()

@@ -664,7 +664,7 @@ func (l *pgListener) lost(err error) {
 // reconnect waits an interval and connects again; false when it could not
 // (or ctx ended).
 func (l *pgListener) reconnect(ctx context.Context) bool {
-	if !sqldriver.Sleep(ctx, l.p.Interval) {
+	if !maintain.Sleep(ctx, l.p.Interval) {
 		return false
 	}
 	conn, err := l.d.listen(ctx)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/maintain"
 	"modernc.org/sqlite"
 )
 
@@ -58,7 +58,7 @@ func (d *Driver) takeWriteLock(ctx context.Context, tx driver.CallerTx, wait tim
 			return err
 		case wait >= 0 && time.Now().Add(pause).After(deadline):
 			return driver.ErrGateBusy
-		case !sqldriver.Sleep(ctx, pause):
+		case !maintain.Sleep(ctx, pause):
 			return ctx.Err()
 		}
 	}

@@ -164,3 +164,13 @@ func Every(stop <-chan struct{}, interval time.Duration, f func()) {
 		}
 	}
 }
+
+// Sleep waits for d; false when ctx ends first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}

@@ -6,16 +6,6 @@ import (
 	"time"
 )
 
-// Sleep waits for d; false when ctx ends first.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
-}
-
 // DefaultInterval is a listener's poll interval when none is given.
 func DefaultInterval(interval time.Duration) time.Duration {
 	if interval <= 0 {
