@@ -325,6 +325,11 @@ type RequestParams struct {
 	TryOnce bool
 }
 
+// ErrPartialGrant is LockFastAcquireMany's answer when it granted some of
+// the names and could not withdraw them: the engine removes the call's
+// requests (as for a failed call) and takes the names one by one.
+var ErrPartialGrant = errors.New("some names of a many-name acquire were granted and could not be withdrawn")
+
 // ErrWouldWait is LockRequest's answer to a request that would wait, made
 // with TryOnce.
 var ErrWouldWait = errors.New("the lock request would wait")

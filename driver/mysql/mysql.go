@@ -453,6 +453,9 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Wake:            d.wakeClients,
 		IsRetryable:     IsRetryable,
 		Events:          events(prefix),
+		Adopt:           d.adoptInTx,
+		Deleted:         d.clearDeleted,
+		Updated:         d.demoteAfter,
 	}}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
@@ -707,103 +710,9 @@ func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 	return nil
 }
 
-// LockFastAcquire implements driver.Driver: fast_acquire_ident creates or
-// updates the identifier's row in one statement, granting only when the
-// lock is free for this mode and nobody waits, and reports the outcome
-// through the affected-row count and the new fence through the insert id;
-// then the granted instance is inserted. Three round trips (upsert,
-// insert, commit) on the fast pool; two (upsert, rollback) when not
-// granted.
-func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	rs, ok, err := d.LockFastAcquireMany(ctx, p, []string{p.Name})
-	if err != nil || !ok {
-		return driver.Request{}, false, err
-	}
-	return rs[0], true, nil
-}
-
-// LockFastAcquireMany implements driver.ManyAcquirer: the names of
-// LockFastAcquire in one transaction of the fast pool, all or none (the
-// first name that is not free rolls every one back), so that the call
-// waits for one redo-log flush instead of one per name.
-func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	nr, nw := sqldriver.ModeCounts(p.Mode)
-	out := make([]driver.Request, 0, len(names))
-	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		out = out[:0]
-		for _, name := range names {
-			r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted,
-				CallID: p.CallID, Ident: driver.Ident{Kind: p.Kind, NS: p.NS, Name: name}}
-			if ok, err := d.acquireOne(ctx, c, &r, nr, nw); !ok || err != nil {
-				return false, err // taken: roll every name back
-			}
-			out = append(out, r)
-		}
-		return true, nil
-	})
-	if err != nil || len(out) < len(names) {
-		return nil, false, err
-	}
-	return out, true, nil
-}
-
-// acquireOne grants r, a lock of nr readers or nw writers, in the fast
-// transaction on c when the lock is free for it: its identifier's row
-// counts it and gives its token, then its instance is stored (setting its
-// id). ok is false when the lock is taken.
-func (d *Driver) acquireOne(ctx context.Context, c *sql.Conn, r *driver.Request, nr, nw int) (ok bool, err error) {
-	res, err := c.ExecContext(ctx, d.Q("fast_acquire_ident"),
-		r.Kind, bin(r.NS), bin(r.Name), nr, nw, nw, nw, nr, nw, nw)
-	if err != nil {
-		return false, fmt.Errorf("fast_acquire_ident: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err
-	}
-	if r.Token, err = res.LastInsertId(); err != nil {
-		return false, err
-	}
-	res, err = c.ExecContext(ctx, d.Q("request_insert"),
-		r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name), string(r.Mode), string(r.Status), r.CallID, r.Token)
-	if err != nil {
-		return false, fmt.Errorf("request_insert: %w", err)
-	}
-	r.ID, err = res.LastInsertId()
-	return err == nil, err
-}
-
 // allRows is the row limit of release_delete_* that means "all": MySQL
 // has no LIMIT -1.
 const allRows = 1 << 62
-
-// LockFastRelease implements driver.Driver: delete the session's matching
-// instances and lower each identifier's counters; ident_release reports
-// the identifier's waiting count as its insert id, which saves the
-// ident_waiting query. On MariaDB one DELETE ... RETURNING says what it
-// deleted: three round trips (delete, update, commit) for one identifier.
-// MySQL has no DELETE ... RETURNING: the instances are selected FOR UPDATE
-// first (so that two releases of one session cannot count the same
-// instances), then deleted by id: four round trips.
-func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	var n int
-	var waiting []driver.Ident
-	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		n, waiting = 0, nil
-		rs, err := d.releaseDelete(ctx, c, p)
-		if err != nil || len(rs) == 0 {
-			return false, err
-		}
-		waiting, err = sqldriver.LowerCounters(rs, func(dl sqldriver.ReleaseDelta) (int64, error) {
-			return d.identRelease(ctx, c, dl)
-		})
-		n = len(rs)
-		return err == nil, err
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return n, waiting, nil
-}
 
 // identRelease lowers, in the fast transaction on c, an identifier's
 // counters by the released instances and returns its waiting count

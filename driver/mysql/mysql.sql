@@ -66,3 +66,168 @@ SELECT id FROM {p}lock_txholds ORDER BY id LIMIT 1000;
 
 -- name: tx_holds_delete
 DELETE FROM {p}lock_txholds WHERE id IN ({list});
+
+
+-- ---- uncontended locks in MEMORY (migration 023) ----
+-- {p}lock_fast's statements. A row with slow = 0 is only ever changed by
+-- one statement at a time (the MEMORY table's lock) and only by these
+-- fast statements; a row with slow = 1 only under the identifier's InnoDB
+-- row lock.
+
+-- name: fast_acquire
+-- Grants the identifier to a new fast holder when the row is missing or
+-- free (slow = 0, no holder) and the session's incarnation is the lock
+-- state's: affected rows 1 (created) or 2 (taken), 0 when refused. The new
+-- fence is the statement's insert id (LAST_INSERT_ID(expr): the update's
+-- when it took the row). The holder's condition is evaluated on unchanged
+-- columns: h_id, which it reads, is assigned last.
+-- Arguments: kind, ns, name, holder id, session, client, mode, call id,
+-- then the session's incarnation twice (0: not checked, for drivertest).
+INSERT INTO {p}lock_fast (kind, ns, name, fence, slow, h_id, h_session, h_client, h_mode, h_call, h_at)
+SELECT ?, ?, ?, LAST_INSERT_ID({now}), 0, ?, ?, ?, ?, ?, {now} FROM {p}incarnation WHERE id = ? OR ? = 0
+ON DUPLICATE KEY UPDATE
+    fence     = IF(slow = 0 AND h_id IS NULL, LAST_INSERT_ID(fence + 1), fence),
+    h_session = IF(slow = 0 AND h_id IS NULL, VALUES(h_session), h_session),
+    h_client  = IF(slow = 0 AND h_id IS NULL, VALUES(h_client), h_client),
+    h_mode    = IF(slow = 0 AND h_id IS NULL, VALUES(h_mode), h_mode),
+    h_call    = IF(slow = 0 AND h_id IS NULL, VALUES(h_call), h_call),
+    h_at      = IF(slow = 0 AND h_id IS NULL, VALUES(h_at), h_at),
+    h_id      = IF(slow = 0 AND h_id IS NULL, VALUES(h_id), h_id);
+
+-- name: fast_acquire_many
+-- fast_acquire for several names of one namespace ({rows}: one
+-- "SELECT ? AS name, ? AS hid" per name, joined by UNION ALL); the caller
+-- reads the grants back with fast_granted. Arguments: kind, ns, session,
+-- client, mode, call id, the names and holder ids, incarnation twice.
+INSERT INTO {p}lock_fast (kind, ns, name, fence, slow, h_id, h_session, h_client, h_mode, h_call, h_at)
+SELECT ?, ?, v.name, {now}, 0, v.hid, ?, ?, ?, ?, {now}
+  FROM ({rows}) v JOIN {p}incarnation i ON i.id = ? OR ? = 0
+ON DUPLICATE KEY UPDATE
+    fence     = IF(slow = 0 AND h_id IS NULL, fence + 1, fence),
+    h_session = IF(slow = 0 AND h_id IS NULL, VALUES(h_session), h_session),
+    h_client  = IF(slow = 0 AND h_id IS NULL, VALUES(h_client), h_client),
+    h_mode    = IF(slow = 0 AND h_id IS NULL, VALUES(h_mode), h_mode),
+    h_call    = IF(slow = 0 AND h_id IS NULL, VALUES(h_call), h_call),
+    h_at      = IF(slow = 0 AND h_id IS NULL, VALUES(h_at), h_at),
+    h_id      = IF(slow = 0 AND h_id IS NULL, VALUES(h_id), h_id);
+
+-- name: fast_granted
+-- The fast holders of one call: session, kind, ns, call id.
+SELECT name, h_id, fence FROM {p}lock_fast
+ WHERE h_session = ? AND kind = ? AND ns = ? AND h_call = ? AND slow = 0;
+
+-- name: fast_undo
+-- Withdraws the fast holders of one call (fast_acquire_many granted only
+-- some): session, kind, ns, call id.
+UPDATE {p}lock_fast SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_session = ? AND kind = ? AND ns = ? AND h_call = ? AND slow = 0;
+
+-- name: fast_release_name
+-- Releases the session's fast holder of one identifier. A holder the slow
+-- path owns (slow = 1) stays, and makes the insert id 1 (its h_id is
+-- assigned itself): the caller then releases through InnoDB. Arguments:
+-- session, kind, ns, name.
+UPDATE {p}lock_fast
+   SET h_id = IF(slow = 0, NULL, h_id + CAST(LAST_INSERT_ID(1) AS SIGNED) - 1),
+       h_session = IF(slow = 0, NULL, h_session), h_client = IF(slow = 0, NULL, h_client),
+       h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
+ WHERE h_session = ? AND kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL;
+
+-- name: fast_release_ns
+-- fast_release_name for every identifier of a namespace: session, kind,
+-- ns.
+UPDATE {p}lock_fast
+   SET h_id = IF(slow = 0, NULL, h_id + CAST(LAST_INSERT_ID(1) AS SIGNED) - 1),
+       h_session = IF(slow = 0, NULL, h_session), h_client = IF(slow = 0, NULL, h_client),
+       h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
+ WHERE h_session = ? AND kind = ? AND ns = ? AND h_id IS NOT NULL;
+
+-- name: fast_engage
+-- Under the identifier's InnoDB row lock: the slow path owns the
+-- identifier from now on. A new row's fence is 0: only fast grants move
+-- it, and a demotion sets it to the InnoDB one. Arguments: kind, ns, name.
+INSERT INTO {p}lock_fast (kind, ns, name, fence, slow) VALUES (?, ?, ?, 0, 1)
+ON DUPLICATE KEY UPDATE slow = 1;
+
+-- name: fast_holder
+-- The row fast_engage left: no fast statement changes it any more.
+SELECT fence, h_id, h_session, h_client, h_mode, h_call, h_at FROM {p}lock_fast
+ WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: fast_adopt
+-- The fast holder as a request row under its own id; affected rows 0 when
+-- it is one already.
+INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'G', ?, ?, ?, ?);
+
+-- name: fast_clear_ids
+-- After request_delete, in its transaction: the fast holders among the
+-- deleted requests ({list} of ids) are gone too.
+UPDATE {p}lock_fast SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_id IN ({list});
+
+-- name: fast_slow_held
+-- The session's fast holders the slow path owns but has not adopted yet,
+-- in a namespace: session, kind, ns.
+SELECT f.kind, f.ns, f.name FROM {p}lock_fast f
+ WHERE f.h_session = ? AND f.kind = ? AND f.ns = ? AND f.slow = 1 AND f.h_id IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.id = f.h_id)
+ ORDER BY f.kind, f.ns, f.name;
+
+-- name: fast_clear_released
+-- After the InnoDB release deleted the session's request rows in a
+-- namespace: the adopted fast holders among them are gone too (every
+-- holder of the session there was adopted first). Session, kind, ns.
+UPDATE {p}lock_fast f
+   SET f.h_id = NULL, f.h_session = NULL, f.h_client = NULL, f.h_mode = NULL, f.h_call = NULL, f.h_at = NULL
+ WHERE f.h_session = ? AND f.kind = ? AND f.ns = ? AND f.slow = 1 AND f.h_id IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.id = f.h_id);
+
+-- name: fast_idle_slow
+-- Identifiers the slow path owns with no fast holder: candidates to hand
+-- back to the fast path (fast_demote).
+SELECT kind, ns, name FROM {p}lock_fast WHERE slow = 1 AND h_id IS NULL LIMIT 200;
+
+-- name: fast_demote_check
+-- Under the identifier's row lock: its fence when nothing of it is left in
+-- InnoDB (no holder, no waiter, no gate); no row otherwise.
+SELECT li.fence FROM {p}lock_idents li
+ WHERE li.kind = ? AND li.ns = ? AND li.name = ? AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND li.gated = 0
+   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.kind = li.kind AND r.ns = li.ns AND r.name = li.name)
+   FOR UPDATE;
+
+-- name: fast_demote
+-- The fast path owns the identifier again: fence (from InnoDB), kind, ns,
+-- name.
+UPDATE {p}lock_fast SET slow = 0, fence = GREATEST(fence, ?)
+ WHERE kind = ? AND ns = ? AND name = ? AND slow = 1 AND h_id IS NULL;
+
+-- name: fast_purge_idle
+-- Free rows whose counter is more than a second behind the clock (a row
+-- made again later starts at the clock, above every token it gave).
+DELETE FROM {p}lock_fast WHERE slow = 0 AND h_id IS NULL AND fence < {now} - 1000000;
+
+-- name: incarnation_lease
+-- Records a lease in use: the longest is how long a new incarnation waits.
+INSERT INTO {p}meta (k, v) VALUES ('max_lease_us', ?) ON DUPLICATE KEY UPDATE v = GREATEST(v, VALUES(v));
+
+-- name: incarnation_is
+-- 1 when the session's incarnation (given twice; 0: not checked) is the
+-- lock state's, 0 otherwise.
+SELECT COUNT(*) FROM {p}incarnation WHERE id = ? OR ? = 0;
+
+-- name: incarnation_get
+SELECT id, GREATEST(0, lockable_from - {now}) FROM {p}incarnation;
+
+-- name: incarnation_mark_slow
+-- Before a new incarnation: identifiers with InnoDB state (holders of
+-- sessions a restart made stale, waiters, gates) belong to the slow path.
+INSERT INTO {p}lock_fast (kind, ns, name, fence, slow)
+SELECT kind, ns, name, fence, 1 FROM {p}lock_idents WHERE n_r > 0 OR n_w > 0 OR n_p > 0 OR gated = 1
+ON DUPLICATE KEY UPDATE slow = 1;
+
+-- name: incarnation_new
+-- A new incarnation, lockable once the longest lease in use has passed:
+-- the argument is this session's lease.
+INSERT IGNORE INTO {p}incarnation (one, id, lockable_from)
+SELECT 1, {now}, {now} + GREATEST(?, COALESCE((SELECT v FROM {p}meta WHERE k = 'max_lease_us'), 0));

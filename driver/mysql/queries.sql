@@ -7,7 +7,11 @@
 -- reads and writes see the latest committed rows, and every plain read sees
 -- what was committed when it started. Every change to an identifier's
 -- requests happens under the identifier's row lock (ident_ensure /
--- ident_lock / fast_acquire_ident), so reads made under it are current.
+-- ident_lock), so reads made under it are current. An uncontended
+-- identifier has no InnoDB state at all: its holder is a row of the MEMORY
+-- table {p}lock_fast (migration 023, statements in mysql.sql), which the
+-- slow path takes over under the row lock; listings read {p}lock_holds,
+-- the request rows and those holders.
 --
 -- Both servers evaluate single-table UPDATE and ON DUPLICATE KEY UPDATE
 -- assignments left to right, each seeing the values already assigned
@@ -15,16 +19,24 @@
 -- below give the same result in either order.
 
 -- name: session_insert
-INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at, hostid)
-VALUES (?, ?, ?, ?, ?, {now}, {now} + ?, ?);
+-- The session belongs to the lock state's incarnation (migration 023);
+-- -1 when there is none yet: such a session is never renewed.
+INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at, hostid, incarnation)
+VALUES (?, ?, ?, ?, ?, {now}, {now} + ?, ?, COALESCE((SELECT id FROM {p}incarnation), -1));
 
 -- name: session_renew
 -- Renew the named sessions ({list}, from the second argument on) whose
--- lease has not run out: an expired session is never revived.
-UPDATE {p}sessions SET expires_at = {now} + ? WHERE expires_at > {now} AND id IN ({list});
+-- lease has not run out: an expired session is never revived, nor one of
+-- a lock state a restart emptied (migration 023).
+UPDATE {p}sessions SET expires_at = {now} + ?
+ WHERE expires_at > {now} AND incarnation = (SELECT id FROM {p}incarnation) AND id IN ({list});
 
 -- name: session_list_by_client
-SELECT id FROM {p}sessions WHERE client_id = ? AND expires_at > {now};
+-- Only sessions of the lock state's incarnation (migration 023): one from
+-- before a restart may count itself the holder of a lock the restart
+-- emptied.
+SELECT id FROM {p}sessions
+ WHERE client_id = ? AND expires_at > {now} AND incarnation = (SELECT id FROM {p}incarnation);
 
 -- name: session_list
 -- Every session, for monitoring.
@@ -109,29 +121,31 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 -- Requests whose session is gone: a stalled session's statement that landed
 -- after another process reaped it.
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests r
+  FROM {p}lock_holds r
  WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
  ORDER BY id LIMIT ?;
 
 -- name: request_list
+-- Through {p}lock_holds: read without the row lock (a transaction's wait
+-- for the sessions), a fast holder counts too.
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
+  FROM {p}lock_holds WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
 
 -- name: request_list_by_session
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? ORDER BY id;
 
 -- name: request_list_by_session_kind
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? ORDER BY id;
 
 -- name: request_list_by_session_ns
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
 
 -- name: request_list_call
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND call_id = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND call_id = ? ORDER BY id;
 
 -- name: request_insert
 -- The value list may refer to a column set earlier in it (status), which
@@ -167,11 +181,11 @@ SELECT v FROM {p}meta WHERE k = 'deadlock' FOR UPDATE;
 -- name: lock_info_list
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
        s.host, s.pid, s.name
-  FROM {p}lock_requests r JOIN {p}sessions s ON s.id = r.session_id
+  FROM {p}lock_holds r JOIN {p}sessions s ON s.id = r.session_id
  ORDER BY r.kind, r.ns, r.name, r.id;
 
 -- name: user_holder
-SELECT session_id FROM {p}lock_requests
+SELECT session_id FROM {p}lock_holds
  WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
 
 -- name: notify_max

@@ -151,6 +151,9 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 	switch {
 	case errors.Is(err, driver.ErrServerRestarted):
 		return nil, false, s.Lost("%w", err)
+	case errors.Is(err, driver.ErrPartialGrant):
+		l.undoCall(s, call)
+		return nil, false, s.Err()
 	case err != nil && l.drv.IsRetryable(err):
 		return nil, false, nil // the slow path retries name by name
 	case err != nil:

@@ -50,6 +50,14 @@ type Dialect struct {
 	// transient conflict inside the database (deadlock, serialization,
 	// busy) and can be run again.
 	IsRetryable func(error) bool
+	// Adopt, where set, runs in LockIdentLock once each identifier's row
+	// lock is taken, and may raise st's fence and counters (MySQL: the
+	// slow path takes over what the identifier has outside InnoDB).
+	Adopt func(ctx context.Context, t *Tx, st *driver.IdentState) error
+	// Deleted, where set, runs in LockRequestDelete after the delete.
+	Deleted func(ctx context.Context, t *Tx, ids []int64) error
+	// Updated, where set, runs in LockIdentUpdate after the update.
+	Updated func(ctx context.Context, t *Tx, st driver.IdentState)
 }
 
 // DB is a backend built on database/sql. Backends embed it and add what is
@@ -352,6 +360,11 @@ func (t *Tx) LockIdentLock(ctx context.Context, ids []driver.Ident) ([]driver.Id
 		if err != nil {
 			return nil, fmt.Errorf("ident_lock: %w", err)
 		}
+		if t.db.D.Adopt != nil {
+			if err := t.db.D.Adopt(ctx, t, &st); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, st)
 	}
 	return out, nil
@@ -360,6 +373,9 @@ func (t *Tx) LockIdentLock(ctx context.Context, ids []driver.Ident) ([]driver.Id
 // LockIdentUpdate implements driver.Tx.
 func (t *Tx) LockIdentUpdate(ctx context.Context, st driver.IdentState) error {
 	_, err := t.exec(ctx, "ident_update", st.Fence, st.Readers, st.Writers, st.Waiting, st.Kind, b(st.NS), b(st.Name))
+	if err == nil && t.db.D.Updated != nil {
+		t.db.D.Updated(ctx, t, st)
+	}
 	return err
 }
 
@@ -479,6 +495,9 @@ func (t *Tx) LockRequestDelete(ctx context.Context, ids []int64) error {
 	q := expandList(t.db.Q("request_delete"), t.db.D.Numbered, 1, len(ids))
 	if _, err := t.q().ExecContext(ctx, q, int64Args(ids)...); err != nil {
 		return fmt.Errorf("request_delete: %w", err)
+	}
+	if t.db.D.Deleted != nil {
+		return t.db.D.Deleted(ctx, t, ids)
 	}
 	return nil
 }

@@ -1,0 +1,502 @@
+package mysql
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+// Uncontended locks live in the MEMORY table {p}lock_fast (migration 023):
+// an acquire and a release are one autocommit statement each, with no
+// redo-log flush. The slow path (InnoDB rows under the identifier's row
+// lock) takes an identifier over with adopt, and the upkeep hands idle
+// ones back (demoteIdle).
+
+var (
+	_ driver.Incarnations = (*Driver)(nil)
+	_ driver.ManyAcquirer = (*Driver)(nil)
+)
+
+// querier is what *sql.Tx and *sql.Conn have in common.
+type querier interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// holderID is a new fast holder's request id: negative, so that it never
+// meets the request rows' AUTO_INCREMENT ids and sorts before them (the
+// fast holder is its identifier's oldest instance), and random: 62 bits
+// make a collision between holders of one database negligible.
+func holderID() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return -int64(binary.LittleEndian.Uint64(b[:])>>2) - 1
+}
+
+// LockFastAcquire implements driver.Driver: one fast_acquire statement,
+// which makes the session the identifier's fast holder when the
+// identifier is free, nobody waits and the session's incarnation is the
+// lock state's. A refusal sends the engine to the slow path, whose session
+// check gives up a session of an earlier incarnation.
+func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
+	r := driver.Request{ID: holderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
+	res, err := d.ExecNamed(ctx, nil, "fast_acquire", p.Kind, bin(p.NS), bin(p.Name), r.ID,
+		p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation, p.Incarnation)
+	if err != nil {
+		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return driver.Request{}, false, err
+	case n == 0 && p.Mode == driver.ModeRead:
+		return d.acquireShared(ctx, p)
+	case n == 0:
+		return driver.Request{}, false, nil
+	}
+	if r.Token, err = res.LastInsertId(); err != nil {
+		return driver.Request{}, false, err
+	}
+	return r, true, nil
+}
+
+// acquireShared grants a reader beside other readers (fast_acquire
+// refused it: the lock is not free) as a request row, in a transaction
+// of the fast pool under the identifier's row lock, when nobody writes,
+// waits or holds its gate and the session's incarnation is the lock
+// state's. InnoDB's: it waits for a redo-log flush.
+func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
+	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+		Status: driver.StatusGranted, CallID: p.CallID}
+	granted := false
+	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
+		granted = false
+		st, err := d.identLock(ctx, c, p.Ident)
+		if err != nil {
+			return false, err
+		}
+		if err := d.adopt(ctx, c, &st); err != nil {
+			return false, err
+		}
+		var current int
+		if err := c.QueryRowContext(ctx, d.Q("incarnation_is"), p.Incarnation, p.Incarnation).Scan(&current); err != nil {
+			return false, fmt.Errorf("incarnation_is: %w", err)
+		}
+		if st.Writers > 0 || st.Waiting > 0 || st.Gated || current == 0 {
+			return true, nil // keeps the adoption: it is done once
+		}
+		r.Token, st.Readers = st.Fence+1, st.Readers+1
+		st.Fence = r.Token
+		res, err := c.ExecContext(ctx, d.Q("request_insert"), r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name),
+			string(r.Mode), string(r.Status), r.CallID, r.Token)
+		if err != nil {
+			return false, fmt.Errorf("request_insert: %w", err)
+		}
+		if r.ID, err = res.LastInsertId(); err != nil {
+			return false, err
+		}
+		if _, err := c.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
+			r.Kind, bin(r.NS), bin(r.Name)); err != nil {
+			return false, fmt.Errorf("ident_update: %w", err)
+		}
+		granted = true
+		return true, nil
+	})
+	if err != nil || !granted {
+		return driver.Request{}, false, err
+	}
+	return r, true, nil
+}
+
+// LockFastAcquireMany implements driver.ManyAcquirer: fast_acquire for
+// every name in one statement, then the grants read back. When only some
+// were granted they are withdrawn; one the slow path took over meanwhile
+// cannot be, and the engine is told so (driver.ErrPartialGrant).
+func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
+	args := []any{p.Kind, bin(p.NS), p.SessionID, p.ClientID, string(p.Mode), p.CallID}
+	rows := make([]string, len(names))
+	for i, n := range names {
+		rows[i] = "SELECT ? AS name, ? AS hid"
+		args = append(args, bin(n), holderID())
+	}
+	args = append(args, p.Incarnation, p.Incarnation)
+	q := strings.Replace(d.Q("fast_acquire_many"), "{rows}", strings.Join(rows, " UNION ALL "), 1)
+	if _, err := d.SQL.ExecContext(ctx, q, args...); err != nil {
+		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+	}
+	granted, err := d.fastGranted(ctx, p)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(granted) == len(names) {
+		out := make([]driver.Request, len(names))
+		for i, n := range names {
+			out[i] = granted[n]
+		}
+		return out, true, nil
+	}
+	if len(granted) == 0 {
+		return nil, false, nil
+	}
+	res, err := d.ExecNamed(ctx, nil, "fast_undo", p.SessionID, p.Kind, bin(p.NS), p.CallID)
+	if err != nil {
+		return nil, false, fmt.Errorf("fast_undo: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || int(n) < len(granted) {
+		return nil, false, errors.Join(driver.ErrPartialGrant, err)
+	}
+	return nil, false, nil
+}
+
+// fastGranted reads the fast holders of p's call, by name.
+func (d *Driver) fastGranted(ctx context.Context, p driver.FastAcquireParams) (map[string]driver.Request, error) {
+	rows, err := d.QueryNamed(ctx, nil, "fast_granted", p.SessionID, p.Kind, bin(p.NS), p.CallID)
+	if err != nil {
+		return nil, fmt.Errorf("fast_granted: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]driver.Request{}
+	for rows.Next() {
+		var name []byte
+		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted,
+			CallID: p.CallID, Inline: true}
+		if err := rows.Scan(&name, &r.ID, &r.Token); err != nil {
+			return nil, fmt.Errorf("fast_granted: %w", err)
+		}
+		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
+		out[r.Name] = r
+	}
+	return out, rows.Err()
+}
+
+// LockFastRelease implements driver.Driver: the session's fast holders go
+// in one statement (fast_release_name or fast_release_ns). The InnoDB
+// release follows only when the session may have instances there: a
+// holder the slow path took over, or request rows (p.InlineOnly unset and
+// nothing released by name). A fast holder has no waiters, so only the
+// InnoDB release reports identifiers to re-examine.
+func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	query, args := "fast_release_ns", []any{p.SessionID, p.Kind, bin(p.NS)}
+	if p.Name != "" {
+		query, args = "fast_release_name", append(args, bin(p.Name))
+	}
+	res, err := d.ExecNamed(ctx, nil, query, args...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", query, err)
+	}
+	n64, err := res.RowsAffected()
+	if err != nil {
+		return 0, nil, err
+	}
+	adopted, err := res.LastInsertId()
+	if err != nil {
+		return 0, nil, err
+	}
+	n := int(n64)
+	switch {
+	case adopted == 0 && (p.InlineOnly || p.Name != "" && n > 0):
+		return n, nil, nil
+	case p.Limit > 0 && n >= p.Limit:
+		return n, nil, nil
+	case p.Limit > 0:
+		p.Limit -= n
+	}
+	m, waiting, err := d.releaseSlow(ctx, p)
+	return n + m, waiting, err
+}
+
+// releaseSlow releases the session's instances in InnoDB: its fast
+// holders the slow path took over are adopted first (under their row
+// locks), then the request rows are deleted, the identifiers' counters
+// lowered (ident_release reports the waiting count as its insert id,
+// which saves the ident_waiting query) and the deleted holders cleared.
+// On MariaDB one DELETE ... RETURNING says what it deleted. MySQL has no
+// DELETE ... RETURNING: the instances are selected FOR UPDATE first (so
+// that two releases of one session cannot count the same instances), then
+// deleted by id.
+func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	var n int
+	var released, waiting []driver.Ident
+	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
+		n, released, waiting = 0, nil, nil
+		if err := d.adoptSession(ctx, c, p); err != nil {
+			return false, err
+		}
+		rs, err := d.releaseDelete(ctx, c, p)
+		if err != nil || len(rs) == 0 {
+			return false, err
+		}
+		waiting, err = sqldriver.LowerCounters(rs, func(dl sqldriver.ReleaseDelta) (int64, error) {
+			return d.identRelease(ctx, c, dl)
+		})
+		if err != nil {
+			return false, err
+		}
+		if _, err := c.ExecContext(ctx, d.Q("fast_clear_released"), p.SessionID, p.Kind, bin(p.NS)); err != nil {
+			return false, fmt.Errorf("fast_clear_released: %w", err)
+		}
+		n = len(rs)
+		for _, r := range rs {
+			if !slices.Contains(released, r.Ident) {
+				released = append(released, r.Ident)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	d.demoteFreed(ctx, released, waiting)
+	return n, waiting, nil
+}
+
+// demoteFreed hands the identifiers a release freed (released, less those
+// with waiters) back to the fast path. Best effort: the upkeep does it
+// later otherwise.
+func (d *Driver) demoteFreed(ctx context.Context, released, waiting []driver.Ident) {
+	for _, id := range released {
+		if !slices.Contains(waiting, id) {
+			_ = d.demote(context.WithoutCancel(ctx), id)
+		}
+	}
+}
+
+// adoptSession adopts, in the transaction on c, the session's fast holders
+// in p's namespace (and name) that the slow path took over but has not
+// adopted yet, each under its identifier's row lock.
+func (d *Driver) adoptSession(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) error {
+	rows, err := c.QueryContext(ctx, d.Q("fast_slow_held"), p.SessionID, p.Kind, bin(p.NS))
+	if err != nil {
+		return fmt.Errorf("fast_slow_held: %w", err)
+	}
+	var ids []driver.Ident
+	for rows.Next() {
+		var id driver.Ident
+		var ns, name []byte
+		if err := rows.Scan(&id.Kind, &ns, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("fast_slow_held: %w", err)
+		}
+		id.NS, id.Name = string(ns), string(name)
+		if p.Name == "" || id.Name == p.Name {
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		st, err := d.identLock(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if err := d.adopt(ctx, c, &st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// identLock takes an identifier's InnoDB row lock in the transaction on
+// q, creating the row when it is missing (as sqldriver's LockIdentLock).
+func (d *Driver) identLock(ctx context.Context, q querier, id driver.Ident) (driver.IdentState, error) {
+	st := driver.IdentState{Ident: id}
+	args := []any{id.Kind, bin(id.NS), bin(id.Name)}
+	lock := func() error {
+		return q.QueryRowContext(ctx, d.Q("ident_lock"), args...).
+			Scan(&st.Fence, &st.Readers, &st.Writers, &st.Waiting, &st.Gated)
+	}
+	err := lock()
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err = q.ExecContext(ctx, d.Q("ident_ensure"), args...); err != nil {
+			return st, fmt.Errorf("ident_ensure: %w", err)
+		}
+		err = lock()
+	}
+	if err != nil {
+		return st, fmt.Errorf("ident_lock: %w", err)
+	}
+	return st, nil
+}
+
+// adopt runs under the identifier's row lock (st, in the transaction on
+// q): from now on the slow path owns the identifier (fast_engage), its
+// fast holder, if any, becomes a request row under its own id, and the
+// InnoDB fence and counters count what happened outside InnoDB.
+func (d *Driver) adopt(ctx context.Context, q querier, st *driver.IdentState) error {
+	id := st.Ident
+	if _, err := q.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name)); err != nil {
+		return fmt.Errorf("fast_engage: %w", err)
+	}
+	var fence int64
+	var hid, call, at sql.NullInt64
+	var sess, client, mode sql.NullString
+	err := q.QueryRowContext(ctx, d.Q("fast_holder"), id.Kind, bin(id.NS), bin(id.Name)).
+		Scan(&fence, &hid, &sess, &client, &mode, &call, &at)
+	if err != nil {
+		return fmt.Errorf("fast_holder: %w", err)
+	}
+	changed := fence > st.Fence
+	st.Fence = max(st.Fence, fence)
+	if hid.Valid {
+		res, err := q.ExecContext(ctx, d.Q("fast_adopt"), hid.Int64, sess.String, client.String,
+			id.Kind, bin(id.NS), bin(id.Name), mode.String, call.Int64, fence, at.Int64, at.Int64)
+		if err != nil {
+			return fmt.Errorf("fast_adopt: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 1 {
+			nr, nw := sqldriver.ModeCounts(driver.LockMode(mode.String))
+			st.Readers, st.Writers, changed = st.Readers+int64(nr), st.Writers+int64(nw), true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
+		id.Kind, bin(id.NS), bin(id.Name)); err != nil {
+		return fmt.Errorf("ident_update: %w", err)
+	}
+	return nil
+}
+
+// adoptInTx is the dialect's Adopt hook: adopt in the engine's
+// transaction.
+func (d *Driver) adoptInTx(ctx context.Context, t *sqldriver.Tx, st *driver.IdentState) error {
+	return d.adopt(ctx, t.Tx, st)
+}
+
+// demoteAfter is the dialect's Updated hook: an identifier the slow path
+// left with nothing in InnoDB goes back to the fast path once the
+// transaction has committed.
+func (d *Driver) demoteAfter(ctx context.Context, t *sqldriver.Tx, st driver.IdentState) {
+	if st.Readers == 0 && st.Writers == 0 && st.Waiting == 0 && !st.Gated {
+		t.AfterCommit(func() { _ = d.demote(context.WithoutCancel(ctx), st.Ident) })
+	}
+}
+
+// clearDeleted is the dialect's Deleted hook: the fast holders among
+// deleted requests (negative ids) are gone too, in the same transaction.
+func (d *Driver) clearDeleted(ctx context.Context, t *sqldriver.Tx, ids []int64) error {
+	var held []any
+	for _, id := range ids {
+		if id < 0 {
+			held = append(held, id)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	if _, err := t.Tx.ExecContext(ctx, list(d.Q("fast_clear_ids"), len(held)), held...); err != nil {
+		return fmt.Errorf("fast_clear_ids: %w", err)
+	}
+	return nil
+}
+
+// Incarnation implements driver.Incarnations: a server restart empties
+// the MEMORY lock state, while holders of the lost state may still count
+// themselves holders until their leases run out. The first session after
+// it marks what InnoDB still has as the slow path's, then writes the new
+// incarnation.
+func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, time.Duration, error) {
+	if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_lease"), lease.Microseconds()); err != nil {
+		return 0, 0, fmt.Errorf("incarnation_lease: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		var id, waitUS int64
+		err := d.SQL.QueryRowContext(ctx, d.Q("incarnation_get")).Scan(&id, &waitUS)
+		switch {
+		case err == nil:
+			return id, time.Duration(waitUS) * time.Microsecond, nil
+		case !errors.Is(err, sql.ErrNoRows) || attempt > 0:
+			return 0, 0, fmt.Errorf("incarnation: %w", err)
+		}
+		if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_mark_slow")); err != nil {
+			return 0, 0, fmt.Errorf("incarnation_mark_slow: %w", err)
+		}
+		if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_new"), lease.Microseconds()); err != nil {
+			return 0, 0, fmt.Errorf("incarnation_new: %w", err)
+		}
+	}
+}
+
+// Maintain implements driver.Driver: besides the shared upkeep, the slow
+// path hands idle identifiers back to the fast path and free fast rows
+// are deleted.
+func (d *Driver) Maintain(ctx context.Context) error {
+	if err := d.DB.Maintain(ctx); err != nil {
+		return err
+	}
+	if err := d.demoteIdle(ctx); err != nil {
+		return err
+	}
+	if _, err := d.ExecNamed(ctx, nil, "fast_purge_idle"); err != nil {
+		return fmt.Errorf("fast_purge_idle: %w", err)
+	}
+	return nil
+}
+
+// demoteIdle hands identifiers the slow path owns back to the fast path
+// when nothing of them is left in InnoDB, each under its row lock.
+func (d *Driver) demoteIdle(ctx context.Context) error {
+	rows, err := d.QueryNamed(ctx, nil, "fast_idle_slow")
+	if err != nil {
+		return fmt.Errorf("fast_idle_slow: %w", err)
+	}
+	var ids []driver.Ident
+	for rows.Next() {
+		var id driver.Ident
+		var ns, name []byte
+		if err := rows.Scan(&id.Kind, &ns, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("fast_idle_slow: %w", err)
+		}
+		id.NS, id.Name = string(ns), string(name)
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := d.demote(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demote hands one identifier back to the fast path if nothing of it is
+// left in InnoDB.
+func (d *Driver) demote(ctx context.Context, id driver.Ident) error {
+	tx, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := d.identLock(ctx, tx, id); err != nil {
+		return err
+	}
+	args := []any{id.Kind, bin(id.NS), bin(id.Name)}
+	var fence int64
+	switch err := tx.QueryRowContext(ctx, d.Q("fast_demote_check"), args...).Scan(&fence); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("fast_demote_check: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, d.Q("fast_demote"), append([]any{fence}, args...)...); err != nil {
+		return fmt.Errorf("fast_demote: %w", err)
+	}
+	return tx.Commit()
+}
