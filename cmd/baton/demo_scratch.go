@@ -89,7 +89,9 @@ var catalogQueries = map[string][]catalogQuery{
 		 WHERE n.nspname = current_schema() AND left(p.proname, $1) = $2 ORDER BY 1`,
 		"DROP FUNCTION IF EXISTS %s CASCADE"}},
 	"mysql": {{
-		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_name",
+		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.views WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_name",
+		"DROP VIEW IF EXISTS %s"}, {
+		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' AND LEFT(table_name, ?) = ? ORDER BY table_name",
 		"DROP TABLE IF EXISTS %s"}, {
 		"SELECT CONCAT('`', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE' AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
 		"DROP PROCEDURE IF EXISTS %s"}},
@@ -187,11 +189,15 @@ func dropEach(ctx context.Context, db *sql.DB, stmts []string, dropped map[strin
 	return nil
 }
 
-// droppedKind is what a drop statement drops: tables or functions (which
-// counts MySQL's procedures).
+// droppedKind is what a drop statement drops: tables, functions (which
+// counts MySQL's procedures) or views (MySQL's; PostgreSQL's go with
+// their tables).
 func droppedKind(stmt string) string {
-	if strings.HasPrefix(stmt, "DROP FUNCTION") || strings.HasPrefix(stmt, "DROP PROCEDURE") {
+	switch {
+	case strings.HasPrefix(stmt, "DROP FUNCTION") || strings.HasPrefix(stmt, "DROP PROCEDURE"):
 		return "functions"
+	case strings.HasPrefix(stmt, "DROP VIEW"):
+		return "views"
 	}
 	return "tables"
 }

@@ -43,6 +43,17 @@ func holderID() int64 {
 	return -int64(binary.LittleEndian.Uint64(b[:])>>2) - 1
 }
 
+// execHot runs a statement of the fast paths outside a transaction: as
+// text for a one-shot command's first few calls, then prepared, which
+// spares the server parsing it on every call (before Prepare prepares the
+// rest).
+func (d *Driver) execHot(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	if d.fastPoolDue() {
+		d.PrepareNamed(ctx, name)
+	}
+	return d.ExecNamed(ctx, nil, name, args...)
+}
+
 // LockFastAcquire implements driver.Driver: one fast_acquire statement,
 // which makes the session the identifier's fast holder when the
 // identifier is free, nobody waits and the session's incarnation is the
@@ -51,7 +62,7 @@ func holderID() int64 {
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	r := driver.Request{ID: holderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
-	res, err := d.ExecNamed(ctx, nil, "fast_acquire", p.Kind, bin(p.NS), bin(p.Name), r.ID,
+	res, err := d.execHot(ctx, "fast_acquire", p.Kind, bin(p.NS), bin(p.Name), r.ID,
 		p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation, p.Incarnation)
 	if err != nil {
 		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
@@ -79,13 +90,14 @@ func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) 
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID}
 	granted := false
+	var adopted int64
 	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
 		granted = false
 		st, err := d.identLock(ctx, c, p.Ident)
 		if err != nil {
 			return false, err
 		}
-		if err := d.adopt(ctx, c, &st); err != nil {
+		if adopted, err = d.adopt(ctx, c, &st); err != nil {
 			return false, err
 		}
 		var current int
@@ -112,6 +124,9 @@ func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) 
 		granted = true
 		return true, nil
 	})
+	if err == nil {
+		d.clearAdopted(ctx, adopted)
+	}
 	if err != nil || !granted {
 		return driver.Request{}, false, err
 	}
@@ -190,9 +205,9 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if p.Name != "" {
 		query, args = "fast_release_name", append(args, bin(p.Name))
 	}
-	res, err := d.ExecNamed(ctx, nil, query, args...)
+	res, err := d.execHot(ctx, query, args...)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", query, err)
+		return 0, nil, err
 	}
 	n64, err := res.RowsAffected()
 	if err != nil {
@@ -211,26 +226,29 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	case p.Limit > 0:
 		p.Limit -= n
 	}
-	m, waiting, err := d.releaseSlow(ctx, p)
+	m, waiting, err := d.releaseSlow(ctx, p, adopted != 0)
 	return n + m, waiting, err
 }
 
 // releaseSlow releases the session's instances in InnoDB: its fast
-// holders the slow path took over are adopted first (under their row
-// locks), then the request rows are deleted, the identifiers' counters
-// lowered (ident_release reports the waiting count as its insert id,
-// which saves the ident_waiting query) and the deleted holders cleared.
+// holders the slow path took over (fastHeld: fast_release_* saw some)
+// are adopted first (under their row locks), then the request rows are
+// deleted, the identifiers' counters lowered (ident_release reports the
+// waiting count as its insert id, which saves the ident_waiting query)
+// and the fast rows of deleted holders cleared, all before the commit.
 // On MariaDB one DELETE ... RETURNING says what it deleted. MySQL has no
 // DELETE ... RETURNING: the instances are selected FOR UPDATE first (so
 // that two releases of one session cannot count the same instances), then
 // deleted by id.
-func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, fastHeld bool) (int, []driver.Ident, error) {
 	var n int
 	var released, waiting []driver.Ident
 	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
 		n, released, waiting = 0, nil, nil
-		if err := d.adoptSession(ctx, c, p); err != nil {
-			return false, err
+		if fastHeld {
+			if err := d.adoptSession(ctx, c, p); err != nil {
+				return false, err
+			}
 		}
 		rs, err := d.releaseDelete(ctx, c, p)
 		if err != nil || len(rs) == 0 {
@@ -242,8 +260,17 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams) (i
 		if err != nil {
 			return false, err
 		}
-		if _, err := c.ExecContext(ctx, d.Q("fast_clear_released"), p.SessionID, p.Kind, bin(p.NS)); err != nil {
-			return false, fmt.Errorf("fast_clear_released: %w", err)
+		ids := make([]int64, len(rs))
+		for i, r := range rs {
+			ids[i] = r.ID
+		}
+		if err := d.clearHolders(ctx, c, ids); err != nil {
+			return false, err
+		}
+		if fastHeld {
+			if err := d.clearHints(ctx, c, p); err != nil {
+				return false, err
+			}
 		}
 		n = len(rs)
 		for _, r := range rs {
@@ -271,9 +298,23 @@ func (d *Driver) demoteFreed(ctx context.Context, released, waiting []driver.Ide
 	}
 }
 
+// clearHints clears, in the releasing transaction on c, the marks the
+// session's adopted holders left in p's namespace (and name).
+func (d *Driver) clearHints(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) error {
+	query, args := "fast_clear_hints_ns", []any{p.SessionID, p.Kind, bin(p.NS)}
+	if p.Name != "" {
+		query, args = "fast_clear_hints_name", append(args, bin(p.Name))
+	}
+	if _, err := c.ExecContext(ctx, d.Q(query), args...); err != nil {
+		return fmt.Errorf("%s: %w", query, err)
+	}
+	return nil
+}
+
 // adoptSession adopts, in the transaction on c, the session's fast holders
-// in p's namespace (and name) that the slow path took over but has not
-// adopted yet, each under its identifier's row lock.
+// in p's namespace (and name) that the slow path took over, each under its
+// identifier's row lock (a holder adopted already is left as it is). The
+// release deletes what it releases of them, clearing their fast rows.
 func (d *Driver) adoptSession(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) error {
 	rows, err := c.QueryContext(ctx, d.Q("fast_slow_held"), p.SessionID, p.Kind, bin(p.NS))
 	if err != nil {
@@ -300,7 +341,7 @@ func (d *Driver) adoptSession(ctx context.Context, c *sql.Conn, p driver.FastRel
 		if err != nil {
 			return err
 		}
-		if err := d.adopt(ctx, c, &st); err != nil {
+		if _, err := d.adopt(ctx, c, &st); err != nil {
 			return err
 		}
 	}
@@ -332,19 +373,25 @@ func (d *Driver) identLock(ctx context.Context, q querier, id driver.Ident) (dri
 // adopt runs under the identifier's row lock (st, in the transaction on
 // q): from now on the slow path owns the identifier (fast_engage), its
 // fast holder, if any, becomes a request row under its own id, and the
-// InnoDB fence and counters count what happened outside InnoDB.
-func (d *Driver) adopt(ctx context.Context, q querier, st *driver.IdentState) error {
+// InnoDB fence and counters count what happened outside InnoDB. It
+// returns the id of the holder it adopted (0: none), whose fast row the
+// caller clears once the transaction has committed (clearAdopted).
+func (d *Driver) adopt(ctx context.Context, q querier, st *driver.IdentState) (int64, error) {
 	id := st.Ident
-	if _, err := q.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name)); err != nil {
-		return fmt.Errorf("fast_engage: %w", err)
+	res, err := q.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), st.Fence)
+	if err != nil {
+		return 0, fmt.Errorf("fast_engage: %w", err)
+	}
+	if more, err := res.LastInsertId(); err != nil || more == 0 {
+		return 0, err
 	}
 	var fence int64
 	var hid, call, at sql.NullInt64
 	var sess, client, mode sql.NullString
-	err := q.QueryRowContext(ctx, d.Q("fast_holder"), id.Kind, bin(id.NS), bin(id.Name)).
+	err = q.QueryRowContext(ctx, d.Q("fast_holder"), id.Kind, bin(id.NS), bin(id.Name)).
 		Scan(&fence, &hid, &sess, &client, &mode, &call, &at)
 	if err != nil {
-		return fmt.Errorf("fast_holder: %w", err)
+		return 0, fmt.Errorf("fast_holder: %w", err)
 	}
 	changed := fence > st.Fence
 	st.Fence = max(st.Fence, fence)
@@ -352,29 +399,64 @@ func (d *Driver) adopt(ctx context.Context, q querier, st *driver.IdentState) er
 		res, err := q.ExecContext(ctx, d.Q("fast_adopt"), hid.Int64, sess.String, client.String,
 			id.Kind, bin(id.NS), bin(id.Name), mode.String, call.Int64, fence, at.Int64, at.Int64)
 		if err != nil {
-			return fmt.Errorf("fast_adopt: %w", err)
+			return 0, fmt.Errorf("fast_adopt: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return err
+			return 0, err
 		} else if n == 1 {
 			nr, nw := sqldriver.ModeCounts(driver.LockMode(mode.String))
 			st.Readers, st.Writers, changed = st.Readers+int64(nr), st.Writers+int64(nw), true
 		}
 	}
-	if !changed {
+	if changed {
+		if _, err := q.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
+			id.Kind, bin(id.NS), bin(id.Name)); err != nil {
+			return 0, fmt.Errorf("ident_update: %w", err)
+		}
+	}
+	return hid.Int64, nil
+}
+
+// clearAdopted marks holders whose adoption committed (ids; zeros are
+// skipped) as adopted (fast_adopted). Best effort: a holder left unmarked
+// costs the next adoption a look, nothing else.
+func (d *Driver) clearAdopted(ctx context.Context, ids ...int64) {
+	_ = d.holdersGone(context.WithoutCancel(ctx), d.SQL, "fast_adopted", ids)
+}
+
+// clearHolders clears the fast rows of holders among deleted requests
+// (ids), in the deleting transaction on q.
+func (d *Driver) clearHolders(ctx context.Context, q querier, ids []int64) error {
+	return d.holdersGone(ctx, q, "fast_clear_ids", ids)
+}
+
+// holdersGone runs query (fast_clear_ids or fast_adopted) on q for the
+// negative ids among ids (request rows' ids are positive: nothing to do
+// without a fast one).
+func (d *Driver) holdersGone(ctx context.Context, q querier, query string, ids []int64) error {
+	var held []any
+	for _, id := range ids {
+		if id < 0 {
+			held = append(held, id)
+		}
+	}
+	if len(held) == 0 {
 		return nil
 	}
-	if _, err := q.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
-		id.Kind, bin(id.NS), bin(id.Name)); err != nil {
-		return fmt.Errorf("ident_update: %w", err)
+	if _, err := q.ExecContext(ctx, list(d.Q(query), len(held)), held...); err != nil {
+		return fmt.Errorf("%s: %w", query, err)
 	}
 	return nil
 }
 
 // adoptInTx is the dialect's Adopt hook: adopt in the engine's
-// transaction.
+// transaction, the holder's fast row cleared after its commit.
 func (d *Driver) adoptInTx(ctx context.Context, t *sqldriver.Tx, st *driver.IdentState) error {
-	return d.adopt(ctx, t.Tx, st)
+	adopted, err := d.adopt(ctx, t.Tx, st)
+	if adopted != 0 {
+		t.AfterCommit(func() { d.clearAdopted(ctx, adopted) })
+	}
+	return err
 }
 
 // demoteAfter is the dialect's Updated hook: an identifier the slow path
@@ -389,19 +471,7 @@ func (d *Driver) demoteAfter(ctx context.Context, t *sqldriver.Tx, st driver.Ide
 // clearDeleted is the dialect's Deleted hook: the fast holders among
 // deleted requests (negative ids) are gone too, in the same transaction.
 func (d *Driver) clearDeleted(ctx context.Context, t *sqldriver.Tx, ids []int64) error {
-	var held []any
-	for _, id := range ids {
-		if id < 0 {
-			held = append(held, id)
-		}
-	}
-	if len(held) == 0 {
-		return nil
-	}
-	if _, err := t.Tx.ExecContext(ctx, list(d.Q("fast_clear_ids"), len(held)), held...); err != nil {
-		return fmt.Errorf("fast_clear_ids: %w", err)
-	}
-	return nil
+	return d.clearHolders(ctx, t.Tx, ids)
 }
 
 // Incarnation implements driver.Incarnations: a server restart empties
@@ -422,13 +492,52 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 		case !errors.Is(err, sql.ErrNoRows) || attempt > 0:
 			return 0, 0, fmt.Errorf("incarnation: %w", err)
 		}
-		if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_mark_slow")); err != nil {
-			return 0, 0, fmt.Errorf("incarnation_mark_slow: %w", err)
+		if err := d.markSlow(ctx); err != nil {
+			return 0, 0, err
 		}
-		if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_new"), lease.Microseconds()); err != nil {
+		var longest int64
+		if err := d.SQL.QueryRowContext(ctx, d.Q("incarnation_max_lease")).Scan(&longest); err != nil {
+			return 0, 0, fmt.Errorf("incarnation_max_lease: %w", err)
+		}
+		if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_new"), max(longest, lease.Microseconds())); err != nil {
 			return 0, 0, fmt.Errorf("incarnation_new: %w", err)
 		}
 	}
+}
+
+// markSlow marks every identifier with InnoDB state as the slow path's,
+// one statement each (see fast_engage: no statement that writes the
+// MEMORY table reads InnoDB).
+func (d *Driver) markSlow(ctx context.Context) error {
+	ids, err := d.idents(ctx, "incarnation_slow_idents")
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := d.SQL.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
+			return fmt.Errorf("fast_engage: %w", err)
+		}
+	}
+	return nil
+}
+
+// idents runs a named query listing identifiers (kind, ns, name).
+func (d *Driver) idents(ctx context.Context, query string) ([]driver.Ident, error) {
+	rows, err := d.QueryNamed(ctx, nil, query)
+	if err != nil {
+		return nil, err
+	}
+	out, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (driver.Ident, error) {
+		var id driver.Ident
+		var ns, name []byte
+		err := sc.Scan(&id.Kind, &ns, &name)
+		id.NS, id.Name = string(ns), string(name)
+		return id, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
+	}
+	return out, nil
 }
 
 // Maintain implements driver.Driver: besides the shared upkeep, the slow
@@ -450,22 +559,8 @@ func (d *Driver) Maintain(ctx context.Context) error {
 // demoteIdle hands identifiers the slow path owns back to the fast path
 // when nothing of them is left in InnoDB, each under its row lock.
 func (d *Driver) demoteIdle(ctx context.Context) error {
-	rows, err := d.QueryNamed(ctx, nil, "fast_idle_slow")
+	ids, err := d.idents(ctx, "fast_idle_slow")
 	if err != nil {
-		return fmt.Errorf("fast_idle_slow: %w", err)
-	}
-	var ids []driver.Ident
-	for rows.Next() {
-		var id driver.Ident
-		var ns, name []byte
-		if err := rows.Scan(&id.Kind, &ns, &name); err != nil {
-			rows.Close()
-			return fmt.Errorf("fast_idle_slow: %w", err)
-		}
-		id.NS, id.Name = string(ns), string(name)
-		ids = append(ids, id)
-	}
-	if err := rows.Close(); err != nil {
 		return err
 	}
 	for _, id := range ids {

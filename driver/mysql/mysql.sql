@@ -14,14 +14,14 @@ SELECT n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
 DELETE FROM {p}lock_requests
  WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G'
  ORDER BY id DESC LIMIT ?
-RETURNING kind, ns, name, mode;
+RETURNING id, kind, ns, name, mode;
 
 -- name: release_delete_name
 -- MariaDB only, like release_delete_ns.
 DELETE FROM {p}lock_requests
  WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G'
  ORDER BY id DESC LIMIT ?
-RETURNING kind, ns, name, mode;
+RETURNING id, kind, ns, name, mode;
 
 -- name: notify_insert
 INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
@@ -73,6 +73,16 @@ DELETE FROM {p}lock_txholds WHERE id IN ({list});
 -- one statement at a time (the MEMORY table's lock) and only by these
 -- fast statements; a row with slow = 1 only under the identifier's InnoDB
 -- row lock.
+--
+-- A statement that changes several rows scans the index whose key it
+-- changes (FORCE INDEX), so that the server collects the rows before it
+-- changes any. MariaDB's MEMORY engine loses its place in a B-tree scan
+-- when the statement changes another B-tree index of the row it is on:
+-- walking the primary key, a release that cleared h_session skipped the
+-- session's next holder (a probe on MariaDB 10.11: a few releases in a
+-- thousand, and nearly every one after a DELETE on the table, left a
+-- holder behind). A change of one row found by its whole primary key has
+-- no scan to lose its place in.
 
 -- name: fast_acquire
 -- Grants the identifier to a new fast holder when the row is missing or
@@ -119,35 +129,45 @@ SELECT name, h_id, fence FROM {p}lock_fast
 -- name: fast_undo
 -- Withdraws the fast holders of one call (fast_acquire_many granted only
 -- some): session, kind, ns, call id.
-UPDATE {p}lock_fast SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
+   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
  WHERE h_session = ? AND kind = ? AND ns = ? AND h_call = ? AND slow = 0;
 
 -- name: fast_release_name
 -- Releases the session's fast holder of one identifier. A holder the slow
--- path owns (slow = 1) stays, and makes the insert id 1 (its h_id is
--- assigned itself): the caller then releases through InnoDB. Arguments:
--- session, kind, ns, name.
+-- path owns (slow = 1; adopted ones keep h_session, see fast_adopted)
+-- stays, and makes the insert id 1 (its h_session is assigned itself):
+-- the caller then releases through InnoDB. Arguments: session, kind, ns,
+-- name.
 UPDATE {p}lock_fast
-   SET h_id = IF(slow = 0, NULL, h_id + CAST(LAST_INSERT_ID(1) AS SIGNED) - 1),
-       h_session = IF(slow = 0, NULL, h_session), h_client = IF(slow = 0, NULL, h_client),
+   SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(1) = 1, h_session, h_session)),
+       h_id = IF(slow = 0, NULL, h_id), h_client = IF(slow = 0, NULL, h_client),
        h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
- WHERE h_session = ? AND kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL;
+ WHERE h_session = ? AND kind = ? AND ns = ? AND name = ?;
 
 -- name: fast_release_ns
 -- fast_release_name for every identifier of a namespace: session, kind,
--- ns.
-UPDATE {p}lock_fast
-   SET h_id = IF(slow = 0, NULL, h_id + CAST(LAST_INSERT_ID(1) AS SIGNED) - 1),
-       h_session = IF(slow = 0, NULL, h_session), h_client = IF(slow = 0, NULL, h_client),
+-- ns. (FORCE INDEX: see the section's head.)
+UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
+   SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(1) = 1, h_session, h_session)),
+       h_id = IF(slow = 0, NULL, h_id), h_client = IF(slow = 0, NULL, h_client),
        h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
- WHERE h_session = ? AND kind = ? AND ns = ? AND h_id IS NOT NULL;
+ WHERE h_session = ? AND kind = ? AND ns = ?;
 
 -- name: fast_engage
 -- Under the identifier's InnoDB row lock: the slow path owns the
 -- identifier from now on. A new row's fence is 0: only fast grants move
--- it, and a demotion sets it to the InnoDB one. Arguments: kind, ns, name.
+-- it, and a demotion sets it to the InnoDB one. The insert id is 1 when
+-- there may be more to do (fast_holder): a fast holder (adopted ones are
+-- cleared once their adoption committed), or a fence above the InnoDB one
+-- (the last argument); 0 otherwise, as for a new row. Arguments: kind,
+-- ns, name, the InnoDB fence.
+--
+-- No statement that writes {p}lock_fast reads an InnoDB table: it would
+-- hold the MEMORY table's lock while its read waited for a row lock,
+-- which the waiting transaction's holder may need the table to release.
 INSERT INTO {p}lock_fast (kind, ns, name, fence, slow) VALUES (?, ?, ?, 0, 1)
-ON DUPLICATE KEY UPDATE slow = 1;
+ON DUPLICATE KEY UPDATE slow = IF(LAST_INSERT_ID(h_id IS NOT NULL OR fence > ?) >= 0, 1, 1);
 
 -- name: fast_holder
 -- The row fast_engage left: no fast statement changes it any more.
@@ -161,27 +181,39 @@ INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, 
 VALUES (?, ?, ?, ?, ?, ?, ?, 'G', ?, ?, ?, ?);
 
 -- name: fast_clear_ids
--- After request_delete, in its transaction: the fast holders among the
--- deleted requests ({list} of ids) are gone too.
-UPDATE {p}lock_fast SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
- WHERE h_id IN ({list});
+-- Fast holders ({list} of ids) whose request rows are gone: in the
+-- transaction that deletes the rows, before its commit (a holder left
+-- behind would be adopted again).
+UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder)
+   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_id IN ({list}) AND slow = 1;
+
+-- name: fast_adopted
+-- Fast holders ({list} of ids) whose adoption committed: h_id goes (later
+-- adoptions need not look), h_session stays, so that the holder's own
+-- release knows to go through InnoDB (fast_release_*), until that release
+-- clears it (fast_clear_hints_*) or the row is handed back.
+UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder) SET h_id = NULL WHERE h_id IN ({list}) AND slow = 1;
+
+-- name: fast_clear_hints_ns
+-- After the session's release through InnoDB: the adopted holders' marks
+-- in the namespace (session, kind, ns).
+UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
+   SET h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_session = ? AND kind = ? AND ns = ? AND slow = 1 AND h_id IS NULL;
+
+-- name: fast_clear_hints_name
+-- fast_clear_hints_ns for one name (session, kind, ns, name).
+UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
+   SET h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_session = ? AND kind = ? AND ns = ? AND name = ? AND slow = 1 AND h_id IS NULL;
 
 -- name: fast_slow_held
--- The session's fast holders the slow path owns but has not adopted yet,
--- in a namespace: session, kind, ns.
-SELECT f.kind, f.ns, f.name FROM {p}lock_fast f
- WHERE f.h_session = ? AND f.kind = ? AND f.ns = ? AND f.slow = 1 AND f.h_id IS NOT NULL
-   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.id = f.h_id)
- ORDER BY f.kind, f.ns, f.name;
-
--- name: fast_clear_released
--- After the InnoDB release deleted the session's request rows in a
--- namespace: the adopted fast holders among them are gone too (every
--- holder of the session there was adopted first). Session, kind, ns.
-UPDATE {p}lock_fast f
-   SET f.h_id = NULL, f.h_session = NULL, f.h_client = NULL, f.h_mode = NULL, f.h_call = NULL, f.h_at = NULL
- WHERE f.h_session = ? AND f.kind = ? AND f.ns = ? AND f.slow = 1 AND f.h_id IS NOT NULL
-   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.id = f.h_id);
+-- The session's fast holders the slow path owns, in a namespace: session,
+-- kind, ns. (A plain read: see fast_engage.)
+SELECT kind, ns, name FROM {p}lock_fast
+ WHERE h_session = ? AND kind = ? AND ns = ? AND slow = 1 AND h_id IS NOT NULL
+ ORDER BY kind, ns, name;
 
 -- name: fast_idle_slow
 -- Identifiers the slow path owns with no fast holder: candidates to hand
@@ -199,7 +231,8 @@ SELECT li.fence FROM {p}lock_idents li
 -- name: fast_demote
 -- The fast path owns the identifier again: fence (from InnoDB), kind, ns,
 -- name.
-UPDATE {p}lock_fast SET slow = 0, fence = GREATEST(fence, ?)
+UPDATE {p}lock_fast
+   SET slow = 0, fence = GREATEST(fence, ?), h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
  WHERE kind = ? AND ns = ? AND name = ? AND slow = 1 AND h_id IS NULL;
 
 -- name: fast_purge_idle
@@ -219,15 +252,18 @@ SELECT COUNT(*) FROM {p}incarnation WHERE id = ? OR ? = 0;
 -- name: incarnation_get
 SELECT id, GREATEST(0, lockable_from - {now}) FROM {p}incarnation;
 
--- name: incarnation_mark_slow
+-- name: incarnation_slow_idents
 -- Before a new incarnation: identifiers with InnoDB state (holders of
--- sessions a restart made stale, waiters, gates) belong to the slow path.
-INSERT INTO {p}lock_fast (kind, ns, name, fence, slow)
-SELECT kind, ns, name, fence, 1 FROM {p}lock_idents WHERE n_r > 0 OR n_w > 0 OR n_p > 0 OR gated = 1
-ON DUPLICATE KEY UPDATE slow = 1;
+-- sessions a restart made stale, waiters, gates), which the caller marks
+-- as the slow path's (fast_engage).
+SELECT kind, ns, name FROM {p}lock_idents WHERE n_r > 0 OR n_w > 0 OR n_p > 0 OR gated = 1;
+
+-- name: incarnation_max_lease
+SELECT COALESCE(MAX(v), 0) FROM {p}meta WHERE k = 'max_lease_us';
 
 -- name: incarnation_new
--- A new incarnation, lockable once the longest lease in use has passed:
--- the argument is this session's lease.
-INSERT IGNORE INTO {p}incarnation (one, id, lockable_from)
-SELECT 1, {now}, {now} + GREATEST(?, COALESCE((SELECT v FROM {p}meta WHERE k = 'max_lease_us'), 0));
+-- A new incarnation, lockable once the longest lease in use (the
+-- argument) has passed. LOW_PRIORITY: the write waits for the statements
+-- reading the table (session_renew, which may itself wait for a row lock)
+-- without holding up later readers.
+INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (1, {now}, {now} + ?);

@@ -83,7 +83,7 @@ func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {
 	// A gated identifier is the slow path's (its fast holder, if any, is
 	// adopted under the row lock by the first slow-path statement): no
 	// fast statement grants it from now on.
-	if _, err := d.SQL.ExecContext(ctx, d.Q("fast_engage"), args...); err != nil {
+	if _, err := d.SQL.ExecContext(ctx, d.Q("fast_engage"), append(args, 0)...); err != nil {
 		return fmt.Errorf("fast_engage: %w", err)
 	}
 	// Even when the identifier was gated already: by another call that

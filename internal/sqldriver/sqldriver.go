@@ -89,6 +89,15 @@ func (db *DB) Prepare(ctx context.Context) error {
 	return nil
 }
 
+// PrepareNamed prepares one named query now, unless it is prepared
+// already (or cannot be, or the DB never prepares): for a backend's hot
+// statements before Prepare runs.
+func (db *DB) PrepareNamed(ctx context.Context, name string) {
+	if _, ok := db.stmts.Load(name); !ok && !db.NoPrepare {
+		db.prepareOne(ctx, name)
+	}
+}
+
 // prepareOne prepares a named query and keeps it; nil when it cannot be
 // prepared (it then runs as text).
 func (db *DB) prepareOne(ctx context.Context, name string) *sql.Stmt {
