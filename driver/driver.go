@@ -311,7 +311,9 @@ type Requester interface {
 	// LockRequest returns the stored request; ErrWouldWait (nothing
 	// stored) when p.TryOnce is set and the request would wait;
 	// ErrNoSession when the database no longer has a live session
-	// p.SessionID of p.ClientID.
+	// p.SessionID of p.ClientID; ErrRequestInTx (nothing stored) when
+	// the engine must decide in its own transaction (an identifier a
+	// transaction gated, on a backend whose call does not see gates).
 	LockRequest(ctx context.Context, p RequestParams) (Request, error)
 }
 
@@ -333,6 +335,10 @@ var ErrPartialGrant = errors.New("some names of a many-name acquire were granted
 // ErrWouldWait is LockRequest's answer to a request that would wait, made
 // with TryOnce.
 var ErrWouldWait = errors.New("the lock request would wait")
+
+// ErrRequestInTx is LockRequest's answer when the engine must decide the
+// request in its own transaction.
+var ErrRequestInTx = errors.New("the lock request must be decided in the engine's transaction")
 
 // ErrNoSession is LockRequest's answer when the session is not in the
 // database (its lease ran out, or a crash emptied the lock state).

@@ -94,7 +94,9 @@ var catalogQueries = map[string][]catalogQuery{
 		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' AND LEFT(table_name, ?) = ? ORDER BY table_name",
 		"DROP TABLE IF EXISTS %s"}, {
 		"SELECT CONCAT('`', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE' AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
-		"DROP PROCEDURE IF EXISTS %s"}},
+		"DROP PROCEDURE IF EXISTS %s"}, {
+		"SELECT CONCAT('`', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_type = 'FUNCTION' AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
+		"DROP FUNCTION IF EXISTS %s"}},
 }
 
 // prefixedObjects lists the tables (and PostgreSQL's functions, MySQL's

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 		{"FastReleaseReportsWaiters", testFastReleaseWaiters},
 		{"FastPathSeen", testFastPathSeen},
 		{"Requester", testRequester},
+		{"ReleaseHandsOn", testReleaseRule},
 		{"TxGate", testTxGate},
 		{"WaitGraph", testWaitGraph},
 		{"Notify", testNotify},

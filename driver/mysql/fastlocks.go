@@ -81,56 +81,59 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	return r, true, nil
 }
 
-// acquireShared grants a reader beside other readers (fast_acquire
-// refused it: the lock is not free) as a request row, in a transaction
-// of the fast pool under the identifier's row lock, when nobody writes,
-// waits or holds its gate and the session's incarnation is the lock
-// state's. InnoDB's: it waits for a redo-log flush.
+// acquireShared grants a reader beside others (fast_acquire refused it:
+// the lock is not free) as a request row, when the rule grants it at
+// once: {p}request with try-once, which stores nothing otherwise, and the
+// session's incarnation checked as fast_acquire checks it. A gated
+// identifier is refused here; the engine's slow path decides it.
 func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID}
-	granted := false
-	var adopted int64
-	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		granted = false
-		st, err := d.identLock(ctx, c, p.Ident)
-		if err != nil {
-			return false, err
-		}
-		if adopted, err = d.adopt(ctx, c, &st); err != nil {
-			return false, err
-		}
-		var current int
-		if err := c.QueryRowContext(ctx, d.Q("incarnation_is"), p.Incarnation, p.Incarnation).Scan(&current); err != nil {
-			return false, fmt.Errorf("incarnation_is: %w", err)
-		}
-		if st.Writers > 0 || st.Waiting > 0 || st.Gated || current == 0 {
-			return true, nil // keeps the adoption: it is done once
-		}
-		r.Token, st.Readers = st.Fence+1, st.Readers+1
-		st.Fence = r.Token
-		res, err := c.ExecContext(ctx, d.Q("request_insert"), r.SessionID, r.ClientID, r.Kind, bin(r.NS), bin(r.Name),
-			string(r.Mode), string(r.Status), r.CallID, r.Token)
-		if err != nil {
-			return false, fmt.Errorf("request_insert: %w", err)
-		}
-		if r.ID, err = res.LastInsertId(); err != nil {
-			return false, err
-		}
-		if _, err := c.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
-			r.Kind, bin(r.NS), bin(r.Name)); err != nil {
-			return false, fmt.Errorf("ident_update: %w", err)
-		}
-		granted = true
-		return true, nil
-	})
-	if err == nil {
-		d.clearAdopted(ctx, adopted)
-	}
-	if err != nil || !granted {
+	r, err := d.request(ctx, driver.RequestParams{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident,
+		Mode: p.Mode, CallID: p.CallID, TryOnce: true}, p.Incarnation)
+	switch {
+	case errors.Is(err, driver.ErrWouldWait) || errors.Is(err, driver.ErrNoSession) || errors.Is(err, driver.ErrRequestInTx):
+		return driver.Request{}, false, nil
+	case err != nil:
 		return driver.Request{}, false, err
 	}
 	return r, true, nil
+}
+
+// LockRequest implements driver.Requester: {p}request (migration 024)
+// adopts a fast holder, decides and stores the request in one call.
+func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
+	return d.request(ctx, p, nil)
+}
+
+// request calls {p}request in a transaction of the fast pool; inc is nil
+// (the session must be live) or the session's incarnation. The fast
+// holder it found is marked adopted once the transaction has committed.
+func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (driver.Request, error) {
+	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
+	var status string
+	var holder int64
+	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
+		err := c.QueryRowContext(ctx, d.Q("request_call"), p.Kind, bin(p.NS), bin(p.Name), p.SessionID, p.ClientID,
+			string(p.Mode), p.CallID, p.TryOnce, inc).Scan(&status, &r.ID, &r.Token, &holder)
+		if err != nil {
+			return false, fmt.Errorf("request: %w", err)
+		}
+		// A gated identifier or an absent session changed nothing.
+		return status != "F" && status != "X", nil
+	})
+	if err != nil {
+		return driver.Request{}, err
+	}
+	d.clearAdopted(ctx, holder)
+	r.Status = driver.RequestStatus(status)
+	switch status {
+	case "F":
+		return driver.Request{}, driver.ErrRequestInTx
+	case "X":
+		return driver.Request{}, driver.ErrNoSession
+	case "W":
+		return driver.Request{}, driver.ErrWouldWait
+	}
+	return r, nil
 }
 
 // LockFastAcquireMany implements driver.ManyAcquirer: fast_acquire for
@@ -213,39 +216,43 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if err != nil {
 		return 0, nil, err
 	}
-	adopted, err := res.LastInsertId()
+	signal, err := res.LastInsertId()
 	if err != nil {
 		return 0, nil, err
 	}
 	n := int(n64)
 	switch {
-	case adopted == 0 && (p.InlineOnly || p.Name != "" && n > 0):
+	case signal == 0 && (p.InlineOnly || p.Name != "" && n > 0):
 		return n, nil, nil
 	case p.Limit > 0 && n >= p.Limit:
 		return n, nil, nil
 	case p.Limit > 0:
 		p.Limit -= n
 	}
-	m, waiting, err := d.releaseSlow(ctx, p, adopted != 0)
+	m, waiting, err := d.releaseSlow(ctx, p, signal)
 	return n + m, waiting, err
 }
 
-// releaseSlow releases the session's instances in InnoDB: its fast
-// holders the slow path took over (fastHeld: fast_release_* saw some)
-// are adopted first (under their row locks), then the request rows are
-// deleted, the identifiers' counters lowered (ident_release reports the
-// waiting count as its insert id, which saves the ident_waiting query)
-// and the fast rows of deleted holders cleared, all before the commit.
-// On MariaDB one DELETE ... RETURNING says what it deleted. MySQL has no
-// DELETE ... RETURNING: the instances are selected FOR UPDATE first (so
-// that two releases of one session cannot count the same instances), then
-// deleted by id.
-func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, fastHeld bool) (int, []driver.Ident, error) {
+// releaseSlow releases the session's instances in InnoDB. signal is what
+// fast_release_* saw of the session's fast holders the slow path took
+// over: 3 some perhaps not adopted yet, which are adopted first (under
+// their row locks); 1 adopted ones only; 0 none. Then the request rows
+// are deleted, the identifiers' counters lowered (ident_release reports
+// the waiting count as its insert id, which saves the ident_waiting
+// query), the fast rows of released holders cleared and the identifiers
+// others wait for handed on (regrant), all before the one commit; only
+// those the engine must decide are returned. On MariaDB one DELETE ...
+// RETURNING says what it deleted. MySQL has no DELETE ... RETURNING: the
+// instances are selected FOR UPDATE first (so that two releases of one
+// session cannot count the same instances), then deleted by id.
+func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
+	fastHeld := signal != 0
 	var n int
-	var released, waiting []driver.Ident
+	var released, waiting, left []driver.Ident
+	var woken func()
 	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		n, released, waiting = 0, nil, nil
-		if fastHeld {
+		n, released, waiting, left, woken = 0, nil, nil, nil, nil
+		if signal == 3 {
 			if err := d.adoptSession(ctx, c, p); err != nil {
 				return false, err
 			}
@@ -260,17 +267,11 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, fa
 		if err != nil {
 			return false, err
 		}
-		ids := make([]int64, len(rs))
-		for i, r := range rs {
-			ids[i] = r.ID
-		}
-		if err := d.clearHolders(ctx, c, ids); err != nil {
+		if err := d.clearReleased(ctx, c, p, rs, fastHeld); err != nil {
 			return false, err
 		}
-		if fastHeld {
-			if err := d.clearHints(ctx, c, p); err != nil {
-				return false, err
-			}
+		if left, woken, err = d.regrant(ctx, c, waiting); err != nil {
+			return false, err
 		}
 		n = len(rs)
 		for _, r := range rs {
@@ -283,8 +284,56 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, fa
 	if err != nil {
 		return 0, nil, err
 	}
+	if woken != nil {
+		woken()
+	}
 	d.demoteFreed(ctx, released, waiting)
-	return n, waiting, nil
+	return n, left, nil
+}
+
+// regrant hands each identifier of waiting on in the transaction on c
+// ({p}regrant, migration 024) and wakes the clients of its grants: those
+// of other processes by statements in the transaction, so that the
+// returned wake, run after the commit, only calls local clients and
+// interrupts listeners. It returns the identifiers the engine must hand
+// on itself (a gate, a fast holder not adopted yet).
+func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Ident) (left []driver.Ident, wake func(), err error) {
+	var clients []string
+	for _, id := range waiting {
+		var done bool
+		var list string
+		if err := c.QueryRowContext(ctx, d.Q("regrant_call"), id.Kind, bin(id.NS), bin(id.Name)).Scan(&done, &list); err != nil {
+			return nil, nil, fmt.Errorf("regrant: %w", err)
+		}
+		switch {
+		case !done:
+			left = append(left, id)
+		case list != "":
+			for _, cl := range strings.Split(list, ",") {
+				if !slices.Contains(clients, cl) {
+					clients = append(clients, cl)
+				}
+			}
+		}
+	}
+	if len(clients) == 0 {
+		return left, nil, nil
+	}
+	funcs, remote := splitLocal(clients)
+	var conns []int64
+	if len(remote) > 0 {
+		if conns, err = d.wakeRemote(ctx, c, remote); err != nil {
+			return nil, nil, err
+		}
+	}
+	return left, func() {
+		for _, f := range funcs {
+			f()
+		}
+		if len(conns) > 0 {
+			d.interrupt(conns)
+		}
+	}, nil
 }
 
 // demoteFreed hands the identifiers a release freed (released, less those
@@ -298,14 +347,33 @@ func (d *Driver) demoteFreed(ctx context.Context, released, waiting []driver.Ide
 	}
 }
 
-// clearHints clears, in the releasing transaction on c, the marks the
-// session's adopted holders left in p's namespace (and name).
-func (d *Driver) clearHints(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) error {
+// clearReleased clears, in the releasing transaction on c, the fast rows
+// of the released instances (rs) and the marks the session's adopted
+// holders left in p's namespace (and name). Without fastHeld (the release
+// saw no row of the session the slow path owns) no fast row names them.
+// A release of every instance there clears every row of the session
+// there in one statement; one with a limit clears those of rs by id, then
+// the marks.
+func (d *Driver) clearReleased(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams, rs []driver.Request, fastHeld bool) error {
+	if !fastHeld {
+		return nil
+	}
+	all := 1
+	if p.Limit > 0 {
+		all = 0
+		ids := make([]int64, len(rs))
+		for i, r := range rs {
+			ids[i] = r.ID
+		}
+		if err := d.clearHolders(ctx, c, ids); err != nil {
+			return err
+		}
+	}
 	query, args := "fast_clear_hints_ns", []any{p.SessionID, p.Kind, bin(p.NS)}
 	if p.Name != "" {
 		query, args = "fast_clear_hints_name", append(args, bin(p.Name))
 	}
-	if _, err := c.ExecContext(ctx, d.Q(query), args...); err != nil {
+	if _, err := c.ExecContext(ctx, d.Q(query), append(args, all)...); err != nil {
 		return fmt.Errorf("%s: %w", query, err)
 	}
 	return nil

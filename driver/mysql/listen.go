@@ -45,7 +45,7 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []s
 	if len(remote) == 0 {
 		return nil
 	}
-	conns, err := d.wakeRemote(ctx, t, remote)
+	conns, err := d.wakeRemote(ctx, t.Tx, remote)
 	if len(conns) > 0 {
 		t.AfterCommit(func() { d.interrupt(conns) })
 	}
@@ -67,18 +67,18 @@ func splitLocal(clientIDs []string) (funcs []func(), remote []string) {
 
 // wakeRemote bumps the sequence numbers of other processes' clients and
 // returns the connection ids of their listeners.
-func (d *Driver) wakeRemote(ctx context.Context, t *sqldriver.Tx, remote []string) ([]int64, error) {
+func (d *Driver) wakeRemote(ctx context.Context, q querier, remote []string) ([]int64, error) {
 	start := d.serverStart.Load()
 	if len(remote) == 1 {
-		return d.wakeOne(ctx, t, start, remote[0])
+		return d.wakeOne(ctx, q, start, remote[0])
 	}
 	// Sorted, so that concurrent wakers lock the rows in one order.
 	sort.Strings(remote)
 	args := sqldriver.StringArgs(remote)
-	if _, err := t.Tx.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
+	if _, err := q.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
 		return nil, fmt.Errorf("wake_many: %w", err)
 	}
-	rows, err := t.Tx.QueryContext(ctx, list(d.wq["wake_conns"], len(remote)), append([]any{start}, args...)...)
+	rows, err := q.QueryContext(ctx, list(d.wq["wake_conns"], len(remote)), append([]any{start}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("wake_conns: %w", err)
 	}
@@ -92,8 +92,8 @@ func (d *Driver) wakeRemote(ctx context.Context, t *sqldriver.Tx, remote []strin
 // wakeOne bumps one client's sequence number in one statement: its
 // listener's connection id comes back as the insert id (none when it has
 // no listener registered since the server's start).
-func (d *Driver) wakeOne(ctx context.Context, t *sqldriver.Tx, start int64, clientID string) ([]int64, error) {
-	res, err := t.Tx.ExecContext(ctx, d.wq["wake_one"], start, clientID)
+func (d *Driver) wakeOne(ctx context.Context, q querier, start int64, clientID string) ([]int64, error) {
+	res, err := q.ExecContext(ctx, d.wq["wake_one"], start, clientID)
 	if err != nil {
 		return nil, fmt.Errorf("wake_one: %w", err)
 	}

@@ -136,11 +136,14 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
 -- name: fast_release_name
 -- Releases the session's fast holder of one identifier. A holder the slow
 -- path owns (slow = 1; adopted ones keep h_session, see fast_adopted)
--- stays, and makes the insert id 1 (its h_session is assigned itself):
--- the caller then releases through InnoDB. Arguments: session, kind, ns,
--- name.
+-- stays, and sets the insert id (its h_session is assigned itself): 3
+-- when it may not be adopted yet (h_id set), else 1, unless a row before
+-- it in the statement set 3 (LAST_INSERT_ID() reads the value the
+-- statement set last; a 3 left by an earlier statement only costs a
+-- look). The caller then releases through InnoDB, adopting first on a 3.
+-- Arguments: session, kind, ns, name.
 UPDATE {p}lock_fast
-   SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(1) = 1, h_session, h_session)),
+   SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(IF(h_id IS NOT NULL, 3, IF(LAST_INSERT_ID() = 3, 3, 1))) > 0, h_session, h_session)),
        h_id = IF(slow = 0, NULL, h_id), h_client = IF(slow = 0, NULL, h_client),
        h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
  WHERE h_session = ? AND kind = ? AND ns = ? AND name = ?;
@@ -149,7 +152,7 @@ UPDATE {p}lock_fast
 -- fast_release_name for every identifier of a namespace: session, kind,
 -- ns. (FORCE INDEX: see the section's head.)
 UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
-   SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(1) = 1, h_session, h_session)),
+   SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(IF(h_id IS NOT NULL, 3, IF(LAST_INSERT_ID() = 3, 3, 1))) > 0, h_session, h_session)),
        h_id = IF(slow = 0, NULL, h_id), h_client = IF(slow = 0, NULL, h_client),
        h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
  WHERE h_session = ? AND kind = ? AND ns = ?;
@@ -197,16 +200,18 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder) SET h_id = NULL WHERE h_id IN
 
 -- name: fast_clear_hints_ns
 -- After the session's release through InnoDB: the adopted holders' marks
--- in the namespace (session, kind, ns).
+-- in the namespace (session, kind, ns; the last argument 1 clears every
+-- holder of the session there, all of whose instances there the release
+-- deleted, 0 only those already marked adopted).
 UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
-   SET h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
- WHERE h_session = ? AND kind = ? AND ns = ? AND slow = 1 AND h_id IS NULL;
+   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_session = ? AND kind = ? AND ns = ? AND slow = 1 AND (h_id IS NULL OR ? = 1);
 
 -- name: fast_clear_hints_name
--- fast_clear_hints_ns for one name (session, kind, ns, name).
+-- fast_clear_hints_ns for one name (session, kind, ns, name, all).
 UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
-   SET h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
- WHERE h_session = ? AND kind = ? AND ns = ? AND name = ? AND slow = 1 AND h_id IS NULL;
+   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+ WHERE h_session = ? AND kind = ? AND ns = ? AND name = ? AND slow = 1 AND (h_id IS NULL OR ? = 1);
 
 -- name: fast_slow_held
 -- The session's fast holders the slow path owns, in a namespace: session,
@@ -267,3 +272,15 @@ SELECT COALESCE(MAX(v), 0) FROM {p}meta WHERE k = 'max_lease_us';
 -- reading the table (session_renew, which may itself wait for a row lock)
 -- without holding up later readers.
 INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (1, {now}, {now} + ?);
+
+-- name: request_call
+-- Migration 024: the slow path's request in one call (kind, ns, name,
+-- session, client, mode, call id, try-once, incarnation or NULL). One
+-- row: outcome, id, token, the fast holder it found.
+CALL {p}request(?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: regrant_call
+-- Migration 024: hands a freed identifier on in the caller's transaction
+-- (kind, ns, name). One row: 1 and the clients to wake (comma-separated),
+-- or 0 when the engine must decide (a gate, an un-adopted fast holder).
+CALL {p}regrant(?, ?, ?);

@@ -198,12 +198,16 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 }
 
 // requestSlow stores a request decided under the identifier's row lock:
-// in one call where the backend can (driver.Requester), otherwise in a
-// transaction of the engine's own (request).
+// in one call where the backend can (driver.Requester), otherwise (or
+// when the call leaves it to the engine) in a transaction of the engine's
+// own (request).
 func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
 	if rq, ok := l.drv.(driver.Requester); ok {
-		return l.requestOne(ctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
+		req, err := l.requestOne(ctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
 			CallID: call, TryOnce: tryOnce})
+		if !errors.Is(err, driver.ErrRequestInTx) {
+			return req, err
+		}
 	}
 	var req driver.Request
 	err := l.inTx(ctx, func(tx driver.Tx) error {
