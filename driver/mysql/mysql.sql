@@ -278,9 +278,3 @@ INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (
 -- session, client, mode, call id, try-once, incarnation or NULL). One
 -- row: outcome, id, token, the fast holder it found.
 CALL {p}request(?, ?, ?, ?, ?, ?, ?, ?, ?);
-
--- name: regrant_call
--- Migration 024: hands a freed identifier on in the caller's transaction
--- (kind, ns, name). One row: 1 and the clients to wake (comma-separated),
--- or 0 when the engine must decide (a gate, an un-adopted fast holder).
-CALL {p}regrant(?, ?, ?);
