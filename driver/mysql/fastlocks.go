@@ -144,18 +144,23 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
 	args := []any{p.Kind, bin(p.NS), p.SessionID, p.ClientID, string(p.Mode), p.CallID}
 	rows := make([]string, len(names))
+	hids := make(map[string]int64, len(names))
 	for i, n := range names {
 		rows[i] = "SELECT ? AS name, ? AS hid"
-		args = append(args, bin(n), holderID())
+		hids[n] = holderID()
+		args = append(args, bin(n), hids[n])
 	}
 	args = append(args, p.Incarnation, p.Incarnation)
 	q := strings.Replace(d.Q("fast_acquire_many"), "{rows}", strings.Join(rows, " UNION ALL "), 1)
-	if _, err := d.SQL.ExecContext(ctx, q, args...); err != nil {
-		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+	var granted map[string]driver.Request
+	var err error
+	if d.mariadb {
+		granted, err = d.acquireManyReturning(ctx, p, q, args, hids)
+	} else if _, err = d.SQL.ExecContext(ctx, q, args...); err == nil {
+		granted, err = d.fastGranted(ctx, p)
 	}
-	granted, err := d.fastGranted(ctx, p)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
 	}
 	if len(granted) == len(names) {
 		out := make([]driver.Request, len(names))
@@ -177,23 +182,44 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	return nil, false, nil
 }
 
+// acquireManyReturning runs fast_acquire_many on MariaDB, whose INSERT
+// ... RETURNING reports each row as the statement left it: the names
+// whose holder is the one this call proposed (hids) are granted, in the
+// one round trip (MySQL reads them back: fastGranted).
+func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireParams, q string, args []any, hids map[string]int64) (map[string]driver.Request, error) {
+	rows, err := d.SQL.QueryContext(ctx, q+" RETURNING name, h_id, fence", args...)
+	if err != nil {
+		return nil, err
+	}
+	return d.scanGranted(rows, p, func(name string, hid int64) bool { return hids[name] == hid })
+}
+
 // fastGranted reads the fast holders of p's call, by name.
 func (d *Driver) fastGranted(ctx context.Context, p driver.FastAcquireParams) (map[string]driver.Request, error) {
 	rows, err := d.QueryNamed(ctx, nil, "fast_granted", p.SessionID, p.Kind, bin(p.NS), p.CallID)
 	if err != nil {
 		return nil, fmt.Errorf("fast_granted: %w", err)
 	}
+	return d.scanGranted(rows, p, func(string, int64) bool { return true })
+}
+
+// scanGranted reads rows of name, holder id and fence into p's grants, by
+// name: those keep accepts.
+func (d *Driver) scanGranted(rows *sql.Rows, p driver.FastAcquireParams, keep func(name string, hid int64) bool) (map[string]driver.Request, error) {
 	defer rows.Close()
 	out := map[string]driver.Request{}
 	for rows.Next() {
 		var name []byte
+		var hid sql.NullInt64
 		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted,
 			CallID: p.CallID, Inline: true}
-		if err := rows.Scan(&name, &r.ID, &r.Token); err != nil {
-			return nil, fmt.Errorf("fast_granted: %w", err)
+		if err := rows.Scan(&name, &hid, &r.Token); err != nil {
+			return nil, err
 		}
-		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
-		out[r.Name] = r
+		if hid.Valid && keep(string(name), hid.Int64) {
+			r.ID, r.Ident = hid.Int64, driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
+			out[r.Name] = r
+		}
 	}
 	return out, rows.Err()
 }

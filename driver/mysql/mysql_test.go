@@ -261,6 +261,33 @@ func testFastPaths(t *testing.T, d *Driver, name string) {
 	if !ok || w2.Token <= r2.Token || slow() != 0 {
 		t.Fatalf("write after the readers: %+v %v, slow %d", w2, ok, slow())
 	}
+	testFastMany(t, d, name, w2.Token)
+}
+
+// testFastMany: several names in one statement (MariaDB: INSERT ...
+// RETURNING, MySQL: a read-back), all or nothing: name is held by s3
+// (token held).
+func testFastMany(t *testing.T, d *Driver, name string, held int64) {
+	ctx := context.Background()
+	p := driver.FastAcquireParams{SessionID: "s4", ClientID: "c", Ident: driver.Ident{Kind: driver.KindService, NS: "ns"},
+		Mode: driver.ModeWrite, CallID: 8}
+	free := []string{name + "-m1", name + "-m2"}
+	rs, ok, err := d.LockFastAcquireMany(ctx, p, free)
+	if err != nil || !ok || len(rs) != 2 || rs[0].Name != free[0] || rs[1].Name != free[1] || rs[0].ID >= 0 || rs[0].ID == rs[1].ID || rs[0].Token == 0 {
+		t.Fatalf("two free names: %+v %v %v", rs, ok, err)
+	}
+	p.CallID = 9
+	rs, ok, err = d.LockFastAcquireMany(ctx, p, []string{name + "-m3", name})
+	if err != nil || ok || len(rs) != 0 {
+		t.Fatalf("a free name and one s3 holds: %+v %v %v, want nothing", rs, ok, err)
+	}
+	var n int
+	if err := d.SQL.QueryRowContext(ctx, "SELECT COUNT(*) FROM baton_lock_fast WHERE h_session = 's4'").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("s4 holds %d fast rows (%v), want the first call's 2", n, err)
+	}
+	if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s4", Kind: p.Kind, NS: p.NS, InlineOnly: true}); err != nil || n != 2 {
+		t.Fatalf("release of s4: %d, %v; want 2", n, err)
+	}
 }
 
 // wakeCounter counts wake calls.
