@@ -325,13 +325,13 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 // fast holders adopted, lockcore.Grants decides, the grants and the
 // counters are stored. Clients of the grants in other processes are woken
 // by statements in the transaction; the returned wake, run after the
-// commit, calls local clients, interrupts listeners and marks adopted
-// holders. It returns the identifiers the engine must hand on itself: the
+// commit, hands local clients their grants, interrupts listeners and
+// marks adopted holders. It returns the identifiers the engine must hand on itself: the
 // gated ones, whose gates only the engine probes. (A stored procedure
 // doing the same in one call cost the contended case 15% on this
 // machine's MariaDB: docs/benchmarks.md.)
 func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Ident) (left []driver.Ident, wake func(), err error) {
-	var clients []string
+	var grants []driver.Request
 	var adopted []int64
 	for _, id := range waiting {
 		st, err := d.identLock(ctx, c, id)
@@ -351,13 +351,9 @@ func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Iden
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, cl := range granted {
-			if !slices.Contains(clients, cl) {
-				clients = append(clients, cl)
-			}
-		}
+		grants = append(grants, granted...)
 	}
-	funcs, remote := splitLocal(clients)
+	tell, remote := tellLocal(grants)
 	var conns []int64
 	if len(remote) > 0 {
 		if conns, err = d.wakeRemote(ctx, c, remote); err != nil {
@@ -365,7 +361,7 @@ func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Iden
 		}
 	}
 	return left, func() {
-		for _, f := range funcs {
+		for _, f := range tell {
 			f()
 		}
 		if len(conns) > 0 {
@@ -375,10 +371,38 @@ func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Iden
 	}, nil
 }
 
+// tellLocal sorts grants by client: a client listening in this process
+// is handed its grants (its waiters need no status read), the others'
+// ids are returned to be woken through the database.
+func tellLocal(grants []driver.Request) (tell []func(), remote []string) {
+	byClient := map[string][]driver.Request{}
+	var order []string
+	for _, g := range grants {
+		if _, ok := byClient[g.ClientID]; !ok {
+			order = append(order, g.ClientID)
+		}
+		byClient[g.ClientID] = append(byClient[g.ClientID], g)
+	}
+	for _, id := range order {
+		v, ok := local.Load(id)
+		if !ok {
+			remote = append(remote, id)
+			continue
+		}
+		if lc := v.(*localClient); lc.grant != nil {
+			gs := byClient[id]
+			tell = append(tell, func() { lc.grant(gs) })
+		} else {
+			tell = append(tell, lc.wake)
+		}
+	}
+	return tell, remote
+}
+
 // grantWaiting grants, in the transaction on c, what lockcore.Grants
 // grants of st's identifier (locked, its fast holder adopted), stores the
-// fence and counters, and returns the clients of the grants.
-func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.IdentState) ([]string, error) {
+// fence and counters, and returns the grants (id, client, token).
+func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.IdentState) ([]driver.Request, error) {
 	id := st.Ident
 	rows, err := c.QueryContext(ctx, d.Q("request_list"), id.Kind, bin(id.NS), bin(id.Name))
 	if err != nil {
@@ -388,7 +412,7 @@ func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.Ident
 	if err != nil {
 		return nil, fmt.Errorf("request_list: %w", err)
 	}
-	var clients []string
+	var granted []driver.Request
 	for _, gid := range lockcore.Grants(rs) {
 		st.Fence++
 		if _, err := c.ExecContext(ctx, d.Q("request_set_status"), string(driver.StatusGranted), st.Fence, gid,
@@ -396,15 +420,15 @@ func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.Ident
 			return nil, fmt.Errorf("request_set_status: %w", err)
 		}
 		i := slices.IndexFunc(rs, func(r driver.Request) bool { return r.ID == gid })
-		rs[i].Status = driver.StatusGranted
-		clients = append(clients, rs[i].ClientID)
+		rs[i].Status, rs[i].Token = driver.StatusGranted, st.Fence
+		granted = append(granted, driver.Request{ID: gid, ClientID: rs[i].ClientID, Status: driver.StatusGranted, Token: st.Fence})
 	}
 	st.Readers, st.Writers, st.Waiting = lockcore.Counts(rs)
 	if _, err := c.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
 		id.Kind, bin(id.NS), bin(id.Name)); err != nil {
 		return nil, fmt.Errorf("ident_update: %w", err)
 	}
-	return clients, nil
+	return granted, nil
 }
 
 // demoteFreed hands the identifiers a release freed (released, less those

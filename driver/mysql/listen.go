@@ -27,7 +27,12 @@ import (
 // database.
 var local sync.Map // client id -> *localClient
 
-type localClient struct{ wake func() }
+// grant, when set, is handed the grants a release in this process made
+// to the client's requests (id, status and token: no status read).
+type localClient struct {
+	wake  func()
+	grant func(granted []driver.Request)
+}
 
 // wakeClients is the dialect's Wake: inside the granting transaction, bump
 // the sequence number of every other process's client and read the
@@ -168,7 +173,7 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 	// and the notification pump read.
 	pump := sqldriver.StartPump(d.DB, p.Notify)
 	wake := func() { p.Wake(nil); pump.Poke() }
-	l, err := d.listen(ctx, p.ClientID, wake, p.Interval)
+	l, err := d.listen(ctx, p.ClientID, wake, p.Wake, p.Interval)
 	if err != nil {
 		pump.Stop()
 		return nil, err
@@ -215,9 +220,9 @@ func (d *Driver) wakeAll(ctx context.Context, t *sqldriver.Tx) error {
 	return d.wakeClients(ctx, t, ids)
 }
 
-func (d *Driver) listen(ctx context.Context, clientID string, wake func(), interval time.Duration) (*listener, error) {
+func (d *Driver) listen(ctx context.Context, clientID string, wake func(), grant func([]driver.Request), interval time.Duration) (*listener, error) {
 	l := &listener{d: d, clientID: clientID, wake: wake, interval: sqldriver.DefaultInterval(interval), done: make(chan struct{})}
-	l.local = &localClient{wake: wake}
+	l.local = &localClient{wake: wake, grant: grant}
 	local.Store(clientID, l.local)
 	// Registrations left by processes that died before the server's last
 	// start: their connection ids mean nothing any more.

@@ -334,7 +334,7 @@ func wakeFrom(t *testing.T, d *Driver, clientIDs ...string) {
 func remoteListener(t *testing.T, d *Driver, clientID string, interval time.Duration) (*listener, *wakeCounter) {
 	t.Helper()
 	w := &wakeCounter{}
-	l, err := d.listen(context.Background(), clientID, w.wake, interval)
+	l, err := d.listen(context.Background(), clientID, w.wake, nil, interval)
 	if err != nil {
 		t.Fatal(err)
 	}
