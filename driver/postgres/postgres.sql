@@ -10,13 +10,19 @@
 -- row lock, decides on the latest row version and makes the instance the
 -- row's inline holder (migration 017), with no request row. Anything else
 -- (a second reader, re-entry, a wait, a gated identifier: migration 020)
--- is {p}request's. Arguments: kind,
--- namespace, name, readers and writers added (1, 0 or 0, 1), session,
--- client, mode, call.
+-- is {p}request's. A conflicting upsert locks the row even when its
+-- condition refuses, so the statement first reads the row without a lock
+-- and tries nothing when it is taken: under contention a refused attempt
+-- no longer queues behind the row lock's holders (contend8 +18%,
+-- docs/benchmarks.md). Arguments: kind, namespace, name, readers and
+-- writers added (1, 0 or 0, 1), session, client, mode, call.
 INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
 SELECT $1::smallint, $2::bytea, $3::bytea, x.t, $4::bigint, $5::bigint, 0, nextval('{p}lock_requests_id_seq'),
        $6::text, $7::text, $8::text, $9::bigint, x.t, x.t
   FROM (SELECT {now} AS t) x
+ WHERE NOT EXISTS (SELECT 1 FROM {p}lock_idents b
+                    WHERE b.kind = $1 AND b.ns = $2 AND b.name = $3
+                      AND (b.n_r <> 0 OR b.n_w <> 0 OR b.n_p <> 0 OR b.gated))
 ON CONFLICT (kind, ns, name) DO UPDATE
    SET fence = li.fence + 1, n_r = excluded.n_r, n_w = excluded.n_w,
        h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
