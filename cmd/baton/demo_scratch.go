@@ -75,7 +75,8 @@ func openSQLiteFile(path string) (*sql.DB, error) {
 }
 
 // catalogQuery lists objects by name prefix ($1/? the prefix's length,
-// $2/? the prefix), each quoted; drop is the statement that drops one.
+// $2/? the prefix), each quoted (MySQL's with its kind and IF EXISTS
+// before it); drop is the statement that drops one, made from that.
 type catalogQuery struct{ list, drop string }
 
 var catalogQueries = map[string][]catalogQuery{
@@ -89,19 +90,16 @@ var catalogQueries = map[string][]catalogQuery{
 		 WHERE n.nspname = current_schema() AND left(p.proname, $1) = $2 ORDER BY 1`,
 		"DROP FUNCTION IF EXISTS %s CASCADE"}},
 	"mysql": {{
-		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.views WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_name",
-		"DROP VIEW IF EXISTS %s"}, {
-		"SELECT CONCAT('`', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' AND LEFT(table_name, ?) = ? ORDER BY table_name",
-		"DROP TABLE IF EXISTS %s"}, {
-		"SELECT CONCAT('`', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE' AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
-		"DROP PROCEDURE IF EXISTS %s"}, {
-		"SELECT CONCAT('`', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_type = 'FUNCTION' AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
-		"DROP FUNCTION IF EXISTS %s"}},
+		// Views first: a table's views would be left behind invalid.
+		"SELECT CONCAT(IF(table_type = 'VIEW', 'VIEW', 'TABLE'), ' IF EXISTS `', REPLACE(table_name, '`', '``'), '`') FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, ?) = ? ORDER BY table_type = 'VIEW' DESC, table_name",
+		"DROP %s"}, {
+		"SELECT CONCAT(routine_type, ' IF EXISTS `', REPLACE(routine_name, '`', '``'), '`') FROM information_schema.routines WHERE routine_schema = DATABASE() AND LEFT(routine_name, ?) = ? ORDER BY routine_name",
+		"DROP %s"}},
 }
 
 // prefixedObjects lists the tables (and PostgreSQL's functions, MySQL's
-// procedures) whose names start with prefix, each as the statement that
-// drops it.
+// views, procedures and functions) whose names start with prefix, each as
+// the statement that drops it.
 func prefixedObjects(ctx context.Context, db *sql.DB, backend, prefix string) ([]string, error) {
 	var out []string
 	for _, q := range catalogQueries[backend] {

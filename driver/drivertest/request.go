@@ -30,11 +30,8 @@ func testRequester(t *testing.T, d driver.Driver) {
 	// writer of another session, unless its session holds the lock.
 	for i, s := range []string{"s3", "s1"} {
 		id := driver.Ident{Kind: driver.KindService, NS: "rule", Name: fmt.Sprint("fixed", i)}
-		for _, r := range []driver.Request{{SessionID: "s1", Mode: driver.ModeRead, Status: driver.StatusGranted},
-			{SessionID: "s2", Mode: driver.ModeWrite, Status: driver.StatusPending}} {
-			r.ClientID, r.Ident, r.CallID = "C"+r.SessionID, id, 9
-			inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
-		}
+		storeQueue(t, d, id, []driver.Request{{SessionID: "s1", Mode: driver.ModeRead, Status: driver.StatusGranted},
+			{SessionID: "s2", Mode: driver.ModeWrite, Status: driver.StatusPending}})
 		checkRequestRule(t, d, rq, fmt.Sprint("fixed ", i), id, s, driver.ModeRead, false)
 	}
 	rnd := rand.New(rand.NewPCG(7, 11))
@@ -67,6 +64,15 @@ func fillRandomQueue(t *testing.T, d driver.Driver, rnd *rand.Rand, id driver.Id
 		status := ruleStatuses[rnd.IntN(4)]
 		s := ruleSessions[rnd.IntN(3)]
 		r := driver.Request{SessionID: s, ClientID: "C" + s, Ident: id, Mode: ruleModes[rnd.IntN(2)], Status: status, CallID: 9}
+		inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
+	}
+}
+
+// storeQueue stores the requests (session, mode and status set) on id in
+// turn, as storeRequest does, each of its session's client.
+func storeQueue(t *testing.T, d driver.Driver, id driver.Ident, q []driver.Request) {
+	for _, r := range q {
+		r.ClientID, r.Ident, r.CallID = "C"+r.SessionID, id, 9
 		inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
 	}
 }
@@ -147,7 +153,8 @@ func checkRowAfter(t *testing.T, d driver.Driver, round string, before driver.Id
 // (LockRegrant, else its own transaction), leaves granted exactly the
 // requests the rule grants behind the remaining ones, with fresh tokens,
 // and the lock row counting them. A backend may hand on in the release
-// itself (MySQL's {p}regrant), which this holds to the same rule.
+// itself (PostgreSQL's statement, MySQL's transaction), which this holds
+// to the same rule.
 func testReleaseRule(t *testing.T, d driver.Driver) {
 	for _, s := range ruleSessions {
 		newSession(t, d, s, "C"+s, hour)
@@ -162,10 +169,7 @@ func testReleaseRule(t *testing.T, d driver.Driver) {
 	}
 	for round, q := range fixed {
 		id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: fmt.Sprint("fixed", round)}
-		for _, r := range q {
-			r.ClientID, r.Ident, r.CallID = "C"+r.SessionID, id, 9
-			inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
-		}
+		storeQueue(t, d, id, q)
 		checkHandOn(t, d, fmt.Sprint("fixed ", round), id, "s2")
 	}
 	rnd := rand.New(rand.NewPCG(13, 17))

@@ -7,12 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/batonhq/baton/internal/lockcore"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lockcore"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -323,13 +323,12 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 // release's commit (that took a second commit and about seven more round
 // trips before the waiter heard): under the row lock the release holds,
 // fast holders adopted, lockcore.Grants decides, the grants and the
-// counters are stored. Clients of the grants in other processes are woken
-// by statements in the transaction; the returned wake, run after the
-// commit, hands local clients their grants, interrupts listeners and
-// marks adopted holders. It returns the identifiers the engine must hand on itself: the
-// gated ones, whose gates only the engine probes. (A stored procedure
-// doing the same in one call cost the contended case 15% on this
-// machine's MariaDB: docs/benchmarks.md.)
+// counters are stored, and their clients woken (wakeGranted). The
+// returned func, run after the commit, tells the clients and marks
+// adopted holders. It returns the identifiers the engine must hand on
+// itself: the gated ones, whose gates only the engine probes. (A stored
+// procedure doing the same in one call cost the contended case 15% on
+// this machine's MariaDB: docs/benchmarks.md.)
 func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Ident) (left []driver.Ident, wake func(), err error) {
 	var grants []driver.Request
 	var adopted []int64
@@ -353,50 +352,16 @@ func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Iden
 		}
 		grants = append(grants, granted...)
 	}
-	tell, remote := tellLocal(grants)
-	var conns []int64
-	if len(remote) > 0 {
-		if conns, err = d.wakeRemote(ctx, c, remote); err != nil {
-			return nil, nil, err
-		}
+	woken, err := d.wakeGranted(ctx, c, grants)
+	if err != nil {
+		return nil, nil, err
 	}
 	return left, func() {
-		for _, f := range tell {
-			f()
-		}
-		if len(conns) > 0 {
-			d.interrupt(conns)
+		if woken != nil {
+			woken()
 		}
 		d.clearAdopted(ctx, adopted...)
 	}, nil
-}
-
-// tellLocal sorts grants by client: a client listening in this process
-// is handed its grants (its waiters need no status read), the others'
-// ids are returned to be woken through the database.
-func tellLocal(grants []driver.Request) (tell []func(), remote []string) {
-	byClient := map[string][]driver.Request{}
-	var order []string
-	for _, g := range grants {
-		if _, ok := byClient[g.ClientID]; !ok {
-			order = append(order, g.ClientID)
-		}
-		byClient[g.ClientID] = append(byClient[g.ClientID], g)
-	}
-	for _, id := range order {
-		v, ok := local.Load(id)
-		if !ok {
-			remote = append(remote, id)
-			continue
-		}
-		if lc := v.(*localClient); lc.grant != nil {
-			gs := byClient[id]
-			tell = append(tell, func() { lc.grant(gs) })
-		} else {
-			tell = append(tell, lc.wake)
-		}
-	}
-	return tell, remote
 }
 
 // grantWaiting grants, in the transaction on c, what lockcore.Grants

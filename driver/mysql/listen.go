@@ -34,40 +34,67 @@ type localClient struct {
 	grant func(granted []driver.Request)
 }
 
-// wakeClients is the dialect's Wake: inside the granting transaction, bump
-// the sequence number of every other process's client and read the
-// connection ids of their listeners; after commit, call local clients and
-// interrupt the others' listeners.
+// wakeClients is the dialect's Wake: the clients of grants the engine
+// made in t (wakeGranted, which knows only their ids).
 func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []string) error {
-	funcs, remote := splitLocal(clientIDs)
-	if len(funcs) > 0 {
-		t.AfterCommit(func() {
-			for _, f := range funcs {
-				f()
-			}
-		})
+	grants := make([]driver.Request, len(clientIDs))
+	for i, id := range clientIDs {
+		grants[i].ClientID = id
 	}
-	if len(remote) == 0 {
-		return nil
-	}
-	conns, err := d.wakeRemote(ctx, t.Tx, remote)
-	if len(conns) > 0 {
-		t.AfterCommit(func() { d.interrupt(conns) })
+	after, err := d.wakeGranted(ctx, t.Tx, grants)
+	if after != nil {
+		t.AfterCommit(after)
 	}
 	return err
 }
 
-// splitLocal sorts clients into those listening in this process (their
-// wake functions) and the others.
-func splitLocal(clientIDs []string) (funcs []func(), remote []string) {
-	for _, id := range clientIDs {
-		if lc, ok := local.Load(id); ok {
-			funcs = append(funcs, lc.(*localClient).wake)
-		} else {
+// wakeGranted wakes the clients of grants made in the transaction on q:
+// inside it, it bumps the sequence number of every other process's client
+// and reads the connection ids of their listeners; the returned func, run
+// after the commit, hands a client listening in this process its grants
+// (when they carry ids and tokens: its waiters need no status read) or
+// wakes it, and interrupts the others' listeners.
+func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Request) (func(), error) {
+	byClient := map[string][]driver.Request{}
+	var order, remote []string
+	for _, g := range grants {
+		if _, ok := byClient[g.ClientID]; !ok {
+			order = append(order, g.ClientID)
+		}
+		byClient[g.ClientID] = append(byClient[g.ClientID], g)
+	}
+	var tell []func()
+	for _, id := range order {
+		v, ok := local.Load(id)
+		if !ok {
 			remote = append(remote, id)
+			continue
+		}
+		lc, gs := v.(*localClient), byClient[id]
+		if lc.grant != nil && !slices.ContainsFunc(gs, func(g driver.Request) bool { return g.ID == 0 }) {
+			tell = append(tell, func() { lc.grant(gs) })
+		} else {
+			tell = append(tell, lc.wake)
 		}
 	}
-	return funcs, remote
+	var conns []int64
+	if len(remote) > 0 {
+		var err error
+		if conns, err = d.wakeRemote(ctx, q, remote); err != nil {
+			return nil, err
+		}
+	}
+	if len(tell) == 0 && len(conns) == 0 {
+		return nil, nil
+	}
+	return func() {
+		for _, f := range tell {
+			f()
+		}
+		if len(conns) > 0 {
+			d.interrupt(conns)
+		}
+	}, nil
 }
 
 // wakeRemote bumps the sequence numbers of other processes' clients and

@@ -739,14 +739,7 @@ func (d *Driver) releaseDeleteReturning(ctx context.Context, c *sql.Conn, p driv
 	if err != nil {
 		return nil, fmt.Errorf("release_delete: %w", err)
 	}
-	out, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (driver.Request, error) {
-		var r driver.Request
-		var ns, name []byte
-		var mode string // plain: database/sql converts into it without reflection
-		err := sc.Scan(&r.ID, &r.Kind, &ns, &name, &mode)
-		r.NS, r.Name, r.Mode = string(ns), string(name), driver.LockMode(mode)
-		return r, err
-	})
+	out, err := sqldriver.ScanReleased(rows)
 	if err != nil {
 		return nil, fmt.Errorf("release_delete: %w", err)
 	}

@@ -249,11 +249,6 @@ DELETE FROM {p}lock_fast WHERE slow = 0 AND h_id IS NULL AND fence < {now} - 100
 -- Records a lease in use: the longest is how long a new incarnation waits.
 INSERT INTO {p}meta (k, v) VALUES ('max_lease_us', ?) ON DUPLICATE KEY UPDATE v = GREATEST(v, VALUES(v));
 
--- name: incarnation_is
--- 1 when the session's incarnation (given twice; 0: not checked) is the
--- lock state's, 0 otherwise.
-SELECT COUNT(*) FROM {p}incarnation WHERE id = ? OR ? = 0;
-
 -- name: incarnation_get
 SELECT id, GREATEST(0, lockable_from - {now}) FROM {p}incarnation;
 

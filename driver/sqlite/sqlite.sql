@@ -8,13 +8,13 @@
 DELETE FROM {p}lock_requests
  WHERE id IN (SELECT id FROM {p}lock_requests
                WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
-RETURNING kind, ns, name, mode;
+RETURNING id, kind, ns, name, mode;
 
 -- name: release_delete_name
 DELETE FROM {p}lock_requests
  WHERE id IN (SELECT id FROM {p}lock_requests
                WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC LIMIT ?)
-RETURNING kind, ns, name, mode;
+RETURNING id, kind, ns, name, mode;
 
 -- name: fast_acquire
 -- One autocommit statement: the instance is inserted, with the next token,

@@ -45,13 +45,13 @@ func ScanRequests(rows *sql.Rows) ([]driver.Request, error) {
 }
 
 // ScanReleased reads the rows of a release that deletes and returns the
-// instances it released: kind, namespace, name and mode.
+// instances it released: id, kind, namespace, name and mode.
 func ScanReleased(rows *sql.Rows) ([]driver.Request, error) {
 	return ScanAll(rows, func(sc Scanner) (driver.Request, error) {
 		var r driver.Request
 		var ns, name []byte
 		var mode string // see ScanRequest
-		err := sc.Scan(&r.Kind, &ns, &name, &mode)
+		err := sc.Scan(&r.ID, &r.Kind, &ns, &name, &mode)
 		r.NS, r.Name, r.Mode = string(ns), string(name), driver.LockMode(mode)
 		return r, err
 	})
