@@ -461,6 +461,24 @@ func TestLockFencing(t *testing.T) {
 		if len(got) != 1 || got[0].Token <= g[0].Token {
 			t.Fatalf("hand-off token %+v not above %d", got, g[0].Token)
 		}
+		// The waiter was handed the token the database granted with (the
+		// grant reaches it without a status read on most backends).
+		ls, err := c.Locks(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := false
+		for _, l := range ls {
+			if l.Session == ss[1].ID() {
+				seen = true
+				if l.Token != got[0].Token {
+					t.Fatalf("hand-off token %d, the database's %d", got[0].Token, l.Token)
+				}
+			}
+		}
+		if !seen {
+			t.Fatalf("the waiter's granted lock is not in the monitoring view: %+v", ls)
+		}
 	})
 }
 

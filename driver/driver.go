@@ -317,6 +317,16 @@ type Requester interface {
 	LockRequest(ctx context.Context, p RequestParams) (Request, error)
 }
 
+// TxReleaser is implemented by drivers whose release can run in a
+// transaction of the engine's (one from Begin), for backends without a
+// LockRegrant shortcut: a release that frees a lock others wait for then
+// grants them before its one commit, instead of committing twice.
+type TxReleaser interface {
+	// LockReleaseTx is LockFastRelease inside tx: the same deletions and
+	// counters, and the same answer, committed with tx.
+	LockReleaseTx(ctx context.Context, tx Tx, p FastReleaseParams) (n int, waiting []Ident, err error)
+}
+
 // RequestParams are the inputs of Requester.LockRequest.
 type RequestParams struct {
 	SessionID string
@@ -449,9 +459,12 @@ type Tx interface {
 	// LockUserHolder returns the session holding a user-level lock.
 	LockUserHolder(ctx context.Context, name string) (string, bool, error)
 
-	// WakeClients asks the backend to wake the given clients once this
-	// transaction commits.
-	WakeClients(ctx context.Context, clientIDs []string) error
+	// WakeClients asks the backend to wake clients once this transaction
+	// commits: each entry names one (ClientID). An entry with an ID is a
+	// grant this transaction made (ID, Status granted and Token set),
+	// which the client's waiter may take as it is, with no status read; an
+	// entry without one asks the client to look.
+	WakeClients(ctx context.Context, wake []Request) error
 }
 
 // CallerTx runs statements in the caller's own transaction

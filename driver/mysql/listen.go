@@ -34,14 +34,10 @@ type localClient struct {
 	grant func(granted []driver.Request)
 }
 
-// wakeClients is the dialect's Wake: the clients of grants the engine
-// made in t (wakeGranted, which knows only their ids).
-func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, clientIDs []string) error {
-	grants := make([]driver.Request, len(clientIDs))
-	for i, id := range clientIDs {
-		grants[i].ClientID = id
-	}
-	after, err := d.wakeGranted(ctx, t.Tx, grants)
+// wakeClients is the dialect's Wake: the clients of grants and looks the
+// engine made in t (wakeGranted).
+func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
+	after, err := d.wakeGranted(ctx, t.Tx, wake)
 	if after != nil {
 		t.AfterCommit(after)
 	}
@@ -244,7 +240,7 @@ func (d *Driver) wakeAll(ctx context.Context, t *sqldriver.Tx) error {
 	if err != nil {
 		return err
 	}
-	return d.wakeClients(ctx, t, ids)
+	return d.wakeClients(ctx, t, sqldriver.Looks(ids))
 }
 
 func (d *Driver) listen(ctx context.Context, clientID string, wake func(), grant func([]driver.Request), interval time.Duration) (*listener, error) {

@@ -324,7 +324,7 @@ func (w *wakeCounter) quiet() int64 {
 func wakeFrom(t *testing.T, d *Driver, clientIDs ...string) {
 	t.Helper()
 	batontest.DriverTx(t, d, func(ctx context.Context, tx driver.Tx) error {
-		return tx.WakeClients(ctx, clientIDs)
+		return tx.WakeClients(ctx, sqldriver.Looks(clientIDs))
 	})
 }
 
@@ -381,7 +381,7 @@ func TestWakeNothingOnRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.WakeClients(ctx, []string{"client-1"}); err != nil {
+	if err := tx.WakeClients(ctx, []driver.Request{{ClientID: "client-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	_ = tx.Rollback()

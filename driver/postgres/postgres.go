@@ -222,23 +222,46 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 }
 
 // wake is the dialect's Wake: NOTIFY the clients, which PostgreSQL
-// delivers when the transaction commits.
-func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, ids []string) error {
-	for _, chunk := range chunks(ids, 200) {
-		if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, strings.Join(chunk, ",")); err != nil {
+// delivers when the transaction commits. A grant travels as
+// "client:request:token" (its waiter needs no status read), a look as the
+// client's id (once per client); payloads stay under NOTIFY's 8000 bytes.
+func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
+	for _, payload := range wakePayloads(wake, 7000) {
+		if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, payload); err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
 	}
 	return nil
 }
 
-func chunks(ids []string, n int) [][]string {
-	var out [][]string
-	for len(ids) > n {
-		out = append(out, ids[:n])
-		ids = ids[n:]
+// wakePayloads writes wake's entries (parsePayload's format) into
+// comma-separated payloads of at most about max bytes each.
+func wakePayloads(wake []driver.Request, max int) []string {
+	var out []string
+	var b strings.Builder
+	looked := map[string]bool{}
+	for _, w := range wake {
+		entry := w.ClientID
+		if w.ID != 0 {
+			entry += ":" + strconv.FormatInt(w.ID, 10) + ":" + strconv.FormatInt(w.Token, 10)
+		} else if looked[w.ClientID] {
+			continue
+		} else {
+			looked[w.ClientID] = true
+		}
+		if b.Len() > 0 && b.Len()+1+len(entry) > max {
+			out = append(out, b.String())
+			b.Reset()
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(entry)
 	}
-	return append(out, ids)
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
 }
 
 // IsRetryable reports deadlocks and serialization failures.

@@ -236,8 +236,8 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		UpdateReturning: true,
 		DeleteReturning: true,
 		Queries:         q,
-		Wake: func(ctx context.Context, t *sqldriver.Tx, ids []string) error {
-			t.AfterCommit(func() { d.hub.wake(ids) })
+		Wake: func(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
+			t.AfterCommit(func() { d.hub.wake(wake) })
 			return nil
 		},
 		IsRetryable: d.flavor.IsRetryable,
@@ -306,10 +306,9 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 // commits.
 func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error) {
 	clientID := p.ClientID
-	wake := func() { p.Wake(nil) }
 	st := &listenState{poke: make(chan struct{}, 1), pump: sqldriver.StartPump(d.DB, p.Notify)}
 	d.waiting.Store(clientID, st)
-	d.hub.add(clientID, hubEntry{wake: wake, poke: st.pump.Poke})
+	d.hub.add(clientID, hubEntry{wake: p.Wake, poke: st.pump.Poke})
 	stopHub := func() { d.hub.remove(clientID); d.waiting.Delete(clientID); st.pump.Stop() }
 	if d.memory {
 		// A private in-memory database has no other process.
@@ -561,9 +560,10 @@ type hub struct {
 	clients map[string]hubEntry
 }
 
-// hubEntry is one client: its lock wake-up and its notification poke.
+// hubEntry is one client: its lock wake-up (Wake of its ListenParams)
+// and its notification poke.
 type hubEntry struct {
-	wake func()
+	wake func(granted []driver.Request)
 	poke func()
 }
 
@@ -595,12 +595,28 @@ func (h *hub) remove(id string) {
 	h.mu.Unlock()
 }
 
-func (h *hub) wake(ids []string) {
+// wake hands each client in this process its grants, or wakes it to look
+// when any of its entries is not a grant (the entries as WakeClients
+// takes them).
+func (h *hub) wake(wake []driver.Request) {
+	byClient := map[string][]driver.Request{}
+	var order []string
+	for _, w := range wake {
+		gs, seen := byClient[w.ClientID]
+		if !seen {
+			order = append(order, w.ClientID)
+		}
+		if w.ID == 0 || (seen && gs == nil) {
+			byClient[w.ClientID] = nil // a look
+		} else {
+			byClient[w.ClientID] = append(gs, w)
+		}
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for _, id := range ids {
+	for _, id := range order {
 		if e, ok := h.clients[id]; ok {
-			e.wake()
+			e.wake(byClient[id])
 		}
 	}
 }
@@ -632,12 +648,27 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 
 // LockFastRelease implements driver.Driver in one autocommit statement.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	return d.release(ctx, nil, p)
+}
+
+// LockReleaseTx implements driver.TxReleaser: the same statement in the
+// engine's transaction.
+func (d *Driver) LockReleaseTx(ctx context.Context, tx driver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	t, ok := tx.(*sqldriver.Tx)
+	if !ok {
+		return 0, nil, fmt.Errorf("sqlite: LockReleaseTx: a transaction of another driver (%T)", tx)
+	}
+	return d.release(ctx, t.Tx, p)
+}
+
+// release runs fast_release in tx (nil: autocommit).
+func (d *Driver) release(ctx context.Context, tx *sql.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	var rows *sql.Rows
 	var err error
 	if limit := sqldriver.ReleaseLimit(p); p.Name == "" {
-		rows, err = d.QueryNamed(ctx, nil, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
+		rows, err = d.QueryNamed(ctx, tx, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
 	} else {
-		rows, err = d.QueryNamed(ctx, nil, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
+		rows, err = d.QueryNamed(ctx, tx, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
 	}
 	if err != nil {
 		return 0, nil, err

@@ -165,24 +165,16 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 // acquireOne takes one lock: by the fast path when nobody holds a
 // conflicting lock or waits, otherwise by a request decided under the
 // identifier's row lock, and then, unless tryOnce, by waiting for its grant.
+// Where this client's last attempt on the identifier was refused, it
+// goes straight to the request (see contention).
 func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
-	var r driver.Request
-	var ok bool
-	err := l.retrying(ctx, func() (err error) {
-		r, ok, err = l.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
-			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
-		return err
-	})
-	switch {
-	case errors.Is(err, driver.ErrServerRestarted):
-		return driver.Request{}, s.Lost("%w", err)
-	case err != nil:
-		return driver.Request{}, failure(ctx, s, err)
-	case ok:
-		if !r.Inline {
-			s.Rows.Store(true)
+	contended := l.contended.has(id)
+	if !contended {
+		r, ok, err := l.fastAcquire(ctx, s, call, id, mode)
+		if err != nil || ok {
+			return r, err
 		}
-		return r, nil
+		l.contended.set(id, true)
 	}
 	s.Rows.Store(true) // before the request row exists
 	req, err := l.requestSlow(ctx, s, call, id, mode, tryOnce)
@@ -192,9 +184,33 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 	case err != nil:
 		return driver.Request{}, failure(ctx, s, err)
 	case req.Status == driver.StatusGranted:
+		if contended {
+			l.contended.set(id, false) // free after all: try the fast path next time
+		}
 		return req, nil
 	}
 	return l.awaitGrant(ctx, s, req)
+}
+
+// fastAcquire is acquireOne's fast attempt; ok is false when the slow
+// path must decide.
+func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode) (driver.Request, bool, error) {
+	var r driver.Request
+	var ok bool
+	err := l.retrying(ctx, func() (err error) {
+		r, ok, err = l.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
+			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
+		return err
+	})
+	switch {
+	case errors.Is(err, driver.ErrServerRestarted):
+		return driver.Request{}, false, s.Lost("%w", err)
+	case err != nil:
+		return driver.Request{}, false, failure(ctx, s, err)
+	case ok && !r.Inline:
+		s.Rows.Store(true)
+	}
+	return r, ok, nil
 }
 
 // requestSlow stores a request decided under the identifier's row lock:

@@ -16,6 +16,9 @@ import (
 func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (int, error) {
 	p.SessionID = s.ID()
 	p.InlineOnly = !s.Rows.Load()
+	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) {
+		return l.releaseHandingOn(ctx, tr, p)
+	}
 	var n int
 	var waiting []driver.Ident
 	err := l.retrying(ctx, func() (err error) {
@@ -26,10 +29,34 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 		return 0, fmt.Errorf("baton: release: %w", err)
 	}
 	if len(waiting) > 0 {
+		l.contended.set(released(p), true)
 		if err := l.regrantNow(ctx, waiting); err != nil {
 			return n, fmt.Errorf("baton: release: %w", err)
 		}
 	}
+	return n, nil
+}
+
+// releaseHandingOn is Release where the last release of these names found
+// waiters, on a backend without LockRegrant: the release and the grants it
+// allows in one transaction, one commit.
+func (l *Service) releaseHandingOn(ctx context.Context, tr driver.TxReleaser, p driver.FastReleaseParams) (int, error) {
+	var n int
+	var waiting []driver.Ident
+	err := l.inTx(ctx, func(tx driver.Tx) (err error) {
+		if n, waiting, err = tr.LockReleaseTx(ctx, tx, p); err != nil || len(waiting) == 0 {
+			return err
+		}
+		states, err := tx.LockIdentLock(ctx, waiting)
+		if err != nil {
+			return err
+		}
+		return l.regrantLocked(ctx, tx, states)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("baton: release: %w", err)
+	}
+	l.contended.set(released(p), len(waiting) > 0)
 	return n, nil
 }
 
@@ -105,28 +132,22 @@ func (l *Service) regrantNow(ctx context.Context, idents []driver.Ident) error {
 }
 
 // regrantLocked grants every waiting request of the identifiers (locked in
-// tx) that can now be granted, and wakes their clients.
+// tx) that can now be granted, and hands the grants to their clients.
 func (l *Service) regrantLocked(ctx context.Context, tx driver.Tx, states []driver.IdentState) error {
-	var wake []string
-	seen := map[string]bool{}
+	var wake []driver.Request
 	for _, st := range states {
 		granted, err := l.regrantIdent(ctx, tx, st)
 		if err != nil {
 			return err
 		}
-		for _, client := range granted {
-			if !seen[client] {
-				seen[client] = true
-				wake = append(wake, client)
-			}
-		}
+		wake = append(wake, granted...)
 	}
 	return tx.WakeClients(ctx, wake)
 }
 
 // regrantIdent grants what lockcore.Grants allows on one identifier, stores
-// its new counts and fence, and returns the clients of the grants.
-func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.IdentState) (clients []string, err error) {
+// its new counts and fence, and returns the grants (client, id, token).
+func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.IdentState) (grants []driver.Request, err error) {
 	rows, err := tx.LockRequestList(ctx, []driver.Ident{st.Ident})
 	if err != nil {
 		return nil, err
@@ -147,12 +168,12 @@ func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.Iden
 		}
 		if ok {
 			r := &rows[byID[gid]]
-			r.Status = driver.StatusGranted
-			clients = append(clients, r.ClientID)
+			r.Status, r.Token = driver.StatusGranted, st.Fence
+			grants = append(grants, driver.Request{ClientID: r.ClientID, ID: gid, Status: driver.StatusGranted, Token: st.Fence})
 		}
 	}
 	st.Readers, st.Writers, st.Waiting = lockcore.Counts(rows)
-	return clients, tx.LockIdentUpdate(ctx, st)
+	return grants, tx.LockIdentUpdate(ctx, st)
 }
 
 // detectIfWaiting runs deadlock detection if the request still waits.
@@ -179,14 +200,14 @@ func (l *Service) DetectDeadlocks(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var wake []string
+		var wake []driver.Request
 		for _, v := range lockcore.Victims(graph) {
 			ok, err := tx.LockRequestSetStatus(ctx, v.ID, driver.StatusPending, driver.StatusDeadlock, v.Token)
 			if err != nil {
 				return err
 			}
 			if ok {
-				wake = append(wake, v.ClientID)
+				wake = append(wake, driver.Request{ClientID: v.ClientID}) // to look: not a grant
 			}
 		}
 		return tx.WakeClients(ctx, wake)

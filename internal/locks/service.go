@@ -60,6 +60,8 @@ type Service struct {
 
 	mu         sync.Mutex
 	lastDetect time.Time
+
+	contended contention
 }
 
 // New makes the service; Run must run for waits to be answered.

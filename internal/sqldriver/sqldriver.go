@@ -42,8 +42,9 @@ type Dialect struct {
 	PrepareOnUse bool
 	// TxOptions are used for every transaction.
 	TxOptions *sql.TxOptions
-	// Wake is called inside a transaction to wake clients once it commits.
-	Wake func(ctx context.Context, t *Tx, clientIDs []string) error
+	// Wake is called inside a transaction to wake clients once it commits
+	// (the entries as driver.Tx.WakeClients takes them).
+	Wake func(ctx context.Context, t *Tx, wake []driver.Request) error
 	// Events supplies change capture (table descriptions and triggers).
 	Events *EventsDialect
 	// IsRetryable reports whether a transaction failed only because of a
@@ -609,11 +610,20 @@ func (t *Tx) LockUserHolder(ctx context.Context, name string) (string, bool, err
 }
 
 // WakeClients implements driver.Tx.
-func (t *Tx) WakeClients(ctx context.Context, clientIDs []string) error {
-	if len(clientIDs) == 0 || t.db.D.Wake == nil {
+func (t *Tx) WakeClients(ctx context.Context, wake []driver.Request) error {
+	if len(wake) == 0 || t.db.D.Wake == nil {
 		return nil
 	}
-	return t.db.D.Wake(ctx, t, clientIDs)
+	return t.db.D.Wake(ctx, t, wake)
+}
+
+// Looks are WakeClients entries that ask each of clientIDs to look.
+func Looks(clientIDs []string) []driver.Request {
+	wake := make([]driver.Request, len(clientIDs))
+	for i, id := range clientIDs {
+		wake[i].ClientID = id
+	}
+	return wake
 }
 
 // LockFastAcquire implements driver.Driver with two statements in one
