@@ -69,6 +69,7 @@ type Driver struct {
 	hub      *hub
 	waiting  sync.Map // clientID -> *listenState
 	beat     beat
+	reader   statusReader
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
