@@ -454,8 +454,7 @@ func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
 func (c *Client) wake() { c.wakeWith(nil) }
 
 func (c *Client) wakeWith(granted []driver.Request) {
-	if len(granted) > 0 {
-		c.lockWaits.Grant(granted)
+	if len(granted) > 0 && !c.lockWaits.Grant(granted) {
 		return
 	}
 	c.locks.Wake()

@@ -223,7 +223,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 
 // wake is the dialect's Wake: NOTIFY the clients, which PostgreSQL
 // delivers when the transaction commits. A grant travels as
-// "client:request:token" (its waiter needs no status read), a look as the
+// "client:request:token:session" (its waiter needs no status read), a look as the
 // client's id (once per client); payloads stay under NOTIFY's 8000 bytes.
 func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
 	for _, payload := range wakePayloads(wake, 7000) {
@@ -243,7 +243,7 @@ func wakePayloads(wake []driver.Request, max int) []string {
 	for _, w := range wake {
 		entry := w.ClientID
 		if w.ID != 0 {
-			entry += ":" + strconv.FormatInt(w.ID, 10) + ":" + strconv.FormatInt(w.Token, 10)
+			entry += ":" + strconv.FormatInt(w.ID, 10) + ":" + strconv.FormatInt(w.Token, 10) + ":" + w.SessionID
 		} else if looked[w.ClientID] {
 			continue
 		} else {
@@ -481,13 +481,17 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if p.InlineOnly {
 		query, args = "fast_release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
 	}
+	var grants []string
 	err := d.direct(ctx, query, args, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var kind, np int64
 			var ns, nm []byte
-			var granted *int64
+			var granted *string
 			if err := rows.Scan(&kind, &ns, &nm, &np, &n, &granted); err != nil {
 				return err
+			}
+			if granted != nil && *granted != "" {
+				grants = append(grants, *granted)
 			}
 		}
 		return nil
@@ -495,17 +499,20 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if err != nil {
 		return 0, nil, err
 	}
+	handLocal(grants)
 	return n, nil, nil
 }
 
-// LockRegrant implements driver.Driver with the {p}regrant function: one
-// statement per identifier.
+// LockRegrant implements driver.Driver with the {p}regrant_grants
+// function: one statement per identifier, its grants handed to clients in
+// this process at once.
 func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, error) {
 	for _, id := range ids {
-		var n int
-		if err := d.RowNamed(ctx, nil, "regrant", id.Kind, []byte(id.NS), []byte(id.Name), d.channel).Scan(&n); err != nil {
+		var grants string
+		if err := d.RowNamed(ctx, nil, "regrant", id.Kind, []byte(id.NS), []byte(id.Name), d.channel).Scan(&grants); err != nil {
 			return true, err
 		}
+		handLocal([]string{grants})
 	}
 	return true, nil
 }
@@ -604,6 +611,50 @@ func (d *Driver) notifyArgs(channel, payload string) []any {
 // Listen implements driver.Driver with LISTEN on a dedicated connection.
 // It reconnects after errors and calls wake at least once per interval.
 func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
+	stop, err := d.listenBy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	w := &localWake{wake: p.Wake}
+	local.Store(p.ClientID, w)
+	return func() { local.CompareAndDelete(p.ClientID, w); stop() }, nil
+}
+
+// local holds the wake functions of the clients listening in this
+// process, by client id (random, so unique across databases): a release in
+// the same process hands them its grants as soon as it returns (handLocal);
+// the NOTIFY that follows finds their waiters answered.
+var local sync.Map // client id -> *localWake
+
+type localWake struct {
+	wake func(granted []driver.Request)
+}
+
+// handLocal hands the grants of payloads (parsePayload's format, grants
+// only) to the clients listening in this process.
+func handLocal(payloads []string) {
+	byClient := map[string][]driver.Request{}
+	for _, payload := range payloads {
+		for payload != "" {
+			var entry string
+			entry, payload, _ = strings.Cut(payload, ",")
+			client, rest, _ := strings.Cut(entry, ":")
+			if r, ok := parseGrant(rest); ok {
+				r.ClientID = client
+				byClient[client] = append(byClient[client], r)
+			}
+		}
+	}
+	for client, gs := range byClient {
+		if v, ok := local.Load(client); ok {
+			v.(*localWake).wake(gs)
+		}
+	}
+}
+
+// listenBy starts the client's listener: LISTEN on a connection of its
+// own, or polling behind a transaction pooler without listen_dsn.
+func (d *Driver) listenBy(ctx context.Context, p driver.ListenParams) (func(), error) {
 	if d.pooled && d.listenCfg == d.cfg {
 		return d.pollOnly(p), nil
 	}
@@ -716,8 +767,9 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // parsePayload reads a wake-up payload: comma-separated entries, each a
-// client id ("wake up and look") or "client:request:token" (that request was
-// granted with that token). mine is true when an entry is for clientID;
+// client id ("wake up and look") or "client:request:token:session" (that
+// request of that session was granted with that token; before migration
+// 025 without the session). mine is true when an entry is for clientID;
 // granted is nil when any entry for it asks for a look.
 func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
 	look := false
@@ -746,10 +798,11 @@ func parsePayload(payload, clientID string) (mine bool, granted []driver.Request
 // parseGrant reads "request:token" of a payload's entry; false when it
 // is not that.
 func parseGrant(s string) (driver.Request, bool) {
-	idText, tokenText, _ := strings.Cut(s, ":")
+	idText, rest, _ := strings.Cut(s, ":")
+	tokenText, session, _ := strings.Cut(rest, ":")
 	id, err1 := strconv.ParseInt(idText, 10, 64)
 	token, err2 := strconv.ParseInt(tokenText, 10, 64)
-	return driver.Request{ID: id, Status: driver.StatusGranted, Token: token}, err1 == nil && err2 == nil
+	return driver.Request{ID: id, SessionID: session, Status: driver.StatusGranted, Token: token}, err1 == nil && err2 == nil
 }
 
 // connectCause picks the real cause out of a failed connection: with

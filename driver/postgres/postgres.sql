@@ -71,15 +71,16 @@ SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many(
 -- Releases the session's granted instances (all, or the newest $5): its
 -- request rows and its inline holders (migration 017), adjusts the
 -- counters of their identifiers and, where requests wait, hands the lock
--- on at once with {p}regrant (a volatile function: it sees this
+-- on at once with {p}regrant_grants (a volatile function: it sees this
 -- statement's changes). An inline holder is its identifier's oldest
 -- instance, released last; h_token -1 marks one released by this
 -- statement (the h_ columns mean nothing once h_id is NULL, and a row
 -- this statement updates without releasing its inline holder loses an
 -- earlier mark). Every instance released
 -- has this kind and namespace, so the name tells their rows apart.
--- Returns per identifier the waiting count before the hand-off, and the
--- number of instances released.
+-- Returns per identifier the waiting count before the hand-off, the
+-- number of instances released and the grants the hand-off made (NULL or
+-- '' for none; migration 025).
 WITH d AS (
     DELETE FROM {p}lock_requests
      WHERE id IN (SELECT id FROM {p}lock_requests
@@ -101,7 +102,7 @@ u AS (
        AND (li.h_session = $1 OR li.name IN (SELECT name FROM d))
     RETURNING li.kind, li.ns, li.name, li.n_p, li.h_token = -1 AS inline)
 SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d) + (SELECT count(*) FROM u WHERE u.inline),
-       CASE WHEN u.n_p > 0 THEN {p}regrant(u.kind, u.ns, u.name, $6) END
+       CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $6) END
   FROM u;
 
 -- name: request
@@ -122,11 +123,11 @@ WITH u AS (
      WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
     RETURNING li.kind, li.ns, li.name, li.n_p)
 SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM u),
-       CASE WHEN u.n_p > 0 THEN {p}regrant(u.kind, u.ns, u.name, $5) END
+       CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END
   FROM u;
 
 -- name: regrant
-SELECT {p}regrant($1::smallint, $2, $3, $4);
+SELECT {p}regrant_grants($1::smallint, $2, $3, $4);
 
 -- ---- notifications ----
 -- NOTIFY reaches the clients that LISTEN. Clients behind a transaction

@@ -177,6 +177,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		l.contended.set(id, true)
 	}
 	s.Rows.Store(true) // before the request row exists
+	looks := l.looks.Load()
 	req, err := l.requestSlow(ctx, s, call, id, mode, tryOnce)
 	switch {
 	case errors.Is(err, errSessionGone):
@@ -189,7 +190,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		}
 		return req, nil
 	}
-	return l.awaitGrant(ctx, s, req)
+	return l.awaitGrant(ctx, s, req, looks)
 }
 
 // fastAcquire is acquireOne's fast attempt; ok is false when the slow
@@ -303,11 +304,15 @@ func (l *Service) sessionInDatabase(ctx context.Context, tx driver.Tx, id string
 }
 
 // awaitGrant waits for a queued request's grant, its choice as a deadlock
-// victim, the session's end or ctx.
-func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request) (driver.Request, error) {
+// victim, the session's end or ctx. looks is the count of status-check
+// wake-ups read before the request began.
+func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request, looks int64) (driver.Request, error) {
 	// The waiter is registered only now that the request is committed (a
-	// status check on another connection must find it); a grant that came
-	// in between is caught by the check this wake runs.
+	// status check on another connection must find it). A grant that came
+	// in between waits in Waits when it came with its id; one announced by
+	// a wake-up to look is caught by a check now, run only when such a
+	// wake-up came since the request began (a listener's start is one).
+	check := false
 	if err := l.cfg.Listening(ctx); err != nil {
 		if errors.Is(err, errs.ErrClosed) || ctx.Err() != nil {
 			return driver.Request{}, failure(ctx, s, err)
@@ -317,9 +322,12 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 		// heartbeat starts the listener again and its start wakes every
 		// waiter.
 		l.cfg.Logf("lock waiter: %v; waiting on", err)
+		check = true
 	}
 	answer := l.cfg.Waits.Add(req.ID, s.ID())
-	l.Wake()
+	if check || l.looks.Load() != looks {
+		l.Wake()
+	}
 	// This request may have closed a cycle: look once it has waited
 	// deadlockDelay. Most waits end sooner and cost no graph walk.
 	detect := time.AfterFunc(deadlockDelay, func() { l.detectIfWaiting(req.ID) })
@@ -328,6 +336,11 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 	select {
 	case r := <-answer:
 		return answered(s, r, req)
+	case <-s.Done():
+		// Ended, perhaps before the waiter was registered for its
+		// Waits.EndSession answer.
+		l.cfg.Waits.Remove(req.ID)
+		return answered(s, driver.Request{ID: req.ID}, req)
 	case <-ctx.Done():
 		l.cfg.Waits.Remove(req.ID)
 		return driver.Request{}, failure(ctx, s, ctx.Err())

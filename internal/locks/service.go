@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -62,6 +63,10 @@ type Service struct {
 	lastDetect time.Time
 
 	contended contention
+	// looks counts wake-ups that ask for a status check (Wake): a waiter
+	// that saw none between the start of its request and its registration
+	// missed nothing (grants with ids wait for it in Waits).
+	looks atomic.Int64
 }
 
 // New makes the service; Run must run for waits to be answered.
@@ -80,6 +85,7 @@ func (l *Service) retrying(ctx context.Context, op func() error) error {
 // Wake makes the service check its waiting requests; it never blocks.
 // The listener calls it for any wake-up that did not name its grants.
 func (l *Service) Wake() {
+	l.looks.Add(1)
 	select {
 	case l.wakeCh <- struct{}{}:
 	default:

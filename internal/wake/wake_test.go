@@ -158,3 +158,40 @@ func TestUsers(t *testing.T) {
 		t.Errorf("switches %v, want on, off, on", got)
 	}
 }
+
+// A grant that arrives before its waiter registers (the waiter registers
+// once its request is committed) is its answer at Add; grants nobody
+// takes are dropped oldest first past earlyCap.
+func TestLocksEarlyGrant(t *testing.T) {
+	l := NewLocks(func(bool) {})
+	if look := l.Grant([]driver.Request{{ID: 7, SessionID: "s1", Status: driver.StatusGranted, Token: 3}}); look {
+		t.Fatal("a grant naming its session was not kept")
+	}
+	if r := answerOf(t, l.Add(7, "s1")); r.ID != 7 || r.Token != 3 {
+		t.Fatalf("early grant answered %+v", r)
+	}
+	if l.Waiting() {
+		t.Fatal("a waiter answered at Add is still registered")
+	}
+	noAnswer(t, l.Add(7, "s1")) // taken once
+	// Request ids repeat after a crash: a grant of another session's
+	// request with the same id answers nobody, kept early or not.
+	l.Grant([]driver.Request{{ID: 8, SessionID: "old", Status: driver.StatusGranted}})
+	noAnswer(t, l.Add(8, "s1"))
+	l.Grant([]driver.Request{{ID: 8, SessionID: "old", Status: driver.StatusGranted}})
+	noAnswer(t, l.Add(8, "s1"))
+	// A grant without its session cannot be kept: the caller must look.
+	if look := l.Grant([]driver.Request{{ID: 9, Status: driver.StatusGranted}}); !look {
+		t.Fatal("a grant without a session and without a waiter did not ask for a look")
+	}
+	for id := int64(100); id < 100+earlyCap+1; id++ {
+		l.Grant([]driver.Request{{ID: id, SessionID: "s1", Status: driver.StatusGranted}})
+	}
+	noAnswer(t, l.Add(100, "s1")) // the oldest, dropped
+	if r := answerOf(t, l.Add(100+earlyCap, "s1")); r.ID != 100+earlyCap {
+		t.Fatalf("newest early grant answered %+v", r)
+	}
+	if len(l.early) > earlyCap || len(l.earlyIDs) > earlyCap {
+		t.Fatalf("early grants kept: %d (ids %d), cap %d", len(l.early), len(l.earlyIDs), earlyCap)
+	}
+}
