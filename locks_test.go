@@ -690,3 +690,30 @@ func release(t *testing.T, s *baton.Session, ns string) {
 		t.Fatalf("release %s: %v", ns, err)
 	}
 }
+
+// TestLockHandOffRounds passes one lock back and forth between two
+// clients' sessions, the waiter queued each round before the holder lets
+// go: the waiter must never get it while the holder holds it. A waiter's
+// request may reuse the id of its previous, released one (SQLite reuses a
+// deleted row's id): a late grant of that earlier request must not answer
+// the new one.
+func TestLockHandOffRounds(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		hc, wc := openDSN(t, dsn, baton.Options{}), openDSN(t, dsn, baton.Options{})
+		holder, waiter := session(t, hc), session(t, wc)
+		for round := 0; round < 200; round++ {
+			mustLock(t, holder, "ho", baton.Write, "x")
+			ch := async(waiter, "ho", baton.Write, 20*time.Second, "x")
+			waitPending(t, hc, waiter, 1)
+			select {
+			case err := <-ch:
+				t.Fatalf("round %d: the waiter's Lock returned (%v) while the holder held the lock", round, err)
+			case <-time.After(2 * time.Millisecond):
+			}
+			release(t, holder, "ho")
+			mustRecv(t, ch)
+			release(t, waiter, "ho")
+		}
+	})
+}

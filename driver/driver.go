@@ -259,9 +259,9 @@ type ListenParams struct {
 	// Wake is called (from any goroutine) whenever lock state may have
 	// changed for this client; it must be cheap and must not block. When
 	// the backend knows exactly which requests were granted (ID, Status
-	// and Token set; SessionID too where it knows it: request ids repeat
-	// after a crash empties the lock state, sessions never), it passes
-	// them and the engine needs no query; otherwise it passes nil.
+	// and Token set; SessionID and CallID too where it knows them: request
+	// ids can repeat, sessions and calls never), it passes them and the
+	// engine needs no query; otherwise it passes nil.
 	Wake func(granted []Request)
 	// Notify receives every committed notification, in commit order per
 	// sender, while SetNotifying is on. It must not block.
@@ -462,9 +462,9 @@ type Tx interface {
 
 	// WakeClients asks the backend to wake clients once this transaction
 	// commits: each entry names one (ClientID). An entry with an ID is a
-	// grant this transaction made (ID, SessionID, Status granted and Token
-	// set), which the client's waiter may take as it is, with no status
-	// read; an entry without one asks the client to look.
+	// grant this transaction made (ID, SessionID, CallID, Status granted
+	// and Token set), which the client's waiter may take as it is, with no
+	// status read; an entry without one asks the client to look.
 	WakeClients(ctx context.Context, wake []Request) error
 }
 

@@ -459,7 +459,7 @@ func testNotify(t *testing.T, d driver.Driver) {
 	await(t, woken, "the listener's wake-up")
 	// A grant reaches the client with its id and token (no status read):
 	// in-process on SQLite and MySQL, in the NOTIFY payload on PostgreSQL.
-	grant := driver.Request{ClientID: "L", SessionID: "s-42", ID: 42, Status: driver.StatusGranted, Token: 9}
+	grant := driver.Request{ClientID: "L", SessionID: "s-42", CallID: 77, ID: 42, Status: driver.StatusGranted, Token: 9}
 	inTx(t, d, func(tx driver.Tx) {
 		must(t, tx.WakeClients(ctx, []driver.Request{grant, {ClientID: "other", ID: 43, Status: driver.StatusGranted, Token: 10}}))
 	})
@@ -468,7 +468,7 @@ func testNotify(t *testing.T, d driver.Driver) {
 		if gs == nil {
 			continue // a look (SQLite's file watch may add one)
 		}
-		failIf(t, len(gs) != 1 || gs[0].ID != 42 || gs[0].Token != 9 || gs[0].Status != driver.StatusGranted || gs[0].SessionID != "s-42",
+		failIf(t, len(gs) != 1 || gs[0].ID != 42 || gs[0].Token != 9 || gs[0].Status != driver.StatusGranted || gs[0].SessionID != "s-42" || gs[0].CallID != 77,
 			"the listener was handed %+v, want the grant %+v", gs, grant)
 		break
 	}

@@ -387,7 +387,7 @@ func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.Ident
 		i := slices.IndexFunc(rs, func(r driver.Request) bool { return r.ID == gid })
 		rs[i].Status, rs[i].Token = driver.StatusGranted, st.Fence
 		granted = append(granted, driver.Request{ID: gid, ClientID: rs[i].ClientID, SessionID: rs[i].SessionID,
-			Status: driver.StatusGranted, Token: st.Fence})
+			CallID: rs[i].CallID, Status: driver.StatusGranted, Token: st.Fence})
 	}
 	st.Readers, st.Writers, st.Waiting = lockcore.Counts(rs)
 	if _, err := c.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,

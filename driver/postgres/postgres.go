@@ -223,7 +223,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 
 // wake is the dialect's Wake: NOTIFY the clients, which PostgreSQL
 // delivers when the transaction commits. A grant travels as
-// "client:request:token:session" (its waiter needs no status read), a look as the
+// "client:request:token:session:call" (its waiter needs no status read), a look as the
 // client's id (once per client); payloads stay under NOTIFY's 8000 bytes.
 func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
 	for _, payload := range wakePayloads(wake, 7000) {
@@ -243,7 +243,8 @@ func wakePayloads(wake []driver.Request, max int) []string {
 	for _, w := range wake {
 		entry := w.ClientID
 		if w.ID != 0 {
-			entry += ":" + strconv.FormatInt(w.ID, 10) + ":" + strconv.FormatInt(w.Token, 10) + ":" + w.SessionID
+			entry += ":" + strconv.FormatInt(w.ID, 10) + ":" + strconv.FormatInt(w.Token, 10) + ":" + w.SessionID +
+				":" + strconv.FormatInt(w.CallID, 10)
 		} else if looked[w.ClientID] {
 			continue
 		} else {
@@ -647,9 +648,59 @@ func handLocal(payloads []string) {
 	}
 	for client, gs := range byClient {
 		if v, ok := local.Load(client); ok {
+			handed.add(gs)
 			v.(*localWake).wake(gs)
 		}
 	}
+}
+
+// handed are the grants handLocal gave, so that the listener drops their
+// NOTIFY, which follows, instead of waking for it (a grant with no waiter
+// is a wake-up to look). At most handedCap, the oldest forgotten first.
+var handed = &handedGrants{set: map[grantKey]struct{}{}}
+
+const handedCap = 4096
+
+type grantKey struct {
+	id, call int64
+	session  string
+}
+
+type handedGrants struct {
+	mu    sync.Mutex
+	set   map[grantKey]struct{}
+	order []grantKey
+}
+
+func (h *handedGrants) add(gs []driver.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, g := range gs {
+		if len(h.order) >= handedCap {
+			delete(h.set, h.order[0])
+			h.order = h.order[1:]
+		}
+		k := grantKey{id: g.ID, call: g.CallID, session: g.SessionID}
+		h.set[k] = struct{}{}
+		h.order = append(h.order, k)
+	}
+}
+
+// drop returns the grants of gs not handed already, forgetting those that
+// were.
+func (h *handedGrants) drop(gs []driver.Request) []driver.Request {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var rest []driver.Request
+	for _, g := range gs {
+		k := grantKey{id: g.ID, call: g.CallID, session: g.SessionID}
+		if _, ok := h.set[k]; ok {
+			delete(h.set, k)
+			continue
+		}
+		rest = append(rest, g)
+	}
+	return rest
 }
 
 // listenBy starts the client's listener: LISTEN on a connection of its
@@ -723,9 +774,16 @@ func (l *pgListener) deliver(n *pgconn.Notification) {
 		}
 		return
 	}
-	if mine, granted := parsePayload(n.Payload, l.p.ClientID); mine {
-		l.p.Wake(granted)
+	mine, granted := parsePayload(n.Payload, l.p.ClientID)
+	if !mine {
+		return
 	}
+	if granted != nil {
+		if granted = handed.drop(granted); len(granted) == 0 {
+			return // every one handed by its release in this process
+		}
+	}
+	l.p.Wake(granted)
 }
 
 // lost drops a broken connection; run reconnects after an interval.
@@ -767,9 +825,9 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // parsePayload reads a wake-up payload: comma-separated entries, each a
-// client id ("wake up and look") or "client:request:token:session" (that
-// request of that session was granted with that token; before migration
-// 025 without the session). mine is true when an entry is for clientID;
+// client id ("wake up and look") or "client:request:token:session:call"
+// (that request of that session's lock call was granted with that token;
+// before migration 025 without session and call). mine is true when an entry is for clientID;
 // granted is nil when any entry for it asks for a look.
 func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
 	look := false
@@ -799,10 +857,16 @@ func parsePayload(payload, clientID string) (mine bool, granted []driver.Request
 // is not that.
 func parseGrant(s string) (driver.Request, bool) {
 	idText, rest, _ := strings.Cut(s, ":")
-	tokenText, session, _ := strings.Cut(rest, ":")
+	tokenText, rest, _ := strings.Cut(rest, ":")
+	session, callText, withCall := strings.Cut(rest, ":")
 	id, err1 := strconv.ParseInt(idText, 10, 64)
 	token, err2 := strconv.ParseInt(tokenText, 10, 64)
-	return driver.Request{ID: id, SessionID: session, Status: driver.StatusGranted, Token: token}, err1 == nil && err2 == nil
+	r := driver.Request{ID: id, SessionID: session, Status: driver.StatusGranted, Token: token}
+	var err3 error
+	if withCall {
+		r.CallID, err3 = strconv.ParseInt(callText, 10, 64)
+	}
+	return r, err1 == nil && err2 == nil && err3 == nil
 }
 
 // connectCause picks the real cause out of a failed connection: with

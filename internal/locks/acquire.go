@@ -309,9 +309,9 @@ func (l *Service) sessionInDatabase(ctx context.Context, tx driver.Tx, id string
 func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request, looks int64) (driver.Request, error) {
 	// The waiter is registered only now that the request is committed (a
 	// status check on another connection must find it). A grant that came
-	// in between waits in Waits when it came with its id; one announced by
-	// a wake-up to look is caught by a check now, run only when such a
-	// wake-up came since the request began (a listener's start is one).
+	// in between found no waiter and asked for a look (wake.Locks.Grant):
+	// a check now catches it, run only when such a wake-up came since the
+	// request began (a listener's start is one).
 	check := false
 	if err := l.cfg.Listening(ctx); err != nil {
 		if errors.Is(err, errs.ErrClosed) || ctx.Err() != nil {
@@ -324,7 +324,7 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 		l.cfg.Logf("lock waiter: %v; waiting on", err)
 		check = true
 	}
-	answer := l.cfg.Waits.Add(req.ID, s.ID())
+	answer := l.cfg.Waits.Add(req.ID, s.ID(), req.CallID)
 	if check || l.looks.Load() != looks {
 		l.Wake()
 	}

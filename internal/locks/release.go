@@ -146,8 +146,8 @@ func (l *Service) regrantLocked(ctx context.Context, tx driver.Tx, states []driv
 }
 
 // regrantIdent grants what lockcore.Grants allows on one identifier, stores
-// its new counts and fence, and returns the grants (client, session, id,
-// token).
+// its new counts and fence, and returns the grants (client, session, call,
+// id, token).
 func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.IdentState) (grants []driver.Request, err error) {
 	rows, err := tx.LockRequestList(ctx, []driver.Ident{st.Ident})
 	if err != nil {
@@ -170,7 +170,7 @@ func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.Iden
 		if ok {
 			r := &rows[byID[gid]]
 			r.Status, r.Token = driver.StatusGranted, st.Fence
-			grants = append(grants, driver.Request{ClientID: r.ClientID, SessionID: r.SessionID, ID: gid,
+			grants = append(grants, driver.Request{ClientID: r.ClientID, SessionID: r.SessionID, CallID: r.CallID, ID: gid,
 				Status: driver.StatusGranted, Token: st.Fence})
 		}
 	}

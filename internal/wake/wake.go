@@ -19,20 +19,11 @@ type Locks struct {
 	// changed is told whether any request waits, after every change
 	// (the backend polls only while some do).
 	changed func(waiting bool)
-	// early are grants that came before their waiter registered (it
-	// registers once its request is committed, and may be granted in
-	// between), the oldest first in earlyIDs; at most earlyCap.
-	early    map[int64]driver.Request
-	earlyIDs []int64
 }
-
-// earlyCap bounds the early grants kept: one is normally taken within
-// microseconds of its arrival; grants nobody takes (their waiter gave up
-// first) are dropped oldest first.
-const earlyCap = 256
 
 type lockWaiter struct {
 	sessionID string
+	callID    int64
 	ch        chan driver.Request
 }
 
@@ -42,23 +33,14 @@ func NewLocks(changed func(waiting bool)) *Locks {
 	return &Locks{waiters: map[int64]lockWaiter{}, changed: changed}
 }
 
-// Add registers a waiter for request id of a session; the channel receives
-// its one answer: at once when its grant came before it (Grant).
-func (l *Locks) Add(id int64, sessionID string) <-chan driver.Request {
+// Add registers a waiter for request id of a session's lock call; the
+// channel receives its one answer.
+func (l *Locks) Add(id int64, sessionID string, callID int64) <-chan driver.Request {
 	ch := make(chan driver.Request, 1)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if g, ok := l.early[id]; ok {
-		delete(l.early, id)
-		if g.SessionID == sessionID {
-			ch <- g
-			return ch
-		}
-		// Another session's: a request id of an earlier incarnation of the
-		// lock state (a crash restarts the ids), never this request's.
-	}
-	l.waiters[id] = lockWaiter{sessionID: sessionID, ch: ch}
+	l.waiters[id] = lockWaiter{sessionID: sessionID, callID: callID, ch: ch}
 	l.changed(true)
+	l.mu.Unlock()
 	return ch
 }
 
@@ -96,44 +78,30 @@ func (l *Locks) IDs() []int64 {
 	return ids
 }
 
-// Grant hands requests the backend reported granted to their waiters, and
-// keeps a grant whose waiter has not registered yet for its Add. A grant
-// names its session where the backend knows it: request ids are unique
-// only within one incarnation of the lock state, sessions for ever, so a
-// grant is taken only by a waiter of its session. It reports whether some
-// grant could be neither handed nor kept (no waiter, no session named):
-// the caller then has the statuses read, as for any wake-up.
+// Grant hands requests the backend reported granted to their waiters. A
+// grant names its session and lock call where the backend knows them, and
+// is taken only by a waiter of that call: request ids are not unique for
+// ever (SQLite may give a deleted request's id to the next one; a crash
+// restarts PostgreSQL's), sessions and calls are. A grant with no waiter
+// may be one whose waiter is about to register (it registers once its
+// request is committed, and may be granted in between): Grant then reports
+// look, and the caller has the statuses read as for any wake-up, which
+// the registering waiter sees (internal/locks counts such wake-ups).
 func (l *Locks) Grant(granted []driver.Request) (look bool) {
 	l.mu.Lock()
 	for _, g := range granted {
 		w, ok := l.waiters[g.ID]
 		switch {
-		case ok && (g.SessionID == "" || g.SessionID == w.sessionID):
-			l.answer(g.ID, g)
-		case ok:
-			// Another session's request under a reused id: not this one's.
-		case g.SessionID != "":
-			l.keepEarly(g)
-		default:
+		case !ok:
 			look = true
+		case (g.SessionID == "" || g.SessionID == w.sessionID) && (g.CallID == 0 || g.CallID == w.callID):
+			l.answer(g.ID, g)
 		}
+		// Otherwise another call's request under a reused id: not this one's.
 	}
 	l.changed(len(l.waiters) > 0)
 	l.mu.Unlock()
 	return look
-}
-
-// keepEarly keeps g for its waiter's Add; l.mu held.
-func (l *Locks) keepEarly(g driver.Request) {
-	if l.early == nil {
-		l.early = map[int64]driver.Request{}
-	}
-	for len(l.earlyIDs) >= earlyCap {
-		delete(l.early, l.earlyIDs[0])
-		l.earlyIDs = l.earlyIDs[1:]
-	}
-	l.early[g.ID] = g
-	l.earlyIDs = append(l.earlyIDs, g.ID)
 }
 
 // Settle hands each of ids its status read from the database (st, by

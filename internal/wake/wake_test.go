@@ -32,10 +32,10 @@ func noAnswer(t *testing.T, ch <-chan driver.Request) {
 func TestLocksSettle(t *testing.T) {
 	var states []bool
 	l := NewLocks(func(w bool) { states = append(states, w) })
-	pending := l.Add(1, "s1")
-	granted := l.Add(2, "s1")
-	reused := l.Add(3, "s1")
-	gone := l.Add(4, "s2")
+	pending := l.Add(1, "s1", 0)
+	granted := l.Add(2, "s1", 0)
+	reused := l.Add(3, "s1", 0)
+	gone := l.Add(4, "s2", 0)
 	ids := l.IDs()
 	slices.Sort(ids)
 	if !slices.Equal(ids, []int64{1, 2, 3, 4}) {
@@ -70,9 +70,9 @@ func TestLocksSettle(t *testing.T) {
 
 func TestLocksEndSessionAndRemove(t *testing.T) {
 	l := NewLocks(func(bool) {})
-	a := l.Add(1, "s1")
-	b := l.Add(2, "s2")
-	c := l.Add(3, "s1")
+	a := l.Add(1, "s1", 0)
+	b := l.Add(2, "s2", 0)
+	c := l.Add(3, "s1", 0)
 	l.EndSession("s1")
 	if r := answerOf(t, a); r.ID != 1 || r.Status != "" {
 		t.Errorf("ended session's waiter answered %+v", r)
@@ -159,39 +159,29 @@ func TestUsers(t *testing.T) {
 	}
 }
 
-// A grant that arrives before its waiter registers (the waiter registers
-// once its request is committed) is its answer at Add; grants nobody
-// takes are dropped oldest first past earlyCap.
-func TestLocksEarlyGrant(t *testing.T) {
+// A grant is taken only by a waiter of its session and lock call (request
+// ids can repeat); a grant with no waiter asks for a look, since its
+// waiter may be about to register.
+func TestLocksGrantMatchesCall(t *testing.T) {
 	l := NewLocks(func(bool) {})
-	if look := l.Grant([]driver.Request{{ID: 7, SessionID: "s1", Status: driver.StatusGranted, Token: 3}}); look {
-		t.Fatal("a grant naming its session was not kept")
+	if look := l.Grant([]driver.Request{{ID: 7, SessionID: "s1", CallID: 5, Status: driver.StatusGranted}}); !look {
+		t.Fatal("a grant with no waiter did not ask for a look")
 	}
-	if r := answerOf(t, l.Add(7, "s1")); r.ID != 7 || r.Token != 3 {
-		t.Fatalf("early grant answered %+v", r)
+	ch := l.Add(7, "s1", 6)
+	if look := l.Grant([]driver.Request{{ID: 7, SessionID: "s1", CallID: 5, Status: driver.StatusGranted}}); look {
+		t.Fatal("a grant of another call asked for a look")
 	}
-	if l.Waiting() {
-		t.Fatal("a waiter answered at Add is still registered")
+	noAnswer(t, ch) // an earlier call's grant under the same id
+	l.Grant([]driver.Request{{ID: 7, SessionID: "s0", CallID: 6, Status: driver.StatusGranted}})
+	noAnswer(t, ch) // another session's
+	l.Grant([]driver.Request{{ID: 7, SessionID: "s1", CallID: 6, Status: driver.StatusGranted, Token: 3}})
+	if r := answerOf(t, ch); r.Token != 3 {
+		t.Fatalf("answered %+v", r)
 	}
-	noAnswer(t, l.Add(7, "s1")) // taken once
-	// Request ids repeat after a crash: a grant of another session's
-	// request with the same id answers nobody, kept early or not.
-	l.Grant([]driver.Request{{ID: 8, SessionID: "old", Status: driver.StatusGranted}})
-	noAnswer(t, l.Add(8, "s1"))
-	l.Grant([]driver.Request{{ID: 8, SessionID: "old", Status: driver.StatusGranted}})
-	noAnswer(t, l.Add(8, "s1"))
-	// A grant without its session cannot be kept: the caller must look.
-	if look := l.Grant([]driver.Request{{ID: 9, Status: driver.StatusGranted}}); !look {
-		t.Fatal("a grant without a session and without a waiter did not ask for a look")
-	}
-	for id := int64(100); id < 100+earlyCap+1; id++ {
-		l.Grant([]driver.Request{{ID: id, SessionID: "s1", Status: driver.StatusGranted}})
-	}
-	noAnswer(t, l.Add(100, "s1")) // the oldest, dropped
-	if r := answerOf(t, l.Add(100+earlyCap, "s1")); r.ID != 100+earlyCap {
-		t.Fatalf("newest early grant answered %+v", r)
-	}
-	if len(l.early) > earlyCap || len(l.earlyIDs) > earlyCap {
-		t.Fatalf("early grants kept: %d (ids %d), cap %d", len(l.early), len(l.earlyIDs), earlyCap)
+	// A grant naming neither (an older releaser's) is taken by the id alone.
+	ch = l.Add(8, "s1", 9)
+	l.Grant([]driver.Request{{ID: 8, Status: driver.StatusGranted, Token: 4}})
+	if r := answerOf(t, ch); r.Token != 4 {
+		t.Fatalf("answered %+v", r)
 	}
 }

@@ -1,13 +1,13 @@
 -- {p}regrant_grants is {p}regrant (migration 020) returning the grants
 -- it made, as the NOTIFY payload now writes them
--- ("client:request:token:session", comma separated; '' for none; the
--- session because request ids start again after a crash empties the lock
--- state, session ids never do): the releasing process hands a client of
--- its own its grants at once instead of waiting for the notification,
--- which still goes to every client. The granted counts come from the
--- loops over the requests it reads anyway (the same rows the counting
--- subqueries read). {p}regrant stays, as the number of those grants, for
--- clients of an earlier version.
+-- ("client:request:token:session:call", comma separated; '' for none;
+-- session and call because request ids start again after a crash empties
+-- the lock state, sessions and calls never do): the releasing process
+-- hands a client of its own its grants at once instead of waiting for the
+-- notification, which still goes to every client. The granted counts come
+-- from the loops over the requests it reads anyway (the same rows the
+-- counting subqueries read). {p}regrant stays, as the number of those
+-- grants, for clients of an earlier version.
 -- statement
 CREATE FUNCTION {p}regrant_grants(k smallint, n bytea, m bytea, channel text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -53,7 +53,7 @@ BEGIN
             g_mode := g_mode || ph;
         END IF;
     END IF;
-    FOR r IN SELECT q.id, q.session_id, q.client_id, q.mode FROM {p}lock_requests q
+    FOR r IN SELECT q.id, q.session_id, q.client_id, q.mode, q.call_id FROM {p}lock_requests q
               WHERE q.kind = k AND q.ns = n AND q.name = m AND q.status = 'P' ORDER BY q.id LOOP
         ok := {p}grantable(r.session_id, r.mode, g_sess, g_mode, w_sess, w_mode);
         IF ok THEN
@@ -69,7 +69,7 @@ BEGIN
                 PERFORM pg_notify(channel, payload);
                 payload := '';
             END IF;
-            entry := r.client_id || ':' || r.id || ':' || top || ':' || r.session_id;
+            entry := r.client_id || ':' || r.id || ':' || top || ':' || r.session_id || ':' || r.call_id;
             payload := payload || CASE WHEN payload = '' THEN '' ELSE ',' END || entry;
             grants := grants || CASE WHEN grants = '' THEN '' ELSE ',' END || entry;
         ELSE
