@@ -65,7 +65,8 @@ type Service struct {
 	contended contention
 	// looks counts wake-ups that ask for a status check (Wake): a waiter
 	// that saw none between the start of its request and its registration
-	// missed nothing (grants with ids wait for it in Waits).
+	// missed nothing (a grant that found no waiter asks for one:
+	// wake.Locks.Grant).
 	looks atomic.Int64
 }
 
