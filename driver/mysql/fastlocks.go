@@ -364,9 +364,9 @@ func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Iden
 	}, nil
 }
 
-// grantWaiting grants, in the transaction on c, what lockcore.Grants
-// grants of st's identifier (locked, its fast holder adopted), stores the
-// fence and counters, and returns the grants (id, client, token).
+// grantWaiting hands st's identifier (locked, its fast holder adopted)
+// on in the transaction on c, by lockcore.Regrant as the engine's
+// regrant does, stores the fence and counters, and returns the grants.
 func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.IdentState) ([]driver.Request, error) {
 	id := st.Ident
 	rows, err := c.QueryContext(ctx, d.Q("request_list"), id.Kind, bin(id.NS), bin(id.Name))
@@ -377,19 +377,18 @@ func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.Ident
 	if err != nil {
 		return nil, fmt.Errorf("request_list: %w", err)
 	}
-	var granted []driver.Request
-	for _, gid := range lockcore.Grants(rs) {
-		st.Fence++
-		if _, err := c.ExecContext(ctx, d.Q("request_set_status"), string(driver.StatusGranted), st.Fence, gid,
-			string(driver.StatusPending)); err != nil {
-			return nil, fmt.Errorf("request_set_status: %w", err)
+	granted, err := lockcore.Regrant(st, nil, rs, func(gid, token int64) (bool, error) {
+		res, err := c.ExecContext(ctx, d.Q("request_set_status"), string(driver.StatusGranted), token, gid,
+			string(driver.StatusPending))
+		if err != nil {
+			return false, fmt.Errorf("request_set_status: %w", err)
 		}
-		i := slices.IndexFunc(rs, func(r driver.Request) bool { return r.ID == gid })
-		rs[i].Status, rs[i].Token = driver.StatusGranted, st.Fence
-		granted = append(granted, driver.Request{ID: gid, ClientID: rs[i].ClientID, SessionID: rs[i].SessionID,
-			CallID: rs[i].CallID, Status: driver.StatusGranted, Token: st.Fence})
+		n, err := res.RowsAffected()
+		return n == 1, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	st.Readers, st.Writers, st.Waiting = lockcore.Counts(rs)
 	if _, err := c.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
 		id.Kind, bin(id.NS), bin(id.Name)); err != nil {
 		return nil, fmt.Errorf("ident_update: %w", err)

@@ -250,3 +250,33 @@ func Counts(reqs []driver.Request) (readers, writers, waiting int64) {
 	}
 	return
 }
+
+// Regrant hands an identifier on: it grants what Grants allows of rows
+// (the identifier's requests in queue order; ahead are granted stand-ins
+// queued before them, such as a transaction's gate, never stored), each
+// with the next token of st's fence, through grant, which stores one
+// grant and reports whether the request was still pending (a deadlock
+// victim may have been withdrawn meanwhile: it is not granted, its token
+// is spent). It then sets st's counters from rows and returns the grants
+// made, each with its client, session, call and token: what a waiter may
+// take without reading its status.
+func Regrant(st *driver.IdentState, ahead, rows []driver.Request, grant func(id, token int64) (bool, error)) ([]driver.Request, error) {
+	var grants []driver.Request
+	for _, gid := range Grants(slices.Concat(ahead, rows)) {
+		st.Fence++
+		ok, err := grant(gid, st.Fence)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(r driver.Request) bool { return r.ID == gid })
+		r := &rows[i]
+		r.Status, r.Token = driver.StatusGranted, st.Fence
+		grants = append(grants, driver.Request{ID: gid, ClientID: r.ClientID, SessionID: r.SessionID, CallID: r.CallID,
+			Status: driver.StatusGranted, Token: st.Fence})
+	}
+	st.Readers, st.Writers, st.Waiting = Counts(rows)
+	return grants, nil
+}

@@ -97,3 +97,31 @@ func TestCounts(t *testing.T) {
 		t.Fatalf("counts %d %d %d", r, w, p)
 	}
 }
+
+// Regrant grants in queue order with consecutive tokens, skips a request
+// its store reports no longer pending (its token spent), counts from what
+// was stored, and leaves stand-ins ahead uncounted.
+func TestRegrant(t *testing.T) {
+	st := driver.IdentState{Fence: 10}
+	gate := []driver.Request{req(0, "", R, G)}
+	rows := []driver.Request{req(1, "a", R, P), req(2, "b", R, P), req(3, "c", W, P)}
+	rows[0].ClientID, rows[0].CallID = "ca", 7
+	var stored []int64
+	grants, err := Regrant(&st, gate, rows, func(id, token int64) (bool, error) {
+		stored = append(stored, id, token)
+		return id != 2, nil // b was withdrawn meanwhile
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stored, []int64{1, 11, 2, 12}) {
+		t.Fatalf("stored (id, token) %v, want 1/11 and 2/12", stored)
+	}
+	want := []driver.Request{{ID: 1, ClientID: "ca", SessionID: "a", CallID: 7, Status: G, Token: 11}}
+	if !reflect.DeepEqual(grants, want) {
+		t.Fatalf("grants %+v, want %+v", grants, want)
+	}
+	if st.Fence != 12 || st.Readers != 1 || st.Writers != 0 || st.Waiting != 2 {
+		t.Fatalf("state %+v: want fence 12, 1 reader, 2 waiting", st)
+	}
+}

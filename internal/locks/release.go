@@ -157,24 +157,12 @@ func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.Iden
 	if err != nil {
 		return nil, err
 	}
-	byID := map[int64]int{}
-	for j, r := range rows {
-		byID[r.ID] = j
+	grants, err = lockcore.Regrant(&st, gate, rows, func(id, token int64) (bool, error) {
+		return tx.LockRequestSetStatus(ctx, id, driver.StatusPending, driver.StatusGranted, token)
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, gid := range lockcore.Grants(append(gate, rows...)) {
-		st.Fence++
-		ok, err := tx.LockRequestSetStatus(ctx, gid, driver.StatusPending, driver.StatusGranted, st.Fence)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			r := &rows[byID[gid]]
-			r.Status, r.Token = driver.StatusGranted, st.Fence
-			grants = append(grants, driver.Request{ClientID: r.ClientID, SessionID: r.SessionID, CallID: r.CallID, ID: gid,
-				Status: driver.StatusGranted, Token: st.Fence})
-		}
-	}
-	st.Readers, st.Writers, st.Waiting = lockcore.Counts(rows)
 	return grants, tx.LockIdentUpdate(ctx, st)
 }
 
