@@ -51,14 +51,8 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, wake []driver
 // (when they carry ids and tokens: its waiters need no status read) or
 // wakes it, and interrupts the others' listeners.
 func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Request) (func(), error) {
-	byClient := map[string][]driver.Request{}
-	var order, remote []string
-	for _, g := range grants {
-		if _, ok := byClient[g.ClientID]; !ok {
-			order = append(order, g.ClientID)
-		}
-		byClient[g.ClientID] = append(byClient[g.ClientID], g)
-	}
+	order, byClient := sqldriver.ByClient(grants)
+	var remote []string
 	var tell []func()
 	for _, id := range order {
 		v, ok := local.Load(id)
@@ -67,7 +61,7 @@ func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Req
 			continue
 		}
 		lc, gs := v.(*localClient), byClient[id]
-		if lc.grant != nil && !slices.ContainsFunc(gs, func(g driver.Request) bool { return g.ID == 0 }) {
+		if lc.grant != nil && gs != nil {
 			tell = append(tell, func() { lc.grant(gs) })
 		} else {
 			tell = append(tell, lc.wake)

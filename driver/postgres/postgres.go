@@ -634,20 +634,14 @@ type localWake struct {
 // handLocal hands the grants of payloads (parsePayload's format, grants
 // only) to the clients listening in this process.
 func handLocal(payloads []string) {
-	byClient := map[string][]driver.Request{}
+	var entries []driver.Request
 	for _, payload := range payloads {
-		for payload != "" {
-			var entry string
-			entry, payload, _ = strings.Cut(payload, ",")
-			client, rest, _ := strings.Cut(entry, ":")
-			if r, ok := parseGrant(rest); ok {
-				r.ClientID = client
-				byClient[client] = append(byClient[client], r)
-			}
-		}
+		entries = append(entries, payloadEntries(payload, "")...)
 	}
-	for client, gs := range byClient {
-		if v, ok := local.Load(client); ok {
+	order, byClient := sqldriver.ByClient(entries)
+	for _, client := range order {
+		v, ok := local.Load(client)
+		if gs := byClient[client]; ok && gs != nil {
 			handed.add(gs)
 			v.(*localWake).wake(gs)
 		}
@@ -830,27 +824,30 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 // before migration 025 without session and call). mine is true when an entry is for clientID;
 // granted is nil when any entry for it asks for a look.
 func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
-	look := false
+	own := payloadEntries(payload, clientID)
+	_, byClient := sqldriver.ByClient(own)
+	return len(own) > 0, byClient[clientID]
+}
+
+// payloadEntries reads a payload's entries as WakeClients entries (a
+// look has no ID), only those of clientID unless it is empty.
+func payloadEntries(payload, clientID string) []driver.Request {
+	var out []driver.Request
 	for payload != "" {
 		var entry string
 		entry, payload, _ = strings.Cut(payload, ",")
 		client, rest, hinted := strings.Cut(entry, ":")
-		if client != clientID {
+		if clientID != "" && client != clientID {
 			continue
 		}
-		mine = true
 		r, ok := parseGrant(rest)
 		if !hinted || !ok {
-			look = true
-			continue
+			r = driver.Request{}
 		}
 		r.ClientID = client
-		granted = append(granted, r)
+		out = append(out, r)
 	}
-	if look {
-		granted = nil
-	}
-	return mine, granted
+	return out
 }
 
 // parseGrant reads "request:token" of a payload's entry; false when it

@@ -600,19 +600,7 @@ func (h *hub) remove(id string) {
 // when any of its entries is not a grant (the entries as WakeClients
 // takes them).
 func (h *hub) wake(wake []driver.Request) {
-	byClient := map[string][]driver.Request{}
-	var order []string
-	for _, w := range wake {
-		gs, seen := byClient[w.ClientID]
-		if !seen {
-			order = append(order, w.ClientID)
-		}
-		if w.ID == 0 || (seen && gs == nil) {
-			byClient[w.ClientID] = nil // a look
-		} else {
-			byClient[w.ClientID] = append(gs, w)
-		}
-	}
+	order, byClient := sqldriver.ByClient(wake)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, id := range order {

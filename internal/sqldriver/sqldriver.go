@@ -617,6 +617,25 @@ func (t *Tx) WakeClients(ctx context.Context, wake []driver.Request) error {
 	return t.db.D.Wake(ctx, t, wake)
 }
 
+// ByClient sorts WakeClients entries by client, in the order clients
+// first appear: a client's grants, or nil when any entry of its asks it to
+// look (its waiters then read their statuses).
+func ByClient(wake []driver.Request) (order []string, grants map[string][]driver.Request) {
+	grants = map[string][]driver.Request{}
+	for _, w := range wake {
+		gs, seen := grants[w.ClientID]
+		if !seen {
+			order = append(order, w.ClientID)
+		}
+		if w.ID == 0 || (seen && gs == nil) {
+			grants[w.ClientID] = nil
+		} else {
+			grants[w.ClientID] = append(gs, w)
+		}
+	}
+	return order, grants
+}
+
 // Looks are WakeClients entries that ask each of clientIDs to look.
 func Looks(clientIDs []string) []driver.Request {
 	wake := make([]driver.Request, len(clientIDs))
