@@ -223,14 +223,18 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 
 // wake is the dialect's Wake: NOTIFY the clients, which PostgreSQL
 // delivers when the transaction commits. A grant travels as
-// "client:request:token:session:call" (its waiter needs no status read), a look as the
-// client's id (once per client); payloads stay under NOTIFY's 8000 bytes.
+// "client:request:token:session:call" (its waiter needs no status read),
+// a look as the client's id (once per client); payloads stay under
+// NOTIFY's 8000 bytes. Clients in this process are handed their grants
+// right after the commit, as a release's are (handLocal).
 func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
-	for _, payload := range wakePayloads(wake, 7000) {
+	payloads := wakePayloads(wake, 7000)
+	for _, payload := range payloads {
 		if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, payload); err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
 	}
+	t.AfterCommit(func() { handLocal(payloads) })
 	return nil
 }
 
@@ -631,8 +635,9 @@ type localWake struct {
 	wake func(granted []driver.Request)
 }
 
-// handLocal hands the grants of payloads (parsePayload's format, grants
-// only) to the clients listening in this process.
+// handLocal hands the grants of payloads (parsePayload's format) to the
+// clients listening in this process; a client with a look in them waits
+// for its NOTIFY.
 func handLocal(payloads []string) {
 	var entries []driver.Request
 	for _, payload := range payloads {
