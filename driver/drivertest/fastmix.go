@@ -132,22 +132,22 @@ func checkInlineRelease(t *testing.T, d driver.Driver) {
 // engine does for a backend without LockRegrant.
 func regrantInTx(t *testing.T, d driver.Driver, ids []driver.Ident) {
 	t.Helper()
+	inTx(t, d, func(tx driver.Tx) { regrantIn(t, tx, ids) })
+}
+
+// regrantIn is regrantInTx's work in tx (lockcore.Regrant, as the engine).
+func regrantIn(t *testing.T, tx driver.Tx, ids []driver.Ident) {
+	t.Helper()
 	ctx := testCtx(t)
-	inTx(t, d, func(tx driver.Tx) {
-		st, err := tx.LockIdentLock(ctx, ids)
+	st, err := tx.LockIdentLock(ctx, ids)
+	must(t, err)
+	for i := range st {
+		rs, err := tx.LockRequestList(ctx, []driver.Ident{st[i].Ident})
 		must(t, err)
-		for _, s := range st {
-			rs, err := tx.LockRequestList(ctx, []driver.Ident{s.Ident})
-			must(t, err)
-			for _, r := range lockcore.Grants(rs) {
-				s.Fence++
-				_, err := tx.LockRequestSetStatus(ctx, r, driver.StatusPending, driver.StatusGranted, s.Fence)
-				must(t, err)
-			}
-			rs, err = tx.LockRequestList(ctx, []driver.Ident{s.Ident})
-			must(t, err)
-			s.Readers, s.Writers, s.Waiting = lockcore.Counts(rs)
-			must(t, tx.LockIdentUpdate(ctx, s))
-		}
-	})
+		_, err = lockcore.Regrant(&st[i], nil, rs, func(id, token int64) (bool, error) {
+			return tx.LockRequestSetStatus(ctx, id, driver.StatusPending, driver.StatusGranted, token)
+		})
+		must(t, err)
+		must(t, tx.LockIdentUpdate(ctx, st[i]))
+	}
 }
