@@ -19,9 +19,33 @@ import (
 // it needs only SQLite's write lock, which WAL mode frees between
 // transactions and during checkpoints.
 type beat struct {
+	side        // nil: it could not open; the main connection renews
+	stop func() // ends the checkpointer
+}
+
+// side is a connection of its own to a file database, opened on first
+// use: nil for an in-memory database, when it could not open, and after
+// Close.
+type side struct {
 	once sync.Once
-	db   *sqldriver.DB // nil: it could not open; the main connection renews
-	stop func()        // ends the checkpointer
+	db   *sqldriver.DB
+}
+
+// get opens the connection the first time.
+func (s *side) get(d *Driver) *sqldriver.DB {
+	if !d.memory {
+		s.once.Do(func() { s.db = d.openSide() })
+	}
+	return s.db
+}
+
+// close closes it, and no later get opens it.
+func (s *side) close() error {
+	s.once.Do(func() {})
+	if s.db == nil {
+		return nil
+	}
+	return s.db.Close()
 }
 
 // checkpointEvery is how often the side connection checkpoints the WAL
@@ -67,31 +91,16 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 	return d.DB.SessionHeartbeat(ctx, p)
 }
 
-func (d *Driver) beatDB() *sqldriver.DB {
-	if d.memory {
-		return nil
-	}
-	d.beat.once.Do(func() { d.beat.db = d.openSide() })
-	return d.beat.db
-}
+func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }
 
-// statusReader is the waiters' status reads' own connection to a file
-// database (nil: an in-memory one, or it could not open). On the main
-// connection every read of a woken waiter queued behind the lock traffic
-// it was waiting for (a fifth of 8-way contention's time); in WAL mode a
-// reader neither waits for the writer nor blocks it, and sees every
-// commit made before its read began.
-type statusReader struct {
-	once sync.Once
-	db   *sqldriver.DB
-}
-
-// LockRequestStatuses implements driver.Driver on the status reader.
+// LockRequestStatuses implements driver.Driver on a connection of its own
+// (d.reader) where the database is a file. On the main connection every
+// read of a woken waiter queued behind the lock traffic it was waiting
+// for (a fifth of 8-way contention's time); in WAL mode a reader neither
+// waits for the writer nor blocks it, and sees every commit made before
+// its read began.
 func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]driver.Request, error) {
-	if !d.memory {
-		d.reader.once.Do(func() { d.reader.db = d.openSide() })
-	}
-	if db := d.reader.db; db != nil {
+	if db := d.reader.get(d); db != nil {
 		return sqldriver.RequestStatuses(ctx, db.SQL, db, ids)
 	}
 	return d.DB.LockRequestStatuses(ctx, ids)
@@ -110,18 +119,11 @@ func (d *Driver) openSide() *sqldriver.DB {
 	return &sqldriver.DB{SQL: db, D: d.DB.D}
 }
 
-// Close implements driver.Driver: the main connection and the renewal's.
+// Close implements driver.Driver: the main connection, the renewal's and
+// the status reader's.
 func (d *Driver) Close() error {
 	if d.beat.stop != nil {
 		d.beat.stop()
 	}
-	err := d.DB.Close()
-	d.beat.once.Do(func() {}) // no side connection after Close
-	d.reader.once.Do(func() {})
-	for _, side := range []*sqldriver.DB{d.beat.db, d.reader.db} {
-		if side != nil {
-			err = errors.Join(err, side.Close())
-		}
-	}
-	return err
+	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close())
 }

@@ -69,7 +69,7 @@ type Driver struct {
 	hub      *hub
 	waiting  sync.Map // clientID -> *listenState
 	beat     beat
-	reader   statusReader
+	reader   side // waiters' status reads (LockRequestStatuses)
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
