@@ -5,7 +5,19 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/locks"
 )
+
+// BeforeLockRegister makes every waiting Lock call run f with its
+// session's id between its request's commit and its waiter's registration
+// (nil: nothing).
+func BeforeLockRegister(f func(sessionID string)) {
+	if f == nil {
+		locks.BeforeRegister.Store(nil)
+		return
+	}
+	locks.BeforeRegister.Store(&f)
+}
 
 // SetHostIdentity makes clients opened afterwards in this process claim
 // another host, so that tests can exercise the lease path of crash recovery.

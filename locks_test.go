@@ -696,11 +696,14 @@ func release(t *testing.T, s *baton.Session, ns string) {
 // go: the waiter must never get it while the holder holds it. A waiter's
 // request may reuse the id of its previous, released one (SQLite reuses a
 // deleted row's id): a late grant of that earlier request must not answer
-// the new one.
+// the new one. Each grant must reach its waiter by a wake-up: a poll
+// interval beyond the waits' timeout leaves a missed one nothing to fall
+// back on (a grant that came before its waiter registered, say).
 func TestLockHandOffRounds(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)
-		hc, wc := openDSN(t, dsn, baton.Options{}), openDSN(t, dsn, baton.Options{})
+		o := baton.Options{PollInterval: time.Minute}
+		hc, wc := openDSN(t, dsn, o), openDSN(t, dsn, o)
 		holder, waiter := session(t, hc), session(t, wc)
 		for round := 0; round < 200; round++ {
 			mustLock(t, holder, "ho", baton.Write, "x")
@@ -715,5 +718,54 @@ func TestLockHandOffRounds(t *testing.T) {
 			mustRecv(t, ch)
 			release(t, waiter, "ho")
 		}
+	})
+}
+
+// TestLockGrantBeforeWaiterRegisters: a waiter registers once its request
+// is committed, and the lock may be handed to it before that. The grant
+// must still reach it by a wake-up (the poll interval is beyond the
+// wait's timeout).
+func TestLockGrantBeforeWaiterRegisters(t *testing.T) {
+	var windows sync.Map // session id -> chan chan struct{}
+	baton.BeforeLockRegister(func(id string) {
+		if w, ok := windows.LoadAndDelete(id); ok {
+			resume := make(chan struct{})
+			w.(chan chan struct{}) <- resume
+			<-resume
+		}
+	})
+	t.Cleanup(func() { baton.BeforeLockRegister(nil) })
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		o := baton.Options{PollInterval: time.Minute}
+		hc, wc := openDSN(t, dsn, o), openDSN(t, dsn, o)
+		holder, waiter := session(t, hc), session(t, wc)
+		// A first wait starts the waiter's listener, whose start is a
+		// wake-up of its own: not in the window below.
+		mustLock(t, holder, "gb", baton.Write, "x")
+		ch := async(waiter, "gb", baton.Write, 20*time.Second, "x")
+		waitPending(t, hc, waiter, 1)
+		release(t, holder, "gb")
+		mustRecv(t, ch)
+		release(t, waiter, "gb")
+		mustLock(t, holder, "gb", baton.Write, "x")
+		inWindow := make(chan chan struct{}, 1)
+		windows.Store(waiter.ID(), inWindow)
+		ch = async(waiter, "gb", baton.Write, 20*time.Second, "x")
+		var resume chan struct{}
+		select {
+		case resume = <-inWindow:
+		case err := <-ch:
+			t.Fatalf("the waiter's Lock returned (%v) before it waited", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waiter's request was not queued")
+		}
+		release(t, holder, "gb") // the grant comes before the waiter registers
+		// Let the status check that grant asked for run while nobody is
+		// registered (with the right code the outcome does not depend on
+		// it; a waiter that missed the grant would wait out its timeout).
+		time.Sleep(50 * time.Millisecond)
+		close(resume)
+		mustRecv(t, ch)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -303,6 +304,11 @@ func (l *Service) sessionInDatabase(ctx context.Context, tx driver.Tx, id string
 	return nil
 }
 
+// BeforeRegister, when set (by tests), runs in a waiting call between the
+// commit of its request and its waiter's registration, with the session's
+// id: the window a grant can fall into before anyone waits for it.
+var BeforeRegister atomic.Pointer[func(sessionID string)]
+
 // awaitGrant waits for a queued request's grant, its choice as a deadlock
 // victim, the session's end or ctx. looks is the count of status-check
 // wake-ups read before the request began.
@@ -323,6 +329,9 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 		// waiter.
 		l.cfg.Logf("lock waiter: %v; waiting on", err)
 		check = true
+	}
+	if f := BeforeRegister.Load(); f != nil {
+		(*f)(s.ID())
 	}
 	answer := l.cfg.Waits.Add(req.ID, s.ID(), req.CallID)
 	if check || l.looks.Load() != looks {
