@@ -628,7 +628,8 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 // local holds the wake functions of the clients listening in this
 // process, by client id (random, so unique across databases): a release in
 // the same process hands them its grants as soon as it returns (handLocal);
-// the NOTIFY that follows finds their waiters answered.
+// the NOTIFY that follows (or comes first) finds their waiters answered,
+// which wake.Locks recognises as the same grant.
 var local sync.Map // client id -> *localWake
 
 type localWake struct {
@@ -647,59 +648,9 @@ func handLocal(payloads []string) {
 	for _, client := range order {
 		v, ok := local.Load(client)
 		if gs := byClient[client]; ok && gs != nil {
-			handed.add(gs)
 			v.(*localWake).wake(gs)
 		}
 	}
-}
-
-// handed are the grants handLocal gave, so that the listener drops their
-// NOTIFY, which follows, instead of waking for it (a grant with no waiter
-// is a wake-up to look). At most handedCap, the oldest forgotten first.
-var handed = &handedGrants{set: map[grantKey]struct{}{}}
-
-const handedCap = 4096
-
-type grantKey struct {
-	id, call int64
-	session  string
-}
-
-type handedGrants struct {
-	mu    sync.Mutex
-	set   map[grantKey]struct{}
-	order []grantKey
-}
-
-func (h *handedGrants) add(gs []driver.Request) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, g := range gs {
-		if len(h.order) >= handedCap {
-			delete(h.set, h.order[0])
-			h.order = h.order[1:]
-		}
-		k := grantKey{id: g.ID, call: g.CallID, session: g.SessionID}
-		h.set[k] = struct{}{}
-		h.order = append(h.order, k)
-	}
-}
-
-// drop returns the grants of gs not handed already, forgetting those that
-// were.
-func (h *handedGrants) drop(gs []driver.Request) []driver.Request {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var rest []driver.Request
-	for _, g := range gs {
-		k := grantKey{id: g.ID, call: g.CallID, session: g.SessionID}
-		if _, ok := h.set[k]; ok {
-			delete(h.set, k)
-			continue
-		}
-		rest = append(rest, g)
-	}
-	return rest
 }
 
 // listenBy starts the client's listener: LISTEN on a connection of its
@@ -776,11 +727,6 @@ func (l *pgListener) deliver(n *pgconn.Notification) {
 	mine, granted := parsePayload(n.Payload, l.p.ClientID)
 	if !mine {
 		return
-	}
-	if granted != nil {
-		if granted = handed.drop(granted); len(granted) == 0 {
-			return // every one handed by its release in this process
-		}
 	}
 	l.p.Wake(granted)
 }

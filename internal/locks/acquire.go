@@ -335,7 +335,7 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 	}
 	answer := l.cfg.Waits.Add(req.ID, s.ID(), req.CallID)
 	if check || l.looks.Load() != looks {
-		l.Wake()
+		l.check()
 	}
 	// This request may have closed a cycle: look once it has waited
 	// deadlockDelay. Most waits end sooner and cost no graph walk.

@@ -87,6 +87,14 @@ func (l *Service) retrying(ctx context.Context, op func() error) error {
 // The listener calls it for any wake-up that did not name its grants.
 func (l *Service) Wake() {
 	l.looks.Add(1)
+	l.check()
+}
+
+// check makes the service check its waiting requests without counting as
+// a look: a waiter's catch-up after a look it may have missed brings no
+// grant anyone else could have missed (counted, each such check would
+// send every request in flight to a check of its own, and so on).
+func (l *Service) check() {
 	select {
 	case l.wakeCh <- struct{}{}:
 	default:

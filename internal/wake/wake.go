@@ -19,6 +19,49 @@ type Locks struct {
 	// changed is told whether any request waits, after every change
 	// (the backend polls only while some do).
 	changed func(waiting bool)
+	// answered are the latest grants handed to waiters: the same grant
+	// may come twice (PostgreSQL's release hands it in its process, and
+	// its NOTIFY follows, or comes first), and its second coming asks for
+	// no look.
+	answered recent
+}
+
+// grantKey names one grant: request ids are reused, not with the same
+// session and call.
+type grantKey struct {
+	id, call int64
+	session  string
+}
+
+// recentCap bounds Locks.answered; a grant that comes again after this
+// many later ones only costs a status check.
+const recentCap = 1024
+
+// recent is a set of the latest recentCap grants, the oldest forgotten
+// first.
+type recent struct {
+	set   map[grantKey]struct{}
+	order []grantKey // a ring: next is the slot to fill
+	next  int
+}
+
+func (r *recent) add(k grantKey) {
+	if r.set == nil {
+		r.set, r.order = map[grantKey]struct{}{}, make([]grantKey, 0, recentCap)
+	}
+	if len(r.order) < recentCap {
+		r.order = append(r.order, k)
+	} else {
+		delete(r.set, r.order[r.next])
+		r.order[r.next] = k
+		r.next = (r.next + 1) % recentCap
+	}
+	r.set[k] = struct{}{}
+}
+
+func (r *recent) has(k grantKey) bool {
+	_, ok := r.set[k]
+	return ok
 }
 
 type lockWaiter struct {
@@ -86,14 +129,16 @@ func (l *Locks) IDs() []int64 {
 // may be one whose waiter is about to register (it registers once its
 // request is committed, and may be granted in between): Grant then reports
 // look, and the caller has the statuses read as for any wake-up, which
-// the registering waiter sees (internal/locks counts such wake-ups).
+// the registering waiter sees (internal/locks counts such wake-ups). A
+// grant that was already handed to its waiter (it may come by two paths)
+// asks for no look.
 func (l *Locks) Grant(granted []driver.Request) (look bool) {
 	l.mu.Lock()
 	for _, g := range granted {
 		w, ok := l.waiters[g.ID]
 		switch {
 		case !ok:
-			look = true
+			look = look || !l.answered.has(grantKey{g.ID, g.CallID, g.SessionID})
 		case (g.SessionID == "" || g.SessionID == w.sessionID) && (g.CallID == 0 || g.CallID == w.callID):
 			l.answer(g.ID, g)
 		}
@@ -146,6 +191,9 @@ func (l *Locks) EndSession(sessionID string) {
 func (l *Locks) answer(id int64, r driver.Request) {
 	if w, ok := l.waiters[id]; ok {
 		delete(l.waiters, id)
+		if r.Status == driver.StatusGranted {
+			l.answered.add(grantKey{id, w.callID, w.sessionID})
+		}
 		w.ch <- r
 	}
 }

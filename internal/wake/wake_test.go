@@ -185,3 +185,52 @@ func TestLocksGrantMatchesCall(t *testing.T) {
 		t.Fatalf("answered %+v", r)
 	}
 }
+
+// A grant can come twice (PostgreSQL's release hands it in its process and
+// its NOTIFY follows, or comes first): the second coming finds its waiter
+// answered and asks for no look, whichever path answered it; a grant of
+// another call under the same id still does. Forgotten after recentCap
+// later grants, it costs a look again.
+func TestLocksGrantTwice(t *testing.T) {
+	l := NewLocks(func(bool) {})
+	g := driver.Request{ID: 7, SessionID: "s1", CallID: 5, Status: driver.StatusGranted, Token: 2}
+	ch := l.Add(7, "s1", 5)
+	if look := l.Grant([]driver.Request{g}); look {
+		t.Fatal("a grant its waiter took asked for a look")
+	}
+	answerOf(t, ch)
+	if look := l.Grant([]driver.Request{g}); look {
+		t.Fatal("the same grant again asked for a look")
+	}
+	other := g
+	other.CallID = 6
+	if look := l.Grant([]driver.Request{other}); !look {
+		t.Fatal("another call's grant under the id did not ask for a look")
+	}
+	// Answered by a status read, then the grant comes.
+	ch = l.Add(8, "s1", 9)
+	l.Settle([]int64{8}, map[int64]driver.Request{8: {ID: 8, SessionID: "s1", CallID: 9, Status: driver.StatusGranted}})
+	answerOf(t, ch)
+	if look := l.Grant([]driver.Request{{ID: 8, SessionID: "s1", CallID: 9, Status: driver.StatusGranted}}); look {
+		t.Fatal("a grant its status read answered asked for a look")
+	}
+	// An abort is no grant: a grant after it looks.
+	ch = l.Add(9, "s1", 10)
+	l.Settle([]int64{9}, map[int64]driver.Request{9: {ID: 9, SessionID: "s1", CallID: 10, Status: driver.StatusDeadlock}})
+	answerOf(t, ch)
+	if look := l.Grant([]driver.Request{{ID: 9, SessionID: "s1", CallID: 10, Status: driver.StatusGranted}}); !look {
+		t.Fatal("a grant after an abort did not ask for a look")
+	}
+	for i := range recentCap {
+		id := int64(100 + i)
+		ch := l.Add(id, "s2", 1)
+		l.Grant([]driver.Request{{ID: id, SessionID: "s2", CallID: 1, Status: driver.StatusGranted}})
+		answerOf(t, ch)
+	}
+	if look := l.Grant([]driver.Request{g}); !look {
+		t.Fatal("a grant forgotten long ago did not ask for a look")
+	}
+	if look := l.Grant([]driver.Request{{ID: 100 + recentCap - 1, SessionID: "s2", CallID: 1, Status: driver.StatusGranted}}); look {
+		t.Fatal("the latest grant was forgotten")
+	}
+}
