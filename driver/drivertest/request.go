@@ -34,8 +34,24 @@ func testRequester(t *testing.T, d driver.Driver) {
 			{SessionID: "s2", Mode: driver.ModeWrite, Status: driver.StatusPending}})
 		checkRequestRule(t, d, rq, fmt.Sprint("fixed ", i), id, s, driver.ModeRead, false)
 	}
+	// A write request where another session waits: it queues at once
+	// only if its session has nothing on the identifier, granted or
+	// waiting (re-entry and upgrade skip the queue; a session with a
+	// waiting request is decided by the whole rule: here, one the rule
+	// finds grantable, as after a transaction's gate is gone).
+	g, p := driver.StatusGranted, driver.StatusPending
+	for i, q := range [][]driver.Request{
+		{{SessionID: "s1", Mode: driver.ModeWrite, Status: g}, {SessionID: "s2", Mode: driver.ModeWrite, Status: p}},
+		{{SessionID: "s1", Mode: driver.ModeRead, Status: g}, {SessionID: "s2", Mode: driver.ModeWrite, Status: p}},
+		{{SessionID: "s1", Mode: driver.ModeRead, Status: p}, {SessionID: "s2", Mode: driver.ModeWrite, Status: p}},
+		{{SessionID: "s3", Mode: driver.ModeWrite, Status: g}, {SessionID: "s2", Mode: driver.ModeWrite, Status: p}},
+	} {
+		id := driver.Ident{Kind: driver.KindService, NS: "rule", Name: fmt.Sprint("queued", i)}
+		storeQueue(t, d, id, q)
+		checkRequestRule(t, d, rq, fmt.Sprint("queued ", i), id, "s1", driver.ModeWrite, false)
+	}
 	rnd := rand.New(rand.NewPCG(7, 11))
-	for round := range 60 {
+	for round := range 150 {
 		id := driver.Ident{Kind: driver.KindService, NS: "rule", Name: fmt.Sprint(round)}
 		fillRandomQueue(t, d, rnd, id)
 		checkRequestRule(t, d, rq, fmt.Sprint(round), id, ruleSessions[rnd.IntN(3)], ruleModes[rnd.IntN(2)], rnd.IntN(4) == 0)

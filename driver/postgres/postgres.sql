@@ -126,6 +126,29 @@ SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM u),
        CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END
   FROM u;
 
+-- name: release_name
+-- fast_release of one name in one pass (migration 026): $1 session, $2
+-- kind, $3 namespace, $4 name, $5 limit (NULL: all), $6 whether the session
+-- has no request rows, $7 the NOTIFY channel. One row: the waiting count
+-- before the hand-off, the number released, the grants made.
+SELECT o_np, o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, $5, $6, $7);
+
+-- name: release_name_inline
+-- fast_release_inline of one name: while nobody waits, one update of the
+-- lock row in plain SQL; otherwise {p}release_name (the one-time filter
+-- runs it only when the update matched nothing). $1 session, $2 kind,
+-- $3 namespace, $4 name, $5 the NOTIFY channel.
+WITH u AS (
+    UPDATE {p}lock_idents li
+       SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
+           h_id = NULL, h_session = NULL
+     WHERE li.kind = $2 AND li.ns = $3 AND li.name = $4 AND li.h_session = $1 AND li.n_p = 0
+    RETURNING li.n_p)
+SELECT u.n_p, 1::bigint, ''::text FROM u
+UNION ALL
+SELECT o_np, o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, NULL, true, $5)
+ WHERE NOT EXISTS (SELECT 1 FROM u);
+
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);
 
