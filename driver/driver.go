@@ -380,7 +380,7 @@ type FastReleaseParams struct {
 	Kind      int
 	NS        string
 	Name      string // empty: every name in the namespace
-	Limit     int    // 0: all matching instances; 1: one instance (RELEASE_LOCK)
+	Limit     int    // 0: all matching instances; 1: one instance (RELEASE_LOCK); only with a Name
 	// InlineOnly tells the backend that every instance the session may
 	// hold was granted with Request.Inline set: it has no request row to
 	// look for. The engine sets it only when that is certain.

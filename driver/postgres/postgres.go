@@ -472,61 +472,34 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 }
 
 // LockFastRelease implements driver.Driver in one statement, hand-off to
-// waiters included, so it never reports identifiers to re-examine. One
-// name goes through {p}release_name (migration 026), in plain SQL first
-// when only an inline holder can be released.
+// waiters included, so it never reports identifiers to re-examine. Each
+// name goes through {p}release_name (migration 026), and an inline holder
+// nobody waits for by a plain update first (release_inline).
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	var name, limit any
 	if p.Name != "" {
-		return d.releaseName(ctx, p)
+		name = []byte(p.Name)
 	}
-	var limit any
 	if p.Limit > 0 {
 		limit = p.Limit
 	}
-	var n int
-	query, args := "fast_release", []any{p.SessionID, p.Kind, []byte(p.NS), nil, limit, d.channel}
-	if p.InlineOnly {
-		query, args = "fast_release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), nil, d.channel}
-	}
-	var grants []string
-	err := d.direct(ctx, query, args, func(rows pgx.Rows) error {
-		for rows.Next() {
-			var kind, np int64
-			var ns, nm []byte
-			var granted *string
-			if err := rows.Scan(&kind, &ns, &nm, &np, &n, &granted); err != nil {
-				return err
-			}
-			if granted != nil && *granted != "" {
-				grants = append(grants, *granted)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	handLocal(grants)
-	return n, nil, nil
-}
-
-// releaseName is LockFastRelease of one name.
-func (d *Driver) releaseName(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	var limit any
-	if p.Limit > 0 {
-		limit = p.Limit
-	}
-	query, args := "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name), limit, p.InlineOnly, d.channel}
-	if p.InlineOnly {
-		// An inline holder is the name's only instance of the session.
-		query, args = "release_name_inline", []any{p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name), d.channel}
+	var query string
+	var args []any
+	switch {
+	case p.InlineOnly:
+		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
+	case p.Name != "":
+		query, args = "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}
+	case p.Limit == 0:
+		query, args = "release_ns", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
+	default:
+		return 0, nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
 	}
 	var n int
 	var grants string
 	err := d.direct(ctx, query, args, func(rows pgx.Rows) error {
 		for rows.Next() {
-			var np int64
-			if err := rows.Scan(&np, &n, &grants); err != nil {
+			if err := rows.Scan(&n, &grants); err != nil {
 				return err
 			}
 		}

@@ -67,87 +67,51 @@ SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 -- {p}fast_acquire_many (migration 011).
 SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
 
--- name: fast_release
--- Releases the session's granted instances (all, or the newest $5): its
--- request rows and its inline holders (migration 017), adjusts the
--- counters of their identifiers and, where requests wait, hands the lock
--- on at once with {p}regrant_grants (a volatile function: it sees this
--- statement's changes). An inline holder is its identifier's oldest
--- instance, released last; h_token -1 marks one released by this
--- statement (the h_ columns mean nothing once h_id is NULL, and a row
--- this statement updates without releasing its inline holder loses an
--- earlier mark). Every instance released
--- has this kind and namespace, so the name tells their rows apart.
--- Returns per identifier the waiting count before the hand-off, the
--- number of instances released and the grants the hand-off made (NULL or
--- '' for none; migration 025).
-WITH d AS (
-    DELETE FROM {p}lock_requests
-     WHERE id IN (SELECT id FROM {p}lock_requests
-                   WHERE session_id = $1 AND kind = $2 AND ns = $3
-                     AND ($4::bytea IS NULL OR name = $4) AND status = 'G'
-                   ORDER BY id DESC LIMIT $5)
-    RETURNING name, mode),
-u AS (
-    UPDATE {p}lock_idents li
-       SET n_r = li.n_r - (SELECT count(*) FROM d WHERE d.name = li.name AND d.mode = 'R')
-                        - (li.h_session IS NOT DISTINCT FROM $1 AND li.h_mode = 'R' AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)))::int,
-           n_w = li.n_w - (SELECT count(*) FROM d WHERE d.name = li.name AND d.mode = 'W')
-                        - (li.h_session IS NOT DISTINCT FROM $1 AND li.h_mode = 'W' AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)))::int,
-           h_token = CASE WHEN li.h_session = $1 AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)) THEN -1
-                          WHEN li.h_id IS NULL THEN NULL ELSE li.h_token END,
-           h_id    = CASE WHEN li.h_session = $1 AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)) THEN NULL ELSE li.h_id END,
-           h_session = CASE WHEN li.h_session = $1 AND ($5::int IS NULL OR $5::int > (SELECT count(*) FROM d)) THEN NULL ELSE li.h_session END
-     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4)
-       AND (li.h_session = $1 OR li.name IN (SELECT name FROM d))
-    RETURNING li.kind, li.ns, li.name, li.n_p, li.h_token = -1 AS inline)
-SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM d) + (SELECT count(*) FROM u WHERE u.inline),
-       CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $6) END
-  FROM u;
-
 -- name: request
 -- The slow path of one lock request in one call: see {p}request
 -- (migration 018).
 SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6, $7, $8);
 
--- name: fast_release_inline
--- fast_release for a session whose every instance is an inline holder
--- (FastReleaseParams.InlineOnly): one update of the lock rows, with the
--- hand-off where requests wait. A session holding only inline holders has
--- one instance per name, so there is no limit. Arguments: session, kind,
--- namespace, name (NULL: all), the NOTIFY channel.
-WITH u AS (
-    UPDATE {p}lock_idents li
-       SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
-           h_id = NULL, h_session = NULL
-     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
-    RETURNING li.kind, li.ns, li.name, li.n_p)
-SELECT u.kind, u.ns, u.name, u.n_p, (SELECT count(*) FROM u),
-       CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END
-  FROM u;
-
 -- name: release_name
--- fast_release of one name in one pass (migration 026): $1 session, $2
--- kind, $3 namespace, $4 name, $5 limit (NULL: all), $6 whether the session
--- has no request rows, $7 the NOTIFY channel. One row: the waiting count
--- before the hand-off, the number released, the grants made.
-SELECT o_np, o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, $5, $6, $7);
+-- The release of the session's instances of one name (all, or the newest
+-- $5) and the hand-off to waiters, in one pass (migration 026), for a
+-- session that may have request rows: $1 session, $2 kind, $3 namespace, $4 name, $5
+-- limit (NULL: all), $6 the NOTIFY channel. One row: the number released
+-- and the grants made (payload entries, '' for none).
+SELECT o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, $5, false, $6);
 
--- name: release_name_inline
--- fast_release_inline of one name: while nobody waits, one update of the
--- lock row in plain SQL; otherwise {p}release_name (the one-time filter
--- runs it only when the update matched nothing). $1 session, $2 kind,
--- $3 namespace, $4 name, $5 the NOTIFY channel.
+-- name: release_ns
+-- release_name for every name of the namespace the session has an
+-- instance of, in name order (the order in which multi-name calls lock
+-- rows): $1 session, $2 kind, $3 namespace, $4 the NOTIFY channel. One
+-- row, as release_name's.
+SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''), ','), '')
+  FROM (SELECT li.name FROM {p}lock_idents li WHERE li.kind = $2 AND li.ns = $3 AND li.h_session = $1
+        UNION
+        SELECT q.name FROM {p}lock_requests q WHERE q.session_id = $1 AND q.kind = $2 AND q.ns = $3 AND q.status = 'G'
+        ORDER BY 1) x
+ CROSS JOIN LATERAL {p}release_name($2::smallint, $3, x.name, $1, NULL, false, $4) r;
+
+-- name: release_inline
+-- The release of a session whose every instance is an inline holder
+-- (FastReleaseParams.InlineOnly; one instance per name, so no limit):
+-- where nobody waits, one update of the lock rows in plain SQL; each name
+-- that update left (someone waits there: the update checks under the row
+-- lock) goes to {p}release_name, which hands it on. $1 session, $2 kind,
+-- $3 namespace, $4 name (NULL: all), $5 the NOTIFY channel. One row, as
+-- release_name's.
 WITH u AS (
     UPDATE {p}lock_idents li
        SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
            h_id = NULL, h_session = NULL
-     WHERE li.kind = $2 AND li.ns = $3 AND li.name = $4 AND li.h_session = $1 AND li.n_p = 0
-    RETURNING li.n_p)
-SELECT u.n_p, 1::bigint, ''::text FROM u
-UNION ALL
-SELECT o_np, o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, NULL, true, $5)
- WHERE NOT EXISTS (SELECT 1 FROM u);
+     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1 AND li.n_p = 0
+    RETURNING li.name)
+SELECT (SELECT count(*) FROM u) + coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''), ','), '')
+  FROM (SELECT li.name FROM {p}lock_idents li
+         WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
+           AND li.name NOT IN (SELECT name FROM u) ORDER BY li.name) x
+ CROSS JOIN LATERAL {p}release_name($2::smallint, $3, x.name, $1, NULL, true, $5) r;
+
 
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);

@@ -1,8 +1,8 @@
 -- A leaner contended path: the same decisions in fewer statements.
 --
 -- {p}release_name releases a session's instances of one name (all, or the
--- newest lim) and hands the lock on, as fast_release with
--- {p}regrant_grants does, in one pass under the identifier's row lock:
+-- newest lim) and hands the lock on, as the release statement before it
+-- with {p}regrant_grants did, in one pass under the identifier's row lock:
 -- one read and one update of the lock row instead of two each, no read of
 -- the granted requests when the counts say the release leaves none (the
 -- counts are exact: the fast paths already grant on them), and the waiting
