@@ -390,12 +390,13 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	for i, n := range names {
 		bnames[i] = []byte(n)
 	}
-	rows, err := d.QueryNamed(ctx, nil, "fast_acquire_many", p.Kind, []byte(p.NS), bnames, nr, nw,
-		p.SessionID, p.ClientID, string(p.Mode), p.CallID)
-	if err != nil {
-		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
-	}
-	byName, restarted, err := scanGrants(rows, p, len(names))
+	var byName map[string]driver.Request
+	var restarted bool
+	args := []any{p.Kind, []byte(p.NS), bnames, nr, nw, p.SessionID, p.ClientID, string(p.Mode), p.CallID}
+	err := d.direct(ctx, "fast_acquire_many", args, func(rows pgx.Rows) (err error) {
+		byName, restarted, err = scanGrants(rows, p, len(names))
+		return err
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
 	}
@@ -413,24 +414,23 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 }
 
 // scanGrants reads fast_acquire_many's rows, the granted requests by
-// name, and closes them; restarted is set when a grant came from lock
-// state of another incarnation than the session's.
-func scanGrants(rows *sql.Rows, p driver.FastAcquireParams, n int) (map[string]driver.Request, bool, error) {
-	defer rows.Close()
+// name; restarted is set when a grant came from lock state of another
+// incarnation than the session's.
+func scanGrants(rows pgx.Rows, p driver.FastAcquireParams, n int) (map[string]driver.Request, bool, error) {
 	byName := make(map[string]driver.Request, n)
 	restarted := false
 	for rows.Next() {
 		var name []byte
-		var inc sql.NullInt64
+		var inc *int64
 		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted, CallID: p.CallID}
 		if err := rows.Scan(&name, &r.ID, &r.Token, &inc, &r.Inline); err != nil {
 			return nil, false, err
 		}
 		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
 		byName[r.Name] = r
-		restarted = restarted || p.Incarnation != 0 && inc.Int64 != p.Incarnation
+		restarted = restarted || stale(p.Incarnation, inc)
 	}
-	return byName, restarted, rows.Err()
+	return byName, restarted, nil
 }
 
 // LockRequest implements driver.Requester with the {p}request function
