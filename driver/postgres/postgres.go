@@ -472,9 +472,11 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 }
 
 // LockFastRelease implements driver.Driver in one statement, hand-off to
-// waiters included, so it never reports identifiers to re-examine. Each
-// name goes through {p}release_name (migration 026), and an inline holder
-// nobody waits for by a plain update first (release_inline).
+// waiters included, so it never reports identifiers to re-examine. A name
+// goes through {p}release_name (migration 026), an inline holder nobody
+// waits for by a plain update first (release_inline); a namespace's names
+// in name order, by release_name each (release_ns) or, when the session
+// holds only inline holders, by one update of them all (release_inline_ns).
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	var name, limit any
 	if p.Name != "" {
@@ -486,8 +488,10 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	var query string
 	var args []any
 	switch {
-	case p.InlineOnly:
+	case p.InlineOnly && p.Name != "":
 		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
+	case p.InlineOnly:
+		query, args = "release_inline_ns", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
 	case p.Name != "":
 		query, args = "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}
 	case p.Limit == 0:
