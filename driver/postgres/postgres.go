@@ -472,11 +472,10 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 }
 
 // LockFastRelease implements driver.Driver in one statement, hand-off to
-// waiters included, so it never reports identifiers to re-examine. A name
-// goes through {p}release_name (migration 026), an inline holder nobody
-// waits for by a plain update first (release_inline); a namespace's names
-// in name order, by release_name each (release_ns) or, when the session
-// holds only inline holders, by one update of them all (release_inline_ns).
+// waiters included, so it never reports identifiers to re-examine. A
+// session with request rows releases through {p}release_name (migration
+// 026), a namespace's names in name order (release_ns); one holding only
+// inline holders by one update of them (release_inline).
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	var name, limit any
 	if p.Name != "" {
@@ -488,10 +487,8 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	var query string
 	var args []any
 	switch {
-	case p.InlineOnly && p.Name != "":
-		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
 	case p.InlineOnly:
-		query, args = "release_inline_ns", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
+		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
 	case p.Name != "":
 		query, args = "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}
 	case p.Limit == 0:
@@ -512,9 +509,7 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	if err != nil {
 		return 0, nil, err
 	}
-	if grants != "" {
-		handLocal([]string{grants})
-	}
+	handLocal([]string{grants})
 	return n, nil, nil
 }
 
@@ -646,9 +641,9 @@ type localWake struct {
 	wake func(granted []driver.Request)
 }
 
-// handLocal hands the grants of payloads (parsePayload's format) to the
-// clients listening in this process; a client with a look in them waits
-// for its NOTIFY.
+// handLocal hands the grants of payloads (parsePayload's format; an empty
+// one has none) to the clients listening in this process; a client with a
+// look in them waits for its NOTIFY.
 func handLocal(payloads []string) {
 	var entries []driver.Request
 	for _, payload := range payloads {
@@ -734,11 +729,9 @@ func (l *pgListener) deliver(n *pgconn.Notification) {
 		}
 		return
 	}
-	mine, granted := parsePayload(n.Payload, l.p.ClientID)
-	if !mine {
-		return
+	if mine, granted := parsePayload(n.Payload, l.p.ClientID); mine {
+		l.p.Wake(granted)
 	}
-	l.p.Wake(granted)
 }
 
 // lost drops a broken connection; run reconnects after an interval.

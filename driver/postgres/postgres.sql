@@ -75,9 +75,9 @@ SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6,
 -- name: release_name
 -- The release of the session's instances of one name (all, or the newest
 -- $5) and the hand-off to waiters, in one pass (migration 026), for a
--- session that may have request rows: $1 session, $2 kind, $3 namespace, $4 name, $5
--- limit (NULL: all), $6 the NOTIFY channel. One row: the number released
--- and the grants made (payload entries, '' for none).
+-- session that may have request rows: $1 session, $2 kind, $3 namespace,
+-- $4 name, $5 limit (NULL: all), $6 the NOTIFY channel. One row: the
+-- number released and the grants made (payload entries, '' for none).
 SELECT o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, $5, false, $6);
 
 -- name: release_ns
@@ -93,40 +93,22 @@ SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''
  CROSS JOIN LATERAL {p}release_name($2::smallint, $3, x.name, $1, NULL, false, $4) r;
 
 -- name: release_inline
--- The release of one name by a session whose every instance is an inline
--- holder (FastReleaseParams.InlineOnly; one instance per name, so no
--- limit): while nobody waits, one update of the lock row in plain SQL;
--- otherwise (the update checks under the row lock) {p}release_name, which
--- hands it on. $1 session, $2 kind, $3 namespace, $4 name, $5 the NOTIFY
--- channel. One row, as release_name's.
+-- The release by a session whose every instance is an inline holder
+-- (FastReleaseParams.InlineOnly; one instance per name, so no limit): one
+-- update of its lock rows (of one name, or of the namespace: locked in
+-- the primary key's order, name order, as multi-name calls lock them),
+-- then {p}regrant_grants for each row someone waits on. (A plain pass and
+-- then {p}release_name over the contended names would lock those after
+-- the rest, out of that order.) $1 session, $2 kind, $3 namespace, $4 name
+-- (NULL: all), $5 the NOTIFY channel. One row, as release_name's.
 WITH u AS (
     UPDATE {p}lock_idents li
        SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
            h_id = NULL, h_session = NULL
-     WHERE li.kind = $2 AND li.ns = $3 AND li.name = $4 AND li.h_session = $1 AND li.n_p = 0
-    RETURNING li.name)
-SELECT (SELECT count(*) FROM u) + coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''), ','), '')
-  FROM (SELECT li.name FROM {p}lock_idents li
-         WHERE li.kind = $2 AND li.ns = $3 AND li.name = $4 AND li.h_session = $1
-           AND NOT EXISTS (SELECT 1 FROM u)) x
- CROSS JOIN LATERAL {p}release_name($2::smallint, $3, x.name, $1, NULL, true, $5) r;
-
--- name: release_inline_ns
--- The release of a whole namespace by a session whose every instance is
--- an inline holder: one update of its lock rows, which locks them in the
--- primary key's order (name order, as multi-name calls lock them; a
--- second pass over the contended ones would lock those after the rest and
--- could deadlock with such a call), then {p}regrant_grants for each row
--- someone waits on. $1 session, $2 kind, $3 namespace, $4 the NOTIFY
--- channel. One row, as release_name's.
-WITH u AS (
-    UPDATE {p}lock_idents li
-       SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
-           h_id = NULL, h_session = NULL
-     WHERE li.kind = $2 AND li.ns = $3 AND li.h_session = $1
+     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
     RETURNING li.kind, li.ns, li.name, li.n_p)
 SELECT count(*), coalesce(string_agg(nullif(g.grants, ''), ','), '')
-  FROM (SELECT CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $4) END AS grants FROM u) g;
+  FROM (SELECT CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END AS grants FROM u) g;
 
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);
