@@ -237,7 +237,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c.lockWaits = wake.NewLocks(func(waiting bool) { drv.SetWaiting(c.id, waiting) })
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
-		EndSession: c.endSession, Ended: c.lockWaits.EndSession, SessionLost: o.Observer.SessionLost, Log: c.logErr})
+		EndSession: c.endSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
 		PollInterval: o.PollInterval, Listening: c.listening, Closed: c.isShut, Observer: o.Observer,
 		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name})
@@ -556,6 +556,13 @@ func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
 		return fmt.Errorf("baton: close session: %w", err)
 	}
 	return nil
+}
+
+// sessionEnded runs when a session of this client ends, however: its
+// waiters are answered and its line for turnstiles closed.
+func (c *Client) sessionEnded(id string) {
+	c.lockWaits.EndSession(id)
+	c.locks.SessionEnded(id)
 }
 
 // endSession deletes a session and every request it has, granting what that

@@ -302,6 +302,36 @@ type ManyAcquirer interface {
 	LockFastAcquireMany(ctx context.Context, p FastAcquireParams, names []string) (rs []Request, ok bool, err error)
 }
 
+// Turnstiles is implemented by drivers whose contended write locks can be
+// waited for inside the server: a session's turnstile on an identifier is
+// a server-side lock held on a connection of the session's own (its
+// line) while the session holds, or waits in the table for, the lock, so
+// that the next contender sleeps in the server's lock queue and is woken
+// there by the release. A turnstile decides nothing: the lock is still
+// granted by the table's rule, and a turnstile kept or lost by mistake
+// costs a wait of at most the bound given, never a lock held twice. The
+// driver lets a session's turnstiles go when its releases name them
+// (LockFastRelease), when LockTurnstileDrop or LockTurnstileEnd says so,
+// and when the line fails.
+type Turnstiles interface {
+	// LockTurnstileAcquire waits at most wait (0: takes it only if it is
+	// free) for the turnstile of p's identifier, on the session's line,
+	// then takes the write lock by the
+	// uncontended path's rule. ok: granted (as LockFastAcquire's grants,
+	// Inline set). held: the session now holds the turnstile (granted or
+	// not). waited: another session had the turnstile when asked for.
+	// usable false: the session has no line (the backend is behind a
+	// transaction pooler with no direct DSN, the lines are all in use, or
+	// the line is busy with another call of the session); nothing was done.
+	LockTurnstileAcquire(ctx context.Context, p FastAcquireParams, wait time.Duration) (r Request, ok, held, waited, usable bool, err error)
+	// LockTurnstileDrop lets the session's turnstile on id go, if it
+	// holds it (its call failed).
+	LockTurnstileDrop(ctx context.Context, sessionID string, id Ident)
+	// LockTurnstileEnd closes the session's line, which lets all its
+	// turnstiles go (the session ended).
+	LockTurnstileEnd(sessionID string)
+}
+
 // Requester is implemented by drivers that take the slow path of one lock
 // request in one call to the server: under the identifier's row lock,
 // check that the session is live, decide by internal/lockcore.Grants'

@@ -75,6 +75,8 @@ type Driver struct {
 	// pollers are the clients that read notifications from the table
 	// instead of LISTEN (pollOnly), by client id.
 	pollers sync.Map // client id -> *poller
+	// The sessions' lines for turnstiles (turnstile.go).
+	lineState
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -498,14 +500,22 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	}
 	var n int
 	var grants string
-	err := d.direct(ctx, query, args, func(rows pgx.Rows) error {
+	scan := func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := rows.Scan(&n, &grants); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}
+	done, err := d.releaseOnLine(ctx, p, query, args, scan)
+	if !done || err != nil {
+		// No turnstile to let go, or the line failed (closed now, which
+		// let them go): the release through the pool, which releases
+		// what the failed one may not have.
+		n, grants = 0, ""
+		err = d.direct(ctx, query, args, scan)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -540,6 +550,7 @@ func (d *Driver) Prepare(ctx context.Context) error {
 
 // Close implements driver.Driver.
 func (d *Driver) Close() error {
+	d.closeLines()
 	switch {
 	case d.borrowed:
 		return nil // the program's *sql.DB

@@ -67,6 +67,14 @@ SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 -- {p}fast_acquire_many (migration 011).
 SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
 
+-- name: turnstile_acquire
+-- A contended write lock through its turnstile, on the session's line:
+-- see {p}turnstile_acquire (migration 027). Arguments: kind, namespace,
+-- name, the turnstile's two keys, the longest wait in milliseconds,
+-- session, client, call.
+SELECT o_id, o_token, o_inc, o_held, o_waited
+  FROM {p}turnstile_acquire($1::smallint, $2, $3, $4::integer, $5::integer, $6::integer, $7, $8, $9);
+
 -- name: request
 -- The slow path of one lock request in one call: see {p}request
 -- (migration 018).

@@ -66,6 +66,9 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 		err = s.Check()
 	}
 	if err != nil {
+		if len(ids) == 1 {
+			l.dropTurnstile(s, ids[0])
+		}
 		return nil, l.undo(s, call, err)
 	}
 	return rs, nil
@@ -75,7 +78,7 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode driver.LockMode, tryOnce bool) ([]driver.Request, error) {
 	out := make([]driver.Request, 0, len(ids))
 	for _, id := range ids {
-		r, err := l.acquireOne(ctx, s, call, id, mode, tryOnce)
+		r, err := l.acquireOne(ctx, s, call, id, mode, tryOnce, len(ids) == 1)
 		if err != nil {
 			return nil, err
 		}
@@ -167,8 +170,10 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 // conflicting lock or waits, otherwise by a request decided under the
 // identifier's row lock, and then, unless tryOnce, by waiting for its grant.
 // Where this client's last attempt on the identifier was refused, it
-// goes straight to the request (see contention).
-func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
+// goes straight to the request (see contention). A write lock that one
+// call takes alone and waits for goes through its turnstile first, where
+// the backend has them (turnstileAcquire).
+func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, alone bool) (driver.Request, error) {
 	contended := l.contended.has(id)
 	if !contended {
 		r, ok, err := l.fastAcquire(ctx, s, call, id, mode)
@@ -176,6 +181,18 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 			return r, err
 		}
 		l.contended.set(id, true)
+	}
+	if alone && mode == driver.ModeWrite {
+		wait := deadlockDelay
+		if tryOnce {
+			wait = 0
+		}
+		r, ok, usable, err := l.turnstileAcquire(ctx, s, call, id, wait)
+		if err != nil || ok {
+			return r, err
+		}
+		// The turnstile keeps the hint (turnstileAcquire forgets it).
+		contended = contended && !usable
 	}
 	s.Rows.Store(true) // before the request row exists
 	looks := l.looks.Load()
@@ -192,6 +209,57 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		return req, nil
 	}
 	return l.awaitGrant(ctx, s, req, looks)
+}
+
+// turnstileAcquire is acquireOne's attempt on a contended write lock
+// through its turnstile, where the backend has them (driver.Turnstiles):
+// it waits up to wait in the server for the holder's release (0: a call
+// that tries once takes only a free turnstile), then takes the lock if it
+// is free. ok false: the table decides (the
+// session may hold the turnstile meanwhile, and keeps it while it waits
+// there: the contenders after it wait in the server). A grant made
+// without waiting counts towards forgetting the contention hint.
+func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, wait time.Duration) (r driver.Request, ok, usable bool, err error) {
+	ts, can := l.drv.(driver.Turnstiles)
+	if !can {
+		return driver.Request{}, false, false, nil
+	}
+	r, ok, _, waited, usable, err := ts.LockTurnstileAcquire(ctx, driver.FastAcquireParams{
+		SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call, Incarnation: s.Incarnation},
+		wait)
+	switch {
+	case !usable && err == nil:
+		return driver.Request{}, false, false, nil
+	case errors.Is(err, driver.ErrServerRestarted):
+		return driver.Request{}, false, true, s.Lost("%w", err)
+	case err != nil && ctx.Err() == nil:
+		// The line failed (the driver closed it): the table decides, and
+		// reports the database's own trouble if it has some.
+		return driver.Request{}, false, false, nil
+	case err != nil:
+		return driver.Request{}, false, true, failure(ctx, s, err)
+	case ok:
+		l.contended.turnstile(id, !waited)
+	}
+	return r, ok, true, nil
+}
+
+// dropTurnstile lets the session's turnstile on id go after a failed
+// call, where the backend has turnstiles.
+func (l *Service) dropTurnstile(s *lease.Session, id driver.Ident) {
+	if ts, can := l.drv.(driver.Turnstiles); can {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+		defer cancel()
+		ts.LockTurnstileDrop(ctx, s.ID(), id)
+	}
+}
+
+// SessionEnded closes the session's line for turnstiles, where the
+// backend has them.
+func (l *Service) SessionEnded(id string) {
+	if ts, can := l.drv.(driver.Turnstiles); can {
+		ts.LockTurnstileEnd(id)
+	}
 }
 
 // fastAcquire is acquireOne's fast attempt; ok is false when the slow

@@ -1,0 +1,203 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// Contended write locks wait in the server behind a turnstile where the
+// backend has them (PostgreSQL with a direct connection: docs/
+// architecture.md); elsewhere these tests run the table's paths. Either
+// way: one holder at a time, tokens rising in grant order, every call
+// answered.
+
+// primeContention makes c's client see name as contended (its hint), so
+// that its next write calls on it go through the turnstile: a holder, a
+// refused try, a release.
+func primeContention(t *testing.T, c *baton.Client, ns, name string) {
+	t.Helper()
+	a, b := session(t, c), session(t, c)
+	mustLock(t, a, ns, baton.Write, name)
+	_, err := b.Lock(ctxT(t), ns, baton.Write, 0, name)
+	wantErr(t, err, baton.ErrTimeout)
+	release(t, a, ns)
+	for _, s := range []*baton.Session{a, b} {
+		if err := s.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLockTurnstileContention: sessions of two clients contend for one
+// write lock in every way a call can wait: forever, with a timeout shorter
+// than the turnstile's bound (the server's wait is cut to it), and trying
+// once in a loop; readers come in between. Never two holders at once,
+// never a reader beside a writer, tokens strictly rising.
+func TestLockTurnstileContention(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		o := baton.Options{Lease: time.Minute}
+		cs := []*baton.Client{openDSN(t, dsn, o), openDSN(t, dsn, o)}
+		for _, c := range cs {
+			primeContention(t, c, "ts", "x")
+		}
+		var mu sync.Mutex
+		writers, readers, lastToken := 0, 0, int64(0)
+		var fault error
+		enter := func(m baton.Mode, g []baton.Grant) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case m == baton.Write && (writers > 0 || readers > 0), m == baton.Read && writers > 0:
+				fault = errors.New("a writer beside another holder")
+			case g[0].Token <= lastToken:
+				fault = errors.New("a token that did not rise")
+			}
+			lastToken = g[0].Token
+			if m == baton.Write {
+				writers++
+			} else {
+				readers++
+			}
+		}
+		leave := func(m baton.Mode) {
+			mu.Lock()
+			defer mu.Unlock()
+			if m == baton.Write {
+				writers--
+			} else {
+				readers--
+			}
+		}
+		const rounds = 25
+		batontest.Concurrently(t, 6, func(i int) error {
+			s, err := cs[i%2].NewSession(context.Background())
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.Background())
+			for k := 0; k < rounds; k++ {
+				m, timeout := baton.Write, baton.Forever
+				switch i {
+				case 1:
+					timeout = 5 * time.Millisecond
+				case 2:
+					timeout = 0
+				case 3:
+					if k%3 == 0 {
+						m = baton.Read
+					}
+				}
+				g, err := s.Lock(context.Background(), "ts", m, timeout, "x")
+				if errors.Is(err, baton.ErrTimeout) && timeout != baton.Forever {
+					k-- // again, until it is granted
+					time.Sleep(100 * time.Microsecond)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				enter(m, g)
+				time.Sleep(100 * time.Microsecond)
+				leave(m)
+				if _, err := s.Release(context.Background(), "ts"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if fault != nil {
+			t.Fatal(fault)
+		}
+	})
+}
+
+// TestLockTurnstileDeadlock: two sessions that each hold a lock taken
+// through its turnstile and then wait for the other's close a cycle; the
+// waits in the server are bounded, so the cycle reaches the table, where
+// it is found and one call fails with ErrDeadlock; the other is granted
+// once the victim lets go.
+func TestLockTurnstileDeadlock(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		primeContention(t, c, "td", "a")
+		primeContention(t, c, "td", "b")
+		s1, s2 := session(t, c), session(t, c)
+		if _, err := s1.Lock(ctxT(t), "td", baton.Write, baton.Forever, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s2.Lock(ctxT(t), "td", baton.Write, baton.Forever, "b"); err != nil {
+			t.Fatal(err)
+		}
+		ch1 := async(s1, "td", baton.Write, baton.Forever, "b")
+		ch2 := async(s2, "td", baton.Write, baton.Forever, "a")
+		var won *baton.Session
+		var rest chan error
+		select {
+		case err := <-ch1:
+			wantErr(t, err, baton.ErrDeadlock)
+			won, rest = s2, ch2
+			release(t, s1, "td")
+		case err := <-ch2:
+			wantErr(t, err, baton.ErrDeadlock)
+			won, rest = s1, ch1
+			release(t, s2, "td")
+		case <-time.After(15 * time.Second):
+			t.Fatal("the cycle was never reported")
+		}
+		mustRecv(t, rest)
+		if h := held(t, c, won); len(h) != 2 {
+			t.Fatalf("the survivor holds %+v, want a and b", h)
+		}
+	})
+}
+
+// TestLockTurnstileLineLost (PostgreSQL, direct): the holder's turnstile
+// goes with its connection, killed here; the lock does not. A contender
+// then gets the turnstile but not the lock, which passes on only when the
+// holder releases it, and the holder's release works without its line.
+func TestLockTurnstileLineLost(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Label != "postgres" {
+			t.Skip("turnstiles need PostgreSQL on a direct connection; the other backends run the table's path")
+		}
+		c, dsn := open(t, b)
+		primeContention(t, c, "tl", "x")
+		holder, other := session(t, c), session(t, c)
+		g1, err := holder.Lock(ctxT(t), "tl", baton.Write, baton.Forever, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := batontest.OpenSQL(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// The turnstile's keys: migration 027 and driver/postgres/turnstile.go.
+		h := fnv.New32a()
+		h.Write([]byte("baton_wake\x00\x00tl\x00x"))
+		var killed bool
+		err = db.QueryRowContext(ctxT(t), `SELECT pg_terminate_backend(pid) FROM pg_locks
+			WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid::bigint = 1651797553 AND objid::bigint = $1`,
+			int64(h.Sum32())).Scan(&killed)
+		if err != nil || !killed {
+			t.Fatalf("the holder's turnstile is not held in the server (%v): the lock was not taken through it", err)
+		}
+		_, err = other.Lock(ctxT(t), "tl", baton.Write, 300*time.Millisecond, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		ch := async(other, "tl", baton.Write, 20*time.Second, "x")
+		time.Sleep(50 * time.Millisecond)
+		release(t, holder, "tl")
+		mustRecv(t, ch)
+		if hs := held(t, c, other); len(hs) != 1 || hs[0].Token <= g1[0].Token {
+			t.Fatalf("the contender holds %+v after the holder's token %d", hs, g1[0].Token)
+		}
+	})
+}
