@@ -136,8 +136,10 @@ func TestLockTurnstileDeadlock(t *testing.T) {
 		if _, err := s2.Lock(ctxT(t), "td", baton.Write, baton.Forever, "b"); err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
 		ch1 := async(s1, "td", baton.Write, baton.Forever, "b")
 		ch2 := async(s2, "td", baton.Write, baton.Forever, "a")
+		defer func() { t.Logf("deadlock reported after %v", time.Since(start)) }()
 		var won *baton.Session
 		var rest chan error
 		select {

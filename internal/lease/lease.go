@@ -13,7 +13,6 @@ package lease
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/internal/errs"
@@ -38,12 +37,8 @@ type Session struct {
 	// state through crashes.
 	Incarnation int64
 	Lockable    time.Time
-	// Rows is set once the session may hold an instance that is not an
-	// inline holder (driver.Request.Inline): from before its first slow
-	// path request, and after a grant of several names that was not
-	// inline. Until then its releases tell the backend so
-	// (FastReleaseParams.InlineOnly), which saves looking for rows.
-	Rows atomic.Bool
+	// Rows records where the session may have request rows.
+	Rows Rows
 }
 
 // ID is the session's id.

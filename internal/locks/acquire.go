@@ -22,6 +22,17 @@ var errSessionGone = errors.New("baton: session not in the database")
 // deadlockDelay is how long a waiting request waits before its client
 // looks for a cycle it may have closed: well under the 100 ms within which
 // a deadlock is reported, and longer than most waits of a busy lock.
+// turnstileWait bounds a wait in the server behind a turnstile, after
+// which the call waits in the table, where the deadlock detector sees it
+// and looks at once (the wait counts towards deadlockDelay): a cycle
+// through turnstiles was reported 66-80 ms after it formed (TestLock-
+// TurnstileDeadlock, 6 runs; 50 ms took it to 90-110). A bound too short
+// sends contenders to the table whenever its queue drains slower than
+// that, and there they keep later ones refused (the table's waiters go
+// first): with 20 ms, 8-way contention fell back to the table's speed in
+// 2 runs of 9; with 25 ms in none of 14 (docs/benchmarks.md § Turnstiles).
+const turnstileWait = 25 * time.Millisecond
+
 const deadlockDelay = 20 * time.Millisecond
 
 // Acquire takes the identifiers (sorted, one kind and namespace) for the
@@ -147,10 +158,13 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 	if !can || !one {
 		return nil, false, nil
 	}
+	s.Rows.Begin(ids...)
 	rs, ok, err := ma.LockFastAcquireMany(ctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
 		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.Incarnation}, names)
-	if err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline }) {
-		s.Rows.Store(true) // on an error, rows may have been stored all the same
+	// On an error, rows may have been stored all the same.
+	stored := err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline })
+	for _, id := range ids {
+		s.Rows.Done(id, stored)
 	}
 	switch {
 	case errors.Is(err, driver.ErrServerRestarted):
@@ -182,8 +196,9 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		}
 		l.contended.set(id, true)
 	}
+	began := time.Now()
 	if alone && mode == driver.ModeWrite {
-		wait := deadlockDelay
+		wait := turnstileWait
 		if tryOnce {
 			wait = 0
 		}
@@ -194,7 +209,8 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		// The turnstile keeps the hint (turnstileAcquire forgets it).
 		contended = contended && !usable
 	}
-	s.Rows.Store(true) // before the request row exists
+	s.Rows.Begin(id) // before the request row exists
+	defer s.Rows.Done(id, true)
 	looks := l.looks.Load()
 	req, err := l.requestSlow(ctx, s, call, id, mode, tryOnce)
 	switch {
@@ -208,7 +224,9 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		}
 		return req, nil
 	}
-	return l.awaitGrant(ctx, s, req, looks)
+	// A wait behind the turnstile counts towards the deadlock check's
+	// delay: a cycle through turnstiles is looked for at once.
+	return l.awaitGrant(ctx, s, req, looks, deadlockDelay-time.Since(began))
 }
 
 // turnstileAcquire is acquireOne's attempt on a contended write lock
@@ -267,18 +285,18 @@ func (l *Service) SessionEnded(id string) {
 func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode) (driver.Request, bool, error) {
 	var r driver.Request
 	var ok bool
+	s.Rows.Begin(id) // a second reader's grant is a request row
 	err := l.retrying(ctx, func() (err error) {
 		r, ok, err = l.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
 			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
 		return err
 	})
+	s.Rows.Done(id, err != nil || ok && !r.Inline)
 	switch {
 	case errors.Is(err, driver.ErrServerRestarted):
 		return driver.Request{}, false, s.Lost("%w", err)
 	case err != nil:
 		return driver.Request{}, false, failure(ctx, s, err)
-	case ok && !r.Inline:
-		s.Rows.Store(true)
 	}
 	return r, ok, nil
 }
@@ -379,8 +397,9 @@ var BeforeRegister atomic.Pointer[func(sessionID string)]
 
 // awaitGrant waits for a queued request's grant, its choice as a deadlock
 // victim, the session's end or ctx. looks is the count of status-check
-// wake-ups read before the request began.
-func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request, looks int64) (driver.Request, error) {
+// wake-ups read before the request began; detectIn is when to look for a
+// cycle.
+func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request, looks int64, detectIn time.Duration) (driver.Request, error) {
 	// The waiter is registered only now that the request is committed (a
 	// status check on another connection must find it). A grant that came
 	// in between found no waiter and asked for a look (wake.Locks.Grant):
@@ -405,9 +424,10 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 	if check || l.looks.Load() != looks {
 		l.check()
 	}
-	// This request may have closed a cycle: look once it has waited
-	// deadlockDelay. Most waits end sooner and cost no graph walk.
-	detect := time.AfterFunc(deadlockDelay, func() { l.detectIfWaiting(req.ID) })
+	// This request may have closed a cycle: look once the call has
+	// waited deadlockDelay (detectIn from now). Most waits end sooner and
+	// cost no graph walk.
+	detect := time.AfterFunc(max(detectIn, 0), func() { l.detectIfWaiting(req.ID) })
 	defer detect.Stop()
 	defer l.pollGated(req)()
 	select {

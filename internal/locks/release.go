@@ -13,15 +13,23 @@ import (
 
 // Release releases the session's instances p names and hands what that
 // frees to waiters; it returns how many instances it released.
-func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (int, error) {
+func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
-	p.InlineOnly = !s.Rows.Load()
+	rows, gen := s.Rows.Covered(released(p))
+	p.InlineOnly = !rows
+	if p.Limit == 0 {
+		// Every instance there released: no rows left there either.
+		defer func() {
+			if err == nil {
+				s.Rows.Clear(released(p), gen)
+			}
+		}()
+	}
 	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) {
 		return l.releaseHandingOn(ctx, tr, p)
 	}
-	var n int
 	var waiting []driver.Ident
-	err := l.retrying(ctx, func() (err error) {
+	err = l.retrying(ctx, func() (err error) {
 		n, waiting, err = l.drv.LockFastRelease(ctx, p)
 		return err
 	})
