@@ -59,6 +59,9 @@ func (d *Driver) lineFor(ctx context.Context, sessionID string) *line {
 	if v, ok := d.lines.Load(sessionID); ok {
 		return v.(*line)
 	}
+	if time.Now().UnixNano() < d.linesAfter.Load() {
+		return nil // the last connection attempt failed a moment ago
+	}
 	if d.lineCount.Add(1) > maxLines {
 		d.lineCount.Add(-1)
 		return nil
@@ -66,7 +69,10 @@ func (d *Driver) lineFor(ctx context.Context, sessionID string) *line {
 	conn, err := pgx.ConnectConfig(ctx, d.listenCfg)
 	if err != nil {
 		d.lineCount.Add(-1)
-		return nil // the table's path stays open; it reports what is wrong
+		// The table's path stays open and reports what is wrong; no
+		// call waits for a connection again for a second.
+		d.linesAfter.Store(time.Now().Add(time.Second).UnixNano())
+		return nil
 	}
 	l := &line{conn: conn, held: map[driver.Ident]bool{}}
 	if v, loaded := d.lines.LoadOrStore(sessionID, l); loaded {
@@ -81,7 +87,9 @@ func (d *Driver) lineFor(ctx context.Context, sessionID string) *line {
 // turnstiles go with it. Called with l.mu held.
 func (l *line) fail() {
 	if l.conn != nil {
-		l.conn.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		l.conn.Close(ctx)
+		cancel()
 		l.conn = nil
 	}
 	clear(l.held)
@@ -254,4 +262,7 @@ type lineState struct {
 	lines     sync.Map // session id -> *line
 	lineCount atomic.Int32
 	linesOff  atomic.Bool
+	// linesAfter: no line is connected before this moment (Unix ns),
+	// after a connection attempt failed.
+	linesAfter atomic.Int64
 }

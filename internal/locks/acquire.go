@@ -22,6 +22,8 @@ var errSessionGone = errors.New("baton: session not in the database")
 // deadlockDelay is how long a waiting request waits before its client
 // looks for a cycle it may have closed: well under the 100 ms within which
 // a deadlock is reported, and longer than most waits of a busy lock.
+const deadlockDelay = 20 * time.Millisecond
+
 // turnstileWait bounds a wait in the server behind a turnstile, after
 // which the call waits in the table, where the deadlock detector sees it
 // and looks at once (the wait counts towards deadlockDelay): a cycle
@@ -32,8 +34,6 @@ var errSessionGone = errors.New("baton: session not in the database")
 // first): with 20 ms, 8-way contention fell back to the table's speed in
 // 2 runs of 9; with 25 ms in none of 14 (docs/benchmarks.md § Turnstiles).
 const turnstileWait = 25 * time.Millisecond
-
-const deadlockDelay = 20 * time.Millisecond
 
 // Acquire takes the identifiers (sorted, one kind and namespace) for the
 // session in one mode, all or none: timeout 0 tries once, a positive one
