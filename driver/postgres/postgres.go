@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lines"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
@@ -75,8 +76,9 @@ type Driver struct {
 	// pollers are the clients that read notifications from the table
 	// instead of LISTEN (pollOnly), by client id.
 	pollers sync.Map // client id -> *poller
-	// The sessions' lines for turnstiles (turnstile.go).
-	lineState
+	// lines are the sessions' own connections for turnstiles
+	// (turnstile.go).
+	lines *lines.Set[*pgx.Conn]
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -201,6 +203,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
+	d.lines = d.newLines()
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "postgres",
 		Numbered:        true,
@@ -550,7 +553,7 @@ func (d *Driver) Prepare(ctx context.Context) error {
 
 // Close implements driver.Driver.
 func (d *Driver) Close() error {
-	d.closeLines()
+	d.lines.CloseAll()
 	switch {
 	case d.borrowed:
 		return nil // the program's *sql.DB

@@ -4,19 +4,19 @@ import (
 	"context"
 	"hash/fnv"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lines"
 )
 
 // Turnstiles (migration 027, driver.Turnstiles): a session that meets a
 // contended write lock waits for it in the server, on a connection of its
-// own (its line), in the lock queue of a session-level advisory lock on
-// the identifier that the lock's holder keeps while it holds it.
+// own (its line, internal/lines), in the lock queue of a session-level
+// advisory lock on the identifier that the lock's holder keeps while it
+// holds it.
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
 // wait through the table, as behind a pooler.
@@ -27,14 +27,14 @@ const maxLines = 64
 // program's own one-key locks never meet it.
 const turnstileClass int32 = 0x62746e31
 
-// line is a session's own connection for its turnstiles.
-type line struct {
-	// mu is held by the call using the connection; an acquisition that
-	// finds it taken goes without a turnstile.
-	mu   sync.Mutex
-	conn *pgx.Conn // nil once closed
-	// held are the identifiers whose turnstile the line holds.
-	held map[driver.Ident]bool
+// newLines makes the driver's lines: direct connections with the
+// listener's configuration (the DSN's listen_dsn behind a pooler).
+func (d *Driver) newLines() *lines.Set[*pgx.Conn] {
+	return &lines.Set[*pgx.Conn]{
+		Open:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, d.listenCfg) },
+		Close: func(ctx context.Context, c *pgx.Conn) { c.Close(ctx) },
+		Max:   maxLines,
+	}
 }
 
 // turnstileKey is an identifier's second key: a hash of the table prefix
@@ -50,59 +50,17 @@ func (d *Driver) turnstileKey(id driver.Ident) int32 {
 	return int32(h.Sum32())
 }
 
-// lineFor returns the session's line, connecting it when the session has
-// none; nil when turnstiles are off or every line is in use.
-func (d *Driver) lineFor(ctx context.Context, sessionID string) *line {
-	if d.linesOff.Load() || (d.pooled && d.listenCfg == d.cfg) {
-		return nil // behind a transaction pooler with no direct DSN
-	}
-	if v, ok := d.lines.Load(sessionID); ok {
-		return v.(*line)
-	}
-	if time.Now().UnixNano() < d.linesAfter.Load() {
-		return nil // the last connection attempt failed a moment ago
-	}
-	if d.lineCount.Add(1) > maxLines {
-		d.lineCount.Add(-1)
-		return nil
-	}
-	conn, err := pgx.ConnectConfig(ctx, d.listenCfg)
-	if err != nil {
-		d.lineCount.Add(-1)
-		// The table's path stays open and reports what is wrong; no
-		// call waits for a connection again for a second.
-		d.linesAfter.Store(time.Now().Add(time.Second).UnixNano())
-		return nil
-	}
-	l := &line{conn: conn, held: map[driver.Ident]bool{}}
-	if v, loaded := d.lines.LoadOrStore(sessionID, l); loaded {
-		d.lineCount.Add(-1)
-		conn.Close(context.Background())
-		return v.(*line)
-	}
-	return l
-}
-
-// fail closes a line whose connection erred: the server lets its
-// turnstiles go with it. Called with l.mu held.
-func (l *line) fail() {
-	if l.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		l.conn.Close(ctx)
-		cancel()
-		l.conn = nil
-	}
-	clear(l.held)
-}
-
 // LockTurnstileAcquire implements driver.Turnstiles.
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, bool, error) {
-	l := d.lineFor(ctx, p.SessionID)
-	if l == nil || p.Mode != driver.ModeWrite || !l.mu.TryLock() {
+	if p.Mode != driver.ModeWrite || (d.pooled && d.listenCfg == d.cfg) {
+		return driver.Request{}, false, false, false, false, nil // behind a transaction pooler with no direct DSN
+	}
+	l := d.lines.Get(ctx, p.SessionID)
+	if l == nil || !l.TryLock() {
 		return driver.Request{}, false, false, false, false, nil
 	}
-	defer l.mu.Unlock()
-	if l.conn == nil || l.held[p.Ident] {
+	defer l.Unlock()
+	if !l.Open() || l.Held[p.Ident] {
 		// Closed, or the session is in there already (its next instance
 		// is the table's).
 		return driver.Request{}, false, false, false, false, nil
@@ -115,17 +73,17 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	wait = max(wait, 0) // under a millisecond: only a free turnstile
 	var id, token, inc *int64
 	var held, waited bool
-	err := l.conn.QueryRow(ctx, d.Q("turnstile_acquire"), p.Kind, []byte(p.NS), []byte(p.Name),
+	err := l.Conn.QueryRow(ctx, d.Q("turnstile_acquire"), p.Kind, []byte(p.NS), []byte(p.Name),
 		turnstileClass, d.turnstileKey(p.Ident), int32(wait/time.Millisecond), p.SessionID, p.ClientID, p.CallID).
 		Scan(&id, &token, &inc, &held, &waited)
 	if err != nil {
 		// The turnstile may be held or not (a statement cut off): close
 		// the line, which lets it go either way.
-		l.fail()
+		l.Fail()
 		return driver.Request{}, false, false, false, false, err
 	}
 	if held {
-		l.held[p.Ident] = true
+		l.Held[p.Ident] = true
 	}
 	if id == nil {
 		return driver.Request{}, false, held, waited, true, nil
@@ -140,64 +98,32 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 
 // LockTurnstileDrop implements driver.Turnstiles.
 func (d *Driver) LockTurnstileDrop(ctx context.Context, sessionID string, id driver.Ident) {
-	v, ok := d.lines.Load(sessionID)
-	if !ok {
+	l := d.lines.Find(sessionID)
+	if l == nil {
 		return
 	}
-	l := v.(*line)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.held[id] {
-		return
+	l.Lock()
+	defer l.Unlock()
+	if ids := l.Take(id); len(ids) > 0 {
+		_ = d.sendOnLine(ctx, l, &pgx.Batch{}, ids, nil)
 	}
-	b := &pgx.Batch{}
-	d.queueUnlocks(b, l, func(i driver.Ident) bool { return i == id })
-	d.sendOnLine(ctx, l, b, nil)
 }
 
 // LockTurnstileEnd implements driver.Turnstiles.
-func (d *Driver) LockTurnstileEnd(sessionID string) {
-	v, ok := d.lines.LoadAndDelete(sessionID)
-	if !ok {
-		return
-	}
-	l := v.(*line)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fail()
-	d.lineCount.Add(-1)
-}
-
-// closeLines closes every line (the driver closes).
-func (d *Driver) closeLines() {
-	d.lines.Range(func(k, _ any) bool {
-		d.LockTurnstileEnd(k.(string))
-		return true
-	})
-}
-
-// queueUnlocks adds to b the unlock of each turnstile the line holds that
-// match selects, and forgets them. Called with l.mu held.
-func (d *Driver) queueUnlocks(b *pgx.Batch, l *line, match func(driver.Ident) bool) {
-	for id := range l.held {
-		if match(id) {
-			b.Queue("SELECT pg_advisory_unlock($1, $2)", turnstileClass, d.turnstileKey(id))
-			delete(l.held, id)
-		}
-	}
-}
+func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 
 // sendOnLine runs b on the line, its first statement's rows read by first
-// (when given), the rest being unlocks, which must each find their
+// (when given), then the unlocks of ids, which must each find their
 // turnstile held: one that does not means the line does not keep its
 // server session (a transaction pooler in between), and turnstiles are
-// turned off for good. On an error the line is closed. Called with l.mu
-// held.
-func (d *Driver) sendOnLine(ctx context.Context, l *line, b *pgx.Batch, first func(pgx.Rows) error) error {
-	if l.conn == nil {
-		return nil
+// turned off for good. On an error the line is closed. Called with the
+// line held.
+func (d *Driver) sendOnLine(ctx context.Context, l *lines.Line[*pgx.Conn], b *pgx.Batch, ids []driver.Ident, first func(pgx.Rows) error) error {
+	n := b.Len()
+	for _, id := range ids {
+		b.Queue("SELECT pg_advisory_unlock($1, $2)", turnstileClass, d.turnstileKey(id))
 	}
-	br := l.conn.SendBatch(ctx, b)
+	br := l.Conn.SendBatch(ctx, b)
 	var err error
 	if first != nil {
 		var rows pgx.Rows
@@ -209,19 +135,17 @@ func (d *Driver) sendOnLine(ctx context.Context, l *line, b *pgx.Batch, first fu
 			}
 		}
 	}
-	for i := 1; err == nil && i < b.Len(); i++ {
+	for i := n; err == nil && i < b.Len(); i++ {
 		var ok bool
-		if err = br.QueryRow().Scan(&ok); err == nil && !ok {
-			if d.linesOff.CompareAndSwap(false, true) {
-				slog.Warn("baton: PostgreSQL: a turnstile was not held where it was taken (a transaction pooler between baton and the server?): contended locks wait through the table only from now on; give listen_dsn a direct DSN")
-			}
+		if err = br.QueryRow().Scan(&ok); err == nil && !ok && d.lines.TurnOff() {
+			slog.Warn("baton: PostgreSQL: a turnstile was not held where it was taken (a transaction pooler between baton and the server?): contended locks wait through the table only from now on; give listen_dsn a direct DSN")
 		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		l.fail()
+		l.Fail()
 	}
 	return err
 }
@@ -231,38 +155,20 @@ func (d *Driver) sendOnLine(ctx context.Context, l *line, b *pgx.Batch, first fu
 // trip; ok false when the session holds no such turnstile (the statement
 // was not run).
 func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams, query string, args []any, scan func(pgx.Rows) error) (bool, error) {
-	v, found := d.lines.Load(p.SessionID)
-	if !found {
+	l := d.lines.Find(p.SessionID)
+	if l == nil {
 		return false, nil
 	}
-	l := v.(*line)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	match := func(id driver.Ident) bool {
-		return id.Kind == p.Kind && id.NS == p.NS && (p.Name == "" || id.Name == p.Name)
-	}
-	any := false
-	for id := range l.held {
-		any = any || match(id)
-	}
-	if !any || l.conn == nil {
+	l.Lock()
+	defer l.Unlock()
+	ids := l.Take(driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name})
+	if len(ids) == 0 || !l.Open() {
 		return false, nil
 	}
 	b := &pgx.Batch{}
 	b.Queue(d.Q(query), args...)
-	d.queueUnlocks(b, l, match)
 	// The unlocks run before the release commits: a contender woken by
 	// one waits, in its upsert, for that commit and decides on the row it
 	// wrote.
-	return true, d.sendOnLine(ctx, l, b, scan)
-}
-
-// lineState is the driver's record of its lines.
-type lineState struct {
-	lines     sync.Map // session id -> *line
-	lineCount atomic.Int32
-	linesOff  atomic.Bool
-	// linesAfter: no line is connected before this moment (Unix ns),
-	// after a connection attempt failed.
-	linesAfter atomic.Int64
+	return true, d.sendOnLine(ctx, l, b, ids, scan)
 }

@@ -1,0 +1,145 @@
+// Package lines keeps the sessions' lines for turnstiles
+// (driver.Turnstiles): one connection of a session's own, outside the
+// pool, with the identifiers whose turnstile it holds. A backend says
+// how to open and close its connections; this package keeps at most Max
+// lines at once, waits a second after a failed connection before trying
+// again, and closes a line on any error, which lets its turnstiles go.
+package lines
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+)
+
+// Set is a backend's lines, by session id.
+type Set[C any] struct {
+	// Open connects a new line; Close closes one (within a second).
+	Open  func(ctx context.Context) (C, error)
+	Close func(ctx context.Context, c C)
+	// Max bounds the lines open at once: past it sessions wait through
+	// the table.
+	Max int32
+
+	lines sync.Map // session id -> *Line[C]
+	count atomic.Int32
+	after atomic.Int64 // no line is opened before this (Unix ns)
+	off   atomic.Bool
+}
+
+// Line is one session's line. Its mutex is held by the call using it;
+// Conn and Held are valid only then.
+type Line[C any] struct {
+	mu   sync.Mutex
+	set  *Set[C]
+	Conn C
+	open bool
+	Held map[driver.Ident]bool
+}
+
+// TurnOff turns turnstiles off for good (the lines do not keep their
+// server sessions); true the first time.
+func (s *Set[C]) TurnOff() bool { return s.off.CompareAndSwap(false, true) }
+
+// Get returns the session's line, opening it when the session has none;
+// nil when turnstiles are off, every line is in use, or a connection
+// failed less than a second ago.
+func (s *Set[C]) Get(ctx context.Context, sessionID string) *Line[C] {
+	if s.off.Load() {
+		return nil
+	}
+	if v, ok := s.lines.Load(sessionID); ok {
+		return v.(*Line[C])
+	}
+	if time.Now().UnixNano() < s.after.Load() {
+		return nil
+	}
+	if s.count.Add(1) > s.Max {
+		s.count.Add(-1)
+		return nil
+	}
+	c, err := s.Open(ctx)
+	if err != nil {
+		s.count.Add(-1)
+		// The table's path stays open and reports what is wrong.
+		s.after.Store(time.Now().Add(time.Second).UnixNano())
+		return nil
+	}
+	l := &Line[C]{set: s, Conn: c, open: true, Held: map[driver.Ident]bool{}}
+	if v, loaded := s.lines.LoadOrStore(sessionID, l); loaded {
+		s.count.Add(-1)
+		s.closeConn(c)
+		return v.(*Line[C])
+	}
+	return l
+}
+
+// Find returns the session's line, nil when it has none.
+func (s *Set[C]) Find(sessionID string) *Line[C] {
+	if v, ok := s.lines.Load(sessionID); ok {
+		return v.(*Line[C])
+	}
+	return nil
+}
+
+// End closes the session's line, if it has one.
+func (s *Set[C]) End(sessionID string) {
+	v, ok := s.lines.LoadAndDelete(sessionID)
+	if !ok {
+		return
+	}
+	l := v.(*Line[C])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Fail()
+	s.count.Add(-1)
+}
+
+// CloseAll closes every line (the driver closes).
+func (s *Set[C]) CloseAll() {
+	s.lines.Range(func(k, _ any) bool {
+		s.End(k.(string))
+		return true
+	})
+}
+
+func (s *Set[C]) closeConn(c C) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.Close(ctx, c)
+}
+
+// Lock and TryLock take the line for one call; Unlock gives it back.
+func (l *Line[C]) Lock()         { l.mu.Lock() }
+func (l *Line[C]) TryLock() bool { return l.mu.TryLock() }
+func (l *Line[C]) Unlock()       { l.mu.Unlock() }
+
+// Open reports whether the line's connection is open (its lock held).
+func (l *Line[C]) Open() bool { return l.open }
+
+// Fail closes the line's connection after an error, which lets its
+// turnstiles go (its lock held).
+func (l *Line[C]) Fail() {
+	if l.open {
+		l.set.closeConn(l.Conn)
+		l.open = false
+	}
+	clear(l.Held)
+}
+
+// Take forgets and returns the held turnstiles in scope (its Name empty:
+// the whole namespace), which the caller is about to let go (its lock
+// held).
+func (l *Line[C]) Take(scope driver.Ident) []driver.Ident {
+	var out []driver.Ident
+	for id := range l.Held {
+		if id.Kind == scope.Kind && id.NS == scope.NS && (scope.Name == "" || id.Name == scope.Name) {
+			out = append(out, id)
+			delete(l.Held, id)
+		}
+	}
+	return out
+}
