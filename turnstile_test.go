@@ -2,7 +2,9 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"sync"
 	"testing"
@@ -161,14 +163,15 @@ func TestLockTurnstileDeadlock(t *testing.T) {
 	})
 }
 
-// TestLockTurnstileLineLost (PostgreSQL, direct): the holder's turnstile
-// goes with its connection, killed here; the lock does not. A contender
-// then gets the turnstile but not the lock, which passes on only when the
-// holder releases it, and the holder's release works without its line.
+// TestLockTurnstileLineLost (PostgreSQL direct, MariaDB): the holder's
+// turnstile goes with its connection, killed here; the lock does not. A
+// contender then gets the turnstile but not the lock, which passes on
+// only when the holder releases it, and the holder's release works
+// without its line.
 func TestLockTurnstileLineLost(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Label != "postgres" {
-			t.Skip("turnstiles need PostgreSQL on a direct connection; the other backends run the table's path")
+		if b.Label != "postgres" && b.Label != "mysql" {
+			t.Skip("turnstiles need PostgreSQL on a direct connection, or MySQL/MariaDB; SQLite runs the table's path")
 		}
 		c, dsn := open(t, b)
 		primeContention(t, c, "tl", "x")
@@ -177,19 +180,7 @@ func TestLockTurnstileLineLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db, err := batontest.OpenSQL(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		// The turnstile's keys: migration 027 and driver/postgres/turnstile.go.
-		h := fnv.New32a()
-		h.Write([]byte("baton_wake\x00\x00tl\x00x"))
-		var killed bool
-		err = db.QueryRowContext(ctxT(t), `SELECT pg_terminate_backend(pid) FROM pg_locks
-			WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid::bigint = 1651797553 AND objid::bigint = $1`,
-			int64(h.Sum32())).Scan(&killed)
-		if err != nil || !killed {
+		if err := killTurnstile(t, b, dsn, "tl", "x"); err != nil {
 			t.Fatalf("the holder's turnstile is not held in the server (%v): the lock was not taken through it", err)
 		}
 		_, err = other.Lock(ctxT(t), "tl", baton.Write, 300*time.Millisecond, "x")
@@ -202,4 +193,45 @@ func TestLockTurnstileLineLost(t *testing.T) {
 			t.Fatalf("the contender holds %+v after the holder's token %d", hs, g1[0].Token)
 		}
 	})
+}
+
+// killTurnstile ends the server session that holds the turnstile of a
+// service lock (the default prefix's): found by its keys in pg_locks
+// (migration 027, driver/postgres/turnstile.go), or by its name through
+// IS_USED_LOCK (driver/mysql/turnstile.go).
+func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) error {
+	db, err := batontest.OpenSQL(dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if b.Label == "postgres" {
+		h := fnv.New32a()
+		h.Write([]byte("baton_wake\x00\x00" + ns + "\x00" + name))
+		var killed bool
+		err := db.QueryRowContext(ctxT(t), `SELECT pg_terminate_backend(pid) FROM pg_locks
+			WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid::bigint = 1651797553 AND objid::bigint = $1`,
+			int64(h.Sum32())).Scan(&killed)
+		if err == nil && !killed {
+			err = errors.New("not terminated")
+		}
+		return err
+	}
+	var dbName string
+	if err := db.QueryRowContext(ctxT(t), "SELECT DATABASE()").Scan(&dbName); err != nil {
+		return err
+	}
+	h := fnv.New64a()
+	for _, s := range []string{dbName, "baton_", "0", ns, name} {
+		h.Write([]byte(s + "\x00"))
+	}
+	var id sql.NullInt64
+	if err := db.QueryRowContext(ctxT(t), "SELECT IS_USED_LOCK(?)", fmt.Sprintf("baton_t%016x", h.Sum64())).Scan(&id); err != nil {
+		return err
+	}
+	if !id.Valid {
+		return errors.New("nobody holds it")
+	}
+	_, err = db.ExecContext(ctxT(t), fmt.Sprintf("KILL %d", id.Int64))
+	return err
 }

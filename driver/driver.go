@@ -330,6 +330,10 @@ type Turnstiles interface {
 	// LockTurnstileEnd closes the session's line, which lets all its
 	// turnstiles go (the session ended).
 	LockTurnstileEnd(sessionID string)
+	// LockTurnstileHeld reports whether the session holds a turnstile in
+	// scope (one name, or a namespace when its Name is empty): its
+	// release is then LockFastRelease's, which lets them go.
+	LockTurnstileHeld(sessionID string, scope Ident) bool
 }
 
 // Requester is implemented by drivers that take the slow path of one lock

@@ -231,6 +231,17 @@ func (d *Driver) scanGranted(rows *sql.Rows, p driver.FastAcquireParams, keep fu
 // nothing released by name). A fast holder has no waiters, so only the
 // InnoDB release reports identifiers to re-examine.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	n, waiting, err := d.releaseFast(ctx, p)
+	if err == nil {
+		// Then the turnstiles: the next contender gets one only once the
+		// release is done.
+		d.letGo(ctx, p.SessionID, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name})
+	}
+	return n, waiting, err
+}
+
+// releaseFast is LockFastRelease without the turnstiles.
+func (d *Driver) releaseFast(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	query, args := "fast_release_ns", []any{p.SessionID, p.Kind, bin(p.NS)}
 	if p.Name != "" {
 		query, args = "fast_release_name", append(args, bin(p.Name))

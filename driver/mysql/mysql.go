@@ -50,6 +50,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lines"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -99,6 +100,10 @@ type Driver struct {
 	// use ends with COMMIT or ROLLBACK, or discards the connection, so no
 	// transaction is ever left open in the pool. Nothing else may use it.
 	fast *sql.DB
+	// lines are the sessions' own connections for turnstiles, from
+	// lineDB (turnstile.go).
+	lineDB *sql.DB
+	lines  *lines.Set[*sql.Conn]
 	// fastReady is set by Prepare, once the client has lived a heartbeat
 	// or waited: before that (a one-shot command) the fast paths use the
 	// main pool with START TRANSACTION, so the process holds one
@@ -401,6 +406,13 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		db.Close()
 		return nil, err
 	}
+	lineDB, err := d.pool(pc, isoVar, true)
+	if err != nil {
+		db.Close()
+		d.fast.Close()
+		return nil, err
+	}
+	d.lineDB, d.lines = lineDB, d.newLines(lineDB)
 	return db, nil
 }
 
@@ -535,7 +547,8 @@ func (d *Driver) Close() error {
 	d.closed = true
 	d.bgMu.Unlock()
 	d.bg.Wait()
-	return errors.Join(d.fast.Close(), d.SQL.Close())
+	d.lines.CloseAll()
+	return errors.Join(d.lineDB.Close(), d.fast.Close(), d.SQL.Close())
 }
 
 // running lists the listeners still running.

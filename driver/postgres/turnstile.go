@@ -109,6 +109,11 @@ func (d *Driver) LockTurnstileDrop(ctx context.Context, sessionID string, id dri
 	}
 }
 
+// LockTurnstileHeld implements driver.Turnstiles.
+func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
+	return d.lines.Holds(sessionID, scope)
+}
+
 // LockTurnstileEnd implements driver.Turnstiles.
 func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 

@@ -130,13 +130,33 @@ func (l *Line[C]) Fail() {
 	clear(l.Held)
 }
 
+// Holds reports whether the session's line holds a turnstile in scope.
+func (s *Set[C]) Holds(sessionID string, scope driver.Ident) bool {
+	l := s.Find(sessionID)
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range l.Held {
+		if inScope(id, scope) {
+			return true
+		}
+	}
+	return false
+}
+
+func inScope(id, scope driver.Ident) bool {
+	return id.Kind == scope.Kind && id.NS == scope.NS && (scope.Name == "" || id.Name == scope.Name)
+}
+
 // Take forgets and returns the held turnstiles in scope (its Name empty:
 // the whole namespace), which the caller is about to let go (its lock
 // held).
 func (l *Line[C]) Take(scope driver.Ident) []driver.Ident {
 	var out []driver.Ident
 	for id := range l.Held {
-		if id.Kind == scope.Kind && id.NS == scope.NS && (scope.Name == "" || id.Name == scope.Name) {
+		if inScope(id, scope) {
 			out = append(out, id)
 			delete(l.Held, id)
 		}

@@ -272,6 +272,14 @@ func (l *Service) dropTurnstile(s *lease.Session, id driver.Ident) {
 	}
 }
 
+// turnstileHeld reports whether the session holds a turnstile in scope,
+// where the backend has them: its release is then the backend's
+// LockFastRelease, which lets them go.
+func (l *Service) turnstileHeld(s *lease.Session, scope driver.Ident) bool {
+	ts, can := l.drv.(driver.Turnstiles)
+	return can && ts.LockTurnstileHeld(s.ID(), scope)
+}
+
 // SessionEnded closes the session's line for turnstiles, where the
 // backend has them.
 func (l *Service) SessionEnded(id string) {

@@ -25,7 +25,7 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 			}
 		}()
 	}
-	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) {
+	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) && !l.turnstileHeld(s, released(p)) {
 		return l.releaseHandingOn(ctx, tr, p)
 	}
 	var waiting []driver.Ident

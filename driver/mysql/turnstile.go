@@ -1,0 +1,132 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	sqldrv "database/sql/driver"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lines"
+)
+
+// Turnstiles (driver.Turnstiles): a session that meets a contended write
+// lock waits for it in the server, on a connection of its own (its line,
+// internal/lines), in GET_LOCK's queue for a named lock on the identifier
+// that the lock's holder keeps while it holds it. The lock itself is the
+// fast path's (lock_fast), granted after the turnstile by the same rule.
+
+// maxLines bounds the lines open at once in one driver: past it, sessions
+// wait through the table.
+const maxLines = 64
+
+// newLines makes the driver's lines on a pool of their own (autocommit),
+// whose connections are discarded, never reused, when a line closes: a
+// connection's named locks go with it.
+func (d *Driver) newLines(db *sql.DB) *lines.Set[*sql.Conn] {
+	db.SetMaxOpenConns(maxLines)
+	db.SetMaxIdleConns(0)
+	return &lines.Set[*sql.Conn]{
+		Open: func(ctx context.Context) (*sql.Conn, error) { return db.Conn(ctx) },
+		Close: func(_ context.Context, c *sql.Conn) {
+			_ = c.Raw(func(any) error { return sqldrv.ErrBadConn })
+			_ = c.Close()
+		},
+		Max: maxLines,
+	}
+}
+
+// turnstileName is an identifier's turnstile: "baton_t" and a hash of
+// the database, the table prefix and the identifier (named locks are the
+// server's, not a database's). Two identifiers that share one only share
+// a turnstile: a contender may wait the bound for nothing, never more.
+func (d *Driver) turnstileName(id driver.Ident) string {
+	h := fnv.New64a()
+	for _, s := range []string{d.dbName, d.prefix, fmt.Sprint(id.Kind), id.NS, id.Name} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("baton_t%016x", binary.BigEndian.Uint64(h.Sum(nil)))
+}
+
+// LockTurnstileAcquire implements driver.Turnstiles: the turnstile in one
+// statement (taken at once when free, else waited for), then the fast
+// path's grant.
+func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, bool, error) {
+	if p.Mode != driver.ModeWrite {
+		return driver.Request{}, false, false, false, false, nil
+	}
+	l := d.lines.Get(ctx, p.SessionID)
+	if l == nil || !l.TryLock() {
+		return driver.Request{}, false, false, false, false, nil
+	}
+	defer l.Unlock()
+	if !l.Open() || l.Held[p.Ident] {
+		return driver.Request{}, false, false, false, false, nil
+	}
+	// The server's wait ends before ctx does, so that a call's own
+	// timeout rarely cuts a statement off (which costs the connection).
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-time.Millisecond)
+	}
+	wait = max(wait, 0)
+	name := d.turnstileName(p.Ident)
+	// 1: free and taken; 2: taken after a wait; 0: not within wait.
+	var got sql.NullInt64
+	err := l.Conn.QueryRowContext(ctx, "SELECT IF(GET_LOCK(?, 0) = 1, 1, 2 * GET_LOCK(?, ?))",
+		name, name, wait.Seconds()).Scan(&got)
+	if err != nil || !got.Valid {
+		l.Fail()
+		if err == nil {
+			err = fmt.Errorf("GET_LOCK(%s) failed", name)
+		}
+		return driver.Request{}, false, false, false, false, err
+	}
+	waited := got.Int64 != 1
+	if got.Int64 == 0 {
+		return driver.Request{}, false, false, waited, true, nil
+	}
+	l.Held[p.Ident] = true
+	r, ok, err := d.LockFastAcquire(ctx, p)
+	if err != nil {
+		l.Fail() // lets the turnstile go
+		return driver.Request{}, false, false, waited, true, err
+	}
+	return r, ok, true, waited, true, nil
+}
+
+// LockTurnstileDrop implements driver.Turnstiles.
+func (d *Driver) LockTurnstileDrop(ctx context.Context, sessionID string, id driver.Ident) {
+	d.letGo(ctx, sessionID, id)
+}
+
+// LockTurnstileEnd implements driver.Turnstiles.
+func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
+
+// letGo releases the session's turnstiles in scope (its Name empty: the
+// whole namespace), if it holds any; on an error the line closes, which
+// lets them go as well.
+func (d *Driver) letGo(ctx context.Context, sessionID string, scope driver.Ident) {
+	l := d.lines.Find(sessionID)
+	if l == nil {
+		return
+	}
+	l.Lock()
+	defer l.Unlock()
+	for _, id := range l.Take(scope) {
+		if !l.Open() {
+			return
+		}
+		if _, err := l.Conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", d.turnstileName(id)); err != nil {
+			l.Fail()
+		}
+	}
+}
+
+// LockTurnstileHeld implements driver.Turnstiles.
+func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
+	return d.lines.Holds(sessionID, scope)
+}
