@@ -416,9 +416,16 @@ type FastReleaseParams struct {
 	Name      string // empty: every name in the namespace
 	Limit     int    // 0: all matching instances; 1: one instance (RELEASE_LOCK); only with a Name
 	// InlineOnly tells the backend that every instance the session may
-	// hold was granted with Request.Inline set: it has no request row to
-	// look for. The engine sets it only when that is certain.
+	// hold in scope was granted with Request.Inline set: it has no
+	// request row to look for. The engine sets it only when that is
+	// certain.
 	InlineOnly bool
+	// Contended, when set, is called with each identifier the release
+	// handed on to a waiter itself (a backend that reports waiting
+	// identifiers instead need not call it): the engine remembers it as
+	// contended, so that the releasing client's next call on it goes
+	// through its turnstile.
+	Contended func(Ident)
 }
 
 // MigrationStatus describes one migration.

@@ -325,6 +325,11 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	if woken != nil {
 		woken()
 	}
+	if p.Contended != nil {
+		for _, id := range waiting {
+			p.Contended(id)
+		}
+	}
 	d.demoteFreed(ctx, released, waiting)
 	return n, left, nil
 }

@@ -91,6 +91,15 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	}
 	l.Held[p.Ident] = true
 	r, ok, err := d.LockFastAcquire(ctx, p)
+	if err == nil && !ok {
+		// Refused: held, or still the slow path's (slow = 1) after a wait
+		// through the table. Nothing of it left in InnoDB: the fast path
+		// owns it again (the contenders behind this one wait in the
+		// server, not in InnoDB), and this call takes it.
+		if err = d.demote(ctx, p.Ident); err == nil {
+			r, ok, err = d.LockFastAcquire(ctx, p)
+		}
+	}
 	if err != nil {
 		l.Fail() // lets the turnstile go
 		return driver.Request{}, false, false, waited, true, err

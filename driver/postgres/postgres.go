@@ -19,6 +19,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -502,10 +503,10 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		return 0, nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
 	}
 	var n int
-	var grants string
+	var grants, contended string
 	scan := func(rows pgx.Rows) error {
 		for rows.Next() {
-			if err := rows.Scan(&n, &grants); err != nil {
+			if err := rows.Scan(&n, &grants, &contended); err != nil {
 				return err
 			}
 		}
@@ -516,13 +517,20 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		// No turnstile to let go, or the line failed (closed now, which
 		// let them go): the release through the pool, which releases
 		// what the failed one may not have.
-		n, grants = 0, ""
+		n, grants, contended = 0, "", ""
 		err = d.direct(ctx, query, args, scan)
 	}
 	if err != nil {
 		return 0, nil, err
 	}
 	handLocal([]string{grants})
+	if p.Contended != nil && contended != "" {
+		for _, h := range strings.Split(contended, ",") {
+			if name, err := hex.DecodeString(h); err == nil {
+				p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
+			}
+		}
+	}
 	return n, nil, nil
 }
 

@@ -85,15 +85,18 @@ SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6,
 -- $5) and the hand-off to waiters, in one pass (migration 026), for a
 -- session that may have request rows: $1 session, $2 kind, $3 namespace,
 -- $4 name, $5 limit (NULL: all), $6 the NOTIFY channel. One row: the
--- number released and the grants made (payload entries, '' for none).
-SELECT o_released, o_grants FROM {p}release_name($2::smallint, $3, $4, $1, $5, false, $6);
+-- number released, the grants made (payload entries, '' for none) and
+-- the names someone waited on (hex, comma-separated: the name or '').
+SELECT o_released, o_grants, CASE WHEN o_np > 0 THEN encode($4, 'hex') ELSE '' END
+  FROM {p}release_name($2::smallint, $3, $4, $1, $5, false, $6);
 
 -- name: release_ns
 -- release_name for every name of the namespace the session has an
 -- instance of, in name order (the order in which multi-name calls lock
 -- rows): $1 session, $2 kind, $3 namespace, $4 the NOTIFY channel. One
 -- row, as release_name's.
-SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''), ','), '')
+SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''), ','), ''),
+       coalesce(string_agg(CASE WHEN r.o_np > 0 THEN encode(x.name, 'hex') END, ','), '')
   FROM (SELECT li.name FROM {p}lock_idents li WHERE li.kind = $2 AND li.ns = $3 AND li.h_session = $1
         UNION
         SELECT q.name FROM {p}lock_requests q WHERE q.session_id = $1 AND q.kind = $2 AND q.ns = $3 AND q.status = 'G'
@@ -115,8 +118,9 @@ WITH u AS (
            h_id = NULL, h_session = NULL
      WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
     RETURNING li.kind, li.ns, li.name, li.n_p)
-SELECT count(*), coalesce(string_agg(nullif(g.grants, ''), ','), '')
-  FROM (SELECT CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END AS grants FROM u) g;
+SELECT count(*), coalesce(string_agg(nullif(g.grants, ''), ','), ''),
+       coalesce(string_agg(CASE WHEN g.n_p > 0 THEN encode(g.name, 'hex') END, ','), '')
+  FROM (SELECT u.name, u.n_p, CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END AS grants FROM u) g;
 
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);

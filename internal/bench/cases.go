@@ -291,8 +291,21 @@ func pendingIn(ctx context.Context, c *baton.Client, sessionID string) (bool, er
 	return false, nil
 }
 
+// queuedIn reports whether the session waits for a lock: PENDING in the
+// monitoring view, or (tw, when the backend has one) any baton session
+// waiting in the server behind a turnstile, which the view lists only
+// once that wait has run out.
+func queuedIn(c *baton.Client, sessionID string, tw nativeLock) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		if ok, err := pendingIn(ctx, c, sessionID); ok || err != nil || tw == nil {
+			return ok, err
+		}
+		return tw.turnstileWaiting(ctx)
+	}
+}
+
 // batonHandoff is the hand-off between two sessions of two clients.
-func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name string) handoffSide {
+func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name string, tw nativeLock) handoffSide {
 	return handoffSide{
 		hold: func(ctx context.Context) error {
 			_, err := holder.Lock(ctx, ns, baton.Write, 0, name)
@@ -306,7 +319,7 @@ func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name str
 			}()
 			return ch
 		},
-		waiting: func(ctx context.Context) (bool, error) { return pendingIn(ctx, holderC, waiter.ID()) },
+		waiting: queuedIn(holderC, waiter.ID(), tw),
 		release: func(ctx context.Context) error {
 			_, err := holder.Release(ctx, ns)
 			return err
@@ -327,7 +340,11 @@ func (r *runner) handoff(ctx context.Context) (*Record, error) {
 	}
 	defer closeAll()
 	a, b := ss[0], ss[1]
-	lat, err := runHandoff(ctx, r.share(), batonHandoff(cs[0], a, b, "handoff"))
+	tw := r.native()
+	if tw != nil {
+		defer tw.close()
+	}
+	lat, err := runHandoff(ctx, r.share(), batonHandoff(cs[0], a, b, "handoff", tw))
 	if err != nil {
 		return nil, err
 	}

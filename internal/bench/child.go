@@ -173,6 +173,10 @@ func (r *runner) handoffProcess(ctx context.Context) (*Record, error) {
 		return nil, err
 	}
 	defer ch.stop()
+	tw := r.native()
+	if tw != nil {
+		defer tw.close()
+	}
 	const name = "handoff_process"
 	h := handoffSide{
 		hold: func(ctx context.Context) error {
@@ -201,7 +205,7 @@ func (r *runner) handoffProcess(ctx context.Context) (*Record, error) {
 			}()
 			return got
 		},
-		waiting: func(ctx context.Context) (bool, error) { return pendingIn(ctx, cs[0], ch.session) },
+		waiting: queuedIn(cs[0], ch.session, tw),
 		release: func(ctx context.Context) error {
 			_, err := a.Release(ctx, ns)
 			return err

@@ -20,6 +20,9 @@ type nativeLock interface {
 	open(ctx context.Context) (nativeConn, error)
 	// waiting reports whether c is blocked waiting for the lock.
 	waiting(ctx context.Context, c nativeConn) (bool, error)
+	// turnstileWaiting reports whether a baton session waits in the
+	// server behind a turnstile (driver.Turnstiles).
+	turnstileWaiting(ctx context.Context) (bool, error)
 	close()
 }
 
@@ -78,6 +81,22 @@ func (p *pgAdvisory) waiting(ctx context.Context, c nativeConn) (bool, error) {
 	err := p.admin.QueryRow(ctx,
 		"SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted)",
 		c.(*pgConn).c.PgConn().PID()).Scan(&w)
+	return w, err
+}
+
+func (p *pgAdvisory) turnstileWaiting(ctx context.Context) (bool, error) {
+	if p.admin == nil {
+		a, err := pgx.Connect(ctx, p.server)
+		if err != nil {
+			return false, err
+		}
+		p.admin = a
+	}
+	// The turnstiles' class: driver/postgres/turnstile.go.
+	var w bool
+	err := p.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND objsubid = 2 AND classid::bigint = 1651797553
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&w)
 	return w, err
 }
 
@@ -177,6 +196,18 @@ func (g *getLock) waiting(ctx context.Context, c nativeConn) (bool, error) {
 	err = db.QueryRowContext(ctx,
 		"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
 		c.(*myConn).id).Scan(&n)
+	return n > 0, err
+}
+
+func (g *getLock) turnstileWaiting(ctx context.Context) (bool, error) {
+	db, err := g.pool()
+	if err != nil {
+		return false, err
+	}
+	// The turnstile's statement: driver/mysql/turnstile.go.
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+		WHERE STATE = 'User lock' AND INFO LIKE 'SELECT IF(GET_LOCK(%'`).Scan(&n)
 	return n > 0, err
 }
 

@@ -15,6 +15,7 @@ import (
 // frees to waiters; it returns how many instances it released.
 func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
+	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
 	rows, gen := s.Rows.Covered(released(p))
 	p.InlineOnly = !rows
 	if p.Limit == 0 {
@@ -35,6 +36,9 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 	})
 	if err != nil {
 		return 0, fmt.Errorf("baton: release: %w", err)
+	}
+	for _, id := range waiting {
+		l.contended.set(id, true)
 	}
 	if len(waiting) > 0 {
 		l.contended.set(released(p), true)
