@@ -178,14 +178,37 @@ func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.Iden
 	return grants, tx.LockIdentUpdate(ctx, st)
 }
 
-// detectIfWaiting runs deadlock detection if the request still waits.
+// detectIfWaiting runs deadlock detection if the request still waits:
+// one run at a time in this client, and one more after it when any
+// request asked meanwhile (that run may have read the graph before the
+// request was stored), so a burst of waits that outlast the delay costs
+// two graph walks, not one each (each takes the detector's lock and reads
+// every waiting request: under a burst they had slowed the hand-offs
+// they waited for).
 func (l *Service) detectIfWaiting(id int64) {
 	if l.cfg.Closed() || !l.cfg.Waits.Waits(id) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
-	defer cancel()
-	l.cfg.Log("deadlock detection", l.DetectDeadlocks(ctx))
+	l.mu.Lock()
+	if l.detecting {
+		l.detectAgain = true
+		l.mu.Unlock()
+		return
+	}
+	l.detecting = true
+	l.mu.Unlock()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+		l.cfg.Log("deadlock detection", l.DetectDeadlocks(ctx))
+		cancel()
+		l.mu.Lock()
+		again := l.detectAgain && !l.cfg.Closed()
+		l.detecting, l.detectAgain = again, false
+		l.mu.Unlock()
+		if !again {
+			return
+		}
+	}
 }
 
 // DetectDeadlocks looks for cycles among all waiting requests and aborts

@@ -61,6 +61,9 @@ type Service struct {
 
 	mu         sync.Mutex
 	lastDetect time.Time
+	// detecting: a detectIfWaiting run is under way; detectAgain: a
+	// request asked for one meanwhile.
+	detecting, detectAgain bool
 
 	contended contention
 	// looks counts wake-ups that ask for a status check (Wake): a waiter
