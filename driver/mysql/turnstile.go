@@ -59,20 +59,11 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	if p.Mode != driver.ModeWrite {
 		return driver.Request{}, false, false, false, false, nil
 	}
-	l := d.lines.Get(ctx, p.SessionID)
-	if l == nil || !l.TryLock() {
+	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
+	if l == nil {
 		return driver.Request{}, false, false, false, false, nil
 	}
 	defer l.Unlock()
-	if !l.Open() || l.Held[p.Ident] {
-		return driver.Request{}, false, false, false, false, nil
-	}
-	// The server's wait ends before ctx does, so that a call's own
-	// timeout rarely cuts a statement off (which costs the connection).
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)-time.Millisecond)
-	}
-	wait = max(wait, 0)
 	name := d.turnstileName(p.Ident)
 	// 1: free and taken; 2: taken after a wait; 0: not within wait.
 	var got sql.NullInt64

@@ -55,22 +55,11 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	if p.Mode != driver.ModeWrite || (d.pooled && d.listenCfg == d.cfg) {
 		return driver.Request{}, false, false, false, false, nil // behind a transaction pooler with no direct DSN
 	}
-	l := d.lines.Get(ctx, p.SessionID)
-	if l == nil || !l.TryLock() {
+	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
+	if l == nil {
 		return driver.Request{}, false, false, false, false, nil
 	}
 	defer l.Unlock()
-	if !l.Open() || l.Held[p.Ident] {
-		// Closed, or the session is in there already (its next instance
-		// is the table's).
-		return driver.Request{}, false, false, false, false, nil
-	}
-	// The server's wait ends before ctx does, so that a call's own
-	// timeout rarely cuts a statement off (which costs the connection).
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)-time.Millisecond)
-	}
-	wait = max(wait, 0) // under a millisecond: only a free turnstile
 	var id, token, inc *int64
 	var held, waited bool
 	err := l.Conn.QueryRow(ctx, d.Q("turnstile_acquire"), p.Kind, []byte(p.NS), []byte(p.Name),

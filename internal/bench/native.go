@@ -69,32 +69,38 @@ func (p *pgAdvisory) open(ctx context.Context) (nativeConn, error) {
 	return &pgConn{c: c, key: p.key}, nil
 }
 
-func (p *pgAdvisory) waiting(ctx context.Context, c nativeConn) (bool, error) {
+// adminConn is the connection that looks at pg_locks.
+func (p *pgAdvisory) adminConn(ctx context.Context) (*pgx.Conn, error) {
 	if p.admin == nil {
 		a, err := pgx.Connect(ctx, p.server)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		p.admin = a
 	}
+	return p.admin, nil
+}
+
+func (p *pgAdvisory) waiting(ctx context.Context, c nativeConn) (bool, error) {
+	a, err := p.adminConn(ctx)
+	if err != nil {
+		return false, err
+	}
 	var w bool
-	err := p.admin.QueryRow(ctx,
+	err = a.QueryRow(ctx,
 		"SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted)",
 		c.(*pgConn).c.PgConn().PID()).Scan(&w)
 	return w, err
 }
 
 func (p *pgAdvisory) turnstileWaiting(ctx context.Context) (bool, error) {
-	if p.admin == nil {
-		a, err := pgx.Connect(ctx, p.server)
-		if err != nil {
-			return false, err
-		}
-		p.admin = a
+	a, err := p.adminConn(ctx)
+	if err != nil {
+		return false, err
 	}
 	// The turnstiles' class: driver/postgres/turnstile.go.
 	var w bool
-	err := p.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+	err = a.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
 		AND objsubid = 2 AND classid::bigint = 1651797553
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&w)
 	return w, err

@@ -77,6 +77,27 @@ func (s *Set[C]) Get(ctx context.Context, sessionID string) *Line[C] {
 	return l
 }
 
+// Claim takes the session's line for an acquisition of id's turnstile,
+// locked (the caller unlocks it): nil when the session has none and none
+// can be opened, the line is busy with another call of the session, is
+// closed, or holds id's turnstile already (the session's next instance
+// is the table's). wait comes back cut to end a millisecond before ctx
+// does (a statement cut off costs the connection), and never below 0.
+func (s *Set[C]) Claim(ctx context.Context, sessionID string, id driver.Ident, wait time.Duration) (*Line[C], time.Duration) {
+	l := s.Get(ctx, sessionID)
+	if l == nil || !l.TryLock() {
+		return nil, 0
+	}
+	if !l.open || l.Held[id] {
+		l.Unlock()
+		return nil, 0
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-time.Millisecond)
+	}
+	return l, max(wait, 0)
+}
+
 // Find returns the session's line, nil when it has none.
 func (s *Set[C]) Find(sessionID string) *Line[C] {
 	if v, ok := s.lines.Load(sessionID); ok {
