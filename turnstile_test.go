@@ -235,3 +235,57 @@ func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) erro
 	_, err = db.ExecContext(ctxT(t), fmt.Sprintf("KILL %d", id.Int64))
 	return err
 }
+
+// TestLockTurnstileWaitsAlone (PostgreSQL direct, MariaDB): a contender
+// that holds nothing else waits behind the turnstile past its bound
+// without going to the table (no cycle can pass through its wait), so it
+// is not PENDING while the holder holds on, up to the second after which
+// it shows there; then it gets the lock. One that holds another lock goes
+// to the table after the bound.
+func TestLockTurnstileWaitsAlone(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Label != "postgres" && b.Label != "mysql" {
+			t.Skip("turnstiles need PostgreSQL on a direct connection, or MySQL/MariaDB")
+		}
+		c, _ := open(t, b)
+		primeContention(t, c, "ta", "x")
+		holder, waiter := session(t, c), session(t, c)
+		if _, err := holder.Lock(ctxT(t), "ta", baton.Write, baton.Forever, "x"); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		ch := async(waiter, "ta", baton.Write, 20*time.Second, "x")
+		time.Sleep(200 * time.Millisecond) // eight times the bound of a wait that may close a cycle
+		pending := false
+		for _, l := range held(t, c, waiter) {
+			pending = pending || l.Status == "PENDING"
+		}
+		if pending && time.Since(began) < 900*time.Millisecond {
+			t.Fatalf("the waiter went to the table after %v, holding nothing", time.Since(began))
+		}
+		release(t, holder, "ta")
+		mustRecv(t, ch)
+		release(t, waiter, "ta")
+
+		// One that holds another lock waits in the table once the bound
+		// has passed: its wait may close a cycle, which only the table's
+		// detector can see.
+		if _, err := holder.Lock(ctxT(t), "ta", baton.Write, baton.Forever, "x"); err != nil {
+			t.Fatal(err)
+		}
+		mustLock(t, waiter, "ta", baton.Write, "other")
+		began = time.Now()
+		ch = async(waiter, "ta", baton.Write, 20*time.Second, "x")
+		for time.Since(began) < 500*time.Millisecond {
+			time.Sleep(10 * time.Millisecond)
+			for _, l := range held(t, c, waiter) {
+				pending = pending || l.Status == "PENDING"
+			}
+		}
+		if !pending && time.Since(began) < 900*time.Millisecond {
+			t.Fatalf("the waiter holding another lock was not in the table after %v", time.Since(began))
+		}
+		release(t, holder, "ta")
+		mustRecv(t, ch)
+	})
+}
