@@ -35,13 +35,6 @@ const deadlockDelay = 20 * time.Millisecond
 // 2 runs of 9; with 25 ms in none of 14 (docs/benchmarks.md § Turnstiles).
 const turnstileWait = 25 * time.Millisecond
 
-// turnstileAlone bounds the waits behind a turnstile of a session that
-// holds nothing (mayWaitOn): such a wait cannot close a cycle, so it may
-// go on past turnstileWait without the table, where a queue once formed
-// keeps later contenders refused; after it the wait shows in the table
-// as PENDING.
-const turnstileAlone = time.Second
-
 // Acquire takes the identifiers (sorted, one kind and namespace) for the
 // session in one mode, all or none: timeout 0 tries once, a positive one
 // bounds the call, a negative one waits until ctx ends. On failure the call
@@ -51,12 +44,7 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 		return nil, err
 	}
 	began := time.Now()
-	s.Calls.Add(1)
 	rs, err := l.acquireAll(ctx, s, ids, mode, timeout)
-	if err == nil {
-		s.Held.Add(int64(len(rs)))
-	}
-	s.Calls.Add(-1)
 	ns := ""
 	if ids[0].Kind == driver.KindService {
 		ns = ids[0].NS
@@ -214,18 +202,12 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		if tryOnce {
 			wait = 0
 		}
-		for {
-			r, ok, held, usable, err := l.turnstileAcquire(ctx, s, call, id, wait)
-			if err != nil || ok {
-				return r, err
-			}
-			if !usable || held || tryOnce || !l.mayWaitOn(ctx, s, began) {
-				// The turnstile keeps the hint (turnstileAcquire forgets
-				// it).
-				contended = contended && !usable
-				break
-			}
+		r, ok, usable, err := l.turnstileAcquire(ctx, s, call, id, wait)
+		if err != nil || ok {
+			return r, err
 		}
+		// The turnstile keeps the hint (turnstileAcquire forgets it).
+		contended = contended && !usable
 	}
 	s.Rows.Begin(id) // before the request row exists
 	defer s.Rows.Done(id, true)
@@ -255,42 +237,29 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 // session may hold the turnstile meanwhile, and keeps it while it waits
 // there: the contenders after it wait in the server). A grant made
 // without waiting counts towards forgetting the contention hint.
-func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, wait time.Duration) (r driver.Request, ok, held, usable bool, err error) {
+func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, wait time.Duration) (r driver.Request, ok, usable bool, err error) {
 	ts, can := l.drv.(driver.Turnstiles)
 	if !can {
-		return driver.Request{}, false, false, false, nil
+		return driver.Request{}, false, false, nil
 	}
-	r, ok, held, waited, usable, err := ts.LockTurnstileAcquire(ctx, driver.FastAcquireParams{
+	r, ok, _, waited, usable, err := ts.LockTurnstileAcquire(ctx, driver.FastAcquireParams{
 		SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call, Incarnation: s.Incarnation},
 		wait)
 	switch {
 	case !usable && err == nil:
-		return driver.Request{}, false, false, false, nil
+		return driver.Request{}, false, false, nil
 	case errors.Is(err, driver.ErrServerRestarted):
-		return driver.Request{}, false, false, true, s.Lost("%w", err)
+		return driver.Request{}, false, true, s.Lost("%w", err)
 	case err != nil && ctx.Err() == nil:
 		// The line failed (the driver closed it): the table decides, and
 		// reports the database's own trouble if it has some.
-		return driver.Request{}, false, false, false, nil
+		return driver.Request{}, false, false, nil
 	case err != nil:
-		return driver.Request{}, false, false, true, failure(ctx, s, err)
+		return driver.Request{}, false, true, failure(ctx, s, err)
 	case ok:
 		l.contended.turnstile(id, !waited)
 	}
-	return r, ok, held, true, nil
-}
-
-// mayWaitOn says whether a call whose wait behind a turnstile ran out
-// may wait there again rather than in the table: only while its session
-// holds nothing and makes no other call (no cycle can pass through such
-// a wait, so the detector need not see it), for at most turnstileAlone
-// in all (a longer wait shows in the table, as PENDING), and not within
-// two milliseconds of its deadline.
-func (l *Service) mayWaitOn(ctx context.Context, s *lease.Session, began time.Time) bool {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*time.Millisecond {
-		return false
-	}
-	return ctx.Err() == nil && s.Held.Load() <= 0 && s.Calls.Load() == 1 && time.Since(began) < turnstileAlone
+	return r, ok, true, nil
 }
 
 // dropTurnstile lets the session's turnstile on id go after a failed
