@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/driver/postgres"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -196,22 +198,20 @@ func TestLockTurnstileLineLost(t *testing.T) {
 }
 
 // killTurnstile ends the server session that holds the turnstile of a
-// service lock (the default prefix's): found by its keys in pg_locks
-// (migration 027, driver/postgres/turnstile.go), or by its name through
-// IS_USED_LOCK (driver/mysql/turnstile.go).
+// service lock (the default prefix's): found by its keys in pg_locks, or
+// by its name through IS_USED_LOCK.
 func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) error {
 	db, err := batontest.OpenSQL(dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	id := driver.Ident{Kind: driver.KindService, NS: ns, Name: name}
 	if b.Label == "postgres" {
-		h := fnv.New32a()
-		h.Write([]byte("baton_wake\x00\x00" + ns + "\x00" + name))
 		var killed bool
 		err := db.QueryRowContext(ctxT(t), `SELECT pg_terminate_backend(pid) FROM pg_locks
-			WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid::bigint = 1651797553 AND objid::bigint = $1`,
-			int64(h.Sum32())).Scan(&killed)
+			WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid::bigint = $1 AND objid::bigint = $2`,
+			int64(uint32(postgres.TurnstileClass)), int64(uint32(postgres.TurnstileKey("baton_", id)))).Scan(&killed)
 		if err == nil && !killed {
 			err = errors.New("not terminated")
 		}
@@ -221,17 +221,13 @@ func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) erro
 	if err := db.QueryRowContext(ctxT(t), "SELECT DATABASE()").Scan(&dbName); err != nil {
 		return err
 	}
-	h := fnv.New64a()
-	for _, s := range []string{dbName, "baton_", "0", ns, name} {
-		h.Write([]byte(s + "\x00"))
-	}
-	var id sql.NullInt64
-	if err := db.QueryRowContext(ctxT(t), "SELECT IS_USED_LOCK(?)", fmt.Sprintf("baton_t%016x", h.Sum64())).Scan(&id); err != nil {
+	var conn sql.NullInt64
+	if err := db.QueryRowContext(ctxT(t), "SELECT IS_USED_LOCK(?)", mysql.TurnstileName(dbName, "baton_", id)).Scan(&conn); err != nil {
 		return err
 	}
-	if !id.Valid {
+	if !conn.Valid {
 		return errors.New("nobody holds it")
 	}
-	_, err = db.ExecContext(ctxT(t), fmt.Sprintf("KILL %d", id.Int64))
+	_, err = db.ExecContext(ctxT(t), fmt.Sprintf("KILL %d", conn.Int64))
 	return err
 }

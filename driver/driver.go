@@ -62,6 +62,13 @@ type Ident struct {
 	Name string
 }
 
+// Within reports whether a is in scope: scope's identifier, or any name of
+// scope's kind and namespace when scope's Name is empty (as a release
+// names them: FastReleaseParams).
+func (a Ident) Within(scope Ident) bool {
+	return a.Kind == scope.Kind && a.NS == scope.NS && (scope.Name == "" || a.Name == scope.Name)
+}
+
 // Less orders identifiers canonically; every multi-identifier operation takes
 // row locks in this order so that baton's own transactions never deadlock on
 // each other inside the database.
@@ -316,14 +323,14 @@ type ManyAcquirer interface {
 type Turnstiles interface {
 	// LockTurnstileAcquire waits at most wait (0: takes it only if it is
 	// free) for the turnstile of p's identifier, on the session's line,
-	// then takes the write lock by the
-	// uncontended path's rule. ok: granted (as LockFastAcquire's grants,
-	// Inline set). held: the session now holds the turnstile (granted or
-	// not). waited: another session had the turnstile when asked for.
+	// then takes the write lock by the uncontended path's rule. ok:
+	// granted (as LockFastAcquire's grants, Inline set); refused, the
+	// session keeps the turnstile if it got it, while it waits in the
+	// table. waited: another session had the turnstile when asked for.
 	// usable false: the session has no line (the backend is behind a
 	// transaction pooler with no direct DSN, the lines are all in use, or
 	// the line is busy with another call of the session); nothing was done.
-	LockTurnstileAcquire(ctx context.Context, p FastAcquireParams, wait time.Duration) (r Request, ok, held, waited, usable bool, err error)
+	LockTurnstileAcquire(ctx context.Context, p FastAcquireParams, wait time.Duration) (r Request, ok, waited, usable bool, err error)
 	// LockTurnstileDrop lets the session's turnstile on id go, if it
 	// holds it (its call failed).
 	LockTurnstileDrop(ctx context.Context, sessionID string, id Ident)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	sqldrv "database/sql/driver"
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -39,46 +39,54 @@ func (d *Driver) newLines(db *sql.DB) *lines.Set[*sql.Conn] {
 	}
 }
 
-// turnstileName is an identifier's turnstile: "baton_t" and a hash of
-// the database, the table prefix and the identifier (named locks are the
+// TurnstileName is an identifier's turnstile in a database for a table
+// prefix: "baton_t" and a hash of the three (named locks are the
 // server's, not a database's). Two identifiers that share one only share
 // a turnstile: a contender may wait the bound for nothing, never more.
-func (d *Driver) turnstileName(id driver.Ident) string {
+func TurnstileName(database, prefix string, id driver.Ident) string {
 	h := fnv.New64a()
-	for _, s := range []string{d.dbName, d.prefix, fmt.Sprint(id.Kind), id.NS, id.Name} {
+	for _, s := range []string{database, prefix, strconv.Itoa(id.Kind), id.NS, id.Name} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return fmt.Sprintf("baton_t%016x", binary.BigEndian.Uint64(h.Sum(nil)))
+	return fmt.Sprintf("baton_t%016x", h.Sum64())
 }
+
+// turnstileName is TurnstileName for the driver's database and prefix.
+func (d *Driver) turnstileName(id driver.Ident) string { return TurnstileName(d.dbName, d.prefix, id) }
+
+// TurnstileQuery takes a turnstile on a line: 1, it was free; 2, taken
+// after a wait; 0, not within the wait (arguments: the name twice, the
+// wait in seconds).
+const TurnstileQuery = "SELECT IF(GET_LOCK(?, 0) = 1, 1, 2 * GET_LOCK(?, ?))"
 
 // LockTurnstileAcquire implements driver.Turnstiles: the turnstile in one
 // statement (taken at once when free, else waited for), then the fast
 // path's grant.
-func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, bool, error) {
+func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
 	if p.Mode != driver.ModeWrite {
-		return driver.Request{}, false, false, false, false, nil
+		return driver.Request{}, false, false, false, nil
 	}
 	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
 	if l == nil {
-		return driver.Request{}, false, false, false, false, nil
+		return driver.Request{}, false, false, false, nil
 	}
 	defer l.Unlock()
 	name := d.turnstileName(p.Ident)
 	// 1: free and taken; 2: taken after a wait; 0: not within wait.
 	var got sql.NullInt64
-	err := l.Conn.QueryRowContext(ctx, "SELECT IF(GET_LOCK(?, 0) = 1, 1, 2 * GET_LOCK(?, ?))",
+	err := l.Conn.QueryRowContext(ctx, TurnstileQuery,
 		name, name, wait.Seconds()).Scan(&got)
 	if err != nil || !got.Valid {
 		l.Fail()
 		if err == nil {
 			err = fmt.Errorf("GET_LOCK(%s) failed", name)
 		}
-		return driver.Request{}, false, false, false, false, err
+		return driver.Request{}, false, false, false, err
 	}
 	waited := got.Int64 != 1
 	if got.Int64 == 0 {
-		return driver.Request{}, false, false, waited, true, nil
+		return driver.Request{}, false, waited, true, nil
 	}
 	l.Held[p.Ident] = true
 	r, ok, err := d.LockFastAcquire(ctx, p)
@@ -93,9 +101,9 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	}
 	if err != nil {
 		l.Fail() // lets the turnstile go
-		return driver.Request{}, false, false, waited, true, err
+		return driver.Request{}, false, waited, true, err
 	}
-	return r, ok, true, waited, true, nil
+	return r, ok, waited, true, nil
 }
 
 // LockTurnstileDrop implements driver.Turnstiles.

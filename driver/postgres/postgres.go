@@ -19,7 +19,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,8 +77,9 @@ type Driver struct {
 	// instead of LISTEN (pollOnly), by client id.
 	pollers sync.Map // client id -> *poller
 	// lines are the sessions' own connections for turnstiles
-	// (turnstile.go).
-	lines *lines.Set[*pgx.Conn]
+	// (turnstile.go); prefix is the tables' (their keys' too).
+	lines  *lines.Set[*pgx.Conn]
+	prefix string
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -203,7 +203,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
+	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.lines = d.newLines()
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "postgres",
@@ -503,7 +503,8 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		return 0, nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
 	}
 	var n int
-	var grants, contended string
+	var grants string
+	var contended [][]byte
 	scan := func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := rows.Scan(&n, &grants, &contended); err != nil {
@@ -517,18 +518,16 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		// No turnstile to let go, or the line failed (closed now, which
 		// let them go): the release through the pool, which releases
 		// what the failed one may not have.
-		n, grants, contended = 0, "", ""
+		n, grants, contended = 0, "", nil
 		err = d.direct(ctx, query, args, scan)
 	}
 	if err != nil {
 		return 0, nil, err
 	}
 	handLocal([]string{grants})
-	if p.Contended != nil && contended != "" {
-		for _, h := range strings.Split(contended, ",") {
-			if name, err := hex.DecodeString(h); err == nil {
-				p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
-			}
+	if p.Contended != nil {
+		for _, name := range contended {
+			p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
 		}
 	}
 	return n, nil, nil
@@ -680,10 +679,15 @@ func handLocal(payloads []string) {
 	}
 }
 
+// noDirect reports that the driver has no direct connection to the
+// server: behind a transaction pooler with no listen_dsn, LISTEN and
+// turnstiles, which need a server session of their own, cannot work.
+func (d *Driver) noDirect() bool { return d.pooled && d.listenCfg == d.cfg }
+
 // listenBy starts the client's listener: LISTEN on a connection of its
 // own, or polling behind a transaction pooler without listen_dsn.
 func (d *Driver) listenBy(ctx context.Context, p driver.ListenParams) (func(), error) {
-	if d.pooled && d.listenCfg == d.cfg {
+	if d.noDirect() {
 		return d.pollOnly(p), nil
 	}
 	notifying := &atomic.Bool{}

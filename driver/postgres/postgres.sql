@@ -86,8 +86,8 @@ SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6,
 -- session that may have request rows: $1 session, $2 kind, $3 namespace,
 -- $4 name, $5 limit (NULL: all), $6 the NOTIFY channel. One row: the
 -- number released, the grants made (payload entries, '' for none) and
--- the names someone waited on (hex, comma-separated: the name or '').
-SELECT o_released, o_grants, CASE WHEN o_np > 0 THEN encode($4, 'hex') ELSE '' END
+-- the names someone waited on (FastReleaseParams.Contended).
+SELECT o_released, o_grants, CASE WHEN o_np > 0 THEN ARRAY[$4::bytea] ELSE '{}'::bytea[] END
   FROM {p}release_name($2::smallint, $3, $4, $1, $5, false, $6);
 
 -- name: release_ns
@@ -96,7 +96,7 @@ SELECT o_released, o_grants, CASE WHEN o_np > 0 THEN encode($4, 'hex') ELSE '' E
 -- rows): $1 session, $2 kind, $3 namespace, $4 the NOTIFY channel. One
 -- row, as release_name's.
 SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''), ','), ''),
-       coalesce(string_agg(CASE WHEN r.o_np > 0 THEN encode(x.name, 'hex') END, ','), '')
+       coalesce(array_agg(x.name) FILTER (WHERE r.o_np > 0), '{}')
   FROM (SELECT li.name FROM {p}lock_idents li WHERE li.kind = $2 AND li.ns = $3 AND li.h_session = $1
         UNION
         SELECT q.name FROM {p}lock_requests q WHERE q.session_id = $1 AND q.kind = $2 AND q.ns = $3 AND q.status = 'G'
@@ -119,7 +119,7 @@ WITH u AS (
      WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
     RETURNING li.kind, li.ns, li.name, li.n_p)
 SELECT count(*), coalesce(string_agg(nullif(g.grants, ''), ','), ''),
-       coalesce(string_agg(CASE WHEN g.n_p > 0 THEN encode(g.name, 'hex') END, ','), '')
+       coalesce(array_agg(g.name) FILTER (WHERE g.n_p > 0), '{}')
   FROM (SELECT u.name, u.n_p, CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END AS grants FROM u) g;
 
 -- name: regrant

@@ -22,10 +22,10 @@ import (
 // wait through the table, as behind a pooler.
 const maxLines = 64
 
-// turnstileClass is the first key of every turnstile's two-key advisory
-// lock ('btn1'): the one-key locks of transaction-scoped gates and a
-// program's own one-key locks never meet it.
-const turnstileClass int32 = 0x62746e31
+// TurnstileClass is the first key of every turnstile's two-key advisory
+// lock ('btn1', pg_locks' classid): the one-key locks of transaction-
+// scoped gates and a program's own one-key locks never meet it.
+const TurnstileClass int32 = 0x62746e31
 
 // newLines makes the driver's lines: direct connections with the
 // listener's configuration (the DSN's listen_dsn behind a pooler).
@@ -37,12 +37,13 @@ func (d *Driver) newLines() *lines.Set[*pgx.Conn] {
 	}
 }
 
-// turnstileKey is an identifier's second key: a hash of the table prefix
-// and the identifier. Two identifiers that share a key only share a
-// turnstile: a contender may wait the bound for nothing, never more.
-func (d *Driver) turnstileKey(id driver.Ident) int32 {
+// TurnstileKey is an identifier's second key (pg_locks' objid, as
+// unsigned), for the table prefix: a hash of both. Two identifiers that
+// share a key only share a turnstile: a contender may wait the bound for
+// nothing, never more.
+func TurnstileKey(prefix string, id driver.Ident) int32 {
 	h := fnv.New32a()
-	h.Write([]byte(d.channel))
+	h.Write([]byte(prefix + "wake"))
 	h.Write([]byte{byte(id.Kind), 0})
 	h.Write([]byte(id.NS))
 	h.Write([]byte{0})
@@ -50,39 +51,44 @@ func (d *Driver) turnstileKey(id driver.Ident) int32 {
 	return int32(h.Sum32())
 }
 
+// turnstileKey is TurnstileKey for the driver's prefix.
+func (d *Driver) turnstileKey(id driver.Ident) int32 {
+	return TurnstileKey(d.prefix, id)
+}
+
 // LockTurnstileAcquire implements driver.Turnstiles.
-func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, bool, error) {
-	if p.Mode != driver.ModeWrite || (d.pooled && d.listenCfg == d.cfg) {
-		return driver.Request{}, false, false, false, false, nil // behind a transaction pooler with no direct DSN
+func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
+	if p.Mode != driver.ModeWrite || d.noDirect() {
+		return driver.Request{}, false, false, false, nil
 	}
 	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
 	if l == nil {
-		return driver.Request{}, false, false, false, false, nil
+		return driver.Request{}, false, false, false, nil
 	}
 	defer l.Unlock()
 	var id, token, inc *int64
 	var held, waited bool
 	err := l.Conn.QueryRow(ctx, d.Q("turnstile_acquire"), p.Kind, []byte(p.NS), []byte(p.Name),
-		turnstileClass, d.turnstileKey(p.Ident), int32(wait/time.Millisecond), p.SessionID, p.ClientID, p.CallID).
+		TurnstileClass, d.turnstileKey(p.Ident), int32(wait/time.Millisecond), p.SessionID, p.ClientID, p.CallID).
 		Scan(&id, &token, &inc, &held, &waited)
 	if err != nil {
 		// The turnstile may be held or not (a statement cut off): close
 		// the line, which lets it go either way.
 		l.Fail()
-		return driver.Request{}, false, false, false, false, err
+		return driver.Request{}, false, false, false, err
 	}
 	if held {
 		l.Held[p.Ident] = true
 	}
 	if id == nil {
-		return driver.Request{}, false, held, waited, true, nil
+		return driver.Request{}, false, waited, true, nil
 	}
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true, ID: *id, Token: *token}
 	if stale(p.Incarnation, inc) {
-		return r, false, held, waited, true, driver.ErrServerRestarted
+		return r, false, waited, true, driver.ErrServerRestarted
 	}
-	return r, true, held, waited, true, nil
+	return r, true, waited, true, nil
 }
 
 // LockTurnstileDrop implements driver.Turnstiles.
@@ -115,7 +121,7 @@ func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 func (d *Driver) sendOnLine(ctx context.Context, l *lines.Line[*pgx.Conn], b *pgx.Batch, ids []driver.Ident, first func(pgx.Rows) error) error {
 	n := b.Len()
 	for _, id := range ids {
-		b.Queue("SELECT pg_advisory_unlock($1, $2)", turnstileClass, d.turnstileKey(id))
+		b.Queue("SELECT pg_advisory_unlock($1, $2)", TurnstileClass, d.turnstileKey(id))
 	}
 	br := l.Conn.SendBatch(ctx, b)
 	var err error

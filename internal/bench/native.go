@@ -7,8 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/driver/postgres"
 )
 
 // nativeLock is a database's own connection-bound lock, the baseline baton
@@ -98,11 +102,11 @@ func (p *pgAdvisory) turnstileWaiting(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// The turnstiles' class: driver/postgres/turnstile.go.
 	var w bool
 	err = a.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND objsubid = 2 AND classid::bigint = 1651797553
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&w)
+		AND objsubid = 2 AND classid::bigint = $1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`,
+		int64(uint32(postgres.TurnstileClass))).Scan(&w)
 	return w, err
 }
 
@@ -210,10 +214,11 @@ func (g *getLock) turnstileWaiting(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// The turnstile's statement: driver/mysql/turnstile.go.
+	// The turnstile's statement, up to its first argument.
+	head, _, _ := strings.Cut(mysql.TurnstileQuery, "?")
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
-		WHERE STATE = 'User lock' AND INFO LIKE 'SELECT IF(GET_LOCK(%'`).Scan(&n)
+		WHERE STATE = 'User lock' AND LEFT(INFO, ?) = ?`, len(head), head).Scan(&n)
 	return n > 0, err
 }
 

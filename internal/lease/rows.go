@@ -58,10 +58,10 @@ func (r *Rows) Covered(scope driver.Ident) (rows bool, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id := range r.marked {
-		rows = rows || inScope(id, scope)
+		rows = rows || id.Within(scope)
 	}
 	for id := range r.inFlight {
-		rows = rows || inScope(id, scope)
+		rows = rows || id.Within(scope)
 	}
 	return rows, r.gen
 }
@@ -75,12 +75,8 @@ func (r *Rows) Clear(scope driver.Ident, gen uint64) {
 		return
 	}
 	for id := range r.marked {
-		if inScope(id, scope) {
+		if id.Within(scope) {
 			delete(r.marked, id)
 		}
 	}
-}
-
-func inScope(id, scope driver.Ident) bool {
-	return id.Kind == scope.Kind && id.NS == scope.NS && (scope.Name == "" || id.Name == scope.Name)
 }

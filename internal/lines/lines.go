@@ -44,10 +44,10 @@ type Line[C any] struct {
 // server sessions); true the first time.
 func (s *Set[C]) TurnOff() bool { return s.off.CompareAndSwap(false, true) }
 
-// Get returns the session's line, opening it when the session has none;
+// get returns the session's line, opening it when the session has none;
 // nil when turnstiles are off, every line is in use, or a connection
 // failed less than a second ago.
-func (s *Set[C]) Get(ctx context.Context, sessionID string) *Line[C] {
+func (s *Set[C]) get(ctx context.Context, sessionID string) *Line[C] {
 	if s.off.Load() {
 		return nil
 	}
@@ -84,7 +84,7 @@ func (s *Set[C]) Get(ctx context.Context, sessionID string) *Line[C] {
 // is the table's). wait comes back cut to end a millisecond before ctx
 // does (a statement cut off costs the connection), and never below 0.
 func (s *Set[C]) Claim(ctx context.Context, sessionID string, id driver.Ident, wait time.Duration) (*Line[C], time.Duration) {
-	l := s.Get(ctx, sessionID)
+	l := s.get(ctx, sessionID)
 	if l == nil || !l.TryLock() {
 		return nil, 0
 	}
@@ -160,15 +160,11 @@ func (s *Set[C]) Holds(sessionID string, scope driver.Ident) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id := range l.Held {
-		if inScope(id, scope) {
+		if id.Within(scope) {
 			return true
 		}
 	}
 	return false
-}
-
-func inScope(id, scope driver.Ident) bool {
-	return id.Kind == scope.Kind && id.NS == scope.NS && (scope.Name == "" || id.Name == scope.Name)
 }
 
 // Take forgets and returns the held turnstiles in scope (its Name empty:
@@ -177,7 +173,7 @@ func inScope(id, scope driver.Ident) bool {
 func (l *Line[C]) Take(scope driver.Ident) []driver.Ident {
 	var out []driver.Ident
 	for id := range l.Held {
-		if inScope(id, scope) {
+		if id.Within(scope) {
 			out = append(out, id)
 			delete(l.Held, id)
 		}

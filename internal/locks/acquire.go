@@ -242,7 +242,7 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	if !can {
 		return driver.Request{}, false, false, nil
 	}
-	r, ok, _, waited, usable, err := ts.LockTurnstileAcquire(ctx, driver.FastAcquireParams{
+	r, ok, waited, usable, err := ts.LockTurnstileAcquire(ctx, driver.FastAcquireParams{
 		SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call, Incarnation: s.Incarnation},
 		wait)
 	switch {
