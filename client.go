@@ -240,10 +240,11 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		EndSession: c.endSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
 		PollInterval: o.PollInterval, Listening: c.listening, Closed: c.isShut, Observer: o.Observer,
-		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name})
+		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
+		HandedOn: c.prepareSoon})
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
-	// waits): a one-shot command (push, a lock around a short command)
+	// waits, or hands a lock on to a waiter): a one-shot command (push, a lock around a short command)
 	// opens one connection and pays for nothing it would not reuse. On
 	// SQLite, where preparing is in-process, preparing every statement at
 	// open took a 10 ms command to 15.
@@ -286,11 +287,17 @@ func (c *Client) listening(ctx context.Context) error {
 	return c.listenErr
 }
 
+// prepareSoon has the client's statements prepared now instead of after
+// a heartbeat.
+func (c *Client) prepareSoon() {
+	c.prepareOnce.Do(func() { close(c.prepareNow) })
+}
+
 // kickListener starts the driver's listener unless it runs or is starting
 // already, and returns the channel closed when the start ends (nil when it
 // runs, or with ErrClosed after Close).
 func (c *Client) kickListener() (chan struct{}, error) {
-	c.prepareOnce.Do(func() { close(c.prepareNow) })
+	c.prepareSoon()
 	c.listenMu.Lock()
 	defer c.listenMu.Unlock()
 	switch {

@@ -416,15 +416,13 @@ func TestReaperLeavesNothing(t *testing.T) {
 		mustLock(t, parent, "crash", baton.Write, "z")
 		child := startChildSaying(t, "locked", "hold", dsn, "BATON_TEST_WAITFOR=z")
 		db := batontest.SQLDB(t, dsn)
-		ph, requests := "?", "baton_lock_requests"
-		switch b.Name {
-		case "postgres":
-			// PostgreSQL keeps a lock's first holder in the lock's own
-			// row (migration 017); the view shows every request.
-			ph, requests = "$1", "baton_lock_holds"
-		case "mysql":
-			// MySQL keeps it in a MEMORY table (migration 023).
-			requests = "baton_lock_holds"
+		// Every backend keeps a free lock's first holder outside the
+		// request rows (PostgreSQL and SQLite in the lock's own row,
+		// migrations 017 and 028; MySQL in a MEMORY table, migration
+		// 023); the view shows every request.
+		ph := "?"
+		if b.Name == "postgres" {
+			ph = "$1"
 		}
 		var dead string
 		if err := db.QueryRowContext(ctxT(t), "SELECT id FROM baton_sessions WHERE pid = "+ph, child.Process.Pid).Scan(&dead); err != nil {
@@ -433,19 +431,19 @@ func TestReaperLeavesNothing(t *testing.T) {
 		count := func(q string) int {
 			t.Helper()
 			var n int
-			if err := db.QueryRowContext(ctxT(t), strings.NewReplacer("?", ph, "baton_lock_requests", requests).Replace(q), dead).Scan(&n); err != nil {
+			if err := db.QueryRowContext(ctxT(t), strings.ReplaceAll(q, "?", ph), dead).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for count("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ? AND status <> 'G'") != 1 {
+		for count("SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ? AND status <> 'G'") != 1 {
 			if time.Now().After(deadline) {
 				t.Fatal("the child's waiting request never appeared")
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if n := count("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ?"); n != 4 { // x, y, the user lock, z waiting
+		if n := count("SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?"); n != 4 { // x, y, the user lock, z waiting
 			t.Fatalf("the child has %d lock requests, want 4", n)
 		}
 		if n := count("SELECT COUNT(*) FROM baton_messages WHERE claimed_by = ?"); n != 1 {
@@ -460,9 +458,9 @@ func TestReaperLeavesNothing(t *testing.T) {
 			t.Fatalf("one reaper pass ended %d sessions (%v), want 1", n, err)
 		}
 		for q, what := range map[string]string{
-			"SELECT COUNT(*) FROM baton_sessions WHERE id = ?":              "session",
-			"SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ?": "lock requests",
-			"SELECT COUNT(*) FROM baton_messages WHERE claimed_by = ?":      "claimed messages",
+			"SELECT COUNT(*) FROM baton_sessions WHERE id = ?":           "session",
+			"SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?": "lock requests",
+			"SELECT COUNT(*) FROM baton_messages WHERE claimed_by = ?":   "claimed messages",
 		} {
 			if n := count(q); n != 0 {
 				t.Errorf("after one reaper pass the dead session still has %d %s", n, what)

@@ -81,8 +81,10 @@ type catalogQuery struct{ list, drop string }
 
 var catalogQueries = map[string][]catalogQuery{
 	"sqlite": {{
-		`SELECT '"' || replace(name, '"', '""') || '"' FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ? ORDER BY name`,
-		"DROP TABLE IF EXISTS %s"}},
+		// Views first, as on MySQL.
+		`SELECT CASE type WHEN 'view' THEN 'VIEW' ELSE 'TABLE' END || ' IF EXISTS "' || replace(name, '"', '""') || '"'
+		   FROM sqlite_master WHERE type IN ('table', 'view') AND substr(name, 1, ?) = ? ORDER BY type = 'view' DESC, name`,
+		"DROP %s"}},
 	"postgres": {{
 		`SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema() AND left(tablename, $1) = $2 ORDER BY tablename`,
 		"DROP TABLE IF EXISTS %s CASCADE"}, {
@@ -98,8 +100,8 @@ var catalogQueries = map[string][]catalogQuery{
 }
 
 // prefixedObjects lists the tables (and PostgreSQL's functions, MySQL's
-// views, procedures and functions) whose names start with prefix, each as
-// the statement that drops it.
+// and SQLite's views, MySQL's procedures and functions) whose names
+// start with prefix, each as the statement that drops it.
 func prefixedObjects(ctx context.Context, db *sql.DB, backend, prefix string) ([]string, error) {
 	var out []string
 	for _, q := range catalogQueries[backend] {
@@ -190,8 +192,8 @@ func dropEach(ctx context.Context, db *sql.DB, stmts []string, dropped map[strin
 }
 
 // droppedKind is what a drop statement drops: tables, functions (which
-// counts MySQL's procedures) or views (MySQL's; PostgreSQL's go with
-// their tables).
+// counts MySQL's procedures) or views (MySQL's and SQLite's;
+// PostgreSQL's go with their tables).
 func droppedKind(stmt string) string {
 	switch {
 	case strings.HasPrefix(stmt, "DROP FUNCTION") || strings.HasPrefix(stmt, "DROP PROCEDURE"):

@@ -2,9 +2,7 @@ package mysql
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,16 +32,6 @@ type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
-// holderID is a new fast holder's request id: negative, so that it never
-// meets the request rows' AUTO_INCREMENT ids and sorts before them (the
-// fast holder is its identifier's oldest instance), and random: 62 bits
-// make a collision between holders of one database negligible.
-func holderID() int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return -int64(binary.LittleEndian.Uint64(b[:])>>2) - 1
-}
-
 // execHot runs a statement of the fast paths outside a transaction: as
 // text for a one-shot command's first few calls, then prepared, which
 // spares the server parsing it on every call (before Prepare prepares the
@@ -61,7 +49,7 @@ func (d *Driver) execHot(ctx context.Context, name string, args ...any) (sql.Res
 // lock state's. A refusal sends the engine to the slow path, whose session
 // check gives up a session of an earlier incarnation.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	r := driver.Request{ID: holderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+	r := driver.Request{ID: sqldriver.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 	res, err := d.execHot(ctx, "fast_acquire", p.Kind, bin(p.NS), bin(p.Name), r.ID,
 		p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation, p.Incarnation)
@@ -147,7 +135,7 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	hids := make(map[string]int64, len(names))
 	for i, n := range names {
 		rows[i] = "SELECT ? AS name, ? AS hid"
-		hids[n] = holderID()
+		hids[n] = sqldriver.HolderID()
 		args = append(args, bin(n), hids[n])
 	}
 	args = append(args, p.Incarnation, p.Incarnation)

@@ -60,43 +60,50 @@ RETURNING n_p;
 
 -- name: release_list_ns
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC;
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC;
 
 -- name: release_list_name
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC;
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC;
 
 -- name: request_list_orphans
 -- Requests whose session is gone: a stalled session's statement that landed
 -- after another process reaped it.
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests r
+  FROM {p}lock_holds r
  WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
  ORDER BY id LIMIT ?;
 
 -- name: request_list
+-- The inline holder (migration 028) and the request rows written out
+-- rather than through {p}lock_holds: SQLite merges two ordered arms
+-- without sorting (the view costs a sort; this is the hand-on's read).
+SELECT h_id, h_session, h_client, kind, ns, name, h_mode, 'G', h_call, h_token, h_at, h_at
+  FROM {p}lock_idents WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND h_id IS NOT NULL
+UNION ALL
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
+  FROM {p}lock_requests WHERE kind = ?1 AND ns = ?2 AND name = ?3
+ORDER BY 1;
 
 -- name: request_list_by_session
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? ORDER BY id;
 
 -- name: request_list_by_session_kind
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? ORDER BY id;
 
 -- name: request_list_by_session_ns
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
 
 -- name: request_list_call
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND call_id = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND call_id = ? ORDER BY id;
 
 -- name: request_insert
-INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {now}, CASE WHEN ?7 = 'G' THEN {now} END)
+INSERT INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+VALUES ({next_id}, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {now}, CASE WHEN ?7 = 'G' THEN {now} END)
 RETURNING id;
 
 -- name: request_set_status
@@ -109,11 +116,11 @@ DELETE FROM {p}lock_requests WHERE id IN ({list});
 
 -- name: request_statuses
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE id IN ({list});
+  FROM {p}lock_holds WHERE id IN ({list});
 
 -- name: wait_graph
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at
-  FROM {p}lock_requests r
+  FROM {p}lock_holds r
  WHERE EXISTS (SELECT 1 FROM {p}lock_requests p
                 WHERE p.status = 'P' AND p.kind = r.kind AND p.ns = r.ns AND p.name = r.name)
  ORDER BY r.id;
@@ -124,11 +131,11 @@ SELECT 1;
 -- name: lock_info_list
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
        s.host, s.pid, s.name
-  FROM {p}lock_requests r JOIN {p}sessions s ON s.id = r.session_id
+  FROM {p}lock_holds r JOIN {p}sessions s ON s.id = r.session_id
  ORDER BY r.kind, r.ns, r.name, r.id;
 
 -- name: user_holder
-SELECT session_id FROM {p}lock_requests
+SELECT session_id FROM {p}lock_holds
  WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
 
 -- name: notify_max

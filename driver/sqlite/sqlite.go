@@ -220,7 +220,13 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 // setUp reads the queries and migrations and builds the shared
 // implementation on db.
 func (d *Driver) setUp(db *sql.DB, prefix string) error {
-	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
+	macros := map[string]string{
+		"now": Now,
+		// A new request row's id: the rowid SQLite would choose, but never
+		// below 1, where the inline holders' ids are (migration 028).
+		"next_id": "max(coalesce((SELECT max(id) FROM " + prefix + "lock_requests), 0), 0) + 1",
+	}
+	q, err := sqldriver.ParseQueryFiles(prefix, macros, queriesSQL, ownSQL)
 	if err != nil {
 		return err
 	}
@@ -243,6 +249,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		},
 		IsRetryable: d.flavor.IsRetryable,
 		Events:      events(prefix),
+		Adopt:       d.adopt,
 	}}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
@@ -618,14 +625,21 @@ func (h *hub) pokeAll() {
 	}
 }
 
-// LockFastAcquire implements driver.Driver in one autocommit statement.
+// LockFastAcquire implements driver.Driver in one autocommit statement
+// on a free identifier: the instance becomes its inline holder
+// (migration 028). A reader beside other readers takes a request row with
+// a second statement; a writer refused by the first needs the slow path.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID}
+		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 	// The mode as a plain string: database/sql converts a named string
 	// type by reflection.
-	err := d.RowNamed(ctx, nil, "fast_acquire", p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name),
-		string(p.Mode), p.CallID).Scan(&r.ID, &r.Token)
+	args := []any{p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name), string(p.Mode), p.CallID}
+	err := d.RowNamed(ctx, nil, "fast_acquire", append(args, sqldriver.HolderID())...).Scan(&r.ID, &r.Token)
+	if errors.Is(err, sql.ErrNoRows) && p.Mode == driver.ModeRead {
+		r.Inline = false
+		err = d.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
 	}
@@ -635,23 +649,170 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	return r, true, nil
 }
 
-// LockFastRelease implements driver.Driver in one autocommit statement.
+// adopt is the dialect's Adopt hook: in the transaction that is about to
+// change the identifier's requests, its inline holder becomes a request
+// row under the same id, so the slow path sees only request rows. The
+// counters and the fence (st) stay as they are: they counted it already.
+func (d *Driver) adopt(ctx context.Context, t *sqldriver.Tx, st *driver.IdentState) error {
+	if st.Readers == 0 && st.Writers == 0 {
+		return nil // nothing granted, so no inline holder
+	}
+	return d.adoptIdent(ctx, t.Tx, st.Ident)
+}
+
+// adoptIdent moves id's inline holder, if any, into a request row in tx.
+func (d *Driver) adoptIdent(ctx context.Context, tx *sql.Tx, id driver.Ident) error {
+	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
+	res, err := d.ExecNamed(ctx, tx, "inline_adopt", args...)
+	if err != nil {
+		return fmt.Errorf("inline_adopt: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+	if _, err := d.ExecNamed(ctx, tx, "inline_clear", args...); err != nil {
+		return fmt.Errorf("inline_clear: %w", err)
+	}
+	return nil
+}
+
+// LockFastRelease implements driver.Driver: one autocommit statement when
+// every instance it releases is an inline holder or every one a request
+// row, see release.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	return d.release(ctx, nil, p)
 }
 
-// LockReleaseTx implements driver.TxReleaser: the same statement in the
+// LockReleaseTx implements driver.TxReleaser: the same statements in the
 // engine's transaction.
 func (d *Driver) LockReleaseTx(ctx context.Context, tx driver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	t, ok := tx.(*sqldriver.Tx)
 	if !ok {
 		return 0, nil, fmt.Errorf("sqlite: LockReleaseTx: a transaction of another driver (%T)", tx)
 	}
-	return d.release(ctx, t.Tx, p)
+	return d.release(ctx, t, p)
 }
 
-// release runs fast_release in tx (nil: autocommit).
-func (d *Driver) release(ctx context.Context, tx *sql.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+// release releases in t (nil: autocommit statements) the session's
+// instances p names: its inline holders (release_inline) and its granted
+// request rows (fast_release), one statement when the first finds only
+// one kind: the inline holders first where the engine knows the session
+// never waited there (p.InlineOnly), the request rows first otherwise.
+// Each statement says whether the other kind is there too. Autocommit,
+// another call's Adopt may move an inline holder into a request row
+// between the two statements; a request row statement after the
+// inline one catches it (once the inline holders are let go there is
+// nothing left to move), so the rows go last whenever in doubt. A
+// release of the newest few instances of a name (p.Limit) that may find
+// request rows moves the inline holder among them first, in one
+// transaction (releaseNewest).
+func (d *Driver) release(ctx context.Context, t *sqldriver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	if p.Limit > 0 && !p.InlineOnly {
+		return d.releaseNewest(ctx, t, p)
+	}
+	var tx *sql.Tx
+	if t != nil {
+		tx = t.Tx
+	}
+	n, waiting := 0, []driver.Ident(nil)
+	if !p.InlineOnly {
+		m, w, inline, err := d.releaseRows(ctx, tx, p)
+		if err != nil || m > 0 && inline == 0 {
+			return m, w, err
+		}
+		n, waiting = m, w
+	}
+	m, w, more, err := d.releaseInline(ctx, tx, p)
+	n, waiting = n+m, append(waiting, w...)
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case m > 0 && !more, p.Limit > 0 && m >= p.Limit:
+		return n, waiting, nil
+	case p.Limit > 0:
+		p.Limit -= m
+	}
+	m, w, _, err = d.releaseRows(ctx, tx, p)
+	return n + m, append(waiting, w...), err
+}
+
+// releaseInline lets the session's inline holders p names go, in one
+// statement in tx (nil: autocommit): how many, the identifiers with
+// waiters, and whether the session has granted request rows in scope
+// too.
+func (d *Driver) releaseInline(ctx context.Context, tx *sql.Tx, p driver.FastReleaseParams) (int, []driver.Ident, bool, error) {
+	var rows *sql.Rows
+	var err error
+	if p.Name == "" {
+		rows, err = d.QueryNamed(ctx, tx, "release_inline_ns", p.SessionID, p.Kind, []byte(p.NS))
+	} else {
+		rows, err = d.QueryNamed(ctx, tx, "release_inline_name", p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name))
+	}
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("release_inline: %w", err)
+	}
+	n, waiting, more, err := scanInline(rows, p)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("release_inline: %w", err)
+	}
+	return n, waiting, more, nil
+}
+
+// scanInline reads release_inline's rows and closes them: how many inline
+// holders it let go, the identifiers with waiters, and whether the session
+// has granted request rows in scope too.
+func scanInline(rows *sql.Rows, p driver.FastReleaseParams) (int, []driver.Ident, bool, error) {
+	defer rows.Close()
+	n := 0
+	more := false
+	var waiting []driver.Ident
+	for rows.Next() {
+		var name []byte
+		var np int64
+		var has bool
+		if err := rows.Scan(&name, &np, &has); err != nil {
+			return 0, nil, false, err
+		}
+		n++
+		more = more || has
+		if np > 0 {
+			waiting = append(waiting, driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
+		}
+	}
+	return n, waiting, more, rows.Err()
+}
+
+// releaseNewest releases the newest p.Limit instances of a name in t (nil:
+// a transaction of its own): the inline holder moved among the request
+// rows first (adopt), then the newest deleted.
+func (d *Driver) releaseNewest(ctx context.Context, t *sqldriver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	if t != nil {
+		if err := d.adoptIdent(ctx, t.Tx, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}); err != nil {
+			return 0, nil, err
+		}
+		n, waiting, _, err := d.releaseRows(ctx, t.Tx, p)
+		return n, waiting, err
+	}
+	t, err := d.BeginTx(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer t.Tx.Rollback()
+	n, waiting, err := d.releaseNewest(ctx, t, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := t.Commit(); err != nil {
+		return 0, nil, err
+	}
+	return n, waiting, nil
+}
+
+// releaseRows deletes the session's granted request rows p names in tx
+// (nil: autocommit), in one statement: how many, the identifiers with
+// waiters, and how many inline holders the session has in scope (0 when
+// it deleted nothing: the statement then returns no row to say it).
+func (d *Driver) releaseRows(ctx context.Context, tx *sql.Tx, p driver.FastReleaseParams) (int, []driver.Ident, int64, error) {
 	var rows *sql.Rows
 	var err error
 	if limit := sqldriver.ReleaseLimit(p); p.Name == "" {
@@ -660,25 +821,27 @@ func (d *Driver) release(ctx context.Context, tx *sql.Tx, p driver.FastReleasePa
 		rows, err = d.QueryNamed(ctx, tx, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	return scanReleased(rows)
 }
 
 // scanReleased reads fast_release's rows, one per released instance with
-// its identifier's waiting count, and closes them: how many instances it
-// released, and the identifiers with waiters.
-func scanReleased(rows *sql.Rows) (int, []driver.Ident, error) {
+// its identifier's waiting count and the session's inline holders in
+// scope, and closes them: how many instances it released, the
+// identifiers with waiters, and the inline holders.
+func scanReleased(rows *sql.Rows) (int, []driver.Ident, int64, error) {
 	defer rows.Close()
 	n := 0
+	var inline int64
 	seen := map[driver.Ident]bool{}
 	var waiting []driver.Ident
 	for rows.Next() {
 		var id driver.Ident
 		var ns, name []byte
 		var np sql.NullInt64
-		if err := rows.Scan(&id.Kind, &ns, &name, &np); err != nil {
-			return 0, nil, err
+		if err := rows.Scan(&id.Kind, &ns, &name, &np, &inline); err != nil {
+			return 0, nil, 0, err
 		}
 		n++
 		id.NS, id.Name = string(ns), string(name)
@@ -688,7 +851,7 @@ func scanReleased(rows *sql.Rows) (int, []driver.Ident, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
-	return n, waiting, nil
+	return n, waiting, inline, nil
 }

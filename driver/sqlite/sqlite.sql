@@ -17,33 +17,85 @@ DELETE FROM {p}lock_requests
 RETURNING id, kind, ns, name, mode;
 
 -- name: fast_acquire
--- One autocommit statement: the instance is inserted, with the next token,
--- only when nobody holds a conflicting lock and nobody waits; the insert
--- trigger then counts it on the lock row. SQLite's single writer makes the
+-- One autocommit statement: on a free identifier (no row, or one with
+-- nothing granted and nobody waiting) the instance becomes the row's
+-- inline holder (migration 028) with the next token, and nothing else is
+-- written. ?8 is the holder's id (random, negative).
+INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
+VALUES (?3, ?4, ?5, {now}, ?6 = 'R', ?6 = 'W', 0, ?8, ?1, ?2, ?6, ?7, {now}, {now})
+ON CONFLICT (kind, ns, name) DO UPDATE
+   SET fence = li.fence + 1, n_r = excluded.n_r, n_w = excluded.n_w,
+       h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
+       h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
+ WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0
+RETURNING h_id, h_token;
+
+-- name: fast_acquire_shared
+-- A reader beside granted readers, nobody waiting, in one autocommit
+-- statement: a request row, inserted with the next token; the insert
+-- trigger counts it on the lock row. SQLite's single writer makes the
 -- check and the insert atomic.
-INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'G', ?7, COALESCE(li.fence + 1, {now}), {now}, {now}
-  FROM (SELECT 1) AS one
-  LEFT JOIN {p}lock_idents li ON li.kind = ?3 AND li.ns = ?4 AND li.name = ?5
- WHERE li.kind IS NULL OR (li.n_p = 0 AND li.n_w = 0 AND (?6 = 'R' OR li.n_r = 0))
+INSERT INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+SELECT {next_id}, ?1, ?2, ?3, ?4, ?5, 'R', 'G', ?7, li.fence + 1, {now}, {now}
+  FROM {p}lock_idents li
+ WHERE li.kind = ?3 AND li.ns = ?4 AND li.name = ?5 AND li.n_p = 0 AND li.n_w = 0 AND li.n_r > 0
 RETURNING id, token;
 
+-- name: inline_adopt
+-- In a transaction that is about to change an identifier's requests: its
+-- inline holder as a request row under the same id (the insert trigger
+-- counts it, inline_clear then uncounts the inline one).
+INSERT INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+SELECT h_id, h_session, h_client, kind, ns, name, h_mode, 'G', h_call, h_token, h_at, h_at
+  FROM {p}lock_idents WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND h_id IS NOT NULL;
+
+-- name: inline_clear
+UPDATE {p}lock_idents
+   SET n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'),
+       h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+ WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND h_id IS NOT NULL;
+
+-- name: release_inline_name
+-- One autocommit statement: the session's inline holder of one name let
+-- go; per released holder its waiting count and whether the session also
+-- has granted request rows there.
+UPDATE {p}lock_idents
+   SET n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'),
+       h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+ WHERE kind = ?2 AND ns = ?3 AND name = ?4 AND h_session = ?1
+RETURNING name, n_p,
+          EXISTS (SELECT 1 FROM {p}lock_requests r
+                   WHERE r.session_id = ?1 AND r.kind = ?2 AND r.ns = ?3 AND r.name = ?4 AND r.status = 'G');
+
+-- name: release_inline_ns
+-- As release_inline_name, every name of a namespace.
+UPDATE {p}lock_idents
+   SET n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'),
+       h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+ WHERE kind = ?2 AND ns = ?3 AND h_session = ?1
+RETURNING name, n_p,
+          EXISTS (SELECT 1 FROM {p}lock_requests r
+                   WHERE r.session_id = ?1 AND r.kind = ?2 AND r.ns = ?3 AND r.status = 'G');
+
 -- name: fast_release_ns
--- One autocommit statement: deletes the session's instances (the delete
--- trigger adjusts the counters) and says, per instance, how many requests
--- wait on its lock.
+-- One autocommit statement: deletes the session's granted request rows
+-- (the delete trigger adjusts the counters) and says, per instance, how
+-- many requests wait on its lock, and how many inline holders (migration
+-- 028) the session has in scope besides.
 DELETE FROM {p}lock_requests
  WHERE id IN (SELECT id FROM {p}lock_requests
                WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND status = 'G' ORDER BY id DESC LIMIT ?4)
 RETURNING kind, ns, name,
-          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
+          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name),
+          (SELECT count(*) FROM {p}lock_idents li WHERE li.kind = ?2 AND li.ns = ?3 AND li.h_session = ?1);
 
 -- name: fast_release_name
 DELETE FROM {p}lock_requests
  WHERE id IN (SELECT id FROM {p}lock_requests
                WHERE session_id = ?1 AND kind = ?2 AND ns = ?3 AND name = ?5 AND status = 'G' ORDER BY id DESC LIMIT ?4)
 RETURNING kind, ns, name,
-          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name);
+          (SELECT li.n_p FROM {p}lock_idents li WHERE li.kind = {p}lock_requests.kind AND li.ns = {p}lock_requests.ns AND li.name = {p}lock_requests.name),
+          (SELECT count(*) FROM {p}lock_idents li WHERE li.kind = ?2 AND li.ns = ?3 AND li.name = ?5 AND li.h_session = ?1);
 
 -- name: notify_insert
 INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
@@ -97,5 +149,5 @@ UPDATE {p}lock_idents SET gated = 0 WHERE kind < 0;
 -- name: tx_gate_sessions
 -- In the caller's transaction, once it holds the write lock: the sessions'
 -- granted instances in conflict with a lock of mode ?4.
-SELECT count(*) FROM {p}lock_requests
+SELECT count(*) FROM {p}lock_holds
  WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND status = 'G' AND (mode = 'W' OR ?4 = 'W');

@@ -41,6 +41,7 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 		l.contended.set(id, true)
 	}
 	if len(waiting) > 0 {
+		l.handedOn()
 		l.contended.set(released(p), true)
 		if err := l.regrantNow(ctx, waiting); err != nil {
 			return n, fmt.Errorf("baton: release: %w", err)
@@ -69,7 +70,17 @@ func (l *Service) releaseHandingOn(ctx context.Context, tr driver.TxReleaser, p 
 		return 0, fmt.Errorf("baton: release: %w", err)
 	}
 	l.contended.set(released(p), len(waiting) > 0)
+	if len(waiting) > 0 {
+		l.handedOn()
+	}
 	return n, nil
+}
+
+// handedOn tells the client that a release handed a lock on.
+func (l *Service) handedOn() {
+	if l.cfg.HandedOn != nil {
+		l.cfg.HandedOn()
+	}
 }
 
 // RemoveRequests deletes requests (of an ended session, an undone call,

@@ -41,7 +41,12 @@ type Config struct {
 	// waits are woken through it.
 	Listening func(ctx context.Context) error
 	// Closed reports whether the client is closed.
-	Closed   func() bool
+	Closed func() bool
+	// HandedOn, where set, is called when a release of this client hands
+	// a lock on to a waiter: the client then prepares its statements, as
+	// it does on its first wait (the hand-on's run in a transaction,
+	// which does not prepare on use).
+	HandedOn func()
 	Observer Observer
 	// Logf and Log report what no caller hears of.
 	Logf func(format string, a ...any)

@@ -1,7 +1,9 @@
 package sqldriver
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -55,4 +57,15 @@ func ScanReleased(rows *sql.Rows) ([]driver.Request, error) {
 		r.NS, r.Name, r.Mode = string(ns), string(name), driver.LockMode(mode)
 		return r, err
 	})
+}
+
+// HolderID is a new inline holder's request id (MySQL's lock_fast,
+// SQLite's migration 028): negative, so that it never meets the request
+// rows' ids, which start at 1, and sorts before them (the inline holder
+// is its identifier's oldest instance), and random: 62 bits make a
+// collision between holders of one database negligible.
+func HolderID() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return -int64(binary.LittleEndian.Uint64(b[:])>>2) - 1
 }
