@@ -126,6 +126,28 @@ func checkInlineRelease(t *testing.T, d driver.Driver) {
 	must(t, err)
 	failIf(t, n != 1, "an inline-only release freed %d instances, want 1", n)
 	fastAcquire(t, d, "s1", c, driver.ModeWrite)
+	// Taken over by a transaction of the slow path (which moves it into
+	// a request row where the backend does that): still freed by an
+	// inline-only release, and the lock is free again.
+	o := driver.Ident{Kind: driver.KindService, NS: "inline2", Name: "o"}
+	fastAcquire(t, d, "s3", o, driver.ModeWrite)
+	inTx(t, d, func(tx driver.Tx) { lockRow(t, tx, o) })
+	n, _, err = d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s3", Kind: o.Kind, NS: o.NS, InlineOnly: true})
+	must(t, err)
+	failIf(t, n != 1, "an inline-only release of a holder a transaction took over freed %d instances, want 1", n)
+	fastAcquire(t, d, "s2", o, driver.ModeWrite)
+	// Both kinds in one release: s3's first read is the inline holder,
+	// its second a request row beside s2's.
+	m := driver.Ident{Kind: driver.KindService, NS: "inline3", Name: "m"}
+	fastAcquire(t, d, "s3", m, driver.ModeRead)
+	fastAcquire(t, d, "s2", m, driver.ModeRead)
+	fastAcquire(t, d, "s3", m, driver.ModeRead)
+	for _, s := range []string{"s3", "s2"} {
+		n, _, err = d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: s, Kind: m.Kind, NS: m.NS})
+		must(t, err)
+		failIf(t, n != map[string]int{"s3": 2, "s2": 1}[s], "releasing %s's reads of %v freed %d instances", s, m, n)
+	}
+	fastAcquire(t, d, "s1", m, driver.ModeWrite)
 }
 
 // regrantInTx grants what can be granted on the identifiers, as the
