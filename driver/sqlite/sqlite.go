@@ -250,6 +250,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		IsRetryable: d.flavor.IsRetryable,
 		Events:      events(prefix),
 		Adopt:       d.adopt,
+		Writers:     d.hub.writers,
 	}}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
@@ -566,6 +567,9 @@ func (fw *fileWatch) end() {
 type hub struct {
 	mu      sync.RWMutex
 	clients map[string]hubEntry
+	// writers queues this process's writers of the file: transactions
+	// (sqldriver.Dialect.Writers) and the lock fast paths' statements.
+	writers *sqldriver.Gate
 }
 
 // hubEntry is one client: its lock wake-up (Wake of its ListenParams)
@@ -585,7 +589,7 @@ func hubFor(path string) *hub {
 	defer hubsMu.Unlock()
 	h := hubs[path]
 	if h == nil {
-		h = &hub{clients: map[string]hubEntry{}}
+		h = &hub{clients: map[string]hubEntry{}, writers: sqldriver.NewGate()}
 		hubs[path] = h
 	}
 	return h
@@ -630,12 +634,17 @@ func (h *hub) pokeAll() {
 // (migration 028). A reader beside other readers takes a request row with
 // a second statement; a writer refused by the first needs the slow path.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
+	leave, err := d.hub.writers.Enter(ctx)
+	if err != nil {
+		return driver.Request{}, false, err
+	}
+	defer leave()
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 	// The mode as a plain string: database/sql converts a named string
 	// type by reflection.
 	args := []any{p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name), string(p.Mode), p.CallID}
-	err := d.RowNamed(ctx, nil, "fast_acquire", append(args, sqldriver.HolderID())...).Scan(&r.ID, &r.Token)
+	err = d.RowNamed(ctx, nil, "fast_acquire", append(args, sqldriver.HolderID())...).Scan(&r.ID, &r.Token)
 	if errors.Is(err, sql.ErrNoRows) && p.Mode == driver.ModeRead {
 		r.Inline = false
 		err = d.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
@@ -680,6 +689,14 @@ func (d *Driver) adoptIdent(ctx context.Context, tx *sql.Tx, id driver.Ident) er
 // every instance it releases is an inline holder or every one a request
 // row, see release.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	if p.Limit > 0 && !p.InlineOnly {
+		return d.releaseNewest(ctx, nil, p) // a transaction: it enters the gate itself
+	}
+	leave, err := d.hub.writers.Enter(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer leave()
 	return d.release(ctx, nil, p)
 }
 
@@ -797,7 +814,7 @@ func (d *Driver) releaseNewest(ctx context.Context, t *sqldriver.Tx, p driver.Fa
 	if err != nil {
 		return 0, nil, err
 	}
-	defer t.Tx.Rollback()
+	defer t.Rollback()
 	n, waiting, err := d.releaseNewest(ctx, t, p)
 	if err != nil {
 		return 0, nil, err

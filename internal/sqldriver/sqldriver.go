@@ -59,6 +59,10 @@ type Dialect struct {
 	Deleted func(ctx context.Context, t *Tx, ids []int64) error
 	// Updated, where set, runs in LockIdentUpdate after the update.
 	Updated func(ctx context.Context, t *Tx, st driver.IdentState)
+	// Writers, where set, is entered by every transaction (BeginTx) until
+	// it ends (SQLite: its transactions take the database's write lock at
+	// BEGIN, and this process's writers queue for it here).
+	Writers *Gate
 }
 
 // DB is a backend built on database/sql. Backends embed it and add what is
@@ -202,11 +206,19 @@ func (db *DB) Begin(ctx context.Context) (driver.Tx, error) { return db.BeginTx(
 
 // BeginTx starts a transaction and returns the concrete type.
 func (db *DB) BeginTx(ctx context.Context) (*Tx, error) {
+	leave := func() {}
+	if db.D.Writers != nil {
+		var err error
+		if leave, err = db.D.Writers.Enter(ctx); err != nil {
+			return nil, err
+		}
+	}
 	tx, err := db.SQL.BeginTx(ctx, db.D.TxOptions)
 	if err != nil {
+		leave()
 		return nil, err
 	}
-	return &Tx{Tx: tx, db: db}, nil
+	return &Tx{Tx: tx, db: db, leave: leave}, nil
 }
 
 // Tx implements driver.Tx.
@@ -214,6 +226,16 @@ type Tx struct {
 	Tx    *sql.Tx
 	db    *DB
 	after []func()
+	// leave leaves the dialect's Writers gate; nil once called.
+	leave func()
+}
+
+// ended leaves the Writers gate once the transaction is over.
+func (t *Tx) ended() {
+	if t.leave != nil {
+		t.leave()
+		t.leave = nil
+	}
 }
 
 // NoTx returns a Tx whose statements run on their own, each in its own
@@ -244,7 +266,9 @@ func (t *Tx) AfterCommit(f func()) { t.after = append(t.after, f) }
 // Commit implements driver.Tx.
 func (t *Tx) Commit() error {
 	if t.Tx != nil {
-		if err := t.Tx.Commit(); err != nil {
+		err := t.Tx.Commit()
+		t.ended()
+		if err != nil {
 			return err
 		}
 	}
@@ -259,6 +283,7 @@ func (t *Tx) Rollback() error {
 	if t.Tx == nil {
 		return nil
 	}
+	defer t.ended()
 	return t.Tx.Rollback()
 }
 
@@ -654,7 +679,7 @@ func (db *DB) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (
 	if err != nil {
 		return driver.Request{}, false, err
 	}
-	defer t.Tx.Rollback()
+	defer t.Rollback()
 	nr, nw := ModeCounts(p.Mode)
 	var fence int64
 	err = t.row(ctx, "fast_acquire_ident", p.Kind, b(p.NS), b(p.Name), nr, nw).Scan(&fence)
@@ -690,7 +715,7 @@ func (db *DB) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (
 	if err != nil {
 		return 0, nil, err
 	}
-	defer t.Tx.Rollback()
+	defer t.Rollback()
 	rs, err := t.releaseInstances(ctx, p)
 	if err != nil || len(rs) == 0 {
 		return 0, nil, err
