@@ -225,6 +225,10 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		// A new request row's id: the rowid SQLite would choose, but never
 		// below 1, where the inline holders' ids are (migration 028).
 		"next_id": "max(coalesce((SELECT max(id) FROM " + prefix + "lock_requests), 0), 0) + 1",
+		// An inline holder let go (migration 028): uncounted, its columns
+		// cleared.
+		"let_go": "n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'), " +
+			"h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL",
 	}
 	q, err := sqldriver.ParseQueryFiles(prefix, macros, queriesSQL, ownSQL)
 	if err != nil {

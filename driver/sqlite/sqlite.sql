@@ -50,9 +50,10 @@ SELECT h_id, h_session, h_client, kind, ns, name, h_mode, 'G', h_call, h_token, 
   FROM {p}lock_idents WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND h_id IS NOT NULL;
 
 -- name: inline_clear
+-- {let_go} (a macro of sqlite.go) uncounts the inline holder and clears
+-- its columns.
 UPDATE {p}lock_idents
-   SET n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'),
-       h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+   SET {let_go}
  WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND h_id IS NOT NULL;
 
 -- name: release_inline_name
@@ -60,8 +61,7 @@ UPDATE {p}lock_idents
 -- go; per released holder its waiting count and whether the session also
 -- has granted request rows there.
 UPDATE {p}lock_idents
-   SET n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'),
-       h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+   SET {let_go}
  WHERE kind = ?2 AND ns = ?3 AND name = ?4 AND h_session = ?1
 RETURNING name, n_p,
           EXISTS (SELECT 1 FROM {p}lock_requests r
@@ -70,8 +70,7 @@ RETURNING name, n_p,
 -- name: release_inline_ns
 -- As release_inline_name, every name of a namespace.
 UPDATE {p}lock_idents
-   SET n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'),
-       h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+   SET {let_go}
  WHERE kind = ?2 AND ns = ?3 AND h_session = ?1
 RETURNING name, n_p,
           EXISTS (SELECT 1 FROM {p}lock_requests r

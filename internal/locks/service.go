@@ -126,7 +126,8 @@ func (l *Service) Run(quit <-chan struct{}) {
 // waiters. On the poll interval it also looks for deadlocks, in case the
 // request that closed a cycle could not run detection itself.
 func (l *Service) checkWaiters() {
-	ids := l.cfg.Waits.IDs()
+	snap := l.cfg.Waits.Snapshot()
+	ids := snap.IDs
 	if len(ids) == 0 {
 		return
 	}
@@ -139,7 +140,7 @@ func (l *Service) checkWaiters() {
 	if err != nil {
 		return
 	}
-	l.cfg.Waits.Settle(ids, st)
+	l.cfg.Waits.Settle(snap, st)
 	if detect {
 		_ = l.DetectDeadlocks(ctx)
 	}

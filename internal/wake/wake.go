@@ -16,6 +16,7 @@ import (
 type Locks struct {
 	mu      sync.Mutex
 	waiters map[int64]lockWaiter
+	regs    uint64 // registrations so far
 	// changed is told whether any request waits, after every change
 	// (the backend polls only while some do).
 	changed func(waiting bool)
@@ -68,6 +69,9 @@ type lockWaiter struct {
 	sessionID string
 	callID    int64
 	ch        chan driver.Request
+	// reg numbers the registration: an id may be registered again, by a
+	// later request under a reused id, between a Snapshot and its Settle.
+	reg uint64
 }
 
 // NewLocks makes an empty registry; changed is called, under its lock,
@@ -81,7 +85,8 @@ func NewLocks(changed func(waiting bool)) *Locks {
 func (l *Locks) Add(id int64, sessionID string, callID int64) <-chan driver.Request {
 	ch := make(chan driver.Request, 1)
 	l.mu.Lock()
-	l.waiters[id] = lockWaiter{sessionID: sessionID, callID: callID, ch: ch}
+	l.regs++
+	l.waiters[id] = lockWaiter{sessionID: sessionID, callID: callID, ch: ch, reg: l.regs}
 	l.changed(true)
 	l.mu.Unlock()
 	return ch
@@ -110,15 +115,23 @@ func (l *Locks) Waits(id int64) bool {
 	return ok
 }
 
-// IDs lists the waiting requests.
-func (l *Locks) IDs() []int64 {
+// Snapshot is the waiting requests at one moment, whose statuses the
+// caller reads for Settle.
+type Snapshot struct {
+	IDs  []int64
+	regs map[int64]uint64
+}
+
+// Snapshot lists the waiting requests.
+func (l *Locks) Snapshot() Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ids := make([]int64, 0, len(l.waiters))
-	for id := range l.waiters {
-		ids = append(ids, id)
+	s := Snapshot{IDs: make([]int64, 0, len(l.waiters)), regs: make(map[int64]uint64, len(l.waiters))}
+	for id, w := range l.waiters {
+		s.IDs = append(s.IDs, id)
+		s.regs[id] = w.reg
 	}
-	return ids
+	return s
 }
 
 // Grant hands requests the backend reported granted to their waiters. A
@@ -149,15 +162,18 @@ func (l *Locks) Grant(granted []driver.Request) (look bool) {
 	return look
 }
 
-// Settle hands each of ids its status read from the database (st, by
-// request id): requests still pending keep waiting; granted or aborted ones
-// get their row; a request missing from st, or whose id now belongs to
-// another session's request, gets an empty answer.
-func (l *Locks) Settle(ids []int64, st map[int64]driver.Request) {
+// Settle hands each waiter of snap its status read from the database
+// after the snapshot (st, by request id): requests still pending keep
+// waiting; granted or aborted ones get their row; a request missing from
+// st, or whose id now belongs to another session's request, gets an
+// empty answer. A waiter registered after the snapshot (a later request
+// under a reused id: SQLite gives a deleted row's id to the next one) is
+// left alone: the status read may be of the earlier request's row.
+func (l *Locks) Settle(snap Snapshot, st map[int64]driver.Request) {
 	l.mu.Lock()
-	for _, id := range ids {
+	for _, id := range snap.IDs {
 		w, ok := l.waiters[id]
-		if !ok {
+		if !ok || w.reg != snap.regs[id] {
 			continue
 		}
 		r, found := st[id]

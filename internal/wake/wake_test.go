@@ -36,12 +36,11 @@ func TestLocksSettle(t *testing.T) {
 	granted := l.Add(2, "s1", 0)
 	reused := l.Add(3, "s1", 0)
 	gone := l.Add(4, "s2", 0)
-	ids := l.IDs()
-	slices.Sort(ids)
-	if !slices.Equal(ids, []int64{1, 2, 3, 4}) {
+	snap := l.Snapshot()
+	if ids := slices.Sorted(slices.Values(snap.IDs)); !slices.Equal(ids, []int64{1, 2, 3, 4}) {
 		t.Fatalf("IDs = %v", ids)
 	}
-	l.Settle(ids, map[int64]driver.Request{
+	l.Settle(snap, map[int64]driver.Request{
 		1: {ID: 1, SessionID: "s1", Status: driver.StatusPending},
 		2: {ID: 2, SessionID: "s1", Status: driver.StatusGranted},
 		3: {ID: 3, SessionID: "s9", Status: driver.StatusGranted}, // the id now belongs to another session
@@ -209,14 +208,14 @@ func TestLocksGrantTwice(t *testing.T) {
 	}
 	// Answered by a status read, then the grant comes.
 	ch = l.Add(8, "s1", 9)
-	l.Settle([]int64{8}, map[int64]driver.Request{8: {ID: 8, SessionID: "s1", CallID: 9, Status: driver.StatusGranted}})
+	l.Settle(l.Snapshot(), map[int64]driver.Request{8: {ID: 8, SessionID: "s1", CallID: 9, Status: driver.StatusGranted}})
 	answerOf(t, ch)
 	if look := l.Grant([]driver.Request{{ID: 8, SessionID: "s1", CallID: 9, Status: driver.StatusGranted}}); look {
 		t.Fatal("a grant its status read answered asked for a look")
 	}
 	// An abort is no grant: a grant after it looks.
 	ch = l.Add(9, "s1", 10)
-	l.Settle([]int64{9}, map[int64]driver.Request{9: {ID: 9, SessionID: "s1", CallID: 10, Status: driver.StatusDeadlock}})
+	l.Settle(l.Snapshot(), map[int64]driver.Request{9: {ID: 9, SessionID: "s1", CallID: 10, Status: driver.StatusDeadlock}})
 	answerOf(t, ch)
 	if look := l.Grant([]driver.Request{{ID: 9, SessionID: "s1", CallID: 10, Status: driver.StatusGranted}}); !look {
 		t.Fatal("a grant after an abort did not ask for a look")
@@ -232,5 +231,22 @@ func TestLocksGrantTwice(t *testing.T) {
 	}
 	if look := l.Grant([]driver.Request{{ID: 100 + recentCap - 1, SessionID: "s2", CallID: 1, Status: driver.StatusGranted}}); look {
 		t.Fatal("the latest grant was forgotten")
+	}
+}
+
+// TestLocksSettleLater: a status read answers only the waiters registered
+// before it began; a later request under the same id (SQLite reuses a
+// deleted row's id) is not answered with the earlier one's row.
+func TestLocksSettleLater(t *testing.T) {
+	l := NewLocks(func(bool) {})
+	first := l.Add(1, "s1", 5)
+	snap := l.Snapshot()
+	l.Grant([]driver.Request{{ID: 1, SessionID: "s1", CallID: 5, Status: driver.StatusGranted}})
+	answerOf(t, first)
+	later := l.Add(1, "s1", 6)
+	l.Settle(snap, map[int64]driver.Request{1: {ID: 1, SessionID: "s1", CallID: 5, Status: driver.StatusGranted}})
+	noAnswer(t, later)
+	if !l.Waits(1) {
+		t.Fatal("the later request no longer waits")
 	}
 }
