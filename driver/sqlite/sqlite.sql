@@ -41,6 +41,12 @@ SELECT {next_id}, ?1, ?2, ?3, ?4, ?5, 'R', 'G', ?7, li.fence + 1, {now}, {now}
  WHERE li.kind = ?3 AND li.ns = ?4 AND li.name = ?5 AND li.n_p = 0 AND li.n_w = 0 AND li.n_r > 0
 RETURNING id, token;
 
+-- name: request_statuses_json
+-- request_statuses with the ids as one JSON array (?1): one statement
+-- text, prepared once.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE id IN (SELECT value FROM json_each(?1));
+
 -- name: inline_adopt
 -- In a transaction that is about to change an identifier's requests: its
 -- inline holder as a request row under the same id (the insert trigger
