@@ -70,8 +70,8 @@ type Record struct {
 	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
 	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
 	// throughput cases (lock_pair, multi10, contend8: above 1 is faster), p50 ÷
-	// baseline p50 for latency cases (handoff, handoff_process: above 1
-	// is slower).
+	// baseline p50 for latency cases (handoff, handoff_process,
+	// handoff_waited: above 1 is slower).
 	Ratio float64 `json:"ratio,omitempty"`
 }
 
@@ -80,13 +80,14 @@ const (
 	CaseLockPair       = "lock_pair"
 	CaseHandoff        = "handoff"
 	CaseHandoffProcess = "handoff_process"
+	CaseHandoffWaited  = "handoff_waited"
 	CaseContend8       = "contend8"
 	CaseDeadlockDetect = "deadlock_detect"
 	CaseMulti10        = "multi10"
 )
 
 // Cases lists every case name in run order.
-var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseContend8, CaseDeadlockDetect}
+var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseContend8, CaseDeadlockDetect}
 
 // Backends lists the backend names Run accepts.
 var Backends = []string{"sqlite", "postgres", "mysql"}
@@ -127,6 +128,10 @@ const (
 	// settle is how long a round lets a waiter that is visibly queued
 	// reach its blocking wait before the holder releases.
 	settle = 3 * time.Millisecond
+	// waitedSettle is handoff_waited's: past the 25 ms after which a
+	// waiter behind a turnstile waits in the table, as it does behind any
+	// lock held longer than that.
+	waitedSettle = 100 * time.Millisecond
 	// ns is the lock namespace every baton case uses.
 	ns = "bench"
 )
@@ -227,6 +232,8 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 			return nil
 		}
 		return r.handoffProcess
+	case CaseHandoffWaited:
+		return r.handoffWaited
 	case CaseContend8:
 		return r.contend8
 	case CaseDeadlockDetect:

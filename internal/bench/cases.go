@@ -208,8 +208,8 @@ type acquired struct {
 }
 
 // runHandoff measures hand-offs until handoffRounds or the duration (at
-// least minRounds).
-func runHandoff(ctx context.Context, d time.Duration, h handoffSide) ([]time.Duration, error) {
+// least minRounds), the waiter queued for pause before each release.
+func runHandoff(ctx context.Context, d, pause time.Duration, h handoffSide) ([]time.Duration, error) {
 	if err := h.hold(ctx); err != nil {
 		return nil, fmt.Errorf("holder: %w", err)
 	}
@@ -223,7 +223,7 @@ func runHandoff(ctx context.Context, d time.Duration, h handoffSide) ([]time.Dur
 		if err := waitUntil(ctx, h.waiting, got); err != nil {
 			return nil, fmt.Errorf("waiter: %w", err)
 		}
-		time.Sleep(settle)
+		time.Sleep(pause)
 		t0 := time.Now()
 		if err := h.release(ctx); err != nil {
 			return nil, fmt.Errorf("holder release: %w", err)
@@ -334,9 +334,25 @@ func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name str
 // handoff measures the hand-off between two clients of one process, then
 // the native one.
 func (r *runner) handoff(ctx context.Context) (*Record, error) {
+	rec, nst, err := r.handoffAfter(ctx, CaseHandoff, settle)
+	r.nativeHandoff = nst
+	return rec, err
+}
+
+// handoffWaited is handoff with the waiter queued for waitedSettle before
+// each release.
+func (r *runner) handoffWaited(ctx context.Context) (*Record, error) {
+	rec, _, err := r.handoffAfter(ctx, CaseHandoffWaited, waitedSettle)
+	return rec, err
+}
+
+// handoffAfter measures the hand-off between two clients of one process,
+// the waiter queued for pause before each release, then the native one,
+// whose summary it returns too (nil without a baseline).
+func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.Duration) (*Record, *stats, error) {
 	cs, ss, closeAll, err := r.openSessions(ctx, 2)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer closeAll()
 	a, b := ss[0], ss[1]
@@ -344,31 +360,30 @@ func (r *runner) handoff(ctx context.Context) (*Record, error) {
 	if tw != nil {
 		defer tw.close()
 	}
-	lat, err := runHandoff(ctx, r.share(), batonHandoff(cs[0], a, b, "handoff", tw))
+	lat, err := runHandoff(ctx, r.share(), pause, batonHandoff(cs[0], a, b, caseName, tw))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rec := latencyRecord(CaseHandoff, r.cfg.Backend, summarize(lat))
+	rec := latencyRecord(caseName, r.cfg.Backend, summarize(lat))
 	closeAll()
 
 	nat := r.native()
 	if nat == nil {
-		return rec, nil
+		return rec, nil, nil
 	}
 	defer nat.close()
-	nlat, err := nativeHandoff(ctx, nat, r.share())
+	nlat, err := nativeHandoff(ctx, nat, r.share(), pause)
 	if err != nil {
-		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+		return rec, nil, fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
 	nst := summarize(nlat)
-	r.nativeHandoff = &nst
 	rec.withLatencyBaseline(nat.name(), nst)
-	return rec, nil
+	return rec, &nst, nil
 }
 
 // nativeHandoff runs the hand-off with the native lock on two dedicated
 // connections.
-func nativeHandoff(ctx context.Context, nat nativeLock, d time.Duration) ([]time.Duration, error) {
+func nativeHandoff(ctx context.Context, nat nativeLock, d, pause time.Duration) ([]time.Duration, error) {
 	holder, err := nat.open(ctx)
 	if err != nil {
 		return nil, err
@@ -379,7 +394,7 @@ func nativeHandoff(ctx context.Context, nat nativeLock, d time.Duration) ([]time
 		return nil, err
 	}
 	defer waiter.close()
-	return runHandoff(ctx, d, handoffSide{
+	return runHandoff(ctx, d, pause, handoffSide{
 		hold: func(ctx context.Context) error { return holder.lock(ctx, false) },
 		wait: func(ctx context.Context) <-chan acquired {
 			ch := make(chan acquired, 1)

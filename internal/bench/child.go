@@ -221,7 +221,7 @@ func (r *runner) handoffProcess(ctx context.Context) (*Record, error) {
 			return err
 		},
 	}
-	lat, err := runHandoff(ctx, r.cfg.Duration, h)
+	lat, err := runHandoff(ctx, r.cfg.Duration, settle, h)
 	if err != nil {
 		return nil, err
 	}
