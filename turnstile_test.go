@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,4 +231,84 @@ func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) erro
 	}
 	_, err = db.ExecContext(ctxT(t), fmt.Sprintf("KILL %d", conn.Int64))
 	return err
+}
+
+// TestLockTurnstileWaitsOn (PostgreSQL direct, MariaDB): a contender that
+// holds nothing else waits behind the turnstile past its first bound
+// without joining the table (no cycle can pass through its wait): shown
+// as PENDING by monitoring, yet nothing of it is in the lock state; it gets the
+// lock when the holder releases, and nothing of its wait is left. One
+// that times out leaves nothing either. One that holds another lock
+// joins the table after the bound: its wait may close a cycle, which only
+// the table's detector sees.
+func TestLockTurnstileWaitsOn(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Label != "postgres" && b.Label != "mysql" {
+			t.Skip("turnstiles need PostgreSQL on a direct connection, or MySQL/MariaDB")
+		}
+		c, dsn := open(t, b)
+		db := batontest.SQLDB(t, dsn)
+		rows := func(s *baton.Session) int {
+			t.Helper()
+			q := "SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?"
+			if b.Name == "postgres" {
+				q = strings.ReplaceAll(q, "?", "$1")
+			}
+			var n int
+			if err := db.QueryRowContext(ctxT(t), q, s.ID()).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		pending := func(s *baton.Session) bool {
+			for _, l := range held(t, c, s) {
+				if l.Status == "PENDING" {
+					return true
+				}
+			}
+			return false
+		}
+		primeContention(t, c, "wo", "x")
+		holder, waiter := session(t, c), session(t, c)
+		mustLock(t, holder, "wo", baton.Write, "x")
+		ch := async(waiter, "wo", baton.Write, 20*time.Second, "x")
+		deadline := time.Now().Add(10 * time.Second)
+		for !pending(waiter) {
+			if time.Now().After(deadline) {
+				t.Fatal("the waiter behind the turnstile never showed as PENDING")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(250 * time.Millisecond) // past the first bound and two slices
+		if n := rows(waiter); n != 0 || !pending(waiter) {
+			t.Fatalf("the waiter holding nothing has %d request rows (pending %v), want none and PENDING", n, pending(waiter))
+		}
+		release(t, holder, "wo")
+		mustRecv(t, ch)
+		if pending(waiter) {
+			t.Fatal("the granted waiter is still listed as PENDING")
+		}
+		release(t, waiter, "wo")
+
+		// A timeout ends the wait and its listing.
+		mustLock(t, holder, "wo", baton.Write, "x")
+		_, err := waiter.Lock(ctxT(t), "wo", baton.Write, 150*time.Millisecond, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		if pending(waiter) || rows(waiter) != 0 {
+			t.Fatal("a timed-out wait behind the turnstile left something behind")
+		}
+
+		// One holding another lock joins the table after the bound.
+		mustLock(t, waiter, "wo", baton.Write, "other")
+		ch = async(waiter, "wo", baton.Write, 20*time.Second, "x")
+		deadline = time.Now().Add(10 * time.Second)
+		for rows(waiter) < 2 { // "other", and the waiting request for x
+			if time.Now().After(deadline) {
+				t.Fatal("the waiter holding another lock never joined the table")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		release(t, holder, "wo")
+		mustRecv(t, ch)
+	})
 }

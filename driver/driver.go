@@ -341,6 +341,11 @@ type Turnstiles interface {
 	// scope (one name, or a namespace when its Name is empty): its
 	// release is then LockFastRelease's, which lets them go.
 	LockTurnstileHeld(sessionID string, scope Ident) bool
+	// LockTurnstileWaiting records (on) or forgets that p's call waits
+	// behind the turnstile of p's identifier past the first bound, for
+	// monitoring only: LockInfoList lists it as a waiting write request;
+	// nothing that grants or detects deadlocks reads it.
+	LockTurnstileWaiting(ctx context.Context, p FastAcquireParams, on bool) error
 }
 
 // Requester is implemented by drivers that take the slow path of one lock

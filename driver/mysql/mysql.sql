@@ -273,3 +273,17 @@ INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (
 -- session, client, mode, call id, try-once, incarnation or NULL). One
 -- row: outcome, id, token, the fast holder it found.
 CALL {p}request(?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: turnstile_wait_mark
+-- A contender waiting behind a turnstile past its first 25 ms, for
+-- monitoring (migration 029): session, call, the row's id (negative, as a
+-- fast holder's), client, kind, namespace, name.
+INSERT IGNORE INTO {p}lock_waits (session_id, call_id, id, client_id, kind, ns, name, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, {now});
+
+-- name: turnstile_wait_unmark
+DELETE FROM {p}lock_waits WHERE session_id = ? AND call_id = ?;
+
+-- name: turnstile_waits_purge
+-- The marks of sessions that are gone (a process that died waiting).
+DELETE FROM {p}lock_waits WHERE session_id NOT IN (SELECT id FROM {p}sessions);

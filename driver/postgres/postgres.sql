@@ -254,3 +254,19 @@ SELECT li.kind, li.ns, li.name, CASE WHEN l.mode = 'ExclusiveLock' THEN 'W' ELSE
   LEFT JOIN pg_stat_activity a ON a.pid = l.pid
  WHERE l.pid <> pg_backend_pid()
  ORDER BY li.kind, li.ns, li.name, l.granted DESC, l.pid;
+
+-- name: turnstile_wait_mark
+-- A contender waiting behind a turnstile past its first 25 ms, for
+-- monitoring (migration 029): $1 session, $2 call, $3 the row's id
+-- (negative, as an inline holder's), $4 client, $5 kind, $6 namespace,
+-- $7 name.
+INSERT INTO {p}lock_waits (session_id, call_id, id, client_id, kind, ns, name, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, {now})
+ON CONFLICT (session_id, call_id) DO NOTHING;
+
+-- name: turnstile_wait_unmark
+DELETE FROM {p}lock_waits WHERE session_id = $1 AND call_id = $2;
+
+-- name: turnstile_waits_purge
+-- The marks of sessions that are gone (a process that died waiting).
+DELETE FROM {p}lock_waits w WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = w.session_id);

@@ -13,6 +13,7 @@ package lease
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/internal/errs"
@@ -39,6 +40,13 @@ type Session struct {
 	Lockable    time.Time
 	// Rows records where the session may have request rows.
 	Rows Rows
+	// Held counts the instances the session was granted and has not
+	// released, as its own calls saw them (a release whose outcome is
+	// unknown leaves them counted), and Calls its lock calls under way:
+	// a session that holds nothing and makes no other call cannot be in a
+	// deadlock, whatever it waits for.
+	Held  atomic.Int64
+	Calls atomic.Int32
 }
 
 // ID is the session's id.

@@ -35,6 +35,12 @@ const deadlockDelay = 20 * time.Millisecond
 // 2 runs of 9; with 25 ms in none of 14 (docs/benchmarks.md § Turnstiles).
 const turnstileWait = 25 * time.Millisecond
 
+// turnstileSlice is how long each further wait behind a turnstile lasts
+// for a call that may wait on there (mayWaitOn), which is asked again
+// between slices: a session that starts another call, or is lost, goes
+// to the table (or gives up) within one slice.
+const turnstileSlice = 100 * time.Millisecond
+
 // Acquire takes the identifiers (sorted, one kind and namespace) for the
 // session in one mode, all or none: timeout 0 tries once, a positive one
 // bounds the call, a negative one waits until ctx ends. On failure the call
@@ -44,7 +50,12 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 		return nil, err
 	}
 	began := time.Now()
+	s.Calls.Add(1)
 	rs, err := l.acquireAll(ctx, s, ids, mode, timeout)
+	if err == nil {
+		s.Held.Add(int64(len(rs)))
+	}
+	s.Calls.Add(-1)
 	ns := ""
 	if ids[0].Kind == driver.KindService {
 		ns = ids[0].NS
@@ -198,11 +209,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 	}
 	began := time.Now()
 	if alone && mode == driver.ModeWrite {
-		wait := turnstileWait
-		if tryOnce {
-			wait = 0
-		}
-		r, ok, usable, err := l.turnstileAcquire(ctx, s, call, id, wait)
+		r, ok, usable, err := l.turnstileWaits(ctx, s, call, id, tryOnce)
 		if err != nil || ok {
 			return r, err
 		}
@@ -260,6 +267,60 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 		l.contended.turnstile(id, !waited)
 	}
 	return r, ok, true, nil
+}
+
+// turnstileWaits is acquireOne's wait behind the identifier's turnstile,
+// where the backend has them: turnstileWait at first (nothing, for a call
+// that tries once); then, while the call may wait on (mayWaitOn: its
+// session holds nothing and makes no other call, so no cycle can pass
+// through its wait), on in slices of turnstileSlice until it gets the
+// lock or its context ends, listed as waiting by monitoring
+// (LockTurnstileWaiting) instead of joining the table, whose queue, once
+// formed, keeps later contenders refused and hands on through a
+// transaction. ok false: the table decides.
+func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int64, id driver.Ident, tryOnce bool) (r driver.Request, ok, usable bool, err error) {
+	wait := turnstileWait
+	if tryOnce {
+		wait = 0
+	}
+	ts, _ := l.drv.(driver.Turnstiles)
+	p := driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call}
+	marked := false
+	defer func() {
+		if marked {
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+			defer cancel()
+			l.cfg.Log("forget a wait behind a turnstile", ts.LockTurnstileWaiting(mctx, p, false))
+		}
+	}()
+	for {
+		r, ok, usable, err = l.turnstileAcquire(ctx, s, call, id, wait)
+		if err != nil || ok || !usable || tryOnce || l.turnstileHeld(s, id) || !l.mayWaitOn(ctx, s) {
+			return r, ok, usable, err
+		}
+		if !marked {
+			if err := ts.LockTurnstileWaiting(ctx, p, true); err != nil {
+				return driver.Request{}, false, true, nil // the table decides, and shows the wait
+			}
+			marked = true
+		}
+		wait = turnstileSlice
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+	}
+}
+
+// mayWaitOn says whether a call whose wait behind a turnstile ran out
+// may wait there again rather than in the table: only while its session
+// is live, holds nothing and makes no other call (no cycle can pass
+// through such a wait, so the deadlock detector need not see it), and
+// not within two milliseconds of its deadline.
+func (l *Service) mayWaitOn(ctx context.Context, s *lease.Session) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*time.Millisecond {
+		return false
+	}
+	return ctx.Err() == nil && s.Err() == nil && s.Held.Load() <= 0 && s.Calls.Load() == 1
 }
 
 // dropTurnstile lets the session's turnstile on id go after a failed

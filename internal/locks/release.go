@@ -16,6 +16,11 @@ import (
 func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
 	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
+	defer func() {
+		if err == nil && s.Held.Add(-int64(n)) < 0 {
+			s.Held.Store(0)
+		}
+	}()
 	rows, gen := s.Rows.Covered(released(p))
 	p.InlineOnly = !rows
 	if p.Limit == 0 {
