@@ -749,6 +749,10 @@ func TestLockGrantBeforeWaiterRegisters(t *testing.T) {
 		mustRecv(t, ch)
 		release(t, waiter, "gb")
 		mustLock(t, holder, "gb", baton.Write, "x")
+		// The window is the table's: a waiter holding another lock joins
+		// it after the turnstile's bound, where the backend has turnstiles
+		// (one holding nothing would wait on behind the turnstile).
+		mustLock(t, waiter, "gb-other", baton.Write, "y")
 		inWindow := make(chan chan struct{}, 1)
 		windows.Store(waiter.ID(), inWindow)
 		ch = async(waiter, "gb", baton.Write, 20*time.Second, "x")

@@ -236,7 +236,8 @@ func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) erro
 // TestLockTurnstileWaitsOn (PostgreSQL direct, MariaDB): a contender that
 // holds nothing else waits behind the turnstile past its first bound
 // without joining the table (no cycle can pass through its wait): shown
-// as PENDING by monitoring, yet nothing of it is in the lock state; it gets the
+// as PENDING by monitoring, yet nothing of it is in the lock state, for
+// up to a second, then it joins the table; it gets the
 // lock when the holder releases, and nothing of its wait is left. One
 // that times out leaves nothing either. One that holds another lock
 // joins the table after the bound: its wait may close a cycle, which only
@@ -282,6 +283,14 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 		time.Sleep(250 * time.Millisecond) // past the first bound and two slices
 		if n := rows(waiter); n != 0 || !pending(waiter) {
 			t.Fatalf("the waiter holding nothing has %d request rows (pending %v), want none and PENDING", n, pending(waiter))
+		}
+		// Past a second in all it joins the table (a turnstile held by
+		// mistake costs no more than that).
+		for rows(waiter) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the waiter never joined the table after a second behind the turnstile")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		release(t, holder, "wo")
 		mustRecv(t, ch)

@@ -52,9 +52,9 @@ Cases:
                    MySQL wake clients of one process directly: this is their
                    figure for separate processes); baseline as for handoff
   handoff_waited   handoff with the waiter queued 100 ms before the release
-                   (a waiter of a lock held longer than 25 ms waits in the
-                   lock table, not in the server's lock queue); baseline as
-                   for handoff, queued as long
+                   (past the turnstile's first 25 ms, after which a waiter
+                   that holds other locks waits in the lock table; this
+                   one holds none); baseline as for handoff, queued as long
   contend8         8 sessions on 2 clients loop Lock(write, forever)+Release;
                    ops/s = acquisitions/s; baseline: the native lock on 8
                    connections

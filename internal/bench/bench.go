@@ -128,9 +128,9 @@ const (
 	// settle is how long a round lets a waiter that is visibly queued
 	// reach its blocking wait before the holder releases.
 	settle = 3 * time.Millisecond
-	// waitedSettle is handoff_waited's: past the 25 ms after which a
-	// waiter behind a turnstile waits in the table, as it does behind any
-	// lock held longer than that.
+	// waitedSettle is handoff_waited's: past the first 25 ms behind a
+	// turnstile, after which only a waiter that holds nothing else waits
+	// on there (the others wait in the table).
 	waitedSettle = 100 * time.Millisecond
 	// ns is the lock namespace every baton case uses.
 	ns = "bench"

@@ -41,6 +41,12 @@ const turnstileWait = 25 * time.Millisecond
 // to the table (or gives up) within one slice.
 const turnstileSlice = 100 * time.Millisecond
 
+// turnstileOn bounds a call's waits behind a turnstile in all: past it
+// the call joins the table, which sees every holder, so that a turnstile
+// held by mistake (its session neither holds nor waits for the lock)
+// costs a contender at most this long, never its whole timeout.
+const turnstileOn = time.Second
+
 // Acquire takes the identifiers (sorted, one kind and namespace) for the
 // session in one mode, all or none: timeout 0 tries once, a positive one
 // bounds the call, a negative one waits until ctx ends. On failure the call
@@ -274,7 +280,8 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 // that tries once); then, while the call may wait on (mayWaitOn: its
 // session holds nothing and makes no other call, so no cycle can pass
 // through its wait), on in slices of turnstileSlice until it gets the
-// lock or its context ends, listed as waiting by monitoring
+// lock, its context ends or turnstileOn has passed, listed as waiting by
+// monitoring
 // (LockTurnstileWaiting) instead of joining the table, whose queue, once
 // formed, keeps later contenders refused and hands on through a
 // transaction. ok false: the table decides.
@@ -284,6 +291,7 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 		wait = 0
 	}
 	ts, _ := l.drv.(driver.Turnstiles)
+	began := time.Now()
 	p := driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call}
 	marked := false
 	defer func() {
@@ -295,7 +303,8 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 	}()
 	for {
 		r, ok, usable, err = l.turnstileAcquire(ctx, s, call, id, wait)
-		if err != nil || ok || !usable || tryOnce || l.turnstileHeld(s, id) || !l.mayWaitOn(ctx, s) {
+		if err != nil || ok || !usable || tryOnce || l.turnstileHeld(s, id) || !l.mayWaitOn(ctx, s) ||
+			time.Since(began) >= turnstileOn {
 			return r, ok, usable, err
 		}
 		if !marked {
