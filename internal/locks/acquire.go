@@ -308,10 +308,13 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 			return r, ok, usable, err
 		}
 		if !marked {
+			// Marked before the insert: one that fails as the call's
+			// context ends may still have been committed, and is deleted
+			// with the rest.
+			marked = true
 			if err := ts.LockTurnstileWaiting(ctx, p, true); err != nil {
 				return driver.Request{}, false, true, nil // the table decides, and shows the wait
 			}
-			marked = true
 		}
 		wait = turnstileSlice
 		if dl, ok := ctx.Deadline(); ok {
