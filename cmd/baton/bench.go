@@ -55,6 +55,9 @@ Cases:
                    (past the turnstile's first 25 ms, after which a waiter
                    that holds other locks waits in the lock table; this
                    one holds none); baseline as for handoff, queued as long
+  handoff_table    handoff_waited with the waiter's session holding another
+                   lock, so that its wait goes to the lock table; baseline
+                   as for handoff_waited
   contend8         8 sessions on 2 clients loop Lock(write, forever)+Release;
                    ops/s = acquisitions/s; baseline: the native lock on 8
                    connections
@@ -62,8 +65,8 @@ Cases:
                    deadlock error
 
 ratio is ops/s ÷ baseline ops/s for lock_pair, multi10 and contend8 (above 1: faster
-than native) and p50 ÷ baseline p50 for handoff, handoff_process and handoff_waited
-(above 1: slower than native).
+than native) and p50 ÷ baseline p50 for handoff, handoff_process, handoff_waited and
+handoff_table (above 1: slower than native).
 
 The server: --backend sqlite (the default) uses a temporary file; postgres uses
 $BATON_TEST_POSTGRES or postgres://postgres@127.0.0.1:5432/test; mysql uses
@@ -93,7 +96,7 @@ sqlite the scratch file goes next to the named file).`,
 }
 
 // locksBenchTable prints lock records.
-var locksBenchTable = benchTable(true, "ratio: lock_pair, multi10, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process, handoff_waited = p50 ÷ baseline p50 (above 1 is slower)")
+var locksBenchTable = benchTable(true, "ratio: lock_pair, multi10, contend8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process, handoff_waited, handoff_table = p50 ÷ baseline p50 (above 1 is slower)")
 
 // benchChild returns the waiter process of the handoff_process case: this
 // program again, running bench child on the scratch database.

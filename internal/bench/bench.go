@@ -71,7 +71,7 @@ type Record struct {
 	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
 	// throughput cases (lock_pair, multi10, contend8: above 1 is faster), p50 ÷
 	// baseline p50 for latency cases (handoff, handoff_process,
-	// handoff_waited: above 1 is slower).
+	// handoff_waited, handoff_table: above 1 is slower).
 	Ratio float64 `json:"ratio,omitempty"`
 }
 
@@ -81,13 +81,14 @@ const (
 	CaseHandoff        = "handoff"
 	CaseHandoffProcess = "handoff_process"
 	CaseHandoffWaited  = "handoff_waited"
+	CaseHandoffTable   = "handoff_table"
 	CaseContend8       = "contend8"
 	CaseDeadlockDetect = "deadlock_detect"
 	CaseMulti10        = "multi10"
 )
 
 // Cases lists every case name in run order.
-var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseContend8, CaseDeadlockDetect}
+var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseDeadlockDetect}
 
 // Backends lists the backend names Run accepts.
 var Backends = []string{"sqlite", "postgres", "mysql"}
@@ -234,6 +235,8 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 		return r.handoffProcess
 	case CaseHandoffWaited:
 		return r.handoffWaited
+	case CaseHandoffTable:
+		return r.handoffTable
 	case CaseContend8:
 		return r.contend8
 	case CaseDeadlockDetect:

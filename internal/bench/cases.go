@@ -334,7 +334,7 @@ func batonHandoff(holderC *baton.Client, holder, waiter *baton.Session, name str
 // handoff measures the hand-off between two clients of one process, then
 // the native one.
 func (r *runner) handoff(ctx context.Context) (*Record, error) {
-	rec, nst, err := r.handoffAfter(ctx, CaseHandoff, settle)
+	rec, nst, err := r.handoffAfter(ctx, CaseHandoff, settle, false)
 	r.nativeHandoff = nst
 	return rec, err
 }
@@ -342,20 +342,33 @@ func (r *runner) handoff(ctx context.Context) (*Record, error) {
 // handoffWaited is handoff with the waiter queued for waitedSettle before
 // each release.
 func (r *runner) handoffWaited(ctx context.Context) (*Record, error) {
-	rec, _, err := r.handoffAfter(ctx, CaseHandoffWaited, waitedSettle)
+	rec, _, err := r.handoffAfter(ctx, CaseHandoffWaited, waitedSettle, false)
+	return rec, err
+}
+
+// handoffTable is handoffWaited with the waiter's session holding
+// another lock all along, so that its waits go to the lock table.
+func (r *runner) handoffTable(ctx context.Context) (*Record, error) {
+	rec, _, err := r.handoffAfter(ctx, CaseHandoffTable, waitedSettle, true)
 	return rec, err
 }
 
 // handoffAfter measures the hand-off between two clients of one process,
-// the waiter queued for pause before each release, then the native one,
-// whose summary it returns too (nil without a baseline).
-func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.Duration) (*Record, *stats, error) {
+// the waiter queued for pause before each release (its session holding
+// another lock, in another namespace, when holdOther is set), then the
+// native one, whose summary it returns too (nil without a baseline).
+func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.Duration, holdOther bool) (*Record, *stats, error) {
 	cs, ss, closeAll, err := r.openSessions(ctx, 2)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer closeAll()
 	a, b := ss[0], ss[1]
+	if holdOther {
+		if _, err := b.Lock(ctx, ns+"_other", baton.Write, 0, "held"); err != nil {
+			return nil, nil, fmt.Errorf("waiter's other lock: %w", err)
+		}
+	}
 	tw := r.native()
 	if tw != nil {
 		defer tw.close()
