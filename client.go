@@ -244,8 +244,9 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		HandedOn: c.prepareSoon})
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
-	// waits, or hands a lock on to a waiter): a one-shot command (push, a lock around a short command)
-	// opens one connection and pays for nothing it would not reuse. On
+	// waits, or hands a lock on to a waiter): a one-shot command (push, a
+	// lock around a short command) opens one connection and pays for
+	// nothing it would not reuse. On
 	// SQLite, where preparing is in-process, preparing every statement at
 	// open took a 10 ms command to 15.
 	c.wg.Add(1)

@@ -685,9 +685,6 @@ func (d *Driver) Maintain(ctx context.Context) error {
 	if _, err := d.ExecNamed(ctx, nil, "fast_purge_idle"); err != nil {
 		return fmt.Errorf("fast_purge_idle: %w", err)
 	}
-	if _, err := d.ExecNamed(ctx, nil, "turnstile_waits_purge"); err != nil {
-		return fmt.Errorf("turnstile_waits_purge: %w", err)
-	}
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // Turnstiles (driver.Turnstiles): a session that meets a contended write
@@ -19,6 +18,10 @@ import (
 // internal/lines), in GET_LOCK's queue for a named lock on the identifier
 // that the lock's holder keeps while it holds it. The lock itself is the
 // fast path's (lock_fast), granted after the turnstile by the same rule.
+
+// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits,
+// migration 029).
+var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
 // wait through the table.
@@ -138,16 +141,4 @@ func (d *Driver) letGo(ctx context.Context, sessionID string, scope driver.Ident
 // LockTurnstileHeld implements driver.Turnstiles.
 func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 	return d.lines.Holds(sessionID, scope)
-}
-
-// LockTurnstileWaiting implements driver.Turnstiles with a row of
-// {p}lock_waits (migration 029).
-func (d *Driver) LockTurnstileWaiting(ctx context.Context, p driver.FastAcquireParams, on bool) error {
-	if !on {
-		_, err := d.ExecNamed(ctx, nil, "turnstile_wait_unmark", p.SessionID, p.CallID)
-		return err
-	}
-	_, err := d.ExecNamed(ctx, nil, "turnstile_wait_mark", p.SessionID, p.CallID, sqldriver.HolderID(), p.ClientID,
-		p.Kind, bin(p.NS), bin(p.Name))
-	return err
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // Turnstiles (migration 027, driver.Turnstiles): a session that meets a
@@ -19,6 +17,10 @@ import (
 // own (its line, internal/lines), in the lock queue of a session-level
 // advisory lock on the identifier that the lock's holder keeps while it
 // holds it.
+
+// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits,
+// migration 029).
+var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
 // wait through the table, as behind a pooler.
@@ -173,28 +175,4 @@ func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams, 
 	// one waits, in its upsert, for that commit and decides on the row it
 	// wrote.
 	return true, d.sendOnLine(ctx, l, b, ids, scan)
-}
-
-// LockTurnstileWaiting implements driver.Turnstiles with a row of
-// {p}lock_waits (migration 029).
-func (d *Driver) LockTurnstileWaiting(ctx context.Context, p driver.FastAcquireParams, on bool) error {
-	if !on {
-		_, err := d.ExecNamed(ctx, nil, "turnstile_wait_unmark", p.SessionID, p.CallID)
-		return err
-	}
-	_, err := d.ExecNamed(ctx, nil, "turnstile_wait_mark", p.SessionID, p.CallID, sqldriver.HolderID(), p.ClientID,
-		p.Kind, []byte(p.NS), []byte(p.Name))
-	return err
-}
-
-// Maintain implements driver.Driver: the shared upkeep, then the marks of
-// contenders whose sessions are gone ({p}lock_waits).
-func (d *Driver) Maintain(ctx context.Context) error {
-	if err := d.DB.Maintain(ctx); err != nil {
-		return err
-	}
-	if _, err := d.ExecNamed(ctx, nil, "turnstile_waits_purge"); err != nil {
-		return fmt.Errorf("turnstile_waits_purge: %w", err)
-	}
-	return nil
 }

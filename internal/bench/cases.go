@@ -294,7 +294,7 @@ func pendingIn(ctx context.Context, c *baton.Client, sessionID string) (bool, er
 // queuedIn reports whether the session waits for a lock: PENDING in the
 // monitoring view, or (tw, when the backend has one) any baton session
 // waiting in the server behind a turnstile, which the view lists only
-// once that wait has run out.
+// after its first 25 ms.
 func queuedIn(c *baton.Client, sessionID string, tw nativeLock) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		if ok, err := pendingIn(ctx, c, sessionID); ok || err != nil || tw == nil {

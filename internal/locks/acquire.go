@@ -281,10 +281,10 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 // session holds nothing and makes no other call, so no cycle can pass
 // through its wait), on in slices of turnstileSlice until it gets the
 // lock, its context ends or turnstileOn has passed, listed as waiting by
-// monitoring
-// (LockTurnstileWaiting) instead of joining the table, whose queue, once
-// formed, keeps later contenders refused and hands on through a
-// transaction. ok false: the table decides.
+// monitoring (LockTurnstileWaiting) instead of joining the table, whose
+// queue, once formed, keeps later contenders refused and hands on
+// through a transaction. The driver cuts each wait to end before ctx
+// does. ok false: the table decides.
 func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int64, id driver.Ident, tryOnce bool) (r driver.Request, ok, usable bool, err error) {
 	wait := turnstileWait
 	if tryOnce {
@@ -317,9 +317,6 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 			}
 		}
 		wait = turnstileSlice
-		if dl, ok := ctx.Deadline(); ok {
-			wait = min(wait, time.Until(dl))
-		}
 	}
 }
 

@@ -153,13 +153,21 @@ func (db *DB) NotifyStatement(channel, payload string) (string, []any) {
 }
 
 // Maintain implements driver.Driver: notifications older than a minute are
-// deleted (listeners read them within a poll interval).
+// deleted (listeners read them within a poll interval), and, where the
+// dialect has lock_waits (migration 029), the marks of contenders whose
+// sessions are gone.
 func (db *DB) Maintain(ctx context.Context) error {
-	if _, ok := db.D.Queries["notify_purge"]; !ok {
-		return nil
+	if _, ok := db.D.Queries["notify_purge"]; ok {
+		if _, err := db.ExecNamed(ctx, nil, "notify_purge", int64(time.Minute/time.Microsecond)); err != nil {
+			return err
+		}
 	}
-	_, err := db.ExecNamed(ctx, nil, "notify_purge", int64(time.Minute/time.Microsecond))
-	return err
+	if _, ok := db.D.Queries["turnstile_waits_purge"]; ok {
+		if _, err := db.ExecNamed(ctx, nil, "turnstile_waits_purge"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NotifyPump reads a client's notifications when poked, while it is on, on

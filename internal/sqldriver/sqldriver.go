@@ -956,3 +956,16 @@ func (c callerTx) Exec(ctx context.Context, query string, args ...any) error {
 func (c callerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
 	return c.tx.QueryRowContext(ctx, query, args...).Scan(dest...)
 }
+
+// LockTurnstileWaiting implements driver.Turnstiles for the dialects whose
+// turnstile waits are rows of {p}lock_waits (migration 029 of PostgreSQL
+// and MySQL: the turnstile_wait_mark and turnstile_wait_unmark queries).
+func (db *DB) LockTurnstileWaiting(ctx context.Context, p driver.FastAcquireParams, on bool) error {
+	if !on {
+		_, err := db.ExecNamed(ctx, nil, "turnstile_wait_unmark", p.SessionID, p.CallID)
+		return err
+	}
+	_, err := db.ExecNamed(ctx, nil, "turnstile_wait_mark", p.SessionID, p.CallID, HolderID(), p.ClientID,
+		p.Kind, b(p.NS), b(p.Name))
+	return err
+}
