@@ -74,7 +74,11 @@ func ValidateName(what, s string) error {
 // once; a positive timeout bounds the whole call; a negative timeout
 // (Forever) waits until ctx ends. On failure (ErrTimeout, ErrDeadlock,
 // ErrWrongName, ErrSessionLost, a context error) the call holds nothing it
-// took; locks from earlier calls are kept.
+// took; locks from earlier calls are kept. The timeout and ctx bound the
+// call's waits, not a statement already sent to a database server, which
+// runs to its end (at most the lease): a call whose statement the server
+// held up past the deadline returns a lock that statement granted, and
+// otherwise fails having stored nothing.
 //
 // A session never conflicts with itself: it may hold read and write
 // instances of one name; each successful request is a separate instance

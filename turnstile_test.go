@@ -272,6 +272,7 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 		primeContention(t, c, "wo", "x")
 		holder, waiter := session(t, c), session(t, c)
 		mustLock(t, holder, "wo", baton.Write, "x")
+		start := time.Now()
 		ch := async(waiter, "wo", baton.Write, 20*time.Second, "x")
 		deadline := time.Now().Add(10 * time.Second)
 		for !pending(waiter) {
@@ -281,8 +282,14 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		time.Sleep(250 * time.Millisecond) // past the first bound and two slices
-		if n := rows(waiter); n != 0 || !pending(waiter) {
-			t.Fatalf("the waiter holding nothing has %d request rows (pending %v), want none and PENDING", n, pending(waiter))
+		n, p := rows(waiter), pending(waiter)
+		// Within the second that the waiter may wait behind the
+		// turnstile (read before it ends: a machine so loaded that this
+		// check comes later proves nothing either way).
+		if within := time.Since(start) < time.Second; within && (n != 0 || !p) {
+			t.Fatalf("the waiter holding nothing has %d request rows (pending %v), want none and PENDING", n, p)
+		} else if !within {
+			t.Logf("the check came %v after the call began, past the turnstile's second: not checked", time.Since(start))
 		}
 		// Past a second in all it joins the table (a turnstile held by
 		// mistake costs no more than that).
@@ -303,8 +310,8 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 		mustLock(t, holder, "wo", baton.Write, "x")
 		_, err := waiter.Lock(ctxT(t), "wo", baton.Write, 150*time.Millisecond, "x")
 		wantErr(t, err, baton.ErrTimeout)
-		if pending(waiter) || rows(waiter) != 0 {
-			t.Fatal("a timed-out wait behind the turnstile left something behind")
+		if p, n := pending(waiter), rows(waiter); p || n != 0 {
+			t.Fatalf("a timed-out wait behind the turnstile left something behind: PENDING %v, %d request rows", p, n)
 		}
 
 		// One holding another lock joins the table after the bound.

@@ -309,6 +309,21 @@ type ManyAcquirer interface {
 	LockFastAcquireMany(ctx context.Context, p FastAcquireParams, names []string) (rs []Request, ok bool, err error)
 }
 
+// ServerStatements is implemented by drivers whose statements run in a
+// database server (PostgreSQL, MySQL/MariaDB). A statement whose client
+// stops waiting for it (its context ended, which closes the connection)
+// may still commit in the server afterwards: a lock request or holder so
+// written would outlive the withdrawal of the call that wrote it. The
+// engine therefore runs the statements that change the lock state to
+// their end, bounded by the lease and not by the caller's context, whose
+// deadline it keeps by bounding the waits in the server (the turnstile's)
+// and by checking it between statements. An embedded database (SQLite)
+// ends a cut statement before it returns, so its statements keep the
+// caller's context.
+type ServerStatements interface {
+	StatementsInServer()
+}
+
 // Turnstiles is implemented by drivers whose contended write locks can be
 // waited for inside the server: a session's turnstile on an identifier is
 // a server-side lock held on a connection of the session's own (its

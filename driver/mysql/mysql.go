@@ -813,3 +813,7 @@ func (d *Driver) deleteRequests(ctx context.Context, c *sql.Conn, rs []driver.Re
 	}
 	return nil
 }
+
+// StatementsInServer implements driver.ServerStatements: the engine runs
+// the statements that change the lock state to their end.
+func (d *Driver) StatementsInServer() {}

@@ -990,3 +990,7 @@ func (po *poller) stop() {
 	defer cancel()
 	_, _ = po.d.ExecNamed(ctx, nil, "notify_poller_delete", po.clientID)
 }
+
+// StatementsInServer implements driver.ServerStatements: the engine runs
+// the statements that change the lock state to their end.
+func (d *Driver) StatementsInServer() {}

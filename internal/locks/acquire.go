@@ -176,7 +176,9 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 		return nil, false, nil
 	}
 	s.Rows.Begin(ids...)
-	rs, ok, err := ma.LockFastAcquireMany(ctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
+	rs, ok, err := ma.LockFastAcquireMany(sctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
 		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.Incarnation}, names)
 	// On an error, rows may have been stored all the same.
 	stored := err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline })
@@ -222,6 +224,10 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		// The turnstile keeps the hint (turnstileAcquire forgets it).
 		contended = contended && !usable
 	}
+	if ctx.Err() != nil {
+		// Over (its statements ran to their end): store no request.
+		return driver.Request{}, failure(ctx, s, ctx.Err())
+	}
 	s.Rows.Begin(id) // before the request row exists
 	defer s.Rows.Done(id, true)
 	looks := l.looks.Load()
@@ -255,7 +261,14 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	if !can {
 		return driver.Request{}, false, false, nil
 	}
-	r, ok, waited, usable, err := ts.LockTurnstileAcquire(ctx, driver.FastAcquireParams{
+	// The wait ends a millisecond before the call does; the statement
+	// runs to its end (statement).
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(min(wait, time.Until(dl)-time.Millisecond), 0)
+	}
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
+	r, ok, waited, usable, err := ts.LockTurnstileAcquire(sctx, driver.FastAcquireParams{
 		SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call, Incarnation: s.Incarnation},
 		wait)
 	switch {
@@ -312,7 +325,10 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 			// context ends may still have been committed, and is deleted
 			// with the rest.
 			marked = true
-			if err := ts.LockTurnstileWaiting(ctx, p, true); err != nil {
+			sctx, cancel := l.statement(ctx)
+			err := ts.LockTurnstileWaiting(sctx, p, true)
+			cancel()
+			if err != nil {
 				return driver.Request{}, false, true, nil // the table decides, and shows the wait
 			}
 		}
@@ -364,8 +380,10 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 	var r driver.Request
 	var ok bool
 	s.Rows.Begin(id) // a second reader's grant is a request row
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
 	err := l.retrying(ctx, func() (err error) {
-		r, ok, err = l.drv.LockFastAcquire(ctx, driver.FastAcquireParams{
+		r, ok, err = l.drv.LockFastAcquire(sctx, driver.FastAcquireParams{
 			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
 		return err
 	})
@@ -384,28 +402,31 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 // when the call leaves it to the engine) in a transaction of the engine's
 // own (request).
 func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
 	if rq, ok := l.drv.(driver.Requester); ok {
-		req, err := l.requestOne(ctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
+		req, err := l.requestOne(ctx, sctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
 			CallID: call, TryOnce: tryOnce})
 		if !errors.Is(err, driver.ErrRequestInTx) {
 			return req, err
 		}
 	}
 	var req driver.Request
-	err := l.inTx(ctx, func(tx driver.Tx) error {
+	err := l.inTxUntil(ctx, sctx, func(tx driver.Tx) error {
 		// Anew on each try: a retried transaction starts from scratch.
 		req = driver.Request{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
 			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
-		return l.request(ctx, tx, &req, tryOnce)
+		return l.request(sctx, tx, &req, tryOnce)
 	})
 	return req, err
 }
 
-// requestOne is requestSlow through the backend's one call.
-func (l *Service) requestOne(ctx context.Context, rq driver.Requester, p driver.RequestParams) (driver.Request, error) {
+// requestOne is requestSlow through the backend's one call, run in sctx
+// (statement) and tried again only while ctx lasts.
+func (l *Service) requestOne(ctx, sctx context.Context, rq driver.Requester, p driver.RequestParams) (driver.Request, error) {
 	var req driver.Request
 	err := l.retrying(ctx, func() (err error) {
-		req, err = rq.LockRequest(ctx, p)
+		req, err = rq.LockRequest(sctx, p)
 		return err
 	})
 	switch {

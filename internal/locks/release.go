@@ -31,12 +31,15 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 			}
 		}()
 	}
+	// A release cut off could commit after the call reports it failed.
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
 	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) && !l.turnstileHeld(s, released(p)) {
-		return l.releaseHandingOn(ctx, tr, p)
+		return l.releaseHandingOn(ctx, sctx, tr, p)
 	}
 	var waiting []driver.Ident
 	err = l.retrying(ctx, func() (err error) {
-		n, waiting, err = l.drv.LockFastRelease(ctx, p)
+		n, waiting, err = l.drv.LockFastRelease(sctx, p)
 		return err
 	})
 	if err != nil {
@@ -48,7 +51,9 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 	if len(waiting) > 0 {
 		l.handedOn()
 		l.contended.set(released(p), true)
-		if err := l.regrantNow(ctx, waiting); err != nil {
+		// Released: the hand-on runs to its end whatever the call's
+		// context does.
+		if err := l.regrantNow(sctx, waiting); err != nil {
 			return n, fmt.Errorf("baton: release: %w", err)
 		}
 	}
@@ -57,19 +62,20 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 
 // releaseHandingOn is Release where the last release of these names found
 // waiters, on a backend without LockRegrant: the release and the grants it
-// allows in one transaction, one commit.
-func (l *Service) releaseHandingOn(ctx context.Context, tr driver.TxReleaser, p driver.FastReleaseParams) (int, error) {
+// allows in one transaction, one commit, whose statements run in sctx
+// (statement).
+func (l *Service) releaseHandingOn(ctx, sctx context.Context, tr driver.TxReleaser, p driver.FastReleaseParams) (int, error) {
 	var n int
 	var waiting []driver.Ident
-	err := l.inTx(ctx, func(tx driver.Tx) (err error) {
-		if n, waiting, err = tr.LockReleaseTx(ctx, tx, p); err != nil || len(waiting) == 0 {
+	err := l.inTxUntil(ctx, sctx, func(tx driver.Tx) (err error) {
+		if n, waiting, err = tr.LockReleaseTx(sctx, tx, p); err != nil || len(waiting) == 0 {
 			return err
 		}
-		states, err := tx.LockIdentLock(ctx, waiting)
+		states, err := tx.LockIdentLock(sctx, waiting)
 		if err != nil {
 			return err
 		}
-		return l.regrantLocked(ctx, tx, states)
+		return l.regrantLocked(sctx, tx, states)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("baton: release: %w", err)

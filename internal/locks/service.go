@@ -63,6 +63,9 @@ type Service struct {
 	cfg    Config
 	drv    driver.Driver
 	wakeCh chan struct{}
+	// detach: the driver's statements run in a server
+	// (driver.ServerStatements; see statement).
+	detach bool
 
 	mu         sync.Mutex
 	lastDetect time.Time
@@ -80,11 +83,33 @@ type Service struct {
 
 // New makes the service; Run must run for waits to be answered.
 func New(cfg Config) *Service {
-	return &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1)}
+	_, detach := cfg.Driver.(driver.ServerStatements)
+	return &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1), detach: detach}
+}
+
+// statement returns the context for the statements that change the lock
+// state on behalf of a call whose context is ctx. Where they run in a
+// server (driver.ServerStatements), it is ctx without its end, bounded by
+// the lease instead: a statement cut off by the call's deadline could
+// still commit there after the call has withdrawn what it wrote, leaving
+// a request or a holder that nobody waits for. The call keeps its
+// deadline by bounding its waits in the server (turnstileAcquire) and by
+// checking ctx between statements (retrying, inTxUntil, acquireOne).
+func (l *Service) statement(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !l.detach {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
 }
 
 func (l *Service) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return txn.InTx(ctx, l.drv, fn)
+}
+
+// inTxUntil is inTx for a call whose context is ctx: its statements run
+// in sctx (statement), and it is tried again only while ctx lasts.
+func (l *Service) inTxUntil(ctx, sctx context.Context, fn func(tx driver.Tx) error) error {
+	return txn.Retrying(ctx, l.drv, func() error { return txn.Once(sctx, l.drv, fn) })
 }
 
 func (l *Service) retrying(ctx context.Context, op func() error) error {

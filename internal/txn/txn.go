@@ -31,17 +31,20 @@ func Retrying(ctx context.Context, d driver.Driver, op func() error) error {
 // InTx runs fn in a transaction of d and commits it, all again when the
 // database reports a transient conflict. fn must start afresh each time.
 func InTx(ctx context.Context, d driver.Driver, fn func(tx driver.Tx) error) error {
-	return Retrying(ctx, d, func() error {
-		tx, err := d.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			_ = tx.Rollback() // fn's error is the one to report
-			return err
-		}
-		return tx.Commit()
-	})
+	return Retrying(ctx, d, func() error { return Once(ctx, d, fn) })
+}
+
+// Once runs fn in a transaction of d begun with ctx and commits it, once.
+func Once(ctx context.Context, d driver.Driver, fn func(tx driver.Tx) error) error {
+	tx, err := d.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback() // fn's error is the one to report
+		return err
+	}
+	return tx.Commit()
 }
 
 // SettleDeadline waits for ctx to be done when its deadline has passed: a
