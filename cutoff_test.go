@@ -2,7 +2,6 @@ package baton_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,18 +24,7 @@ func TestLockCallCutOff(t *testing.T) {
 		}
 		c, dsn := open(t, b)
 		db := batontest.SQLDB(t, dsn)
-		rows := func(s *baton.Session) int {
-			t.Helper()
-			q := "SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?"
-			if b.Name == "postgres" {
-				q = strings.ReplaceAll(q, "?", "$1")
-			}
-			var n int
-			if err := db.QueryRowContext(ctxT(t), q, s.ID()).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+		rows := func(s *baton.Session) int { t.Helper(); return lockRows(t, b, db, s) }
 		// block locks the tables every lock call writes, on a connection
 		// of the test's own, until the returned func lets them go.
 		block := func() func() {

@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -76,6 +77,21 @@ func held(t *testing.T, c *baton.Client, s *baton.Session) []baton.LockInfo {
 		}
 	}
 	return out
+}
+
+// lockRows counts the session's granted instances and waiting requests
+// in the lock state (baton_lock_holds), read by db outside baton.
+func lockRows(t *testing.T, b batontest.Backend, db *sql.DB, s *baton.Session) int {
+	t.Helper()
+	q := "SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?"
+	if b.Name == "postgres" {
+		q = strings.ReplaceAll(q, "?", "$1")
+	}
+	var n int
+	if err := db.QueryRowContext(ctxT(t), q, s.ID()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // async runs a lock call in the background.

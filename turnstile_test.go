@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,18 +248,7 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 		}
 		c, dsn := open(t, b)
 		db := batontest.SQLDB(t, dsn)
-		rows := func(s *baton.Session) int {
-			t.Helper()
-			q := "SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?"
-			if b.Name == "postgres" {
-				q = strings.ReplaceAll(q, "?", "$1")
-			}
-			var n int
-			if err := db.QueryRowContext(ctxT(t), q, s.ID()).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+		rows := func(s *baton.Session) int { t.Helper(); return lockRows(t, b, db, s) }
 		pending := func(s *baton.Session) bool {
 			for _, l := range held(t, c, s) {
 				if l.Status == "PENDING" {
