@@ -32,20 +32,20 @@ func (l *Service) LockTx(ctx context.Context, ct driver.CallerTx, ids []driver.I
 	// keeps, nor SQLite's write lock). One name gives back by itself.
 	many := len(ids) > 1
 	if many {
-		if err := ct.Exec(ctx, "SAVEPOINT baton_locktx"); err != nil {
+		if err := ct.Exec(onCaller(ctx), "SAVEPOINT baton_locktx"); err != nil {
 			return fmt.Errorf("baton: lock in transaction: %w", err)
 		}
 	}
 	for _, id := range ids {
 		if err := l.lockTxOne(ctx, tl, ct, id, mode, tryOnce); err != nil {
-			if bg := context.WithoutCancel(ctx); many && ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx") == nil {
+			if bg := onCaller(ctx); many && ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx") == nil {
 				_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx")
 			}
 			return txLockFailure(ctx, err)
 		}
 	}
 	if many {
-		return ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx")
+		return ct.Exec(onCaller(ctx), "RELEASE SAVEPOINT baton_locktx")
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func (l *Service) gateChecked(ctx context.Context, tl driver.TxLocker, ct driver
 // mode; a savepoint gives the gate back on failure where the database can
 // (PostgreSQL).
 func (l *Service) gateQueued(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode) error {
-	if err := ct.Exec(ctx, "SAVEPOINT baton_locktx_queued"); err != nil {
+	if err := ct.Exec(onCaller(ctx), "SAVEPOINT baton_locktx_queued"); err != nil {
 		return fmt.Errorf("baton: lock in transaction: %w", err)
 	}
 	err := func() error {
@@ -137,12 +137,12 @@ func (l *Service) gateQueued(ctx context.Context, tl driver.TxLocker, ct driver.
 		return l.markAndCheck(ctx, tl, id, mode, false)
 	}()
 	if err != nil {
-		if bg := context.WithoutCancel(ctx); ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx_queued") == nil {
+		if bg := onCaller(ctx); ct.Exec(bg, "ROLLBACK TO SAVEPOINT baton_locktx_queued") == nil {
 			_ = ct.Exec(bg, "RELEASE SAVEPOINT baton_locktx_queued")
 		}
 		return err
 	}
-	if err := ct.Exec(ctx, "RELEASE SAVEPOINT baton_locktx_queued"); err != nil {
+	if err := ct.Exec(onCaller(ctx), "RELEASE SAVEPOINT baton_locktx_queued"); err != nil {
 		return fmt.Errorf("baton: lock in transaction: %w", err)
 	}
 	return l.holdRecorded(ctx, tl, ct, id, mode)
@@ -159,22 +159,30 @@ func (l *Service) markAndCheck(ctx context.Context, tl driver.TxLocker, id drive
 }
 
 func (l *Service) holdRecorded(ctx context.Context, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident, mode driver.LockMode) error {
-	return tl.TxHoldCaller(ctx, ct, driver.TxHold{Ident: id, Mode: mode, Host: l.cfg.Host, PID: l.cfg.PID, Owner: l.cfg.Owner})
+	return tl.TxHoldCaller(onCaller(ctx), ct, driver.TxHold{Ident: id, Mode: mode, Host: l.cfg.Host, PID: l.cfg.PID, Owner: l.cfg.Owner})
 }
 
 // gateWait is how long TxGate may wait, and the context it runs under:
 // the database bounds a wait up to ctx's deadline, as a cancelled
 // statement could break the caller's connection, and with it the
-// transaction.
+// transaction (onCaller). Only a wait without a deadline keeps ctx: its
+// cancellation is its only end.
 func gateWait(ctx context.Context, tryOnce bool) (time.Duration, context.Context) {
 	if tryOnce {
-		return 0, ctx
+		return 0, onCaller(ctx)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		return max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
 	}
 	return -1, ctx
 }
+
+// onCaller is the context of a statement on the caller's transaction that
+// does not wait: ctx without its end. A statement cut off by ctx breaks
+// the caller's connection, and with it the transaction (database/sql
+// discards it), so the call's deadline is kept between statements
+// instead, and by the database in the gate's wait (gateWait).
+func onCaller(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // gateFailure maps TxGate's failure to LockTx's.
 func gateFailure(err error, id driver.Ident, mode driver.LockMode, tryOnce bool) error {
