@@ -428,3 +428,49 @@ func TestLockTxKilledHolder(t *testing.T) {
 		}
 	})
 }
+
+// TestLockTxDeadlineKeepsTransaction (MySQL/MariaDB, whose LockTx writes
+// a hold row in the caller's transaction): LockTx's timeout passes while
+// that statement waits (here for the table, which another connection
+// locks); the statement is not cut off, which would close the caller's
+// connection and end its transaction: the call answers once the table is
+// free, and the transaction goes on and commits.
+func TestLockTxDeadlineKeepsTransaction(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "mysql" {
+			t.Skip("only MySQL/MariaDB's LockTx writes in the caller's transaction after its gate")
+		}
+		c, db, ctx := openTxDB(t, b)
+		// The gate row exists before the table is locked.
+		warm := begin(t, db)
+		if err := c.LockTx(ctx, warm, "ns", baton.Write, 0, "a"); err != nil {
+			t.Fatal(err)
+		}
+		endTx(t, warm, true)
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "LOCK TABLES baton_lock_txholds WRITE"); err != nil {
+			t.Fatal(err)
+		}
+		tx := begin(t, db)
+		got := lockAsync(func() error { return c.LockTx(ctx, tx, "ns", baton.Write, 100*time.Millisecond, "a") })
+		time.Sleep(400 * time.Millisecond) // past the call's timeout
+		if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+			t.Fatal(err)
+		}
+		err = answer(t, got, "LockTx whose hold row waited past its timeout")
+		var one int
+		if qerr := tx.QueryRowContext(ctx, "SELECT 1").Scan(&one); qerr != nil {
+			t.Fatalf("the transaction is unusable after LockTx answered %v: %v", err, qerr)
+		}
+		if err == nil {
+			// Granted late: the transaction holds the lock.
+			_, serr := session(t, c).Lock(ctx, "ns", baton.Write, 0, "a")
+			wantErr(t, serr, baton.ErrTimeout)
+		}
+		endTx(t, tx, true)
+	})
+}
