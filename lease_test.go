@@ -111,9 +111,11 @@ func TestLostSessionNeverRevived(t *testing.T) {
 func TestLostWaiterLeavesNoRequest(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)
-		opts := baton.Options{Lease: time.Second}
-		holderC := openDSN(t, dsn, opts)
-		waiterC := openDSN(t, dsn, opts)
+		// The holder's lease is long: a holder lost to a loaded machine's
+		// late renewal (CI once did) would hand the lock to the waiter
+		// before its own loss, which is what this test waits for.
+		holderC := openDSN(t, dsn, baton.Options{Lease: 30 * time.Second})
+		waiterC := openDSN(t, dsn, baton.Options{Lease: time.Second})
 		h := session(t, holderC)
 		w := session(t, waiterC)
 		mustLock(t, h, "wait", baton.Write, "x")
