@@ -81,8 +81,9 @@ func (s *Set[C]) get(ctx context.Context, sessionID string) *Line[C] {
 // locked (the caller unlocks it): nil when the session has none and none
 // can be opened, the line is busy with another call of the session, is
 // closed, or holds id's turnstile already (the session's next instance
-// is the table's). wait comes back cut to end a millisecond before ctx
-// does (a statement cut off costs the connection), and never below 0.
+// is the table's). wait comes back never below 0; the engine has cut it
+// to end before its call does (a statement cut off costs the connection,
+// so the statement runs in a context without the call's deadline).
 func (s *Set[C]) Claim(ctx context.Context, sessionID string, id driver.Ident, wait time.Duration) (*Line[C], time.Duration) {
 	l := s.get(ctx, sessionID)
 	if l == nil || !l.TryLock() {
@@ -91,9 +92,6 @@ func (s *Set[C]) Claim(ctx context.Context, sessionID string, id driver.Ident, w
 	if !l.open || l.Held[id] {
 		l.Unlock()
 		return nil, 0
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)-time.Millisecond)
 	}
 	return l, max(wait, 0)
 }

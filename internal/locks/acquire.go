@@ -296,8 +296,8 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 // lock, its context ends or turnstileOn has passed, listed as waiting by
 // monitoring (LockTurnstileWaiting) instead of joining the table, whose
 // queue, once formed, keeps later contenders refused and hands on
-// through a transaction. The driver cuts each wait to end before ctx
-// does. ok false: the table decides.
+// through a transaction. turnstileAcquire cuts each wait to end before
+// ctx does. ok false: the table decides.
 func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int64, id driver.Ident, tryOnce bool) (r driver.Request, ok, usable bool, err error) {
 	wait := turnstileWait
 	if tryOnce {
@@ -309,7 +309,7 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 	marked := false
 	defer func() {
 		if marked {
-			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+			mctx, cancel := l.statement(ctx)
 			defer cancel()
 			l.cfg.Log("forget a wait behind a turnstile", ts.LockTurnstileWaiting(mctx, p, false))
 		}
@@ -321,8 +321,8 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 			return r, ok, usable, err
 		}
 		if !marked {
-			// Marked before the insert: one that fails as the call's
-			// context ends may still have been committed, and is deleted
+			// Marked before the insert: one that fails (on a dropped
+			// connection) may still have been committed, and is deleted
 			// with the rest.
 			marked = true
 			sctx, cancel := l.statement(ctx)

@@ -172,7 +172,7 @@ func gateWait(ctx context.Context, tryOnce bool) (time.Duration, context.Context
 		return 0, onCaller(ctx)
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		return max(time.Until(dl), time.Millisecond), context.WithoutCancel(ctx)
+		return max(time.Until(dl), time.Millisecond), onCaller(ctx)
 	}
 	return -1, ctx
 }
