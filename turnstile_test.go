@@ -16,9 +16,10 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// Contended write locks wait in the server behind a turnstile where the
-// backend has them (PostgreSQL with a direct connection: docs/
-// architecture.md); elsewhere these tests run the table's paths. Either
+// Contended write locks wait behind a turnstile where the backend has
+// them (in the server on PostgreSQL with a direct connection and on
+// MySQL/MariaDB, in the process on SQLite: docs/architecture.md);
+// elsewhere these tests run the table's paths. Either
 // way: one holder at a time, tokens rising in grant order, every call
 // answered.
 
@@ -173,7 +174,7 @@ func TestLockTurnstileDeadlock(t *testing.T) {
 func TestLockTurnstileLineLost(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		if b.Label != "postgres" && b.Label != "mysql" {
-			t.Skip("turnstiles need PostgreSQL on a direct connection, or MySQL/MariaDB; SQLite runs the table's path")
+			t.Skip("a line to lose needs PostgreSQL on a direct connection, or MySQL/MariaDB; SQLite's turnstiles are in the process, with no connection")
 		}
 		c, dsn := open(t, b)
 		primeContention(t, c, "tl", "x")
@@ -232,7 +233,8 @@ func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) erro
 	return err
 }
 
-// TestLockTurnstileWaitsOn (PostgreSQL direct, MariaDB): a contender that
+// TestLockTurnstileWaitsOn (PostgreSQL direct, MariaDB, SQLite in one
+// process): a contender that
 // holds nothing else waits behind the turnstile past its first bound
 // without joining the table (no cycle can pass through its wait): shown
 // as PENDING by monitoring, yet nothing of it is in the lock state, for
@@ -243,8 +245,8 @@ func killTurnstile(t *testing.T, b batontest.Backend, dsn, ns, name string) erro
 // the table's detector sees.
 func TestLockTurnstileWaitsOn(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Label != "postgres" && b.Label != "mysql" {
-			t.Skip("turnstiles need PostgreSQL on a direct connection, or MySQL/MariaDB")
+		if b.Label != "postgres" && b.Label != "mysql" && b.Label != "sqlite" {
+			t.Skip("turnstiles need PostgreSQL on a direct connection")
 		}
 		c, dsn := open(t, b)
 		db := batontest.SQLDB(t, dsn)

@@ -155,5 +155,6 @@ func (d *Driver) Close() error {
 	if d.beat.stop != nil {
 		d.beat.stop()
 	}
+	d.lines.CloseAll() // gives back the turnstiles held in this process
 	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close())
 }

@@ -37,6 +37,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/lines"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -67,7 +68,9 @@ type Driver struct {
 	memory   bool
 	migrator *sqldriver.Migrator
 	hub      *hub
-	waiting  sync.Map // clientID -> *listenState
+	prefix   string
+	lines    *lines.Set[struct{}] // turnstiles' sessions (turnstile.go)
+	waiting  sync.Map             // clientID -> *listenState
 	beat     beat
 	reader   side // waiters' status reads (LockRequestStatuses)
 }
@@ -239,6 +242,8 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		return err
 	}
 	d.hub = hubFor(d.path)
+	d.prefix = prefix
+	d.lines = d.newLines()
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "sqlite",
 		FinishMoves:     true,
@@ -574,6 +579,8 @@ type hub struct {
 	// writers queues this process's writers of the file: transactions
 	// (sqldriver.Dialect.Writers) and the lock fast paths' statements.
 	writers *sqldriver.Gate
+	// turnstiles are the file's turnstiles in this process (turnstile.go).
+	turnstiles turnstiles
 }
 
 // hubEntry is one client: its lock wake-up (Wake of its ListenParams)
@@ -691,8 +698,10 @@ func (d *Driver) adoptIdent(ctx context.Context, tx *sql.Tx, id driver.Ident) er
 
 // LockFastRelease implements driver.Driver: one autocommit statement when
 // every instance it releases is an inline holder or every one a request
-// row, see release.
+// row, see release. The session's turnstiles in scope go after it, once
+// the release is committed: a contender woken by one finds the lock free.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	defer d.letGo(p.SessionID, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name})
 	if p.Limit > 0 && !p.InlineOnly {
 		return d.releaseNewest(ctx, nil, p) // a transaction: it enters the gate itself
 	}

@@ -156,3 +156,17 @@ UPDATE {p}lock_idents SET gated = 0 WHERE kind < 0;
 -- granted instances in conflict with a lock of mode ?4.
 SELECT count(*) FROM {p}lock_holds
  WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND status = 'G' AND (mode = 'W' OR ?4 = 'W');
+
+-- name: turnstile_wait_mark
+-- A contender waiting behind a turnstile past its first 25 ms, for
+-- monitoring (migration 030): session, call, the row's id (negative, as
+-- an inline holder's), client, kind, namespace, name.
+INSERT OR IGNORE INTO {p}lock_waits (session_id, call_id, id, client_id, kind, ns, name, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, {now});
+
+-- name: turnstile_wait_unmark
+DELETE FROM {p}lock_waits WHERE session_id = ? AND call_id = ?;
+
+-- name: turnstile_waits_purge
+-- The marks of sessions that are gone (a process that died waiting).
+DELETE FROM {p}lock_waits WHERE session_id NOT IN (SELECT id FROM {p}sessions);

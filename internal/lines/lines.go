@@ -8,6 +8,8 @@ package lines
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,10 @@ type Set[C any] struct {
 	// Max bounds the lines open at once: past it sessions wait through
 	// the table.
 	Max int32
+	// LetGo, when set, gives back the turnstiles a line held as it
+	// closes, for a backend whose turnstiles do not end with its
+	// connections (SQLite's, in the process).
+	LetGo func(ids []driver.Ident)
 
 	lines sync.Map // session id -> *Line[C]
 	count atomic.Int32
@@ -145,6 +151,9 @@ func (l *Line[C]) Fail() {
 	if l.open {
 		l.set.closeConn(l.Conn)
 		l.open = false
+	}
+	if l.set.LetGo != nil && len(l.Held) > 0 {
+		l.set.LetGo(slices.Collect(maps.Keys(l.Held)))
 	}
 	clear(l.Held)
 }

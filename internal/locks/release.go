@@ -34,8 +34,17 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 	// A release cut off could commit after the call reports it failed.
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) && !l.turnstileHeld(s, released(p)) {
-		return l.releaseHandingOn(ctx, sctx, tr, p)
+	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) {
+		switch {
+		case !l.turnstileHeld(s, released(p)):
+			return l.releaseHandingOn(ctx, sctx, tr, p)
+		case !l.detach:
+			// An embedded database's turnstiles are in the process: let
+			// go after the commit at no cost, rather than release apart
+			// from the hand-on (LockFastRelease, then a transaction).
+			defer l.dropTurnstile(s, released(p))
+			return l.releaseHandingOn(ctx, sctx, tr, p)
+		}
 	}
 	var waiting []driver.Ident
 	err = l.retrying(ctx, func() (err error) {
