@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 	case "txhold":
 		childTxHold(os.Getenv("BATON_TEST_DSN"))
 		return
+	case "contend":
+		childMust(contendInto(context.Background(), os.Getenv("BATON_TEST_DSN"), os.Getenv("BATON_TEST_FILE"), "child",
+			func() error { fmt.Println("ready"); return nil }))
+		return
 	}
 	os.Exit(m.Run())
 }

@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -316,5 +320,120 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 		}
 		release(t, holder, "wo")
 		mustRecv(t, ch)
+	})
+}
+
+// contendRounds is how many times each of contendInto's sessions takes
+// the lock.
+const contendRounds = 60
+
+// contendInto runs three sessions of one client on dsn that each take
+// the write lock "x" contendRounds times (waiting as long as it takes),
+// and append "in" and then "out" lines naming themselves to file while
+// they hold it. They begin once ready, called with the sessions open,
+// returns.
+func contendInto(ctx context.Context, dsn, file, who string, ready func() error) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c, err := baton.Open(ctx, dsn, baton.Options{Lease: time.Minute})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ss := make([]*baton.Session, 3)
+	for i := range ss {
+		if ss[i], err = c.NewSession(ctx); err != nil {
+			return err
+		}
+		defer ss[i].Close(context.Background())
+	}
+	if err := ready(); err != nil {
+		return err
+	}
+	errs := make(chan error, len(ss))
+	for i, s := range ss {
+		go func() {
+			errs <- func() error {
+				me := fmt.Sprintf("%s-%d", who, i)
+				for range contendRounds {
+					if _, err := s.Lock(ctx, "tp", baton.Write, baton.Forever, "x"); err != nil {
+						return err
+					}
+					// One write each: appends of a line are atomic.
+					if _, err := f.WriteString("in " + me + "\n"); err != nil {
+						return err
+					}
+					time.Sleep(50 * time.Microsecond)
+					if _, err := f.WriteString("out " + me + "\n"); err != nil {
+						return err
+					}
+					if _, err := s.Release(ctx, "tp"); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	var all []error
+	for range ss {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// TestLockTurnstileTwoProcesses: sessions of two processes contend for
+// one write lock; on SQLite those of one process wait behind its
+// turnstile in the process, those of the other in the lock table (and
+// behind their own process's turnstile). Each holder writes "in" and
+// "out" lines to one file while it holds the lock: the lines alternate,
+// each "out" of the holder whose "in" came before it, every round of
+// both processes is there, and the lock passed between the processes.
+func TestLockTurnstileTwoProcesses(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b) // migrated
+		file := filepath.Join(t.TempDir(), "holders")
+		child, out := startChild(t, "contend", dsn, "BATON_TEST_FILE="+file)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := contendInto(ctx, dsn, file, "parent", func() error {
+			line, err := out.ReadString('\n')
+			if strings.TrimSpace(line) != "ready" {
+				return fmt.Errorf("the child said %q (%v)", line, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := child.Wait(); err != nil {
+			said, _ := io.ReadAll(out)
+			t.Fatalf("child: %v: %s", err, said)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if want := 2 * 2 * 3 * contendRounds; len(lines) != want {
+			t.Fatalf("%d lines, want %d", len(lines), want)
+		}
+		passed, last := 0, ""
+		for i := 0; i < len(lines); i += 2 {
+			in, out := strings.TrimPrefix(lines[i], "in "), strings.TrimPrefix(lines[i+1], "out ")
+			if in == lines[i] || out == lines[i+1] || in != out {
+				t.Fatalf("line %d: %q then %q: two holders of one write lock", i+1, lines[i], lines[i+1])
+			}
+			if proc, _, _ := strings.Cut(in, "-"); proc != last {
+				passed, last = passed+1, proc
+			}
+		}
+		t.Logf("the lock passed between the processes %d times", passed-1)
+		if passed < 3 {
+			t.Fatalf("the lock passed between the processes %d times: they did not contend", passed-1)
+		}
 	})
 }
