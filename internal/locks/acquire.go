@@ -309,7 +309,9 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 	marked := false
 	defer func() {
 		if marked {
-			mctx, cancel := l.statement(ctx)
+			// The call's context may have ended (its timeout): on SQLite
+			// too the mark goes all the same.
+			mctx, cancel := l.cleanup(ctx)
 			defer cancel()
 			l.cfg.Log("forget a wait behind a turnstile", ts.LockTurnstileWaiting(mctx, p, false))
 		}

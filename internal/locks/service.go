@@ -99,6 +99,13 @@ func (l *Service) statement(ctx context.Context) (context.Context, context.Cance
 	if !l.detach {
 		return ctx, func() {}
 	}
+	return l.cleanup(ctx)
+}
+
+// cleanup returns the context for a statement that undoes what a call
+// left behind once its context may have ended (on every backend): ctx
+// without its end, bounded by the lease.
+func (l *Service) cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
 }
 
