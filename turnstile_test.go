@@ -202,6 +202,21 @@ func TestLockTurnstileLineLost(t *testing.T) {
 	})
 }
 
+// waitRows counts the session's listings of waits behind a turnstile
+// (lock_waits).
+func waitRows(t *testing.T, b batontest.Backend, db *sql.DB, s *baton.Session) int {
+	t.Helper()
+	q := "SELECT COUNT(*) FROM baton_lock_waits WHERE session_id = ?"
+	if b.Name == "postgres" {
+		q = strings.ReplaceAll(q, "?", "$1")
+	}
+	var n int
+	if err := db.QueryRowContext(ctxT(t), q, s.ID()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // killTurnstile ends the server session that holds the turnstile of a
 // service lock (the default prefix's): found by its keys in pg_locks, or
 // by its name through IS_USED_LOCK.
@@ -299,6 +314,12 @@ func TestLockTurnstileWaitsOn(t *testing.T) {
 			t.Fatal("the granted waiter is still listed as PENDING")
 		}
 		release(t, waiter, "wo")
+		// The granted wait's listing is deleted after the call returned,
+		// and before its release: none is left to show once the instance
+		// that hides it is gone.
+		if n := waitRows(t, b, db, waiter); n != 0 {
+			t.Fatalf("%d listings of the granted wait left after its release", n)
+		}
 
 		// A timeout ends the wait and its listing.
 		mustLock(t, holder, "wo", baton.Write, "x")

@@ -129,14 +129,16 @@ SELECT k FROM {p}meta WHERE k = 'deadlock' FOR UPDATE;
 -- name: lock_info_list
 -- The requests and inline holders ({p}lock_holds), and the contenders
 -- waiting behind a turnstile past its first 25 ms (migration 029), as
--- waiting write requests.
+-- waiting write requests, but for a call that holds an instance
+-- already (granted: its listing is deleted after the call returns).
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
        s.host, s.pid, s.name
   FROM (SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
           FROM {p}lock_holds
         UNION ALL
-        SELECT id, session_id, client_id, kind, ns, name, 'W', 'P', call_id, 0, created_at, NULL
-          FROM {p}lock_waits) r
+        SELECT w.id, w.session_id, w.client_id, w.kind, w.ns, w.name, 'W', 'P', w.call_id, 0, w.created_at, NULL
+          FROM {p}lock_waits w
+         WHERE NOT EXISTS (SELECT 1 FROM {p}lock_holds h WHERE h.session_id = w.session_id AND h.call_id = w.call_id)) r
   JOIN {p}sessions s ON s.id = r.session_id
  ORDER BY r.kind, r.ns, r.name, r.id;
 

@@ -47,6 +47,11 @@ type Session struct {
 	// deadlock, whatever it waits for.
 	Held  atomic.Int64
 	Calls atomic.Int32
+	// Unlisting is read-locked while a listing of a granted wait
+	// (behind a turnstile) is being deleted: a release of the session
+	// locks it first, so that no such listing outlives the instance that
+	// hides it from monitoring.
+	Unlisting sync.RWMutex
 }
 
 // ID is the session's id.

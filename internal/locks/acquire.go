@@ -308,12 +308,17 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 	p := driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call}
 	marked := false
 	defer func() {
-		if marked {
+		switch {
+		case !marked:
+		case ok && err == nil:
+			// Granted: monitoring no longer lists the wait of a call
+			// that holds an instance, so its listing goes after the
+			// call returns, not on the hand-off's path.
+			l.unlistLater(ctx, s, p)
+		default:
 			// The call's context may have ended (its timeout): on SQLite
-			// too the mark goes all the same.
-			mctx, cancel := l.cleanup(ctx)
-			defer cancel()
-			l.cfg.Log("forget a wait behind a turnstile", ts.LockTurnstileWaiting(mctx, p, false))
+			// too the listing goes all the same, before the call returns.
+			l.unlist(ctx, p)
 		}
 	}()
 	for {
@@ -336,6 +341,27 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 		}
 		wait = turnstileSlice
 	}
+}
+
+// unlist deletes the listing of p's wait behind a turnstile
+// (LockTurnstileWaiting), in a context of its own: the call's may have
+// ended.
+func (l *Service) unlist(ctx context.Context, p driver.FastAcquireParams) {
+	mctx, cancel := l.cleanup(ctx)
+	defer cancel()
+	l.cfg.Log("forget a wait behind a turnstile", l.drv.(driver.Turnstiles).LockTurnstileWaiting(mctx, p, false))
+}
+
+// unlistLater is unlist on a goroutine of its own, for a granted call
+// (the lock listings leave out the wait of a call that holds an
+// instance): the session's releases wait for it (lease.Session.
+// Unlisting), and so does Run's end.
+func (l *Service) unlistLater(ctx context.Context, s *lease.Session, p driver.FastAcquireParams) {
+	s.Unlisting.RLock()
+	l.background.run(func() {
+		defer s.Unlisting.RUnlock()
+		l.unlist(ctx, p)
+	})
 }
 
 // mayWaitOn says whether a call whose wait behind a turnstile ran out

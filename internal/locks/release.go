@@ -16,6 +16,12 @@ import (
 func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
 	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
+	// A granted wait's listing still being deleted goes first: once the
+	// instance is released nothing would hide it from monitoring.
+	s.Unlisting.Lock()
+	//lint:ignore SA2001 an empty critical section: the wait for the readers is the point
+	s.Unlisting.Unlock()
+
 	defer func() {
 		if err == nil && s.Held.Add(-int64(n)) < 0 {
 			s.Held.Store(0)

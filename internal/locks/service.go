@@ -79,6 +79,39 @@ type Service struct {
 	// missed nothing (a grant that found no waiter asks for one:
 	// wake.Locks.Grant).
 	looks atomic.Int64
+	// background are the goroutines calls left behind (unlistLater);
+	// Run's end waits for them.
+	background tasks
+}
+
+// tasks runs work on goroutines of its own until it is closed, then in
+// the caller's; close waits for the goroutines.
+type tasks struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (t *tasks) run(f func()) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		f()
+		return
+	}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.wg.Done()
+		f()
+	}()
+}
+
+func (t *tasks) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wg.Wait()
 }
 
 // New makes the service; Run must run for waits to be answered.
@@ -146,6 +179,7 @@ func (l *Service) Run(quit <-chan struct{}) {
 	for {
 		select {
 		case <-quit:
+			l.background.close()
 			return
 		case <-l.wakeCh:
 		}
