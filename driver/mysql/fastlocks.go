@@ -219,6 +219,9 @@ func (d *Driver) scanGranted(rows *sql.Rows, p driver.FastAcquireParams, keep fu
 // nothing released by name). A fast holder has no waiters, so only the
 // InnoDB release reports identifiers to re-examine.
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+	if n, waiting, done, err := d.releaseOnLine(ctx, p); done {
+		return n, waiting, err
+	}
 	n, waiting, err := d.releaseFast(ctx, p)
 	if err == nil {
 		// Then the turnstiles: the next contender gets one only once the
@@ -246,7 +249,12 @@ func (d *Driver) releaseFast(ctx context.Context, p driver.FastReleaseParams) (i
 	if err != nil {
 		return 0, nil, err
 	}
-	n := int(n64)
+	return d.releaseRest(ctx, p, int(n64), signal)
+}
+
+// releaseRest is what the slow path has left to release after
+// fast_release_* changed n rows and set signal (see releaseSlow).
+func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n int, signal int64) (int, []driver.Ident, error) {
 	switch {
 	case signal == 0 && (p.InlineOnly || p.Name != "" && n > 0):
 		return n, nil, nil

@@ -287,3 +287,18 @@ DELETE FROM {p}lock_waits WHERE session_id = ? AND call_id = ?;
 -- name: turnstile_waits_purge
 -- The marks of sessions that are gone (a process that died waiting).
 DELETE FROM {p}lock_waits WHERE session_id NOT IN (SELECT id FROM {p}sessions);
+
+-- name: turnstile_acquire
+-- Migration 031: the turnstile and then the lock, on the session's line
+-- (turnstile name, wait in seconds, kind, ns, name, holder id, session,
+-- client, mode, call id, incarnation or 0). One row: the turnstile (1
+-- free, 2 after a wait, 0 not within it, NULL failed), the rows
+-- fast_acquire changed, the fence.
+CALL {p}turnstile_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: turnstile_release
+-- Migration 031: fast_release_name and then, when that released all
+-- there was, RELEASE_LOCK, on the session's line (turnstile name,
+-- session, kind, ns, name). One row: rows changed, the signal,
+-- RELEASE_LOCK's answer or NULL.
+CALL {p}turnstile_release(?, ?, ?, ?, ?);

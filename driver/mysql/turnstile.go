@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
+	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // Turnstiles (driver.Turnstiles): a session that meets a contended write
@@ -59,14 +60,14 @@ func TurnstileName(database, prefix string, id driver.Ident) string {
 // turnstileName is TurnstileName for the driver's database and prefix.
 func (d *Driver) turnstileName(id driver.Ident) string { return TurnstileName(d.dbName, d.prefix, id) }
 
-// TurnstileQuery takes a turnstile on a line: 1, it was free; 2, taken
-// after a wait; 0, not within the wait (arguments: the name twice, the
-// wait in seconds).
-const TurnstileQuery = "SELECT IF(GET_LOCK(?, 0) = 1, 1, 2 * GET_LOCK(?, ?))"
+// TurnstileCallPattern matches (SQL LIKE) the text of the call that takes
+// a turnstile, as information_schema.PROCESSLIST shows it while the call
+// waits in GET_LOCK (state 'User lock').
+const TurnstileCallPattern = "CALL %turnstile_acquire(%"
 
-// LockTurnstileAcquire implements driver.Turnstiles: the turnstile in one
-// statement (taken at once when free, else waited for), then the fast
-// path's grant.
+// LockTurnstileAcquire implements driver.Turnstiles: the turnstile
+// (taken at once when free, else waited for) and then the fast path's
+// grant, in one call on the line ({p}turnstile_acquire, migration 031).
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
 	if p.Mode != driver.ModeWrite {
 		return driver.Request{}, false, false, false, nil
@@ -77,10 +78,15 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	}
 	defer l.Unlock()
 	name := d.turnstileName(p.Ident)
-	// 1: free and taken; 2: taken after a wait; 0: not within wait.
+	r := driver.Request{ID: sqldriver.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
+	// The turnstile: 1 free and taken, 2 taken after a wait, 0 not
+	// within wait; then the rows fast_acquire changed and the fence.
 	var got sql.NullInt64
-	err := l.Conn.QueryRowContext(ctx, TurnstileQuery,
-		name, name, wait.Seconds()).Scan(&got)
+	var n int64
+	err := l.Conn.QueryRowContext(ctx, d.Q("turnstile_acquire"), name, wait.Seconds(),
+		p.Kind, bin(p.NS), bin(p.Name), r.ID, p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation).
+		Scan(&got, &n, &r.Token)
 	if err != nil || !got.Valid {
 		l.Fail()
 		if err == nil {
@@ -93,8 +99,8 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 		return driver.Request{}, false, waited, true, nil
 	}
 	l.Held[p.Ident] = true
-	r, ok, err := d.LockFastAcquire(ctx, p)
-	if err == nil && !ok {
+	ok := n > 0
+	if !ok {
 		// Refused: held, or still the slow path's (slow = 1) after a wait
 		// through the table. Nothing of it left in InnoDB: the fast path
 		// owns it again (the contenders behind this one wait in the
@@ -141,4 +147,42 @@ func (d *Driver) letGo(ctx context.Context, sessionID string, scope driver.Ident
 // LockTurnstileHeld implements driver.Turnstiles.
 func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 	return d.lines.Holds(sessionID, scope)
+}
+
+// releaseOnLine is LockFastRelease of one name whose turnstile the
+// session holds: fast_release_name and RELEASE_LOCK in one call on the
+// line ({p}turnstile_release, migration 031), then what the slow path
+// has left to release, if anything (releaseRest), and the turnstile
+// after it when the call did not let it go. done false: the session
+// holds no such turnstile, or the call failed (the line is closed now,
+// which lets the turnstile go): the release goes through the pool.
+func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams) (n int, waiting []driver.Ident, done bool, err error) {
+	id := driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}
+	l := d.lines.Find(p.SessionID)
+	if p.Name == "" || l == nil {
+		return 0, nil, false, nil
+	}
+	l.Lock()
+	if !l.Open() || !l.Held[id] {
+		l.Unlock()
+		return 0, nil, false, nil
+	}
+	var n64, signal int64
+	var unlocked sql.NullInt64
+	err = l.Conn.QueryRowContext(ctx, d.Q("turnstile_release"), d.turnstileName(id), p.SessionID, p.Kind, bin(p.NS), bin(p.Name)).
+		Scan(&n64, &signal, &unlocked)
+	if err != nil {
+		l.Fail()
+		l.Unlock()
+		return 0, nil, false, nil
+	}
+	if unlocked.Valid {
+		delete(l.Held, id)
+	}
+	l.Unlock()
+	n, waiting, err = d.releaseRest(ctx, p, int(n64), signal)
+	if err == nil && !unlocked.Valid {
+		d.letGo(ctx, p.SessionID, id)
+	}
+	return n, waiting, true, err
 }

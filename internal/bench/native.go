@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -214,11 +213,11 @@ func (g *getLock) turnstileWaiting(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// The turnstile's statement, up to its first argument.
-	head, _, _ := strings.Cut(mysql.TurnstileQuery, "?")
+	// The turnstile's call (driver/mysql, migration 031), waiting in
+	// GET_LOCK.
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
-		WHERE STATE = 'User lock' AND LEFT(INFO, ?) = ?`, len(head), head).Scan(&n)
+		WHERE STATE = 'User lock' AND INFO LIKE ?`, mysql.TurnstileCallPattern).Scan(&n)
 	return n > 0, err
 }
 
