@@ -83,7 +83,14 @@ func held(t *testing.T, c *baton.Client, s *baton.Session) []baton.LockInfo {
 // in the lock state (baton_lock_holds), read by db outside baton.
 func lockRows(t *testing.T, b batontest.Backend, db *sql.DB, s *baton.Session) int {
 	t.Helper()
-	q := "SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?"
+	return sessionRows(t, b, db, "baton_lock_holds", s)
+}
+
+// sessionRows counts the rows of a session in a table (or view) of the
+// default prefix with a session_id column.
+func sessionRows(t *testing.T, b batontest.Backend, db *sql.DB, table string, s *baton.Session) int {
+	t.Helper()
+	q := "SELECT COUNT(*) FROM " + table + " WHERE session_id = ?"
 	if b.Name == "postgres" {
 		q = strings.ReplaceAll(q, "?", "$1")
 	}

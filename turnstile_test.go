@@ -206,15 +206,7 @@ func TestLockTurnstileLineLost(t *testing.T) {
 // (lock_waits).
 func waitRows(t *testing.T, b batontest.Backend, db *sql.DB, s *baton.Session) int {
 	t.Helper()
-	q := "SELECT COUNT(*) FROM baton_lock_waits WHERE session_id = ?"
-	if b.Name == "postgres" {
-		q = strings.ReplaceAll(q, "?", "$1")
-	}
-	var n int
-	if err := db.QueryRowContext(ctxT(t), q, s.ID()).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return sessionRows(t, b, db, "baton_lock_waits", s)
 }
 
 // killTurnstile ends the server session that holds the turnstile of a
