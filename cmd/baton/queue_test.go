@@ -481,11 +481,22 @@ func TestWorkGracefulStop(t *testing.T) {
 		c, _ := client(t, dsn)
 		pushID(t, dsn, "", "q", "slow")
 		file := filepath.Join(t.TempDir(), "out")
-		w := exec.Command(bin, "--dsn", dsn, "work", "q", "--", "sh", "-c", `sleep 1; cat >> "$0"`, file)
+		// CMD says it started: a message claimed but not yet started when
+		// the stop comes goes back to the queue unhandled, by design.
+		w := exec.Command(bin, "--dsn", dsn, "work", "q", "--", "sh", "-c", `: > "$0.started"; sleep 1; cat >> "$0"`, file)
 		var errb bytes.Buffer
 		w.Stderr = &errb
 		startBaton(t, w)
-		waitStats(t, c, "q", func(st baton.QueueStats) bool { return st.Claimed == 1 })
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(file + ".started"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the command never started")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		stopGracefully(t, w)
 		if b, _ := os.ReadFile(file); string(b) != "slow" {
 			t.Fatalf("the message in flight was not finished: %q (stderr %q)", b, errb.String())
