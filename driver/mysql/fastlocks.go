@@ -49,8 +49,7 @@ func (d *Driver) execHot(ctx context.Context, name string, args ...any) (sql.Res
 // lock state's. A refusal sends the engine to the slow path, whose session
 // check gives up a session of an earlier incarnation.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	r := driver.Request{ID: sqldriver.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
+	r := fastHolder(p)
 	res, err := d.execHot(ctx, "fast_acquire", p.Kind, bin(p.NS), bin(p.Name), r.ID,
 		p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation, p.Incarnation)
 	if err != nil {
@@ -68,6 +67,13 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		return driver.Request{}, false, err
 	}
 	return r, true, nil
+}
+
+// fastHolder is the fast holder p proposes, with a new holder id; the
+// statement that grants it sets its token.
+func fastHolder(p driver.FastAcquireParams) driver.Request {
+	return driver.Request{ID: sqldriver.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 }
 
 // acquireShared grants a reader beside others (fast_acquire refused it:

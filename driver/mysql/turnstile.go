@@ -11,7 +11,6 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // Turnstiles (driver.Turnstiles): a session that meets a contended write
@@ -69,17 +68,13 @@ const TurnstileCallPattern = "CALL %turnstile_acquire(%"
 // (taken at once when free, else waited for) and then the fast path's
 // grant, in one call on the line ({p}turnstile_acquire, migration 031).
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
-	if p.Mode != driver.ModeWrite {
-		return driver.Request{}, false, false, false, nil
-	}
-	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
+	l, wait := d.lines.Claim(ctx, p, wait)
 	if l == nil {
 		return driver.Request{}, false, false, false, nil
 	}
 	defer l.Unlock()
 	name := d.turnstileName(p.Ident)
-	r := driver.Request{ID: sqldriver.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
+	r := fastHolder(p)
 	// The turnstile: 1 free and taken, 2 taken after a wait, 0 not
 	// within wait; then the rows fast_acquire changed and the fence.
 	var got sql.NullInt64
@@ -157,9 +152,12 @@ func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 // holds no such turnstile, or the call failed (the line is closed now,
 // which lets the turnstile go): the release goes through the pool.
 func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams) (n int, waiting []driver.Ident, done bool, err error) {
+	if p.Name == "" {
+		return 0, nil, false, nil
+	}
 	id := driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}
 	l := d.lines.Find(p.SessionID)
-	if p.Name == "" || l == nil {
+	if l == nil {
 		return 0, nil, false, nil
 	}
 	l.Lock()

@@ -62,10 +62,10 @@ func (d *Driver) turnstileKey(id driver.Ident) int32 {
 
 // LockTurnstileAcquire implements driver.Turnstiles.
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
-	if p.Mode != driver.ModeWrite || d.noDirect() {
+	if d.noDirect() {
 		return driver.Request{}, false, false, false, nil
 	}
-	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
+	l, wait := d.lines.Claim(ctx, p, wait)
 	if l == nil {
 		return driver.Request{}, false, false, false, nil
 	}

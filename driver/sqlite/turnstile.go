@@ -127,10 +127,7 @@ func (d *Driver) turnstileKey(id driver.Ident) turnstileKey {
 // LockTurnstileAcquire implements driver.Turnstiles: the turnstile (taken
 // at once when free, else waited for), then the fast path's grant.
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
-	if p.Mode != driver.ModeWrite {
-		return driver.Request{}, false, false, false, nil
-	}
-	l, wait := d.lines.Claim(ctx, p.SessionID, p.Ident, wait)
+	l, wait := d.lines.Claim(ctx, p, wait)
 	if l == nil {
 		return driver.Request{}, false, false, false, nil
 	}

@@ -83,15 +83,21 @@ func (s *Set[C]) get(ctx context.Context, sessionID string) *Line[C] {
 	return l
 }
 
-// Claim takes the session's line for an acquisition of id's turnstile,
-// locked (the caller unlocks it): nil when the session has none and none
-// can be opened, the line is busy with another call of the session, is
-// closed, or holds id's turnstile already (the session's next instance
-// is the table's). wait comes back never below 0; the engine has cut it
-// to end before its call does (a statement cut off costs the connection,
-// so the statement runs in a context without the call's deadline).
-func (s *Set[C]) Claim(ctx context.Context, sessionID string, id driver.Ident, wait time.Duration) (*Line[C], time.Duration) {
-	l := s.get(ctx, sessionID)
+// Claim takes the session's line for acquisition p through the turnstile
+// of p's identifier, locked (the caller unlocks it): nil for a read lock
+// (only write locks take turnstiles: GET_LOCK has no shared mode), when
+// the session has no line and none can be opened, the line is busy with
+// another call of the session, is closed, or holds the turnstile already
+// (the session's next instance is the table's). wait comes back never
+// below 0; the engine has cut it to end before its call does (a
+// statement cut off costs the connection, so the statement runs in a
+// context without the call's deadline).
+func (s *Set[C]) Claim(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (*Line[C], time.Duration) {
+	if p.Mode != driver.ModeWrite {
+		return nil, 0
+	}
+	id := p.Ident
+	l := s.get(ctx, p.SessionID)
 	if l == nil || !l.TryLock() {
 		return nil, 0
 	}
