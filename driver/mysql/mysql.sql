@@ -93,6 +93,8 @@ DELETE FROM {p}lock_txholds WHERE id IN ({list});
 -- columns: h_id, which it reads, is assigned last.
 -- Arguments: kind, ns, name, holder id, session, client, mode, call id,
 -- then the session's incarnation twice (0: not checked, for drivertest).
+-- Migration 031's turnstile_acquire carries a copy (kept in step by
+-- TestTurnstileProceduresFollowFastPath).
 INSERT INTO {p}lock_fast (kind, ns, name, fence, slow, h_id, h_session, h_client, h_mode, h_call, h_at)
 SELECT ?, ?, ?, LAST_INSERT_ID({now}), 0, ?, ?, ?, ?, ?, {now} FROM {p}incarnation WHERE id = ? OR ? = 0
 ON DUPLICATE KEY UPDATE
@@ -141,7 +143,8 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
 -- it in the statement set 3 (LAST_INSERT_ID() reads the value the
 -- statement set last; a 3 left by an earlier statement only costs a
 -- look). The caller then releases through InnoDB, adopting first on a 3.
--- Arguments: session, kind, ns, name.
+-- Arguments: session, kind, ns, name. Migration 031's turnstile_release
+-- carries a copy (kept in step by TestTurnstileProceduresFollowFastPath).
 UPDATE {p}lock_fast
    SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(IF(h_id IS NOT NULL, 3, IF(LAST_INSERT_ID() = 3, 3, 1))) > 0, h_session, h_session)),
        h_id = IF(slow = 0, NULL, h_id), h_client = IF(slow = 0, NULL, h_client),
