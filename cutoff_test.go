@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -23,42 +24,12 @@ func TestLockCallCutOff(t *testing.T) {
 		c, dsn := open(t, b)
 		db := batontest.SQLDB(t, dsn)
 		rows := func(s *baton.Session) int { t.Helper(); return lockRows(t, b, db, s) }
-		// block locks the tables every lock call writes, on a connection
-		// of the test's own, until the returned func lets them go.
-		block := func() func() {
-			t.Helper()
-			conn, err := db.Conn(ctxT(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stmts := []string{"BEGIN", "LOCK TABLE baton_lock_idents IN SHARE ROW EXCLUSIVE MODE"}
-			unlock := "COMMIT"
-			switch b.Name {
-			case "sqlite": // the database's write lock
-				stmts = []string{"BEGIN IMMEDIATE"}
-			case "mysql":
-				stmts = []string{"LOCK TABLES baton_lock_fast WRITE, baton_lock_idents WRITE, baton_lock_requests WRITE"}
-				unlock = "UNLOCK TABLES"
-			}
-			for _, q := range stmts {
-				if _, err := conn.ExecContext(ctxT(t), q); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return func() {
-				t.Helper()
-				if _, err := conn.ExecContext(ctxT(t), unlock); err != nil {
-					t.Fatal(err)
-				}
-				conn.Close()
-			}
-		}
 		holder, caller := session(t, c), session(t, c)
 		for _, contended := range []bool{false, true} {
 			if contended {
 				mustLock(t, holder, "co", baton.Write, "x")
 			}
-			unblock := block()
+			unblock := blockLockTables(t, b, db)
 			ch := make(chan error, 1)
 			go func() {
 				_, err := caller.Lock(context.Background(), "co", baton.Write, 100*time.Millisecond, "x")
@@ -86,6 +57,88 @@ func TestLockCallCutOff(t *testing.T) {
 				}
 			}
 			t.Logf("contended %v: %v", contended, err)
+		}
+	})
+}
+
+// blockLockTables locks the tables every lock call writes, on a
+// connection of the test's own, until the returned func lets them go.
+func blockLockTables(t *testing.T, b batontest.Backend, db *sql.DB) func() {
+	t.Helper()
+	conn, err := db.Conn(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{"BEGIN", "LOCK TABLE baton_lock_idents IN SHARE ROW EXCLUSIVE MODE"}
+	unlock := "COMMIT"
+	switch b.Name {
+	case "sqlite": // the database's write lock
+		stmts = []string{"BEGIN IMMEDIATE"}
+	case "mysql":
+		stmts = []string{"LOCK TABLES baton_lock_fast WRITE, baton_lock_idents WRITE, baton_lock_requests WRITE"}
+		unlock = "UNLOCK TABLES"
+	}
+	for _, q := range stmts {
+		if _, err := conn.ExecContext(ctxT(t), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		t.Helper()
+		if _, err := conn.ExecContext(ctxT(t), unlock); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+}
+
+// TestLockReleaseOutlastsLease (every backend): a release whose statement
+// waits in the server for longer than the lease (here for the lock
+// tables, which another connection locks) is not cut off while its
+// caller still waits for it: it releases, hands the lock on to the
+// waiter, and reports success, instead of failing at the lease while the
+// caller's context had time left (the full suite once saw "context
+// deadline exceeded" from a release under load). On SQLite the write
+// lock also stops the sessions' renewals, so it is held for a fifth of
+// the lease there: the statement waits on the caller's context.
+func TestLockReleaseOutlastsLease(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		const lease = time.Second
+		c := openDSN(t, dsn, baton.Options{Lease: lease})
+		db := batontest.SQLDB(t, dsn)
+		blocked := 3 * lease
+		if b.Name == "sqlite" {
+			blocked = lease / 5
+		}
+		holder, waiter := session(t, c), session(t, c)
+		for _, contended := range []bool{false, true} {
+			mustLock(t, holder, "outlast", baton.Write, "x")
+			var granted chan error
+			if contended {
+				granted = async(waiter, "outlast", baton.Write, 20*time.Second, "x")
+				waitPending(t, c, waiter, 1)
+			}
+			unblock := blockLockTables(t, b, db)
+			released := make(chan error, 1)
+			go func() {
+				_, err := holder.Release(ctxT(t), "outlast")
+				released <- err
+			}()
+			time.Sleep(blocked)
+			unblock()
+			if err := await(t, released, 15*time.Second, "release did not return"); err != nil {
+				t.Fatalf("contended %v: release blocked for %v (lease %v): %v", contended, blocked, lease, err)
+			}
+			if n := lockRows(t, b, db, holder); n != 0 {
+				t.Fatalf("contended %v: the release succeeded, and the holder has %d instances in the lock state", contended, n)
+			}
+			if contended {
+				mustRecv(t, granted)
+				if _, err := waiter.Release(ctxT(t), "outlast"); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	})
 }

@@ -315,8 +315,8 @@ type ManyAcquirer interface {
 // may still commit in the server afterwards: a lock request or holder so
 // written would outlive the withdrawal of the call that wrote it. The
 // engine therefore runs the statements that change the lock state to
-// their end, bounded by the lease and not by the caller's context, whose
-// deadline it keeps by bounding the waits in the server (the turnstile's)
+// their end, bounded by the lease (or the caller's deadline, when later)
+// and not by the caller's context, whose deadline it keeps by bounding the waits in the server (the turnstile's)
 // and by checking it between statements. An embedded database (SQLite)
 // ends a cut statement before it returns, so its statements keep the
 // caller's context.

@@ -123,11 +123,12 @@ func New(cfg Config) *Service {
 // statement returns the context for the statements that change the lock
 // state on behalf of a call whose context is ctx. Where they run in a
 // server (driver.ServerStatements), it is ctx without its end, bounded by
-// the lease instead: a statement cut off by the call's deadline could
-// still commit there after the call has withdrawn what it wrote, leaving
-// a request or a holder that nobody waits for. The call keeps its
-// deadline by bounding its waits in the server (turnstileAcquire) and by
-// checking ctx between statements (retrying, inTxUntil, acquireOne).
+// the later of the lease and ctx's deadline instead: a statement cut off
+// by the call's deadline could still commit there after the call has
+// withdrawn what it wrote, leaving a request or a holder that nobody
+// waits for. The call keeps its deadline by bounding its waits in the
+// server (turnstileAcquire) and by checking ctx between statements
+// (retrying, inTxUntil, acquireOne).
 func (l *Service) statement(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !l.detach {
 		return ctx, func() {}
@@ -137,9 +138,17 @@ func (l *Service) statement(ctx context.Context) (context.Context, context.Cance
 
 // cleanup returns the context for a statement that undoes what a call
 // left behind once its context may have ended (on every backend): ctx
-// without its end, bounded by the lease.
+// without its end, bounded by the lease or, when later, by ctx's
+// deadline. A statement slower than the lease (one that waits for a row
+// another transaction holds, on a loaded server) is not cut off while
+// its caller still waits for it: a release that the server then commits
+// anyway would have been reported as failed.
 func (l *Service) cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+	end := time.Now().Add(l.cfg.Lease)
+	if d, ok := ctx.Deadline(); ok && d.After(end) {
+		end = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 func (l *Service) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
