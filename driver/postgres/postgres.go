@@ -503,28 +503,51 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		return 0, nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
 	}
 	var n int
-	var grants string
+	var grants []string
 	var contended [][]byte
 	scan := func(rows pgx.Rows) error {
 		for rows.Next() {
-			if err := rows.Scan(&n, &grants, &contended); err != nil {
+			var g string
+			if err := rows.Scan(&n, &g, &contended); err != nil {
 				return err
 			}
+			grants = append(grants, g)
 		}
 		return nil
+	}
+	if p.InlineOnly {
+		// A row per name released (release_inline).
+		scan = func(rows pgx.Rows) error {
+			for rows.Next() {
+				var name []byte
+				var waiters int
+				var g *string
+				if err := rows.Scan(&name, &waiters, &g); err != nil {
+					return err
+				}
+				n++
+				if waiters > 0 {
+					contended = append(contended, name)
+				}
+				if g != nil {
+					grants = append(grants, *g)
+				}
+			}
+			return nil
+		}
 	}
 	done, err := d.releaseOnLine(ctx, p, query, args, scan)
 	if !done || err != nil {
 		// No turnstile to let go, or the line failed (closed now, which
 		// let them go): the release through the pool, which releases
 		// what the failed one may not have.
-		n, grants, contended = 0, "", nil
+		n, grants, contended = 0, nil, nil
 		err = d.direct(ctx, query, args, scan)
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	handLocal([]string{grants})
+	handLocal(grants)
 	if p.Contended != nil {
 		for _, name := range contended {
 			p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})

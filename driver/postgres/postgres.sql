@@ -69,11 +69,22 @@ SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many(
 
 -- name: turnstile_acquire
 -- A contended write lock through its turnstile, on the session's line:
--- see {p}turnstile_acquire (migration 027). Arguments: kind, namespace,
+-- see {p}turnstile_take (migration 032). Arguments: kind, namespace,
 -- name, the turnstile's two keys, the longest wait in milliseconds,
--- session, client, call.
+-- session, client, call. A wait that runs out fails with
+-- lock_not_available (55P03); turnstile_held then says whether the
+-- turnstile came anyway.
 SELECT o_id, o_token, o_inc, o_held, o_waited
-  FROM {p}turnstile_acquire($1::smallint, $2, $3, $4::integer, $5::integer, $6::integer, $7, $8, $9);
+  FROM {p}turnstile_take($1::smallint, $2, $3, $4::integer, $5::integer, $6::integer, $7, $8, $9);
+
+-- name: turnstile_held
+-- Whether this connection holds the two-key advisory lock ($1, $2): a
+-- turnstile's wait that ran out as the lock came reports lock_not_available
+-- with the lock held (pg_locks shows the keys as unsigned).
+SELECT EXISTS (SELECT 1 FROM pg_locks l
+                WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.granted
+                  AND l.objsubid = 2 AND l.classid::bigint = ($1::bigint + 4294967296) % 4294967296
+                  AND l.objid::bigint = ($2::bigint + 4294967296) % 4294967296);
 
 -- name: request
 -- The slow path of one lock request in one call: see {p}request
@@ -108,19 +119,19 @@ SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''
 -- (FastReleaseParams.InlineOnly; one instance per name, so no limit): one
 -- update of its lock rows (of one name, or of the namespace: locked in
 -- the primary key's order, name order, as multi-name calls lock them),
--- then {p}regrant_grants for each row someone waits on. (A plain pass and
--- then {p}release_name over the contended names would lock those after
--- the rest, out of that order.) $1 session, $2 kind, $3 namespace, $4 name
--- (NULL: all), $5 the NOTIFY channel. One row, as release_name's.
-WITH u AS (
-    UPDATE {p}lock_idents li
-       SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
-           h_id = NULL, h_session = NULL
-     WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
-    RETURNING li.kind, li.ns, li.name, li.n_p)
-SELECT count(*), coalesce(string_agg(nullif(g.grants, ''), ','), ''),
-       coalesce(array_agg(g.name) FILTER (WHERE g.n_p > 0), '{}')
-  FROM (SELECT u.name, u.n_p, CASE WHEN u.n_p > 0 THEN {p}regrant_grants(u.kind, u.ns, u.name, $5) END AS grants FROM u) g;
+-- each row someone waits on handed on by {p}regrant_grants as it is
+-- released. $1 session, $2 kind, $3 namespace, $4 name (NULL: all), $5
+-- the NOTIFY channel. A row per name released: its name, its waiters
+-- (n_p), its grants. (A plain pass and then {p}release_name over the
+-- contended names would lock those after the rest, out of that order; a
+-- WITH around the update to return one row as release_name does cost
+-- 5-8% of a contended grant's rate: docs/benchmarks.md, "The turnstile's
+-- statements without a subtransaction".)
+UPDATE {p}lock_idents li
+   SET n_r = li.n_r - (li.h_mode = 'R')::int, n_w = li.n_w - (li.h_mode = 'W')::int,
+       h_id = NULL, h_session = NULL
+ WHERE li.kind = $2 AND li.ns = $3 AND ($4::bytea IS NULL OR li.name = $4) AND li.h_session = $1
+RETURNING li.name, li.n_p, CASE WHEN li.n_p > 0 THEN {p}regrant_grants(li.kind, li.ns, li.name, $5) END;
 
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
@@ -75,6 +77,12 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	err := l.Conn.QueryRow(ctx, d.Q("turnstile_acquire"), p.Kind, []byte(p.NS), []byte(p.Name),
 		TurnstileClass, d.turnstileKey(p.Ident), int32(wait/time.Millisecond), p.SessionID, p.ClientID, p.CallID).
 		Scan(&id, &token, &inc, &held, &waited)
+	if lockTimedOut(err) {
+		// The wait ran out (migration 032): the lock was not taken, and
+		// the turnstile may have come as the time ran out.
+		waited = true
+		err = l.Conn.QueryRow(ctx, d.Q("turnstile_held"), TurnstileClass, d.turnstileKey(p.Ident)).Scan(&held)
+	}
 	if err != nil {
 		// The turnstile may be held or not (a statement cut off): close
 		// the line, which lets it go either way.
@@ -93,6 +101,13 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 		return r, false, waited, true, driver.ErrServerRestarted
 	}
 	return r, true, waited, true, nil
+}
+
+// lockTimedOut reports PostgreSQL's lock_not_available (55P03), which a
+// wait behind a turnstile that ran out raises.
+func lockTimedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 // LockTurnstileDrop implements driver.Turnstiles.
