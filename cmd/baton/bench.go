@@ -59,8 +59,9 @@ Cases:
                    lock, so that its wait goes to the lock table; baseline
                    as for handoff_waited
   contend8         8 sessions on 2 clients loop Lock(write, forever)+Release;
-                   ops/s = acquisitions/s; baseline: the native lock on 8
-                   connections
+                   ops/s = acquisitions/s, counted after a 500 ms warm-up
+                   (connections opened); baseline: the native lock on 8
+                   connections, after the same warm-up
   deadlock_detect  latency from the request that closes a 2-cycle to its
                    deadlock error
 

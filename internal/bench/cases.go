@@ -425,7 +425,8 @@ func nativeHandoff(ctx context.Context, nat nativeLock, d, pause time.Duration) 
 
 // contend8 runs 8 sessions over 2 clients that loop Lock(write, forever) +
 // Release on one name, then the same with the native lock on 8
-// connections. With a baseline each side gets half the duration.
+// connections. With a baseline each side gets half the duration, after a
+// warm-up each (contend).
 func (r *runner) contend8(ctx context.Context) (*Record, error) {
 	const workers = 8
 	nat := r.native()
@@ -506,8 +507,17 @@ func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d tim
 	return nil
 }
 
-// contend runs op(i) in a loop on workers goroutines for d and returns the
-// latency of every call and the time until the last worker stopped.
+// contendWarmUp is how long contend runs its loop before it counts: the
+// baseline opens its connections before it starts, and baton's first
+// calls open the pool's connections and the sessions' lines (on
+// PostgreSQL, 8 sessions at once took 200-600 ms to reach their pace on
+// this machine: docs/benchmarks.md, "contend8 after a warm-up").
+const contendWarmUp = 500 * time.Millisecond
+
+// contend runs op(i) in a loop on workers goroutines for contendWarmUp
+// and then d, and returns the latency of every call begun after the
+// warm-up and the time from the warm-up's end until the last worker
+// stopped.
 func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duration, time.Duration, error) {
 	var (
 		mu   sync.Mutex
@@ -515,7 +525,7 @@ func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duratio
 		errs []error
 		wg   sync.WaitGroup
 	)
-	start := time.Now()
+	start := time.Now().Add(contendWarmUp)
 	end := start.Add(d)
 	for i := range workers {
 		wg.Add(1)
@@ -528,7 +538,9 @@ func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duratio
 				if err = op(i); err != nil {
 					break
 				}
-				mine = append(mine, time.Since(t0))
+				if !t0.Before(start) {
+					mine = append(mine, time.Since(t0))
+				}
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
