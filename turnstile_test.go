@@ -128,6 +128,67 @@ func TestLockTurnstileContention(t *testing.T) {
 	})
 }
 
+// TestLockTurnstileWriterNotStarved (every backend): the turnstiles'
+// qualification of first come, first served (docs/guarantees.md) and its
+// bound. A writer waits behind the holder's turnstile, then a reader
+// comes, which waits in the table. At the holder's release the reader
+// may go first (the writer still behind the turnstile: the
+// qualification), or the writer (its wait reached the table before the
+// reader came). Either way, once the writer waits in the table a later
+// reader waits behind it, is never granted beside it, and gets the lock
+// after it.
+func TestLockTurnstileWriterNotStarved(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := open(t, b)
+		db := batontest.SQLDB(t, dsn)
+		primeContention(t, c, "fair", "x")
+		h, w, r1, r2 := session(t, c), session(t, c), session(t, c), session(t, c)
+		mustLock(t, h, "fair", baton.Write, "x")
+		wCh := async(w, "fair", baton.Write, 20*time.Second, "x")
+		waitPending(t, c, w, 1)
+		r1Ch := async(r1, "fair", baton.Read, 20*time.Second, "x")
+		waitPending(t, c, r1, 1)
+		release(t, h, "fair")
+		select {
+		case err := <-r1Ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The reader went first. The writer, refused, waits in the
+			// table: its request row is there.
+			deadline := time.Now().Add(10 * time.Second)
+			for lockRows(t, b, db, w) != 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("the writer's wait never reached the lock table")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			stillWaiting(t, wCh, 0, "the writer")
+			r2Ch := async(r2, "fair", baton.Read, 20*time.Second, "x")
+			stillWaiting(t, r2Ch, 300*time.Millisecond, "a reader that came after the writer's wait reached the table")
+			release(t, r1, "fair")
+			mustRecv(t, wCh)
+			stillWaiting(t, r2Ch, 100*time.Millisecond, "the later reader, beside the writer")
+			release(t, w, "fair")
+			mustRecv(t, r2Ch)
+			t.Log("the reader that came second went first (the writer waited behind the turnstile)")
+		case err := <-wCh:
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2Ch := async(r2, "fair", baton.Read, 20*time.Second, "x")
+			stillWaiting(t, r1Ch, 100*time.Millisecond, "the reader, beside the writer")
+			stillWaiting(t, r2Ch, 100*time.Millisecond, "the later reader, beside the writer")
+			release(t, w, "fair")
+			mustRecv(t, r1Ch)
+			release(t, r1, "fair")
+			t.Log("the writer went first (its wait had reached the table)")
+		case <-time.After(15 * time.Second):
+			t.Fatal("neither waiter was granted after the release")
+		}
+	})
+}
+
 // TestLockTurnstileDeadlock: two sessions that each hold a lock taken
 // through its turnstile and then wait for the other's close a cycle; the
 // waits in the server are bounded, so the cycle reaches the table, where
