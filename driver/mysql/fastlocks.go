@@ -33,12 +33,14 @@ type querier interface {
 }
 
 // execHot runs a statement of the fast paths outside a transaction: as
-// text for a one-shot command's first few calls, then prepared, which
-// spares the server parsing it on every call (before Prepare prepares the
-// rest).
+// text on the main pool for a one-shot command's first few calls (one
+// connection for the process), then prepared on the hot pool, which
+// spares the server parsing it on every call, with a context that cannot
+// end (see Driver.hot: the connections' timeouts bound it).
 func (d *Driver) execHot(ctx context.Context, name string, args ...any) (sql.Result, error) {
 	if d.fastPoolDue() {
-		d.PrepareNamed(ctx, name)
+		d.hotDB.PrepareNamed(ctx, name)
+		return d.hotDB.ExecNamed(context.WithoutCancel(ctx), nil, name, args...)
 	}
 	return d.ExecNamed(ctx, nil, name, args...)
 }
@@ -181,7 +183,12 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 // whose holder is the one this call proposed (hids) are granted, in the
 // one round trip (MySQL reads them back: fastGranted).
 func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireParams, q string, args []any, hids map[string]int64) (map[string]driver.Request, error) {
-	rows, err := d.SQL.QueryContext(ctx, q+" RETURNING name, h_id, fence", args...)
+	db := d.SQL
+	if d.fastReady.Load() {
+		// The hot pool, as execHot's statements.
+		db, ctx = d.hot, context.WithoutCancel(ctx)
+	}
+	rows, err := db.QueryContext(ctx, q+" RETURNING name, h_id, fence", args...)
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,18 @@ type Driver struct {
 	// use ends with COMMIT or ROLLBACK, or discards the connection, so no
 	// transaction is ever left open in the pool. Nothing else may use it.
 	fast *sql.DB
+	// hot is a third pool, autocommit like the main one, for the fast
+	// paths' statements once fastReady (fastlocks.go, execHot): they run
+	// there with a context that cannot end, bounded instead by the
+	// connections' read and write timeouts (hotTimeout, or the DSN's
+	// readTimeout and writeTimeout). A context that can end costs
+	// go-sql-driver a hand-off to the connection's watcher goroutine and
+	// back, and database/sql a goroutine per Rows: 25-35% of these
+	// statements' rate (docs/benchmarks.md, "MariaDB: what a cancellable
+	// context costs every statement"). hotDB holds its prepared
+	// statements.
+	hot   *sql.DB
+	hotDB *sqldriver.DB
 	// lines are the sessions' own connections for turnstiles, from
 	// lineDB (turnstile.go).
 	lineDB *sql.DB
@@ -386,13 +398,23 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err := d.setUp(db, prefix); err != nil {
 		db.Close()
 		d.fast.Close()
+		d.hot.Close()
+		d.lineDB.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-// openPools opens the main pool, checked with one connection, and the
-// fast one (d.fast).
+// hotTimeout bounds each read and write on the hot pool's connections
+// where the DSN sets no readTimeout or writeTimeout: the fast paths'
+// statements on MEMORY tables answer in microseconds unless the server is
+// stuck or out of reach, and a read that outlasts it ends the connection
+// (the statement's outcome unknown, as for a statement cut off by a
+// context; the engine withdraws the call).
+const hotTimeout = 10 * time.Second
+
+// openPools opens the main pool, checked with one connection, the fast
+// one (d.fast), the hot one (d.hot) and the lines' (d.lineDB).
 func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql.DB, error) {
 	db, err := d.pool(pc, isoVar, true)
 	if err != nil {
@@ -406,10 +428,24 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		db.Close()
 		return nil, err
 	}
+	hc := *pc
+	hc.Driver = pc.Driver.Clone()
+	if hc.Driver.ReadTimeout == 0 {
+		hc.Driver.ReadTimeout = hotTimeout
+	}
+	if hc.Driver.WriteTimeout == 0 {
+		hc.Driver.WriteTimeout = hotTimeout
+	}
+	if d.hot, err = d.pool(&hc, isoVar, true); err != nil {
+		db.Close()
+		d.fast.Close()
+		return nil, err
+	}
 	lineDB, err := d.pool(pc, isoVar, true)
 	if err != nil {
 		db.Close()
 		d.fast.Close()
+		d.hot.Close()
 		return nil, err
 	}
 	d.lineDB, d.lines = lineDB, d.newLines(lineDB)
@@ -469,6 +505,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Deleted:         d.clearDeleted,
 		Updated:         d.demoteAfter,
 	}}
+	d.hotDB = &sqldriver.DB{SQL: d.hot, D: d.DB.D}
 	d.migrator = &sqldriver.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
 		Locked: d.migrationLocked,
@@ -548,7 +585,7 @@ func (d *Driver) Close() error {
 	d.bgMu.Unlock()
 	d.bg.Wait()
 	d.lines.CloseAll()
-	return errors.Join(d.lineDB.Close(), d.fast.Close(), d.SQL.Close())
+	return errors.Join(d.lineDB.Close(), d.fast.Close(), d.hot.Close(), d.SQL.Close())
 }
 
 // running lists the listeners still running.
