@@ -441,7 +441,9 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		d.fast.Close()
 		return nil, err
 	}
-	lineDB, err := d.pool(pc, isoVar, true)
+	// The lines' statements are bounded as the hot pool's (turnstile.go):
+	// their waits in GET_LOCK last at most a second.
+	lineDB, err := d.pool(&hc, isoVar, true)
 	if err != nil {
 		db.Close()
 		d.fast.Close()

@@ -79,7 +79,10 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	// within wait; then the rows fast_acquire changed and the fence.
 	var got sql.NullInt64
 	var n int64
-	err := l.Conn.QueryRowContext(ctx, d.Q("turnstile_acquire"), name, wait.Seconds(),
+	// A context that cannot end, as the hot pool's statements (Driver.hot):
+	// the line's read and write timeouts bound the call, whose wait in
+	// GET_LOCK the engine has cut to end before the lock call does.
+	err := l.Conn.QueryRowContext(context.WithoutCancel(ctx), d.Q("turnstile_acquire"), name, wait.Seconds(),
 		p.Kind, bin(p.NS), bin(p.Name), r.ID, p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation).
 		Scan(&got, &n, &r.Token)
 	if err != nil || !got.Valid {
@@ -133,7 +136,7 @@ func (d *Driver) letGo(ctx context.Context, sessionID string, scope driver.Ident
 		if !l.Open() {
 			return
 		}
-		if _, err := l.Conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", d.turnstileName(id)); err != nil {
+		if _, err := l.Conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK(?)", d.turnstileName(id)); err != nil {
 			l.Fail()
 		}
 	}
@@ -167,7 +170,7 @@ func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams) 
 	}
 	var n64, signal int64
 	var unlocked sql.NullInt64
-	err = l.Conn.QueryRowContext(ctx, d.Q("turnstile_release"), d.turnstileName(id), p.SessionID, p.Kind, bin(p.NS), bin(p.Name)).
+	err = l.Conn.QueryRowContext(context.WithoutCancel(ctx), d.Q("turnstile_release"), d.turnstileName(id), p.SessionID, p.Kind, bin(p.NS), bin(p.Name)).
 		Scan(&n64, &signal, &unlocked)
 	if err != nil {
 		l.Fail()
