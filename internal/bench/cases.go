@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton"
@@ -160,8 +161,9 @@ func (r *runner) throughputBaseline(ctx context.Context, rec *Record, suffix str
 	return rec, nil
 }
 
-// loop warms op up, then runs it for d and returns the latency of each
-// call and the time the measured calls took in all.
+// loop warms op up, then runs it for d, and at least minRounds times,
+// and returns the latency of each call and the time the measured calls
+// took in all.
 func loop(d time.Duration, op func() error) ([]time.Duration, time.Duration, error) {
 	for range 50 {
 		if err := op(); err != nil {
@@ -173,7 +175,7 @@ func loop(d time.Duration, op func() error) ([]time.Duration, time.Duration, err
 	end := start.Add(d)
 	for {
 		t0 := time.Now()
-		if !t0.Before(end) {
+		if !t0.Before(end) && len(lat) >= minRounds {
 			break
 		}
 		if err := op(); err != nil {
@@ -515,7 +517,7 @@ func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d tim
 const contendWarmUp = 500 * time.Millisecond
 
 // contend runs op(i) in a loop on workers goroutines for contendWarmUp
-// and then d, and returns the latency of every call begun after the
+// and then d (and until minRounds calls were counted), and returns the latency of every call begun after the
 // warm-up and the time from the warm-up's end until the last worker
 // stopped.
 func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duration, time.Duration, error) {
@@ -527,19 +529,23 @@ func contend(d time.Duration, workers int, op func(i int) error) ([]time.Duratio
 	)
 	start := time.Now().Add(contendWarmUp)
 	end := start.Add(d)
+	// counted: calls begun after the warm-up; the loop runs until there
+	// are minRounds of them, however slow they are.
+	var counted atomic.Int64
 	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var mine []time.Duration
 			var err error
-			for time.Now().Before(end) {
+			for time.Now().Before(end) || counted.Load() < minRounds {
 				t0 := time.Now()
 				if err = op(i); err != nil {
 					break
 				}
 				if !t0.Before(start) {
 					mine = append(mine, time.Since(t0))
+					counted.Add(1)
 				}
 			}
 			mu.Lock()
