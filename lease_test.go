@@ -115,12 +115,28 @@ func TestLostWaiterLeavesNoRequest(t *testing.T) {
 		// late renewal (CI once did) would hand the lock to the waiter
 		// before its own loss, which is what this test waits for.
 		holderC := openDSN(t, dsn, baton.Options{Lease: 30 * time.Second})
-		waiterC := openDSN(t, dsn, baton.Options{Lease: time.Second})
 		h := session(t, holderC)
-		w := session(t, waiterC)
 		mustLock(t, h, "wait", baton.Write, "x")
-		got := async(w, "wait", baton.Write, baton.Forever, "x")
-		waitPending(t, holderC, w, 1)
+		// The waiter's lease is short, so a loaded machine can lose its
+		// session before its request is seen waiting (CI once did): the
+		// call then ends with ErrSessionLost before the test switched the
+		// renewals off, and the scenario is tried again with a new client.
+		var (
+			waiterC *baton.Client
+			w       *baton.Session
+			got     chan error
+		)
+		for attempt := 1; ; attempt++ {
+			waiterC = openDSN(t, dsn, baton.Options{Lease: time.Second})
+			w = session(t, waiterC)
+			got = async(w, "wait", baton.Write, baton.Forever, "x")
+			if pendingBeforeEnd(t, holderC, w, got) {
+				break
+			}
+			if attempt == 5 {
+				t.Fatal("the waiter's session was lost before its request was seen waiting, 5 times")
+			}
+		}
 		baton.SwitchRenewals(waiterC, true)
 		wantErr(t, recv(t, got), baton.ErrSessionLost)
 		baton.SwitchRenewals(waiterC, false)
@@ -139,6 +155,30 @@ func TestLostWaiterLeavesNoRequest(t *testing.T) {
 		third := session(t, holderC)
 		mustLock(t, third, "wait", baton.Write, "x")
 	})
+}
+
+// pendingBeforeEnd waits until the session has one PENDING request and says
+// true, or says false when the lock call behind it ended first with
+// ErrSessionLost (any other end fails the test).
+func pendingBeforeEnd(t *testing.T, c *baton.Client, s *baton.Session, call chan error) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-call:
+			wantErr(t, err, baton.ErrSessionLost)
+			return false
+		default:
+		}
+		for _, l := range held(t, c, s) {
+			if l.Status == "PENDING" {
+				return true
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("session never had a pending request")
+	return false
 }
 
 // TestWorkerSurvivesLostSession: a worker whose session is lost stops
