@@ -389,7 +389,9 @@ func stale(want int64, inc *int64) bool {
 	return want != 0 && (inc == nil || *inc != want)
 }
 
-// LockFastAcquireMany implements driver.ManyAcquirer in one statement.
+// LockFastAcquireMany implements driver.ManyAcquirer in one statement:
+// fast_acquire_many_free when every name is free, else {p}fast_acquire_many
+// for readers, which may join other readers.
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
 	nr, nw := sqldriver.ModeCounts(p.Mode)
 	bnames := make([][]byte, len(names))
@@ -399,12 +401,22 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	var byName map[string]driver.Request
 	var restarted bool
 	args := []any{p.Kind, []byte(p.NS), bnames, nr, nw, p.SessionID, p.ClientID, string(p.Mode), p.CallID}
-	err := d.direct(ctx, "fast_acquire_many", args, func(rows pgx.Rows) (err error) {
+	scan := func(rows pgx.Rows) (err error) {
 		byName, restarted, err = scanGrants(rows, p, len(names))
 		return err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+	}
+	if err := d.direct(ctx, "fast_acquire_many_free", args, scan); err != nil {
+		return nil, false, fmt.Errorf("fast_acquire_many_free: %w", err)
+	}
+	switch {
+	case len(byName) > 0 && len(byName) < len(names):
+		return nil, false, d.undoMany(ctx, p, byName)
+	case len(byName) == 0 && p.Mode == driver.ModeRead:
+		// {p}fast_acquire_many's second way: readers beside readers. (A
+		// writer it would refuse as the statement before did.)
+		if err := d.direct(ctx, "fast_acquire_many", args, scan); err != nil {
+			return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
+		}
 	}
 	if len(byName) == 0 {
 		return nil, false, nil
@@ -417,6 +429,20 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		return out, false, driver.ErrServerRestarted
 	}
 	return out, true, nil
+}
+
+// undoMany releases the inline holders fast_acquire_many_free granted
+// when another call took some name between its read and its upsert (the
+// call goes on name by name); those it cannot release are the engine's to
+// remove (driver.ErrPartialGrant).
+func (d *Driver) undoMany(ctx context.Context, p driver.FastAcquireParams, granted map[string]driver.Request) error {
+	for name := range granted {
+		if _, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: p.SessionID, Kind: p.Kind, NS: p.NS,
+			Name: name, InlineOnly: true}); err != nil {
+			return errors.Join(driver.ErrPartialGrant, err)
+		}
+	}
+	return nil
 }
 
 // scanGrants reads fast_acquire_many's rows, the granted requests by

@@ -64,6 +64,31 @@ ins AS (
 cur AS (SELECT id, lockable_from FROM ins UNION ALL SELECT id, lockable_from FROM {p}incarnation)
 SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 
+-- name: fast_acquire_many_free
+-- Several names of one namespace at once when every one is free, as one
+-- plain statement (no PL/pgSQL call): each name's conditional upsert of
+-- fast_acquire, none tried when any of them is taken (the same unlocked
+-- read first). Rows: the names granted, as fast_acquire_many's. A name
+-- taken between that read and its upsert is refused alone, and the
+-- caller releases the others (LockFastAcquireMany). Arguments as
+-- fast_acquire's, with the names as an array.
+WITH x AS (SELECT {now} AS t),
+li AS (
+    INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
+    SELECT $1::smallint, $2::bytea, u.name, x.t, $4::bigint, $5::bigint, 0, nextval('{p}lock_requests_id_seq'),
+           $6::text, $7::text, $8::text, $9::bigint, x.t, x.t
+      FROM unnest($3::bytea[]) AS u(name), x
+     WHERE NOT EXISTS (SELECT 1 FROM {p}lock_idents b
+                        WHERE b.kind = $1 AND b.ns = $2 AND b.name = ANY ($3::bytea[])
+                          AND (b.n_r <> 0 OR b.n_w <> 0 OR b.n_p <> 0 OR b.gated))
+    ON CONFLICT (kind, ns, name) DO UPDATE
+       SET fence = li.fence + 1, n_r = excluded.n_r, n_w = excluded.n_w,
+           h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
+           h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
+     WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
+    RETURNING li.name, li.h_id, li.h_token)
+SELECT li.name, li.h_id, li.h_token, (SELECT id FROM {p}incarnation), true FROM li;
+
 -- name: fast_acquire_many
 -- Several names of one namespace at once, all or none: see
 -- {p}fast_acquire_many (migration 011).
