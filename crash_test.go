@@ -3,6 +3,7 @@ package baton_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -476,4 +477,132 @@ func TestReaperLeavesNothing(t *testing.T) {
 		s := session(t, c)
 		mustLock(t, s, "crash", baton.Write, "x", "y")
 	})
+}
+
+// TestLockCallConnectionCut (PostgreSQL, PgBouncer, MariaDB): a lock call
+// whose connection is cut while its statement waits in the server (here
+// for the identifier's row, which a transaction of the test's own holds)
+// returns the lock once or fails, and leaves nothing else behind once the
+// server has run what it was sent: a holder or a request written after
+// the call gave up (or tried again) would be a lock that nobody knows it
+// holds, or a wait that nobody waits for. Once with the
+// lock free (the uncontended path), once held by another session (the
+// request that waits).
+func TestLockCallConnectionCut(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := serverDSN(t, b, "no network between client and database")
+		pdsn, p := viaProxy(t, dsn)
+		opts := baton.Options{Lease: time.Minute}
+		cut := openDSN(t, pdsn, opts)
+		other := openDSN(t, dsn, opts)
+		db := batontest.SQLDB(t, dsn)
+		for _, contended := range []bool{false, true} {
+			if !contended && b.Name == "mysql" {
+				// The uncontended path writes a MEMORY table, whose lock
+				// is the table's: whatever withdraws the call waits for
+				// the statement the cut left in the server.
+				continue
+			}
+			name := fmt.Sprintf("x%v", contended)
+			caller, holder, third := session(t, cut), session(t, other), session(t, other)
+			// The identifier's row exists.
+			mustLock(t, holder, "cc", baton.Write, name)
+			if contended {
+				// A session that holds a lock waits in the lock table
+				// after a short while in the turnstile.
+				mustLock(t, caller, "cc-other", baton.Write, "other")
+				// A refused try: MySQL's lock state has the identifier's
+				// InnoDB row from the first wait on it.
+				_, err := third.Lock(ctxT(t), "cc", baton.Write, 0, name)
+				wantErr(t, err, baton.ErrTimeout)
+			} else {
+				release(t, holder, "cc")
+			}
+			tx, waiting := holdLockRow(t, b, db, name)
+			got := async(caller, "cc", baton.Write, 10*time.Second, name)
+			deadline := time.Now().Add(10 * time.Second)
+			for !waiting() {
+				select {
+				case err := <-got:
+					t.Fatalf("contended %v: the call ended before its statement waited for the row: %v", contended, err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("contended %v: the call's statement never waited for the row", contended)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			p.cut(false)
+			// Time for the client to see the cut (and perhaps try again on
+			// a new connection) while the row is still held.
+			time.Sleep(200 * time.Millisecond)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if contended {
+				release(t, holder, "cc")
+			}
+			err := recv(t, got)
+			// Time for what the server was sent to end there.
+			time.Sleep(300 * time.Millisecond)
+			if contended {
+				if _, err := caller.Release(ctxT(t), "cc-other"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := 0
+			if err == nil {
+				want = 1
+			}
+			if n := lockRows(t, b, db, caller); n != want {
+				t.Fatalf("contended %v: the call returned %v, and its session has %d instances in the lock state", contended, err, n)
+			}
+			if err == nil {
+				release(t, caller, "cc")
+			}
+			if _, lerr := third.Lock(ctxT(t), "cc", baton.Write, 2*time.Second, name); lerr != nil {
+				t.Fatalf("contended %v: after the cut call returned %v, another session could not take the lock: %v", contended, err, lerr)
+			}
+			t.Logf("contended %v: %v", contended, err)
+			release(t, third, "cc")
+		}
+	})
+}
+
+// holdLockRow locks the lock state's row of the identifier (namespace
+// "cc") in a transaction of the test's own, and returns it with a check
+// that another transaction waits for that row.
+func holdLockRow(t *testing.T, b batontest.Backend, db *sql.DB, name string) (*sql.Tx, func() bool) {
+	t.Helper()
+	tx, err := db.BeginTx(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	lock := "SELECT 1 FROM baton_lock_idents WHERE ns = 'cc' AND name = $1 FOR UPDATE"
+	self := "SELECT pg_backend_pid()"
+	waits := "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))"
+	if b.Name == "mysql" {
+		lock = strings.ReplaceAll(lock, "$1", "?")
+		self = "SELECT CONNECTION_ID()"
+		// A statement of the lock state's in the server while the row is
+		// held waits for it (MariaDB's lock-wait tables do not list a
+		// wait in the optimizer's row lookup).
+		waits = `SELECT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST
+			WHERE DB = DATABASE() AND ID <> ? AND INFO LIKE '%baton\_lock\_idents%')`
+	}
+	var n, id int64
+	if err := tx.QueryRowContext(ctxT(t), lock, name).Scan(&n); err != nil {
+		t.Fatalf("lock the row of %q: %v", name, err)
+	}
+	if err := tx.QueryRowContext(ctxT(t), self).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return tx, func() bool {
+		var w bool
+		if err := db.QueryRowContext(ctxT(t), waits, id).Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
 }

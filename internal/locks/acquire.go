@@ -97,7 +97,7 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 		if len(ids) == 1 {
 			l.dropTurnstile(s, ids[0])
 		}
-		return nil, l.undo(s, call, err)
+		return nil, l.undo(s, call, ids, err)
 	}
 	return rs, nil
 }
@@ -119,8 +119,12 @@ func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64,
 // sees: the session's end when the withdrawal gave the session up (the
 // outcome of a statement cut off by a lost connection is unknown, so the
 // call's requests may exist), err otherwise.
-func (l *Service) undo(s *lease.Session, call int64, err error) error {
-	l.undoCall(s, call)
+func (l *Service) undo(s *lease.Session, call int64, ids []driver.Ident, err error) error {
+	var settle []driver.Ident
+	if inDoubt(err) {
+		settle = ids
+	}
+	l.undoCall(s, call, settle)
 	if serr := s.Err(); serr != nil && !errors.Is(err, serr) {
 		return serr
 	}
@@ -189,7 +193,7 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 	case errors.Is(err, driver.ErrServerRestarted):
 		return nil, false, s.Lost("%w", err)
 	case errors.Is(err, driver.ErrPartialGrant):
-		l.undoCall(s, call)
+		l.undoCall(s, call, nil)
 		return nil, false, s.Err()
 	case err != nil && l.drv.IsRetryable(err):
 		return nil, false, nil // the slow path retries name by name
@@ -602,18 +606,44 @@ func failure(ctx context.Context, s *lease.Session, err error) error {
 	return fmt.Errorf("baton: lock: %w", err)
 }
 
-// undoCall removes every request of a failed call, granted or waiting, and
-// grants what that frees. When that cannot be done (the database is away),
-// the session is given up: a request left behind could later be granted to
-// an owner who no longer waits, so the client deletes the whole session as
-// soon as the database answers.
-func (l *Service) undoCall(s *lease.Session, call int64) {
+// inDoubt reports whether a failed call's error may have left a statement
+// of the call running in the server (a connection cut while the statement
+// waited there, say): a failure of the network or the database, not one
+// of the lock service's own answers.
+func inDoubt(err error) bool {
+	for _, answer := range []error{errs.ErrTimeout, errs.ErrDeadlock, errs.ErrSessionLost, errs.ErrClosed,
+		errs.ErrInvalid, errs.ErrWrongName, context.Canceled} {
+		if errors.Is(err, answer) {
+			return false
+		}
+	}
+	return true
+}
+
+// undoCall removes every request of a failed call, granted or waiting,
+// and grants what that frees. When that cannot be done (the database is
+// away), the session is given up: a request left behind could later be
+// granted to an owner who no longer waits, so the client deletes the
+// whole session as soon as the database answers.
+//
+// settle are the call's identifiers when a statement of the call may
+// still run in the server (inDoubt; the server keeps running a statement
+// whose client is gone, and so does a pooler's connection to it:
+// TestLockCallConnectionCut). Their rows are locked first, in the order
+// every call locks them: such a statement holds or waits for one of
+// them, so the withdrawal waits for it and then sees what it wrote.
+func (l *Service) undoCall(s *lease.Session, call int64, settle []driver.Ident) {
 	if s.Err() != nil {
 		return // ended: the client deletes everything it had
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
 	err := l.inTx(ctx, func(tx driver.Tx) error {
+		if len(settle) > 0 {
+			if _, err := tx.LockIdentLock(ctx, settle); err != nil {
+				return err
+			}
+		}
 		rs, err := tx.LockRequestListCall(ctx, s.ID(), call)
 		if err != nil {
 			return err
