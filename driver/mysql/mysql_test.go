@@ -120,15 +120,7 @@ func mustFreePort(t *testing.T) string {
 
 // newDSN returns a fresh database of the test server, or skips when
 // BATON_TEST_BACKENDS leaves mysql out.
-func newDSN(t *testing.T) string {
-	for _, b := range batontest.All() {
-		if b.Name == "mysql" {
-			return b.NewDSN(t)
-		}
-	}
-	t.Skip("mysql not in BATON_TEST_BACKENDS")
-	return ""
-}
+func newDSN(t *testing.T) string { return batontest.NewDSN(t, "mysql") }
 
 func openDriver(t *testing.T, dsn string) *Driver {
 	t.Helper()

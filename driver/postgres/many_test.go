@@ -17,15 +17,7 @@ import (
 // other call is a transaction of the test's own, which makes "b" held in
 // the lock row and commits once the statement waits for that row.
 func TestFastAcquireManyRace(t *testing.T) {
-	var dsn string
-	for _, b := range batontest.All() {
-		if b.Label == "postgres" {
-			dsn = b.NewDSN(t)
-		}
-	}
-	if dsn == "" {
-		t.Skip("BATON_TEST_BACKENDS leaves out postgres")
-	}
+	dsn := batontest.NewDSN(t, "postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d, err := postgres.Open(ctx, dsn, "baton_")

@@ -16,8 +16,9 @@
 -- no longer queues behind the row lock's holders (contend8 +18%,
 -- docs/benchmarks.md). Arguments: kind, namespace, name, readers and
 -- writers added (1, 0 or 0, 1), session, client, mode, call. Migration
--- 032's {p}turnstile_take carries a copy of the ON CONFLICT clause
--- (TestTurnstileTakeFollowsFastPath keeps them in step).
+-- 032's {p}turnstile_take and fast_acquire_many_free carry copies of the
+-- ON CONFLICT clause (TestTurnstileTakeFollowsFastPath keeps them in
+-- step).
 INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
 SELECT $1::smallint, $2::bytea, $3::bytea, x.t, $4::bigint, $5::bigint, 0, nextval('{p}lock_requests_id_seq'),
        $6::text, $7::text, $8::text, $9::bigint, x.t, x.t

@@ -92,6 +92,20 @@ func SQLiteDSN(t testing.TB) string {
 	return "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
 }
 
+// NewDSN returns the DSN of a fresh database of the backend with label
+// (sqlite, postgres, mysql, pgbouncer), or skips the test when
+// BATON_TEST_BACKENDS leaves it out.
+func NewDSN(t testing.TB, label string) string {
+	t.Helper()
+	for _, b := range All() {
+		if b.Label == label {
+			return b.NewDSN(t)
+		}
+	}
+	t.Skip(label + " not in BATON_TEST_BACKENDS")
+	return ""
+}
+
 // Each runs body as a parallel subtest once per backend.
 func Each(t *testing.T, body func(t *testing.T, b Backend)) {
 	t.Helper()
