@@ -33,8 +33,9 @@ is shown on a progress line on stderr when stderr is a terminal (not with
 
 func benchLocksCmd(g *globals) *cobra.Command {
 	var f benchFlags
+	var cases []string
 	cmd := &cobra.Command{
-		Use:   "locks [--backend sqlite|postgres|mysql] [--json] [--duration D]",
+		Use:   "locks [--backend sqlite|postgres|mysql] [--json] [--duration D] [--case NAME,...]",
 		Short: "Benchmark locks: uncontended pairs, hand-off, contention, deadlock detection",
 		Long: `Benchmark baton's locks on one backend, in a scratch database (a temporary
 SQLite file, a new PostgreSQL schema, a new MySQL/MariaDB database) dropped at
@@ -76,23 +77,30 @@ the server instead (the scratch schema or database is created inside it; for
 sqlite the scratch file goes next to the named file).`,
 		Example: `  baton bench locks
   baton bench locks --backend postgres --json
+  baton bench locks --backend mysql --case lock_pair,contend8
   baton --dsn postgres://bench@db.internal:5432/app bench locks --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.duration <= 0 {
 				return usageErr("bench locks: --duration %v must be positive", f.duration)
 			}
+			for _, c := range cases {
+				if !slices.Contains(bench.Cases, c) {
+					return usageErr("bench locks: no case %q (the cases: %s)", c, strings.Join(bench.Cases, ", "))
+				}
+			}
 			return f.run(cmd, g, "bench locks", locksBenchTable, func(backend, server string, progress func(string)) ([]bench.Record, error) {
 				child, err := benchChild()
 				if err != nil {
 					return nil, err
 				}
-				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Child: child, Progress: progress}
+				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Only: cases, Child: child, Progress: progress}
 				return bench.Run(cmd.Context(), cfg)
 			})
 		},
 	}
 	f.add(cmd, "roughly how long each case runs")
+	cmd.Flags().StringSliceVar(&cases, "case", nil, "run only these cases (comma-separated, or the flag repeated; default: all)")
 	return cmd
 }
 

@@ -342,6 +342,30 @@ func TestBadDSNExitsUsage(t *testing.T) {
 	})
 }
 
+// TestBenchLocksCase: --case runs only the named cases, and a name that
+// is no case exits 64 naming it, before anything is measured.
+func TestBenchLocksCase(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	checkExits(t, []exitCase{
+		{[]string{"--dsn", dsn, "bench", "locks", "--case", "lock_pair,no_such_case"}, exitUsage, `no case "no_such_case"`},
+	})
+	code, out, errs := run(t, dsn, "bench", "locks", "--json", "--duration", "200ms", "--case", "lock_pair", "--case", "multi10")
+	if code != 0 {
+		t.Fatalf("bench locks --case: exit %d: %s", code, errs)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct{ Name string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "lock_pair,multi10" {
+		t.Fatalf("bench locks --case lock_pair --case multi10 ran %v", names)
+	}
+}
+
 // TestPostgresConnectErrorNamesCause: a refused login is reported by its
 // cause, once, not behind pgx's TLS attempt.
 func TestPostgresConnectErrorNamesCause(t *testing.T) {
