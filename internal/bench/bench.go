@@ -70,7 +70,7 @@ type Record struct {
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec,omitempty"`
 	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
 	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
-	// throughput cases (lock_pair, multi10, contend8: above 1 is faster), p50 ÷
+	// throughput cases (lock_pair, multi10, contend8, readers8: above 1 is faster), p50 ÷
 	// baseline p50 for latency cases (handoff, handoff_process,
 	// handoff_waited, handoff_table: above 1 is slower).
 	Ratio float64 `json:"ratio,omitempty"`
@@ -84,12 +84,13 @@ const (
 	CaseHandoffWaited  = "handoff_waited"
 	CaseHandoffTable   = "handoff_table"
 	CaseContend8       = "contend8"
+	CaseReaders8       = "readers8"
 	CaseDeadlockDetect = "deadlock_detect"
 	CaseMulti10        = "multi10"
 )
 
 // Cases lists every case name in run order.
-var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseDeadlockDetect}
+var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseReaders8, CaseDeadlockDetect}
 
 // Backends lists the backend names Run accepts.
 var Backends = []string{"sqlite", "postgres", "mysql"}
@@ -240,6 +241,8 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 		return r.handoffTable
 	case CaseContend8:
 		return r.contend8
+	case CaseReaders8:
+		return r.readers8
 	case CaseDeadlockDetect:
 		return r.deadlockDetect
 	}

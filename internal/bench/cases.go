@@ -430,12 +430,32 @@ func nativeHandoff(ctx context.Context, nat nativeLock, d, pause time.Duration) 
 // connections. With a baseline each side gets half the duration, after a
 // warm-up each (contend).
 func (r *runner) contend8(ctx context.Context) (*Record, error) {
+	return r.contend8Mode(ctx, CaseContend8, baton.Write)
+}
+
+// readers8 is contend8 with read locks, which do not conflict: the
+// baseline is PostgreSQL's shared advisory lock (MySQL's GET_LOCK has no
+// shared mode, so there is none there).
+func (r *runner) readers8(ctx context.Context) (*Record, error) {
+	return r.contend8Mode(ctx, CaseReaders8, baton.Read)
+}
+
+// contend8Mode is contend8 and readers8: 8 sessions over 2 clients loop
+// Lock(mode, forever) + Release on one name.
+func (r *runner) contend8Mode(ctx context.Context, name string, mode baton.Mode) (*Record, error) {
 	const workers = 8
-	nat := r.native()
+	shared := mode == baton.Read
+	var nat nativeLock
+	if !shared || r.cfg.Backend == "postgres" {
+		// MySQL's GET_LOCK has no shared mode (sharedConn): readers8
+		// has no baseline there.
+		nat = r.native()
+	}
+	d := r.cfg.Duration // all of it to baton when there is no baseline
 	if nat != nil {
 		defer nat.close()
+		d = r.share()
 	}
-	d := r.share()
 	cs, closeAll, err := r.openClients(ctx, 2)
 	if err != nil {
 		return nil, err
@@ -452,7 +472,7 @@ func (r *runner) contend8(ctx context.Context) (*Record, error) {
 	wctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
 	lat, elapsed, err := contend(d, workers, func(i int) error {
-		if _, err := ss[i].Lock(wctx, ns, baton.Write, baton.Forever, "contend"); err != nil {
+		if _, err := ss[i].Lock(wctx, ns, mode, baton.Forever, "contend"); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
 		if _, err := ss[i].Release(wctx, ns); err != nil {
@@ -465,17 +485,17 @@ func (r *runner) contend8(ctx context.Context) (*Record, error) {
 		return nil, err
 	}
 	st := summarize(lat)
-	rec := &Record{Name: CaseContend8, Backend: r.cfg.Backend, Ops: st.n,
+	rec := &Record{Name: name, Backend: r.cfg.Backend, Ops: st.n,
 		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
 	if nat == nil {
 		return rec, nil
 	}
-	return rec, contendNative(ctx, wctx, nat, workers, d, rec)
+	return rec, contendNative(ctx, wctx, nat, workers, d, shared, rec)
 }
 
-// contendNative measures contend8's baseline on workers native
-// connections and adds it to rec.
-func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d time.Duration, rec *Record) error {
+// contendNative measures contend8's baseline (readers8's with shared) on
+// workers native connections and adds it to rec.
+func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d time.Duration, shared bool, rec *Record) error {
 	conns := make([]nativeConn, workers)
 	defer func() {
 		for _, c := range conns {
@@ -491,6 +511,16 @@ func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d tim
 		}
 	}
 	nlat, nelapsed, err := contend(d, workers, func(i int) error {
+		if shared {
+			sc, ok := conns[i].(sharedConn)
+			if !ok {
+				return fmt.Errorf("%s has no shared mode", nat.name())
+			}
+			if err := sc.lockShared(wctx); err != nil {
+				return err
+			}
+			return sc.unlockShared(wctx)
+		}
 		if err := conns[i].lock(wctx, true); err != nil {
 			return err
 		}
@@ -501,6 +531,9 @@ func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d tim
 	}
 	nst := summarize(nlat)
 	rec.Baseline = nat.name()
+	if shared {
+		rec.Baseline += "_shared"
+	}
 	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
 	rec.BaselineP50us = round(nst.p50)
 	if rec.BaselineOpsPerSec > 0 {

@@ -41,6 +41,13 @@ type nativeConn interface {
 	close()
 }
 
+// sharedConn is a nativeConn whose lock has a shared mode (PostgreSQL's;
+// MySQL's GET_LOCK has none).
+type sharedConn interface {
+	lockShared(ctx context.Context) error
+	unlockShared(ctx context.Context) error
+}
+
 // native returns the backend's baseline, or nil when it has none.
 func (r *runner) native() nativeLock {
 	switch r.cfg.Backend {
@@ -133,6 +140,22 @@ func (c *pgConn) unlock(ctx context.Context) error {
 	}
 	if !ok {
 		return errors.New("pg_advisory_unlock: lock was not held")
+	}
+	return nil
+}
+
+func (c *pgConn) lockShared(ctx context.Context) error {
+	_, err := c.c.Exec(ctx, "SELECT pg_advisory_lock_shared($1)", c.key)
+	return err
+}
+
+func (c *pgConn) unlockShared(ctx context.Context) error {
+	var ok bool
+	if err := c.c.QueryRow(ctx, "SELECT pg_advisory_unlock_shared($1)", c.key).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("pg_advisory_unlock_shared: lock was not held")
 	}
 	return nil
 }
