@@ -170,10 +170,8 @@ func pendingBeforeEnd(t *testing.T, c *baton.Client, s *baton.Session, call chan
 			return false
 		default:
 		}
-		for _, l := range held(t, c, s) {
-			if l.Status == "PENDING" {
-				return true
-			}
+		if pending(t, c, s) > 0 {
+			return true
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -117,18 +117,24 @@ func waitPending(t *testing.T, c *baton.Client, s *baton.Session, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		got := 0
-		for _, l := range held(t, c, s) {
-			if l.Status == "PENDING" {
-				got++
-			}
-		}
-		if got == n {
+		if pending(t, c, s) == n {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("session never had %d pending requests", n)
+}
+
+// pending counts the session's PENDING requests in the monitoring view.
+func pending(t *testing.T, c *baton.Client, s *baton.Session) int {
+	t.Helper()
+	n := 0
+	for _, l := range held(t, c, s) {
+		if l.Status == "PENDING" {
+			n++
+		}
+	}
+	return n
 }
 
 func recv(t *testing.T, ch chan error) error {

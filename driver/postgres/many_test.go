@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/driver/postgres"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -20,19 +19,16 @@ func TestFastAcquireManyRace(t *testing.T) {
 	dsn := batontest.NewDSN(t, "postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := postgres.Open(ctx, dsn, "baton_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := batontest.Driver(t, dsn)
 	if _, err := d.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	many := d.(driver.ManyAcquirer)
 	p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Mode: driver.ModeWrite, CallID: 7,
 		Ident: driver.Ident{Kind: 1, NS: "m"}}
 	names := []string{"a", "b", "c"}
 	// The lock rows exist, free.
-	if _, ok, err := d.LockFastAcquireMany(ctx, p, names); err != nil || !ok {
+	if _, ok, err := many.LockFastAcquireMany(ctx, p, names); err != nil || !ok {
 		t.Fatalf("the free names: %v, %v", ok, err)
 	}
 	if _, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "m", InlineOnly: true}); err != nil {
@@ -55,7 +51,7 @@ func TestFastAcquireManyRace(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, ok, err := d.LockFastAcquireMany(ctx, p, names)
+		_, ok, err := many.LockFastAcquireMany(ctx, p, names)
 		done <- result{ok, err}
 	}()
 	for waiting := false; !waiting; {
