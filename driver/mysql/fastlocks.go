@@ -183,16 +183,50 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 // whose holder is the one this call proposed (hids) are granted, in the
 // one round trip (MySQL reads them back: fastGranted).
 func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireParams, q string, args []any, hids map[string]int64) (map[string]driver.Request, error) {
-	db := d.SQL
-	if d.fastReady.Load() {
+	q += " RETURNING name, h_id, fence"
+	var rows *sql.Rows
+	var err error
+	switch st := d.manyStmt(ctx, len(hids), q); {
+	case st != nil:
+		rows, err = st.QueryContext(context.WithoutCancel(ctx), args...)
+	case d.fastReady.Load():
 		// The hot pool, as execHot's statements.
-		db, ctx = d.hot, context.WithoutCancel(ctx)
+		rows, err = d.hot.QueryContext(context.WithoutCancel(ctx), q, args...)
+	default:
+		rows, err = d.SQL.QueryContext(ctx, q, args...)
 	}
-	rows, err := db.QueryContext(ctx, q+" RETURNING name, h_id, fence", args...)
 	if err != nil {
 		return nil, err
 	}
 	return d.scanGranted(rows, p, func(name string, hid int64) bool { return hids[name] == hid })
+}
+
+// manyPrepared is the most names a many-name acquire runs as a prepared
+// statement of its own (one per count; more run as text).
+const manyPrepared = 16
+
+// manyStmt returns q, MariaDB's many-name acquire of n names, prepared on
+// the hot pool, or nil: before the hot pool is in use (a one-shot
+// command), for more than manyPrepared names, when the driver never
+// prepares, or when preparing failed. As text the server parses the
+// statement on every call: 30-40% of a ten-name acquire (docs/benchmarks.md,
+// "MariaDB multi10: the statement prepared").
+func (d *Driver) manyStmt(ctx context.Context, n int, q string) *sql.Stmt {
+	if n > manyPrepared || d.hotDB.NoPrepare || !d.fastReady.Load() {
+		return nil
+	}
+	if st := d.many[n].Load(); st != nil {
+		return st
+	}
+	st, err := d.hot.PrepareContext(context.WithoutCancel(ctx), q)
+	if err != nil {
+		return nil
+	}
+	if !d.many[n].CompareAndSwap(nil, st) {
+		st.Close() // prepared meanwhile by another call
+		return d.many[n].Load()
+	}
+	return st
 }
 
 // fastGranted reads the fast holders of p's call, by name.

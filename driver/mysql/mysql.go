@@ -112,6 +112,9 @@ type Driver struct {
 	// statements.
 	hot   *sql.DB
 	hotDB *sqldriver.DB
+	// many holds MariaDB's many-name acquire prepared on the hot pool,
+	// by the number of names (manyStmt).
+	many [manyPrepared + 1]atomic.Pointer[sql.Stmt]
 	// lines are the sessions' own connections for turnstiles, from
 	// lineDB (turnstile.go).
 	lineDB *sql.DB
@@ -587,6 +590,11 @@ func (d *Driver) Close() error {
 	d.bgMu.Unlock()
 	d.bg.Wait()
 	d.lines.CloseAll()
+	for i := range d.many {
+		if st := d.many[i].Load(); st != nil {
+			st.Close()
+		}
+	}
 	return errors.Join(d.lineDB.Close(), d.fast.Close(), d.hot.Close(), d.SQL.Close())
 }
 

@@ -280,6 +280,30 @@ func testFastMany(t *testing.T, d *Driver, name string, held int64) {
 	if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s4", Kind: p.Kind, NS: p.NS, InlineOnly: true}); err != nil || n != 2 {
 		t.Fatalf("release of s4: %d, %v; want 2", n, err)
 	}
+	// MariaDB ran both two-name calls as one statement prepared for two
+	// names; more than manyPrepared names run as text, all or none alike.
+	if prepared := d.many[2].Load() != nil; prepared != d.mariadb {
+		t.Fatalf("two-name acquire prepared: %v, want %v (MariaDB)", prepared, d.mariadb)
+	}
+	var many []string
+	for i := range manyPrepared + 1 {
+		many = append(many, fmt.Sprintf("%s-big%d", name, i))
+	}
+	p.CallID = 10
+	if rs, ok, err := d.LockFastAcquireMany(ctx, p, many); err != nil || !ok || len(rs) != len(many) || rs[manyPrepared].Name != many[manyPrepared] {
+		t.Fatalf("%d free names: %d granted, %v %v", len(many), len(rs), ok, err)
+	}
+	p.CallID = 11
+	p.SessionID = "s5"
+	if rs, ok, err := d.LockFastAcquireMany(ctx, p, append(many[1:], name+"-big-free")); err != nil || ok || len(rs) != 0 {
+		t.Fatalf("names s4 holds: %+v %v %v, want nothing", rs, ok, err)
+	}
+	if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s4", Kind: p.Kind, NS: p.NS, InlineOnly: true}); err != nil || n != len(many) {
+		t.Fatalf("release of s4: %d, %v; want %d", n, err, len(many))
+	}
+	if err := d.SQL.QueryRowContext(ctx, "SELECT COUNT(*) FROM baton_lock_fast WHERE h_session IS NOT NULL AND ns = 'ns' AND name LIKE '%big%'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d holders left (%v)", n, err)
+	}
 }
 
 // wakeCounter counts wake calls.
