@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/driver/postgres"
+	"github.com/batonhq/baton/driver/sqlite"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -720,6 +723,58 @@ func TestLockMutualExclusion(t *testing.T) {
 // take some names and not the others (and must give those back): never
 // two holders of a name, every call ends with all its names, and nothing
 // is left behind.
+// TestLockAfterIdentPurged: the upkeep deletes the row of an identifier
+// nobody has used for a while (ident_purge_idle; on MySQL fast_purge_idle
+// too). A client that has used the identifier before takes it again (on
+// PostgreSQL its uncontended acquire then expects the row:
+// fast_acquire_existing), with a token above every earlier one, and the
+// lock excludes another session as before.
+func TestLockAfterIdentPurged(t *testing.T) {
+	t.Parallel()
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := open(t, b)
+		s1, s2 := session(t, c), session(t, c)
+		db := batontest.SQLDB(t, dsn)
+		purge := map[string][]string{
+			"postgres": {"DELETE FROM baton_lock_idents WHERE ns = 'pg' AND n_r = 0 AND n_w = 0 AND n_p = 0 AND NOT gated AND fence < " + postgres.Now + " - 1000000"},
+			"sqlite":   {"DELETE FROM baton_lock_idents WHERE ns = CAST('pg' AS BLOB) AND n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < " + sqlite.Now + " - 1000000"},
+			"mysql": {"DELETE FROM baton_lock_fast WHERE ns = 'pg' AND slow = 0 AND h_id IS NULL AND fence < " + mysql.Now + " - 1000000",
+				"DELETE FROM baton_lock_idents WHERE ns = 'pg' AND n_r = 0 AND n_w = 0 AND n_p = 0 AND gated = 0 AND fence < " + mysql.Now + " - 1000000"},
+		}[b.Name]
+		var last int64
+		for round := range 3 {
+			for i := range 2 {
+				g := mustLock(t, s1, "pg", baton.Write, "p")
+				if g[0].Token <= last {
+					t.Fatalf("round %d: token %d after %d", round, g[0].Token, last)
+				}
+				last = g[0].Token
+				if _, err := s2.Lock(ctxT(t), "pg", baton.Write, 0, "p"); !errors.Is(err, baton.ErrTimeout) {
+					t.Fatalf("round %d, lock %d: another session's try got %v, want a timeout", round, i, err)
+				}
+				if n, err := s1.Release(ctxT(t), "pg"); err != nil || n != 1 {
+					t.Fatalf("release: %d, %v", n, err)
+				}
+			}
+			// The rows are more than a second behind the clock once a
+			// second has passed: the upkeep's condition.
+			time.Sleep(1100 * time.Millisecond)
+			deleted := int64(0)
+			for _, q := range purge {
+				res, err := db.ExecContext(ctxT(t), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, _ := res.RowsAffected()
+				deleted += n
+			}
+			if deleted == 0 {
+				t.Fatalf("round %d: no row purged", round)
+			}
+		}
+	})
+}
+
 func TestLockMultiOverlapExclusion(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)

@@ -60,6 +60,9 @@ type Driver struct {
 	migrator  *sqldriver.Migrator
 	notifying sync.Map // client id -> *atomic.Bool
 	relaxed   *sqldriver.DB
+	// seen holds identifiers whose lock row this driver has seen, whose
+	// uncontended acquire is an update (fast_acquire_existing).
+	seen seenIdents
 	// pooled is true behind a transaction-pooling proxy (PgBouncer in
 	// transaction mode): no named server-side statements, no session
 	// settings, and LISTEN only through listenCfg.
@@ -362,8 +365,17 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		}
 		return nil
 	}
-	if err := d.direct(ctx, "fast_acquire", args, scan); err != nil {
-		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
+	query := "fast_acquire"
+	if d.seen.has(p.Ident) {
+		query = "fast_acquire_existing"
+	}
+	if err := d.direct(ctx, query, args, scan); err != nil {
+		return driver.Request{}, false, fmt.Errorf("%s: %w", query, err)
+	}
+	if query == "fast_acquire" {
+		// Granted or refused, the row exists now (or existed: see
+		// fast_acquire_existing).
+		d.seen.add(p.Ident)
 	}
 	if !found && p.Mode == driver.ModeRead {
 		r.Inline = false
@@ -1043,3 +1055,27 @@ func (po *poller) stop() {
 // StatementsInServer implements driver.ServerStatements: the engine runs
 // the statements that change the lock state to their end.
 func (d *Driver) StatementsInServer() {}
+
+// seenIdents is a set of identifiers, bounded: past seenMax it starts
+// again empty (a forgotten identifier costs its next acquire the upsert).
+type seenIdents struct {
+	m sync.Map // driver.Ident -> struct{}
+	n atomic.Int64
+}
+
+const seenMax = 1 << 14
+
+func (s *seenIdents) has(id driver.Ident) bool {
+	_, ok := s.m.Load(id)
+	return ok
+}
+
+func (s *seenIdents) add(id driver.Ident) {
+	if _, loaded := s.m.LoadOrStore(id, struct{}{}); loaded {
+		return
+	}
+	if s.n.Add(1) > seenMax {
+		s.m.Clear()
+		s.n.Store(0)
+	}
+}

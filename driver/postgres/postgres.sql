@@ -33,6 +33,28 @@ ON CONFLICT (kind, ns, name) DO UPDATE
  WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
 RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
 
+-- name: fast_acquire_existing
+-- fast_acquire for an identifier whose row exists, as a plain UPDATE: the
+-- upsert's INSERT ... SELECT ... ON CONFLICT costs the server about a
+-- fifth more per acquire than an update of the same columns
+-- (docs/benchmarks.md, "PostgreSQL: the uncontended acquire as an
+-- update"). The update's condition is read on the row version its
+-- snapshot sees, so a row taken before the statement began is refused
+-- without waiting for its lock, as the upsert's unlocked read first did.
+-- No row also when the row is missing (the upkeep deletes idle rows): the
+-- driver runs it only for rows it has seen (Driver.seen), and a call
+-- refused because its row was deleted since then goes on through the slow
+-- path, which makes the row again. Arguments and the row returned as
+-- fast_acquire's; the columns set as fast_acquire's DO UPDATE sets them
+-- (TestFastAcquireExistingFollowsUpsert).
+UPDATE {p}lock_idents li
+   SET fence = li.fence + 1, n_r = $4::bigint, n_w = $5::bigint, h_id = nextval('{p}lock_requests_id_seq'),
+       h_session = $6::text, h_client = $7::text, h_mode = $8::text, h_call = $9::bigint, h_token = li.fence + 1,
+       h_at = {now}
+ WHERE li.kind = $1::smallint AND li.ns = $2::bytea AND li.name = $3::bytea
+   AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
+RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
+
 -- name: fast_acquire_shared
 -- A reader beside other readers, in one statement (fast_acquire refused
 -- it: the lock is not free): the conditional upsert takes the identifier's
