@@ -26,7 +26,7 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 	id := driver.Ident{Kind: 1, NS: "x", Name: "e"}
 	type row struct {
 		fence, nr, nw, np, call, token int64
-		sess, client, mode              string
+		sess, client, mode             string
 	}
 	read := func() (r row) {
 		t.Helper()
