@@ -67,4 +67,15 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 			t.Fatalf("release %d: %d, %v", i, n, err)
 		}
 	}
+	// The upkeep deletes the free row (here at once, with its fence set
+	// back a second, as ident_purge_idle would find it): the update finds
+	// nothing, and the upsert after it makes the row again, its fence
+	// from the clock.
+	if _, err := d.SQL.ExecContext(ctx, `DELETE FROM baton_lock_idents WHERE kind = 1 AND ns = 'x' AND name = 'e' AND h_id IS NULL`); err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Ident: id, Mode: driver.ModeWrite, CallID: 20})
+	if err != nil || !ok || r.Token <= last.fence || read().token != r.Token {
+		t.Fatalf("acquire after the row was deleted: %+v %v %v; want a token above %d", r, ok, err, last.fence)
+	}
 }

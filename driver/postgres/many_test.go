@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -36,6 +37,20 @@ func TestFastAcquireManyRace(t *testing.T) {
 	}
 
 	db := batontest.SQLDB(t, dsn)
+	// Twice: through a driver that has not seen the rows
+	// (fast_acquire_many_free), and through the one that made them
+	// (fast_acquire_many_existing, then the former).
+	for _, seen := range []bool{false, true} {
+		raceMany(t, ctx, db, dsn, many, p, names, seen)
+	}
+}
+
+// raceMany is TestFastAcquireManyRace's race once, "b" free again after
+// it; a driver of its own when !seen.
+func raceMany(t *testing.T, ctx context.Context, db *sql.DB, dsn string, many driver.ManyAcquirer, p driver.FastAcquireParams, names []string, seen bool) {
+	if !seen {
+		many = batontest.Driver(t, dsn).(driver.ManyAcquirer)
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,5 +94,9 @@ func TestFastAcquireManyRace(t *testing.T) {
 	}
 	if kept != 0 {
 		t.Fatalf("%d of the names granted beside the refused one are still held", kept)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE baton_lock_idents SET n_w = 0, h_id = NULL, h_session = NULL, h_mode = NULL
+		WHERE kind = 1 AND ns = 'm' AND name = 'b'`); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -365,16 +365,19 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		}
 		return nil
 	}
-	query := "fast_acquire"
 	if d.seen.has(p.Ident) {
-		query = "fast_acquire_existing"
+		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
+			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
+		}
 	}
-	if err := d.direct(ctx, query, args, scan); err != nil {
-		return driver.Request{}, false, fmt.Errorf("%s: %w", query, err)
-	}
-	if query == "fast_acquire" {
-		// Granted or refused, the row exists now (or existed: see
-		// fast_acquire_existing).
+	if !found {
+		// Not seen, or refused: taken, or the row is gone (the upkeep
+		// deleted it), which only the upsert tells apart. Refused there
+		// too, the lock is taken, and the engine's contention hint keeps
+		// its next calls off the fast path.
+		if err := d.direct(ctx, "fast_acquire", args, scan); err != nil {
+			return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
+		}
 		d.seen.add(p.Ident)
 	}
 	if !found && p.Mode == driver.ModeRead {
@@ -417,8 +420,24 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		byName, restarted, err = scanGrants(rows, p, len(names))
 		return err
 	}
-	if err := d.direct(ctx, "fast_acquire_many_free", args, scan); err != nil {
-		return nil, false, fmt.Errorf("fast_acquire_many_free: %w", err)
+	if d.seen.hasAll(p.Kind, p.NS, names) {
+		if err := d.direct(ctx, "fast_acquire_many_existing", args, scan); err != nil {
+			return nil, false, fmt.Errorf("fast_acquire_many_existing: %w", err)
+		}
+		if len(byName) > 0 && len(byName) < len(names) {
+			// A row is missing, or a name was taken meanwhile: the
+			// upsert below tells which.
+			if err := d.undoMany(ctx, p, byName); err != nil {
+				return nil, false, err
+			}
+			byName = nil
+		}
+	}
+	if len(byName) == 0 {
+		if err := d.direct(ctx, "fast_acquire_many_free", args, scan); err != nil {
+			return nil, false, fmt.Errorf("fast_acquire_many_free: %w", err)
+		}
+		d.seen.addAll(p.Kind, p.NS, names)
 	}
 	switch {
 	case len(byName) > 0 && len(byName) < len(names):
@@ -1068,6 +1087,23 @@ const seenMax = 1 << 14
 func (s *seenIdents) has(id driver.Ident) bool {
 	_, ok := s.m.Load(id)
 	return ok
+}
+
+// hasAll reports whether every name of a namespace is in the set.
+func (s *seenIdents) hasAll(kind int, ns string, names []string) bool {
+	for _, n := range names {
+		if !s.has(driver.Ident{Kind: kind, NS: ns, Name: n}) {
+			return false
+		}
+	}
+	return true
+}
+
+// addAll adds the names of a namespace.
+func (s *seenIdents) addAll(kind int, ns string, names []string) {
+	for _, n := range names {
+		s.add(driver.Ident{Kind: kind, NS: ns, Name: n})
+	}
 }
 
 func (s *seenIdents) add(id driver.Ident) {

@@ -42,9 +42,10 @@ RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
 -- snapshot sees, so a row taken before the statement began is refused
 -- without waiting for its lock, as the upsert's unlocked read first did.
 -- No row also when the row is missing (the upkeep deletes idle rows): the
--- driver runs it only for rows it has seen (Driver.seen), and a call
--- refused because its row was deleted since then goes on through the slow
--- path, which makes the row again. Arguments and the row returned as
+-- driver runs it only for rows it has seen (Driver.seen), and runs the
+-- upsert after a refusal, which makes a deleted row again or refuses as
+-- well (one statement more once per contended stretch: the engine's
+-- contention hint then keeps the calls off the fast path). Arguments and the row returned as
 -- fast_acquire's; the columns set as fast_acquire's DO UPDATE sets them
 -- (TestFastAcquireExistingFollowsUpsert).
 UPDATE {p}lock_idents li
@@ -109,6 +110,27 @@ li AS (
            h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
            h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
      WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
+    RETURNING li.name, li.h_id, li.h_token)
+SELECT li.name, li.h_id, li.h_token, (SELECT id FROM {p}incarnation), true FROM li;
+
+-- name: fast_acquire_many_existing
+-- fast_acquire_many_free as fast_acquire_existing is fast_acquire: for
+-- names whose rows the driver has seen, one plain UPDATE of the free rows
+-- when no row of the names is taken. Rows as fast_acquire_many_free's;
+-- fewer than the names when a row is missing (deleted by the upkeep) or
+-- was taken meanwhile, and the caller then releases those granted and
+-- runs fast_acquire_many_free (LockFastAcquireMany). The rows are locked
+-- in the primary key's order, as every multi-name call locks them.
+WITH li AS (
+    UPDATE {p}lock_idents li
+       SET fence = li.fence + 1, n_r = $4::bigint, n_w = $5::bigint, h_id = nextval('{p}lock_requests_id_seq'),
+           h_session = $6::text, h_client = $7::text, h_mode = $8::text, h_call = $9::bigint, h_token = li.fence + 1,
+           h_at = {now}
+     WHERE li.kind = $1::smallint AND li.ns = $2::bytea AND li.name = ANY ($3::bytea[])
+       AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
+       AND NOT EXISTS (SELECT 1 FROM {p}lock_idents b
+                        WHERE b.kind = $1 AND b.ns = $2 AND b.name = ANY ($3::bytea[])
+                          AND (b.n_r <> 0 OR b.n_w <> 0 OR b.n_p <> 0 OR b.gated))
     RETURNING li.name, li.h_id, li.h_token)
 SELECT li.name, li.h_id, li.h_token, (SELECT id FROM {p}incarnation), true FROM li;
 
