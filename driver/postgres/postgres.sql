@@ -47,7 +47,7 @@ RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
 -- well (one statement more once per contended stretch: the engine's
 -- contention hint then keeps the calls off the fast path). Arguments and the row returned as
 -- fast_acquire's; the columns set as fast_acquire's DO UPDATE sets them
--- (TestFastAcquireExistingFollowsUpsert).
+-- (TestFastAcquireExistingFollowsUpsert, statements_test.go).
 UPDATE {p}lock_idents li
    SET fence = li.fence + 1, n_r = $4::bigint, n_w = $5::bigint, h_id = nextval('{p}lock_requests_id_seq'),
        h_session = $6::text, h_client = $7::text, h_mode = $8::text, h_call = $9::bigint, h_token = li.fence + 1,
@@ -140,14 +140,51 @@ SELECT li.name, li.h_id, li.h_token, (SELECT id FROM {p}incarnation), true FROM 
 SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
 
 -- name: turnstile_acquire
--- A contended write lock through its turnstile, on the session's line:
--- see {p}turnstile_take (migration 032). Arguments: kind, namespace,
--- name, the turnstile's two keys, the longest wait in milliseconds,
--- session, client, call. A wait that runs out fails with
+-- A contended write lock through its turnstile, on the session's line,
+-- as one plain statement: {p}turnstile_take (migration 032) without the
+-- PL/pgSQL call, whose statements cost the server 15-25% more per grant
+-- with 8 sessions on one lock (docs/benchmarks.md, "PostgreSQL: the
+-- turnstile's take as one plain statement"); the function stays for
+-- clients of before this statement. The CASE runs its conditions in
+-- order and stops at the first true one: the turnstile at once when free
+-- (got 1), else nothing when the call tries once (0), else the wait,
+-- bounded by lock_timeout for the wait alone (set for the statement's
+-- transaction only, then put back), and then got 2. w is read by two
+-- parts of the statement and calls volatile functions, so it is computed
+-- once, before the upsert, which then waits for the releasing
+-- transaction's commit and decides on the row it wrote (fast_acquire's
+-- ON CONFLICT clause: TestTurnstileTakeFollowsFastPath). Arguments:
+-- kind, namespace, name, the turnstile's two keys, the longest wait in
+-- milliseconds, session, client, call. A wait that runs out fails with
 -- lock_not_available (55P03); turnstile_held then says whether the
--- turnstile came anyway.
-SELECT o_id, o_token, o_inc, o_held, o_waited
-  FROM {p}turnstile_take($1::smallint, $2, $3, $4::integer, $5::integer, $6::integer, $7, $8, $9);
+-- turnstile came anyway. Row: the holder id and token (NULL: not
+-- granted), the incarnation, whether the turnstile is held, whether it
+-- was not free at once.
+WITH p AS (SELECT current_setting('lock_timeout') AS prev),
+w AS (
+    SELECT CASE WHEN pg_try_advisory_lock($4::integer, $5::integer) THEN 1
+                WHEN $6::integer <= 0 THEN 0
+                WHEN set_config('lock_timeout', $6::integer || 'ms', true) IS NULL THEN NULL
+                WHEN pg_advisory_lock($4::integer, $5::integer)::text IS NULL THEN NULL
+                WHEN set_config('lock_timeout', p.prev, true) IS NULL THEN NULL
+                ELSE 2
+           END AS got
+      FROM p),
+x AS (SELECT {now} AS t),
+li AS (
+    INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
+    SELECT $1::smallint, $2::bytea, $3::bytea, x.t, 0, 1, 0, nextval('{p}lock_requests_id_seq'),
+           $7::text, $8::text, 'W', $9::bigint, x.t, x.t
+      FROM w, x
+     WHERE w.got > 0
+    ON CONFLICT (kind, ns, name) DO UPDATE
+       SET fence = li.fence + 1, n_r = excluded.n_r, n_w = excluded.n_w,
+           h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
+           h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
+     WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
+    RETURNING li.h_id, li.h_token)
+SELECT li.h_id, li.h_token, (SELECT id FROM {p}incarnation), w.got > 0, w.got <> 1
+  FROM w LEFT JOIN li ON true;
 
 -- name: turnstile_held
 -- Whether this connection holds the two-key advisory lock ($1, $2): a
