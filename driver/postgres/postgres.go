@@ -365,16 +365,18 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		}
 		return nil
 	}
-	if d.seen.has(p.Ident) {
+	seen := d.seen.has(p.Ident)
+	if seen {
 		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
 			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
 		}
 	}
-	if !found {
-		// Not seen, or refused: taken, or the row is gone (the upkeep
-		// deleted it), which only the upsert tells apart. Refused there
-		// too, the lock is taken, and the engine's contention hint keeps
-		// its next calls off the fast path.
+	if !found && !(seen && p.Mode == driver.ModeRead) {
+		// Not seen, or a writer refused: the lock is taken, or the row is
+		// gone (the upkeep deleted it), which only the upsert tells
+		// apart. Refused there too, the lock is taken, and the engine's
+		// contention hint keeps its next calls off the fast path. (A
+		// reader goes on to fast_acquire_shared, an upsert as well.)
 		if err := d.direct(ctx, "fast_acquire", args, scan); err != nil {
 			return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
 		}

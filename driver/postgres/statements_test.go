@@ -69,6 +69,21 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 			t.Fatalf("release %d: %d, %v", i, n, err)
 		}
 	}
+	// A reader beside a reader: the update refuses the second, and
+	// fast_acquire_shared grants it a request row.
+	rp := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Ident: id, Mode: driver.ModeRead, CallID: 30}
+	for _, sess := range []string{"s1", "s2"} {
+		rp.SessionID = sess
+		r, ok, err := d.LockFastAcquire(ctx, rp)
+		if err != nil || !ok || r.Inline != (sess == "s1") {
+			t.Fatalf("reader %s: %+v %v %v; want granted, inline only for the first", sess, r, ok, err)
+		}
+	}
+	for _, sess := range []string{"s1", "s2"} {
+		if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: sess, Kind: 1, NS: "x", Name: "e"}); err != nil || n != 1 {
+			t.Fatalf("release of reader %s: %d, %v", sess, n, err)
+		}
+	}
 	// The upkeep deletes the free row (here at once, with its fence set
 	// back a second, as ident_purge_idle would find it): the update finds
 	// nothing, and the upsert after it makes the row again, its fence
