@@ -422,7 +422,8 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		byName, restarted, err = scanGrants(rows, p, len(names))
 		return err
 	}
-	if d.seen.hasAll(p.Kind, p.NS, names) {
+	seen := d.seen.hasAll(p.Kind, p.NS, names)
+	if seen {
 		if err := d.direct(ctx, "fast_acquire_many_existing", args, scan); err != nil {
 			return nil, false, fmt.Errorf("fast_acquire_many_existing: %w", err)
 		}
@@ -435,7 +436,9 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 			byName = nil
 		}
 	}
-	if len(byName) == 0 {
+	if len(byName) == 0 && !(seen && p.Mode == driver.ModeRead) {
+		// Not seen, or writers refused (a reader refused goes on to the
+		// function below, which makes missing rows as well).
 		if err := d.direct(ctx, "fast_acquire_many_free", args, scan); err != nil {
 			return nil, false, fmt.Errorf("fast_acquire_many_free: %w", err)
 		}

@@ -196,3 +196,46 @@ func pgxConn(t *testing.T, dsn string) *pgx.Conn {
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
 }
+
+// TestFastAcquireManyReadersSeen: many names whose rows the driver has
+// seen. A reader of free names takes them by fast_acquire_many_existing's
+// update (inline holders); a second session's reader beside it is refused
+// there and goes on to {p}fast_acquire_many, which grants it request
+// rows; a writer is refused by both statements.
+func TestFastAcquireManyReadersSeen(t *testing.T) {
+	dsn := batontest.NewDSN(t, "postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := batontest.Driver(t, dsn).(*Driver)
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"r1", "r2", "r3"}
+	p := func(sess string, mode driver.LockMode) driver.FastAcquireParams {
+		return driver.FastAcquireParams{SessionID: sess, ClientID: "c1", Mode: mode, CallID: 3, Ident: driver.Ident{Kind: 1, NS: "m"}}
+	}
+	release := func(sess string, want int) {
+		t.Helper()
+		if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: sess, Kind: 1, NS: "m"}); err != nil || n != want {
+			t.Fatalf("release of %s: %d, %v; want %d", sess, n, err, want)
+		}
+	}
+	for round, seen := range []bool{false, true} {
+		if got := d.seen.hasAll(1, "m", names); got != seen {
+			t.Fatalf("round %d: names seen %v", round, got)
+		}
+		rs, ok, err := d.LockFastAcquireMany(ctx, p("s1", driver.ModeRead), names)
+		if err != nil || !ok || len(rs) != 3 || !rs[0].Inline {
+			t.Fatalf("round %d: first reader %+v %v %v; want three inline holders", round, rs, ok, err)
+		}
+		rs, ok, err = d.LockFastAcquireMany(ctx, p("s2", driver.ModeRead), names)
+		if err != nil || !ok || len(rs) != 3 || rs[0].Inline {
+			t.Fatalf("round %d: second reader %+v %v %v; want three request rows", round, rs, ok, err)
+		}
+		if _, ok, err := d.LockFastAcquireMany(ctx, p("s3", driver.ModeWrite), names); err != nil || ok {
+			t.Fatalf("round %d: a writer beside the readers got %v, %v", round, ok, err)
+		}
+		release("s1", 3)
+		release("s2", 3)
+	}
+}
