@@ -149,7 +149,10 @@ SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many(
 -- order and stops at the first true one: the turnstile at once when free
 -- (got 1), else nothing when the call tries once (0), else the wait,
 -- bounded by lock_timeout for the wait alone (set for the statement's
--- transaction only, then put back), and then got 2. w is read by two
+-- transaction only, then put back to p's value: p is MATERIALIZED, read
+-- before the CASE runs; inlined, current_setting ran where p.prev
+-- stands, after the first set_config, and the upsert waited under the
+-- wait's timeout), and then got 2. w is read by two
 -- parts of the statement and calls volatile functions, so it is computed
 -- once, before the upsert, which then waits for the releasing
 -- transaction's commit and decides on the row it wrote (fast_acquire's
@@ -160,7 +163,7 @@ SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many(
 -- turnstile came anyway. Row: the holder id and token (NULL: not
 -- granted), the incarnation, whether the turnstile is held, whether it
 -- was not free at once.
-WITH p AS (SELECT current_setting('lock_timeout') AS prev),
+WITH p AS MATERIALIZED (SELECT current_setting('lock_timeout') AS prev),
 w AS (
     SELECT CASE WHEN pg_try_advisory_lock($4::integer, $5::integer) THEN 1
                 WHEN $6::integer <= 0 THEN 0

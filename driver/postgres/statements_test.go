@@ -101,7 +101,9 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 // turnstile once (a session-level advisory lock taken twice would need
 // two unlocks, and the release's one would leave it held), both when it
 // is free and after a wait, leaves the line's own lock_timeout as it was,
-// and gives up a wait that runs out with lock_not_available.
+// puts it back before its upsert (which may wait for the lock row longer
+// than the turnstile's wait), and gives up a wait that runs out with
+// lock_not_available.
 func TestTurnstileAcquireTakesOnce(t *testing.T) {
 	dsn := batontest.NewDSN(t, "postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -169,6 +171,32 @@ func TestTurnstileAcquireTakesOnce(t *testing.T) {
 	}
 	if n := unlocks(); n != 1 || timeout() != "7s" {
 		t.Fatalf("after a wait: the turnstile was held %d times, lock_timeout %s; want once, 7s", n, timeout())
+	}
+	release()
+	// After a wait of at most 100 ms, the upsert waits 300 ms for the
+	// lock row (a transaction of the test holds it): the wait's
+	// lock_timeout must be put back before it.
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", TurnstileClass, key); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT 1 FROM baton_lock_idents WHERE kind = 1 AND ns = 'x' AND name = 't' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		_, _ = other.Exec(context.Background(), "SELECT pg_advisory_unlock($1, $2)", TurnstileClass, key)
+		time.Sleep(300 * time.Millisecond)
+		_ = tx.Commit()
+	}()
+	if granted, held, waited, err := take(100); err != nil || !granted || !held || !waited {
+		t.Fatalf("a wait, then the row held 300 ms: granted %v, held %v, waited %v, %v", granted, held, waited, err)
+	}
+	if n := unlocks(); n != 1 {
+		t.Fatalf("the turnstile was held %d times, want once", n)
 	}
 	release()
 	// Held for good: a try takes nothing; a wait runs out.
