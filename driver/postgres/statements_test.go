@@ -116,69 +116,57 @@ func TestTurnstileAcquireTakesOnce(t *testing.T) {
 	if _, err := line.Exec(ctx, "SET lock_timeout = '7s'"); err != nil {
 		t.Fatal(err)
 	}
-	id := driver.Ident{Kind: 1, NS: "x", Name: "t"}
-	key := d.turnstileKey(id)
-	take := func(waitMS int32) (granted, held, waited bool, err error) {
-		var hid, token, inc *int64
-		err = line.QueryRow(ctx, d.Q("turnstile_acquire"), int16(1), []byte("x"), []byte("t"), TurnstileClass, key, waitMS,
-			"s1", "c1", int64(1)).Scan(&hid, &token, &inc, &held, &waited)
-		return hid != nil, held, waited, err
-	}
-	unlocks := func() (n int) {
+	key := d.turnstileKey(driver.Ident{Kind: 1, NS: "x", Name: "t"})
+	advisory := func(c *pgx.Conn, fn string) (ok bool) {
 		t.Helper()
-		for {
-			var ok bool
-			if err := line.QueryRow(ctx, "SELECT pg_advisory_unlock($1, $2)", TurnstileClass, key).Scan(&ok); err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				return n
-			}
-			n++
-		}
-	}
-	timeout := func() string {
-		t.Helper()
-		var v string
-		if err := line.QueryRow(ctx, "SHOW lock_timeout").Scan(&v); err != nil {
+		if err := c.QueryRow(ctx, "SELECT "+fn+"($1, $2)::text <> 'false'", TurnstileClass, key).Scan(&ok); err != nil {
 			t.Fatal(err)
 		}
-		return v
+		return ok
 	}
-	release := func() {
+	// take runs the statement and checks its answer, then how many times
+	// the line holds the turnstile (unlocking it) and its lock_timeout,
+	// and releases a lock it granted.
+	take := func(label string, waitMS int32, granted, held, waited bool, holds int) {
 		t.Helper()
-		if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "x", Name: "t", InlineOnly: true}); err != nil || n != 1 {
-			t.Fatalf("release: %d, %v", n, err)
+		var hid, token, inc *int64
+		var gotHeld, gotWaited bool
+		err := line.QueryRow(ctx, d.Q("turnstile_acquire"), int16(1), []byte("x"), []byte("t"), TurnstileClass, key, waitMS,
+			"s1", "c1", int64(1)).Scan(&hid, &token, &inc, &gotHeld, &gotWaited)
+		if err != nil || (hid != nil) != granted || gotHeld != held || gotWaited != waited {
+			t.Fatalf("%s: granted %v, held %v, waited %v, %v; want %v, %v, %v", label, hid != nil, gotHeld, gotWaited, err, granted, held, waited)
+		}
+		n := 0
+		for advisory(line, "pg_advisory_unlock") {
+			n++
+		}
+		var timeout string
+		if err := line.QueryRow(ctx, "SHOW lock_timeout").Scan(&timeout); err != nil || n != holds || timeout != "7s" {
+			t.Fatalf("%s: the turnstile held %d times, lock_timeout %s (%v); want %d, 7s", label, n, timeout, err, holds)
+		}
+		if granted {
+			if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "x", Name: "t", InlineOnly: true}); err != nil || n != 1 {
+				t.Fatalf("%s: release %d, %v", label, n, err)
+			}
 		}
 	}
-	if granted, held, waited, err := take(100); err != nil || !granted || !held || waited {
-		t.Fatalf("free: granted %v, held %v, waited %v, %v", granted, held, waited, err)
+	// letGo lets the other connection's turnstile go after a while, then
+	// runs then.
+	letGo := func(after time.Duration, then func()) {
+		go func() {
+			time.Sleep(after)
+			_, _ = other.Exec(context.Background(), "SELECT pg_advisory_unlock($1, $2)", TurnstileClass, key)
+			then()
+		}()
 	}
-	if n := unlocks(); n != 1 || timeout() != "7s" {
-		t.Fatalf("free: the turnstile was held %d times, lock_timeout %s; want once, 7s", n, timeout())
-	}
-	release()
-	// Held by another connection, let go 50 ms later.
-	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", TurnstileClass, key); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		_, _ = other.Exec(context.Background(), "SELECT pg_advisory_unlock($1, $2)", TurnstileClass, key)
-	}()
-	if granted, held, waited, err := take(5000); err != nil || !granted || !held || !waited {
-		t.Fatalf("after a wait: granted %v, held %v, waited %v, %v", granted, held, waited, err)
-	}
-	if n := unlocks(); n != 1 || timeout() != "7s" {
-		t.Fatalf("after a wait: the turnstile was held %d times, lock_timeout %s; want once, 7s", n, timeout())
-	}
-	release()
-	// After a wait of at most 100 ms, the upsert waits 300 ms for the
-	// lock row (a transaction of the test holds it): the wait's
+	take("free", 100, true, true, false, 1)
+	advisory(other, "pg_advisory_lock")
+	letGo(50*time.Millisecond, func() {})
+	take("after a wait", 5000, true, true, true, 1)
+	// After a wait of at most 100 ms the upsert waits 300 ms for the
+	// lock row, which a transaction of the test holds: the wait's
 	// lock_timeout must be put back before it.
-	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", TurnstileClass, key); err != nil {
-		t.Fatal(err)
-	}
+	advisory(other, "pg_advisory_lock")
 	tx, err := d.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -186,31 +174,19 @@ func TestTurnstileAcquireTakesOnce(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "SELECT 1 FROM baton_lock_idents WHERE kind = 1 AND ns = 'x' AND name = 't' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		_, _ = other.Exec(context.Background(), "SELECT pg_advisory_unlock($1, $2)", TurnstileClass, key)
+	letGo(30*time.Millisecond, func() {
 		time.Sleep(300 * time.Millisecond)
 		_ = tx.Commit()
-	}()
-	if granted, held, waited, err := take(100); err != nil || !granted || !held || !waited {
-		t.Fatalf("a wait, then the row held 300 ms: granted %v, held %v, waited %v, %v", granted, held, waited, err)
-	}
-	if n := unlocks(); n != 1 {
-		t.Fatalf("the turnstile was held %d times, want once", n)
-	}
-	release()
+	})
+	take("a wait, then the row held 300 ms", 100, true, true, true, 1)
 	// Held for good: a try takes nothing; a wait runs out.
-	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", TurnstileClass, key); err != nil {
-		t.Fatal(err)
-	}
-	if granted, held, waited, err := take(0); err != nil || granted || held || !waited {
-		t.Fatalf("a try on a held turnstile: granted %v, held %v, waited %v, %v", granted, held, waited, err)
-	}
-	if _, _, _, err := take(30); !lockTimedOut(err) {
+	advisory(other, "pg_advisory_lock")
+	take("a try on a held turnstile", 0, false, false, true, 0)
+	var hid, token, inc *int64
+	var held, waited bool
+	if err := line.QueryRow(ctx, d.Q("turnstile_acquire"), int16(1), []byte("x"), []byte("t"), TurnstileClass, key, int32(30),
+		"s1", "c1", int64(1)).Scan(&hid, &token, &inc, &held, &waited); !lockTimedOut(err) {
 		t.Fatalf("a wait on a held turnstile: %v, want lock_not_available", err)
-	}
-	if n := unlocks(); n != 0 || timeout() != "7s" {
-		t.Fatalf("after the waits that took nothing: held %d times, lock_timeout %s", n, timeout())
 	}
 }
 
