@@ -151,18 +151,23 @@ func TestTurnstileAcquireTakesOnce(t *testing.T) {
 		}
 	}
 	// letGo lets the other connection's turnstile go after a while, then
-	// runs then.
-	letGo := func(after time.Duration, then func()) {
+	// runs then; the channel closes when both are done (the connection
+	// is not for two goroutines at once).
+	letGo := func(after time.Duration, then func()) chan struct{} {
+		done := make(chan struct{})
 		go func() {
+			defer close(done)
 			time.Sleep(after)
 			_, _ = other.Exec(context.Background(), "SELECT pg_advisory_unlock($1, $2)", TurnstileClass, key)
 			then()
 		}()
+		return done
 	}
 	take("free", 100, true, true, false, 1)
 	advisory(other, "pg_advisory_lock")
-	letGo(50*time.Millisecond, func() {})
+	done := letGo(50*time.Millisecond, func() {})
 	take("after a wait", 5000, true, true, true, 1)
+	<-done
 	// After a wait of at most 100 ms the upsert waits 300 ms for the
 	// lock row, which a transaction of the test holds: the wait's
 	// lock_timeout must be put back before it.
@@ -174,11 +179,12 @@ func TestTurnstileAcquireTakesOnce(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "SELECT 1 FROM baton_lock_idents WHERE kind = 1 AND ns = 'x' AND name = 't' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
-	letGo(30*time.Millisecond, func() {
+	done = letGo(30*time.Millisecond, func() {
 		time.Sleep(300 * time.Millisecond)
 		_ = tx.Commit()
 	})
 	take("a wait, then the row held 300 ms", 100, true, true, true, 1)
+	<-done
 	// Held for good: a try takes nothing; a wait runs out.
 	advisory(other, "pg_advisory_lock")
 	take("a try on a held turnstile", 0, false, false, true, 0)
