@@ -18,13 +18,7 @@ import (
 // one and the token equal to it), for a writer and for a reader, and
 // both must refuse a second session while the first holds the lock.
 func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
-	dsn := batontest.NewDSN(t, "postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d := batontest.Driver(t, dsn).(*Driver)
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, d := migrated(t)
 	id := driver.Ident{Kind: 1, NS: "x", Name: "e"}
 	type row struct {
 		fence, nr, nw, np, call, token int64
@@ -105,13 +99,7 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 // than the turnstile's wait), and gives up a wait that runs out with
 // lock_not_available.
 func TestTurnstileAcquireTakesOnce(t *testing.T) {
-	dsn := batontest.NewDSN(t, "postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d := batontest.Driver(t, dsn).(*Driver)
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, dsn, d := migrated(t)
 	line, other := pgxConn(t, dsn), pgxConn(t, dsn)
 	if _, err := line.Exec(ctx, "SET lock_timeout = '7s'"); err != nil {
 		t.Fatal(err)
@@ -213,13 +201,7 @@ func pgxConn(t *testing.T, dsn string) *pgx.Conn {
 // there and goes on to {p}fast_acquire_many, which grants it request
 // rows; a writer is refused by both statements.
 func TestFastAcquireManyReadersSeen(t *testing.T) {
-	dsn := batontest.NewDSN(t, "postgres")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d := batontest.Driver(t, dsn).(*Driver)
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, d := migrated(t)
 	names := []string{"r1", "r2", "r3"}
 	p := func(sess string, mode driver.LockMode) driver.FastAcquireParams {
 		return driver.FastAcquireParams{SessionID: sess, ClientID: "c1", Mode: mode, CallID: 3, Ident: driver.Ident{Kind: 1, NS: "m"}}
@@ -248,4 +230,18 @@ func TestFastAcquireManyReadersSeen(t *testing.T) {
 		release("s1", 3)
 		release("s2", 3)
 	}
+}
+
+// migrated opens a driver on a new, migrated schema (skipping when the
+// test backends leave PostgreSQL out), with a context for the test.
+func migrated(t *testing.T) (context.Context, string, *Driver) {
+	t.Helper()
+	dsn := batontest.NewDSN(t, "postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	d := batontest.Driver(t, dsn).(*Driver)
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, dsn, d
 }
