@@ -555,8 +555,10 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	var query string
 	var args []any
 	switch {
+	case p.InlineOnly && p.Name != "":
+		query, args = "release_inline_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
 	case p.InlineOnly:
-		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
+		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
 	case p.Name != "":
 		query, args = "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}
 	case p.Limit == 0:

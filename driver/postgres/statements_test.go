@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,4 +245,44 @@ func migrated(t *testing.T) (context.Context, string, *Driver) {
 		t.Fatal(err)
 	}
 	return ctx, dsn, d
+}
+
+// TestReleaseInlineNameByKey: the release of one name finds its lock row
+// by the primary key in the statement's generic plan too (the plan a
+// prepared statement keeps), with 20,000 lock rows in the table.
+func TestReleaseInlineNameByKey(t *testing.T) {
+	ctx, dsn, d := migrated(t)
+	if _, err := d.SQL.ExecContext(ctx, `INSERT INTO baton_lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
+		SELECT 1, 'big'::bytea, ('n' || g)::bytea, 1, 0, 0, 0 FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SQL.ExecContext(ctx, "ANALYZE baton_lock_idents"); err != nil {
+		t.Fatal(err)
+	}
+	c := pgxConn(t, dsn)
+	for _, q := range []string{"SET plan_cache_mode = force_generic_plan",
+		"PREPARE rel(text, smallint, bytea, bytea, text) AS " + d.Q("release_inline_name")} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := c.Query(ctx, "EXPLAIN EXECUTE rel('s1', 1, 'big', 'n5', 'baton_wake')", pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "Index Scan") || strings.Contains(text, "Seq Scan") {
+		t.Fatalf("release_inline_name's generic plan does not find the row by its key:\n%s", text)
+	}
 }
