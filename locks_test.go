@@ -515,6 +515,44 @@ func TestLockFencing(t *testing.T) {
 	})
 }
 
+// TestReleaseLockOneOfSeveral: RELEASE_LOCK releases the one name only
+// (DESIGN § Locks, user-level locks), also when every lock of the session
+// is an uncontended one (PostgreSQL releases it by its own statement,
+// release_inline_name): the session's other locks stay held, the name
+// released is free for another session, and a second release says so.
+func TestReleaseLockOneOfSeveral(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		ctx := ctxT(t)
+		s1, s2 := session(t, c), session(t, c)
+		for _, name := range []string{"one.a", "one.b", "one.c"} {
+			if ok, err := s1.GetLock(ctx, name, 0); !ok || err != nil {
+				t.Fatalf("get %s: %v %v", name, ok, err)
+			}
+		}
+		if r, err := s1.ReleaseLock(ctx, "one.b"); r != baton.Released || err != nil {
+			t.Fatalf("release one.b: %v %v", r, err)
+		}
+		for _, name := range []string{"one.a", "one.c"} {
+			if holder, used, err := c.IsUsedLock(ctx, name); !used || holder != s1.ID() || err != nil {
+				t.Fatalf("%s after one.b's release: holder %q, used %v, %v", name, holder, used, err)
+			}
+			if ok, err := s2.GetLock(ctx, name, 0); ok || err != nil {
+				t.Fatalf("%s taken by another session: %v %v", name, ok, err)
+			}
+		}
+		if ok, err := s2.GetLock(ctx, "one.b", 0); !ok || err != nil {
+			t.Fatalf("one.b for another session after its release: %v %v", ok, err)
+		}
+		if r, err := s1.ReleaseLock(ctx, "one.b"); r != baton.NotOwner || err != nil {
+			t.Fatalf("a second release of one.b by its old holder: %v %v, want not the owner", r, err)
+		}
+		if n, err := s1.ReleaseAllLocks(ctx); n != 2 || err != nil {
+			t.Fatalf("release all: %d %v, want 2", n, err)
+		}
+	})
+}
+
 func TestLockMonitoring(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, _ := open(t, b)

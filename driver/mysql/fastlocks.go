@@ -207,12 +207,12 @@ const manyPrepared = 16
 
 // manyStmt returns q, MariaDB's many-name acquire of n names, prepared on
 // the hot pool, or nil: before the hot pool is in use (a one-shot
-// command), for more than manyPrepared names, when the driver never
-// prepares, or when preparing failed. As text the server parses the
-// statement on every call: 30-40% of a ten-name acquire (docs/benchmarks.md,
-// "MariaDB multi10: the statement prepared").
+// command), for more than manyPrepared names, or when preparing failed.
+// As text the server parses the statement on every call: 30-40% of a
+// ten-name acquire (docs/benchmarks.md, "MariaDB: multi10's statement
+// prepared").
 func (d *Driver) manyStmt(ctx context.Context, n int, q string) *sql.Stmt {
-	if n > manyPrepared || d.hotDB.NoPrepare || !d.fastReady.Load() {
+	if n > manyPrepared || !d.fastReady.Load() {
 		return nil
 	}
 	if st := d.many[n].Load(); st != nil {

@@ -406,9 +406,11 @@ func stale(want int64, inc *int64) bool {
 	return want != 0 && (inc == nil || *inc != want)
 }
 
-// LockFastAcquireMany implements driver.ManyAcquirer in one statement:
-// fast_acquire_many_free when every name is free, else {p}fast_acquire_many
-// for readers, which may join other readers.
+// LockFastAcquireMany implements driver.ManyAcquirer, in one statement
+// when every name is free: fast_acquire_many_existing when the driver has
+// seen every name's row, else fast_acquire_many_free (also after the
+// former found a row missing or lost a race); {p}fast_acquire_many for
+// readers refused there, which may join other readers.
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
 	nr, nw := sqldriver.ModeCounts(p.Mode)
 	bnames := make([][]byte, len(names))
@@ -467,10 +469,10 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	return out, true, nil
 }
 
-// undoMany releases the inline holders fast_acquire_many_free granted
-// when another call took some name between its read and its upsert (the
-// call goes on name by name); those it cannot release are the engine's to
-// remove (driver.ErrPartialGrant).
+// undoMany releases the inline holders a many-name statement granted
+// when it could not grant every name (another call took one between its
+// read and its write, or a row was missing); those it cannot release are
+// the engine's to remove (driver.ErrPartialGrant).
 func (d *Driver) undoMany(ctx context.Context, p driver.FastAcquireParams, granted map[string]driver.Request) error {
 	for name := range granted {
 		if _, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: p.SessionID, Kind: p.Kind, NS: p.NS,

@@ -45,9 +45,11 @@ RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
 -- driver runs it only for rows it has seen (Driver.seen), and runs the
 -- upsert after a refusal, which makes a deleted row again or refuses as
 -- well (one statement more once per contended stretch: the engine's
--- contention hint then keeps the calls off the fast path). Arguments and the row returned as
--- fast_acquire's; the columns set as fast_acquire's DO UPDATE sets them
--- (TestFastAcquireExistingFollowsUpsert, statements_test.go).
+-- contention hint then keeps the calls off the fast path). Arguments and
+-- the row returned as fast_acquire's; the columns set as fast_acquire's
+-- DO UPDATE sets them (TestFastAcquireExistingFollowsUpsert;
+-- fast_acquire_many_existing carries a copy of the SET clause,
+-- TestTurnstileTakeFollowsFastPath).
 UPDATE {p}lock_idents li
    SET fence = li.fence + 1, n_r = $4::bigint, n_w = $5::bigint, h_id = nextval('{p}lock_requests_id_seq'),
        h_session = $6::text, h_client = $7::text, h_mode = $8::text, h_call = $9::bigint, h_token = li.fence + 1,

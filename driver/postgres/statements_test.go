@@ -79,10 +79,10 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 			t.Fatalf("release of reader %s: %d, %v", sess, n, err)
 		}
 	}
-	// The upkeep deletes the free row (here at once, with its fence set
-	// back a second, as ident_purge_idle would find it): the update finds
-	// nothing, and the upsert after it makes the row again, its fence
-	// from the clock.
+	// The upkeep deletes the free row (here at once; ident_purge_idle
+	// waits until its fence is a second behind the clock): the update
+	// finds nothing, and the upsert after it makes the row again, its
+	// fence from the clock.
 	if _, err := d.SQL.ExecContext(ctx, `DELETE FROM baton_lock_idents WHERE kind = 1 AND ns = 'x' AND name = 'e' AND h_id IS NULL`); err != nil {
 		t.Fatal(err)
 	}
