@@ -322,10 +322,10 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 // the waiting count as its insert id, which saves the ident_waiting
 // query), the fast rows of released holders cleared and the identifiers
 // others wait for handed on (regrant), all before the one commit; only
-// those the engine must decide are returned. On MariaDB one DELETE ...
-// RETURNING says what it deleted. MySQL has no DELETE ... RETURNING: the
-// instances are selected FOR UPDATE first (so that two releases of one
-// session cannot count the same instances), then deleted by id.
+// those the engine must decide are returned. The instances are selected
+// FOR UPDATE first, through the session's index (so that two releases of
+// one session cannot count the same instances, and a release locks no
+// other session's rows), then deleted by id.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
 	fastHeld := signal != 0
 	var n int

@@ -171,8 +171,9 @@ func TestMigrateConcurrently(t *testing.T) {
 // (nothing in InnoDB); a reader beside it, or a release after the slow
 // path took the identifier over, goes through InnoDB, the fast holder
 // adopted under its own id; once free, the identifier is the fast path's
-// again, and tokens rise throughout. Both release shapes (MariaDB's
-// DELETE ... RETURNING, MySQL's select then delete) run on MariaDB.
+// again, and tokens rise throughout. Both shapes of the many-name
+// acquire (MariaDB's INSERT ... RETURNING, MySQL's insert then read)
+// run on MariaDB.
 func TestFastPaths(t *testing.T) {
 	dsn := newDSN(t)
 	for _, mysqlShape := range []bool{false, true} {

@@ -107,14 +107,26 @@ UPDATE {p}lock_idents SET n_r = n_r - ?, n_w = n_w - ?, n_p = LAST_INSERT_ID(n_p
 
 -- name: release_list_ns
 -- FOR UPDATE: two releases by one session at the same moment must not
--- both count the same instances.
+-- both count the same instances. The session's index is forced, here
+-- and in every statement below that locks request rows by a key: the
+-- table holds only waiters and extra instances, so InnoDB's estimate of
+-- its size is a handful of rows while its indexes still hold the entries
+-- of rows deleted but not yet purged, and MariaDB then chose to read the
+-- whole table in id order (or every row), locking each row it passed: a
+-- release waited for every other session's request rows and deadlocked
+-- with other releases (TestReleaseLocksOnlyItsRows, docs/benchmarks.md).
+-- No ORDER BY: read backwards (ORDER BY id DESC), the index's scan locked
+-- the entry before the session's, another session's row; the caller
+-- orders the rows, newest first.
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC
+  FROM {p}lock_requests FORCE INDEX (lock_requests_session)
+ WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G'
    FOR UPDATE;
 
 -- name: release_list_name
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC
+  FROM {p}lock_requests FORCE INDEX (lock_requests_session)
+ WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G'
    FOR UPDATE;
 
 -- name: request_list_orphans
@@ -156,12 +168,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {now}, IF(status = 'G', {now}, NULL));
 -- name: request_set_status
 -- The constants are joined as a derived table so that granted_at depends
 -- on the new status whatever order the assignments run in.
-UPDATE {p}lock_requests r JOIN (SELECT ? AS st, ? AS tok) v
+UPDATE {p}lock_requests r FORCE INDEX (PRIMARY) JOIN (SELECT ? AS st, ? AS tok) v
    SET r.granted_at = IF(v.st = 'G', {now}, r.granted_at), r.status = v.st, r.token = v.tok
  WHERE r.id = ? AND r.status = ?;
 
 -- name: request_delete
-DELETE FROM {p}lock_requests WHERE id IN ({list});
+-- The ids as a table joined to the primary key: for "id IN (...)" MariaDB
+-- read every row once the list was about as long as its estimate of the
+-- table (release_list_ns says why), hint or not.
+DELETE r FROM JSON_TABLE(JSON_ARRAY({list}), '$[*]' COLUMNS (id bigint PATH '$')) x
+  STRAIGHT_JOIN {p}lock_requests r FORCE INDEX (PRIMARY) ON r.id = x.id;
 
 -- name: request_statuses
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at

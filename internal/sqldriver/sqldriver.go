@@ -1,10 +1,12 @@
 package sqldriver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -795,13 +797,25 @@ func (t *Tx) releaseSelect(ctx context.Context, p driver.FastReleaseParams) ([]d
 	return rs, t.LockRequestDelete(ctx, ids)
 }
 
-// releaseList lists the session's instances a release names: every name
-// of the namespace, or one.
+// releaseList lists the session's instances a release names, newest
+// first: every name of the namespace, or one.
 func (t *Tx) releaseList(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
+	var rs []driver.Request
+	var err error
 	if p.Name == "" {
-		return t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
+		rs, err = t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
+	} else {
+		rs, err = t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
 	}
-	return t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
+	NewestFirst(rs)
+	return rs, err
+}
+
+// NewestFirst orders a release's instances as it releases them, newest
+// (highest id) first: a release with a limit keeps the oldest. (MySQL's
+// release_list queries leave the order to the caller.)
+func NewestFirst(rs []driver.Request) {
+	slices.SortFunc(rs, func(a, b driver.Request) int { return cmp.Compare(b.ID, a.ID) })
 }
 
 // releaseDelete deletes the instances to release in one statement.
