@@ -212,6 +212,13 @@ SELECT kind, ns, name FROM {p}lock_fast
 -- back to the fast path (fast_demote).
 SELECT kind, ns, name FROM {p}lock_fast WHERE slow = 1 AND h_id IS NULL LIMIT 200;
 
+-- name: fast_demote_free
+-- Without a lock: 1 when the identifier's counters say nothing of it is
+-- left in InnoDB (fast_demote_check then decides under the row lock), 0
+-- otherwise or when its row is gone.
+SELECT COUNT(*) FROM {p}lock_idents
+ WHERE kind = ? AND ns = ? AND name = ? AND n_r = 0 AND n_w = 0 AND n_p = 0 AND gated = 0;
+
 -- name: fast_demote_check
 -- Under the identifier's row lock: its fence when nothing of it is left in
 -- InnoDB (no holder, no waiter, no gate); no row otherwise.

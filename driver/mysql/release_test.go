@@ -86,23 +86,78 @@ func TestReleaseLocksOnlyItsRows(t *testing.T) {
 		{SessionID: "s2", Kind: id.Kind, NS: id.NS, Name: id.Name, Limit: 1},
 		{SessionID: "s3", Kind: id.Kind, NS: id.NS},
 	} {
-		done := make(chan error, 1)
-		go func() {
+		notWaiting(t, other, "the release of "+p.SessionID, func() error {
 			n, _, err := d.LockFastRelease(ctx, p)
 			if err == nil && n != 1 {
 				t.Errorf("%s released %d, want 1", p.SessionID, n)
 			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("release of %s: %v", p.SessionID, err)
-			}
-		case <-time.After(15 * time.Second):
-			_ = other.Rollback() // lets the release end
-			<-done
-			t.Fatalf("the release of %s waited for another session's request row", p.SessionID)
+			return err
+		})
+	}
+}
+
+// notWaiting runs fn, which must end while the transaction other still
+// holds its locks: after 15 s other is rolled back (which lets fn end)
+// and the test fails.
+func notWaiting(t *testing.T, other *sql.Tx, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
+	case <-time.After(15 * time.Second):
+		_ = other.Rollback()
+		<-done
+		t.Fatalf("%s waited for another transaction's row lock", what)
+	}
+}
+
+// TestDemoteLocksOnlyFree: handing an identifier back to the fast path
+// does not wait for its row lock while others still hold it (two
+// readers, the row locked by another transaction as a grant or release
+// in flight locks it), and still hands it back once the last holder
+// has gone.
+func TestDemoteLocksOnlyFree(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "d"}
+	for _, s := range []string{"s1", "s2"} {
+		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
+			t.Fatalf("reader %s: %v %v", s, ok, err)
+		}
+	}
+	slow := func() (n int) {
+		t.Helper()
+		if err := d.SQL.QueryRow("SELECT slow FROM baton_lock_fast WHERE ns = 'ns' AND name = 'd'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if slow() != 1 {
+		t.Fatal("two readers: the identifier is not the slow path's")
+	}
+	other, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback() }()
+	var fence int64
+	if err := other.QueryRowContext(ctx, "SELECT fence FROM baton_lock_idents WHERE ns = 'ns' AND name = 'd' FOR UPDATE").Scan(&fence); err != nil {
+		t.Fatal(err)
+	}
+	notWaiting(t, other, "demote", func() error { return d.demote(ctx, id) })
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"s2", "s1"} {
+		if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: s, Kind: id.Kind, NS: id.NS, Name: id.Name}); err != nil || n != 1 {
+			t.Fatalf("release %s: %d %v", s, n, err)
+		}
+	}
+	if slow() != 0 {
+		t.Fatal("free again, the identifier was not handed back to the fast path")
 	}
 }
