@@ -22,37 +22,9 @@ import (
 func TestReleaseLocksOnlyItsRows(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
-	exec := func(db interface {
-		ExecContext(context.Context, string, ...any) (sql.Result, error)
-	}, q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-
-	// The statistics of an empty table, kept (the bench's tables had
-	// them: the lock tables hold a handful of rows at any moment).
-	exec(d.SQL, "ALTER TABLE baton_lock_requests STATS_AUTO_RECALC = 0")
-	exec(d.SQL, "ANALYZE TABLE baton_lock_requests")
-	// Purge held back: a consistent snapshot, open until the test ends.
-	snap, err := d.SQL.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = snap.ExecContext(ctx, "ROLLBACK")
-		_ = snap.Raw(func(any) error { return sqldrv.ErrBadConn }) // not back to the pool
-		_ = snap.Close()
-	})
-	exec(snap, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-	exec(snap, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
-	exec(snap, "SELECT COUNT(*) FROM baton_lock_requests")
-	// Deleted rows of the sessions below, which the indexes keep.
-	exec(d.SQL, `INSERT INTO baton_lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at)
+	worstStatistics(t, d, "baton_lock_requests", `INSERT INTO baton_lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at)
 		WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400)
 		SELECT CONCAT('s', 1 + n % 4), 'c', 0, 'ns', 'n', 'R', 'G', 1, 1, 1 FROM s`)
-	exec(d.SQL, "DELETE FROM baton_lock_requests")
 
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "n"}
 	var held []driver.Request
@@ -160,4 +132,72 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 	if slow() != 0 {
 		t.Fatal("free again, the identifier was not handed back to the fast path")
 	}
+}
+
+// TestTxHoldsPurgeSkipsRunning: the upkeep's deletion of the holds of
+// ended transactions does not wait for a running transaction's hold, with
+// the table's statistics at their worst (TestReleaseLocksOnlyItsRows):
+// "id IN (...)" read every row, and waited for the uncommitted one.
+func TestTxHoldsPurgeSkipsRunning(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	worstStatistics(t, d, "baton_lock_txholds", `INSERT INTO baton_lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
+		WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400)
+		SELECT 0, 'ns', 'h', 'W', n, 'h', 1, 'o', 1 FROM s`)
+	hold := func(q interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+	}, name string) {
+		t.Helper()
+		if _, err := q.ExecContext(ctx, d.Q("tx_hold_insert"), 0, []byte("ns"), []byte(name), "W", "h", 1, "o"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"e1", "e2", "e3"} {
+		hold(d.SQL, n) // ended: committed
+	}
+	running, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = running.Rollback() }()
+	hold(running, "r")
+	notWaiting(t, running, "the deletion of ended holds", func() error { return d.deleteEnded(ctx) })
+	var left int
+	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_txholds").Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d committed holds left, %v; want 0", left, err)
+	}
+}
+
+// worstStatistics leaves table with the statistics of an empty table
+// (kept: the lock tables hold a handful of rows at any moment, and the
+// bench's had these) and its indexes full of deleted entries that purge
+// may not remove until the test ends (a consistent snapshot is held
+// open): the rows churn inserts, deleted.
+func worstStatistics(t *testing.T, d *Driver, table, churn string) {
+	t.Helper()
+	ctx := context.Background()
+	exec := func(q interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+	}, query string) {
+		t.Helper()
+		if _, err := q.ExecContext(ctx, query); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	exec(d.SQL, "ALTER TABLE "+table+" STATS_AUTO_RECALC = 0")
+	exec(d.SQL, "ANALYZE TABLE "+table)
+	snap, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = snap.ExecContext(ctx, "ROLLBACK")
+		_ = snap.Raw(func(any) error { return sqldrv.ErrBadConn }) // not back to the pool
+		_ = snap.Close()
+	})
+	exec(snap, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+	exec(snap, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+	exec(snap, "SELECT COUNT(*) FROM "+table)
+	exec(d.SQL, churn)
+	exec(d.SQL, "DELETE FROM "+table)
 }
