@@ -101,25 +101,27 @@ func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (drive
 	return d.request(ctx, p, nil)
 }
 
-// request calls {p}request in a transaction of the fast pool; inc is nil
-// (the session must be live) or the session's incarnation. The fast
-// holder it found is marked adopted once the transaction has committed.
+// request calls {p}request_commit on a connection of the fast pool,
+// which commits what {p}request did (migration 033: the identifier's row
+// lock ends with the call, not one round trip later); inc is nil (the
+// session must be live) or the session's incarnation. A call that failed
+// is rolled back. The fast holder it found is marked adopted after the
+// commit.
 func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (driver.Request, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
 	var status string
 	var holder int64
-	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		err := c.QueryRowContext(ctx, d.Q("request_call"), p.Kind, bin(p.NS), bin(p.Name), p.SessionID, p.ClientID,
-			string(p.Mode), p.CallID, p.TryOnce, inc).Scan(&status, &r.ID, &r.Token, &holder)
-		if err != nil {
-			return false, fmt.Errorf("request: %w", err)
-		}
-		// A gated identifier or an absent session changed nothing.
-		return status != "F" && status != "X", nil
-	})
+	c, err := d.fastConn(ctx)
 	if err != nil {
 		return driver.Request{}, err
 	}
+	err = c.QueryRowContext(ctx, d.Q("request_call"), p.Kind, bin(p.NS), bin(p.Name), p.SessionID, p.ClientID,
+		string(p.Mode), p.CallID, p.TryOnce, inc).Scan(&status, &r.ID, &r.Token, &holder)
+	if err != nil {
+		_ = endFastTx(ctx, c, false)
+		return driver.Request{}, fmt.Errorf("request: %w", err)
+	}
+	_ = c.Close()
 	d.clearAdopted(ctx, holder)
 	r.Status = driver.RequestStatus(status)
 	switch status {

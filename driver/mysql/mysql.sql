@@ -267,10 +267,11 @@ SELECT COALESCE(MAX(v), 0) FROM {p}meta WHERE k = 'max_lease_us';
 INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (1, {now}, {now} + ?);
 
 -- name: request_call
--- Migration 024: the slow path's request in one call (kind, ns, name,
--- session, client, mode, call id, try-once, incarnation or NULL). One
--- row: outcome, id, token, the fast holder it found.
-CALL {p}request(?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- Migrations 024 and 033: the slow path's request in one call (kind, ns,
+-- name, session, client, mode, call id, try-once, incarnation or NULL),
+-- committed by the call. One row: outcome, id, token, the fast holder it
+-- found.
+CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: turnstile_wait_mark
 -- A contender waiting behind a turnstile past its first 25 ms, for

@@ -201,3 +201,37 @@ func worstStatistics(t *testing.T, d *Driver, table, churn string) {
 	exec(d.SQL, churn)
 	exec(d.SQL, "DELETE FROM "+table)
 }
+
+// TestRequestCommitsInCall: the slow path's request call ends holding no
+// row lock (migration 033): right after it, on a connection whose
+// transaction is still open, another transaction takes the identifier's
+// row lock without waiting.
+func TestRequestCommitsInCall(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "c"}
+	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
+		t.Fatalf("reader s1: %v %v", ok, err)
+	}
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_, _ = c.ExecContext(ctx, "ROLLBACK")
+		_ = c.Close()
+	}()
+	if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	var rid, token, holder int64
+	if err := c.QueryRowContext(ctx, d.Q("request_call"), id.Kind, []byte(id.NS), []byte(id.Name), "s2", "c", "R", 2, true, 0).
+		Scan(&status, &rid, &token, &holder); err != nil || status != "G" {
+		t.Fatalf("request: %q, %v; want G", status, err)
+	}
+	var fence int64
+	if err := d.SQL.QueryRowContext(ctx, "SELECT fence FROM baton_lock_idents WHERE ns = 'ns' AND name = 'c' FOR UPDATE NOWAIT").Scan(&fence); err != nil {
+		t.Fatalf("the identifier's row after the call: %v; want it free", err)
+	}
+}
