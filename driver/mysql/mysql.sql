@@ -141,7 +141,8 @@ UPDATE {p}lock_fast
 
 -- name: fast_release_ns
 -- fast_release_name for every identifier of a namespace: session, kind,
--- ns. (FORCE INDEX: see the section's head.)
+-- ns. (FORCE INDEX: see the section's head.) Migration 034's
+-- turnstile_release_ns carries a copy (TestTurnstileProceduresFollowFastPath).
 UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
    SET h_session = IF(slow = 0, NULL, IF(LAST_INSERT_ID(IF(h_id IS NOT NULL, 3, IF(LAST_INSERT_ID() = 3, 3, 1))) > 0, h_session, h_session)),
        h_id = IF(slow = 0, NULL, h_id), h_client = IF(slow = 0, NULL, h_client),
@@ -301,3 +302,10 @@ CALL {p}turnstile_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- session, kind, ns, name). One row: rows changed, the signal,
 -- RELEASE_LOCK's answer or NULL.
 CALL {p}turnstile_release(?, ?, ?, ?, ?);
+
+-- name: turnstile_release_ns
+-- Migration 034: fast_release_ns and then, when that released all there
+-- was, RELEASE_LOCK of the one turnstile the session holds in the
+-- namespace, on the session's line (turnstile name, session, kind, ns).
+-- One row, as turnstile_release's.
+CALL {p}turnstile_release_ns(?, ?, ?, ?);

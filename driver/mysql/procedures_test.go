@@ -7,28 +7,29 @@ import (
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-// TestTurnstileProceduresFollowFastPath: migration 031's procedures carry
-// copies of the fast path's statements (the uncontended path stays a
-// plain statement, one round trip through the pool). The parts that
-// decide a grant and a release must read as the fast path's do:
-// fast_acquire's ON DUPLICATE KEY UPDATE and fast_release_name's SET, the
-// same text once spaces are folded. A change to one without the other
-// fails here.
+// TestTurnstileProceduresFollowFastPath: migrations 031 and 034's
+// procedures carry copies of the fast path's statements (the uncontended
+// path stays a plain statement, one round trip through the pool). The
+// parts that decide a grant and a release must read as the fast path's
+// do: fast_acquire's ON DUPLICATE KEY UPDATE, fast_release_name's SET and
+// fast_release_ns up to its WHERE (its index hint too), the same text
+// once spaces are folded. A change to one without the other fails here.
 func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 	q, err := sqldriver.ParseQueryFiles("baton_", map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := migrations.ReadFile("migrations/031_turnstile_calls.up.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fold := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	proc := fold(strings.ReplaceAll(string(body), "{p}", "baton_"))
-	for _, c := range []struct{ query, from, to string }{
-		{"fast_acquire", "ON DUPLICATE KEY UPDATE", ";"},
-		{"fast_release_name", "SET h_session", " WHERE"},
+	for _, c := range []struct{ migration, query, from, to string }{
+		{"031_turnstile_calls", "fast_acquire", "ON DUPLICATE KEY UPDATE", ";"},
+		{"031_turnstile_calls", "fast_release_name", "SET h_session", " WHERE"},
+		{"034_turnstile_release_ns", "fast_release_ns", "UPDATE", " WHERE"},
 	} {
+		body, err := migrations.ReadFile("migrations/" + c.migration + ".up.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc := fold(strings.ReplaceAll(string(body), "{p}", "baton_"))
 		stmt := fold(q[c.query])
 		i := strings.Index(stmt, c.from)
 		if i < 0 {
@@ -39,7 +40,7 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 			part = part[:j]
 		}
 		if !strings.Contains(proc, part) {
-			t.Errorf("migration 031's procedures do not carry %s's %q clause as it is now:\n%s", c.query, c.from, part)
+			t.Errorf("migration %s's procedures do not carry %s's %q clause as it is now:\n%s", c.migration, c.query, c.from, part)
 		}
 	}
 }

@@ -235,3 +235,71 @@ func TestRequestCommitsInCall(t *testing.T) {
 		t.Fatalf("the identifier's row after the call: %v; want it free", err)
 	}
 }
+
+// TestTurnstileReleaseNamespace: a namespace's release by a session whose
+// line holds one turnstile there lets it go in the release's own call on
+// the line (migration 034: one procedure call, no RELEASE_LOCK statement
+// after it); with two turnstiles there both are let go after the
+// release, as before.
+func TestTurnstileReleaseNamespace(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	take := func(name string) driver.Ident {
+		t.Helper()
+		id := driver.Ident{Kind: driver.KindService, NS: "tn", Name: name}
+		_, ok, _, lined, err := d.LockTurnstileAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeWrite, CallID: 1}, time.Second)
+		if err != nil || !ok || !lined {
+			t.Fatalf("turnstile and lock %s: %v %v %v", name, ok, lined, err)
+		}
+		return id
+	}
+	free := func(id driver.Ident) bool {
+		t.Helper()
+		var f int
+		if err := d.SQL.QueryRow("SELECT IS_FREE_LOCK(?)", d.turnstileName(id)).Scan(&f); err != nil {
+			t.Fatal(err)
+		}
+		return f == 1
+	}
+	lineStatus := func() (calls, dos int) {
+		t.Helper()
+		l := d.lines.Find("s1")
+		l.Lock()
+		defer l.Unlock()
+		for _, v := range []struct {
+			name string
+			n    *int
+		}{{"Com_call_procedure", &calls}, {"Com_do", &dos}} {
+			var name string
+			if err := l.Conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE '"+v.name+"'").Scan(&name, v.n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return calls, dos
+	}
+	release := func(want int) {
+		t.Helper()
+		if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "tn", InlineOnly: true}); err != nil || n != want {
+			t.Fatalf("release: %d, %v; want %d", n, err, want)
+		}
+	}
+
+	a := take("a")
+	calls0, dos0 := lineStatus()
+	release(1)
+	calls1, dos1 := lineStatus()
+	// One call, and no DO RELEASE_LOCK after it: the one DO is the
+	// procedure's own (DO LAST_INSERT_ID(0)).
+	if !free(a) || calls1-calls0 != 1 || dos1-dos0 != 1 {
+		t.Fatalf("one turnstile: free %v, %d calls and %d DO on the line; want free, 1 and 1", free(a), calls1-calls0, dos1-dos0)
+	}
+
+	a, b := take("a"), take("b")
+	release(2)
+	if !free(a) || !free(b) {
+		t.Fatalf("two turnstiles: free %v %v; want both", free(a), free(b))
+	}
+	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s2", ClientID: "c", Ident: a, Mode: driver.ModeWrite, CallID: 2}); err != nil || !ok {
+		t.Fatalf("after the release another session's fast acquire: %v, %v; want granted", ok, err)
+	}
+}

@@ -64,6 +64,23 @@ func (d *Driver) turnstileName(id driver.Ident) string { return TurnstileName(d.
 // waits in GET_LOCK (state 'User lock').
 const TurnstileCallPattern = "CALL %turnstile_acquire(%"
 
+// lineTurnstile is the turnstile among held that a release of scope (a
+// name, or a namespace when its Name is empty) lets go in its call:
+// scope's own, or the only one held in the namespace.
+func lineTurnstile(held map[driver.Ident]bool, scope driver.Ident) (driver.Ident, bool) {
+	if scope.Name != "" {
+		return scope, held[scope]
+	}
+	var one driver.Ident
+	n := 0
+	for id := range held {
+		if id.Within(scope) {
+			one, n = id, n+1
+		}
+	}
+	return one, n == 1
+}
+
 // LockTurnstileAcquire implements driver.Turnstiles: the turnstile
 // (taken at once when free, else waited for) and then the fast path's
 // grant, in one call on the line ({p}turnstile_acquire, migration 031).
@@ -148,30 +165,36 @@ func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 }
 
 // releaseOnLine is LockFastRelease of one name whose turnstile the
-// session holds: fast_release_name and RELEASE_LOCK in one call on the
-// line ({p}turnstile_release, migration 031), then what the slow path
-// has left to release, if anything (releaseRest), and the turnstile
-// after it when the call did not let it go. done false: the session
-// holds no such turnstile, or the call failed (the line is closed now,
-// which lets the turnstile go): the release goes through the pool.
+// session holds, or of a namespace where it holds one turnstile: the fast
+// release and RELEASE_LOCK in one call on the line ({p}turnstile_release,
+// migration 031; {p}turnstile_release_ns, migration 034), then what the
+// slow path has left to release, if anything (releaseRest), and the
+// turnstile after it when the call did not let it go. done false: the
+// session holds no such turnstile (or several in the namespace), or the
+// call failed (the line is closed now, which lets the turnstiles go):
+// the release goes through the pool.
 func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams) (n int, waiting []driver.Ident, done bool, err error) {
-	if p.Name == "" {
+	if p.Limit > 0 && p.Name == "" {
 		return 0, nil, false, nil
 	}
-	id := driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}
 	l := d.lines.Find(p.SessionID)
 	if l == nil {
 		return 0, nil, false, nil
 	}
 	l.Lock()
-	if !l.Open() || !l.Held[id] {
+	scope := driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}
+	id, ok := lineTurnstile(l.Held, scope)
+	if !l.Open() || !ok {
 		l.Unlock()
 		return 0, nil, false, nil
 	}
+	query, args := "turnstile_release", []any{d.turnstileName(id), p.SessionID, p.Kind, bin(p.NS), bin(p.Name)}
+	if p.Name == "" {
+		query, args = "turnstile_release_ns", args[:4]
+	}
 	var n64, signal int64
 	var unlocked sql.NullInt64
-	err = l.Conn.QueryRowContext(context.WithoutCancel(ctx), d.Q("turnstile_release"), d.turnstileName(id), p.SessionID, p.Kind, bin(p.NS), bin(p.Name)).
-		Scan(&n64, &signal, &unlocked)
+	err = l.Conn.QueryRowContext(context.WithoutCancel(ctx), d.Q(query), args...).Scan(&n64, &signal, &unlocked)
 	if err != nil {
 		l.Fail()
 		l.Unlock()
@@ -183,7 +206,7 @@ func (d *Driver) releaseOnLine(ctx context.Context, p driver.FastReleaseParams) 
 	l.Unlock()
 	n, waiting, err = d.releaseRest(ctx, p, int(n64), signal)
 	if err == nil && !unlocked.Valid {
-		d.letGo(ctx, p.SessionID, id)
+		d.letGo(ctx, p.SessionID, scope)
 	}
 	return n, waiting, true, err
 }
