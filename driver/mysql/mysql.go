@@ -790,9 +790,7 @@ func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastRe
 	if err != nil {
 		return nil, err
 	}
-	if p.Limit > 0 && len(rs) > p.Limit {
-		rs = rs[:p.Limit]
-	}
+	rs = sqldriver.ReleaseTaken(rs, p.Limit)
 	return rs, d.deleteRequests(ctx, c, rs)
 }
 
@@ -815,7 +813,6 @@ func (d *Driver) releaseList(ctx context.Context, c *sql.Conn, p driver.FastRele
 	if err != nil {
 		return nil, fmt.Errorf("release_list: %w", err)
 	}
-	sqldriver.NewestFirst(rs)
 	return rs, nil
 }
 

@@ -117,7 +117,7 @@ UPDATE {p}lock_idents SET n_r = n_r - ?, n_w = n_w - ?, n_p = LAST_INSERT_ID(n_p
 -- with other releases (TestReleaseLocksOnlyItsRows, docs/benchmarks.md).
 -- No ORDER BY: read backwards (ORDER BY id DESC), the index's scan locked
 -- the entry before the session's, another session's row; the caller
--- orders the rows, newest first.
+-- orders the rows, newest first (sqldriver.ReleaseTaken).
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_requests FORCE INDEX (lock_requests_session)
  WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G'

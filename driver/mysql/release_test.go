@@ -144,9 +144,7 @@ func TestTxHoldsPurgeSkipsRunning(t *testing.T) {
 	worstStatistics(t, d, "baton_lock_txholds", `INSERT INTO baton_lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
 		WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400)
 		SELECT 0, 'ns', 'h', 'W', n, 'h', 1, 'o', 1 FROM s`)
-	hold := func(q interface {
-		ExecContext(context.Context, string, ...any) (sql.Result, error)
-	}, name string) {
+	hold := func(q querier, name string) {
 		t.Helper()
 		if _, err := q.ExecContext(ctx, d.Q("tx_hold_insert"), 0, []byte("ns"), []byte(name), "W", "h", 1, "o"); err != nil {
 			t.Fatal(err)
@@ -176,9 +174,7 @@ func TestTxHoldsPurgeSkipsRunning(t *testing.T) {
 func worstStatistics(t *testing.T, d *Driver, table, churn string) {
 	t.Helper()
 	ctx := context.Background()
-	exec := func(q interface {
-		ExecContext(context.Context, string, ...any) (sql.Result, error)
-	}, query string) {
+	exec := func(q querier, query string) {
 		t.Helper()
 		if _, err := q.ExecContext(ctx, query); err != nil {
 			t.Fatalf("%s: %v", query, err)

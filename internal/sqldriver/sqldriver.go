@@ -787,9 +787,7 @@ func (t *Tx) releaseSelect(ctx context.Context, p driver.FastReleaseParams) ([]d
 	if err != nil {
 		return nil, err
 	}
-	if p.Limit > 0 && len(rs) > p.Limit {
-		rs = rs[:p.Limit]
-	}
+	rs = ReleaseTaken(rs, p.Limit)
 	ids := make([]int64, len(rs))
 	for i, r := range rs {
 		ids[i] = r.ID
@@ -797,25 +795,26 @@ func (t *Tx) releaseSelect(ctx context.Context, p driver.FastReleaseParams) ([]d
 	return rs, t.LockRequestDelete(ctx, ids)
 }
 
-// releaseList lists the session's instances a release names, newest
-// first: every name of the namespace, or one.
+// releaseList lists the session's instances a release names: every name
+// of the namespace, or one.
 func (t *Tx) releaseList(ctx context.Context, p driver.FastReleaseParams) ([]driver.Request, error) {
-	var rs []driver.Request
-	var err error
 	if p.Name == "" {
-		rs, err = t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
-	} else {
-		rs, err = t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
+		return t.requests(ctx, "release_list_ns", p.SessionID, p.Kind, b(p.NS))
 	}
-	NewestFirst(rs)
-	return rs, err
+	return t.requests(ctx, "release_list_name", p.SessionID, p.Kind, b(p.NS), b(p.Name))
 }
 
-// NewestFirst orders a release's instances as it releases them, newest
-// (highest id) first: a release with a limit keeps the oldest. (MySQL's
-// release_list queries leave the order to the caller.)
-func NewestFirst(rs []driver.Request) {
+// ReleaseTaken is what a release takes of the listed instances rs: newest
+// (highest id) first, at most limit of them (0: all), so that a release
+// with a limit keeps the oldest. The order is set here, not by the
+// release_list queries (MySQL's read the session's index forwards:
+// queries.sql).
+func ReleaseTaken(rs []driver.Request, limit int) []driver.Request {
 	slices.SortFunc(rs, func(a, b driver.Request) int { return cmp.Compare(b.ID, a.ID) })
+	if limit > 0 && len(rs) > limit {
+		rs = rs[:limit]
+	}
+	return rs
 }
 
 // releaseDelete deletes the instances to release in one statement.
