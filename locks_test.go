@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -549,6 +550,44 @@ func TestReleaseLockOneOfSeveral(t *testing.T) {
 		}
 		if n, err := s1.ReleaseAllLocks(ctx); n != 2 || err != nil {
 			t.Fatalf("release all: %d %v, want 2", n, err)
+		}
+	})
+}
+
+// TestReleaseLockKeepsOldest: a release of one instance of a re-entered
+// user-level lock (RELEASE_LOCK, DESIGN § Locks) takes the newest one and
+// keeps the first, with its token, in monitoring. (The order is the
+// release's own, sqldriver.ReleaseTaken: MySQL's release_list queries no
+// longer order the rows.)
+func TestReleaseLockKeepsOldest(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		ctx := ctxT(t)
+		s := session(t, c)
+		for i := 0; i < 3; i++ {
+			if ok, err := s.GetLock(ctx, "re.entered", 0); !ok || err != nil {
+				t.Fatalf("get %d: %v %v", i, ok, err)
+			}
+		}
+		tokens := func() []int64 {
+			var out []int64
+			for _, l := range held(t, c, s) {
+				out = append(out, l.Token)
+			}
+			slices.Sort(out)
+			return out
+		}
+		all := tokens()
+		if len(all) != 3 {
+			t.Fatalf("instances %v, want 3", all)
+		}
+		for i, want := range [][]int64{all[:2], all[:1]} {
+			if r, err := s.ReleaseLock(ctx, "re.entered"); r != baton.Released || err != nil {
+				t.Fatalf("release %d: %v %v", i, r, err)
+			}
+			if got := tokens(); !slices.Equal(got, want) {
+				t.Fatalf("after release %d: tokens %v, want %v (the oldest kept)", i, got, want)
+			}
 		}
 	})
 }

@@ -128,6 +128,39 @@ func TestLockTurnstileContention(t *testing.T) {
 	})
 }
 
+// TestLockTurnstileReleaseNamespace (every backend): the release of a
+// namespace by a session that got one of its names after waiting for it
+// (behind a turnstile where the backend has them) and another at once
+// releases both and lets the waited-for name go: another session takes
+// both at once afterwards. (MySQL/MariaDB release the namespace and the
+// turnstile in one call: migration 034.)
+func TestLockTurnstileReleaseNamespace(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		primeContention(t, c, "tr", "x")
+		holder, waiter, other := session(t, c), session(t, c), session(t, c)
+		mustLock(t, holder, "tr", baton.Write, "x")
+		got := make(chan error, 1)
+		go func() {
+			_, err := waiter.Lock(ctxT(t), "tr", baton.Write, 10*time.Second, "x")
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // queued, most often; granted either way
+		release(t, holder, "tr")
+		if err := <-got; err != nil {
+			t.Fatalf("the waiter: %v", err)
+		}
+		mustLock(t, waiter, "tr", baton.Write, "y")
+		if n, err := waiter.Release(ctxT(t), "tr"); n != 2 || err != nil {
+			t.Fatalf("release of the namespace: %d, %v; want 2", n, err)
+		}
+		if h := held(t, c, waiter); len(h) != 0 {
+			t.Fatalf("the waiter still holds %+v", h)
+		}
+		mustLock(t, other, "tr", baton.Write, "x", "y")
+	})
+}
+
 // TestLockTurnstileWriterNotStarved (every backend): the turnstiles'
 // qualification of first come, first served (docs/guarantees.md) and its
 // bound. A writer waits behind the holder's turnstile, then a reader
