@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -25,29 +26,17 @@ func TestTurnstileTakeFollowsFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fold := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	// part is the text of query name from the first from to the first to
-	// after it.
-	part := func(name, from, to string) string {
-		stmt := fold(q[name])
-		i := strings.Index(stmt, from)
-		j := strings.Index(stmt[max(i, 0):], to)
-		if i < 0 || j < 0 {
-			t.Fatalf("%s has no %s … %s: %s", name, from, to, stmt)
-		}
-		return stmt[i : i+j]
-	}
-	upsert := part("fast_acquire", "ON CONFLICT (", " RETURNING")
+	upsert := batontest.Clause(t, q["fast_acquire"], "ON CONFLICT (", " RETURNING")
 	for copyName, text := range map[string]string{
-		"migration 032's {p}turnstile_take": fold(strings.ReplaceAll(string(body), "{p}", "baton_")),
-		"query turnstile_acquire":           fold(q["turnstile_acquire"]),
-		"fast_acquire_many_free":            fold(q["fast_acquire_many_free"]),
+		"migration 032's {p}turnstile_take": batontest.Fold(strings.ReplaceAll(string(body), "{p}", "baton_")),
+		"query turnstile_acquire":           batontest.Fold(q["turnstile_acquire"]),
+		"fast_acquire_many_free":            batontest.Fold(q["fast_acquire_many_free"]),
 	} {
 		if !strings.Contains(text, upsert) {
 			t.Errorf("%s does not carry fast_acquire's ON CONFLICT clause as it is now:\n%s", copyName, upsert)
 		}
 	}
-	if set := part("fast_acquire_existing", "SET fence =", " WHERE"); !strings.Contains(fold(q["fast_acquire_many_existing"]), set) {
+	if set := batontest.Clause(t, q["fast_acquire_existing"], "SET fence =", " WHERE"); !strings.Contains(batontest.Fold(q["fast_acquire_many_existing"]), set) {
 		t.Errorf("fast_acquire_many_existing does not carry fast_acquire_existing's SET clause as it is now:\n%s", set)
 	}
 }
