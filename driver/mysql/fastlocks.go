@@ -1,11 +1,15 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -316,7 +320,10 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 	return n + m, waiting, err
 }
 
-// releaseSlow releases the session's instances in InnoDB. signal is what
+// releaseSlow releases the session's instances in InnoDB: in one call of
+// {p}release_commit (releaseCall) unless the release has a limit or must
+// adopt the session's own fast holders first, else in the transaction
+// below, which does the same in about ten statements. signal is what
 // fast_release_* saw of the session's fast holders the slow path took
 // over: 3 some perhaps not adopted yet, which are adopted first (under
 // their row locks); 1 adopted ones only; 0 none. Then the request rows
@@ -330,6 +337,9 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 // other session's rows), then deleted by id.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
 	fastHeld := signal != 0
+	if signal != 3 && p.Limit == 0 {
+		return d.releaseCall(ctx, p, fastHeld)
+	}
 	var n int
 	var released, waiting, left []driver.Ident
 	var woken func()
@@ -379,6 +389,157 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	return n, left, nil
 }
 
+// releaseCall is releaseSlow in one call of {p}release_commit (migration
+// 035: the release, the hand-on of each identifier with waiters and the
+// commit in the server). After the commit the grants go to their
+// clients (wakeGranted on the pool: a client of another process is woken
+// after the commit, and its listener's poll interval stands in when that
+// fails), adopted holders are marked, and the freed identifiers are
+// handed back to the fast path. A call that fails is rolled back.
+func (d *Driver) releaseCall(ctx context.Context, p driver.FastReleaseParams, fastHeld bool) (int, []driver.Ident, error) {
+	var name any
+	if p.Name != "" {
+		name = bin(p.Name)
+	}
+	c, err := d.fastConn(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	var n int
+	var identsJSON, grantsJSON []byte
+	err = c.QueryRowContext(ctx, d.Q("release_call"), p.SessionID, p.Kind, bin(p.NS), name, fastHeld).
+		Scan(&n, &identsJSON, &grantsJSON)
+	if err != nil {
+		_ = endFastTx(ctx, c, false)
+		return 0, nil, fmt.Errorf("release: %w", err)
+	}
+	_ = c.Close()
+	out, err := parseReleaseCall(p, identsJSON, grantsJSON)
+	if err != nil {
+		// Committed: what could not be read is left to the upkeep and
+		// the waiters' safety nets.
+		return n, nil, err
+	}
+	if woken, werr := d.wakeGranted(ctx, d.SQL, out.grants); woken != nil {
+		woken()
+	} else if werr != nil && len(out.grants) > 0 {
+		// The remote wake failed: the local grants still go out.
+		if woken, _ := d.wakeGranted(ctx, d.SQL, localOnly(out.grants)); woken != nil {
+			woken()
+		}
+	}
+	d.clearAdopted(ctx, out.adopted...)
+	if p.Contended != nil {
+		for _, id := range out.waiting {
+			p.Contended(id)
+		}
+	}
+	d.demoteFreed(ctx, out.released, out.waiting)
+	return n, out.left, nil
+}
+
+// releaseOutcome is what a {p}release_commit call reports, as
+// releaseSlow's transaction collects it.
+type releaseOutcome struct {
+	released, waiting, left []driver.Ident
+	adopted                 []int64
+	grants                  []driver.Request
+}
+
+// parseReleaseCall reads release_call's identifiers ([hex name, waiting,
+// gated, adopted holder id] each) and grants ([id, session, client,
+// call, token] each) for the release p.
+func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte) (releaseOutcome, error) {
+	var out releaseOutcome
+	var idents, grants [][]any
+	if err := decodeNumbers(identsJSON, &idents); err != nil {
+		return out, fmt.Errorf("release: identifiers: %w", err)
+	}
+	if err := decodeNumbers(grantsJSON, &grants); err != nil {
+		return out, fmt.Errorf("release: grants: %w", err)
+	}
+	for _, row := range idents {
+		var hexName string
+		var waiting, gated, hid int64
+		if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid); err != nil {
+			return out, fmt.Errorf("release: identifiers: %w", err)
+		}
+		nm, err := hex.DecodeString(hexName)
+		if err != nil {
+			return out, fmt.Errorf("release: identifiers: %w", err)
+		}
+		id := driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(nm)}
+		out.released = append(out.released, id)
+		if waiting != 0 {
+			out.waiting = append(out.waiting, id)
+			if gated != 0 {
+				out.left = append(out.left, id)
+			}
+		}
+		out.adopted = append(out.adopted, hid)
+	}
+	for _, row := range grants {
+		g := driver.Request{Status: driver.StatusGranted}
+		if err := scanJSONRow(row, &g.ID, &g.SessionID, &g.ClientID, &g.CallID, &g.Token); err != nil {
+			return out, fmt.Errorf("release: grants: %w", err)
+		}
+		out.grants = append(out.grants, g)
+	}
+	return out, nil
+}
+
+// decodeNumbers decodes JSON into v keeping numbers exact (json.Number:
+// ids and tokens are 64-bit).
+func decodeNumbers(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// scanJSONRow copies a decoded JSON array's elements into dest (*string
+// or *int64, one per element).
+func scanJSONRow(row []any, dest ...any) error {
+	if len(row) != len(dest) {
+		return fmt.Errorf("%d values, want %d", len(row), len(dest))
+	}
+	for i, v := range row {
+		switch d := dest[i].(type) {
+		case *string:
+			s, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("value %d: %v is not a string", i, v)
+			}
+			*d = s
+		case *int64:
+			// MariaDB's JSON_ARRAY writes some integers (a procedure's
+			// variables) as strings.
+			var text string
+			switch x := v.(type) {
+			case json.Number:
+				text = x.String()
+			case string:
+				text = x
+			default:
+				return fmt.Errorf("value %d: %v is not a number", i, v)
+			}
+			x, err := strconv.ParseInt(text, 10, 64)
+			if err != nil {
+				return fmt.Errorf("value %d: %w", i, err)
+			}
+			*d = x
+		}
+	}
+	return nil
+}
+
+// localOnly is the grants to clients listening in this process.
+func localOnly(grants []driver.Request) []driver.Request {
+	return slices.DeleteFunc(slices.Clone(grants), func(g driver.Request) bool {
+		_, ok := local.Load(g.ClientID)
+		return !ok
+	})
+}
+
 // regrant hands each identifier of waiting on in the transaction on c,
 // as the engine's regrant would in a transaction of its own after the
 // release's commit (that took a second commit and about seven more round
@@ -425,18 +586,19 @@ func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Iden
 	}, nil
 }
 
-// grantWaiting hands st's identifier (locked, its fast holder adopted)
-// on in the transaction on c, by lockcore.Regrant as the engine's
+// grantWaiting hands st's identifier (locked, its fast holder adopted:
+// its instances are request rows, request_list_adopted) on in the
+// transaction on c, by lockcore.Regrant as the engine's
 // regrant does, stores the fence and counters, and returns the grants.
 func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.IdentState) ([]driver.Request, error) {
 	id := st.Ident
-	rows, err := c.QueryContext(ctx, d.Q("request_list"), id.Kind, bin(id.NS), bin(id.Name))
+	rows, err := c.QueryContext(ctx, d.Q("request_list_adopted"), id.Kind, bin(id.NS), bin(id.Name))
 	if err != nil {
-		return nil, fmt.Errorf("request_list: %w", err)
+		return nil, fmt.Errorf("request_list_adopted: %w", err)
 	}
 	rs, err := sqldriver.ScanRequests(rows)
 	if err != nil {
-		return nil, fmt.Errorf("request_list: %w", err)
+		return nil, fmt.Errorf("request_list_adopted: %w", err)
 	}
 	granted, err := lockcore.Regrant(st, nil, rs, func(gid, token int64) (bool, error) {
 		res, err := c.ExecContext(ctx, d.Q("request_set_status"), string(driver.StatusGranted), token, gid,

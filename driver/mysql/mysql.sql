@@ -175,6 +175,19 @@ SELECT fence, h_id, h_session, h_client, h_mode, h_call, h_at FROM {p}lock_fast
 INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'G', ?, ?, ?, ?);
 
+-- name: request_list_adopted
+-- request_list for the release's hand-on (regrant in fastlocks.go), under
+-- the identifier's row lock once adopt has run: every instance is a
+-- request row by then, so the rows are read from {p}lock_requests alone.
+-- The {p}lock_holds view (a UNION with the fast holders) cost the server
+-- two to three times as much for the same rows (docs/benchmarks.md,
+-- "MariaDB: the hand-on reads the request rows alone"). The identifier's
+-- index is named, as every statement on this table names its own
+-- (release_list_ns says why).
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+ WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
+
 -- name: fast_clear_ids
 -- Fast holders ({list} of ids) whose request rows are gone: in the
 -- transaction that deletes the rows, before its commit (a holder left
@@ -273,6 +286,15 @@ INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (
 -- committed by the call. One row: outcome, id, token, the fast holder it
 -- found.
 CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: release_call
+-- Migration 035: the release of every instance the session holds of a
+-- name, or of a namespace (name NULL), through InnoDB with its hand-on,
+-- committed by the call (session, kind, ns, name, whether fast_release_*
+-- saw the session's holders the slow path took over). One row: the
+-- instances released, the identifiers and the grants, as JSON arrays
+-- (releaseCall in fastlocks.go reads them).
+CALL {p}release_commit(?, ?, ?, ?, ?);
 
 -- name: turnstile_wait_mark
 -- A contender waiting behind a turnstile past its first 25 ms, for
