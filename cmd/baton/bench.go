@@ -34,6 +34,7 @@ is shown on a progress line on stderr when stderr is a terminal (not with
 func benchLocksCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	var cases []string
+	var rtt time.Duration
 	cmd := &cobra.Command{
 		Use:   "locks [--backend sqlite|postgres|mysql] [--json] [--duration D] [--case NAME,...]",
 		Short: "Benchmark locks: uncontended pairs, hand-off, contention, readers, deadlock detection",
@@ -77,15 +78,24 @@ The server: --backend sqlite (the default) uses a temporary file; postgres uses
 $BATON_TEST_POSTGRES or postgres://postgres@127.0.0.1:5432/test; mysql uses
 $BATON_TEST_MYSQL or mysql://root@127.0.0.1:3306/test. An explicit --dsn names
 the server instead (the scratch schema or database is created inside it; for
-sqlite the scratch file goes next to the named file).`,
+sqlite the scratch file goes next to the named file).
+
+--rtt adds a round-trip time to every statement's trip to a postgres or mysql
+server (baton's and the baseline's alike), through a proxy in this process that
+holds the bytes for half of it each way: the figures as over a network link of
+that latency instead of loopback.`,
 		Example: `  baton bench locks
   baton bench locks --backend postgres --json
   baton bench locks --backend mysql --case lock_pair,contend8
+  baton bench locks --backend postgres --rtt 500us --case handoff,handoff_table
   baton --dsn postgres://bench@db.internal:5432/app bench locks --duration 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.duration <= 0 {
 				return usageErr("bench locks: --duration %v must be positive", f.duration)
+			}
+			if rtt < 0 {
+				return usageErr("bench locks: --rtt %v must not be negative", rtt)
 			}
 			for _, c := range cases {
 				if !slices.Contains(bench.Cases, c) {
@@ -97,13 +107,14 @@ sqlite the scratch file goes next to the named file).`,
 				if err != nil {
 					return nil, err
 				}
-				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Only: cases, Child: child, Progress: progress}
+				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Only: cases, Child: child, Progress: progress, RTT: rtt}
 				return bench.Run(cmd.Context(), cfg)
 			})
 		},
 	}
 	f.add(cmd, "roughly how long each case runs")
 	cmd.Flags().StringSliceVar(&cases, "case", nil, "run only these cases (comma-separated, or the flag repeated; default: all)")
+	cmd.Flags().DurationVar(&rtt, "rtt", 0, "round-trip time added to every statement (postgres, mysql), as over a network (e.g. 500us)")
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	sqldrv "database/sql/driver"
 	"testing"
 	"time"
@@ -297,5 +298,105 @@ func TestTurnstileReleaseNamespace(t *testing.T) {
 	}
 	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s2", ClientID: "c", Ident: a, Mode: driver.ModeWrite, CallID: 2}); err != nil || !ok {
 		t.Fatalf("after the release another session's fast acquire: %v, %v; want granted", ok, err)
+	}
+}
+
+// TestReleaseCallHandsOn: the release of a lock others wait for, by name
+// and by namespace, goes through {p}release_commit (migration 035): the
+// waiters are granted in the release's call, front to back by lockcore's
+// rule (a writer behind a writer, then two readers together), the
+// identifier's row is free once the call has returned, and a waiter whose
+// client listens in another process is woken after the commit (its
+// listener polls every 20 s: only the wake-up can reach it in time).
+func TestReleaseCallHandsOn(t *testing.T) {
+	ctx := context.Background()
+	d1, d2 := twoProcesses(t)
+	_, w := remoteListener(t, d1, "far", 20*time.Second)
+	id := driver.Ident{Kind: driver.KindService, NS: "rc", Name: "n"}
+	holder, ok, err := d2.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "near", Ident: id, Mode: driver.ModeWrite, CallID: 1})
+	if err != nil || !ok {
+		t.Fatalf("holder: %v %v", ok, err)
+	}
+	request := func(sess string, mode driver.LockMode) driver.Request {
+		t.Helper()
+		// Incarnation 0: no session rows needed (as TestRequestCommitsInCall).
+		r, err := d1.request(ctx, driver.RequestParams{SessionID: sess, ClientID: "far", Ident: id, Mode: mode, CallID: 2}, 0)
+		if err != nil || r.Status != driver.StatusPending {
+			t.Fatalf("request of %s: %+v %v; want it pending", sess, r, err)
+		}
+		return r
+	}
+	writer := request("s2", driver.ModeWrite)
+	r3, r4 := request("s3", driver.ModeRead), request("s4", driver.ModeRead)
+	status := func(r driver.Request) (string, int64) {
+		t.Helper()
+		var st string
+		var token int64
+		if err := d2.SQL.QueryRow("SELECT status, token FROM baton_lock_requests WHERE id = ?", r.ID).Scan(&st, &token); err != nil {
+			t.Fatal(err)
+		}
+		return st, token
+	}
+	rowFree := func(when string) {
+		t.Helper()
+		var fence int64
+		if err := d2.SQL.QueryRow("SELECT fence FROM baton_lock_idents WHERE ns = 'rc' AND name = 'n' FOR UPDATE NOWAIT").Scan(&fence); err != nil {
+			t.Fatalf("the identifier's row after %s: %v; want it free", when, err)
+		}
+	}
+
+	n := w.quiet()
+	if got, _, err := d2.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: id.Kind, NS: id.NS, Name: id.Name}); err != nil || got != 1 {
+		t.Fatalf("release by name: %d %v; want 1", got, err)
+	}
+	rowFree("the release by name")
+	st, wtoken := status(writer)
+	if st != "G" || wtoken <= holder.Token {
+		t.Fatalf("the writer after the release: %s, token %d (holder's %d); want it granted with a later token", st, wtoken, holder.Token)
+	}
+	if st3, _ := status(r3); st3 != "P" {
+		t.Fatalf("a reader behind the new writer: %s; want it still waiting", st3)
+	}
+	w.waitWake(t, n, 5*time.Second)
+
+	n = w.quiet()
+	if got, _, err := d1.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: id.Kind, NS: id.NS}); err != nil || got != 1 {
+		t.Fatalf("release of the namespace: %d %v; want 1", got, err)
+	}
+	rowFree("the release of the namespace")
+	st3, t3 := status(r3)
+	st4, t4 := status(r4)
+	if st3 != "G" || st4 != "G" || t3 <= wtoken || t4 != t3+1 {
+		t.Fatalf("the readers: %s/%d and %s/%d after the writer's %d; want both granted, tokens in order", st3, t3, st4, t4, wtoken)
+	}
+	w.waitWake(t, n, 5*time.Second)
+	var np, nr, nw int64
+	if err := d2.SQL.QueryRow("SELECT n_p, n_r, n_w FROM baton_lock_idents WHERE ns = 'rc' AND name = 'n'").Scan(&np, &nr, &nw); err != nil || np != 0 || nr != 2 || nw != 0 {
+		t.Fatalf("counters n_p %d n_r %d n_w %d, %v; want 0 2 0", np, nr, nw, err)
+	}
+}
+
+// TestParseReleaseCall: release_call's JSON, whose integers MariaDB writes
+// as numbers or (a procedure's variables) as strings.
+func TestParseReleaseCall(t *testing.T) {
+	p := driver.FastReleaseParams{Kind: driver.KindService, NS: "ns"}
+	out, err := parseReleaseCall(p, []byte(`[["61", 0, 0, 0], ["62", 1, 0, -9007199254740993], ["63", 1, 1, 0]]`),
+		[]byte(`[["12", "s", "c", "9007199254740993", "7"], [13, "s2", "c2", 4, 8]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := driver.Ident{Kind: p.Kind, NS: "ns", Name: "a"}, driver.Ident{Kind: p.Kind, NS: "ns", Name: "b"}, driver.Ident{Kind: p.Kind, NS: "ns", Name: "c"}
+	if fmt.Sprint(out.released) != fmt.Sprint([]driver.Ident{a, b, c}) || fmt.Sprint(out.waiting) != fmt.Sprint([]driver.Ident{b, c}) ||
+		fmt.Sprint(out.left) != fmt.Sprint([]driver.Ident{c}) || fmt.Sprint(out.adopted) != "[0 -9007199254740993 0]" {
+		t.Fatalf("identifiers: %+v", out)
+	}
+	if len(out.grants) != 2 || out.grants[0].CallID != 9007199254740993 || out.grants[0].ID != 12 || out.grants[1].Token != 8 ||
+		out.grants[1].ClientID != "c2" || out.grants[0].Status != driver.StatusGranted {
+		t.Fatalf("grants: %+v", out.grants)
+	}
+	for _, bad := range [][2]string{{`[["zz", 0, 0, 0]]`, `[]`}, {`[["61", 0, 0]]`, `[]`}, {`[]`, `[[1.5, "s", "c", 1, 1]]`}, {`{`, `[]`}} {
+		if _, err := parseReleaseCall(p, []byte(bad[0]), []byte(bad[1])); err == nil {
+			t.Errorf("parseReleaseCall(%s, %s): no error", bad[0], bad[1])
+		}
 	}
 }
