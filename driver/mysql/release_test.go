@@ -3,8 +3,8 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	sqldrv "database/sql/driver"
+	"fmt"
 	"testing"
 	"time"
 
