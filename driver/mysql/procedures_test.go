@@ -39,7 +39,7 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 
 // TestReleaseProcedureFollowsRequest: migration 035's hand-on carries
 // copies of {p}request's (migration 024) adoption of the fast holder and
-// its storing of the fence and counters, and of fast_clear_hints_ns's
+// of its grant rule's bookkeeping, and of fast_clear_hints_ns's
 // SET clause: the same text once spaces are folded. A change to one
 // without the other fails here.
 func TestReleaseProcedureFollowsRequest(t *testing.T) {
@@ -57,7 +57,6 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	request, release := read("024_lock_calls"), batontest.Fold(read("035_release_commit"))
 	for _, part := range []string{
 		batontest.Clause(t, request, "INSERT INTO baton_lock_fast (kind, ns, name, fence, slow)", "-- lockcore.Grants"),
-		batontest.Clause(t, request, "UPDATE baton_lock_idents SET fence = v_fence,", "SELECT IF(v_id = 0"),
 		batontest.Clause(t, request, "IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN", "END LOOP;"),
 		batontest.Clause(t, q["fast_clear_hints_ns"], "UPDATE", " WHERE"),
 	} {

@@ -39,6 +39,9 @@ BEGIN
     DECLARE v_fence BIGINT;
     DECLARE v_np BIGINT DEFAULT 0;
     DECLARE v_gated TINYINT DEFAULT 0;
+    DECLARE v_nr BIGINT;
+    DECLARE v_nw BIGINT;
+    DECLARE v_np2 BIGINT;
     DECLARE v_ffence BIGINT;
     DECLARE v_hid BIGINT DEFAULT NULL;
     DECLARE v_hcall BIGINT;
@@ -86,14 +89,19 @@ BEGIN
             INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
             VALUES (v_hid, v_hsess, v_hclient, p_kind, p_ns, p_name, v_hmode, 'G', v_hcall, v_ffence, v_hat, v_hat);
         END IF;
-        -- lockcore.Grants: the granted sets as {p}request reads them, then
-        -- the waiting requests front to back, each granted when
-        -- grantable (the fence moves for each, as lockcore.Regrant moves
-        -- it, even for one withdrawn meanwhile).
-        SELECT COALESCE(GROUP_CONCAT(DISTINCT session_id), '') INTO v_gw FROM {p}lock_requests
-         WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'G' AND mode = 'W';
-        SELECT COALESCE(GROUP_CONCAT(DISTINCT session_id), '') INTO v_gr FROM {p}lock_requests
-         WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'G' AND mode = 'R';
+        -- lockcore.Grants: the granted sets {p}request reads, and the
+        -- counts lockcore.Counts takes, in one read of the identifier's
+        -- rows; then the waiting requests front to back, each granted
+        -- when grantable (the fence moves for each, as lockcore.Regrant
+        -- moves it, even for one withdrawn meanwhile) and counted as
+        -- granted once its row says so.
+        SELECT COALESCE(GROUP_CONCAT(DISTINCT IF(status = 'G' AND mode = 'W', session_id, NULL)), ''),
+               COALESCE(GROUP_CONCAT(DISTINCT IF(status = 'G' AND mode = 'R', session_id, NULL)), ''),
+               COALESCE(SUM(status = 'G' AND mode = 'R'), 0), COALESCE(SUM(status = 'G' AND mode = 'W'), 0),
+               COALESCE(SUM(status <> 'G'), 0)
+          INTO v_gw, v_gr, v_nr, v_nw, v_np2
+          FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+         WHERE kind = p_kind AND ns = p_ns AND name = p_name;
         OPEN waiting;
         hand: LOOP
             FETCH waiting INTO v_wid, v_wsess, v_wclient, v_wmode, v_wcall;
@@ -108,6 +116,7 @@ BEGIN
                  WHERE r.id = v_wid AND r.status = 'P';
                 IF ROW_COUNT() = 1 THEN
                     SET p_grants = JSON_ARRAY_APPEND(p_grants, '$', JSON_ARRAY(v_wid, v_wsess, v_wclient, v_wcall, v_fence));
+                    SET v_np2 = v_np2 - 1, v_nr = v_nr + (v_wmode = 'R'), v_nw = v_nw + (v_wmode = 'W');
                 END IF;
                 IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN
                     SET v_gw = CONCAT_WS(',', NULLIF(v_gw, ''), v_wsess);
@@ -121,14 +130,7 @@ BEGIN
             END IF;
         END LOOP;
         CLOSE waiting;
-        UPDATE {p}lock_idents
-           SET fence = v_fence,
-               n_r = (SELECT COUNT(*) FROM {p}lock_requests q
-                       WHERE q.kind = p_kind AND q.ns = p_ns AND q.name = p_name AND q.status = 'G' AND q.mode = 'R'),
-               n_w = (SELECT COUNT(*) FROM {p}lock_requests q
-                       WHERE q.kind = p_kind AND q.ns = p_ns AND q.name = p_name AND q.status = 'G' AND q.mode = 'W'),
-               n_p = (SELECT COUNT(*) FROM {p}lock_requests q
-                       WHERE q.kind = p_kind AND q.ns = p_ns AND q.name = p_name AND q.status <> 'G')
+        UPDATE {p}lock_idents SET fence = v_fence, n_r = v_nr, n_w = v_nw, n_p = v_np2
          WHERE kind = p_kind AND ns = p_ns AND name = p_name;
     END IF;
     SET p_idents = JSON_ARRAY_APPEND(p_idents, '$', JSON_ARRAY(HEX(p_name), IF(v_np > 0, 1, 0), IF(v_gated <> 0, 1, 0), COALESCE(v_hid, 0)));
