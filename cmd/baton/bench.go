@@ -34,7 +34,6 @@ is shown on a progress line on stderr when stderr is a terminal (not with
 func benchLocksCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	var cases []string
-	var rtt time.Duration
 	cmd := &cobra.Command{
 		Use:   "locks [--backend sqlite|postgres|mysql] [--json] [--duration D] [--case NAME,...]",
 		Short: "Benchmark locks: uncontended pairs, hand-off, contention, readers, deadlock detection",
@@ -83,7 +82,7 @@ sqlite the scratch file goes next to the named file).
 --rtt adds a round-trip time to every statement's trip to a postgres or mysql
 server (baton's and the baseline's alike), through a proxy in this process that
 holds the bytes for half of it each way: the figures as over a network link of
-that latency instead of loopback.`,
+that latency instead of loopback (every bench command has it).`,
 		Example: `  baton bench locks
   baton bench locks --backend postgres --json
   baton bench locks --backend mysql --case lock_pair,contend8
@@ -93,9 +92,6 @@ that latency instead of loopback.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.duration <= 0 {
 				return usageErr("bench locks: --duration %v must be positive", f.duration)
-			}
-			if rtt < 0 {
-				return usageErr("bench locks: --rtt %v must not be negative", rtt)
 			}
 			for _, c := range cases {
 				if !slices.Contains(bench.Cases, c) {
@@ -107,14 +103,13 @@ that latency instead of loopback.`,
 				if err != nil {
 					return nil, err
 				}
-				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Only: cases, Child: child, Progress: progress, RTT: rtt}
+				cfg := bench.Config{Backend: backend, Server: server, Duration: f.duration, Only: cases, Child: child, Progress: progress}
 				return bench.Run(cmd.Context(), cfg)
 			})
 		},
 	}
 	f.add(cmd, "roughly how long each case runs")
 	cmd.Flags().StringSliceVar(&cases, "case", nil, "run only these cases (comma-separated, or the flag repeated; default: all)")
-	cmd.Flags().DurationVar(&rtt, "rtt", 0, "round-trip time added to every statement (postgres, mysql), as over a network (e.g. 500us)")
 	return cmd
 }
 
@@ -138,6 +133,7 @@ type benchFlags struct {
 	backend  string
 	asJSON   bool
 	duration time.Duration
+	rtt      time.Duration
 }
 
 // add defines the flags on cmd; durationHelp says what --duration bounds.
@@ -145,6 +141,7 @@ func (f *benchFlags) add(cmd *cobra.Command, durationHelp string) {
 	cmd.Flags().StringVar(&f.backend, "backend", "", "sqlite (default), postgres or mysql")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object per record per line, and nothing else")
 	cmd.Flags().DurationVar(&f.duration, "duration", 3*time.Second, durationHelp)
+	cmd.Flags().DurationVar(&f.rtt, "rtt", 0, "round-trip time added to every statement (postgres, mysql), as over a network (e.g. 500us)")
 }
 
 // run measures a suite on the backend and server the flags (and --dsn)
@@ -155,6 +152,14 @@ func (f *benchFlags) run(cmd *cobra.Command, g *globals, what string, table func
 	if err != nil {
 		return err
 	}
+	if f.rtt < 0 {
+		return usageErr("%s: --rtt %v must not be negative", what, f.rtt)
+	}
+	server, stop, err := bench.DelayServer(backend, server, f.rtt)
+	if err != nil {
+		return usageErr("%s: --rtt: %v", what, strings.TrimPrefix(err.Error(), "bench: "))
+	}
+	defer stop()
 	return runBench(cmd.Context(), what, backend, f.asJSON, table, func(progress func(string)) ([]bench.Record, error) {
 		return suite(backend, server, progress)
 	})

@@ -114,12 +114,6 @@ type Config struct {
 	Only []string
 	// Progress, when set, is called with a case's name as it starts.
 	Progress func(caseName string)
-	// RTT, when positive, is added to every round trip to the server
-	// (postgres, mysql; not sqlite) by a proxy in this process that holds
-	// the bytes for half of it each way: what the cases and their ratios
-	// look like over a network link of that latency. Server must then be
-	// a URL (postgres://…, mysql://…).
-	RTT time.Duration
 	// Child returns a command that runs ServeChild in another process with
 	// the given baton DSN on its stdin and stdout. Without it the
 	// handoff_process case is skipped.
@@ -153,11 +147,6 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	stop, err := cfg.delayed()
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
 	// Migrated up front: a backend that cannot start fails the run with
 	// one error instead of one per case, and migrations are not timed.
 	sc, err := migratedScratch(ctx, cfg.Backend, cfg.Server)

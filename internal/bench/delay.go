@@ -135,36 +135,41 @@ func (p *delayProxy) pipe(dst, src net.Conn) {
 	<-done
 }
 
-// delayed starts the proxy cfg.RTT asks for (none when it is 0) and
-// points cfg.Server at it; the returned func stops it.
-func (cfg *Config) delayed() (func(), error) {
-	if cfg.RTT <= 0 {
-		return func() {}, nil
+// DelayServer starts a proxy in this process in front of the backend's
+// server (the server DSN as Config.Server takes it; "" for the default)
+// that adds rtt to every round trip, holding the bytes for half of it
+// each way: what the cases and their ratios look like over a network link
+// of that latency (loopback's own is a few µs). It returns the server DSN
+// pointed at the proxy, for Config.Server (baton's connections and the
+// baseline's alike then go through it), and the func that stops the
+// proxy. With rtt 0 it returns server as it is. The server must be a URL
+// (postgres://…, mysql://…); SQLite has no server.
+func DelayServer(backend, server string, rtt time.Duration) (string, func(), error) {
+	if rtt <= 0 {
+		return server, func() {}, nil
 	}
-	if cfg.Backend == "sqlite" {
-		return nil, errors.New("bench: an added round trip needs a server backend (postgres or mysql): SQLite's calls make none")
+	if backend == "sqlite" {
+		return "", nil, errors.New("bench: an added round trip needs a server backend (postgres or mysql): SQLite's calls make none")
 	}
-	server := cfg.Server
 	if server == "" {
-		server = DefaultServer(cfg.Backend)
+		server = DefaultServer(backend)
 	}
 	u, err := url.Parse(server)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("bench: an added round trip needs the server as a URL with a host (postgres://… or mysql://…), not %s", redact(server))
+		return "", nil, fmt.Errorf("bench: an added round trip needs the server as a URL with a host (postgres://… or mysql://…), not %s", redact(server))
 	}
 	target := u.Host
 	if u.Port() == "" {
 		port := "5432"
-		if cfg.Backend == "mysql" {
+		if backend == "mysql" {
 			port = "3306"
 		}
 		target = net.JoinHostPort(u.Hostname(), port)
 	}
-	p, err := startDelayProxy(target, cfg.RTT)
+	p, err := startDelayProxy(target, rtt)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	u.Host = p.Addr()
-	cfg.Server = u.String()
-	return p.Close, nil
+	return u.String(), p.Close, nil
 }

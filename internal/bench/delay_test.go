@@ -67,20 +67,22 @@ func TestDelayProxy(t *testing.T) {
 // TestDelayedNeedsServerURL: an added round trip is refused for SQLite
 // and for a server not given as a URL, before anything is created.
 func TestDelayedNeedsServerURL(t *testing.T) {
-	for _, c := range []struct {
-		cfg  Config
-		want string
-	}{
-		{Config{Backend: "sqlite", RTT: time.Millisecond}, "needs a server backend"},
-		{Config{Backend: "postgres", Server: "host=127.0.0.1 port=5432", RTT: time.Millisecond}, "needs the server as a URL"},
+	for _, c := range []struct{ backend, server, want string }{
+		{"sqlite", "", "needs a server backend"},
+		{"postgres", "host=127.0.0.1 port=5432", "needs the server as a URL"},
 	} {
-		if _, err := c.cfg.delayed(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v; want an error saying %q", c.cfg, err, c.want)
+		if _, _, err := DelayServer(c.backend, c.server, time.Millisecond); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v; want an error saying %q", c, err, c.want)
 		}
 	}
-	stop, err := (&Config{Backend: "postgres"}).delayed()
-	if err != nil {
-		t.Fatal(err)
+	server, stop, err := DelayServer("postgres", "postgres://u@db/x", 0)
+	if err != nil || server != "postgres://u@db/x" {
+		t.Fatalf("no added round trip: %q, %v; want the server as it was", server, err)
+	}
+	stop()
+	server, stop, err = DelayServer("mysql", "mysql://root@127.0.0.1/test", time.Millisecond)
+	if err != nil || !strings.HasPrefix(server, "mysql://root@127.0.0.1:") || strings.HasPrefix(server, "mysql://root@127.0.0.1:3306/") {
+		t.Fatalf("through the proxy: %q, %v; want the proxy's port", server, err)
 	}
 	stop()
 }
@@ -95,7 +97,12 @@ func TestRunThroughDelay(t *testing.T) {
 		}
 		t.Run(b.Label, func(t *testing.T) {
 			const rtt = 2 * time.Millisecond
-			recs, err := Run(context.Background(), Config{Backend: b.Name, Duration: 200 * time.Millisecond, Only: []string{CaseLockPair}, RTT: rtt})
+			server, stop, err := DelayServer(b.Name, "", rtt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			recs, err := Run(context.Background(), Config{Backend: b.Name, Server: server, Duration: 200 * time.Millisecond, Only: []string{CaseLockPair}})
 			if err != nil || len(recs) != 1 {
 				t.Fatalf("Run: %v, %d records", err, len(recs))
 			}
