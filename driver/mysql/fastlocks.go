@@ -394,8 +394,10 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 // commit in the server). After the commit the grants go to their
 // clients (wakeGranted on the pool: a client of another process is woken
 // after the commit, and its listener's poll interval stands in when that
-// fails), adopted holders are marked, and the freed identifiers are
-// handed back to the fast path. A call that fails is rolled back.
+// fails), adopted holders are marked, and the identifiers the call left
+// free are handed back to the fast path (demoteLocked: the call's own
+// answer stands in for fast_demote_free's read). A call that fails is
+// rolled back.
 func (d *Driver) releaseCall(ctx context.Context, p driver.FastReleaseParams, fastHeld bool) (int, []driver.Ident, error) {
 	var name any
 	if p.Name != "" {
@@ -434,20 +436,22 @@ func (d *Driver) releaseCall(ctx context.Context, p driver.FastReleaseParams, fa
 			p.Contended(id)
 		}
 	}
-	d.demoteFreed(ctx, out.released, out.waiting)
+	for _, id := range out.free {
+		_ = d.demoteLocked(context.WithoutCancel(ctx), id)
+	}
 	return n, out.left, nil
 }
 
 // releaseOutcome is what a {p}release_commit call reports, as
 // releaseSlow's transaction collects it.
 type releaseOutcome struct {
-	released, waiting, left []driver.Ident
-	adopted                 []int64
-	grants                  []driver.Request
+	released, waiting, left, free []driver.Ident
+	adopted                       []int64
+	grants                        []driver.Request
 }
 
 // parseReleaseCall reads release_call's identifiers ([hex name, waiting,
-// gated, adopted holder id] each) and grants ([id, session, client,
+// gated, adopted holder id, free] each) and grants ([id, session, client,
 // call, token] each) for the release p.
 func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte) (releaseOutcome, error) {
 	var out releaseOutcome
@@ -460,8 +464,8 @@ func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte)
 	}
 	for _, row := range idents {
 		var hexName string
-		var waiting, gated, hid int64
-		if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid); err != nil {
+		var waiting, gated, hid, free int64
+		if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid, &free); err != nil {
 			return out, fmt.Errorf("release: identifiers: %w", err)
 		}
 		nm, err := hex.DecodeString(hexName)
@@ -475,6 +479,9 @@ func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte)
 			if gated != 0 {
 				out.left = append(out.left, id)
 			}
+		}
+		if free != 0 {
+			out.free = append(out.free, id)
 		}
 		out.adopted = append(out.adopted, hid)
 	}
@@ -939,6 +946,13 @@ func (d *Driver) demote(ctx context.Context, id driver.Ident) error {
 	if free == 0 {
 		return nil
 	}
+	return d.demoteLocked(ctx, id)
+}
+
+// demoteLocked is demote after its read without a lock said the
+// identifier is free: under the row lock, fast_demote_check decides.
+func (d *Driver) demoteLocked(ctx context.Context, id driver.Ident) error {
+	args := []any{id.Kind, bin(id.NS), bin(id.Name)}
 	tx, err := d.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return err

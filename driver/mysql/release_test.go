@@ -380,21 +380,22 @@ func TestReleaseCallHandsOn(t *testing.T) {
 // as numbers or (a procedure's variables) as strings.
 func TestParseReleaseCall(t *testing.T) {
 	p := driver.FastReleaseParams{Kind: driver.KindService, NS: "ns"}
-	out, err := parseReleaseCall(p, []byte(`[["61", 0, 0, 0], ["62", 1, 0, -9007199254740993], ["63", 1, 1, 0]]`),
+	out, err := parseReleaseCall(p, []byte(`[["61", 0, 0, 0, 1], ["62", 1, 0, -9007199254740993, 0], ["63", 1, 1, 0, "0"]]`),
 		[]byte(`[["12", "s", "c", "9007199254740993", "7"], [13, "s2", "c2", 4, 8]]`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b, c := driver.Ident{Kind: p.Kind, NS: "ns", Name: "a"}, driver.Ident{Kind: p.Kind, NS: "ns", Name: "b"}, driver.Ident{Kind: p.Kind, NS: "ns", Name: "c"}
 	if fmt.Sprint(out.released) != fmt.Sprint([]driver.Ident{a, b, c}) || fmt.Sprint(out.waiting) != fmt.Sprint([]driver.Ident{b, c}) ||
-		fmt.Sprint(out.left) != fmt.Sprint([]driver.Ident{c}) || fmt.Sprint(out.adopted) != "[0 -9007199254740993 0]" {
+		fmt.Sprint(out.left) != fmt.Sprint([]driver.Ident{c}) || fmt.Sprint(out.adopted) != "[0 -9007199254740993 0]" ||
+		fmt.Sprint(out.free) != fmt.Sprint([]driver.Ident{a}) {
 		t.Fatalf("identifiers: %+v", out)
 	}
 	if len(out.grants) != 2 || out.grants[0].CallID != 9007199254740993 || out.grants[0].ID != 12 || out.grants[1].Token != 8 ||
 		out.grants[1].ClientID != "c2" || out.grants[0].Status != driver.StatusGranted {
 		t.Fatalf("grants: %+v", out.grants)
 	}
-	for _, bad := range [][2]string{{`[["zz", 0, 0, 0]]`, `[]`}, {`[["61", 0, 0]]`, `[]`}, {`[]`, `[[1.5, "s", "c", 1, 1]]`}, {`{`, `[]`}} {
+	for _, bad := range [][2]string{{`[["zz", 0, 0, 0, 0]]`, `[]`}, {`[["61", 0, 0, 0]]`, `[]`}, {`[]`, `[[1.5, "s", "c", 1, 1]]`}, {`{`, `[]`}} {
 		if _, err := parseReleaseCall(p, []byte(bad[0]), []byte(bad[1])); err == nil {
 			t.Errorf("parseReleaseCall(%s, %s): no error", bad[0], bad[1])
 		}

@@ -27,8 +27,10 @@
 -- holder adopted first (as {p}request does), each waiting request front
 -- to back granted when {p}grantable allows, with the next fence as its
 -- token, then the fence and the counters stored. It appends the
--- identifier to p_idents ([hex name, waiting, gated, adopted holder id])
--- and its grants to p_grants ([id, session, client, call, token]).
+-- identifier to p_idents ([hex name, waiting, gated, adopted holder id,
+-- free]: free when its counters are all 0 and no transaction gates it,
+-- fast_demote_free's test, which the client then skips) and its grants to
+-- p_grants ([id, session, client, call, token]).
 DROP PROCEDURE IF EXISTS {p}release_ident;
 -- statement
 CREATE PROCEDURE {p}release_ident(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),
@@ -42,6 +44,7 @@ BEGIN
     DECLARE v_nr BIGINT;
     DECLARE v_nw BIGINT;
     DECLARE v_np2 BIGINT;
+    DECLARE v_row TINYINT DEFAULT 1;
     DECLARE v_ffence BIGINT;
     DECLARE v_hid BIGINT DEFAULT NULL;
     DECLARE v_hcall BIGINT;
@@ -64,14 +67,15 @@ BEGIN
          WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'P' ORDER BY id;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
     -- ident_release, then the row as this transaction left it (no row:
-    -- nothing waits).
+    -- nothing waits, and nothing is left to hand back to the fast path).
     UPDATE {p}lock_idents SET n_r = n_r - p_dr, n_w = n_w - p_dw
      WHERE kind = p_kind AND ns = p_ns AND name = p_name;
-    SELECT fence, n_p, gated INTO v_fence, v_np, v_gated FROM {p}lock_idents
+    SELECT fence, n_r, n_w, n_p, gated INTO v_fence, v_nr, v_nw, v_np, v_gated FROM {p}lock_idents
      WHERE kind = p_kind AND ns = p_ns AND name = p_name;
     IF v_found = 0 THEN
-        SET v_found = 1, v_np = 0, v_gated = 0;
+        SET v_found = 1, v_row = 0, v_np = 0, v_gated = 0;
     END IF;
+    SET v_np2 = v_np;
     IF v_np > 0 AND v_gated = 0 THEN
         SET v_now = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6));
         SET SESSION group_concat_max_len = 1048576;
@@ -133,7 +137,8 @@ BEGIN
         UPDATE {p}lock_idents SET fence = v_fence, n_r = v_nr, n_w = v_nw, n_p = v_np2
          WHERE kind = p_kind AND ns = p_ns AND name = p_name;
     END IF;
-    SET p_idents = JSON_ARRAY_APPEND(p_idents, '$', JSON_ARRAY(HEX(p_name), IF(v_np > 0, 1, 0), IF(v_gated <> 0, 1, 0), COALESCE(v_hid, 0)));
+    SET p_idents = JSON_ARRAY_APPEND(p_idents, '$', JSON_ARRAY(HEX(p_name), IF(v_np > 0, 1, 0), IF(v_gated <> 0, 1, 0), COALESCE(v_hid, 0),
+        IF(v_row = 1 AND v_nr = 0 AND v_nw = 0 AND v_np2 = 0 AND v_gated = 0, 1, 0)));
 END;
 -- end
 
