@@ -58,7 +58,11 @@ func TestOwnerHearsLostFirst(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)
 		opts := baton.Options{Lease: time.Second, PollInterval: 100 * time.Millisecond}
-		other := openDSN(t, dsn, opts)
+		// The waiter's client reaps as often as a client of the holder's
+		// lease would (every 300 ms) but keeps its own session through a
+		// loaded machine's late renewals: with the 1 s lease its session
+		// was lost once under the full suite, and the waiter's Lock failed.
+		other := openDSN(t, dsn, baton.Options{Lease: 10 * time.Second, Heartbeat: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond})
 		waiter := session(t, other)
 		for round := 0; round < 5; round++ {
 			cut := openDSN(t, dsn, opts)
