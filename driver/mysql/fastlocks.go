@@ -380,11 +380,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	if woken != nil {
 		woken()
 	}
-	if p.Contended != nil {
-		for _, id := range waiting {
-			p.Contended(id)
-		}
-	}
+	reportContended(p, waiting)
 	d.demoteFreed(ctx, released, waiting)
 	return n, left, nil
 }
@@ -422,32 +418,36 @@ func (d *Driver) releaseCall(ctx context.Context, p driver.FastReleaseParams, fa
 		// the waiters' safety nets.
 		return n, nil, err
 	}
-	if woken, werr := d.wakeGranted(ctx, d.SQL, out.grants); woken != nil {
+	// Committed: a failed bump of other processes' clients still lets
+	// this process's go, and leaves the others to their poll interval.
+	if woken, _ := d.wakeGranted(ctx, d.SQL, out.grants); woken != nil {
 		woken()
-	} else if werr != nil && len(out.grants) > 0 {
-		// The remote wake failed: the local grants still go out.
-		if woken, _ := d.wakeGranted(ctx, d.SQL, localOnly(out.grants)); woken != nil {
-			woken()
-		}
 	}
 	d.clearAdopted(ctx, out.adopted...)
-	if p.Contended != nil {
-		for _, id := range out.waiting {
-			p.Contended(id)
-		}
-	}
+	reportContended(p, out.waiting)
 	for _, id := range out.free {
 		_ = d.demoteLocked(context.WithoutCancel(ctx), id)
 	}
 	return n, out.left, nil
 }
 
-// releaseOutcome is what a {p}release_commit call reports, as
-// releaseSlow's transaction collects it.
+// reportContended tells p's Contended hook, if any, of the identifiers
+// that had waiters when the release lowered their counters.
+func reportContended(p driver.FastReleaseParams, waiting []driver.Ident) {
+	if p.Contended != nil {
+		for _, id := range waiting {
+			p.Contended(id)
+		}
+	}
+}
+
+// releaseOutcome is what a {p}release_commit call reports: the
+// identifiers that had waiters, those left to the engine (gated), those
+// left free, the adopted holders' ids (0: none) and the grants.
 type releaseOutcome struct {
-	released, waiting, left, free []driver.Ident
-	adopted                       []int64
-	grants                        []driver.Request
+	waiting, left, free []driver.Ident
+	adopted             []int64
+	grants              []driver.Request
 }
 
 // parseReleaseCall reads release_call's identifiers ([hex name, waiting,
@@ -473,7 +473,6 @@ func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte)
 			return out, fmt.Errorf("release: identifiers: %w", err)
 		}
 		id := driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(nm)}
-		out.released = append(out.released, id)
 		if waiting != 0 {
 			out.waiting = append(out.waiting, id)
 			if gated != 0 {
@@ -537,14 +536,6 @@ func scanJSONRow(row []any, dest ...any) error {
 		}
 	}
 	return nil
-}
-
-// localOnly is the grants to clients listening in this process.
-func localOnly(grants []driver.Request) []driver.Request {
-	return slices.DeleteFunc(slices.Clone(grants), func(g driver.Request) bool {
-		_, ok := local.Load(g.ClientID)
-		return !ok
-	})
 }
 
 // regrant hands each identifier of waiting on in the transaction on c,

@@ -38,7 +38,7 @@ type localClient struct {
 // engine made in t (wakeGranted).
 func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
 	after, err := d.wakeGranted(ctx, t.Tx, wake)
-	if after != nil {
+	if after != nil && err == nil {
 		t.AfterCommit(after)
 	}
 	return err
@@ -49,7 +49,9 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, wake []driver
 // and reads the connection ids of their listeners; the returned func, run
 // after the commit, hands a client listening in this process its grants
 // (when they carry ids and tokens: its waiters need no status read) or
-// wakes it, and interrupts the others' listeners.
+// wakes it, and interrupts the others' listeners. When the bump fails the
+// func still tells the clients of this process, for a caller whose grants
+// are committed already (releaseCall); one in the transaction drops it.
 func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Request) (func(), error) {
 	order, byClient := sqldriver.ByClient(grants)
 	var remote []string
@@ -68,14 +70,12 @@ func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Req
 		}
 	}
 	var conns []int64
+	var err error
 	if len(remote) > 0 {
-		var err error
-		if conns, err = d.wakeRemote(ctx, q, remote); err != nil {
-			return nil, err
-		}
+		conns, err = d.wakeRemote(ctx, q, remote)
 	}
 	if len(tell) == 0 && len(conns) == 0 {
-		return nil, nil
+		return nil, err
 	}
 	return func() {
 		for _, f := range tell {
@@ -84,7 +84,7 @@ func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Req
 		if len(conns) > 0 {
 			d.interrupt(conns)
 		}
-	}, nil
+	}, err
 }
 
 // wakeRemote bumps the sequence numbers of other processes' clients and

@@ -181,7 +181,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 'G', ?, ?, ?, ?);
 -- request row by then, so the rows are read from {p}lock_requests alone.
 -- The {p}lock_holds view (a UNION with the fast holders) cost the server
 -- two to three times as much for the same rows (docs/benchmarks.md,
--- "MariaDB: the hand-on reads the request rows alone"). The identifier's
+-- "Measured first: where `handoff_table` spends its time"). The identifier's
 -- index is named, as every statement on this table names its own
 -- (release_list_ns says why).
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
