@@ -175,12 +175,15 @@ func TestUniqueAcrossProcesses(t *testing.T) {
 			t.Fatalf("8 processes added %d messages (the queue holds %d), want exactly 1000", total, st.Ready)
 		}
 		seen := map[string]bool{}
-		s := session(t, c)
+		// A client of its own with a long lease: on SQLite a claim's
+		// transaction holds the write lock and the lease renewal waits
+		// behind it; under the race detector on a busy machine the
+		// claims held it off for the whole 3 s default lease (CI, once
+		// with batches of 500 and once with 100). The test is about
+		// unique keys, not leases.
+		s := session(t, openDSN(t, dsn, baton.Options{Lease: 30 * time.Second}))
 		for len(seen) < 1000 {
-			// Batches of 100: on SQLite a claim's transaction holds the
-			// write lock, and the lease renewal waits behind it; 500 at
-			// once under the race detector on a busy machine held it off
-			// for the whole 3 s lease.
+			// Batches of 100, as above.
 			ms := claim(t, s, "many", baton.ClaimOptions{Max: 100})
 			if len(ms) == 0 {
 				break
