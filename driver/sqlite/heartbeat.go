@@ -85,8 +85,19 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 }
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
-// connection (a file database; an in-memory one has only the main one).
+// connection (a file database; an in-memory one has only the main one),
+// in its turn among this process's writers of the file (the hub's gate).
+// Outside the gate the renewal met the writers' transactions only through
+// SQLite's busy handler, which sleeps and retries: a session locking and
+// releasing back to back left it no free moment for whole heartbeats, and
+// the session was lost (TestRenewalBesideBackToBackLocks). In the gate's
+// queue it waits for the writers that came before it, one statement each.
 func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
+	leave, err := d.hub.writers.Enter(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer leave()
 	if db := d.beatDB(); db != nil {
 		return db.SessionHeartbeat(ctx, p)
 	}
