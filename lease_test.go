@@ -299,8 +299,8 @@ type failureLog struct {
 }
 
 func (l *failureLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *failureLog) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *failureLog) WithGroup(string) slog.Handler           { return l }
+func (l *failureLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *failureLog) WithGroup(string) slog.Handler            { return l }
 func (l *failureLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn && strings.Contains(r.Message, "lease renewal") {
 		var b strings.Builder
