@@ -31,12 +31,15 @@ type beat struct {
 type side struct {
 	once sync.Once
 	db   *sqldriver.DB
+	// noWait opens it with no busy timeout: a statement that meets another
+	// connection's write lock fails at once (the hot connection, quickly).
+	noWait bool
 }
 
 // get opens the connection the first time.
 func (s *side) get(d *Driver) *sqldriver.DB {
 	if !d.memory {
-		s.once.Do(func() { s.db = d.openSide() })
+		s.once.Do(func() { s.db = d.openSide(s.noWait) })
 	}
 	return s.db
 }
@@ -147,9 +150,16 @@ func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int6
 	return out, nil
 }
 
-// openSide opens another one-connection pool on the file, or returns nil.
-func (d *Driver) openSide() *sqldriver.DB {
-	conn, err := d.connString(d.path)
+// openSide opens another one-connection pool on the file, or returns nil;
+// noWait: with no busy timeout, and when the checkpointer runs, with no
+// automatic checkpoint either (startCheckpointer: a commit on it would
+// otherwise checkpoint in its turn).
+func (d *Driver) openSide(noWait bool) *sqldriver.DB {
+	busy := busyTimeout
+	if noWait {
+		busy = 0
+	}
+	conn, err := d.connString(d.path, busy)
 	if err != nil {
 		return nil
 	}
@@ -157,15 +167,21 @@ func (d *Driver) openSide() *sqldriver.DB {
 	if err != nil {
 		return nil
 	}
+	if noWait && d.beat.stop != nil {
+		if _, err := db.Exec("PRAGMA wal_autocheckpoint = 0"); err != nil {
+			db.Close()
+			return nil
+		}
+	}
 	return &sqldriver.DB{SQL: db, D: d.DB.D}
 }
 
-// Close implements driver.Driver: the main connection, the renewal's and
-// the status reader's.
+// Close implements driver.Driver: the main connection, the renewal's, the
+// status reader's and the hot one.
 func (d *Driver) Close() error {
 	if d.beat.stop != nil {
 		d.beat.stop()
 	}
 	d.lines.CloseAll() // gives back the turnstiles held in this process
-	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close())
+	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close(), d.hot.close())
 }

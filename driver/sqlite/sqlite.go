@@ -73,6 +73,7 @@ type Driver struct {
 	waiting  sync.Map             // clientID -> *listenState
 	beat     beat
 	reader   side // waiters' status reads (LockRequestStatuses)
+	hot      side // the uncontended lock statements (quickly)
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
@@ -131,14 +132,19 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	return OpenFlavor(ctx, Pure, dsn, prefix)
 }
 
+// busyTimeout is how long a statement waits for another connection's
+// write lock (SQLite's busy handler) before it fails with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
 // connString sets the driver's path (a unique name for an in-memory
-// database) and returns the database/sql connection string.
-func (d *Driver) connString(path string) (string, error) {
+// database) and returns the database/sql connection string, with busy as
+// the busy timeout.
+func (d *Driver) connString(path string, busy time.Duration) (string, error) {
 	if d.memory {
 		var rnd [8]byte
 		_, _ = rand.Read(rnd[:])
 		d.path = "memory-" + hex.EncodeToString(rnd[:])
-		return "file:" + d.path + "?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=10000", nil
+		return fmt.Sprintf("file:%s?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=%d", d.path, busy.Milliseconds()), nil
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -150,7 +156,8 @@ func (d *Driver) connString(path string) (string, error) {
 	// lock or a small message dirties a handful of pages whatever their
 	// size (docs/benchmarks.md § SQLite page size). The pragma list runs
 	// before the switch to WAL, which would fix the page size.
-	return "file:" + abs + "?_pragma=page_size(1024)&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate", nil
+	return fmt.Sprintf("file:%s?_pragma=page_size(1024)&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=%d&_txlock=immediate",
+		abs, busy.Milliseconds()), nil
 }
 
 // ping opens the first connection. Several processes opening a new file at
@@ -196,8 +203,8 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{memory: path == ":memory:", flavor: f}
-	conn, err := d.connString(path)
+	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}}
+	conn, err := d.connString(path, busyTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -655,10 +662,15 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	// The mode as a plain string: database/sql converts a named string
 	// type by reflection.
 	args := []any{p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name), string(p.Mode), p.CallID}
-	err = d.RowNamed(ctx, nil, "fast_acquire", append(args, sqldriver.HolderID())...).Scan(&r.ID, &r.Token)
+	inline := append(args, sqldriver.HolderID())
+	err = d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
+		return db.RowNamed(ctx, nil, "fast_acquire", inline...).Scan(&r.ID, &r.Token)
+	})
 	if errors.Is(err, sql.ErrNoRows) && p.Mode == driver.ModeRead {
 		r.Inline = false
-		err = d.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
+		err = d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
+			return db.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
+		})
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
@@ -771,17 +783,23 @@ func (d *Driver) release(ctx context.Context, t *sqldriver.Tx, p driver.FastRele
 // waiters, and whether the session has granted request rows in scope
 // too.
 func (d *Driver) releaseInline(ctx context.Context, tx *sql.Tx, p driver.FastReleaseParams) (int, []driver.Ident, bool, error) {
-	var rows *sql.Rows
-	var err error
-	if p.Name == "" {
-		rows, err = d.QueryNamed(ctx, tx, "release_inline_ns", p.SessionID, p.Kind, []byte(p.NS))
-	} else {
-		rows, err = d.QueryNamed(ctx, tx, "release_inline_name", p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name))
-	}
-	if err != nil {
-		return 0, nil, false, fmt.Errorf("release_inline: %w", err)
-	}
-	n, waiting, more, err := scanInline(rows, p)
+	var n int
+	var waiting []driver.Ident
+	var more bool
+	err := d.quickly(ctx, tx, func(ctx context.Context, db *sqldriver.DB) error {
+		var rows *sql.Rows
+		var err error
+		if p.Name == "" {
+			rows, err = db.QueryNamed(ctx, tx, "release_inline_ns", p.SessionID, p.Kind, []byte(p.NS))
+		} else {
+			rows, err = db.QueryNamed(ctx, tx, "release_inline_name", p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name))
+		}
+		if err != nil {
+			return err
+		}
+		n, waiting, more, err = scanInline(rows, p)
+		return err
+	})
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("release_inline: %w", err)
 	}
@@ -843,17 +861,54 @@ func (d *Driver) releaseNewest(ctx context.Context, t *sqldriver.Tx, p driver.Fa
 // waiters, and how many inline holders the session has in scope (0 when
 // it deleted nothing: the statement then returns no row to say it).
 func (d *Driver) releaseRows(ctx context.Context, tx *sql.Tx, p driver.FastReleaseParams) (int, []driver.Ident, int64, error) {
-	var rows *sql.Rows
-	var err error
-	if limit := sqldriver.ReleaseLimit(p); p.Name == "" {
-		rows, err = d.QueryNamed(ctx, tx, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
-	} else {
-		rows, err = d.QueryNamed(ctx, tx, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
-	}
+	var n int
+	var waiting []driver.Ident
+	var inline int64
+	err := d.quickly(ctx, tx, func(ctx context.Context, db *sqldriver.DB) error {
+		var rows *sql.Rows
+		var err error
+		if limit := sqldriver.ReleaseLimit(p); p.Name == "" {
+			rows, err = db.QueryNamed(ctx, tx, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
+		} else {
+			rows, err = db.QueryNamed(ctx, tx, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
+		}
+		if err != nil {
+			return err
+		}
+		n, waiting, inline, err = scanReleased(rows)
+		return err
+	})
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	return scanReleased(rows)
+	return n, waiting, inline, nil
+}
+
+// quickly runs f, one statement of the lock fast paths, in tx when tx is
+// not nil and otherwise as an autocommit statement on the hot connection
+// (opened with no busy timeout), in ctx without its end. A context that
+// can end costs every statement two goroutines, database/sql's and the
+// SQLite driver's, that watch it, and their wake-ups: a fifth to a third
+// of an uncontended lock-and-release pair on this file (docs/benchmarks.md,
+// "SQLite: the uncontended statements without a watcher"). The call's end
+// still bounds what may wait: the gate of this process's writers (entered
+// in ctx), and another process's write lock, for which the statement
+// fails at once with SQLITE_BUSY, having written nothing, and runs again
+// on the main connection in ctx, whose busy handler waits at most until
+// ctx ends. An in-memory database has no hot connection: f runs on the
+// main one, in ctx.
+func (d *Driver) quickly(ctx context.Context, tx *sql.Tx, f func(ctx context.Context, db *sqldriver.DB) error) error {
+	if tx == nil {
+		if db := d.hot.get(d); db != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := f(context.WithoutCancel(ctx), db); !d.flavor.IsRetryable(err) {
+				return err
+			}
+		}
+	}
+	return f(ctx, d.DB)
 }
 
 // scanReleased reads fast_release's rows, one per released instance with

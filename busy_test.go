@@ -1,0 +1,79 @@
+package baton_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestFastPathBehindOtherWriter: on SQLite, the uncontended lock
+// statements run on a connection with no busy timeout and without the
+// call's context (driver/sqlite's quickly). When another connection holds
+// the file's write lock they must still wait for it as long as the call
+// lets them, and no longer:
+//   - a Lock whose context ends while the write lock is held returns the
+//     context's error (not a grant once the write lock is let go, nor
+//     SQLite's "database is locked");
+//   - a Lock and a Release started while the write lock is held for a
+//     second (longer than the engine's retries of a busy statement last)
+//     succeed once it is let go.
+//
+// The server backends have no file lock; this is SQLite's only.
+func TestFastPathBehindOtherWriter(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "sqlite" {
+			t.Skip("SQLite's file write lock only")
+		}
+		dsn := b.NewDSN(t)
+		// A long lease: the renewals wait for the same write lock.
+		c := openDSN(t, dsn, baton.Options{Lease: 20 * time.Second})
+		s := session(t, c)
+		mustLock(t, s, "busy", baton.Write, "warm") // the hot connection is open
+		if _, err := s.Release(ctxT(t), "busy"); err != nil {
+			t.Fatal(err)
+		}
+		raw := batontest.SQLDB(t, dsn)
+		hold := func() (letGo func()) {
+			t.Helper()
+			tx, err := raw.BeginTx(ctxT(t), nil) // BEGIN IMMEDIATE: the write lock
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := tx.Rollback(); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+
+		// The write lock is let go 2 s after the call began: the call's
+		// own statement gives up at its context's end (1 s); withdrawing
+		// the call then waits for the write lock, and the call returns
+		// the context's error. A statement that ignored the context would
+		// take the lock at 2 s; one that gave up on SQLITE_BUSY would
+		// fail with it well before 1 s, once the engine's retries ran out.
+		letGo := hold()
+		go func() { time.Sleep(2 * time.Second); letGo() }()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := s.Lock(ctx, "busy", baton.Write, 0, "x")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock behind another connection's write lock, its context ended: %v; want %v", err, context.DeadlineExceeded)
+		}
+
+		letGo = hold()
+		go func() { time.Sleep(time.Second); letGo() }()
+		if _, err := s.Lock(ctxT(t), "busy", baton.Write, 0, "x"); err != nil {
+			t.Fatalf("Lock behind another connection's write lock held for 1 s: %v", err)
+		}
+		letGo = hold()
+		go func() { time.Sleep(time.Second); letGo() }()
+		if n, err := s.Release(ctxT(t), "busy"); err != nil || n != 1 {
+			t.Fatalf("Release behind another connection's write lock held for 1 s: released %d, %v; want 1", n, err)
+		}
+	})
+}
