@@ -366,3 +366,51 @@ func TestRenewalBesideBackToBackLocks(t *testing.T) {
 		}
 	})
 }
+
+// TestRenewalBesideOtherProcessWrites: on SQLite, a client renews its
+// lease at every heartbeat while another connection outside the process's
+// writer gate (as another process's would be) writes back to back. The
+// renewal cannot queue for such a writer: it used to meet the write lock
+// through SQLite's busy handler, whose sleeps grow to 100 ms, and a
+// heartbeat gave it only about ten tries at a free moment. It now tries
+// again every millisecond until its time runs out.
+func TestRenewalBesideOtherProcessWrites(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "sqlite" {
+			t.Skip("SQLite's write lock and busy handler only; see TestRenewalBesideBackToBackLocks")
+		}
+		dsn := b.NewDSN(t)
+		log := &failureLog{}
+		c := openDSN(t, dsn, baton.Options{Lease: time.Second, Heartbeat: 150 * time.Millisecond, Logger: slog.New(log)})
+		s := session(t, c)
+		raw := batontest.SQLDB(t, dsn)
+		raw.SetMaxOpenConns(1)
+		ctx := ctxT(t)
+		if _, err := raw.ExecContext(ctx, "CREATE TABLE other_writer (n INTEGER)"); err != nil {
+			t.Fatal(err)
+		}
+		until := time.Now().Add(3 * time.Second)
+		writes := 0
+		for time.Now().Before(until) {
+			tx, err := raw.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 20; i++ {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO other_writer VALUES (?)", i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			writes++
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("the session beside another connection's %d write transactions: %v", writes, err)
+		}
+		if f := log.failures(); len(f) > 0 {
+			t.Fatalf("the lease renewal failed beside another connection's %d write transactions (%d times): %v", writes, len(f), f)
+		}
+	})
+}

@@ -19,7 +19,9 @@ import (
 // behind a commit's checkpoint; under load that held renewals off for the
 // whole 3 s lease, and the sessions were lost. On a connection of its own
 // it needs only SQLite's write lock, which WAL mode frees between
-// transactions and during checkpoints.
+// transactions and during checkpoints: it takes its turn for it in the
+// process's writer gate, and tries every millisecond while another
+// process holds it (the connection has no busy timeout; untilFree).
 type beat struct {
 	side        // nil: it could not open; the main connection renews
 	stop func() // ends the checkpointer
@@ -89,7 +91,9 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
 // connection (a file database; an in-memory one has only the main one),
-// in its turn among this process's writers of the file (the hub's gate).
+// in its turn among this process's writers of the file (the hub's gate),
+// and against other processes' writers through untilFree (the connection
+// has no busy timeout).
 // Outside the gate the renewal met the writers' transactions only through
 // SQLite's busy handler, which sleeps and retries: a session locking and
 // releasing back to back left it no free moment for whole heartbeats, and
@@ -101,10 +105,17 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 		return 0, nil, err
 	}
 	defer leave()
-	if db := d.beatDB(); db != nil {
-		return db.SessionHeartbeat(ctx, p)
+	db := d.beatDB()
+	if db == nil {
+		return d.DB.SessionHeartbeat(ctx, p)
 	}
-	return d.DB.SessionHeartbeat(ctx, p)
+	var n int
+	var refs []driver.SessionRef
+	err = d.untilFree(ctx, func() (err error) {
+		n, refs, err = db.SessionHeartbeat(ctx, p)
+		return err
+	})
+	return n, refs, err
 }
 
 func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }

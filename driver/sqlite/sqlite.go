@@ -203,7 +203,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}}
+	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}, beat: beat{side: side{noWait: true}}}
 	conn, err := d.connString(path, busyTimeout)
 	if err != nil {
 		return nil, err
@@ -886,29 +886,51 @@ func (d *Driver) releaseRows(ctx context.Context, tx *sql.Tx, p driver.FastRelea
 
 // quickly runs f, one statement of the lock fast paths, in tx when tx is
 // not nil and otherwise as an autocommit statement on the hot connection
-// (opened with no busy timeout), in ctx without its end. A context that
-// can end costs every statement two goroutines, database/sql's and the
-// SQLite driver's, that watch it, and their wake-ups: a fifth to a third
-// of an uncontended lock-and-release pair on this file (docs/benchmarks.md,
-// "SQLite: the uncontended statements without a watcher"). The call's end
-// still bounds what may wait: the gate of this process's writers (entered
-// in ctx), and another process's write lock, for which the statement
-// fails at once with SQLITE_BUSY, having written nothing, and runs again
-// on the main connection in ctx, whose busy handler waits at most until
-// ctx ends. An in-memory database has no hot connection: f runs on the
-// main one, in ctx.
+// (opened with no busy timeout), in ctx without its end, through
+// untilFree. A context that can end costs every statement two goroutines,
+// database/sql's and the SQLite driver's, that watch it, and their
+// wake-ups: a fifth to a third of an uncontended lock-and-release pair on
+// this file (docs/benchmarks.md, "SQLite: the uncontended statements
+// without a watcher"). The call's end still bounds what may wait: the
+// gate of this process's writers (entered in ctx), and untilFree's tries
+// while another process holds the write lock. An in-memory database has
+// no hot connection: f runs on the main one, in ctx.
 func (d *Driver) quickly(ctx context.Context, tx *sql.Tx, f func(ctx context.Context, db *sqldriver.DB) error) error {
 	if tx == nil {
 		if db := d.hot.get(d); db != nil {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := f(context.WithoutCancel(ctx), db); !d.flavor.IsRetryable(err) {
-				return err
-			}
+			quiet := context.WithoutCancel(ctx)
+			return d.untilFree(ctx, func() error { return f(quiet, db) })
 		}
 	}
 	return f(ctx, d.DB)
+}
+
+// untilFree runs f, one autocommit statement on a connection with no busy
+// timeout, and again every millisecond while it fails with SQLITE_BUSY
+// (another process's write lock: it wrote nothing), until ctx ends (its
+// error) or the busy timeout has passed (SQLITE_BUSY). SQLite's own busy
+// handler sleeps 1, 2, 5, 10 ... up to 100 ms between tries: a writer of
+// another process that writes back to back left a statement a handful of
+// tries in a second, and a lease renewal none that found the lock free
+// (TestRenewalBesideOtherProcessWrites lost its session).
+func (d *Driver) untilFree(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	end := time.Now().Add(busyTimeout)
+	for {
+		err := f()
+		if !d.flavor.IsRetryable(err) || time.Now().After(end) {
+			return err
+		}
+		t := time.NewTimer(time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // scanReleased reads fast_release's rows, one per released instance with
