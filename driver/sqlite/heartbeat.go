@@ -55,20 +55,22 @@ func (s *side) close() error {
 	return s.db.Close()
 }
 
-// checkpointEvery is how often the side connection checkpoints the WAL
-// (see startCheckpointer).
+// checkpointEvery is how often the checkpointer's connection checkpoints
+// the WAL (see startCheckpointer).
 const checkpointEvery = 250 * time.Millisecond
 
 // startCheckpointer moves WAL checkpoints off the main connection: it
 // turns the main connection's automatic checkpoint off and checkpoints on
-// the side connection instead (PASSIVE: it never waits for, or blocks,
-// writers). An automatic checkpoint runs in the commit that crosses the
+// a connection of its own instead (PASSIVE: it never waits for, or
+// blocks, writers; the side connections that write turn theirs off too,
+// openSide). Not on the renewal's connection: a renewal, which holds the
+// process's writer gate, waited there for a checkpoint's fsyncs. An automatic checkpoint runs in the commit that crosses the
 // WAL's threshold and waits for the database file's fsync: a lock or a
 // message that happened to commit then waited milliseconds (the p99 of a
 // claim and acknowledgement was about 10 ms against a p50 of 150 µs).
 // When the pragma cannot be set, SQLite's own checkpoints go on.
 func (d *Driver) startCheckpointer(ctx context.Context) {
-	side := d.beatDB()
+	side := d.ckpt.get(d)
 	if side == nil {
 		return
 	}
@@ -162,9 +164,10 @@ func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int6
 }
 
 // openSide opens another one-connection pool on the file, or returns nil;
-// noWait: with no busy timeout, and when the checkpointer runs, with no
-// automatic checkpoint either (startCheckpointer: a commit on it would
-// otherwise checkpoint in its turn).
+// noWait: with no busy timeout (the renewal's and the hot connection),
+// and when the checkpointer runs, with no automatic checkpoint either
+// (startCheckpointer: a commit on it would otherwise checkpoint in its
+// turn).
 func (d *Driver) openSide(noWait bool) *sqldriver.DB {
 	busy := busyTimeout
 	if noWait {
@@ -188,11 +191,11 @@ func (d *Driver) openSide(noWait bool) *sqldriver.DB {
 }
 
 // Close implements driver.Driver: the main connection, the renewal's, the
-// status reader's and the hot one.
+// status reader's, the hot one and the checkpointer's.
 func (d *Driver) Close() error {
 	if d.beat.stop != nil {
 		d.beat.stop()
 	}
 	d.lines.CloseAll() // gives back the turnstiles held in this process
-	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close(), d.hot.close())
+	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close(), d.hot.close(), d.ckpt.close())
 }

@@ -74,6 +74,7 @@ type Driver struct {
 	beat     beat
 	reader   side // waiters' status reads (LockRequestStatuses)
 	hot      side // the uncontended lock statements (quickly)
+	ckpt     side // the checkpointer (startCheckpointer)
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
