@@ -322,54 +322,9 @@ func (l *failureLog) failures() []string {
 	return slices.Clone(l.msgs)
 }
 
-// TestRenewalBesideBackToBackLocks: on SQLite, a client whose session
-// locks and releases back to back, as fast as the file lets it, still
-// renews its own lease at every heartbeat. The renewal has a connection of
-// its own and met the lock traffic's write lock through SQLite's busy
-// handler, which sleeps and retries: back-to-back transactions left it no
-// free moment for whole heartbeats (`baton bench locks` logged failed
-// renewals, and under strace lost its session; this test saw 2 to 4 failed
-// renewals in 3 s). The server backends renew on a pooled connection of
-// their own, which no lock statement holds: nothing of theirs is at stake
-// here, and on a loaded machine a 150 ms renewal can fail there for other
-// reasons (a new connection's start-up).
-func TestRenewalBesideBackToBackLocks(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		if b.Name != "sqlite" {
-			t.Skip("SQLite's write lock and busy handler only; see the comment")
-		}
-		log := &failureLog{}
-		// Heartbeats every 150 ms, each renewal within its heartbeat: the
-		// busy handler's sleeps (1, 2, 5, 10, 15, 20, 25 ms, ...) give it
-		// about ten tries each.
-		c := openDSN(t, b.NewDSN(t), baton.Options{Lease: time.Second, Heartbeat: 150 * time.Millisecond, Logger: slog.New(log)})
-		ctx := ctxT(t)
-		until := time.Now().Add(3 * time.Second)
-		batontest.Concurrently(t, 1, func(i int) error {
-			s, err := c.NewSession(ctx)
-			if err != nil {
-				return err
-			}
-			ns := fmt.Sprintf("renew%d", i)
-			for time.Now().Before(until) {
-				if _, err := s.Lock(ctx, ns, baton.Write, 0, "x"); err != nil {
-					return fmt.Errorf("lock: %w", err)
-				}
-				if _, err := s.Release(ctx, ns); err != nil {
-					return fmt.Errorf("release: %w", err)
-				}
-			}
-			return s.Err()
-		})
-		if f := log.failures(); len(f) > 0 {
-			t.Fatalf("the lease renewal failed beside the lock traffic (%d times): %v", len(f), f)
-		}
-	})
-}
-
 // TestRenewalBesideOtherProcessWrites: on SQLite, a client keeps its
-// session while another connection outside the process's writer gate (as
-// another process's would be) writes back to back. The
+// session while another connection (as another process's would, or this
+// process's lock traffic back to back) writes back to back. The
 // renewal cannot queue for such a writer: it used to meet the write lock
 // through SQLite's busy handler, whose sleeps grow to 100 ms, and a
 // heartbeat gave it only about ten tries at a free moment: the session
@@ -378,7 +333,9 @@ func TestRenewalBesideBackToBackLocks(t *testing.T) {
 func TestRenewalBesideOtherProcessWrites(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		if b.Name != "sqlite" {
-			t.Skip("SQLite's write lock and busy handler only; see TestRenewalBesideBackToBackLocks")
+			// The server backends renew on a pooled connection of their
+			// own, which no file lock holds.
+			t.Skip("SQLite's write lock and busy handler only")
 		}
 		dsn := b.NewDSN(t)
 		log := &failureLog{}

@@ -19,9 +19,9 @@ import (
 // behind a commit's checkpoint; under load that held renewals off for the
 // whole 3 s lease, and the sessions were lost. On a connection of its own
 // it needs only SQLite's write lock, which WAL mode frees between
-// transactions and during checkpoints: it takes its turn for it in the
-// process's writer gate, and tries every millisecond while another
-// process holds it (the connection has no busy timeout; untilFree).
+// transactions and during checkpoints: it tries every millisecond while
+// another connection holds it (the connection has no busy timeout;
+// untilFree).
 type beat struct {
 	side        // nil: it could not open; the main connection renews
 	stop func() // ends the checkpointer
@@ -93,27 +93,24 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
 // connection (a file database; an in-memory one has only the main one),
-// in its turn among this process's writers of the file (the hub's gate),
-// and against other processes' writers through untilFree (the connection
-// has no busy timeout).
-// Outside the gate the renewal met the writers' transactions only through
-// SQLite's busy handler, which sleeps and retries: a session locking and
-// releasing back to back left it no free moment for whole heartbeats, and
-// the session was lost (TestRenewalBesideBackToBackLocks). In the gate's
-// queue it waits for the writers that came before it, one statement each.
+// which has no busy timeout: untilFree tries it every millisecond while
+// another connection holds the write lock. Through SQLite's busy handler
+// (sleeps of 1, 2, 5, 10 ... up to 100 ms) a heartbeat gave it about ten
+// tries, and a session locking and releasing back to back, or another
+// process writing back to back, left none of them a free moment: the
+// session was lost (TestRenewalBesideOtherProcessWrites; a `baton bench
+// locks` run under strace). The renewal does not queue in the
+// process's writer gate: there it waited for whatever the writer ahead of
+// it waited for (another process's lock, a busy handler's sleep), and
+// sessions of a loaded CI run were lost that way.
 func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
-	leave, err := d.hub.writers.Enter(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer leave()
 	db := d.beatDB()
 	if db == nil {
 		return d.DB.SessionHeartbeat(ctx, p)
 	}
 	var n int
 	var refs []driver.SessionRef
-	err = d.untilFree(ctx, func() (err error) {
+	err := d.untilFree(ctx, func() (err error) {
 		n, refs, err = db.SessionHeartbeat(ctx, p)
 		return err
 	})
@@ -173,11 +170,7 @@ func (d *Driver) openSide(noWait bool) *sqldriver.DB {
 	if noWait {
 		busy = 0
 	}
-	conn, err := d.connString(d.path, busy)
-	if err != nil {
-		return nil
-	}
-	db, err := openOne(d.flavor, conn)
+	db, err := openOne(d.flavor, fileConnString(d.path, busy))
 	if err != nil {
 		return nil
 	}

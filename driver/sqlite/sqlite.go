@@ -152,13 +152,20 @@ func (d *Driver) connString(path string, busy time.Duration) (string, error) {
 		return "", fmt.Errorf("sqlite path %q: %w", path, err)
 	}
 	d.path = abs
+	return fileConnString(abs, busy), nil
+}
+
+// fileConnString is the connection string of the file at the absolute
+// path abs, with busy as the busy timeout. It does not touch the driver:
+// side connections open while other goroutines read d.path.
+func fileConnString(abs string, busy time.Duration) string {
 	// A new database gets 1 KiB pages (the pragma does nothing to an
 	// existing one): every page a commit dirties is a WAL frame, and a
 	// lock or a small message dirties a handful of pages whatever their
 	// size (docs/benchmarks.md § SQLite page size). The pragma list runs
 	// before the switch to WAL, which would fix the page size.
 	return fmt.Sprintf("file:%s?_pragma=page_size(1024)&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=%d&_txlock=immediate",
-		abs, busy.Milliseconds()), nil
+		abs, busy.Milliseconds())
 }
 
 // ping opens the first connection. Several processes opening a new file at
