@@ -19,9 +19,7 @@ import (
 // behind a commit's checkpoint; under load that held renewals off for the
 // whole 3 s lease, and the sessions were lost. On a connection of its own
 // it needs only SQLite's write lock, which WAL mode frees between
-// transactions and during checkpoints: it tries every millisecond while
-// another connection holds it (the connection has no busy timeout;
-// untilFree).
+// transactions and during checkpoints.
 type beat struct {
 	side        // nil: it could not open; the main connection renews
 	stop func() // ends the checkpointer
@@ -33,8 +31,9 @@ type beat struct {
 type side struct {
 	once sync.Once
 	db   *sqldriver.DB
-	// noWait opens it with no busy timeout: a statement that meets another
-	// connection's write lock fails at once (the hot connection, quickly).
+	// noWait sets no busy timeout once it is open: a statement that meets
+	// another connection's write lock fails at once (the hot connection,
+	// quickly).
 	noWait bool
 }
 
@@ -55,22 +54,20 @@ func (s *side) close() error {
 	return s.db.Close()
 }
 
-// checkpointEvery is how often the checkpointer's connection checkpoints
-// the WAL (see startCheckpointer).
+// checkpointEvery is how often the side connection checkpoints the WAL
+// (see startCheckpointer).
 const checkpointEvery = 250 * time.Millisecond
 
 // startCheckpointer moves WAL checkpoints off the main connection: it
 // turns the main connection's automatic checkpoint off and checkpoints on
-// a connection of its own instead (PASSIVE: it never waits for, or
-// blocks, writers; the side connections that write turn theirs off too,
-// openSide). Not on the renewal's connection: a renewal, which holds the
-// process's writer gate, waited there for a checkpoint's fsyncs. An automatic checkpoint runs in the commit that crosses the
+// the side connection instead (PASSIVE: it never waits for, or blocks,
+// writers). An automatic checkpoint runs in the commit that crosses the
 // WAL's threshold and waits for the database file's fsync: a lock or a
 // message that happened to commit then waited milliseconds (the p99 of a
 // claim and acknowledgement was about 10 ms against a p50 of 150 µs).
 // When the pragma cannot be set, SQLite's own checkpoints go on.
 func (d *Driver) startCheckpointer(ctx context.Context) {
-	side := d.ckpt.get(d)
+	side := d.beatDB()
 	if side == nil {
 		return
 	}
@@ -92,29 +89,12 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 }
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
-// connection (a file database; an in-memory one has only the main one),
-// which has no busy timeout: untilFree tries it every millisecond while
-// another connection holds the write lock. Through SQLite's busy handler
-// (sleeps of 1, 2, 5, 10 ... up to 100 ms) a heartbeat gave it about ten
-// tries, and a session locking and releasing back to back, or another
-// process writing back to back, left none of them a free moment: the
-// session was lost (TestRenewalBesideOtherProcessWrites; a `baton bench
-// locks` run under strace). The renewal does not queue in the
-// process's writer gate: there it waited for whatever the writer ahead of
-// it waited for (another process's lock, a busy handler's sleep), and
-// sessions of a loaded CI run were lost that way.
+// connection (a file database; an in-memory one has only the main one).
 func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
-	db := d.beatDB()
-	if db == nil {
-		return d.DB.SessionHeartbeat(ctx, p)
+	if db := d.beatDB(); db != nil {
+		return db.SessionHeartbeat(ctx, p)
 	}
-	var n int
-	var refs []driver.SessionRef
-	err := d.untilFree(ctx, func() (err error) {
-		n, refs, err = db.SessionHeartbeat(ctx, p)
-		return err
-	})
-	return n, refs, err
+	return d.DB.SessionHeartbeat(ctx, p)
 }
 
 func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }
@@ -160,35 +140,39 @@ func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int6
 	return out, nil
 }
 
-// openSide opens another one-connection pool on the file, or returns nil;
-// noWait: with no busy timeout (the renewal's and the hot connection),
-// and when the checkpointer runs, with no automatic checkpoint either
+// openSide opens another one-connection pool on the file, or returns nil.
+// noWait: once open (with the busy timeout: the connection's first
+// statements switch it to WAL, which may wait), with no busy timeout, and
+// when the checkpointer runs, with no automatic checkpoint either
 // (startCheckpointer: a commit on it would otherwise checkpoint in its
-// turn).
+// turn). It does not touch the driver: it runs while other goroutines
+// read d.path.
 func (d *Driver) openSide(noWait bool) *sqldriver.DB {
-	busy := busyTimeout
-	if noWait {
-		busy = 0
-	}
-	db, err := openOne(d.flavor, fileConnString(d.path, busy))
+	db, err := openOne(d.flavor, fileConnString(d.path, busyTimeout))
 	if err != nil {
 		return nil
 	}
-	if noWait && d.beat.stop != nil {
-		if _, err := db.Exec("PRAGMA wal_autocheckpoint = 0"); err != nil {
-			db.Close()
-			return nil
+	if noWait {
+		set := []string{"PRAGMA busy_timeout = 0"}
+		if d.beat.stop != nil {
+			set = append(set, "PRAGMA wal_autocheckpoint = 0")
+		}
+		for _, q := range set {
+			if _, err := db.Exec(q); err != nil {
+				db.Close()
+				return nil
+			}
 		}
 	}
 	return &sqldriver.DB{SQL: db, D: d.DB.D}
 }
 
 // Close implements driver.Driver: the main connection, the renewal's, the
-// status reader's, the hot one and the checkpointer's.
+// status reader's and the hot one.
 func (d *Driver) Close() error {
 	if d.beat.stop != nil {
 		d.beat.stop()
 	}
 	d.lines.CloseAll() // gives back the turnstiles held in this process
-	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close(), d.hot.close(), d.ckpt.close())
+	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close(), d.hot.close())
 }

@@ -74,7 +74,6 @@ type Driver struct {
 	beat     beat
 	reader   side // waiters' status reads (LockRequestStatuses)
 	hot      side // the uncontended lock statements (quickly)
-	ckpt     side // the checkpointer (startCheckpointer)
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
@@ -211,7 +210,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}, beat: beat{side: side{noWait: true}}}
+	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}}
 	conn, err := d.connString(path, busyTimeout)
 	if err != nil {
 		return nil, err
@@ -919,8 +918,7 @@ func (d *Driver) quickly(ctx context.Context, tx *sql.Tx, f func(ctx context.Con
 // error) or the busy timeout has passed (SQLITE_BUSY). SQLite's own busy
 // handler sleeps 1, 2, 5, 10 ... up to 100 ms between tries: a writer of
 // another process that writes back to back left a statement a handful of
-// tries in a second, and a lease renewal none that found the lock free
-// (TestRenewalBesideOtherProcessWrites lost its session).
+// tries in a second.
 func (d *Driver) untilFree(ctx context.Context, f func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
