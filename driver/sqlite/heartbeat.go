@@ -148,7 +148,7 @@ func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int6
 // turn). It does not touch the driver: it runs while other goroutines
 // read d.path.
 func (d *Driver) openSide(noWait bool) *sqldriver.DB {
-	db, err := openOne(d.flavor, fileConnString(d.path, busyTimeout))
+	db, err := openOne(d.flavor, fileConnString(d.path))
 	if err != nil {
 		return nil
 	}

@@ -137,34 +137,33 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 const busyTimeout = 10 * time.Second
 
 // connString sets the driver's path (a unique name for an in-memory
-// database) and returns the database/sql connection string, with busy as
-// the busy timeout.
-func (d *Driver) connString(path string, busy time.Duration) (string, error) {
+// database) and returns the database/sql connection string.
+func (d *Driver) connString(path string) (string, error) {
 	if d.memory {
 		var rnd [8]byte
 		_, _ = rand.Read(rnd[:])
 		d.path = "memory-" + hex.EncodeToString(rnd[:])
-		return fmt.Sprintf("file:%s?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=%d", d.path, busy.Milliseconds()), nil
+		return fmt.Sprintf("file:%s?mode=memory&cache=shared&_txlock=immediate&_busy_timeout=%d", d.path, busyTimeout.Milliseconds()), nil
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("sqlite path %q: %w", path, err)
 	}
 	d.path = abs
-	return fileConnString(abs, busy), nil
+	return fileConnString(abs), nil
 }
 
 // fileConnString is the connection string of the file at the absolute
-// path abs, with busy as the busy timeout. It does not touch the driver:
-// side connections open while other goroutines read d.path.
-func fileConnString(abs string, busy time.Duration) string {
+// path abs. It does not touch the driver: side connections open while
+// other goroutines read d.path.
+func fileConnString(abs string) string {
 	// A new database gets 1 KiB pages (the pragma does nothing to an
 	// existing one): every page a commit dirties is a WAL frame, and a
 	// lock or a small message dirties a handful of pages whatever their
 	// size (docs/benchmarks.md § SQLite page size). The pragma list runs
 	// before the switch to WAL, which would fix the page size.
 	return fmt.Sprintf("file:%s?_pragma=page_size(1024)&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=%d&_txlock=immediate",
-		abs, busy.Milliseconds())
+		abs, busyTimeout.Milliseconds())
 }
 
 // ping opens the first connection. Several processes opening a new file at
@@ -211,7 +210,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 		return nil, err
 	}
 	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}}
-	conn, err := d.connString(path, busyTimeout)
+	conn, err := d.connString(path)
 	if err != nil {
 		return nil, err
 	}
@@ -793,20 +792,14 @@ func (d *Driver) releaseInline(ctx context.Context, tx *sql.Tx, p driver.FastRel
 	var n int
 	var waiting []driver.Ident
 	var more bool
-	err := d.quickly(ctx, tx, func(ctx context.Context, db *sqldriver.DB) error {
-		var rows *sql.Rows
-		var err error
-		if p.Name == "" {
-			rows, err = db.QueryNamed(ctx, tx, "release_inline_ns", p.SessionID, p.Kind, []byte(p.NS))
-		} else {
-			rows, err = db.QueryNamed(ctx, tx, "release_inline_name", p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name))
-		}
-		if err != nil {
-			return err
-		}
+	name, args := "release_inline_name", []any{p.SessionID, p.Kind, []byte(p.NS), []byte(p.Name)}
+	if p.Name == "" {
+		name, args = "release_inline_ns", args[:3]
+	}
+	err := d.quickRows(ctx, tx, func(rows *sql.Rows) (err error) {
 		n, waiting, more, err = scanInline(rows, p)
 		return err
-	})
+	}, name, args...)
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("release_inline: %w", err)
 	}
@@ -871,29 +864,35 @@ func (d *Driver) releaseRows(ctx context.Context, tx *sql.Tx, p driver.FastRelea
 	var n int
 	var waiting []driver.Ident
 	var inline int64
-	err := d.quickly(ctx, tx, func(ctx context.Context, db *sqldriver.DB) error {
-		var rows *sql.Rows
-		var err error
-		if limit := sqldriver.ReleaseLimit(p); p.Name == "" {
-			rows, err = db.QueryNamed(ctx, tx, "fast_release_ns", p.SessionID, p.Kind, []byte(p.NS), limit)
-		} else {
-			rows, err = db.QueryNamed(ctx, tx, "fast_release_name", p.SessionID, p.Kind, []byte(p.NS), limit, []byte(p.Name))
-		}
-		if err != nil {
-			return err
-		}
+	name, args := "fast_release_name", []any{p.SessionID, p.Kind, []byte(p.NS), sqldriver.ReleaseLimit(p), []byte(p.Name)}
+	if p.Name == "" {
+		name, args = "fast_release_ns", args[:4]
+	}
+	err := d.quickRows(ctx, tx, func(rows *sql.Rows) (err error) {
 		n, waiting, inline, err = scanReleased(rows)
 		return err
-	})
+	}, name, args...)
 	if err != nil {
 		return 0, nil, 0, err
 	}
 	return n, waiting, inline, nil
 }
 
+// quickRows runs the named query through quickly and hands its rows to
+// scan, which closes them.
+func (d *Driver) quickRows(ctx context.Context, tx *sql.Tx, scan func(*sql.Rows) error, name string, args ...any) error {
+	return d.quickly(ctx, tx, func(ctx context.Context, db *sqldriver.DB) error {
+		rows, err := db.QueryNamed(ctx, tx, name, args...)
+		if err != nil {
+			return err
+		}
+		return scan(rows)
+	})
+}
+
 // quickly runs f, one statement of the lock fast paths, in tx when tx is
 // not nil and otherwise as an autocommit statement on the hot connection
-// (opened with no busy timeout), in ctx without its end, through
+// (no busy timeout once open), in ctx without its end, through
 // untilFree. A context that can end costs every statement two goroutines,
 // database/sql's and the SQLite driver's, that watch it, and their
 // wake-ups: a fifth to a third of an uncontended lock-and-release pair on
