@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -19,39 +20,53 @@ import (
 // behind a commit's checkpoint; under load that held renewals off for the
 // whole 3 s lease, and the sessions were lost. On a connection of its own
 // it needs only SQLite's write lock, which WAL mode frees between
-// transactions and during checkpoints.
+// transactions and during checkpoints: it tries every millisecond while
+// another connection holds it (no busy timeout once open; SessionHeartbeat).
+// It opens with the driver (startCheckpointer), and the checkpointer
+// shares it.
 type beat struct {
 	side        // nil: it could not open; the main connection renews
 	stop func() // ends the checkpointer
 }
 
 // side is a connection of its own to a file database, opened on first
-// use: nil for an in-memory database, when it could not open, and after
-// Close.
+// use: nil for an in-memory database, while it cannot open (the next use
+// tries again), and after Close.
 type side struct {
-	once sync.Once
-	db   *sqldriver.DB
+	db     atomic.Pointer[sqldriver.DB]
+	mu     sync.Mutex // held while it opens or closes
+	closed bool
 	// noWait sets no busy timeout once it is open: a statement that meets
 	// another connection's write lock fails at once (the hot connection,
-	// quickly).
+	// quickly; the renewal's, SessionHeartbeat).
 	noWait bool
 }
 
-// get opens the connection the first time.
+// get returns the connection, opening it if it is not open yet.
 func (s *side) get(d *Driver) *sqldriver.DB {
-	if !d.memory {
-		s.once.Do(func() { s.db = d.openSide(s.noWait) })
+	if db := s.db.Load(); db != nil || d.memory {
+		return db
 	}
-	return s.db
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if db := s.db.Load(); db != nil || s.closed {
+		return db
+	}
+	db := d.openSide(s.noWait)
+	s.db.Store(db)
+	return db
 }
 
 // close closes it, and no later get opens it.
 func (s *side) close() error {
-	s.once.Do(func() {})
-	if s.db == nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	db := s.db.Swap(nil)
+	if db == nil {
 		return nil
 	}
-	return s.db.Close()
+	return db.Close()
 }
 
 // checkpointEvery is how often the side connection checkpoints the WAL
@@ -74,6 +89,8 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 	if _, err := d.DB.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
 		return
 	}
+	// Nor in a renewal's commit: the checkpointer runs on its connection.
+	_, _ = side.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0")
 	cctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -89,12 +106,27 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 }
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
-// connection (a file database; an in-memory one has only the main one).
+// connection (a file database; an in-memory one has only the main one),
+// which has no busy timeout once open: untilFree tries it every
+// millisecond while another connection holds the write lock. Through
+// SQLite's busy handler (sleeps of 1, 2, 5, 10 ... up to 100 ms) a
+// heartbeat gave it about ten tries, and another connection writing back
+// to back (another process, or this one's lock traffic) left none of them
+// a free moment: the session was lost (TestRenewalBesideOtherProcessWrites).
+// The renewal does not queue in the process's writer gate: there it would
+// wait for whatever the writer ahead of it waits for.
 func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
-	if db := d.beatDB(); db != nil {
-		return db.SessionHeartbeat(ctx, p)
+	db := d.beatDB()
+	if db == nil {
+		return d.DB.SessionHeartbeat(ctx, p)
 	}
-	return d.DB.SessionHeartbeat(ctx, p)
+	var n int
+	var refs []driver.SessionRef
+	err := d.untilFree(ctx, func() (err error) {
+		n, refs, err = db.SessionHeartbeat(ctx, p)
+		return err
+	})
+	return n, refs, err
 }
 
 func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }
@@ -153,6 +185,12 @@ func (d *Driver) openSide(noWait bool) *sqldriver.DB {
 		return nil
 	}
 	if noWait {
+		// Open it now, while the busy timeout covers the switch to WAL
+		// (tried again for a few seconds, as the main connection is).
+		if err := ping(context.Background(), d.flavor, db, d.path); err != nil {
+			db.Close()
+			return nil
+		}
 		set := []string{"PRAGMA busy_timeout = 0"}
 		if d.beat.stop != nil {
 			set = append(set, "PRAGMA wal_autocheckpoint = 0")

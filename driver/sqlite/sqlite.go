@@ -209,7 +209,8 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{memory: path == ":memory:", flavor: f, hot: side{noWait: true}}
+	d := &Driver{memory: path == ":memory:", flavor: f}
+	d.hot.noWait, d.beat.noWait = true, true
 	conn, err := d.connString(path)
 	if err != nil {
 		return nil, err
