@@ -370,6 +370,22 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
 			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
 		}
+		if found && inc == nil && p.Incarnation != 0 {
+			// The row's incarnation is not set yet (ident_incarnation).
+			fill := func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := rows.Scan(&inc); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if err := d.direct(ctx, "ident_incarnation", args[:3], fill); err != nil {
+				// Granted, unchecked: the engine withdraws the call, as
+				// after any statement that may have written.
+				return driver.Request{}, false, fmt.Errorf("ident_incarnation: %w", err)
+			}
+		}
 	}
 	if !found && !(seen && p.Mode == driver.ModeRead) {
 		// Not seen, or a writer refused: the lock is taken, or the row is

@@ -19,9 +19,9 @@
 -- 032's {p}turnstile_take and fast_acquire_many_free carry copies of the
 -- ON CONFLICT clause (TestTurnstileTakeFollowsFastPath keeps them in
 -- step).
-INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at)
+INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, h_id, h_session, h_client, h_mode, h_call, h_token, h_at, inc)
 SELECT $1::smallint, $2::bytea, $3::bytea, x.t, $4::bigint, $5::bigint, 0, nextval('{p}lock_requests_id_seq'),
-       $6::text, $7::text, $8::text, $9::bigint, x.t, x.t
+       $6::text, $7::text, $8::text, $9::bigint, x.t, x.t, (SELECT id FROM {p}incarnation)
   FROM (SELECT {now} AS t) x
  WHERE NOT EXISTS (SELECT 1 FROM {p}lock_idents b
                     WHERE b.kind = $1 AND b.ns = $2 AND b.name = $3
@@ -31,7 +31,17 @@ ON CONFLICT (kind, ns, name) DO UPDATE
        h_id = excluded.h_id, h_session = excluded.h_session, h_client = excluded.h_client,
        h_mode = excluded.h_mode, h_call = excluded.h_call, h_token = li.fence + 1, h_at = excluded.h_at
  WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
-RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
+RETURNING li.h_id, li.h_token, COALESCE(li.inc, (SELECT id FROM {p}incarnation));
+
+-- name: ident_incarnation
+-- Sets an identifier row's incarnation (migration 036) where it is not set
+-- and returns it: fast_acquire_existing granted from a row that has none.
+-- The row is this session's (it holds the lock), so it is there unless a
+-- crash emptied the lock state since, and then no row comes back.
+-- Arguments: kind, namespace, name.
+UPDATE {p}lock_idents SET inc = COALESCE(inc, (SELECT id FROM {p}incarnation))
+ WHERE kind = $1::smallint AND ns = $2::bytea AND name = $3::bytea
+RETURNING inc;
 
 -- name: fast_acquire_existing
 -- fast_acquire for an identifier whose row exists, as a plain UPDATE: the
@@ -49,14 +59,17 @@ RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
 -- the row returned as fast_acquire's; the columns set as fast_acquire's
 -- DO UPDATE sets them (TestFastAcquireExistingFollowsUpsert;
 -- fast_acquire_many_existing carries a copy of the SET clause,
--- TestTurnstileTakeFollowsFastPath).
+-- TestTurnstileTakeFollowsFastPath). The incarnation comes from the row
+-- (migration 036), without reading {p}incarnation: a row whose inc is not
+-- set returns NULL, and the driver sets it with ident_incarnation
+-- (Driver.LockFastAcquire), once in the row's life.
 UPDATE {p}lock_idents li
    SET fence = li.fence + 1, n_r = $4::bigint, n_w = $5::bigint, h_id = nextval('{p}lock_requests_id_seq'),
        h_session = $6::text, h_client = $7::text, h_mode = $8::text, h_call = $9::bigint, h_token = li.fence + 1,
        h_at = {now}
  WHERE li.kind = $1::smallint AND li.ns = $2::bytea AND li.name = $3::bytea
    AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
-RETURNING li.h_id, li.h_token, (SELECT id FROM {p}incarnation);
+RETURNING li.h_id, li.h_token, li.inc;
 
 -- name: fast_acquire_shared
 -- A reader beside other readers, in one statement (fast_acquire refused
@@ -127,14 +140,14 @@ WITH li AS (
     UPDATE {p}lock_idents li
        SET fence = li.fence + 1, n_r = $4::bigint, n_w = $5::bigint, h_id = nextval('{p}lock_requests_id_seq'),
            h_session = $6::text, h_client = $7::text, h_mode = $8::text, h_call = $9::bigint, h_token = li.fence + 1,
-           h_at = {now}
+           h_at = {now}, inc = COALESCE(li.inc, (SELECT id FROM {p}incarnation))
      WHERE li.kind = $1::smallint AND li.ns = $2::bytea AND li.name = ANY ($3::bytea[])
        AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
        AND NOT EXISTS (SELECT 1 FROM {p}lock_idents b
                         WHERE b.kind = $1 AND b.ns = $2 AND b.name = ANY ($3::bytea[])
                           AND (b.n_r <> 0 OR b.n_w <> 0 OR b.n_p <> 0 OR b.gated))
-    RETURNING li.name, li.h_id, li.h_token)
-SELECT li.name, li.h_id, li.h_token, (SELECT id FROM {p}incarnation), true FROM li;
+    RETURNING li.name, li.h_id, li.h_token, li.inc)
+SELECT li.name, li.h_id, li.h_token, li.inc, true FROM li;
 
 -- name: fast_acquire_many
 -- Several names of one namespace at once, all or none: see

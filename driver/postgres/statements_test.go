@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -34,13 +35,40 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 		}
 		return r
 	}
+	var inc int64
+	if err := d.SQL.QueryRowContext(ctx, `SELECT id FROM baton_incarnation`).Scan(&inc); err != nil {
+		t.Fatal(err)
+	}
 	var last row
 	for i, mode := range []driver.LockMode{driver.ModeWrite, driver.ModeWrite, driver.ModeRead} {
 		existing := d.seen.has(id)
 		if existing != (i > 0) {
 			t.Fatalf("acquire %d: the identifier seen %v", i, existing)
 		}
-		p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Ident: id, Mode: mode, CallID: int64(10 + i)}
+		p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Ident: id, Mode: mode, CallID: int64(10 + i), Incarnation: inc}
+		if existing {
+			// The update returns the incarnation from the row (migration
+			// 036); a row made by a statement that left it unset has it
+			// set on its first update (ident_incarnation). A session of
+			// another incarnation is told the server restarted.
+			if i == 1 {
+				if _, err := d.SQL.ExecContext(ctx, `UPDATE baton_lock_idents SET inc = NULL WHERE kind = 1 AND ns = 'x' AND name = 'e'`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stale := p
+			stale.Incarnation = inc + 1
+			if _, _, err := d.LockFastAcquire(ctx, stale); !errors.Is(err, driver.ErrServerRestarted) {
+				t.Fatalf("acquire %d by a session of another incarnation: %v, want ErrServerRestarted", i, err)
+			}
+			if _, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "x", Name: "e", InlineOnly: true}); err != nil {
+				t.Fatal(err)
+			}
+			var rowInc int64
+			if err := d.SQL.QueryRowContext(ctx, `SELECT inc, fence FROM baton_lock_idents WHERE kind = 1 AND ns = 'x' AND name = 'e'`).Scan(&rowInc, &last.fence); err != nil || rowInc != inc {
+				t.Fatalf("acquire %d: the row's incarnation %d (%v), want %d", i, rowInc, err, inc)
+			}
+		}
 		r, ok, err := d.LockFastAcquire(ctx, p)
 		if err != nil || !ok {
 			t.Fatalf("acquire %d: %v, %v", i, ok, err)

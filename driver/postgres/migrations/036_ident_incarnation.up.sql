@@ -1,0 +1,11 @@
+-- The lock state's incarnation in the identifier's row, so that the
+-- uncontended acquire of a row that exists (fast_acquire_existing,
+-- fast_acquire_many_existing) returns it from the row it updates instead of
+-- reading {p}incarnation: that read cost the pair 5-10% of its throughput
+-- (docs/benchmarks.md, "PostgreSQL: the incarnation in the lock row").
+-- A row's inc, once set, is always the current incarnation: crash recovery
+-- empties {p}lock_idents together with {p}incarnation (both UNLOGGED), and
+-- nothing else changes the incarnation. NULL until an acquire of the row
+-- sets it (rows made by other statements, or before the incarnation row
+-- exists); the statements then read {p}incarnation as before.
+ALTER TABLE {p}lock_idents ADD COLUMN IF NOT EXISTS inc bigint;
