@@ -38,6 +38,35 @@ func BenchmarkLockPair(b *testing.B) {
 	}
 }
 
+// BenchmarkMulti10 measures Lock(write, timeout 0) of 10 names of one
+// namespace in one call + Release of the namespace, on one session, once
+// per backend (`baton bench locks` case multi10, beside 10 native lock
+// calls).
+func BenchmarkMulti10(b *testing.B) {
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("multi.%d", i)
+	}
+	for _, be := range batontest.All() {
+		b.Run(be.Name, func(b *testing.B) {
+			ctx, c := benchClient(b, be)
+			s, err := c.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := s.Lock(ctx, "bench", baton.Write, 0, names...); err != nil {
+					b.Fatalf("lock: %v", err)
+				}
+				if n, err := s.Release(ctx, "bench"); err != nil || n != len(names) {
+					b.Fatalf("release: released %d, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
 // BenchmarkHandoff measures the hand-off of a write lock between two
 // clients of one process: from the holder's Release to the waiter's Lock
 // returning, the waiter queued a millisecond before (ns/op is that span;
