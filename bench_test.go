@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -60,6 +61,34 @@ func BenchmarkMulti10(b *testing.B) {
 				}
 				if n, err := s.Release(ctx, "bench"); err != nil || n != len(names) {
 					b.Fatalf("release: released %d, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkRefusedTry measures Lock(write, timeout 0) refused because
+// another session holds the lock (a job that runs only where no other
+// copy runs tries so), once per backend.
+func BenchmarkRefusedTry(b *testing.B) {
+	for _, be := range batontest.All() {
+		b.Run(be.Name, func(b *testing.B) {
+			ctx, c := benchClient(b, be)
+			holder, err := c.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := holder.Lock(ctx, "bench", baton.Write, 0, "held"); err != nil {
+				b.Fatal(err)
+			}
+			s, err := c.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := s.Lock(ctx, "bench", baton.Write, 0, "held"); !errors.Is(err, baton.ErrTimeout) {
+					b.Fatalf("lock of a held name tried once: %v, want ErrTimeout", err)
 				}
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")

@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,18 +52,27 @@ func TestFastPathBehindOtherWriter(t *testing.T) {
 		}
 
 		// The write lock is let go 2 s after the call began: the call's
-		// own statement gives up at its context's end (1 s); withdrawing
-		// the call then waits for the write lock, and the call returns
-		// the context's error. A statement that ignored the context would
+		// own statement gives up at its context's end (1 s), having
+		// written nothing, so the call returns the context's error then,
+		// before the write lock is let go (the withdrawal of a call that
+		// stored nothing needs no write transaction; it used to wait for
+		// the other writer). A statement that ignored the context would
 		// take the lock at 2 s; one that gave up on SQLITE_BUSY would
 		// fail with it well before 1 s, once the engine's retries ran out.
 		letGo := hold()
-		go func() { time.Sleep(2 * time.Second); letGo() }()
+		var let atomic.Bool
+		go func() { time.Sleep(2 * time.Second); let.Store(true); letGo() }()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := s.Lock(ctx, "busy", baton.Write, 0, "x")
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Lock behind another connection's write lock, its context ended: %v; want %v", err, context.DeadlineExceeded)
+		}
+		if let.Load() {
+			t.Fatal("the call whose context ended returned only once the other connection let its write lock go")
+		}
+		for !let.Load() {
+			time.Sleep(10 * time.Millisecond)
 		}
 
 		letGo = hold()

@@ -121,7 +121,9 @@ func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64,
 // call's requests may exist), err otherwise.
 func (l *Service) undo(s *lease.Session, call int64, ids []driver.Ident, err error) error {
 	var settle []driver.Ident
-	if inDoubt(err) {
+	if l.detach && inDoubt(err) {
+		// Only a server can still run a statement whose caller has
+		// returned; an embedded database (SQLite) ended it before.
 		settle = ids
 	}
 	l.undoCall(s, call, settle)
@@ -638,6 +640,18 @@ func (l *Service) undoCall(s *lease.Session, call int64, settle []driver.Ident) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
+	if len(settle) == 0 {
+		// No statement of the call can still be running, so a read that
+		// finds none of its requests is the last word: a call refused at
+		// once (a lock tried once) or cut off before it stored anything
+		// needs no write transaction, which cost a refused try two to
+		// three round trips more, and on SQLite waited for the file's
+		// write lock (another process's writes held back a withdrawal
+		// whose call had written nothing).
+		if rs, err := l.drv.NoTx().LockRequestListCall(ctx, s.ID(), call); err == nil && len(rs) == 0 {
+			return
+		}
+	}
 	err := l.inTx(ctx, func(tx driver.Tx) error {
 		if len(settle) > 0 {
 			if _, err := tx.LockIdentLock(ctx, settle); err != nil {
