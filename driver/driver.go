@@ -497,8 +497,10 @@ type Tx interface {
 	LockRequestListBySession(ctx context.Context, sessionID string, kind int, ns string) ([]Request, error)
 	// LockRequestListOrphans lists requests whose session no longer exists.
 	LockRequestListOrphans(ctx context.Context, limit int) ([]Request, error)
-	// LockRequestListCall lists the requests of one call.
-	LockRequestListCall(ctx context.Context, sessionID string, callID int64) ([]Request, error)
+	// LockRequestListCall lists the requests of one call among ids, the
+	// call's identifiers (sorted, one kind and namespace, as every call's
+	// are): the read covers their key range only, not every lock row.
+	LockRequestListCall(ctx context.Context, sessionID string, callID int64, ids []Ident) ([]Request, error)
 	// LockRequestInsert stores a request and returns its id.
 	LockRequestInsert(ctx context.Context, r Request) (int64, error)
 	// LockRequestSetStatus changes a request's status and token; it

@@ -324,8 +324,12 @@ func checkRequestLists(t *testing.T, d driver.Driver, g1, p2, u1 driver.Request)
 	wantIDs(t, "LockRequestListBySession(user kind)", reqIDs(mine), u1.ID)
 	mine, _ = tx.LockRequestListBySession(ctx, "s1", driver.KindService, "other")
 	wantIDs(t, "LockRequestListBySession(another namespace)", reqIDs(mine))
-	call, _ := tx.LockRequestListCall(ctx, "s2", 2)
+	call, _ := tx.LockRequestListCall(ctx, "s2", 2, []driver.Ident{p2.Ident})
 	wantIDs(t, "LockRequestListCall", reqIDs(call), p2.ID)
+	beside := p2.Ident
+	beside.Name += "~"
+	call, _ = tx.LockRequestListCall(ctx, "s2", 2, []driver.Ident{beside})
+	wantIDs(t, "LockRequestListCall of another name", reqIDs(call))
 	wantHolder(t, tx, identU.Name, "s1")
 	wantHolder(t, tx, "nobody", "")
 	l := lockInfo(t, tx, 3, g1.ID)

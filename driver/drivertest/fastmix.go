@@ -50,7 +50,7 @@ func checkFastSeen(t *testing.T, d driver.Driver, first, other, again driver.Req
 	mine, err := tx.LockRequestListBySession(ctx, "s1", driver.KindService, "ns")
 	must(t, err)
 	failIf(t, len(mine) != 2, "LockRequestListBySession(s1) = %+v, want 2", mine)
-	call, err := tx.LockRequestListCall(ctx, "s1", 1)
+	call, err := tx.LockRequestListCall(ctx, "s1", 1, []driver.Ident{identA})
 	must(t, err)
 	wantIDs(t, "LockRequestListCall(s1)", reqIDs(call), first.ID, again.ID)
 	st, err := d.LockRequestStatuses(ctx, []int64{first.ID, again.ID})

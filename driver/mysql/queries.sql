@@ -156,8 +156,11 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
   FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
 
 -- name: request_list_call
+-- The requests of one call (session, call) among its identifiers: kind,
+-- namespace, names from the first to the last (a call's names are sorted),
+-- so that the read covers their key range, not every lock row.
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? AND call_id = ? ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = ? AND call_id = ? AND kind = ? AND ns = ? AND name BETWEEN ? AND ? ORDER BY id;
 
 -- name: request_insert
 -- The value list may refer to a column set earlier in it (status), which

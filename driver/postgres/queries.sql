@@ -91,8 +91,12 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
   FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 ORDER BY id;
 
 -- name: request_list_call
+-- The requests of one call ($1 session, $2 call) among its identifiers:
+-- $3 kind, $4 namespace, names from $5 to $6 (a call's names are sorted),
+-- so that the read covers their key range, not every lock row (the inline
+-- holders' columns have no index).
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = $1 AND call_id = $2 ORDER BY id;
+  FROM {p}lock_holds WHERE session_id = $1 AND call_id = $2 AND kind = $3 AND ns = $4 AND name BETWEEN $5 AND $6 ORDER BY id;
 
 -- name: request_insert
 INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)

@@ -120,13 +120,9 @@ func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64,
 // outcome of a statement cut off by a lost connection is unknown, so the
 // call's requests may exist), err otherwise.
 func (l *Service) undo(s *lease.Session, call int64, ids []driver.Ident, err error) error {
-	var settle []driver.Ident
-	if l.detach && inDoubt(err) {
-		// Only a server can still run a statement whose caller has
-		// returned; an embedded database (SQLite) ended it before.
-		settle = ids
-	}
-	l.undoCall(s, call, settle)
+	// Only a server can still run a statement whose caller has returned;
+	// an embedded database (SQLite) ended it before.
+	l.undoCall(s, call, ids, l.detach && inDoubt(err))
 	if serr := s.Err(); serr != nil && !errors.Is(err, serr) {
 		return serr
 	}
@@ -195,7 +191,7 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 	case errors.Is(err, driver.ErrServerRestarted):
 		return nil, false, s.Lost("%w", err)
 	case errors.Is(err, driver.ErrPartialGrant):
-		l.undoCall(s, call, nil)
+		l.undoCall(s, call, ids, false)
 		return nil, false, s.Err()
 	case err != nil && l.drv.IsRetryable(err):
 		return nil, false, nil // the slow path retries name by name
@@ -628,19 +624,20 @@ func inDoubt(err error) bool {
 // granted to an owner who no longer waits, so the client deletes the
 // whole session as soon as the database answers.
 //
-// settle are the call's identifiers when a statement of the call may
-// still run in the server (inDoubt; the server keeps running a statement
-// whose client is gone, and so does a pooler's connection to it:
-// TestLockCallConnectionCut). Their rows are locked first, in the order
-// every call locks them: such a statement holds or waits for one of
-// them, so the withdrawal waits for it and then sees what it wrote.
-func (l *Service) undoCall(s *lease.Session, call int64, settle []driver.Ident) {
+// ids are the call's identifiers (sorted, one kind and namespace). settle
+// is set when a statement of the call may still run in the server
+// (inDoubt; the server keeps running a statement whose client is gone,
+// and so does a pooler's connection to it: TestLockCallConnectionCut).
+// The identifiers' rows are then locked first, in the order every call
+// locks them: such a statement holds or waits for one of them, so the
+// withdrawal waits for it and then sees what it wrote.
+func (l *Service) undoCall(s *lease.Session, call int64, ids []driver.Ident, settle bool) {
 	if s.Err() != nil {
 		return // ended: the client deletes everything it had
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
-	if len(settle) == 0 {
+	if !settle {
 		// No statement of the call can still be running, so a read that
 		// finds none of its requests is the last word: a call refused at
 		// once (a lock tried once) or cut off before it stored anything
@@ -648,17 +645,17 @@ func (l *Service) undoCall(s *lease.Session, call int64, settle []driver.Ident) 
 		// three round trips more, and on SQLite waited for the file's
 		// write lock (another process's writes held back a withdrawal
 		// whose call had written nothing).
-		if rs, err := l.drv.NoTx().LockRequestListCall(ctx, s.ID(), call); err == nil && len(rs) == 0 {
+		if rs, err := l.drv.NoTx().LockRequestListCall(ctx, s.ID(), call, ids); err == nil && len(rs) == 0 {
 			return
 		}
 	}
 	err := l.inTx(ctx, func(tx driver.Tx) error {
-		if len(settle) > 0 {
-			if _, err := tx.LockIdentLock(ctx, settle); err != nil {
+		if settle {
+			if _, err := tx.LockIdentLock(ctx, ids); err != nil {
 				return err
 			}
 		}
-		rs, err := tx.LockRequestListCall(ctx, s.ID(), call)
+		rs, err := tx.LockRequestListCall(ctx, s.ID(), call, ids)
 		if err != nil {
 			return err
 		}

@@ -483,8 +483,15 @@ func (t *Tx) LockRequestListOrphans(ctx context.Context, limit int) ([]driver.Re
 }
 
 // LockRequestListCall implements driver.Tx.
-func (t *Tx) LockRequestListCall(ctx context.Context, sessionID string, callID int64) ([]driver.Request, error) {
-	return t.requests(ctx, "request_list_call", sessionID, callID)
+func (t *Tx) LockRequestListCall(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) ([]driver.Request, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	lo, hi := ids[0].Name, ids[0].Name
+	for _, id := range ids[1:] {
+		lo, hi = min(lo, id.Name), max(hi, id.Name)
+	}
+	return t.requests(ctx, "request_list_call", sessionID, callID, ids[0].Kind, b(ids[0].NS), b(lo), b(hi))
 }
 
 // LockRequestInsert implements driver.Tx.
