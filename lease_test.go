@@ -51,8 +51,8 @@ func loseToWaiter(t *testing.T, cut, other *baton.Client, waiter *baton.Session,
 			}
 			granted <- time.Now()
 		}()
-		if at, early := pendingOrGranted(t, other, waiter, granted); early {
-			lostAt := awaitTime(t, lost, "the holder lost its lock to the waiter but never heard it lost its session")
+		if at, early := pendingOr(t, other, waiter, granted); early {
+			lostAt := await(t, lost, 20*time.Second, "the holder lost its lock to the waiter but never heard it lost its session")
 			if !lostAt.Before(at) {
 				t.Fatalf("holder lost before the cut-off heard it %v after the waiter was granted", lostAt.Sub(at))
 			}
@@ -66,9 +66,9 @@ func loseToWaiter(t *testing.T, cut, other *baton.Client, waiter *baton.Session,
 			continue
 		}
 		cutOff()
-		lostAt = awaitTime(t, lost, "session loss never reported")
+		lostAt = await(t, lost, 20*time.Second, "session loss never reported")
 		wantErr(t, holder.Err(), baton.ErrSessionLost)
-		return lostAt, awaitTime(t, granted, "the waiter was never granted")
+		return lostAt, await(t, granted, 20*time.Second, "the waiter was never granted")
 	}
 }
 
@@ -82,35 +82,27 @@ func lostTime(s *baton.Session) chan time.Time {
 	return at
 }
 
-func awaitTime(t *testing.T, ch chan time.Time, msg string) time.Time {
-	t.Helper()
-	select {
-	case at := <-ch:
-		return at
-	case <-time.After(20 * time.Second):
-		t.Fatal(msg)
-		return time.Time{}
-	}
-}
-
-// pendingOrGranted waits until the waiter's request is PENDING (false) or
-// its call was granted first (true, with the time of the grant).
-func pendingOrGranted(t *testing.T, c *baton.Client, s *baton.Session, granted chan time.Time) (time.Time, bool) {
+// pendingOr waits until the session has a PENDING request (false), or
+// until ch, the end of the lock call behind it, delivers first (true, with
+// what it delivered).
+func pendingOr[T any](t *testing.T, c *baton.Client, s *baton.Session, ch <-chan T) (T, bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case at := <-granted:
-			return at, true
+		case v := <-ch:
+			return v, true
 		default:
 		}
-		if pending(t, c, s) == 1 {
-			return time.Time{}, false
+		if pending(t, c, s) > 0 {
+			var zero T
+			return zero, false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatal("the waiter was never PENDING nor granted")
-	return time.Time{}, false
+	t.Fatal("the session never had a PENDING request, nor did its lock call end")
+	var zero T
+	return zero, false
 }
 
 // TestOwnerHearsLostFirst: a holder that cannot renew its lease is told
@@ -196,9 +188,11 @@ func TestLostWaiterLeavesNoRequest(t *testing.T) {
 			waiterC = openDSN(t, dsn, baton.Options{Lease: time.Second})
 			w = session(t, waiterC)
 			got = async(w, "wait", baton.Write, baton.Forever, "x")
-			if pendingBeforeEnd(t, holderC, w, got) {
+			err, ended := pendingOr(t, holderC, w, got)
+			if !ended {
 				break
 			}
+			wantErr(t, err, baton.ErrSessionLost)
 			if attempt == 5 {
 				t.Fatal("the waiter's session was lost before its request was seen waiting, 5 times")
 			}
@@ -221,28 +215,6 @@ func TestLostWaiterLeavesNoRequest(t *testing.T) {
 		third := session(t, holderC)
 		mustLock(t, third, "wait", baton.Write, "x")
 	})
-}
-
-// pendingBeforeEnd waits until the session has one PENDING request and says
-// true, or says false when the lock call behind it ended first with
-// ErrSessionLost (any other end fails the test).
-func pendingBeforeEnd(t *testing.T, c *baton.Client, s *baton.Session, call chan error) bool {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-call:
-			wantErr(t, err, baton.ErrSessionLost)
-			return false
-		default:
-		}
-		if pending(t, c, s) > 0 {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("session never had a pending request")
-	return false
 }
 
 // TestWorkerSurvivesLostSession: a worker whose session is lost stops

@@ -156,14 +156,15 @@ func mustRecv(t *testing.T, ch chan error) {
 
 // await returns ch's answer; without one within d the test fails with
 // timedOut.
-func await(t *testing.T, ch <-chan error, d time.Duration, timedOut string) error {
+func await[T any](t *testing.T, ch <-chan T, d time.Duration, timedOut string) T {
 	t.Helper()
 	select {
-	case err := <-ch:
-		return err
+	case v := <-ch:
+		return v
 	case <-time.After(d):
 		t.Fatal(timedOut)
-		return nil
+		var zero T
+		return zero
 	}
 }
 

@@ -371,16 +371,10 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
 		}
 		if found && inc == nil && p.Incarnation != 0 {
-			// The row's incarnation is not set yet (ident_incarnation).
-			fill := func(rows pgx.Rows) error {
-				for rows.Next() {
-					if err := rows.Scan(&inc); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if err := d.direct(ctx, "ident_incarnation", args[:3], fill); err != nil {
+			// The row's incarnation is not set yet (ident_incarnation);
+			// no row: a crash emptied the lock state, and inc stays nil.
+			err := d.RowNamed(ctx, nil, "ident_incarnation", args[:3]...).Scan(&inc)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				// Granted, unchecked: the engine withdraws the call, as
 				// after any statement that may have written.
 				return driver.Request{}, false, fmt.Errorf("ident_incarnation: %w", err)
