@@ -70,9 +70,9 @@ type Record struct {
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec,omitempty"`
 	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
 	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
-	// throughput cases (lock_pair, multi10, contend8, readers8: above 1 is faster), p50 ÷
-	// baseline p50 for latency cases (handoff, handoff_process,
-	// handoff_waited, handoff_table: above 1 is slower).
+	// throughput cases (lock_pair, multi10, try_held, contend8, readers8:
+	// above 1 is faster), p50 ÷ baseline p50 for latency cases (handoff,
+	// handoff_process, handoff_waited, handoff_table: above 1 is slower).
 	Ratio float64 `json:"ratio,omitempty"`
 }
 
@@ -87,10 +87,11 @@ const (
 	CaseReaders8       = "readers8"
 	CaseDeadlockDetect = "deadlock_detect"
 	CaseMulti10        = "multi10"
+	CaseTryHeld        = "try_held"
 )
 
 // Cases lists every case name in run order.
-var Cases = []string{CaseLockPair, CaseMulti10, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseReaders8, CaseDeadlockDetect}
+var Cases = []string{CaseLockPair, CaseMulti10, CaseTryHeld, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseReaders8, CaseDeadlockDetect}
 
 // Backends lists the backend names Run accepts.
 var Backends = []string{"sqlite", "postgres", "mysql"}
@@ -228,6 +229,8 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 		return r.lockPair
 	case CaseMulti10:
 		return r.multi10
+	case CaseTryHeld:
+		return r.tryHeld
 	case CaseHandoff:
 		return r.handoff
 	case CaseHandoffProcess:

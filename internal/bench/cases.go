@@ -95,6 +95,49 @@ func (r *runner) lockPair(ctx context.Context) (*Record, error) {
 	})
 }
 
+// tryHeld measures Lock(write, 0) on a name another client's session
+// holds, refused with ErrTimeout (the "run unless already running" of a
+// cron job), then the native try on a lock another connection holds.
+func (r *runner) tryHeld(ctx context.Context) (*Record, error) {
+	_, ss, closeAll, err := r.openSessions(ctx, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	if _, err := ss[0].Lock(ctx, ns, baton.Write, 0, "held"); err != nil {
+		return nil, err
+	}
+	lat, elapsed, err := loop(r.share(), func() error {
+		if _, err := ss[1].Lock(ctx, ns, baton.Write, 0, "held"); !errors.Is(err, baton.ErrTimeout) {
+			return fmt.Errorf("a try on a held lock returned %v, want ErrTimeout", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := summarize(lat)
+	rec := &Record{Name: CaseTryHeld, Backend: r.cfg.Backend, Ops: st.n,
+		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	closeAll()
+	nat := r.native()
+	if nat == nil {
+		return rec, nil
+	}
+	defer nat.close()
+	holder, err := nat.open(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	defer holder.close()
+	if err := holder.lock(ctx, false); err != nil {
+		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
+	}
+	return r.throughputOn(ctx, nat, rec, " refused", func(conn nativeConn) error {
+		return conn.tryRefused(ctx)
+	})
+}
+
 // multi10 takes 10 names in one Lock call and releases them in one
 // Release, against 10 native lock calls and one release-all on one
 // connection.
@@ -142,6 +185,11 @@ func (r *runner) throughputBaseline(ctx context.Context, rec *Record, suffix str
 		return rec, nil
 	}
 	defer nat.close()
+	return r.throughputOn(ctx, nat, rec, suffix, op)
+}
+
+// throughputOn is throughputBaseline on a given native lock.
+func (r *runner) throughputOn(ctx context.Context, nat nativeLock, rec *Record, suffix string, op func(nativeConn) error) (*Record, error) {
 	conn, err := nat.open(ctx)
 	if err != nil {
 		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)

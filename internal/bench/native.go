@@ -38,6 +38,9 @@ type nativeConn interface {
 	// releases every lock of the connection in one call.
 	lockMany(ctx context.Context, n int) error
 	unlockAll(ctx context.Context) error
+	// tryRefused tries the lock once, which another connection holds,
+	// and fails unless it is refused.
+	tryRefused(ctx context.Context) error
 	close()
 }
 
@@ -174,6 +177,17 @@ func (c *pgConn) unlockAll(ctx context.Context) error {
 	return err
 }
 
+func (c *pgConn) tryRefused(ctx context.Context) error {
+	var got bool
+	if err := c.c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", c.key).Scan(&got); err != nil {
+		return err
+	}
+	if got {
+		return errors.New("pg_try_advisory_lock took a lock another connection holds")
+	}
+	return nil
+}
+
 func (c *pgConn) close() { _ = c.c.Close(context.Background()) }
 
 // ---- MySQL/MariaDB: GET_LOCK ----
@@ -299,6 +313,17 @@ func (c *myConn) lockMany(ctx context.Context, n int) error {
 func (c *myConn) unlockAll(ctx context.Context) error {
 	_, err := c.c.ExecContext(ctx, "SELECT RELEASE_ALL_LOCKS()")
 	return err
+}
+
+func (c *myConn) tryRefused(ctx context.Context) error {
+	var got sql.NullInt64
+	if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", c.lockName).Scan(&got); err != nil {
+		return err
+	}
+	if !got.Valid || got.Int64 != 0 {
+		return fmt.Errorf("GET_LOCK(%q, 0) on a lock another connection holds returned %v, want 0", c.lockName, got)
+	}
+	return nil
 }
 
 func (c *myConn) close() { _ = c.c.Close() }
