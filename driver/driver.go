@@ -501,6 +501,12 @@ type Tx interface {
 	// call's identifiers (sorted, one kind and namespace, as every call's
 	// are): the read covers their key range only, not every lock row.
 	LockRequestListCall(ctx context.Context, sessionID string, callID int64, ids []Ident) ([]Request, error)
+	// LockConflictHeld reports whether a session other than sessionID
+	// holds a granted instance of id that conflicts with mode (a writer,
+	// or any instance when mode is write): a request of sessionID in mode
+	// would be refused now whatever the queue. It reads and locks nothing,
+	// so a false answer decides nothing.
+	LockConflictHeld(ctx context.Context, sessionID string, id Ident, mode LockMode) (bool, error)
 	// LockRequestInsert stores a request and returns its id.
 	LockRequestInsert(ctx context.Context, r Request) (int64, error)
 	// LockRequestSetStatus changes a request's status and token; it

@@ -25,8 +25,23 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 	failIf(t, !(first.Token < other.Token && other.Token < again.Token), "tokens %d, %d, %d do not rise in grant order", first.Token, other.Token, again.Token)
 	checkFastSeen(t, d, first, other, again)
 	checkFastReleaseOrder(t, d, first)
+	// Left: s1's first instance (the inline one) and s2's.
+	tx := d.NoTx()
+	wantConflict(t, tx, "s2", identA, driver.ModeWrite, true) // s1's first reader only
+	wantConflict(t, tx, "s1", identA, driver.ModeWrite, true)
+	wantConflict(t, tx, "s3", identA, driver.ModeRead, false)
+	wantConflict(t, tx, "s3", identA, driver.ModeWrite, true)
 	checkFastWaiter(t, d)
 	checkFastRemoved(t, d)
+}
+
+// wantConflict checks LockConflictHeld's answer for a request of session
+// on id in mode.
+func wantConflict(t *testing.T, tx driver.Tx, session string, id driver.Ident, mode driver.LockMode, want bool) {
+	t.Helper()
+	held, err := tx.LockConflictHeld(testCtx(t), session, id, mode)
+	must(t, err)
+	failIf(t, held != want, "LockConflictHeld(%s, %v, %s) = %v, want %v", session, id, mode, held, want)
 }
 
 // fastAcquire takes a lock by the fast path, which must grant it.

@@ -162,6 +162,20 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_holds WHERE session_id = ? AND call_id = ? AND kind = ? AND ns = ? AND name BETWEEN ? AND ? ORDER BY id;
 
+-- name: lock_conflict_held
+-- Whether another session holds the identifier (kind, namespace, name)
+-- in a mode that conflicts with the one given (the fast holder, or a
+-- granted request): a try that would be refused whatever the queue. The
+-- arguments come twice, once for each table. A holder the slow path is
+-- adopting is in one table or both at every moment; one missed between
+-- the two reads only sends the try down the slow path.
+SELECT EXISTS (SELECT 1 FROM {p}lock_fast
+                WHERE kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL
+                  AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'))
+    OR EXISTS (SELECT 1 FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+                WHERE kind = ? AND ns = ? AND name = ? AND status = 'G'
+                  AND session_id <> ? AND (mode = 'W' OR ? = 'W'));
+
 -- name: request_insert
 -- The value list may refer to a column set earlier in it (status), which
 -- spares passing the status twice.

@@ -98,6 +98,17 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_holds WHERE session_id = $1 AND call_id = $2 AND kind = $3 AND ns = $4 AND name BETWEEN $5 AND $6 ORDER BY id;
 
+-- name: lock_conflict_held
+-- Whether another session than $4 holds $1 kind, $2 namespace, $3 name
+-- in a mode that conflicts with $5 (inline, or as a granted request):
+-- a try that would be refused whatever the queue.
+SELECT EXISTS (SELECT 1 FROM {p}lock_idents
+                WHERE kind = $1 AND ns = $2 AND name = $3 AND h_id IS NOT NULL
+                  AND h_session <> $4 AND (h_mode = 'W' OR $5::text = 'W'))
+    OR EXISTS (SELECT 1 FROM {p}lock_requests
+                WHERE kind = $1 AND ns = $2 AND name = $3 AND status = 'G'
+                  AND session_id <> $4 AND (mode = 'W' OR $5::text = 'W'));
+
 -- name: request_insert
 INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {now}, CASE WHEN $7::text = 'G' THEN {now} END)

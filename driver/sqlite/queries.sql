@@ -104,6 +104,18 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_holds WHERE session_id = ? AND call_id = ? AND kind = ? AND ns = ? AND name BETWEEN ? AND ? ORDER BY id;
 
+-- name: lock_conflict_held
+-- Whether another session holds the identifier (kind, namespace, name)
+-- in a mode that conflicts with the one given (inline, or as a granted
+-- request): a try that would be refused whatever the queue. The
+-- arguments come twice, once for each table.
+SELECT EXISTS (SELECT 1 FROM {p}lock_idents
+                WHERE kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL
+                  AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'))
+    OR EXISTS (SELECT 1 FROM {p}lock_requests
+                WHERE kind = ? AND ns = ? AND name = ? AND status = 'G'
+                  AND session_id <> ? AND (mode = 'W' OR ? = 'W'));
+
 -- name: request_insert
 INSERT INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 VALUES ({next_id}, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {now}, CASE WHEN ?7 = 'G' THEN {now} END)
