@@ -512,10 +512,14 @@ func TestLockCallConnectionCut(t *testing.T) {
 				// A session that holds a lock waits in the lock table
 				// after a short while in the turnstile.
 				mustLock(t, caller, "cc-other", baton.Write, "other")
-				// A refused try: MySQL's lock state has the identifier's
-				// InnoDB row from the first wait on it.
-				_, err := third.Lock(ctxT(t), "cc", baton.Write, 0, name)
+				// A wait through the lock table (its session holds
+				// another lock) that times out: MySQL's lock state has
+				// the identifier's InnoDB row from the first such wait on
+				// it (a refused try stores nothing).
+				mustLock(t, third, "cc-third", baton.Write, "t")
+				_, err := third.Lock(ctxT(t), "cc", baton.Write, 100*time.Millisecond, name)
 				wantErr(t, err, baton.ErrTimeout)
+				release(t, third, "cc-third")
 			} else {
 				release(t, holder, "cc")
 			}

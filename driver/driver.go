@@ -194,6 +194,14 @@ type Driver interface {
 	// few statements as the backend allows.
 	SessionHeartbeat(ctx context.Context, p HeartbeatParams) (renewed int, reapable []SessionRef, err error)
 
+	// LockConflictHeld reports, outside any transaction, whether a
+	// session other than sessionID holds a granted instance of id that
+	// conflicts with mode (a writer, or any instance when mode is write):
+	// a request of sessionID in mode would be refused now whatever the
+	// queue. It writes and locks nothing, so a false answer decides
+	// nothing.
+	LockConflictHeld(ctx context.Context, sessionID string, id Ident, mode LockMode) (bool, error)
+
 	// LockFastAcquire grants one uncontended lock in a single short
 	// transaction when nobody holds a conflicting lock and nobody waits on
 	// the identifier. ok is false when the slow path must decide.
@@ -501,12 +509,6 @@ type Tx interface {
 	// call's identifiers (sorted, one kind and namespace, as every call's
 	// are): the read covers their key range only, not every lock row.
 	LockRequestListCall(ctx context.Context, sessionID string, callID int64, ids []Ident) ([]Request, error)
-	// LockConflictHeld reports whether a session other than sessionID
-	// holds a granted instance of id that conflicts with mode (a writer,
-	// or any instance when mode is write): a request of sessionID in mode
-	// would be refused now whatever the queue. It reads and locks nothing,
-	// so a false answer decides nothing.
-	LockConflictHeld(ctx context.Context, sessionID string, id Ident, mode LockMode) (bool, error)
 	// LockRequestInsert stores a request and returns its id.
 	LockRequestInsert(ctx context.Context, r Request) (int64, error)
 	// LockRequestSetStatus changes a request's status and token; it

@@ -330,9 +330,9 @@ func checkRequestLists(t *testing.T, d driver.Driver, g1, p2, u1 driver.Request)
 	beside.Name += "~"
 	call, _ = tx.LockRequestListCall(ctx, "s2", 2, []driver.Ident{beside})
 	wantIDs(t, "LockRequestListCall of another name", reqIDs(call))
-	wantConflict(t, tx, "s2", identA, driver.ModeRead, true)  // s1's writer
-	wantConflict(t, tx, "s1", identA, driver.ModeWrite, false) // its own, and s2's reader only waits
-	wantConflict(t, tx, "s2", beside, driver.ModeWrite, false)
+	wantConflict(t, d, "s2", identA, driver.ModeRead, true)   // s1's writer
+	wantConflict(t, d, "s1", identA, driver.ModeWrite, false) // its own, and s2's reader only waits
+	wantConflict(t, d, "s2", beside, driver.ModeWrite, false)
 	wantHolder(t, tx, identU.Name, "s1")
 	wantHolder(t, tx, "nobody", "")
 	l := lockInfo(t, tx, 3, g1.ID)

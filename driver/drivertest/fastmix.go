@@ -26,20 +26,20 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 	checkFastSeen(t, d, first, other, again)
 	checkFastReleaseOrder(t, d, first)
 	// Left: s1's first instance (the inline one) and s2's.
-	tx := d.NoTx()
-	wantConflict(t, tx, "s2", identA, driver.ModeWrite, true) // s1's first reader only
-	wantConflict(t, tx, "s1", identA, driver.ModeWrite, true)
-	wantConflict(t, tx, "s3", identA, driver.ModeRead, false)
-	wantConflict(t, tx, "s3", identA, driver.ModeWrite, true)
+	wantConflict(t, d, "s2", identA, driver.ModeWrite, true) // s1's first reader only
+	wantConflict(t, d, "s1", identA, driver.ModeWrite, true)
+	wantConflict(t, d, "s3", identA, driver.ModeRead, false)
+	wantConflict(t, d, "s1", identA, driver.ModeRead, false)
+	wantConflict(t, d, "s3", identA, driver.ModeWrite, true)
 	checkFastWaiter(t, d)
 	checkFastRemoved(t, d)
 }
 
 // wantConflict checks LockConflictHeld's answer for a request of session
 // on id in mode.
-func wantConflict(t *testing.T, tx driver.Tx, session string, id driver.Ident, mode driver.LockMode, want bool) {
+func wantConflict(t *testing.T, d driver.Driver, session string, id driver.Ident, mode driver.LockMode, want bool) {
 	t.Helper()
-	held, err := tx.LockConflictHeld(testCtx(t), session, id, mode)
+	held, err := d.LockConflictHeld(testCtx(t), session, id, mode)
 	must(t, err)
 	failIf(t, held != want, "LockConflictHeld(%s, %v, %s) = %v, want %v", session, id, mode, held, want)
 }

@@ -49,6 +49,32 @@ func (d *Driver) execHot(ctx context.Context, name string, args ...any) (sql.Res
 	return d.ExecNamed(ctx, nil, name, args...)
 }
 
+// rowHot is execHot for a statement that returns a row.
+func (d *Driver) rowHot(ctx context.Context, name string, args ...any) *sql.Row {
+	if d.fastPoolDue() {
+		d.hotDB.PrepareNamed(ctx, name)
+		return d.hotDB.RowNamed(context.WithoutCancel(ctx), nil, name, args...)
+	}
+	return d.RowNamed(ctx, nil, name, args...)
+}
+
+// LockConflictHeld implements driver.Driver: the fast holder first, one
+// MEMORY read on the hot pool (fast_conflict_held), which answers a try
+// on a lock the fast path holds in 60 µs where both tables take 90; then,
+// unless it conflicts, both tables (lock_conflict_held), for a holder
+// the slow path has taken over.
+func (d *Driver) LockConflictHeld(ctx context.Context, sessionID string, id driver.Ident, mode driver.LockMode) (bool, error) {
+	var held bool
+	err := d.rowHot(ctx, "fast_conflict_held", id.Kind, bin(id.NS), bin(id.Name), sessionID, string(mode)).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("fast_conflict_held: %w", err)
+	}
+	if held {
+		return true, nil
+	}
+	return d.DB.LockConflictHeld(ctx, sessionID, id, mode)
+}
+
 // LockFastAcquire implements driver.Driver: one fast_acquire statement,
 // which makes the session the identifier's fast holder when the
 // identifier is free, nobody waits and the session's incarnation is the

@@ -94,6 +94,14 @@ ON DUPLICATE KEY UPDATE
     h_at      = IF(slow = 0 AND h_id IS NULL, VALUES(h_at), h_at),
     h_id      = IF(slow = 0 AND h_id IS NULL, VALUES(h_id), h_id);
 
+-- name: fast_conflict_held
+-- Whether another session than the one given holds the identifier (kind,
+-- namespace, name) by the fast path in a mode that conflicts with the one
+-- given (lock_conflict_held reads both tables).
+SELECT EXISTS (SELECT 1 FROM {p}lock_fast
+                WHERE kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL
+                  AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'));
+
 -- name: fast_acquire_many
 -- fast_acquire for several names of one namespace ({rows}: one
 -- "SELECT ? AS name, ? AS hid" per name, joined by UNION ALL); the caller

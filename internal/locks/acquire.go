@@ -19,6 +19,12 @@ import (
 // errSessionGone: the session's row is not in the database.
 var errSessionGone = errors.New("baton: session not in the database")
 
+// errRefused is a try's refusal by an answer that stored nothing: another
+// session holds the lock against it (LockConflictHeld), or the request
+// that would have waited was not stored. A call of one identifier refused
+// so has nothing to withdraw (acquireAll).
+var errRefused = fmt.Errorf("%w", errs.ErrTimeout)
+
 // deadlockDelay is how long a waiting request waits before its client
 // looks for a cycle it may have closed: well under the 100 ms within which
 // a deadlock is reported, and longer than most waits of a busy lock.
@@ -96,6 +102,9 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 	if err != nil {
 		if len(ids) == 1 {
 			l.dropTurnstile(s, ids[0])
+			if err == errRefused {
+				return nil, err // nothing stored, nothing to withdraw
+			}
 		}
 		return nil, l.undo(s, call, ids, err)
 	}
@@ -217,6 +226,9 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 		}
 		l.contended.set(id, true)
 	}
+	if tryOnce && l.conflictHeld(ctx, s, id, mode) {
+		return driver.Request{}, errRefused
+	}
 	began := time.Now()
 	if alone && mode == driver.ModeWrite {
 		r, ok, usable, err := l.turnstileWaits(ctx, s, call, id, tryOnce)
@@ -237,6 +249,8 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 	switch {
 	case errors.Is(err, errSessionGone):
 		return driver.Request{}, s.Lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
+	case err == errRefused:
+		return driver.Request{}, err
 	case err != nil:
 		return driver.Request{}, failure(ctx, s, err)
 	case req.Status == driver.StatusGranted:
@@ -427,6 +441,18 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 	return r, ok, nil
 }
 
+// conflictHeld reports whether another session holds id against a
+// request in mode (driver.Tx.LockConflictHeld): a try refused whatever
+// the queue, with one read that stores nothing, where the turnstile, the
+// request and the withdrawal took three to six round trips. An error
+// answers false: the slow path decides, and reports the trouble.
+func (l *Service) conflictHeld(ctx context.Context, s *lease.Session, id driver.Ident, mode driver.LockMode) bool {
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
+	held, err := l.drv.LockConflictHeld(sctx, s.ID(), id, mode)
+	return err == nil && held
+}
+
 // requestSlow stores a request decided under the identifier's row lock:
 // in one call where the backend can (driver.Requester), otherwise (or
 // when the call leaves it to the engine) in a transaction of the engine's
@@ -463,14 +489,14 @@ func (l *Service) requestOne(ctx, sctx context.Context, rq driver.Requester, p d
 	case errors.Is(err, driver.ErrNoSession):
 		return req, errSessionGone
 	case errors.Is(err, driver.ErrWouldWait):
-		return req, errs.ErrTimeout
+		return req, errRefused
 	}
 	return req, err
 }
 
 // request is the slow path: under the identifier's row lock, grant req
 // (status and token set) or queue it, and store it with the identifier's
-// counts. With tryOnce a request that would wait is errs.ErrTimeout instead.
+// counts. With tryOnce a request that would wait is errRefused instead.
 func (l *Service) request(ctx context.Context, tx driver.Tx, req *driver.Request, tryOnce bool) error {
 	st, err := tx.LockIdentLock(ctx, []driver.Ident{req.Ident})
 	if err != nil {
@@ -494,7 +520,7 @@ func (l *Service) request(ctx context.Context, tx driver.Tx, req *driver.Request
 		state.Fence++
 		req.Token = state.Fence
 	} else if tryOnce {
-		return errs.ErrTimeout
+		return errRefused // rolled back: nothing stored
 	}
 	if req.ID, err = tx.LockRequestInsert(ctx, *req); err != nil {
 		return err

@@ -494,20 +494,6 @@ func (t *Tx) LockRequestListCall(ctx context.Context, sessionID string, callID i
 	return t.requests(ctx, "request_list_call", sessionID, callID, ids[0].Kind, b(ids[0].NS), b(lo), b(hi))
 }
 
-// LockConflictHeld implements driver.Tx.
-func (t *Tx) LockConflictHeld(ctx context.Context, sessionID string, id driver.Ident, mode driver.LockMode) (bool, error) {
-	args := []any{id.Kind, b(id.NS), b(id.Name), sessionID, string(mode)}
-	if !t.db.D.Numbered {
-		// Once for the inline holders, once for the request rows.
-		args = append(args, args...)
-	}
-	var held bool
-	if err := t.row(ctx, "lock_conflict_held", args...).Scan(&held); err != nil {
-		return false, fmt.Errorf("lock_conflict_held: %w", err)
-	}
-	return held, nil
-}
-
 // LockRequestInsert implements driver.Tx.
 func (t *Tx) LockRequestInsert(ctx context.Context, r driver.Request) (int64, error) {
 	// The mode and status as plain strings: drivers convert a named string
@@ -921,6 +907,20 @@ func (db *DB) LockRegrant(context.Context, []driver.Ident) (bool, error) { retur
 // IsRetryable implements driver.Driver.
 func (db *DB) IsRetryable(err error) bool {
 	return err != nil && db.D.IsRetryable != nil && db.D.IsRetryable(err)
+}
+
+// LockConflictHeld implements driver.Driver.
+func (db *DB) LockConflictHeld(ctx context.Context, sessionID string, id driver.Ident, mode driver.LockMode) (bool, error) {
+	args := []any{id.Kind, b(id.NS), b(id.Name), sessionID, string(mode)}
+	if !db.D.Numbered {
+		// Once for the inline holders, once for the request rows.
+		args = append(args, args...)
+	}
+	var held bool
+	if err := db.RowNamed(ctx, nil, "lock_conflict_held", args...).Scan(&held); err != nil {
+		return false, fmt.Errorf("lock_conflict_held: %w", err)
+	}
+	return held, nil
 }
 
 // LockRequestStatuses implements driver.Driver.
