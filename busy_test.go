@@ -87,3 +87,42 @@ func TestFastPathBehindOtherWriter(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedTryBesideOtherWriter: a lock tried once that another session
+// holds is refused by a read, which another connection's write lock on
+// the file does not hold back: the try returns while that lock is held
+// (it used to wait for it, to store and withdraw a request).
+func TestRefusedTryBesideOtherWriter(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name != "sqlite" {
+			t.Skip("SQLite's file write lock only")
+		}
+		dsn := b.NewDSN(t)
+		opts := baton.Options{Lease: 20 * time.Second} // renewals wait for the write lock too
+		holder := session(t, openDSN(t, dsn, opts))
+		trier := session(t, openDSN(t, dsn, opts))
+		mustLock(t, holder, "busy", baton.Write, "x")
+		// The first try learns that the name is contended.
+		if _, err := trier.Lock(ctxT(t), "busy", baton.Write, 0, "x"); !errors.Is(err, baton.ErrTimeout) {
+			t.Fatalf("a try on a held lock: %v, want ErrTimeout", err)
+		}
+		tx, err := batontest.SQLDB(t, dsn).BeginTx(ctxT(t), nil) // BEGIN IMMEDIATE: the write lock
+		if err != nil {
+			t.Fatal(err)
+		}
+		var let atomic.Bool
+		go func() {
+			time.Sleep(2 * time.Second)
+			let.Store(true)
+			_ = tx.Rollback()
+		}()
+		for _, mode := range []baton.Mode{baton.Write, baton.Read} {
+			if _, err := trier.Lock(ctxT(t), "busy", mode, 0, "x"); !errors.Is(err, baton.ErrTimeout) {
+				t.Fatalf("a %v try on a held lock beside another writer: %v, want ErrTimeout", mode, err)
+			}
+		}
+		if let.Load() {
+			t.Fatal("the refused tries returned only once the other connection let its write lock go")
+		}
+	})
+}
