@@ -83,9 +83,7 @@ func (r *runner) lockPair(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := summarize(lat)
-	rec := &Record{Name: CaseLockPair, Backend: r.cfg.Backend, Ops: st.n,
-		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	rec := r.throughputRecord(CaseLockPair, lat, elapsed)
 	closeAll() // its heartbeat and listener stay out of the baseline
 	return r.throughputBaseline(ctx, rec, "", func(conn nativeConn) error {
 		if err := conn.lock(ctx, false); err != nil {
@@ -116,9 +114,7 @@ func (r *runner) tryHeld(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := summarize(lat)
-	rec := &Record{Name: CaseTryHeld, Backend: r.cfg.Backend, Ops: st.n,
-		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	rec := r.throughputRecord(CaseTryHeld, lat, elapsed)
 	closeAll()
 	nat := r.native()
 	if nat == nil {
@@ -165,9 +161,7 @@ func (r *runner) multi10(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := summarize(lat)
-	rec := &Record{Name: CaseMulti10, Backend: r.cfg.Backend, Ops: st.n,
-		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	rec := r.throughputRecord(CaseMulti10, lat, elapsed)
 	closeAll()
 	return r.throughputBaseline(ctx, rec, " ×10", func(conn nativeConn) error {
 		if err := conn.lockMany(ctx, len(names)); err != nil {
@@ -175,6 +169,14 @@ func (r *runner) multi10(ctx context.Context) (*Record, error) {
 		}
 		return conn.unlockAll(ctx)
 	})
+}
+
+// throughputRecord is a throughput case's record: calls per s over the
+// time they took in all, and their latency percentiles.
+func (r *runner) throughputRecord(name string, lat []time.Duration, elapsed time.Duration) *Record {
+	st := summarize(lat)
+	return &Record{Name: name, Backend: r.cfg.Backend, Ops: st.n,
+		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
 }
 
 // throughputBaseline measures op on one native connection, when the

@@ -275,12 +275,18 @@ func (c *myConn) lock(ctx context.Context, block bool) error {
 	if block {
 		timeout = 10
 	}
+	return c.getLock(ctx, c.lockName, timeout, 1)
+}
+
+// getLock calls GET_LOCK(name, timeout) and fails unless it returns want
+// (1: taken; 0: refused).
+func (c *myConn) getLock(ctx context.Context, name string, timeout int, want int64) error {
 	var got sql.NullInt64
-	if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", c.lockName, timeout).Scan(&got); err != nil {
+	if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", name, timeout).Scan(&got); err != nil {
 		return err
 	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("GET_LOCK(%q, %d) returned %v", c.lockName, timeout, got)
+	if !got.Valid || got.Int64 != want {
+		return fmt.Errorf("GET_LOCK(%q, %d) returned %v, want %d", name, timeout, got, want)
 	}
 	return nil
 }
@@ -298,13 +304,8 @@ func (c *myConn) unlock(ctx context.Context) error {
 
 func (c *myConn) lockMany(ctx context.Context, n int) error {
 	for i := 1; i <= n; i++ {
-		var got sql.NullInt64
-		name := fmt.Sprintf("%s.%d", c.lockName, i)
-		if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got); err != nil {
+		if err := c.getLock(ctx, fmt.Sprintf("%s.%d", c.lockName, i), 0, 1); err != nil {
 			return err
-		}
-		if !got.Valid || got.Int64 != 1 {
-			return fmt.Errorf("GET_LOCK(%q, 0) returned %v", name, got)
 		}
 	}
 	return nil
@@ -315,15 +316,9 @@ func (c *myConn) unlockAll(ctx context.Context) error {
 	return err
 }
 
+// tryRefused: the lock is another connection's.
 func (c *myConn) tryRefused(ctx context.Context) error {
-	var got sql.NullInt64
-	if err := c.c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", c.lockName).Scan(&got); err != nil {
-		return err
-	}
-	if !got.Valid || got.Int64 != 0 {
-		return fmt.Errorf("GET_LOCK(%q, 0) on a lock another connection holds returned %v, want 0", c.lockName, got)
-	}
-	return nil
+	return c.getLock(ctx, c.lockName, 0, 0)
 }
 
 func (c *myConn) close() { _ = c.c.Close() }
