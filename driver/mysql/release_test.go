@@ -401,3 +401,46 @@ func TestParseReleaseCall(t *testing.T) {
 		}
 	}
 }
+
+// TestFastConflictHeld: LockConflictHeld's first read answers from the
+// fast holder's MEMORY row alone (the second reads both tables, and would
+// hide a first read that never says yes).
+func TestFastConflictHeld(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	fast := func(sess string, id driver.Ident, mode driver.LockMode) bool {
+		t.Helper()
+		var held bool
+		if err := d.rowHot(ctx, "fast_conflict_held", id.Kind, bin(id.NS), bin(id.Name), sess, string(mode)).Scan(&held); err != nil {
+			t.Fatal(err)
+		}
+		return held
+	}
+	w := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "w"}
+	r := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "r"}
+	for _, h := range []struct {
+		id   driver.Ident
+		mode driver.LockMode
+	}{{w, driver.ModeWrite}, {r, driver.ModeRead}} {
+		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: h.id, Mode: h.mode, CallID: 1}); err != nil || !ok {
+			t.Fatalf("fast holder of %v: %v %v", h.id, ok, err)
+		}
+	}
+	for _, c := range []struct {
+		sess string
+		id   driver.Ident
+		mode driver.LockMode
+		want bool
+	}{
+		{"s2", w, driver.ModeRead, true},
+		{"s2", w, driver.ModeWrite, true},
+		{"s1", w, driver.ModeWrite, false}, // its own
+		{"s2", r, driver.ModeRead, false},  // readers share
+		{"s2", r, driver.ModeWrite, true},
+		{"s2", driver.Ident{Kind: driver.KindService, NS: "ns", Name: "free"}, driver.ModeWrite, false},
+	} {
+		if got := fast(c.sess, c.id, c.mode); got != c.want {
+			t.Errorf("fast_conflict_held(%s, %v, %s) = %v, want %v", c.sess, c.id, c.mode, got, c.want)
+		}
+	}
+}
