@@ -60,43 +60,63 @@ func benchLockRelease(b *testing.B, metric string, names ...string) {
 // another session holds the lock (a job that runs only where no other
 // copy runs tries so), once per backend: alone, and beside 20,000 other
 // locks the holder holds (the withdrawal of the refused call reads only
-// the call's identifiers, not every lock row).
+// the call's identifiers, not every lock row), and as the second of two
+// names (names=2).
 //
 //	go test -run '^$' -bench RefusedTry -benchtime 2s .
 func BenchmarkRefusedTry(b *testing.B) {
 	for _, be := range batontest.All() {
 		for _, others := range []int{0, 20000} {
 			b.Run(fmt.Sprintf("%s/beside=%d", be.Name, others), func(b *testing.B) {
-				ctx, c := benchClient(b, be)
-				holder, err := c.NewSession(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				names := make([]string, 100)
-				for i := 0; i < others/len(names); i++ {
-					for j := range names {
-						names[j] = fmt.Sprintf("n%d.%d", i, j)
-					}
-					if _, err := holder.Lock(ctx, "others", baton.Write, 0, names...); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := holder.Lock(ctx, "bench", baton.Write, 0, "held"); err != nil {
-					b.Fatal(err)
-				}
-				s, err := c.NewSession(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for b.Loop() {
-					if _, err := s.Lock(ctx, "bench", baton.Write, 0, "held"); !errors.Is(err, baton.ErrTimeout) {
-						b.Fatalf("lock of a held name tried once: %v, want ErrTimeout", err)
-					}
-				}
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+				benchRefusedTry(b, be, others, "held")
 			})
 		}
+		// Two names, the second held: all or none, so refused too.
+		b.Run(fmt.Sprintf("%s/names=2", be.Name), func(b *testing.B) {
+			benchRefusedTry(b, be, 0, "free", "held")
+		})
 	}
+}
+
+// benchRefusedTry loops a try of names, of which "held" is another
+// session's, beside others locks that session holds elsewhere.
+func benchRefusedTry(b *testing.B, be batontest.Backend, others int, names ...string) {
+	ctx, c := benchClient(b, be)
+	holder, err := c.NewSession(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	beside := make([]string, 100)
+	for i := 0; i < others/len(beside); i++ {
+		for j := range beside {
+			beside[j] = fmt.Sprintf("n%d.%d", i, j)
+		}
+		if _, err := holder.Lock(ctx, "others", baton.Write, 0, beside...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := holder.Lock(ctx, "bench", baton.Write, 0, "held"); err != nil {
+		b.Fatal(err)
+	}
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := s.Lock(ctx, "bench", baton.Write, 0, names...); !errors.Is(err, baton.ErrTimeout) {
+			b.Fatalf("lock of a held name tried once: %v, want ErrTimeout", err)
+		}
+	}
+	ls, err := c.Locks(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range ls {
+		if l.Session == s.ID() {
+			b.Fatalf("the refused tries left %+v, want nothing", l)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
 // BenchmarkHandoff measures the hand-off of a write lock between two

@@ -126,3 +126,49 @@ func TestRefusedTryBesideOtherWriter(t *testing.T) {
 		}
 	})
 }
+
+// TestTryOfSeveralNamesOneHeld: a try of several names, one of which
+// another session holds, is refused and takes nothing, the first time
+// (name by name) and after it (the held name, known contended, is read
+// first); a read try of the same names beside a reader of that name is
+// granted, and so is the write try once the holder lets go.
+func TestTryOfSeveralNamesOneHeld(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		holderC, dsn := open(t, b)
+		holder, trier := session(t, holderC), session(t, openDSN(t, dsn))
+		mine := func() int {
+			t.Helper()
+			ls, err := holderC.Locks(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, l := range ls {
+				if l.Session == trier.ID() {
+					n++
+				}
+			}
+			return n
+		}
+		mustLock(t, holder, "several", baton.Write, "b")
+		for i := range 3 {
+			_, err := trier.Lock(ctxT(t), "several", baton.Write, 0, "a", "b", "c")
+			wantErr(t, err, baton.ErrTimeout)
+			if n := mine(); n != 0 {
+				t.Fatalf("try %d: the refused try left %d instances", i+1, n)
+			}
+		}
+		release(t, holder, "several")
+		mustLock(t, holder, "several", baton.Read, "b")
+		if g := mustLock(t, trier, "several", baton.Read, "a", "b", "c"); len(g) != 3 {
+			t.Fatalf("a read try beside a reader: %d grants, want 3", len(g))
+		}
+		release(t, trier, "several")
+		_, err := trier.Lock(ctxT(t), "several", baton.Write, 0, "a", "b")
+		wantErr(t, err, baton.ErrTimeout)
+		release(t, holder, "several")
+		if g := mustLock(t, trier, "several", baton.Write, "a", "b", "c"); len(g) != 3 {
+			t.Fatalf("the write try once the holder let go: %d grants, want 3", len(g))
+		}
+	})
+}
