@@ -42,20 +42,25 @@ type querier interface {
 // spares the server parsing it on every call, with a context that cannot
 // end (see Driver.hot: the connections' timeouts bound it).
 func (d *Driver) execHot(ctx context.Context, name string, args ...any) (sql.Result, error) {
-	if d.fastPoolDue() {
-		d.hotDB.PrepareNamed(ctx, name)
-		return d.hotDB.ExecNamed(context.WithoutCancel(ctx), nil, name, args...)
-	}
-	return d.ExecNamed(ctx, nil, name, args...)
+	db, ctx := d.onHot(ctx, name)
+	return db.ExecNamed(ctx, nil, name, args...)
 }
 
 // rowHot is execHot for a statement that returns a row.
 func (d *Driver) rowHot(ctx context.Context, name string, args ...any) *sql.Row {
+	db, ctx := d.onHot(ctx, name)
+	return db.RowNamed(ctx, nil, name, args...)
+}
+
+// onHot is where execHot and rowHot run the named statement, and in which
+// context: prepared on the hot pool, in ctx without its end, once the
+// fast paths use it; otherwise as text on the main pool, in ctx.
+func (d *Driver) onHot(ctx context.Context, name string) (*sqldriver.DB, context.Context) {
 	if d.fastPoolDue() {
 		d.hotDB.PrepareNamed(ctx, name)
-		return d.hotDB.RowNamed(context.WithoutCancel(ctx), nil, name, args...)
+		return d.hotDB, context.WithoutCancel(ctx)
 	}
-	return d.RowNamed(ctx, nil, name, args...)
+	return d.DB, ctx
 }
 
 // LockConflictHeld implements driver.Driver: the fast holder first, one

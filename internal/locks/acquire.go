@@ -105,7 +105,7 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 	if err != nil {
 		if len(ids) == 1 {
 			l.dropTurnstile(s, ids[0])
-			if err == errRefused {
+			if errors.Is(err, errRefused) {
 				return nil, err // nothing stored, nothing to withdraw
 			}
 		}
@@ -252,7 +252,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 	switch {
 	case errors.Is(err, errSessionGone):
 		return driver.Request{}, s.Lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
-	case err == errRefused:
+	case errors.Is(err, errRefused):
 		return driver.Request{}, err
 	case err != nil:
 		return driver.Request{}, failure(ctx, s, err)
@@ -445,7 +445,7 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 }
 
 // conflictHeld reports whether another session holds id against a
-// request in mode (driver.Tx.LockConflictHeld): a try refused whatever
+// request in mode (driver.Driver.LockConflictHeld): a try refused whatever
 // the queue, with one read that stores nothing, where the turnstile, the
 // request and the withdrawal took three to six round trips. An error
 // answers false: the slow path decides, and reports the trouble.
