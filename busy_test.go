@@ -136,25 +136,11 @@ func TestTryOfSeveralNamesOneHeld(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		holderC, dsn := open(t, b)
 		holder, trier := session(t, holderC), session(t, openDSN(t, dsn))
-		mine := func() int {
-			t.Helper()
-			ls, err := holderC.Locks(ctxT(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, l := range ls {
-				if l.Session == trier.ID() {
-					n++
-				}
-			}
-			return n
-		}
 		mustLock(t, holder, "several", baton.Write, "b")
 		for i := range 3 {
 			_, err := trier.Lock(ctxT(t), "several", baton.Write, 0, "a", "b", "c")
 			wantErr(t, err, baton.ErrTimeout)
-			if n := mine(); n != 0 {
+			if n := len(held(t, holderC, trier)); n != 0 {
 				t.Fatalf("try %d: the refused try left %d instances", i+1, n)
 			}
 		}
@@ -169,6 +155,29 @@ func TestTryOfSeveralNamesOneHeld(t *testing.T) {
 		release(t, holder, "several")
 		if g := mustLock(t, trier, "several", baton.Write, "a", "b", "c"); len(g) != 3 {
 			t.Fatalf("the write try once the holder let go: %d grants, want 3", len(g))
+		}
+	})
+}
+
+// TestTryOwnLockAfterContention: a session never conflicts with itself,
+// also where its client has found the name contended (another of its
+// sessions was refused it), so that a try reads first whether the lock is
+// held against it: the holder's tries of the name, alone, with another
+// name, and in read mode, are granted as new instances.
+func TestTryOwnLockAfterContention(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		owner, other := session(t, c), session(t, c)
+		mustLock(t, owner, "own", baton.Write, "x")
+		_, err := other.Lock(ctxT(t), "own", baton.Write, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		mustLock(t, owner, "own", baton.Write, "x")
+		_, err = other.Lock(ctxT(t), "own", baton.Write, 0, "x", "y")
+		wantErr(t, err, baton.ErrTimeout)
+		mustLock(t, owner, "own", baton.Write, "x", "y")
+		mustLock(t, owner, "own", baton.Read, "x")
+		if n, err := owner.Release(ctxT(t), "own"); err != nil || n != 5 {
+			t.Fatalf("release: %d instances, %v; want 5 (x three times in write mode and once in read mode, y once)", n, err)
 		}
 	})
 }
