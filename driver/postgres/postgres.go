@@ -63,6 +63,11 @@ type Driver struct {
 	// seen holds identifiers whose lock row this driver has seen, whose
 	// uncontended acquire is an update (fast_acquire_existing).
 	seen seenIdents
+	// joined holds identifiers where this driver's last reader joined
+	// other readers (fast_acquire_shared granted it beside them): the next
+	// reader goes there first, without the inline attempt that readers
+	// beside readers always fail.
+	joined seenIdents
 	// pooled is true behind a transaction-pooling proxy (PgBouncer in
 	// transaction mode): no named server-side statements, no session
 	// settings, and LISTEN only through listenCfg.
@@ -365,6 +370,9 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		}
 		return nil
 	}
+	if p.Mode == driver.ModeRead && d.joined.has(p.Ident) {
+		return d.joinReaders(ctx, r, p, args)
+	}
 	seen := d.seen.has(p.Ident)
 	if seen {
 		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
@@ -393,10 +401,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		d.seen.add(p.Ident)
 	}
 	if !found && p.Mode == driver.ModeRead {
-		r.Inline = false
-		if err := d.direct(ctx, "fast_acquire_shared", args, scan); err != nil {
-			return driver.Request{}, false, fmt.Errorf("fast_acquire_shared: %w", err)
-		}
+		return d.joinReaders(ctx, r, p, args)
 	}
 	switch {
 	case !found:
@@ -404,6 +409,42 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	case stale(p.Incarnation, inc):
 		// Granted from lock state that a crash emptied after the session
 		// began: the caller gives the session (and this grant) up.
+		return r, false, driver.ErrServerRestarted
+	}
+	return r, true, nil
+}
+
+// joinReaders is LockFastAcquire for a reader beside other readers
+// (fast_acquire_shared): r granted as a request row, or refused. The
+// identifier is marked joined while the readers it joins are others, so
+// that the next reader of this driver comes here first; a reader that
+// found itself alone, or was refused, unmarks it.
+func (d *Driver) joinReaders(ctx context.Context, r driver.Request, p driver.FastAcquireParams, args []any) (driver.Request, bool, error) {
+	var inc *int64
+	var readers int64
+	found := false
+	err := d.direct(ctx, "fast_acquire_shared", args, func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&r.ID, &r.Token, &inc, &readers); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return driver.Request{}, false, fmt.Errorf("fast_acquire_shared: %w", err)
+	}
+	if found && readers > 1 {
+		d.joined.add(p.Ident)
+	} else {
+		d.joined.remove(p.Ident)
+	}
+	r.Inline = false
+	switch {
+	case !found:
+		return driver.Request{}, false, nil
+	case stale(p.Incarnation, inc):
 		return r, false, driver.ErrServerRestarted
 	}
 	return r, true, nil
@@ -1122,6 +1163,12 @@ func (s *seenIdents) hasAll(kind int, ns string, names []string) bool {
 func (s *seenIdents) addAll(kind int, ns string, names []string) {
 	for _, n := range names {
 		s.add(driver.Ident{Kind: kind, NS: ns, Name: n})
+	}
+}
+
+func (s *seenIdents) remove(id driver.Ident) {
+	if _, loaded := s.m.LoadAndDelete(id); loaded {
+		s.n.Add(-1)
 	}
 }
 

@@ -75,17 +75,20 @@ RETURNING li.h_id, li.h_token, li.inc;
 -- A reader beside other readers, in one statement (fast_acquire refused
 -- it: the lock is not free): the conditional upsert takes the identifier's
 -- row lock and decides on the latest row version; the instance is a
--- request row, inserted only when it granted. Arguments as fast_acquire's.
+-- request row, inserted only when it granted. Arguments as fast_acquire's;
+-- the row returned as fast_acquire's, then the readers the identifier has
+-- with this one (the driver sends its next reader here first while that
+-- is more than one: Driver.joined).
 WITH li AS (
     INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p)
     VALUES ($1, $2, $3, {now}, $4, $5, 0)
     ON CONFLICT (kind, ns, name) DO UPDATE
        SET fence = li.fence + 1, n_r = li.n_r + excluded.n_r, n_w = li.n_w + excluded.n_w
      WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0) AND NOT li.gated
-    RETURNING fence)
+    RETURNING fence, n_r)
 INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 SELECT $6, $7, $1, $2, $3, $8, 'G', $9, li.fence, {now}, {now} FROM li
-RETURNING id, token, (SELECT id FROM {p}incarnation);
+RETURNING id, token, (SELECT id FROM {p}incarnation), (SELECT n_r FROM li);
 
 -- name: incarnation
 -- The lock state's incarnation ({p}incarnation, emptied by crash recovery)

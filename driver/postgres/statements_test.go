@@ -120,6 +120,65 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 	}
 }
 
+// TestJoinedReaders: a reader that joined other readers marks the
+// identifier, and the next reader of the driver goes straight to
+// fast_acquire_shared; that statement still refuses it beside a writer,
+// whatever the mark says, and a reader that finds itself alone there
+// unmarks the identifier, so that the one after it is an inline holder
+// again.
+func TestJoinedReaders(t *testing.T) {
+	ctx, _, d := migrated(t)
+	id := driver.Ident{Kind: 1, NS: "x", Name: "j"}
+	acquire := func(sess string, mode driver.LockMode) (driver.Request, bool) {
+		t.Helper()
+		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: sess, ClientID: "c1", Ident: id, Mode: mode, CallID: 40})
+		if err != nil {
+			t.Fatalf("%s's %s: %v", sess, mode, err)
+		}
+		return r, ok
+	}
+	release := func(sess string) {
+		t.Helper()
+		if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: sess, Kind: 1, NS: "x", Name: "j"}); err != nil || n != 1 {
+			t.Fatalf("release by %s: %d, %v", sess, n, err)
+		}
+	}
+	for _, sess := range []string{"r1", "r2", "r3"} {
+		if r, ok := acquire(sess, driver.ModeRead); !ok || r.Inline != (sess == "r1") {
+			t.Fatalf("reader %s: %+v, %v; want granted, inline only for the first", sess, r, ok)
+		}
+	}
+	if !d.joined.has(id) {
+		t.Fatal("readers beside readers left the identifier unmarked")
+	}
+	for _, sess := range []string{"r1", "r2", "r3"} {
+		release(sess)
+	}
+	if _, ok := acquire("w", driver.ModeWrite); !ok {
+		t.Fatal("the writer was refused on a free lock")
+	}
+	if r, ok := acquire("r4", driver.ModeRead); ok {
+		t.Fatalf("a reader of a marked identifier was granted beside a writer: %+v", r)
+	}
+	if d.joined.has(id) {
+		t.Fatal("a refused reader left the identifier marked")
+	}
+	release("w")
+	// Marked again, then a reader alone: it unmarks.
+	d.joined.add(id)
+	if r, ok := acquire("r5", driver.ModeRead); !ok || r.Inline {
+		t.Fatalf("a marked identifier's lone reader: %+v, %v; want a request row", r, ok)
+	}
+	if d.joined.has(id) {
+		t.Fatal("a reader alone left the identifier marked")
+	}
+	release("r5")
+	if r, ok := acquire("r6", driver.ModeRead); !ok || !r.Inline {
+		t.Fatalf("the reader after it: %+v, %v; want an inline holder", r, ok)
+	}
+	release("r6")
+}
+
 // TestTurnstileAcquireTakesOnce: query turnstile_acquire takes the
 // turnstile once (a session-level advisory lock taken twice would need
 // two unlocks, and the release's one would leave it held), both when it
