@@ -1,9 +1,11 @@
 package mysql
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
@@ -62,6 +64,111 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	} {
 		if !strings.Contains(release, part) {
 			t.Errorf("migration 035's procedures do not carry this clause as it is now:\n%s", part)
+		}
+	}
+}
+
+// TestRequestJoinsReaders: migration 037's {p}request_commit grants a
+// reader beside readers without {p}request (one procedure call where
+// the whole rule makes two), with the next fence as its token and the
+// counters set from the rows; and leaves every other case to {p}request,
+// whose outcome it must not change: a session that is not live or of
+// another incarnation ('X'), a gated identifier ('F'), and a reader
+// behind a waiting writer ('W' for a try, 'P' otherwise).
+func TestRequestJoinsReaders(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "n"}
+	for _, s := range []string{"s1", "s2"} {
+		// s1 the fast holder; s2 through {p}request, which adopts it.
+		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
+			t.Fatalf("reader %s: %v %v", s, ok, err)
+		}
+	}
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	calls := func() (n int64) {
+		t.Helper()
+		var name string
+		if err := c.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_call_procedure'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var maxToken int64
+	if err := c.QueryRowContext(ctx, "SELECT MAX(token) FROM baton_lock_requests").Scan(&maxToken); err != nil {
+		t.Fatal(err)
+	}
+	// request runs request_commit for sess in mode, and returns its
+	// outcome, token and the procedure calls it made.
+	request := func(sess, mode string, try int, inc any) (status string, token, made int64) {
+		t.Helper()
+		before := calls()
+		var rid, holder int64
+		err := c.QueryRowContext(ctx, "CALL baton_request_commit(?, ?, ?, ?, 'c', ?, 2, ?, ?)",
+			id.Kind, []byte(id.NS), []byte(id.Name), sess, mode, try, inc).Scan(&status, &rid, &token, &holder)
+		if err != nil {
+			t.Fatalf("%s's request: %v", sess, err)
+		}
+		return status, token, calls() - before
+	}
+	counters := func() (nr, nw, np, fence int64) {
+		t.Helper()
+		if err := c.QueryRowContext(ctx, "SELECT n_r, n_w, n_p, fence FROM baton_lock_idents WHERE kind = ? AND ns = 'ns' AND name = 'n'", id.Kind).Scan(&nr, &nw, &np, &fence); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+
+	st, token, made := request("s3", "R", 1, 0)
+	if st != "G" || token <= maxToken || made != 1 {
+		t.Fatalf("a reader beside readers: %s, token %d after %d, %d procedure calls; want G, a larger token, one call", st, token, maxToken, made)
+	}
+	if nr, nw, np, fence := counters(); nr != 3 || nw != 0 || np != 0 || fence != token {
+		t.Fatalf("counters %d/%d/%d, fence %d; want 3 readers, the fence at the token %d", nr, nw, np, fence, token)
+	}
+	for _, tc := range []struct {
+		what string
+		inc  any
+	}{{"a session that is not live", nil}, {"a session of another incarnation", int64(12345)}} {
+		if st, _, _ := request("ghost", "R", 1, tc.inc); st != "X" {
+			t.Fatalf("%s: %s, want X", tc.what, st)
+		}
+	}
+	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET gated = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := request("s4", "R", 1, 0); st != "F" {
+		t.Fatalf("a reader of a gated identifier: %s, want F", st)
+	}
+	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET gated = 0"); err != nil {
+		t.Fatal(err)
+	}
+	// A waiting request row that no writer explains (as a reader left
+	// waiting behind a lock since released, until its hand-on): the rule
+	// grants the reader, and the counters keep the waiter.
+	if _, err := c.ExecContext(ctx, `INSERT INTO baton_lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at)
+		VALUES ('pr', 'c', ?, 'ns', 'n', 'R', 'P', 3, 0, 1)`, id.Kind); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET n_p = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, made := request("s5", "R", 1, 0); st != "G" || made != 2 {
+		t.Fatalf("a reader beside a waiting reader: %s, %d procedure calls; want G through {p}request", st, made)
+	}
+	if nr, _, np, _ := counters(); nr != 4 || np != 1 {
+		t.Fatalf("counters after it: %d readers, %d waiting; want 4 and 1", nr, np)
+	}
+	if st, _, _ := request("w", "W", 0, 0); st != "P" {
+		t.Fatalf("a writer beside readers: %s, want P", st)
+	}
+	for try, want := range []string{"P", "W"} {
+		if st, _, made := request("s4", "R", try, 0); st != want || made != 2 {
+			t.Fatalf("a reader behind a waiting writer (try %d): %s, %d procedure calls; want %s through {p}request", try, st, made, want)
 		}
 	}
 }
