@@ -102,11 +102,15 @@ func TestRequestJoinsReaders(t *testing.T) {
 	if err := c.QueryRowContext(ctx, "SELECT MAX(token) FROM baton_lock_requests").Scan(&maxToken); err != nil {
 		t.Fatal(err)
 	}
-	// request runs request_commit for sess in mode, and returns its
-	// outcome, token and the procedure calls it made.
+	// request runs request_commit for sess in mode in a transaction, as
+	// the driver does (the call commits it), and returns its outcome,
+	// token and the procedure calls it made.
 	request := func(sess, mode string, try int, inc any) (status string, token, made int64) {
 		t.Helper()
 		before := calls()
+		if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
+			t.Fatal(err)
+		}
 		var rid, holder int64
 		err := c.QueryRowContext(ctx, "CALL baton_request_commit(?, ?, ?, ?, 'c', ?, 2, ?, ?)",
 			id.Kind, []byte(id.NS), []byte(id.Name), sess, mode, try, inc).Scan(&status, &rid, &token, &holder)
