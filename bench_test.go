@@ -119,6 +119,40 @@ func benchRefusedTry(b *testing.B, be batontest.Backend, others int, names ...st
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
+// BenchmarkReaderBesideReader measures Lock(read, forever) + Release of
+// a name another session holds in read mode, on one session, once per
+// backend: the grant of a reader beside readers and its release, the
+// single-caller side of `baton bench locks`'s readers8.
+//
+//	go test -run '^$' -bench ReaderBesideReader -benchtime 2s .
+func BenchmarkReaderBesideReader(b *testing.B) {
+	for _, be := range batontest.All() {
+		b.Run(be.Name, func(b *testing.B) {
+			ctx, c := benchClient(b, be)
+			holder, err := c.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := holder.Lock(ctx, "bench", baton.Read, 0, "shared"); err != nil {
+				b.Fatal(err)
+			}
+			s, err := c.NewSession(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := s.Lock(ctx, "bench", baton.Read, baton.Forever, "shared"); err != nil {
+					b.Fatalf("lock: %v", err)
+				}
+				if n, err := s.Release(ctx, "bench"); err != nil || n != 1 {
+					b.Fatalf("release: released %d, %v; want 1", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+		})
+	}
+}
+
 // BenchmarkHandoff measures the hand-off of a write lock between two
 // clients of one process: from the holder's Release to the waiter's Lock
 // returning, the waiter queued a millisecond before (ns/op is that span;
