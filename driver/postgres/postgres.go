@@ -62,12 +62,12 @@ type Driver struct {
 	relaxed   *sqldriver.DB
 	// seen holds identifiers whose lock row this driver has seen, whose
 	// uncontended acquire is an update (fast_acquire_existing).
-	seen seenIdents
+	seen sqldriver.IdentSet
 	// joined holds identifiers where this driver's last reader joined
 	// other readers (fast_acquire_shared granted it beside them): the next
 	// reader goes there first, without the inline attempt that readers
 	// beside readers always fail.
-	joined seenIdents
+	joined sqldriver.IdentSet
 	// pooled is true behind a transaction-pooling proxy (PgBouncer in
 	// transaction mode): no named server-side statements, no session
 	// settings, and LISTEN only through listenCfg.
@@ -370,10 +370,10 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		}
 		return nil
 	}
-	if p.Mode == driver.ModeRead && d.joined.has(p.Ident) {
+	if p.Mode == driver.ModeRead && d.joined.Has(p.Ident) {
 		return d.joinReaders(ctx, r, p, args)
 	}
-	seen := d.seen.has(p.Ident)
+	seen := d.seen.Has(p.Ident)
 	if seen {
 		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
 			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
@@ -398,7 +398,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		if err := d.direct(ctx, "fast_acquire", args, scan); err != nil {
 			return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
 		}
-		d.seen.add(p.Ident)
+		d.seen.Add(p.Ident)
 	}
 	if !found && p.Mode == driver.ModeRead {
 		return d.joinReaders(ctx, r, p, args)
@@ -436,9 +436,9 @@ func (d *Driver) joinReaders(ctx context.Context, r driver.Request, p driver.Fas
 		return driver.Request{}, false, fmt.Errorf("fast_acquire_shared: %w", err)
 	}
 	if found && readers > 1 {
-		d.joined.add(p.Ident)
+		d.joined.Add(p.Ident)
 	} else {
-		d.joined.remove(p.Ident)
+		d.joined.Remove(p.Ident)
 	}
 	r.Inline = false
 	switch {
@@ -475,7 +475,7 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		byName, restarted, err = scanGrants(rows, p, len(names))
 		return err
 	}
-	seen := d.seen.hasAll(p.Kind, p.NS, names)
+	seen := d.seen.HasAll(p.Kind, p.NS, names)
 	if seen {
 		if err := d.direct(ctx, "fast_acquire_many_existing", args, scan); err != nil {
 			return nil, false, fmt.Errorf("fast_acquire_many_existing: %w", err)
@@ -495,7 +495,7 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 		if err := d.direct(ctx, "fast_acquire_many_free", args, scan); err != nil {
 			return nil, false, fmt.Errorf("fast_acquire_many_free: %w", err)
 		}
-		d.seen.addAll(p.Kind, p.NS, names)
+		d.seen.AddAll(p.Kind, p.NS, names)
 	}
 	switch {
 	case len(byName) > 0 && len(byName) < len(names):
@@ -1134,50 +1134,3 @@ func (po *poller) stop() {
 // StatementsInServer implements driver.ServerStatements: the engine runs
 // the statements that change the lock state to their end.
 func (d *Driver) StatementsInServer() {}
-
-// seenIdents is a set of identifiers, bounded: past seenMax it starts
-// again empty (a forgotten identifier costs its next acquire the upsert).
-type seenIdents struct {
-	m sync.Map // driver.Ident -> struct{}
-	n atomic.Int64
-}
-
-const seenMax = 1 << 14
-
-func (s *seenIdents) has(id driver.Ident) bool {
-	_, ok := s.m.Load(id)
-	return ok
-}
-
-// hasAll reports whether every name of a namespace is in the set.
-func (s *seenIdents) hasAll(kind int, ns string, names []string) bool {
-	for _, n := range names {
-		if !s.has(driver.Ident{Kind: kind, NS: ns, Name: n}) {
-			return false
-		}
-	}
-	return true
-}
-
-// addAll adds the names of a namespace.
-func (s *seenIdents) addAll(kind int, ns string, names []string) {
-	for _, n := range names {
-		s.add(driver.Ident{Kind: kind, NS: ns, Name: n})
-	}
-}
-
-func (s *seenIdents) remove(id driver.Ident) {
-	if _, loaded := s.m.LoadAndDelete(id); loaded {
-		s.n.Add(-1)
-	}
-}
-
-func (s *seenIdents) add(id driver.Ident) {
-	if _, loaded := s.m.LoadOrStore(id, struct{}{}); loaded {
-		return
-	}
-	if s.n.Add(1) > seenMax {
-		s.m.Clear()
-		s.n.Store(0)
-	}
-}

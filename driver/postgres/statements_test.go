@@ -41,7 +41,7 @@ func TestFastAcquireExistingFollowsUpsert(t *testing.T) {
 	}
 	var last row
 	for i, mode := range []driver.LockMode{driver.ModeWrite, driver.ModeWrite, driver.ModeRead} {
-		existing := d.seen.has(id)
+		existing := d.seen.Has(id)
 		if existing != (i > 0) {
 			t.Fatalf("acquire %d: the identifier seen %v", i, existing)
 		}
@@ -148,7 +148,7 @@ func TestJoinedReaders(t *testing.T) {
 			t.Fatalf("reader %s: %+v, %v; want granted, inline only for the first", sess, r, ok)
 		}
 	}
-	if !d.joined.has(id) {
+	if !d.joined.Has(id) {
 		t.Fatal("readers beside readers left the identifier unmarked")
 	}
 	for _, sess := range []string{"r1", "r2", "r3"} {
@@ -160,16 +160,16 @@ func TestJoinedReaders(t *testing.T) {
 	if r, ok := acquire("r4", driver.ModeRead); ok {
 		t.Fatalf("a reader of a marked identifier was granted beside a writer: %+v", r)
 	}
-	if d.joined.has(id) {
+	if d.joined.Has(id) {
 		t.Fatal("a refused reader left the identifier marked")
 	}
 	release("w")
 	// Marked again, then a reader alone: it unmarks.
-	d.joined.add(id)
+	d.joined.Add(id)
 	if r, ok := acquire("r5", driver.ModeRead); !ok || r.Inline {
 		t.Fatalf("a marked identifier's lone reader: %+v, %v; want a request row", r, ok)
 	}
-	if d.joined.has(id) {
+	if d.joined.Has(id) {
 		t.Fatal("a reader alone left the identifier marked")
 	}
 	release("r5")
@@ -301,7 +301,7 @@ func TestFastAcquireManyReadersSeen(t *testing.T) {
 		}
 	}
 	for round, seen := range []bool{false, true} {
-		if got := d.seen.hasAll(1, "m", names); got != seen {
+		if got := d.seen.HasAll(1, "m", names); got != seen {
 			t.Fatalf("round %d: names seen %v", round, got)
 		}
 		rs, ok, err := d.LockFastAcquireMany(ctx, p("s1", driver.ModeRead), names)

@@ -74,6 +74,11 @@ type Driver struct {
 	beat     beat
 	reader   side // waiters' status reads (LockRequestStatuses)
 	hot      side // the uncontended lock statements (quickly)
+	// joined holds identifiers where this driver's last reader joined
+	// other readers (fast_acquire_shared): the next reader goes there
+	// first, without the inline attempt that readers beside readers
+	// always fail; a refusal there unmarks the identifier.
+	joined sqldriver.IdentSet
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
@@ -669,23 +674,51 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	// The mode as a plain string: database/sql converts a named string
 	// type by reflection.
 	args := []any{p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name), string(p.Mode), p.CallID}
+	shared := func() error {
+		r.Inline = false
+		err := d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
+			return db.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
+		})
+		if err == nil {
+			d.joined.Add(p.Ident)
+		} else {
+			d.joined.Remove(p.Ident)
+		}
+		return err
+	}
+	joining := p.Mode == driver.ModeRead && d.joined.Has(p.Ident)
+	if joining {
+		switch err = shared(); {
+		case err == nil:
+			return r, true, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return driver.Request{}, false, wrapFast(err)
+		}
+		r.Inline = true
+	}
 	inline := append(args, sqldriver.HolderID())
 	err = d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
 		return db.RowNamed(ctx, nil, "fast_acquire", inline...).Scan(&r.ID, &r.Token)
 	})
-	if errors.Is(err, sql.ErrNoRows) && p.Mode == driver.ModeRead {
-		r.Inline = false
-		err = d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
-			return db.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
-		})
+	if errors.Is(err, sql.ErrNoRows) && p.Mode == driver.ModeRead && !joining {
+		err = shared()
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.Request{}, false, nil
 	}
 	if err != nil {
-		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
+		return driver.Request{}, false, wrapFast(err)
 	}
 	return r, true, nil
+}
+
+// wrapFast names the statement of LockFastAcquire that failed with err,
+// if any.
+func wrapFast(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("fast_acquire: %w", err)
 }
 
 // adopt is the dialect's Adopt hook: in the transaction that is about to
