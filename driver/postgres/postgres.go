@@ -403,12 +403,19 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	if !found && p.Mode == driver.ModeRead {
 		return d.joinReaders(ctx, r, p, args)
 	}
+	return outcome(r, found, p.Incarnation, inc)
+}
+
+// outcome is LockFastAcquire's answer once its statements ran: refused
+// unless one granted r (found), and ErrServerRestarted for a grant from
+// lock state that a crash emptied after the session began (its
+// incarnation want; inc the grant's), which the caller gives up with
+// the session.
+func outcome(r driver.Request, found bool, want int64, inc *int64) (driver.Request, bool, error) {
 	switch {
 	case !found:
 		return driver.Request{}, false, nil
-	case stale(p.Incarnation, inc):
-		// Granted from lock state that a crash emptied after the session
-		// began: the caller gives the session (and this grant) up.
+	case stale(want, inc):
 		return r, false, driver.ErrServerRestarted
 	}
 	return r, true, nil
@@ -441,13 +448,7 @@ func (d *Driver) joinReaders(ctx context.Context, r driver.Request, p driver.Fas
 		d.joined.Remove(p.Ident)
 	}
 	r.Inline = false
-	switch {
-	case !found:
-		return driver.Request{}, false, nil
-	case stale(p.Incarnation, inc):
-		return r, false, driver.ErrServerRestarted
-	}
-	return r, true, nil
+	return outcome(r, found, p.Incarnation, inc)
 }
 
 // stale reports whether a grant came from lock state of another
