@@ -674,12 +674,13 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	// The mode as a plain string: database/sql converts a named string
 	// type by reflection.
 	args := []any{p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name), string(p.Mode), p.CallID}
+	// shared is the reader's request row beside granted readers.
 	shared := func() error {
-		r.Inline = false
 		err := d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
 			return db.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
 		})
 		if err == nil {
+			r.Inline = false
 			d.joined.Add(p.Ident)
 		} else {
 			d.joined.Remove(p.Ident)
@@ -692,9 +693,8 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		case err == nil:
 			return r, true, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return driver.Request{}, false, wrapFast(err)
+			return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
 		}
-		r.Inline = true
 	}
 	inline := append(args, sqldriver.HolderID())
 	err = d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
@@ -707,18 +707,9 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		return driver.Request{}, false, nil
 	}
 	if err != nil {
-		return driver.Request{}, false, wrapFast(err)
+		return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
 	}
 	return r, true, nil
-}
-
-// wrapFast names the statement of LockFastAcquire that failed with err,
-// if any.
-func wrapFast(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("fast_acquire: %w", err)
 }
 
 // adopt is the dialect's Adopt hook: in the transaction that is about to
