@@ -997,3 +997,57 @@ func TestLockGrantBeforeWaiterRegisters(t *testing.T) {
 		mustRecv(t, ch)
 	})
 }
+
+// TestReadersJoinInOrder: readers that join other readers, the second
+// round through the drivers' shortcuts (MySQL's short request call,
+// PostgreSQL's and SQLite's joined identifiers), keep DESIGN's rules:
+// every grant's token above every earlier one's, a waiting writer holding
+// back later readers of other sessions, and the writer granted only once
+// the last reader has gone.
+func TestReadersJoinInOrder(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		rs := []*baton.Session{session(t, c), session(t, c), session(t, c), session(t, c)}
+		var last int64
+		token := func(what string, g []baton.Grant) {
+			t.Helper()
+			if g[0].Token <= last {
+				t.Fatalf("%s: token %d after %d", what, g[0].Token, last)
+			}
+			last = g[0].Token
+		}
+		for round := 0; round < 3; round++ {
+			for i, r := range rs[:3] {
+				token(fmt.Sprintf("round %d, reader %d", round, i), mustLock(t, r, "ns", baton.Read, "x"))
+			}
+			if round < 2 {
+				for _, r := range rs[:3] {
+					release(t, r, "ns")
+				}
+			}
+		}
+		w := session(t, c)
+		var wg []baton.Grant
+		done := make(chan error, 1)
+		go func() {
+			g, err := w.Lock(context.Background(), "ns", baton.Write, baton.Forever, "x")
+			wg = g
+			done <- err
+		}()
+		waitPending(t, c, w, 1)
+		_, err := rs[3].Lock(ctxT(t), "ns", baton.Read, 0, "x")
+		wantErr(t, err, baton.ErrTimeout)
+		release(t, rs[0], "ns")
+		release(t, rs[1], "ns")
+		select {
+		case <-done:
+			t.Fatal("the writer was granted beside a reader")
+		case <-time.After(50 * time.Millisecond):
+		}
+		release(t, rs[2], "ns")
+		mustRecv(t, done)
+		token("the writer", wg)
+		release(t, w, "ns")
+		token("a reader after it", mustLock(t, rs[3], "ns", baton.Read, "x"))
+	})
+}
