@@ -273,7 +273,7 @@ func TestTurnstileAcquireTakesOnce(t *testing.T) {
 }
 
 // pgxConn opens a connection of the test's own, closed when it ends.
-func pgxConn(t *testing.T, dsn string) *pgx.Conn {
+func pgxConn(t testing.TB, dsn string) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
@@ -322,7 +322,7 @@ func TestFastAcquireManyReadersSeen(t *testing.T) {
 
 // migrated opens a driver on a new, migrated schema (skipping when the
 // test backends leave PostgreSQL out), with a context for the test.
-func migrated(t *testing.T) (context.Context, string, *Driver) {
+func migrated(t testing.TB) (context.Context, string, *Driver) {
 	t.Helper()
 	dsn := batontest.NewDSN(t, "postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

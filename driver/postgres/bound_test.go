@@ -1,0 +1,214 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// The bounds of the lock engine's PostgreSQL figures (docs/benchmarks.md,
+// "The bounds, reproducible"), in one run: the native primitive, the
+// narrowest lock row, the driver's own statements sent straight through
+// pgx with nothing of the engine around them, and (for the pair) the
+// driver's calls, each loop on a connection of its own and the loops
+// interleaved, so that the engine's figure (BenchmarkLockPair, `baton
+// bench locks`) can be read against what its statements cost on the same
+// machine:
+//
+//	BATON_TEST_BACKENDS=postgres go test -run '^$' -bench Bound -benchtime 3000x -count 3 ./driver/postgres
+
+// BenchmarkPairBound: an uncontended write lock taken and released on one
+// name.
+func BenchmarkPairBound(b *testing.B) {
+	ctx, dsn, d := migrated(b)
+	id := driver.Ident{Kind: 1, NS: "bench", Name: "pair"}
+	p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Ident: id, Mode: driver.ModeWrite}
+	rp := driver.FastReleaseParams{SessionID: "s1", Kind: id.Kind, NS: id.NS, Name: id.Name, InlineOnly: true}
+	// The driver's first call made the row and marked it seen: from then
+	// on its acquire is fast_acquire_existing, as below.
+	if _, ok, err := d.LockFastAcquire(ctx, p); !ok || err != nil {
+		b.Fatalf("acquire: %v, %v", ok, err)
+	}
+	if _, _, err := d.LockFastRelease(ctx, rp); err != nil {
+		b.Fatal(err)
+	}
+	native, narrow, stmts := pgxConn(b, dsn), pgxConn(b, dsn), pgxConn(b, dsn)
+	ns, name := []byte(id.NS), []byte(id.Name)
+	// The narrowest lock row (the issue's prototype): the holder and the
+	// fence inline, keyed by the identifier, nothing else written.
+	for _, q := range []string{`CREATE UNLOGGED TABLE bound_pair (kind smallint, ns bytea, name bytea, holder text, fence bigint NOT NULL,
+		PRIMARY KEY (kind, ns, name))`, `INSERT INTO bound_pair VALUES (1, 'bench', 'pair', NULL, 0)`} {
+		if _, err := narrow.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loops := map[string]func(call int64) error{
+		"native": func(int64) error {
+			if _, err := native.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(7)); err != nil {
+				return err
+			}
+			_, err := native.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(7))
+			return err
+		},
+		"narrowest": func(int64) error {
+			var fence int64
+			if err := narrow.QueryRow(ctx, `UPDATE bound_pair SET holder = $4, fence = fence + 1
+				WHERE kind = $1 AND ns = $2 AND name = $3 AND holder IS NULL RETURNING fence`, id.Kind, ns, name, "s1").Scan(&fence); err != nil {
+				return fmt.Errorf("narrowest acquire: %w", err)
+			}
+			if err := narrow.QueryRow(ctx, `UPDATE bound_pair SET holder = NULL
+				WHERE kind = $1 AND ns = $2 AND name = $3 AND holder = $4 RETURNING fence`, id.Kind, ns, name, "s1").Scan(&fence); err != nil {
+				return fmt.Errorf("narrowest release: %w", err)
+			}
+			return nil
+		},
+		"statements": func(call int64) error {
+			var rid, token int64
+			var inc *int64
+			if err := stmts.QueryRow(ctx, d.Q("fast_acquire_existing"), id.Kind, ns, name, 0, 1, "s1", "c1", string(driver.ModeWrite), call).
+				Scan(&rid, &token, &inc); err != nil {
+				return fmt.Errorf("fast_acquire_existing: %w", err)
+			}
+			return released(ctx, stmts, d, "s1", id)
+		},
+		"driver": func(call int64) error {
+			p.CallID = call
+			if _, ok, err := d.LockFastAcquire(ctx, p); !ok || err != nil {
+				return fmt.Errorf("LockFastAcquire: granted %v, %v", ok, err)
+			}
+			_, _, err := d.LockFastRelease(ctx, rp)
+			return err
+		},
+	}
+	batontest.Interleave(b, "pairs/s", []string{"native", "narrowest", "statements", "driver"}, loops)
+}
+
+// released runs release_inline_name for the session's instance of id and
+// fails unless it released one.
+func released(ctx context.Context, c *pgx.Conn, d *Driver, session string, id driver.Ident) error {
+	var n int
+	rows, err := c.Query(ctx, d.Q("release_inline_name"), session, id.Kind, []byte(id.NS), []byte(id.Name), d.channel)
+	if err != nil {
+		return fmt.Errorf("release_inline_name: %w", err)
+	}
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release_inline_name: %w", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("release_inline_name released %d names, want 1", n)
+	}
+	return nil
+}
+
+// BenchmarkContend8Bound: eight connections loop taking and releasing one
+// write lock, each waiting in the server: natively, and through the
+// driver's turnstile statements (turnstile_acquire, then
+// release_inline_name and the turnstile's unlock in one batch, as a
+// session's line sends them), so every wait is behind the turnstile.
+func BenchmarkContend8Bound(b *testing.B) {
+	ctx, dsn, d := migrated(b)
+	id := driver.Ident{Kind: 1, NS: "bench", Name: "c8"}
+	ns, name := []byte(id.NS), []byte(id.Name)
+	key := d.turnstileKey(id)
+	const workers = 8
+	conns := make([]*pgx.Conn, workers)
+	for i := range conns {
+		conns[i] = pgxConn(b, dsn)
+	}
+	loops := map[string]func(w int, call int64) error{
+		"native": func(w int, _ int64) error {
+			if _, err := conns[w].Exec(ctx, "SELECT pg_advisory_lock($1)", int64(8)); err != nil {
+				return err
+			}
+			_, err := conns[w].Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(8))
+			return err
+		},
+		"statements": func(w int, call int64) error {
+			c, session := conns[w], fmt.Sprintf("s%d", w)
+			var rid, token, inc *int64
+			var held, waited bool
+			if err := c.QueryRow(ctx, d.Q("turnstile_acquire"), id.Kind, ns, name, TurnstileClass, key, int32(60000), session, "c1", call).
+				Scan(&rid, &token, &inc, &held, &waited); err != nil {
+				return fmt.Errorf("turnstile_acquire: %w", err)
+			}
+			if rid == nil || !held {
+				return fmt.Errorf("turnstile_acquire: granted %v, turnstile held %v; want both", rid != nil, held)
+			}
+			br := c.SendBatch(ctx, &pgx.Batch{QueuedQueries: []*pgx.QueuedQuery{
+				{SQL: d.Q("release_inline_name"), Arguments: []any{session, id.Kind, ns, name, d.channel}},
+				{SQL: "SELECT pg_advisory_unlock($1, $2)", Arguments: []any{TurnstileClass, key}},
+			}})
+			_, err := br.Exec()
+			if err == nil {
+				var ok bool
+				if err = br.QueryRow().Scan(&ok); err == nil && !ok {
+					err = fmt.Errorf("the turnstile was not held")
+				}
+			}
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		},
+	}
+	b.ResetTimer()
+	var took [2]time.Duration
+	var done [2]int
+	names := []string{"native", "statements"}
+	// Rounds of 200 acquisitions, one loop after the other, so that the
+	// machine's drift hits both alike.
+	for left := b.N; left > 0; {
+		for i, loop := range names {
+			n := min(left, 200)
+			st := time.Now()
+			if err := contend(workers, n, loops[loop]); err != nil {
+				b.Fatal(err)
+			}
+			took[i] += time.Since(st)
+			done[i] += n
+		}
+		left -= min(left, 200)
+	}
+	for i, loop := range names {
+		b.ReportMetric(float64(done[i])/took[i].Seconds(), loop+"/s")
+	}
+	b.ReportMetric(float64(done[1])/took[1].Seconds()/(float64(done[0])/took[0].Seconds()), "statements/native")
+}
+
+// contend runs n acquisitions of loop over workers goroutines.
+func contend(workers, n int, loop func(w int, call int64) error) error {
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				call := next.Add(1)
+				if call > int64(n) {
+					return
+				}
+				if err := loop(w, call); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
