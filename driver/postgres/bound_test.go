@@ -91,6 +91,79 @@ func BenchmarkPairBound(b *testing.B) {
 	batontest.Interleave(b, "pairs/s", []string{"native", "narrowest", "statements", "driver"}, loops)
 }
 
+// BenchmarkMulti10Bound: ten names of one namespace taken in one call and
+// released with the namespace (the multi10 case), against ten native
+// locks and pg_advisory_unlock_all.
+func BenchmarkMulti10Bound(b *testing.B) {
+	ctx, dsn, d := migrated(b)
+	names := make([]string, 10)
+	bnames := make([][]byte, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("multi.%d", i)
+		bnames[i] = []byte(names[i])
+	}
+	p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Ident: driver.Ident{Kind: 1, NS: "bench"}, Mode: driver.ModeWrite}
+	rp := driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "bench", InlineOnly: true}
+	release := func() error {
+		if n, _, err := d.LockFastRelease(ctx, rp); n != len(names) || err != nil {
+			return fmt.Errorf("LockFastRelease: released %d, %v; want %d", n, err, len(names))
+		}
+		return nil
+	}
+	// The first call made the rows and marked them seen: from then on the
+	// acquire is fast_acquire_many_existing, as below.
+	if _, ok, err := d.LockFastAcquireMany(ctx, p, names); !ok || err != nil {
+		b.Fatalf("acquire: %v, %v", ok, err)
+	}
+	if err := release(); err != nil {
+		b.Fatal(err)
+	}
+	native, stmts := pgxConn(b, dsn), pgxConn(b, dsn)
+	loops := map[string]func(call int64) error{
+		"native": func(int64) error {
+			for i := range names {
+				if _, err := native.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(100+i)); err != nil {
+					return err
+				}
+			}
+			_, err := native.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+			return err
+		},
+		"statements": func(call int64) error {
+			rows, err := stmts.Query(ctx, d.Q("fast_acquire_many_existing"), p.Kind, []byte(p.NS), bnames, 0, 1, "s1", "c1", string(driver.ModeWrite), call)
+			if err != nil {
+				return fmt.Errorf("fast_acquire_many_existing: %w", err)
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil || n != len(names) {
+				return fmt.Errorf("fast_acquire_many_existing: %d rows, %v; want %d", n, err, len(names))
+			}
+			if rows, err = stmts.Query(ctx, d.Q("release_inline"), "s1", p.Kind, []byte(p.NS), d.channel); err != nil {
+				return fmt.Errorf("release_inline: %w", err)
+			}
+			for n = 0; rows.Next(); n++ {
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil || n != len(names) {
+				return fmt.Errorf("release_inline: %d rows, %v; want %d", n, err, len(names))
+			}
+			return nil
+		},
+		"driver": func(call int64) error {
+			p.CallID = call
+			if _, ok, err := d.LockFastAcquireMany(ctx, p, names); !ok || err != nil {
+				return fmt.Errorf("LockFastAcquireMany: granted %v, %v", ok, err)
+			}
+			return release()
+		},
+	}
+	batontest.Interleave(b, "calls/s", []string{"native", "statements", "driver"}, loops)
+}
+
 // released runs release_inline_name for the session's instance of id and
 // fails unless it released one.
 func released(ctx context.Context, c *pgx.Conn, d *Driver, session string, id driver.Ident) error {
