@@ -455,6 +455,12 @@ type FastReleaseParams struct {
 	// request row to look for. The engine sets it only when that is
 	// certain.
 	InlineOnly bool
+	// RowsOn, when set (InlineOnly unset, no Limit), is the only name in
+	// scope on which the session may have request rows: its instances
+	// elsewhere in scope can only be inline holders. A backend may then
+	// release the rows by that name, without looking for the names first.
+	// The engine sets it only when that is certain.
+	RowsOn string
 	// Contended, when set, is called with each identifier the release
 	// handed on to a waiter itself (a backend that reports waiting
 	// identifiers instead need not call it): the engine remembers it as

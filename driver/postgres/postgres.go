@@ -654,6 +654,13 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 			return nil
 		}
 	}
+	if p.RowsOn != "" && !p.InlineOnly && p.Limit == 0 && !d.lines.Holds(p.SessionID, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}) {
+		// A session with turnstiles in scope releases on its line below.
+		n, waiting, done, err := d.releaseRows(ctx, p)
+		if done || err != nil {
+			return n, waiting, err
+		}
+	}
 	done, err := d.releaseOnLine(ctx, p, query, args, scan)
 	if !done || err != nil {
 		// No turnstile to let go, or the line failed (closed now, which
@@ -672,6 +679,35 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 		}
 	}
 	return n, nil, nil
+}
+
+// releaseRows is LockFastRelease by release_rows: the session's request
+// rows on p.RowsOn in one statement. done false when it released nothing
+// or the session has an inline holder in the namespace: the caller's
+// statement then does the release.
+func (d *Driver) releaseRows(ctx context.Context, p driver.FastReleaseParams) (n int, waiting []driver.Ident, done bool, err error) {
+	var np int64
+	var grants *string
+	scan := func(rows pgx.Rows) error {
+		for rows.Next() {
+			done = true
+			if err := rows.Scan(&n, &np, &grants); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	args := []any{p.SessionID, p.Kind, []byte(p.NS), []byte(p.RowsOn), d.channel}
+	if err := d.direct(ctx, "release_rows", args, scan); err != nil || !done {
+		return 0, nil, false, err
+	}
+	if grants != nil {
+		handLocal([]string{*grants})
+	}
+	if np > 0 && p.Contended != nil {
+		p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.RowsOn})
+	}
+	return n, nil, true, nil
 }
 
 // LockRegrant implements driver.Driver with the {p}regrant_grants

@@ -66,6 +66,29 @@ func (r *Rows) Covered(scope driver.Ident) (rows bool, gen uint64) {
 	return rows, r.gen
 }
 
+// Sole returns the only identifier within scope on which the session may
+// have rows (marked, or an acquisition under way), and whether there is
+// exactly one.
+func (r *Rows) Sole(scope driver.Ident) (driver.Ident, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sole driver.Ident
+	n := 0
+	see := func(id driver.Ident) {
+		if id.Within(scope) && (n == 0 || id != sole) {
+			sole = id
+			n++
+		}
+	}
+	for id := range r.marked {
+		see(id)
+	}
+	for id := range r.inFlight {
+		see(id)
+	}
+	return sole, n == 1
+}
+
 // Clear forgets the rows of scope after a release of all the session's
 // instances there, if nothing began or ended since Covered gave gen.
 func (r *Rows) Clear(scope driver.Ident, gen uint64) {

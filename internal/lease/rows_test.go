@@ -46,3 +46,34 @@ func TestRowsClear(t *testing.T) {
 		t.Fatal("a release of ns/x cleared other/x")
 	}
 }
+
+// Sole names the one identifier of a scope where the session may have
+// rows, counting acquisitions under way, and none when there are two.
+func TestRowsSole(t *testing.T) {
+	x := driver.Ident{Kind: 0, NS: "ns", Name: "x"}
+	y := driver.Ident{Kind: 0, NS: "ns", Name: "y"}
+	other := driver.Ident{Kind: 0, NS: "other", Name: "z"}
+	ns := driver.Ident{Kind: 0, NS: "ns"}
+	var r Rows
+	if _, one := r.Sole(ns); one {
+		t.Fatal("a new session has a sole identifier with rows")
+	}
+	r.Begin(x)
+	r.Done(x, true)
+	r.Begin(other)
+	r.Done(other, true)
+	if id, one := r.Sole(ns); !one || id != x {
+		t.Fatalf("Sole(ns) = %v, %v; want x", id, one)
+	}
+	r.Begin(x) // a second acquisition of x, under way: still one identifier
+	if id, one := r.Sole(ns); !one || id != x {
+		t.Fatalf("with x under way, Sole(ns) = %v, %v; want x", id, one)
+	}
+	r.Begin(y) // y under way: two
+	if _, one := r.Sole(ns); one {
+		t.Fatal("Sole(ns) with rows possible on x and y")
+	}
+	if id, one := r.Sole(y); !one || id != y {
+		t.Fatalf("Sole(y) = %v, %v; want y", id, one)
+	}
+}

@@ -29,6 +29,9 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 	}()
 	rows, gen := s.Rows.Covered(released(p))
 	p.InlineOnly = !rows
+	if id, one := s.Rows.Sole(released(p)); rows && one && p.Limit == 0 {
+		p.RowsOn = id.Name
+	}
 	if p.Limit == 0 {
 		// Every instance there released: no rows left there either.
 		defer func() {
