@@ -249,9 +249,10 @@ SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''
 -- can hold them (FastReleaseParams.RowsOn: the session's instances
 -- elsewhere in scope are inline holders), in one statement that takes the
 -- lock row last and holds it only for its own update: release_ns and
--- release_name lock it first and keep it through a PL/pgSQL call (8
--- readers on one lock ran 60-75% faster so; docs/benchmarks.md, "A
--- reader's release in one statement"). $1 session, $2 kind, $3 namespace,
+-- release_name lock it first and keep it through a PL/pgSQL call (with 8
+-- readers on one lock the statements alone ran 60-75% faster so, the
+-- engine's readers8 35-50%; docs/benchmarks.md, "PostgreSQL: a reader's
+-- release in one statement"). $1 session, $2 kind, $3 namespace,
 -- $4 the name, $5 the NOTIFY channel. The delete counts only the rows it
 -- deleted, and the update applies those counts to the row's latest
 -- version, so the counters stay exact whatever committed meanwhile (on
