@@ -5,7 +5,7 @@
 
 # Every test on every backend, with the race detector.
 test:
-	go test -race -count=1 -timeout 15m ./...
+	go test -race -count=1 -timeout 25m ./...
 
 # Only the embedded backend, for quick local work.
 test-sqlite:
