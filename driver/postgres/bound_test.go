@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -246,9 +245,7 @@ func BenchmarkContend8Bound(b *testing.B) {
 		for i, loop := range names {
 			n := min(left, 200)
 			st := time.Now()
-			if err := contend(workers, n, loops[loop]); err != nil {
-				b.Fatal(err)
-			}
+			contend(b, workers, n, loops[loop])
 			took[i] += time.Since(st)
 			done[i] += n
 		}
@@ -261,27 +258,14 @@ func BenchmarkContend8Bound(b *testing.B) {
 }
 
 // contend runs n acquisitions of loop over workers goroutines.
-func contend(workers, n int, loop func(w int, call int64) error) error {
+func contend(b *testing.B, workers, n int, loop func(w int, call int64) error) {
 	var next atomic.Int64
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				call := next.Add(1)
-				if call > int64(n) {
-					return
-				}
-				if err := loop(w, call); err != nil {
-					errs <- err
-					return
-				}
+	batontest.Concurrently(b, workers, func(w int) error {
+		for call := next.Add(1); call <= int64(n); call = next.Add(1) {
+			if err := loop(w, call); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+		}
+		return nil
+	})
 }
