@@ -25,6 +25,7 @@ import (
 var bouncer struct {
 	once sync.Once
 	port int
+	log  string // its log file
 	err  error
 	keep *os.File // the write end of the wrappers' standard input, open for the life of the test binary
 
@@ -76,6 +77,7 @@ func launchBouncer() (int, error) {
 		return 0, err
 	}
 	logPath := filepath.Join(dir, "pgbouncer.log")
+	bouncer.log = logPath
 	if err := waitListening(port, logPath); err != nil {
 		return 0, err
 	}
@@ -256,6 +258,13 @@ func newPgBouncer(t testing.TB) string {
 	q := url.Values{}
 	q.Set("listen_dsn", direct.String())
 	u.RawQuery = q.Encode()
+	// PgBouncer may be between a crash and its restart (superviseBouncer;
+	// Debian's 1.18 aborts with "server in bad state" after some cancel
+	// requests): a test whose first connection came in that gap failed
+	// with "connection refused" before it tested anything.
+	if err := waitListening(port, bouncer.log); err != nil {
+		t.Fatal(err)
+	}
 	return u.String()
 }
 
