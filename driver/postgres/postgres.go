@@ -656,9 +656,8 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	}
 	if p.RowsOn != "" && !p.InlineOnly && p.Limit == 0 && !d.lines.Holds(p.SessionID, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}) {
 		// A session with turnstiles in scope releases on its line below.
-		n, waiting, done, err := d.releaseRows(ctx, p)
-		if done || err != nil {
-			return n, waiting, err
+		if n, done, err := d.releaseRows(ctx, p); done || err != nil {
+			return n, nil, err
 		}
 	}
 	done, err := d.releaseOnLine(ctx, p, query, args, scan)
@@ -685,7 +684,7 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 // rows on p.RowsOn in one statement. done false when it released nothing
 // or the session has an inline holder in the namespace: the caller's
 // statement then does the release.
-func (d *Driver) releaseRows(ctx context.Context, p driver.FastReleaseParams) (n int, waiting []driver.Ident, done bool, err error) {
+func (d *Driver) releaseRows(ctx context.Context, p driver.FastReleaseParams) (n int, done bool, err error) {
 	var np int64
 	var grants *string
 	scan := func(rows pgx.Rows) error {
@@ -699,7 +698,7 @@ func (d *Driver) releaseRows(ctx context.Context, p driver.FastReleaseParams) (n
 	}
 	args := []any{p.SessionID, p.Kind, []byte(p.NS), []byte(p.RowsOn), d.channel}
 	if err := d.direct(ctx, "release_rows", args, scan); err != nil || !done {
-		return 0, nil, false, err
+		return 0, false, err
 	}
 	if grants != nil {
 		handLocal([]string{*grants})
@@ -707,7 +706,7 @@ func (d *Driver) releaseRows(ctx context.Context, p driver.FastReleaseParams) (n
 	if np > 0 && p.Contended != nil {
 		p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.RowsOn})
 	}
-	return n, nil, true, nil
+	return n, true, nil
 }
 
 // LockRegrant implements driver.Driver with the {p}regrant_grants

@@ -69,7 +69,7 @@ func TestReleaseRows(t *testing.T) {
 	var contended []driver.Ident
 	p := byRows("r2", "a")
 	p.Contended = func(id driver.Ident) { contended = append(contended, id) }
-	n, _, done, err := d.releaseRows(ctx, p)
+	n, done, err := d.releaseRows(ctx, p)
 	if err != nil || !done || n != 1 {
 		t.Fatalf("release_rows of the last reader: %d, done %v, %v; want 1 released by it", n, done, err)
 	}
@@ -95,7 +95,7 @@ func TestReleaseRows(t *testing.T) {
 	}
 
 	// Nothing to release: no row, the full release answers.
-	if n, _, done, err := d.releaseRows(ctx, byRows("r2", "a")); err != nil || done || n != 0 {
+	if n, done, err := d.releaseRows(ctx, byRows("r2", "a")); err != nil || done || n != 0 {
 		t.Fatalf("release_rows of nothing: %d, done %v, %v; want not done", n, done, err)
 	}
 
@@ -108,7 +108,7 @@ func TestReleaseRows(t *testing.T) {
 	if r := acquire("s", "c", driver.ModeWrite); !r.Inline {
 		t.Fatal("s's writer on a free name is not the inline holder")
 	}
-	if n, _, done, err := d.releaseRows(ctx, byRows("s", "b")); err != nil || done || n != 0 {
+	if n, done, err := d.releaseRows(ctx, byRows("s", "b")); err != nil || done || n != 0 {
 		t.Fatalf("release_rows beside an inline holder: %d, done %v, %v; want not done", n, done, err)
 	}
 	if nr, _, _ := counters("b"); nr != 2 || rows("s") != 1 {
@@ -129,7 +129,7 @@ func TestReleaseRows(t *testing.T) {
 	for range 3 {
 		acquire("m", "b", driver.ModeRead)
 	}
-	if n, _, done, err := d.releaseRows(ctx, byRows("m", "b")); err != nil || !done || n != 3 {
+	if n, done, err := d.releaseRows(ctx, byRows("m", "b")); err != nil || !done || n != 3 {
 		t.Fatalf("release_rows of three instances: %d, done %v, %v", n, done, err)
 	}
 	if nr, _, _ := counters("b"); nr != 1 {

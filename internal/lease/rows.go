@@ -52,33 +52,21 @@ func (r *Rows) Done(id driver.Ident, stored bool) {
 }
 
 // Covered reports whether a release of scope (one name, or a whole
-// namespace when its Name is empty) may meet rows, and the generation to
-// give Clear.
-func (r *Rows) Covered(scope driver.Ident) (rows bool, gen uint64) {
+// namespace when its Name is empty) may meet rows, the only identifier
+// there on which it may (one false when there are several, or none), and
+// the generation to give Clear.
+func (r *Rows) Covered(scope driver.Ident) (rows bool, sole driver.Ident, one bool, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id := range r.marked {
-		rows = rows || id.Within(scope)
-	}
-	for id := range r.inFlight {
-		rows = rows || id.Within(scope)
-	}
-	return rows, r.gen
-}
-
-// Sole returns the only identifier within scope on which the session may
-// have rows (marked, or an acquisition under way), and whether there is
-// exactly one.
-func (r *Rows) Sole(scope driver.Ident) (driver.Ident, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var sole driver.Ident
-	n := 0
+	n := 0 // distinct identifiers seen, counted up to two
 	see := func(id driver.Ident) {
-		if id.Within(scope) && (n == 0 || id != sole) {
-			sole = id
-			n++
+		if !id.Within(scope) || n == 1 && id == sole {
+			return
 		}
+		if n == 0 {
+			sole = id
+		}
+		n++
 	}
 	for id := range r.marked {
 		see(id)
@@ -86,7 +74,10 @@ func (r *Rows) Sole(scope driver.Ident) (driver.Ident, bool) {
 	for id := range r.inFlight {
 		see(id)
 	}
-	return sole, n == 1
+	if n != 1 {
+		sole = driver.Ident{}
+	}
+	return n > 0, sole, n == 1, r.gen
 }
 
 // Clear forgets the rows of scope after a release of all the session's

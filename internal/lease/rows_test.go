@@ -14,40 +14,40 @@ func TestRowsClear(t *testing.T) {
 	other := driver.Ident{Kind: 0, NS: "other", Name: "x"}
 	ns := driver.Ident{Kind: 0, NS: "ns"}
 	var r Rows
-	if rows, _ := r.Covered(x); rows {
+	if rows, _, _, _ := r.Covered(x); rows {
 		t.Fatal("a new session has rows")
 	}
 	r.Begin(x)
-	rows, gen := r.Covered(ns)
+	rows, _, _, gen := r.Covered(ns)
 	if !rows {
 		t.Fatal("an acquisition under way is not counted in its namespace")
 	}
 	r.Done(x, true) // stored its row after the release looked
 	r.Clear(ns, gen)
-	if rows, _ := r.Covered(x); !rows {
+	if rows, _, _, _ := r.Covered(x); !rows {
 		t.Fatal("a row stored after the release looked was forgotten")
 	}
 	r.Begin(y)
 	r.Done(y, false)
-	if rows, _ := r.Covered(y); rows {
+	if rows, _, _, _ := r.Covered(y); rows {
 		t.Fatal("an acquisition that stored nothing is counted")
 	}
 	r.Begin(other)
 	r.Done(other, true)
-	rows, gen = r.Covered(x)
+	rows, _, _, gen = r.Covered(x)
 	if !rows {
 		t.Fatal("x's row is not counted")
 	}
 	r.Clear(x, gen)
-	if rows, _ := r.Covered(ns); rows {
+	if rows, _, _, _ := r.Covered(ns); rows {
 		t.Fatal("x's rows survived a release of x")
 	}
-	if rows, _ := r.Covered(other); !rows {
+	if rows, _, _, _ := r.Covered(other); !rows {
 		t.Fatal("a release of ns/x cleared other/x")
 	}
 }
 
-// Sole names the one identifier of a scope where the session may have
+// Covered names the one identifier of a scope where the session may have
 // rows, counting acquisitions under way, and none when there are two.
 func TestRowsSole(t *testing.T) {
 	x := driver.Ident{Kind: 0, NS: "ns", Name: "x"}
@@ -55,25 +55,29 @@ func TestRowsSole(t *testing.T) {
 	other := driver.Ident{Kind: 0, NS: "other", Name: "z"}
 	ns := driver.Ident{Kind: 0, NS: "ns"}
 	var r Rows
-	if _, one := r.Sole(ns); one {
+	sole := func(scope driver.Ident) (driver.Ident, bool) {
+		_, id, one, _ := r.Covered(scope)
+		return id, one
+	}
+	if _, one := sole(ns); one {
 		t.Fatal("a new session has a sole identifier with rows")
 	}
 	r.Begin(x)
 	r.Done(x, true)
 	r.Begin(other)
 	r.Done(other, true)
-	if id, one := r.Sole(ns); !one || id != x {
+	if id, one := sole(ns); !one || id != x {
 		t.Fatalf("Sole(ns) = %v, %v; want x", id, one)
 	}
 	r.Begin(x) // a second acquisition of x, under way: still one identifier
-	if id, one := r.Sole(ns); !one || id != x {
+	if id, one := sole(ns); !one || id != x {
 		t.Fatalf("with x under way, Sole(ns) = %v, %v; want x", id, one)
 	}
 	r.Begin(y) // y under way: two
-	if _, one := r.Sole(ns); one {
+	if _, one := sole(ns); one {
 		t.Fatal("Sole(ns) with rows possible on x and y")
 	}
-	if id, one := r.Sole(y); !one || id != y {
+	if id, one := sole(y); !one || id != y {
 		t.Fatalf("Sole(y) = %v, %v; want y", id, one)
 	}
 }

@@ -27,10 +27,10 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 			s.Held.Store(0)
 		}
 	}()
-	rows, gen := s.Rows.Covered(released(p))
+	rows, sole, one, gen := s.Rows.Covered(released(p))
 	p.InlineOnly = !rows
-	if id, one := s.Rows.Sole(released(p)); rows && one && p.Limit == 0 {
-		p.RowsOn = id.Name
+	if one && p.Limit == 0 {
+		p.RowsOn = sole.Name
 	}
 	if p.Limit == 0 {
 		// Every instance there released: no rows left there either.
