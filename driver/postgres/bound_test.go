@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -235,26 +234,15 @@ func BenchmarkContend8Bound(b *testing.B) {
 			return err
 		},
 	}
-	b.ResetTimer()
-	var took [2]time.Duration
-	var done [2]int
-	names := []string{"native", "statements"}
-	// Rounds of 200 acquisitions, one loop after the other, so that the
-	// machine's drift hits both alike.
-	for left := b.N; left > 0; {
-		for i, loop := range names {
-			n := min(left, 200)
-			st := time.Now()
-			contend(b, workers, n, loops[loop])
-			took[i] += time.Since(st)
-			done[i] += n
+	// Turns of 200 acquisitions, shared by the workers.
+	turns := make(map[string]func(first int64, n int) error, len(loops))
+	for name, loop := range loops {
+		turns[name] = func(_ int64, n int) error {
+			contend(b, workers, n, loop)
+			return nil
 		}
-		left -= min(left, 200)
 	}
-	for i, loop := range names {
-		b.ReportMetric(float64(done[i])/took[i].Seconds(), loop+"/s")
-	}
-	b.ReportMetric(float64(done[1])/took[1].Seconds()/(float64(done[0])/took[0].Seconds()), "statements/native")
+	batontest.InterleaveTurns(b, "acquisitions/s", []string{"native", "statements"}, 200, turns)
 }
 
 // contend runs n acquisitions of loop over workers goroutines.
