@@ -39,24 +39,71 @@ func TestWorkKillStorm(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		file := filepath.Join(t.TempDir(), "out")
-		start := func() *exec.Cmd {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "out")
+		// A worker's stderr goes to a file of its own, and its exit is
+		// watched, so a failure can say what the workers were doing.
+		type worker struct {
+			cmd    *exec.Cmd
+			stderr string
+			exited chan struct{}
+		}
+		started := 0
+		start := func() *worker {
 			// Each run appends "payload start-ns", the start on the
 			// machine's clock, in one write.
 			w := exec.Command(bin, "--dsn", dsn, "work", "storm", "--", "sh", "-c", `t=$(date +%s%N); sleep 0.02; echo "$(cat) $t" >> "$0"`, file)
 			w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			started++
+			errPath := filepath.Join(dir, fmt.Sprintf("worker%d.stderr", started))
+			f, err := os.Create(errPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			w.Stderr = f
 			if err := w.Start(); err != nil {
 				t.Fatal(err)
 			}
-			return w
+			wk := &worker{cmd: w, stderr: errPath, exited: make(chan struct{})}
+			go func() {
+				_ = w.Wait()
+				close(wk.exited)
+			}()
+			return wk
 		}
-		var running []*exec.Cmd
+		var running []*worker
 		t.Cleanup(func() {
 			for _, w := range running {
-				_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-				_ = w.Wait()
+				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+				<-w.exited
 			}
 		})
+		// report describes the workers left running: whether each had
+		// exited, and its stderr, with the goroutines of those still
+		// running (SIGQUIT makes a Go program print them and exit).
+		report := func() string {
+			var b strings.Builder
+			for _, w := range running {
+				state := "running"
+				select {
+				case <-w.exited:
+					state = "exited: " + w.cmd.ProcessState.String()
+				default:
+					_ = w.cmd.Process.Signal(syscall.SIGQUIT)
+					select {
+					case <-w.exited:
+					case <-time.After(5 * time.Second):
+					}
+				}
+				data, _ := os.ReadFile(w.stderr)
+				if len(data) > 100000 {
+					data = data[len(data)-100000:]
+				}
+				fmt.Fprintf(&b, "\nworker pid %d %s; stderr:\n%s", w.cmd.Process.Pid, state, data)
+			}
+			return b.String()
+		}
 		for i := 0; i < workers; i++ {
 			running = append(running, start())
 		}
@@ -65,11 +112,11 @@ func TestWorkKillStorm(t *testing.T) {
 		for k := 0; k < kills; k++ {
 			time.Sleep(time.Duration(100+rng.Intn(200)) * time.Millisecond)
 			i := rng.Intn(len(running))
-			if err := syscall.Kill(-running[i].Process.Pid, syscall.SIGKILL); err != nil {
+			if err := syscall.Kill(-running[i].cmd.Process.Pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			killedAt = append(killedAt, time.Now())
-			_ = running[i].Wait()
+			<-running[i].exited
 			running[i] = start()
 		}
 		var handled map[string]int
@@ -97,7 +144,7 @@ func TestWorkKillStorm(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("after the storm: %d of %d messages handled, stats %v", len(handled), n, st)
+				t.Fatalf("after the storm: %d of %d messages handled, stats %v%s", len(handled), n, st, report())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
