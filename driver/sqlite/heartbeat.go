@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -27,6 +27,10 @@ import (
 type beat struct {
 	side        // nil: it could not open; the main connection renews
 	stop func() // ends the checkpointer
+	// wrote is set by each renewal on the connection: its commits, the
+	// checkpointer's connection's own, do not move that connection's
+	// data_version (startCheckpointer).
+	wrote atomic.Bool
 }
 
 // side is a connection of its own to a file database, opened on first
@@ -69,9 +73,52 @@ func (s *side) close() error {
 	return db.Close()
 }
 
-// checkpointEvery is how often the side connection checkpoints the WAL
-// (see startCheckpointer).
+// checkpointEvery is how often the side connection looks for commits to
+// checkpoint (see startCheckpointer) while the database is written.
 const checkpointEvery = 250 * time.Millisecond
+
+// checkpointIdle is how long the checkpointer waits for its next look
+// after one that saw no commit.
+const checkpointIdle = time.Second
+
+// checkpointQuiet is how long a WAL may keep the frames of a quiet
+// database (commits now and then, as an idle process's lease renewal
+// once a second) before the checkpointer copies them: a checkpoint after
+// each renewal cost an idle process two fsyncs a second, and the renewal
+// after it a third (the WAL's restart).
+const checkpointQuiet = 5 * time.Second
+
+// checkpoints decides, tick by tick, when the checkpointer checkpoints:
+// never when nothing was committed since its last checkpoint; at once
+// when commits came in two ticks in a row (a database in use, whose WAL
+// would grow); else once checkpointQuiet has passed since the last one.
+type checkpoints struct {
+	last    time.Time // the last checkpoint (zero: none yet)
+	pending bool      // commits since then
+	busy    bool      // the previous tick saw commits
+}
+
+// interval is how long to wait for the next tick: checkpointEvery after a
+// tick that saw commits, else checkpointIdle.
+func (c *checkpoints) interval() time.Duration {
+	if c.busy {
+		return checkpointEvery
+	}
+	return checkpointIdle
+}
+
+// tick records whether anything was committed since the previous tick
+// and reports whether to checkpoint now.
+func (c *checkpoints) tick(committed bool, now time.Time) bool {
+	inUse := committed && c.busy
+	c.busy = committed
+	c.pending = c.pending || committed
+	if !c.pending || !inUse && now.Sub(c.last) < checkpointQuiet {
+		return false
+	}
+	c.last, c.pending = now, false
+	return true
+}
 
 // startCheckpointer moves WAL checkpoints off the main connection: it
 // turns the main connection's automatic checkpoint off and checkpoints on
@@ -91,18 +138,52 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 	}
 	// Nor in a renewal's commit: the checkpointer runs on its connection.
 	_, _ = side.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0")
+	version, err := side.SQL.PrepareContext(ctx, "PRAGMA data_version")
+	if err != nil {
+		version = nil // every tick counts as a commit
+	}
 	cctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		maintain.Every(cctx.Done(), checkpointEvery, func() {
-			_, _ = side.SQL.ExecContext(cctx, "PRAGMA wal_checkpoint(PASSIVE)")
-		})
+		d.checkpointLoop(cctx, side, version)
 		// A last one: a process that ends soon after its writes (a
 		// one-shot command) leaves a short WAL behind.
 		_, _ = side.SQL.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
 	}()
 	d.beat.stop = func() { cancel(); <-done }
+}
+
+// checkpointLoop checkpoints on side when checkpoints.tick says so, until
+// ctx ends. A tick's commits are those of another connection (side's
+// data_version moved; version nil: it cannot tell, and counts a commit)
+// or of side's own renewals, which do not move its data_version.
+func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version *sql.Stmt) {
+	if version != nil {
+		defer version.Close()
+	}
+	last := int64(-1)
+	var due checkpoints
+	t := time.NewTimer(checkpointEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		wrote := d.beat.wrote.Swap(false)
+		v := int64(-1)
+		if version == nil || version.QueryRowContext(ctx).Scan(&v) != nil {
+			v = -1
+		}
+		committed := wrote || v == -1 || v != last
+		last = v
+		if due.tick(committed, time.Now()) {
+			_, _ = side.SQL.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		}
+		t.Reset(due.interval())
+	}
 }
 
 // SessionHeartbeat implements driver.Driver on the renewal's own
@@ -134,6 +215,9 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 		n, refs, err = db.SessionHeartbeat(quiet, p)
 		return err
 	})
+	// After the commit: a checkpoint that took the flag before it would
+	// leave its frames to the next one.
+	d.beat.wrote.Store(true)
 	return n, refs, err
 }
 

@@ -10,10 +10,10 @@
 // process, so baton's own transactions never fail with SQLITE_BUSY inside a
 // process; across processes the busy timeout serializes them. Wake-ups inside
 // a process are direct calls; other processes notice a commit through
-// PRAGMA data_version, checked when the database or its WAL file is written
-// (file events: inotify, kqueue, ...; then every millisecond for 20 ms,
-// since the commit's shared-memory update has no event) and every poll
-// interval as a safety net. Where
+// PRAGMA data_version, checked when the WAL file is written (file events:
+// inotify, kqueue, ...; then every millisecond for a few ms, since the
+// commit's shared-memory update has no event) and every poll interval as a
+// safety net. Where
 // the platform has no file events, a waiting listener checks every
 // millisecond.
 package sqlite
@@ -356,8 +356,24 @@ func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error
 		stopHub()
 		return nil, err
 	}
+	// In WAL mode (the driver's) a commit writes only the WAL: writes to
+	// the database file are checkpoints, which commit nothing, and waking
+	// for them doubled an idle process's looks.
+	var mode string
+	err = pdb.QueryRow("PRAGMA journal_mode").Scan(&mode)
+	// The look's statement, prepared once: parsed on every look it was
+	// a fifth of an idle process's CPU.
+	var version *sql.Stmt
+	if err == nil {
+		version, err = pdb.Prepare("PRAGMA data_version")
+	}
+	if err != nil {
+		pdb.Close()
+		stopHub()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &versionWatch{p: p, st: st, db: pdb, changes: d.watchFiles(ctx), last: -1, lastWake: time.Now()}
+	w := &versionWatch{p: p, st: st, version: version, changes: d.watchFiles(ctx, strings.EqualFold(mode, "wal")), last: -1, lastWake: time.Now()}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -376,9 +392,9 @@ func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error
 type versionWatch struct {
 	p        driver.ListenParams
 	st       *listenState
-	db       *sql.DB
-	changes  <-chan struct{} // nil: no file events, poll
-	last     int64           // the last data_version seen (-1: none yet)
+	version  *sql.Stmt   // PRAGMA data_version, on a connection of its own
+	changes  <-chan bool // a write event, true when the watch paused after it; nil: no file events, poll
+	last     int64       // the last data_version seen (-1: none yet)
 	lastWake time.Time
 	burst    time.Time         // until then, look every millisecond
 	lastLook time.Time         // the last data_version check
@@ -407,7 +423,7 @@ func (w *versionWatch) next(ctx context.Context) bool {
 		case <-w.st.poke:
 			t.Stop()
 			return true
-		case _, ok := <-w.changes:
+		case paused, ok := <-w.changes:
 			t.Stop()
 			if !ok {
 				w.changes = nil // the watcher failed: poll
@@ -415,9 +431,18 @@ func (w *versionWatch) next(ctx context.Context) bool {
 			}
 			// A write to the database or its WAL: the commit's wal-index
 			// update (shared memory, no file event) may follow a moment
-			// later, so look again for a while. Events closer together
-			// than watchGap share one look.
-			w.burst = time.Now().Add(watchBurst)
+			// later, so look again for a while: watchBurst when the
+			// watch paused after the event (the writes it did not report
+			// meanwhile are looked for too), else watchSettle (a later
+			// write brings its own event). Events closer together than
+			// watchGap share one look.
+			burst := watchSettle
+			if paused {
+				burst = watchBurst
+			}
+			if until := time.Now().Add(burst); until.After(w.burst) {
+				w.burst = until
+			}
 			if time.Since(w.lastLook) < watchGap {
 				continue
 			}
@@ -433,7 +458,7 @@ func (w *versionWatch) next(ctx context.Context) bool {
 func (w *versionWatch) look(ctx context.Context) {
 	var v int64
 	w.lastLook = time.Now()
-	if err := w.db.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+	if err := w.version.QueryRowContext(ctx).Scan(&v); err != nil {
 		w.failing.Failed(ctx, "baton: sqlite: checking for other processes' commits failed (logged once until it works again; the next poll retries): "+err.Error())
 		return
 	}
@@ -464,6 +489,13 @@ func (w *versionWatch) wake(changed bool) {
 // event), instead of every millisecond.
 const watchBurst = 20 * time.Millisecond
 
+// watchSettle is watchBurst after a write event that did not pause the
+// watch (the first after a quiet spell: fileWatch.run): any later write
+// brings an event of its own, so the looks only wait for the commit's
+// wal-index update. An idle process's own lease renewal, once a second,
+// cost it twenty looks before.
+const watchSettle = 5 * time.Millisecond
+
 // watchGap: write events closer than this to the last look share it (a
 // commit writes several pages; a look per write cost 15% of contended lock
 // throughput in one process).
@@ -474,7 +506,7 @@ const watchGap = 200 * time.Microsecond
 // and their cost, by the number of clients).
 type fileWatch struct {
 	mu   sync.Mutex
-	subs map[chan struct{}]bool
+	subs map[chan bool]bool
 	stop func()
 }
 
@@ -483,10 +515,12 @@ var (
 	watches   = map[string]*fileWatch{}
 )
 
-// watchFiles reports writes to the database file and its WAL (by any
-// process) on the returned channel until ctx ends; nil when the platform
-// gives no file events (the listener then polls).
-func (d *Driver) watchFiles(ctx context.Context) <-chan struct{} {
+// watchFiles reports writes (by any process) to the WAL when wal is set
+// (the database is in WAL mode: its commits write nothing else), else to
+// the database file and its WAL, on the returned channel until ctx ends;
+// nil when the platform gives no file events (the listener then polls).
+// The first listener of a path decides what its watcher reports.
+func (d *Driver) watchFiles(ctx context.Context, wal bool) <-chan bool {
 	watchesMu.Lock()
 	defer watchesMu.Unlock()
 	fw := watches[d.path]
@@ -500,11 +534,15 @@ func (d *Driver) watchFiles(ctx context.Context) <-chan struct{} {
 			w.Close()
 			return nil
 		}
-		fw = &fileWatch{subs: map[chan struct{}]bool{}, stop: func() { w.Close() }}
+		fw = &fileWatch{subs: map[chan bool]bool{}, stop: func() { w.Close() }}
 		watches[d.path] = fw
-		go fw.run(w, filepath.Dir(d.path), watched{d.path: true, d.path + "-wal": true})
+		names := watched{d.path + "-wal": true}
+		if !wal {
+			names[d.path] = true
+		}
+		go fw.run(w, filepath.Dir(d.path), names)
 	}
-	ch := make(chan struct{}, 1)
+	ch := make(chan bool, 1)
 	fw.mu.Lock()
 	fw.subs[ch] = true
 	fw.mu.Unlock()
@@ -524,8 +562,8 @@ func (d *Driver) watchFiles(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-// watched are the files (the database and its WAL) whose writes a
-// fileWatch reports.
+// watched are the files (the WAL, and the database unless it is in WAL
+// mode) whose writes a fileWatch reports.
 type watched map[string]bool
 
 // written reports whether ev is a write to a watched file.
@@ -536,6 +574,7 @@ func (names watched) written(ev fsnotify.Event) bool {
 func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names watched) {
 	paused := false
 	resume := make(chan struct{}, 1)
+	var quiet quietSpell
 	for {
 		select {
 		case ev, ok := <-w.Events:
@@ -543,7 +582,7 @@ func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names watched) {
 				return
 			}
 			if !paused && names.written(ev) {
-				paused = fw.written(w, dir, resume)
+				paused = fw.written(w, dir, resume, quiet.event(time.Now()))
 			}
 		case <-resume:
 			paused = false
@@ -559,21 +598,50 @@ func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names watched) {
 	}
 }
 
+// quietSpell tells a write event after a quiet spell from one among
+// others: a commit writes a few pages (an event each, or one when the
+// kernel merged them), and a busy database thousands a second.
+type quietSpell struct {
+	start time.Time // the first event of the current spell of events
+	n     int       // the events since start
+}
+
+// quietEvents is how many events a spell of watchBurst may bring before
+// the watch pauses: a small commit's writes.
+const quietEvents = 4
+
+// event records an event at now and reports whether the spell it belongs
+// to is still a quiet one (the watch need not pause).
+func (q *quietSpell) event(now time.Time) bool {
+	if now.Sub(q.start) >= watchBurst {
+		q.start, q.n = now, 0
+	}
+	q.n++
+	return q.n <= quietEvents
+}
+
 // written tells the listeners of a write to the database or its WAL.
-// They now look every millisecond for watchBurst: the events stop for half
-// of that (a busy database writes thousands of pages a second, and each
-// event costs CPU), until resume says to watch again, before their burst
-// ends. It reports whether the events stopped.
-func (fw *fileWatch) written(w *fsnotify.Watcher, dir string, resume chan<- struct{}) bool {
+// Unless the spell of events is quiet, the events stop for half of
+// watchBurst (a busy database writes thousands of pages a second, and
+// each event costs CPU), until resume says to watch again; the listeners
+// then look every millisecond for watchBurst, which outlasts the pause,
+// and otherwise for watchSettle. It reports whether the events stopped.
+func (fw *fileWatch) written(w *fsnotify.Watcher, dir string, resume chan<- struct{}, quiet bool) bool {
+	paused := !quiet && w.Remove(dir) == nil
 	fw.mu.Lock()
 	for ch := range fw.subs {
+		// One pending report at most: a pause is never dropped for a
+		// report without one.
+		p := paused
 		select {
-		case ch <- struct{}{}:
+		case old := <-ch:
+			p = p || old
 		default:
 		}
+		ch <- p
 	}
 	fw.mu.Unlock()
-	if w.Remove(dir) != nil {
+	if !paused {
 		return false
 	}
 	time.AfterFunc(watchBurst/2, func() { resume <- struct{}{} })
@@ -587,7 +655,7 @@ func (fw *fileWatch) end() {
 	for ch := range fw.subs {
 		close(ch)
 	}
-	fw.subs = map[chan struct{}]bool{}
+	fw.subs = map[chan bool]bool{}
 }
 
 // hub delivers in-process wake-ups between every client of one database
