@@ -33,8 +33,8 @@ func TestCheckpointsTick(t *testing.T) {
 		{5 * time.Second, false, false, checkpointIdle},
 		{time.Second + checkpointQuiet, false, true, checkpointIdle}, // the quiet spell is over
 		{time.Second + checkpointQuiet + time.Second, false, false, checkpointIdle},
-		{20 * time.Second, false, false, checkpointIdle}, // nothing since
-		{21 * time.Second, true, true, checkpointEvery}, // long since the last
+		{20 * time.Second, false, false, checkpointIdle},                // nothing since
+		{21 * time.Second, true, true, checkpointEvery},                 // long since the last
 		{21*time.Second + checkpointEvery, true, true, checkpointEvery}, // in use
 		{21*time.Second + 2*checkpointEvery, true, true, checkpointEvery},
 		{21*time.Second + 3*checkpointEvery, false, false, checkpointIdle},
@@ -50,23 +50,37 @@ func TestCheckpointsTick(t *testing.T) {
 	}
 }
 
-// TestQuietSpell: the first few write events after a quiet spell do not
-// pause the file watch (a small commit's writes); more within watchBurst
-// do (a busy database); after watchBurst without events the next spell
-// is quiet again.
+// TestQuietSpell: the writes of one commit after a quiet spell do not
+// pause the file watch; a fifth write, a write after quietCommit, and
+// every write while writes keep coming (a database in use) do; after
+// quietGap without writes the next commit's are quiet again.
 func TestQuietSpell(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	var q quietSpell
+	at := t0
 	for i := 1; i <= quietEvents; i++ {
-		if !q.event(t0.Add(time.Duration(i) * time.Microsecond)) {
-			t.Fatalf("event %d of a spell: not quiet, want quiet up to %d", i, quietEvents)
+		at = t0.Add(time.Duration(i) * time.Microsecond)
+		if !q.event(at) {
+			t.Fatalf("write %d of a commit after a quiet spell: not quiet", i)
 		}
 	}
-	if q.event(t0.Add(time.Millisecond)) {
-		t.Fatalf("event %d within %v: quiet, want a pause", quietEvents+1, watchBurst)
+	at = at.Add(time.Microsecond)
+	if q.event(at) {
+		t.Fatalf("write %d of a commit: quiet, want a pause", quietEvents+1)
 	}
-	if !q.event(t0.Add(time.Millisecond + watchBurst)) {
-		t.Fatalf("the first event %v later: not quiet", watchBurst)
+	at = at.Add(quietGap)
+	if !q.event(at) {
+		t.Fatalf("the first write %v later: not quiet", quietGap)
+	}
+	if q.event(at.Add(quietCommit)) {
+		t.Fatalf("a write %v after the first: quiet, want a pause", quietCommit)
+	}
+	// Writes every 5 ms: a database in use, never a quiet spell.
+	for i := 0; i < 50; i++ {
+		at = at.Add(5 * time.Millisecond)
+		if q.event(at) {
+			t.Fatalf("a write 5 ms after the one before: quiet")
+		}
 	}
 }
 

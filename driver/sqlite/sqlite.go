@@ -490,7 +490,7 @@ func (w *versionWatch) wake(changed bool) {
 const watchBurst = 20 * time.Millisecond
 
 // watchSettle is watchBurst after a write event that did not pause the
-// watch (the first after a quiet spell: fileWatch.run): any later write
+// watch (a commit's after a quiet spell: quietSpell): any later write
 // brings an event of its own, so the looks only wait for the commit's
 // wal-index update. An idle process's own lease renewal, once a second,
 // cost it twenty looks before.
@@ -598,26 +598,36 @@ func (fw *fileWatch) run(w *fsnotify.Watcher, dir string, names watched) {
 	}
 }
 
-// quietSpell tells a write event after a quiet spell from one among
-// others: a commit writes a few pages (an event each, or one when the
-// kernel merged them), and a busy database thousands a second.
+// quietSpell tells the writes of a commit after a quiet spell (an idle
+// process's lease renewal, once a second) from those of a database in
+// use: only the former leave the watch running, so that the looks after
+// them last watchSettle, not watchBurst. A database in use keeps the
+// pause: an event per write made the looks cost hand-offs a quarter of
+// their speed.
 type quietSpell struct {
-	start time.Time // the first event of the current spell of events
+	start time.Time // the first event after a quiet spell
+	last  time.Time // the latest event
 	n     int       // the events since start
 }
 
-// quietEvents is how many events a spell of watchBurst may bring before
-// the watch pauses: a small commit's writes.
-const quietEvents = 4
+// quietGap is the silence that makes a quiet spell; quietEvents the
+// events a commit may bring within quietCommit of the first (a small
+// commit's writes, which the kernel may or may not merge).
+const (
+	quietGap    = 100 * time.Millisecond
+	quietEvents = 4
+	quietCommit = time.Millisecond
+)
 
-// event records an event at now and reports whether the spell it belongs
-// to is still a quiet one (the watch need not pause).
+// event records an event at now and reports whether it belongs to a
+// commit after a quiet spell (the watch need not pause).
 func (q *quietSpell) event(now time.Time) bool {
-	if now.Sub(q.start) >= watchBurst {
+	if now.Sub(q.last) >= quietGap {
 		q.start, q.n = now, 0
 	}
+	q.last = now
 	q.n++
-	return q.n <= quietEvents
+	return q.n <= quietEvents && now.Sub(q.start) < quietCommit
 }
 
 // written tells the listeners of a write to the database or its WAL.
