@@ -1,15 +1,20 @@
 #!/bin/bash
-# scripts/idlecpu.sh path/to/baton: the CPU share of an idle `baton work` on
-# SQLite over 10 s (a scratch database in /tmp/idle.db). Used for the SQLite
-# wake-up figures in docs/benchmarks.md.
+# scripts/idlecpu.sh path/to/baton [SECONDS [WARMUP]]: the CPU share of an
+# idle `baton work` on SQLite over SECONDS (default 10), measured after
+# WARMUP seconds (default 2), in a scratch database of its own (so that
+# several builds can be measured side by side, in the same minutes). Used
+# for the SQLite wake-up figures in docs/benchmarks.md.
 B=$1
-rm -f /tmp/idle.db*
-"$B" --dsn sqlite:///tmp/idle.db migrate >/dev/null
-$B --dsn sqlite:///tmp/idle.db work idleq -- true & pid=$!
-sleep 2
+N=${2:-10}
+W=${3:-2}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$B" --dsn "sqlite://$dir/idle.db" migrate >/dev/null
+"$B" --dsn "sqlite://$dir/idle.db" work idleq -- true 2>/dev/null & pid=$!
+sleep "$W"
 t0=$(awk '{print $14+$15}' /proc/$pid/stat)
-sleep 10
+sleep "$N"
 t1=$(awk '{print $14+$15}' /proc/$pid/stat)
 kill $pid; wait $pid 2>/dev/null
 tck=$(getconf CLK_TCK)
-python3 -c "print('idle baton work: %.2f%% of a core' % (($t1-$t0)/$tck/10*100))"
+python3 -c "print('idle baton work ($B): %.2f%% of a core' % (($t1-$t0)/$tck/$N*100))"
