@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
@@ -114,7 +113,7 @@ func TestCheckpointerCopiesCommits(t *testing.T) {
 	if _, err := app.Exec("CREATE TABLE app (x INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
-	file, err := sql.Open(DriverName, "file:"+(&url.URL{Path: path}).EscapedPath()+"?immutable=1")
+	file, err := sql.Open(DriverName, "file:"+path+"?immutable=1") // as fileConnString names it
 	if err != nil {
 		t.Fatal(err)
 	}
