@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/driver"
 )
 
 // TestCheckpointsTick: the checkpointer's decision, tick by tick. Nothing
@@ -146,5 +148,46 @@ func TestCheckpointerCopiesCommits(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+}
+
+// TestRenewalBesideCheckpoint: a checkpoint in progress (its connection
+// taken for as long as a slow fsync would keep it) does not hold up a
+// lease renewal. On one shared connection the renewal waited for it, and
+// under load a 1 s-lease session was lost.
+func TestRenewalBesideCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "beat.db"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ck := d.beat.ckpt.get(d)
+	if ck == nil {
+		t.Fatal("no checkpointer connection on a file database")
+	}
+	busy, err := ck.SQL.Conn(ctx) // the pool's one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := make(chan error, 1)
+	go func() {
+		_, _, err := d.SessionHeartbeat(ctx, driver.HeartbeatParams{ClientID: "c", HostID: "h", Lease: time.Second, Limit: 10})
+		renewed <- err
+	}()
+	select {
+	case err = <-renewed:
+	case <-time.After(3 * time.Second):
+		t.Error("the renewal waited 3 s for the checkpointer's connection")
+		busy.Close()
+		err = <-renewed
+	}
+	busy.Close()
+	if err != nil {
+		t.Fatalf("renewal while the checkpointer's connection is busy: %v", err)
 	}
 }

@@ -22,15 +22,16 @@ import (
 // it needs only SQLite's write lock, which WAL mode frees between
 // transactions and during checkpoints: it tries every millisecond while
 // another connection holds it (no busy timeout once open; SessionHeartbeat).
-// It opens with the driver (startCheckpointer), and the checkpointer
-// shares it.
+// It opens with the driver (startCheckpointer). The checkpointer has a
+// connection of its own (ckpt): on this one, a renewal due while a
+// checkpoint waited for the database file's fsync waited with it, and
+// under a full test run's load a 1 s-lease session was lost beside
+// another process's writes (TestRenewalBesideOtherProcessWrites,
+// TestRenewalBesideCheckpoint).
 type beat struct {
 	side        // nil: it could not open; the main connection renews
 	stop func() // ends the checkpointer
-	// wrote is set by each renewal on the connection: its commits, the
-	// checkpointer's connection's own, do not move that connection's
-	// data_version (startCheckpointer).
-	wrote atomic.Bool
+	ckpt side   // the checkpointer's connection: it only reads and checkpoints
 }
 
 // side is a connection of its own to a file database, opened on first
@@ -129,15 +130,18 @@ func (c *checkpoints) tick(committed bool, now time.Time) bool {
 // claim and acknowledgement was about 10 ms against a p50 of 150 µs).
 // When the pragma cannot be set, SQLite's own checkpoints go on.
 func (d *Driver) startCheckpointer(ctx context.Context) {
-	side := d.beatDB()
-	if side == nil {
+	renewal := d.beatDB()
+	side := d.beat.ckpt.get(d)
+	if renewal == nil || side == nil {
 		return
 	}
 	if _, err := d.DB.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
 		return
 	}
-	// Nor in a renewal's commit: the checkpointer runs on its connection.
-	_, _ = side.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0")
+	// Nor in a renewal's commit: the checkpointer does it.
+	_, _ = renewal.SQL.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0")
+	// The checkpointer's connection never writes, so its data_version
+	// moves with every commit of the file, the renewals' included.
 	version, err := side.SQL.PrepareContext(ctx, "PRAGMA data_version")
 	if err != nil {
 		version = nil // every tick counts as a commit
@@ -155,9 +159,8 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 }
 
 // checkpointLoop checkpoints on side when checkpoints.tick says so, until
-// ctx ends. A tick's commits are those of another connection (side's
-// data_version moved; version nil: it cannot tell, and counts a commit)
-// or of side's own renewals, which do not move its data_version.
+// ctx ends. A tick saw commits when side's data_version moved (version
+// nil: it cannot tell, and counts a commit).
 func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version *sql.Stmt) {
 	if version != nil {
 		defer version.Close()
@@ -172,12 +175,11 @@ func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version
 			return
 		case <-t.C:
 		}
-		wrote := d.beat.wrote.Swap(false)
 		v := int64(-1)
 		if version == nil || version.QueryRowContext(ctx).Scan(&v) != nil {
 			v = -1
 		}
-		committed := wrote || v == -1 || v != last
+		committed := v == -1 || v != last
 		last = v
 		if due.tick(committed, time.Now()) {
 			_, _ = side.SQL.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
@@ -215,9 +217,6 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 		n, refs, err = db.SessionHeartbeat(quiet, p)
 		return err
 	})
-	// After the commit: a checkpoint that took the flag before it would
-	// leave its frames to the next one.
-	d.beat.wrote.Store(true)
 	return n, refs, err
 }
 
@@ -298,11 +297,11 @@ func (d *Driver) openSide(noWait bool) *sqldriver.DB {
 }
 
 // Close implements driver.Driver: the main connection, the renewal's, the
-// status reader's and the hot one.
+// checkpointer's, the status reader's and the hot one.
 func (d *Driver) Close() error {
 	if d.beat.stop != nil {
 		d.beat.stop()
 	}
 	d.lines.CloseAll() // gives back the turnstiles held in this process
-	return errors.Join(d.DB.Close(), d.beat.close(), d.reader.close(), d.hot.close())
+	return errors.Join(d.DB.Close(), d.beat.close(), d.beat.ckpt.close(), d.reader.close(), d.hot.close())
 }

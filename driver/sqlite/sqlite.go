@@ -215,7 +215,7 @@ func OpenFlavor(ctx context.Context, f Flavor, dsn, prefix string) (*Driver, err
 		return nil, err
 	}
 	d := &Driver{memory: path == ":memory:", flavor: f}
-	d.hot.noWait, d.beat.noWait = true, true
+	d.hot.noWait, d.beat.noWait, d.beat.ckpt.noWait = true, true, true
 	conn, err := d.connString(path)
 	if err != nil {
 		return nil, err
