@@ -63,3 +63,26 @@ func TestBouncerComesBack(t *testing.T) {
 		t.Fatalf("still the wrapper %d that lost its pgbouncer", wrapper)
 	}
 }
+
+// TestBouncerRestarts: the supervisor starts a pgbouncer that crashed while
+// serving again however often that happens, and gives up on one that exits
+// at once three times in a row.
+func TestBouncerRestarts(t *testing.T) {
+	var r restarts
+	for i := 0; i < 20; i++ {
+		if !r.after(time.Minute) {
+			t.Fatalf("crash %d while serving: not restarted", i+1)
+		}
+	}
+	if !r.after(time.Millisecond) || !r.after(time.Millisecond) {
+		t.Fatal("gave up before three quick exits in a row")
+	}
+	if !r.after(quickExit) {
+		t.Fatal("a run of quickExit did not count as serving")
+	}
+	for i := 1; i <= 3; i++ {
+		if again := r.after(time.Millisecond); again != (i < 3) {
+			t.Fatalf("quick exit %d in a row: start again = %v", i, again)
+		}
+	}
+}
