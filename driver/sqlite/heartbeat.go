@@ -175,14 +175,17 @@ func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version
 			return
 		case <-t.C:
 		}
+		// Without ctx's end, as the listener's looks (versionWatch.look):
+		// neither statement waits for a lock (PASSIVE never does).
+		quiet := context.WithoutCancel(ctx)
 		v := int64(-1)
-		if version == nil || version.QueryRowContext(ctx).Scan(&v) != nil {
+		if version == nil || version.QueryRowContext(quiet).Scan(&v) != nil {
 			v = -1
 		}
 		committed := v == -1 || v != last
 		last = v
 		if due.tick(committed, time.Now()) {
-			_, _ = side.SQL.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+			_, _ = side.SQL.ExecContext(quiet, "PRAGMA wal_checkpoint(PASSIVE)")
 		}
 		t.Reset(due.interval())
 	}

@@ -458,7 +458,11 @@ func (w *versionWatch) next(ctx context.Context) bool {
 func (w *versionWatch) look(ctx context.Context) {
 	var v int64
 	w.lastLook = time.Now()
-	if err := w.version.QueryRowContext(ctx).Scan(&v); err != nil {
+	// Without ctx's end: the pragma on its own connection never waits
+	// for a lock, and a statement whose context can end costs two
+	// goroutines (database/sql's and the SQLite driver's watchers of the
+	// context), started and ended on every look of an idle process.
+	if err := w.version.QueryRowContext(context.WithoutCancel(ctx)).Scan(&v); err != nil {
 		w.failing.Failed(ctx, "baton: sqlite: checking for other processes' commits failed (logged once until it works again; the next poll retries): "+err.Error())
 		return
 	}
@@ -466,18 +470,27 @@ func (w *versionWatch) look(ctx context.Context) {
 	if v == w.last && time.Since(w.lastWake) < w.p.Interval {
 		return
 	}
-	changed := v != w.last && w.last != -1
+	moved := v != w.last
+	changed := moved && w.last != -1
 	w.last, w.lastWake = v, time.Now()
-	w.wake(changed)
+	w.wake(moved, changed)
 }
 
-// wake wakes the client and its notification pump; when another
-// connection committed (changed) and the client reads notifications, it
-// also has the client's queue consumers look: the commit may have been a
-// trigger writing events, which sends no wake-up.
-func (w *versionWatch) wake(changed bool) {
+// wake wakes the client and, when data_version moved (this look is the
+// first, or another connection committed) or the pump's last read failed,
+// its notification pump. A wake-up of the safety net with nothing
+// committed since the last look leaves the pump alone: its read that
+// followed that look found everything committed (this process's own
+// notifications poke it directly), and an idle process read the
+// notifications table twice a second for nothing. When another connection
+// committed (changed) and the client reads notifications, it also has the
+// client's queue consumers look: the commit may have been a trigger
+// writing events, which sends no wake-up.
+func (w *versionWatch) wake(moved, changed bool) {
 	w.p.Wake(nil)
-	w.st.pump.Poke()
+	if moved || w.st.pump.Failed() {
+		w.st.pump.Poke()
+	}
 	if changed && w.st.pump.On() {
 		w.p.Notify("#q#*", "")
 	}

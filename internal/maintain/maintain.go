@@ -29,13 +29,19 @@ type Group struct {
 	log      *slog.Logger
 	services []Service
 	quit     chan struct{}
-	wg       sync.WaitGroup
-	started  bool
+	// ctx ends at Stop: each run's context is derived from it, which
+	// costs no goroutine (Until starts one per call, and an idle client
+	// runs a service or two every second).
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
 }
 
 // NewGroup returns an empty group logging to log.
 func NewGroup(log *slog.Logger) *Group {
-	return &Group{log: log, quit: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Group{log: log, quit: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // Add adds a service; it panics once the group has started, or on a
@@ -76,6 +82,7 @@ func (g *Group) Stop() {
 	case <-g.quit:
 	default:
 		close(g.quit)
+		g.cancel()
 	}
 	g.wg.Wait()
 }
@@ -103,7 +110,7 @@ type streak struct{ failures int }
 // that is away for an hour does not flood the log, and nothing is
 // dropped), and the end of a streak as information.
 func (g *Group) runOnce(s Service, st *streak) {
-	ctx, cancel := Until(g.quit, s.Timeout)
+	ctx, cancel := context.WithTimeout(g.ctx, s.Timeout)
 	defer cancel()
 	err := s.Run(ctx)
 	switch {

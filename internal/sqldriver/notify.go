@@ -71,7 +71,14 @@ const notifyBatch = 1000
 func (r *NotifyReader) readBatch(ctx context.Context, deliver func(channel, payload string)) (int, error) {
 	gaps := r.gapIDs()
 	q := expandList(r.DB.Q("notify_read"), r.DB.D.Numbered, 2, len(gaps))
-	rows, err := r.DB.SQL.QueryContext(ctx, q, append([]any{r.cursor}, int64Args(gaps)...)...)
+	args := append([]any{r.cursor}, int64Args(gaps)...)
+	var rows *sql.Rows
+	var err error
+	if st := r.DB.listedStmt(ctx, nil, q, len(gaps)); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = r.DB.SQL.QueryContext(ctx, q, args...)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("notify_read: %w", err)
 	}
@@ -176,6 +183,7 @@ type NotifyPump struct {
 	reader  NotifyReader
 	deliver func(channel, payload string)
 	on      atomic.Bool
+	failed  atomic.Bool // the last read failed
 	poke    chan struct{}
 	quit    chan struct{}
 	done    chan struct{}
@@ -201,7 +209,7 @@ func (p *NotifyPump) run() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = p.reader.Read(ctx, p.deliver)
+		p.failed.Store(p.reader.Read(ctx, p.deliver) != nil)
 		cancel()
 	}
 }
@@ -221,6 +229,10 @@ func (p *NotifyPump) SetOn(on bool) {
 
 // On reports whether the pump reads.
 func (p *NotifyPump) On() bool { return p.on.Load() }
+
+// Failed reports whether the pump's last read failed: what it was to
+// deliver is still to be read.
+func (p *NotifyPump) Failed() bool { return p.failed.Load() }
 
 // Poke asks for a read; it never blocks.
 func (p *NotifyPump) Poke() {
