@@ -160,6 +160,9 @@ type Client struct {
 	upkeep     *maintain.Group
 	wg         sync.WaitGroup
 	lastRescue time.Time
+	// scheduleAdded wakes the scheduler service, idle while there are
+	// no schedules (AddSchedule).
+	scheduleAdded chan struct{}
 
 	// the listener, started by the first waiter (see listening)
 	listenMu    sync.Mutex
@@ -227,7 +230,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
 		queueWaits: wake.NewQueues(),
-		running:    map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{},
+		running:    map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
@@ -494,7 +497,8 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.drv.NoTx().ThroughputPurge(ctx)
 	}})
-	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules})
+	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules,
+		Idle: c.noSchedules, Resume: c.scheduleAdded})
 	g.Add(maintain.Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: c.pruneHistory})
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
@@ -530,14 +534,21 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	return nil
 }
 
+// rescueGap is how many poll intervals pass at least between two rescues
+// of a client. A long-running client's lease renewal ends dead sessions
+// every heartbeat and its claim rescuer runs every five; an idle worker's
+// empty claims (one after each of its own renewals, on SQLite) rescued
+// every time, three statements a second for nothing.
+const rescueGap = 5
+
 // rescue frees what dead sessions hold and returns stale claims to their
-// queues, at most once per poll interval per client. Claims that find
-// nothing call it, so that a process that runs only now and then (a cron
-// drain) picks up a killed worker's messages without waiting for some
+// queues, at most once per rescueGap poll intervals per client. Claims that
+// find nothing call it, so that a process that runs only now and then (a
+// cron drain) picks up a killed worker's messages without waiting for some
 // long-running process to reap them. It reports whether it freed anything.
 func (c *Client) rescue(ctx context.Context) bool {
 	c.mu.Lock()
-	if !c.lastRescue.IsZero() && time.Since(c.lastRescue) < c.opts.PollInterval {
+	if !c.lastRescue.IsZero() && time.Since(c.lastRescue) < rescueGap*c.opts.PollInterval {
 		c.mu.Unlock()
 		return false
 	}

@@ -82,7 +82,18 @@ func (c *Client) AddSchedule(s Schedule) error {
 	c.mu.Lock()
 	c.schedules[s.Name] = &schedule{s: s, next: next}
 	c.mu.Unlock()
+	select {
+	case c.scheduleAdded <- struct{}{}: // the scheduler stops while there are none
+	default:
+	}
 	return nil
+}
+
+// noSchedules tells the scheduler it has nothing to do.
+func (c *Client) noSchedules() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.schedules) == 0
 }
 
 // RemoveSchedule stops this client enqueuing the schedule's ticks. A tick

@@ -22,6 +22,11 @@ type Service struct {
 	// in time is abandoned, and the next one starts afresh.
 	Timeout time.Duration
 	Run     func(ctx context.Context) error
+	// Idle, where set, says the service has nothing to do (a scheduler
+	// with no schedules): it stops ticking until Resume delivers, because
+	// each tick of an idle client's timers wakes the process.
+	Idle   func() bool
+	Resume <-chan struct{}
 }
 
 // Group is a set of services started and stopped together.
@@ -93,6 +98,16 @@ func (g *Group) loop(s Service) {
 	defer t.Stop()
 	var st streak
 	for {
+		if s.Idle != nil && s.Idle() {
+			t.Stop()
+			select {
+			case <-g.quit:
+				return
+			case <-s.Resume:
+			}
+			t.Reset(s.Interval)
+			continue
+		}
 		select {
 		case <-g.quit:
 			return

@@ -132,3 +132,26 @@ func TestAddRejectsIncompleteService(t *testing.T) {
 	}()
 	NewGroup(slog.Default()).Add(Service{Name: "x", Run: func(context.Context) error { return nil }})
 }
+
+// An idle service does not run, however many intervals pass, until it is
+// resumed; then it runs on its interval again.
+func TestIdleServiceWaitsForResume(t *testing.T) {
+	g := NewGroup(slog.New(&recorder{}))
+	var idle atomic.Bool
+	idle.Store(true)
+	resume := make(chan struct{}, 1)
+	var runs atomic.Int32
+	g.Add(Service{Name: "scheduler", Interval: time.Millisecond, Run: func(context.Context) error {
+		runs.Add(1)
+		return nil
+	}, Idle: idle.Load, Resume: resume})
+	g.Start()
+	defer g.Stop()
+	time.Sleep(50 * time.Millisecond) // fifty intervals
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("an idle service ran %d times", n)
+	}
+	idle.Store(false)
+	resume <- struct{}{}
+	waitFor(t, "runs after the resume", func() bool { return runs.Load() >= 3 })
+}
