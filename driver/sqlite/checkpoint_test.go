@@ -158,14 +158,7 @@ func TestCheckpointerCopiesCommits(t *testing.T) {
 func TestRenewalBesideCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "beat.db"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := openMigrated(t, filepath.Join(t.TempDir(), "beat.db"))
 	ck := d.beat.ckpt.get(d)
 	if ck == nil {
 		t.Fatal("no checkpointer connection on a file database")
@@ -190,4 +183,20 @@ func TestRenewalBesideCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("renewal while the checkpointer's connection is busy: %v", err)
 	}
+}
+
+// openMigrated opens the file database at path with the driver, migrated,
+// and closes it when the test ends.
+func openMigrated(t *testing.T, path string) *Driver {
+	t.Helper()
+	ctx := context.Background()
+	d, err := Open(ctx, "sqlite:"+path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -16,14 +16,7 @@ import (
 func TestPumpReportsFailedRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "pump.db"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := openMigrated(t, filepath.Join(t.TempDir(), "pump.db"))
 	got := make(chan string, 10)
 	p := sqldriver.StartPump(d.DB, func(_, payload string) { got <- payload })
 	defer p.Stop()

@@ -98,11 +98,17 @@ func (db *DB) listedStmt(ctx context.Context, tx *sql.Tx, q string, n int) *sql.
 	if v, ok := db.listed.Load(q); ok {
 		return v.(*sql.Stmt)
 	}
+	return db.keep(ctx, &db.listed, q, q)
+}
+
+// keep prepares q and stores it in m under key, or returns the statement
+// another caller stored there meanwhile; nil when q cannot be prepared.
+func (db *DB) keep(ctx context.Context, m *sync.Map, key, q string) *sql.Stmt {
 	st, err := db.SQL.PrepareContext(ctx, q)
 	if err != nil {
 		return nil
 	}
-	if v, loaded := db.listed.LoadOrStore(q, st); loaded {
+	if v, loaded := m.LoadOrStore(key, st); loaded {
 		st.Close() // prepared meanwhile by another caller
 		return v.(*sql.Stmt)
 	}
@@ -141,15 +147,7 @@ func (db *DB) prepareOne(ctx context.Context, name string) *sql.Stmt {
 	if q == "" || strings.Contains(q, "{list") || strings.Contains(q, "{pairs") {
 		return nil
 	}
-	st, err := db.SQL.PrepareContext(ctx, q)
-	if err != nil {
-		return nil
-	}
-	if v, loaded := db.stmts.LoadOrStore(name, st); loaded {
-		st.Close() // prepared meanwhile by another caller
-		return v.(*sql.Stmt)
-	}
-	return st
+	return db.keep(ctx, &db.stmts, name, q)
 }
 
 // stmtFor returns the prepared statement of a query, bound to tx when tx is
