@@ -33,10 +33,9 @@ type Service struct {
 type Group struct {
 	log      *slog.Logger
 	services []Service
-	quit     chan struct{}
-	// ctx ends at Stop: each run's context is derived from it, which
-	// costs no goroutine (Until starts one per call, and an idle client
-	// runs a service or two every second).
+	// ctx ends at Stop: the loops end with it, and each run's context is
+	// derived from it, which costs no goroutine (Until starts one per
+	// call, and an idle client runs a service or two every second).
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -46,7 +45,7 @@ type Group struct {
 // NewGroup returns an empty group logging to log.
 func NewGroup(log *slog.Logger) *Group {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Group{log: log, quit: make(chan struct{}), ctx: ctx, cancel: cancel}
+	return &Group{log: log, ctx: ctx, cancel: cancel}
 }
 
 // Add adds a service; it panics once the group has started, or on a
@@ -83,12 +82,7 @@ func (g *Group) Start() {
 // Stop stops every service and waits for runs in progress to end (their
 // contexts are cancelled).
 func (g *Group) Stop() {
-	select {
-	case <-g.quit:
-	default:
-		close(g.quit)
-		g.cancel()
-	}
+	g.cancel()
 	g.wg.Wait()
 }
 
@@ -101,7 +95,7 @@ func (g *Group) loop(s Service) {
 		if s.Idle != nil && s.Idle() {
 			t.Stop()
 			select {
-			case <-g.quit:
+			case <-g.ctx.Done():
 				return
 			case <-s.Resume:
 			}
@@ -109,7 +103,7 @@ func (g *Group) loop(s Service) {
 			continue
 		}
 		select {
-		case <-g.quit:
+		case <-g.ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -134,7 +128,7 @@ func (g *Group) runOnce(s Service, st *streak) {
 			g.log.Info("baton: "+s.Name+" works again", "failures", st.failures)
 		}
 		st.failures = 0
-	case Closed(g.quit):
+	case g.ctx.Err() != nil:
 		// Stopping: whatever the run met was the stop.
 	default:
 		st.failures++
