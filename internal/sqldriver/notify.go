@@ -71,14 +71,7 @@ const notifyBatch = 1000
 func (r *NotifyReader) readBatch(ctx context.Context, deliver func(channel, payload string)) (int, error) {
 	gaps := r.gapIDs()
 	q := expandList(r.DB.Q("notify_read"), r.DB.D.Numbered, 2, len(gaps))
-	args := append([]any{r.cursor}, int64Args(gaps)...)
-	var rows *sql.Rows
-	var err error
-	if st := r.DB.listedStmt(ctx, nil, q, len(gaps)); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = r.DB.SQL.QueryContext(ctx, q, args...)
-	}
+	rows, err := (&Tx{db: r.DB}).listed(ctx, q, len(gaps)).QueryContext(ctx, q, append([]any{r.cursor}, int64Args(gaps)...)...)
 	if err != nil {
 		return 0, fmt.Errorf("notify_read: %w", err)
 	}

@@ -101,6 +101,27 @@ func (db *DB) listedStmt(ctx context.Context, tx *sql.Tx, q string, n int) *sql.
 	return db.keep(ctx, &db.listed, q, q)
 }
 
+// listed is what runs q, a {list} query expanded for n items: its kept
+// statement (listedStmt), or else the transaction or the pool, as text.
+func (t *Tx) listed(ctx context.Context, q string, n int) execQuerier {
+	if st := t.db.listedStmt(ctx, t.Tx, q, n); st != nil {
+		return keptStmt{st}
+	}
+	return t.q()
+}
+
+// keptStmt runs a prepared statement where an execQuerier is asked for:
+// the query text passed is the statement's own.
+type keptStmt struct{ st *sql.Stmt }
+
+func (k keptStmt) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return k.st.ExecContext(ctx, args...)
+}
+
+func (k keptStmt) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return k.st.QueryContext(ctx, args...)
+}
+
 // keep prepares q and stores it in m under key, or returns the statement
 // another caller stored there meanwhile; nil when q cannot be prepared.
 func (db *DB) keep(ctx context.Context, m *sync.Map, key, q string) *sql.Stmt {
@@ -360,13 +381,7 @@ func (t *Tx) SessionRenew(ctx context.Context, ids []string, lease time.Duration
 	}
 	q := expandList(t.db.Q("session_renew"), t.db.D.Numbered, 2, len(ids))
 	args := append([]any{us(lease)}, StringArgs(ids)...)
-	var r sql.Result
-	var err error
-	if st := t.db.listedStmt(ctx, t.Tx, q, len(ids)); st != nil {
-		r, err = st.ExecContext(ctx, args...)
-	} else {
-		r, err = t.q().ExecContext(ctx, q, args...)
-	}
+	r, err := t.listed(ctx, q, len(ids)).ExecContext(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("session_renew: %w", err)
 	}
