@@ -167,6 +167,9 @@ func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version
 	}
 	last := int64(-1)
 	var due checkpoints
+	// Without ctx's end, as the listener's looks (versionWatch.look):
+	// neither statement waits for a lock (PASSIVE never does).
+	quiet := context.WithoutCancel(ctx)
 	t := time.NewTimer(checkpointEvery)
 	defer t.Stop()
 	for {
@@ -175,9 +178,6 @@ func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version
 			return
 		case <-t.C:
 		}
-		// Without ctx's end, as the listener's looks (versionWatch.look):
-		// neither statement waits for a lock (PASSIVE never does).
-		quiet := context.WithoutCancel(ctx)
 		v := int64(-1)
 		if version == nil || version.QueryRowContext(quiet).Scan(&v) != nil {
 			v = -1
