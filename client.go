@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -137,6 +138,9 @@ type Client struct {
 	leases    *lease.Keeper  // sessions: renewals, reaping
 	locks     *locks.Service // the lock service
 	lockWaits *wake.Locks    // this process's waiting lock requests
+	// deaf drops every wake-up the listener brings (lock grants and
+	// looks, queue wake-ups): the tests' lost wake-ups.
+	deaf atomic.Bool
 
 	mu        sync.Mutex
 	listeners map[*Listener]bool
@@ -237,7 +241,10 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0})
-	c.lockWaits = wake.NewLocks(func(waiting bool) { drv.SetWaiting(c.id, waiting) })
+	c.lockWaits = wake.NewLocks(func(waiting bool) {
+		drv.SetWaiting(c.id, waiting)
+		c.locks.Waiting(waiting) // set below, before any request can wait
+	})
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
 		EndSession: c.endSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
@@ -465,6 +472,9 @@ func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
 func (c *Client) wake() { c.wakeWith(nil) }
 
 func (c *Client) wakeWith(granted []driver.Request) {
+	if c.deaf.Load() {
+		return
+	}
 	if len(granted) > 0 && !c.lockWaits.Grant(granted) {
 		return
 	}

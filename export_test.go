@@ -60,3 +60,7 @@ func ScheduleNext(s Schedule, t time.Time) (time.Time, error) {
 	}
 	return next(t), nil
 }
+
+// LoseWakeUps makes a client drop (on) or take again every wake-up its
+// listener brings: lock grants and looks, and queue wake-ups.
+func LoseWakeUps(c *Client, on bool) { c.deaf.Store(on) }

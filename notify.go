@@ -193,6 +193,9 @@ func (c *Client) deliver(channel, payload string) {
 		return
 	}
 	if q, ok := strings.CutPrefix(channel, "#q#"); ok {
+		if c.deaf.Load() {
+			return
+		}
 		if q == "*" {
 			c.queueWaits.WakeAll()
 		} else {

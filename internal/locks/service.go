@@ -63,6 +63,12 @@ type Service struct {
 	cfg    Config
 	drv    driver.Driver
 	wakeCh chan struct{}
+	// waitCh tells Run that a request began to wait: Run then checks the
+	// waiting requests at least once per PollInterval (pollWaiters).
+	waitCh chan struct{}
+	// lastCheck is when Run last read the waiting requests' statuses
+	// (Run's own: no other goroutine touches it).
+	lastCheck time.Time
 	// detach: the driver's statements run in a server
 	// (driver.ServerStatements; see statement).
 	detach bool
@@ -117,7 +123,7 @@ func (t *tasks) close() {
 // New makes the service; Run must run for waits to be answered.
 func New(cfg Config) *Service {
 	_, detach := cfg.Driver.(driver.ServerStatements)
-	return &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1), detach: detach}
+	return &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1), waitCh: make(chan struct{}, 1), detach: detach}
 }
 
 // statement returns the context for the statements that change the lock
@@ -183,16 +189,61 @@ func (l *Service) check() {
 	}
 }
 
-// Run answers waits on each wake-up until quit is closed.
+// Waiting tells the service whether some request of its client waits
+// (wake.Locks' change hook); it never blocks.
+func (l *Service) Waiting(on bool) {
+	if !on {
+		return
+	}
+	select {
+	case l.waitCh <- struct{}{}:
+	default:
+	}
+}
+
+// Run answers waits on each wake-up until quit is closed. A wake-up is a
+// hint: while some request waits, Run also reads every waiting request's
+// status at least once per PollInterval, whatever the listener does (one
+// query per interval for the whole client, and none at all when a
+// wake-up's own check came within the interval). A grant whose wake-up
+// was lost, or a listener whose safety net never fires (PostgreSQL's
+// LISTEN connection hears every client's traffic), costs a waiter at
+// most an interval.
 func (l *Service) Run(quit <-chan struct{}) {
+	interval := l.cfg.PollInterval
+	poll := time.NewTimer(interval)
+	poll.Stop()
+	defer poll.Stop()
+	armed := false
+	arm := func(d time.Duration) { poll.Reset(max(d, time.Millisecond)); armed = true }
 	for {
 		select {
 		case <-quit:
 			l.background.close()
 			return
+		case <-l.waitCh:
+			// A request that begins to wait was just decided: its first
+			// look is due an interval from now.
+			if !armed {
+				arm(interval)
+			}
+			continue
+		case <-poll.C:
+			armed = false
+			if since := time.Since(l.lastCheck); since < interval {
+				arm(interval - since) // a wake-up's check came meanwhile
+				continue
+			}
+			l.checkWaiters()
 		case <-l.wakeCh:
+			l.checkWaiters()
 		}
-		l.checkWaiters()
+		if l.cfg.Waits.Waiting() {
+			arm(interval)
+		} else {
+			poll.Stop()
+			armed = false
+		}
 	}
 }
 
@@ -206,6 +257,7 @@ func (l *Service) checkWaiters() {
 	if len(ids) == 0 {
 		return
 	}
+	l.lastCheck = time.Now()
 	l.mu.Lock()
 	detect := time.Since(l.lastDetect) >= l.cfg.PollInterval
 	l.mu.Unlock()
