@@ -63,12 +63,13 @@ type Service struct {
 	cfg    Config
 	drv    driver.Driver
 	wakeCh chan struct{}
-	// waitCh tells Run that a request began to wait: Run then checks the
-	// waiting requests at least once per PollInterval (pollWaiters).
-	waitCh chan struct{}
-	// lastCheck is when Run last read the waiting requests' statuses
-	// (Run's own: no other goroutine touches it).
-	lastCheck time.Time
+	// poll asks Run for a check of the waiting requests at least once per
+	// PollInterval while some wait (pollDue); polling says it is armed.
+	// lastCheck is when Run last read their statuses (Unix ns); ended:
+	// Run has returned, and nothing arms the poll again.
+	poll           *time.Timer
+	polling, ended atomic.Bool
+	lastCheck      atomic.Int64
 	// detach: the driver's statements run in a server
 	// (driver.ServerStatements; see statement).
 	detach bool
@@ -123,7 +124,10 @@ func (t *tasks) close() {
 // New makes the service; Run must run for waits to be answered.
 func New(cfg Config) *Service {
 	_, detach := cfg.Driver.(driver.ServerStatements)
-	return &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1), waitCh: make(chan struct{}, 1), detach: detach}
+	l := &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1), detach: detach}
+	l.poll = time.AfterFunc(time.Hour, l.pollDue)
+	l.poll.Stop()
+	return l
 }
 
 // statement returns the context for the statements that change the lock
@@ -190,60 +194,52 @@ func (l *Service) check() {
 }
 
 // Waiting tells the service whether some request of its client waits
-// (wake.Locks' change hook); it never blocks.
+// (wake.Locks' change hook, called under its lock): a wait arms the poll
+// unless it is armed. It never blocks and wakes no goroutine (a send to
+// Run on every wait cost an in-process hand-off a goroutine switch).
 func (l *Service) Waiting(on bool) {
-	if !on {
-		return
-	}
-	select {
-	case l.waitCh <- struct{}{}:
-	default:
+	if on && !l.ended.Load() && l.polling.CompareAndSwap(false, true) {
+		l.poll.Reset(l.cfg.PollInterval)
 	}
 }
 
-// Run answers waits on each wake-up until quit is closed. A wake-up is a
-// hint: while some request waits, Run also reads every waiting request's
-// status at least once per PollInterval, whatever the listener does (one
-// query per interval for the whole client, and none at all when a
-// wake-up's own check came within the interval). A grant whose wake-up
-// was lost, or a listener whose safety net never fires (PostgreSQL's
-// LISTEN connection hears every client's traffic), costs a waiter at
-// most an interval.
-func (l *Service) Run(quit <-chan struct{}) {
+// pollDue runs when the poll is due. A wake-up is a hint: while some
+// request waits, Run reads every waiting request's status at least once
+// per PollInterval, whatever the listener does (one query per interval
+// for the whole client, and none when a wake-up's check came within the
+// interval). A grant whose wake-up was lost, or a listener whose safety
+// net never fires (PostgreSQL's LISTEN connection hears every client's
+// traffic, and its safety net waits for a quiet interval), costs a
+// waiter at most an interval.
+func (l *Service) pollDue() {
+	l.polling.Store(false)
+	if l.ended.Load() || !l.cfg.Waits.Waiting() {
+		return // the next wait arms it again
+	}
 	interval := l.cfg.PollInterval
-	poll := time.NewTimer(interval)
-	poll.Stop()
-	defer poll.Stop()
-	armed := false
-	arm := func(d time.Duration) { poll.Reset(max(d, time.Millisecond)); armed = true }
+	next := interval
+	if since := time.Since(time.Unix(0, l.lastCheck.Load())); since < interval {
+		next = interval - since // a wake-up's check came meanwhile
+	} else {
+		l.check()
+	}
+	if l.polling.CompareAndSwap(false, true) {
+		l.poll.Reset(next)
+	}
+}
+
+// Run answers waits on each wake-up (and each due poll) until quit is
+// closed.
+func (l *Service) Run(quit <-chan struct{}) {
+	defer func() { l.ended.Store(true); l.poll.Stop() }()
 	for {
 		select {
 		case <-quit:
 			l.background.close()
 			return
-		case <-l.waitCh:
-			// A request that begins to wait was just decided: its first
-			// look is due an interval from now.
-			if !armed {
-				arm(interval)
-			}
-			continue
-		case <-poll.C:
-			armed = false
-			if since := time.Since(l.lastCheck); since < interval {
-				arm(interval - since) // a wake-up's check came meanwhile
-				continue
-			}
-			l.checkWaiters()
 		case <-l.wakeCh:
-			l.checkWaiters()
 		}
-		if l.cfg.Waits.Waiting() {
-			arm(interval)
-		} else {
-			poll.Stop()
-			armed = false
-		}
+		l.checkWaiters()
 	}
 }
 
@@ -257,7 +253,7 @@ func (l *Service) checkWaiters() {
 	if len(ids) == 0 {
 		return
 	}
-	l.lastCheck = time.Now()
+	l.lastCheck.Store(time.Now().UnixNano())
 	l.mu.Lock()
 	detect := time.Since(l.lastDetect) >= l.cfg.PollInterval
 	l.mu.Unlock()
