@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lockcore"
 	"github.com/batonhq/baton/internal/sqldriver"
@@ -175,22 +177,18 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 // were granted they are withdrawn; one the slow path took over meanwhile
 // cannot be, and the engine is told so (driver.ErrPartialGrant).
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	args := []any{p.Kind, bin(p.NS), p.SessionID, p.ClientID, string(p.Mode), p.CallID}
-	rows := make([]string, len(names))
 	hids := make(map[string]int64, len(names))
-	for i, n := range names {
-		rows[i] = "SELECT ? AS name, ? AS hid"
+	for _, n := range names {
 		hids[n] = sqldriver.HolderID()
-		args = append(args, bin(n), hids[n])
 	}
-	args = append(args, p.Incarnation, p.Incarnation)
-	q := strings.Replace(d.Q("fast_acquire_many"), "{rows}", strings.Join(rows, " UNION ALL "), 1)
 	var granted map[string]driver.Request
 	var err error
 	if d.mariadb {
-		granted, err = d.acquireManyReturning(ctx, p, q, args, hids)
-	} else if _, err = d.SQL.ExecContext(ctx, q, args...); err == nil {
-		granted, err = d.fastGranted(ctx, p)
+		granted, err = d.acquireManyReturning(ctx, p, names, hids)
+	} else {
+		if _, err = d.SQL.ExecContext(ctx, d.manyUnionText(len(names)), d.manyUnionArgs(p, names, hids)...); err == nil {
+			granted, err = d.fastGranted(ctx, p)
+		}
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
@@ -215,22 +213,81 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	return nil, false, nil
 }
 
-// acquireManyReturning runs fast_acquire_many on MariaDB, whose INSERT
+// manyUnionText is fast_acquire_many for n names.
+func (d *Driver) manyUnionText(n int) string {
+	rows := strings.TrimSuffix(strings.Repeat("SELECT ? AS name, ? AS hid UNION ALL ", n), " UNION ALL ")
+	return strings.Replace(d.Q("fast_acquire_many"), "{rows}", rows, 1)
+}
+
+// manyUnionArgs are fast_acquire_many's arguments for names, with their
+// holder ids.
+func (d *Driver) manyUnionArgs(p driver.FastAcquireParams, names []string, hids map[string]int64) []any {
+	args := make([]any, 0, 2*len(names)+8)
+	args = append(args, p.Kind, bin(p.NS), p.SessionID, p.ClientID, string(p.Mode), p.CallID)
+	for _, n := range names {
+		args = append(args, bin(n), hids[n])
+	}
+	return append(args, p.Incarnation, p.Incarnation)
+}
+
+// manySeqText is fast_acquire_many_seq for n names.
+func (d *Driver) manySeqText(n int) string {
+	vars := strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+	return strings.NewReplacer("{n}", strconv.Itoa(n), "{names}", vars, "{hids}", vars).Replace(d.Q("fast_acquire_many_seq"))
+}
+
+// manySeqArgs are fast_acquire_many_seq's arguments for names, with
+// their holder ids.
+func (d *Driver) manySeqArgs(p driver.FastAcquireParams, names []string, hids map[string]int64) []any {
+	args := make([]any, 0, 2*len(names)+8)
+	args = append(args, p.Kind, bin(p.NS))
+	for _, n := range names {
+		args = append(args, bin(n))
+	}
+	for _, n := range names {
+		args = append(args, hids[n])
+	}
+	return append(args, p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation, p.Incarnation)
+}
+
+// acquireManyReturning runs MariaDB's many-name acquire, whose INSERT
 // ... RETURNING reports each row as the statement left it: the names
 // whose holder is the one this call proposed (hids) are granted, in the
-// one round trip (MySQL reads them back: fastGranted).
-func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireParams, q string, args []any, hids map[string]int64) (map[string]driver.Request, error) {
-	q += " RETURNING name, h_id, fence"
+// one round trip (MySQL reads them back: fastGranted). It is
+// fast_acquire_many_seq, or fast_acquire_many once the server turned out
+// to have no Sequence engine (noSeq).
+func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireParams, names []string, hids map[string]int64) (map[string]driver.Request, error) {
+	if !d.noSeq.Load() {
+		granted, err := d.runManyReturning(ctx, p, d.manySeqText, d.manySeqArgs(p, names, hids), hids)
+		if !noSequenceEngine(err) {
+			return granted, err
+		}
+		d.noSeq.Store(true)
+	}
+	return d.runManyReturning(ctx, p, d.manyUnionText, d.manyUnionArgs(p, names, hids), hids)
+}
+
+// noSequenceEngine reports whether err says that the server has no
+// Sequence engine (its seq_1_to_N tables do not exist).
+func noSequenceEngine(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && me.Number == errNoSuchTable && strings.Contains(me.Message, "seq_1_to_")
+}
+
+// runManyReturning runs a many-name acquire of len(hids) names (text
+// makes its statement for that many, without RETURNING) and reads the
+// grants.
+func (d *Driver) runManyReturning(ctx context.Context, p driver.FastAcquireParams, text func(n int) string, args []any, hids map[string]int64) (map[string]driver.Request, error) {
 	var rows *sql.Rows
 	var err error
-	switch st := d.manyStmt(ctx, len(hids), q); {
+	switch st := d.manyStmt(ctx, len(hids), text); {
 	case st != nil:
 		rows, err = st.QueryContext(context.WithoutCancel(ctx), args...)
 	case d.fastReady.Load():
 		// The hot pool, as execHot's statements.
-		rows, err = d.hot.QueryContext(context.WithoutCancel(ctx), q, args...)
+		rows, err = d.hot.QueryContext(context.WithoutCancel(ctx), text(len(hids))+returning, args...)
 	default:
-		rows, err = d.SQL.QueryContext(ctx, q, args...)
+		rows, err = d.SQL.QueryContext(ctx, text(len(hids))+returning, args...)
 	}
 	if err != nil {
 		return nil, err
@@ -238,24 +295,28 @@ func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireP
 	return d.scanGranted(rows, p, func(name string, hid int64) bool { return hids[name] == hid })
 }
 
+// returning is what MariaDB's many-name acquire returns.
+const returning = " RETURNING name, h_id, fence"
+
 // manyPrepared is the most names a many-name acquire runs as a prepared
 // statement of its own (one per count; more run as text).
 const manyPrepared = 16
 
-// manyStmt returns q, MariaDB's many-name acquire of n names, prepared on
-// the hot pool, or nil: before the hot pool is in use (a one-shot
-// command), for more than manyPrepared names, or when preparing failed.
+// manyStmt returns MariaDB's many-name acquire of n names (text(n) with
+// returning, made only when it is not prepared yet) prepared on the hot
+// pool, or nil: before the hot pool is in use (a one-shot command), for
+// more than manyPrepared names, or when preparing failed.
 // As text the server parses the statement on every call: 30-40% of a
 // ten-name acquire (docs/benchmarks.md, "MariaDB: multi10's statement
 // prepared").
-func (d *Driver) manyStmt(ctx context.Context, n int, q string) *sql.Stmt {
+func (d *Driver) manyStmt(ctx context.Context, n int, text func(n int) string) *sql.Stmt {
 	if n > manyPrepared || !d.fastReady.Load() {
 		return nil
 	}
 	if st := d.many[n].Load(); st != nil {
 		return st
 	}
-	st, err := d.hot.PrepareContext(context.WithoutCancel(ctx), q)
+	st, err := d.hot.PrepareContext(context.WithoutCancel(ctx), text(n)+returning)
 	if err != nil {
 		return nil
 	}

@@ -79,6 +79,7 @@ const (
 	errLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
 	errUnknownSysVar   = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
 	errQueryInterrupt  = 1317 // ER_QUERY_INTERRUPTED
+	errNoSuchTable     = 1146 // ER_NO_SUCH_TABLE
 )
 
 // Driver is the MySQL/MariaDB backend.
@@ -114,8 +115,11 @@ type Driver struct {
 	hot   *sql.DB
 	hotDB *sqldriver.DB
 	// many holds MariaDB's many-name acquire prepared on the hot pool,
-	// by the number of names (manyStmt).
-	many [manyPrepared + 1]atomic.Pointer[sql.Stmt]
+	// by the number of names (manyStmt); noSeq: the server has no
+	// Sequence engine, and that acquire reads its names from a derived
+	// table (acquireManyReturning).
+	many  [manyPrepared + 1]atomic.Pointer[sql.Stmt]
+	noSeq atomic.Bool
 	// lines are the sessions' own connections for turnstiles, from
 	// lineDB (turnstile.go).
 	lineDB *sql.DB
