@@ -646,3 +646,18 @@ func TestSafetyNetWhileStuck(t *testing.T) {
 	w.waitWake(t, n, 5*time.Second)
 	l.stop()
 }
+
+// TestNoSequenceEngineError: the error that sends the many-name acquire
+// back to the derived table is the server's own for a seq_1_to_ table it
+// does not have, and no other missing table's.
+func TestNoSequenceEngineError(t *testing.T) {
+	d := openDriver(t, newDSN(t))
+	_, err := d.SQL.ExecContext(context.Background(), "SELECT 1 FROM seq_1_to_none")
+	if !noSequenceEngine(err) {
+		t.Fatalf("a missing seq_1_to_ table: %v, not taken for a server without the Sequence engine", err)
+	}
+	_, err = d.SQL.ExecContext(context.Background(), "SELECT 1 FROM baton_no_such_table")
+	if err == nil || noSequenceEngine(err) {
+		t.Fatalf("another missing table: %v, taken for a server without the Sequence engine", err)
+	}
+}
