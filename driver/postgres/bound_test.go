@@ -91,7 +91,9 @@ func BenchmarkPairBound(b *testing.B) {
 
 // BenchmarkMulti10Bound: ten names of one namespace taken in one call and
 // released with the namespace (the multi10 case), against ten native
-// locks and pg_advisory_unlock_all.
+// locks and pg_advisory_unlock_all; the narrowest lock rows (the holder
+// and the fence alone, one update to take the ten and one to release
+// them) bound what any two statements on rows can reach.
 func BenchmarkMulti10Bound(b *testing.B) {
 	ctx, dsn, d := migrated(b)
 	names := make([]string, 10)
@@ -116,8 +118,26 @@ func BenchmarkMulti10Bound(b *testing.B) {
 	if err := release(); err != nil {
 		b.Fatal(err)
 	}
-	native, stmts := pgxConn(b, dsn), pgxConn(b, dsn)
+	native, stmts, narrow := pgxConn(b, dsn), pgxConn(b, dsn), pgxConn(b, dsn)
+	for _, q := range []string{`CREATE UNLOGGED TABLE bound_multi (kind smallint, ns bytea, name bytea, holder text, fence bigint NOT NULL,
+		PRIMARY KEY (kind, ns, name))`,
+		`INSERT INTO bound_multi SELECT 1, 'bench', ('multi.' || g)::bytea, NULL, 0 FROM generate_series(0, 9) g`} {
+		if _, err := narrow.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
 	loops := map[string]func(call int64) error{
+		"narrowest": func(int64) error {
+			tag, err := narrow.Exec(ctx, `UPDATE bound_multi SET holder = 's1', fence = fence + 1 WHERE kind = 1 AND ns = 'bench' AND name = ANY ($1::bytea[]) AND holder IS NULL`, bnames)
+			if err != nil || tag.RowsAffected() != int64(len(names)) {
+				return fmt.Errorf("narrowest take: %v, %v", tag, err)
+			}
+			tag, err = narrow.Exec(ctx, `UPDATE bound_multi SET holder = NULL WHERE kind = 1 AND ns = 'bench' AND holder = 's1'`)
+			if err != nil || tag.RowsAffected() != int64(len(names)) {
+				return fmt.Errorf("narrowest release: %v, %v", tag, err)
+			}
+			return nil
+		},
 		"native": func(int64) error {
 			for i := range names {
 				if _, err := native.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(100+i)); err != nil {
@@ -159,7 +179,7 @@ func BenchmarkMulti10Bound(b *testing.B) {
 			return release()
 		},
 	}
-	batontest.Interleave(b, "calls/s", []string{"native", "statements", "driver"}, loops)
+	batontest.Interleave(b, "calls/s", []string{"native", "narrowest", "statements", "driver"}, loops)
 }
 
 // released runs release_inline_name for the session's instance of id and
