@@ -186,7 +186,7 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	if d.mariadb {
 		granted, err = d.acquireManyReturning(ctx, p, names, hids)
 	} else {
-		if _, err = d.SQL.ExecContext(ctx, d.manyUnionText(len(names)), d.manyUnionArgs(p, names, hids)...); err == nil {
+		if _, err = d.SQL.ExecContext(ctx, d.manyText(len(names), false), manyArgs(p, names, hids, false)...); err == nil {
 			granted, err = d.fastGranted(ctx, p)
 		}
 	}
@@ -213,58 +213,55 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	return nil, false, nil
 }
 
-// manyUnionText is fast_acquire_many for n names.
-func (d *Driver) manyUnionText(n int) string {
-	rows := strings.TrimSuffix(strings.Repeat("SELECT ? AS name, ? AS hid UNION ALL ", n), " UNION ALL ")
+// manyText is fast_acquire_many for n names, their rows by position from
+// the Sequence engine's seq_1_to_n (seq) or from a derived table of UNION
+// ALL selects.
+func (d *Driver) manyText(n int, seq bool) string {
+	var rows string
+	if seq {
+		vars := strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+		rows = "SELECT ELT(s.seq, " + vars + ") AS name, CAST(ELT(s.seq, " + vars + ") AS SIGNED) AS hid FROM seq_1_to_" + strconv.Itoa(n) + " s"
+	} else {
+		rows = strings.TrimSuffix(strings.Repeat("SELECT ? AS name, ? AS hid UNION ALL ", n), " UNION ALL ")
+	}
 	return strings.Replace(d.Q("fast_acquire_many"), "{rows}", rows, 1)
 }
 
-// manyUnionArgs are fast_acquire_many's arguments for names, with their
-// holder ids.
-func (d *Driver) manyUnionArgs(p driver.FastAcquireParams, names []string, hids map[string]int64) []any {
+// manyArgs are manyText's arguments for names, with their holder ids: in
+// pairs, or (seq) the names and then the ids.
+func manyArgs(p driver.FastAcquireParams, names []string, hids map[string]int64, seq bool) []any {
 	args := make([]any, 0, 2*len(names)+8)
 	args = append(args, p.Kind, bin(p.NS), p.SessionID, p.ClientID, string(p.Mode), p.CallID)
-	for _, n := range names {
-		args = append(args, bin(n), hids[n])
+	if seq {
+		for _, n := range names {
+			args = append(args, bin(n))
+		}
+		for _, n := range names {
+			args = append(args, hids[n])
+		}
+	} else {
+		for _, n := range names {
+			args = append(args, bin(n), hids[n])
+		}
 	}
 	return append(args, p.Incarnation, p.Incarnation)
-}
-
-// manySeqText is fast_acquire_many_seq for n names.
-func (d *Driver) manySeqText(n int) string {
-	vars := strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-	return strings.NewReplacer("{n}", strconv.Itoa(n), "{names}", vars, "{hids}", vars).Replace(d.Q("fast_acquire_many_seq"))
-}
-
-// manySeqArgs are fast_acquire_many_seq's arguments for names, with
-// their holder ids.
-func (d *Driver) manySeqArgs(p driver.FastAcquireParams, names []string, hids map[string]int64) []any {
-	args := make([]any, 0, 2*len(names)+8)
-	args = append(args, p.Kind, bin(p.NS))
-	for _, n := range names {
-		args = append(args, bin(n))
-	}
-	for _, n := range names {
-		args = append(args, hids[n])
-	}
-	return append(args, p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.Incarnation, p.Incarnation)
 }
 
 // acquireManyReturning runs MariaDB's many-name acquire, whose INSERT
 // ... RETURNING reports each row as the statement left it: the names
 // whose holder is the one this call proposed (hids) are granted, in the
-// one round trip (MySQL reads them back: fastGranted). It is
-// fast_acquire_many_seq, or fast_acquire_many once the server turned out
-// to have no Sequence engine (noSeq).
+// one round trip (MySQL reads them back: fastGranted). Its rows come from
+// the Sequence engine, or from the derived table once the server turned
+// out to have no such engine (noSeq).
 func (d *Driver) acquireManyReturning(ctx context.Context, p driver.FastAcquireParams, names []string, hids map[string]int64) (map[string]driver.Request, error) {
 	if !d.noSeq.Load() {
-		granted, err := d.runManyReturning(ctx, p, d.manySeqText, d.manySeqArgs(p, names, hids), hids)
+		granted, err := d.runManyReturning(ctx, p, true, manyArgs(p, names, hids, true), hids)
 		if !noSequenceEngine(err) {
 			return granted, err
 		}
 		d.noSeq.Store(true)
 	}
-	return d.runManyReturning(ctx, p, d.manyUnionText, d.manyUnionArgs(p, names, hids), hids)
+	return d.runManyReturning(ctx, p, false, manyArgs(p, names, hids, false), hids)
 }
 
 // noSequenceEngine reports whether err says that the server has no
@@ -274,20 +271,19 @@ func noSequenceEngine(err error) bool {
 	return errors.As(err, &me) && me.Number == errNoSuchTable && strings.Contains(me.Message, "seq_1_to_")
 }
 
-// runManyReturning runs a many-name acquire of len(hids) names (text
-// makes its statement for that many, without RETURNING) and reads the
-// grants.
-func (d *Driver) runManyReturning(ctx context.Context, p driver.FastAcquireParams, text func(n int) string, args []any, hids map[string]int64) (map[string]driver.Request, error) {
+// runManyReturning runs a many-name acquire of len(hids) names (its rows
+// from the Sequence engine when seq is set) and reads the grants.
+func (d *Driver) runManyReturning(ctx context.Context, p driver.FastAcquireParams, seq bool, args []any, hids map[string]int64) (map[string]driver.Request, error) {
 	var rows *sql.Rows
 	var err error
-	switch st := d.manyStmt(ctx, len(hids), text); {
+	switch st := d.manyStmt(ctx, len(hids), seq); {
 	case st != nil:
 		rows, err = st.QueryContext(context.WithoutCancel(ctx), args...)
 	case d.fastReady.Load():
 		// The hot pool, as execHot's statements.
-		rows, err = d.hot.QueryContext(context.WithoutCancel(ctx), text(len(hids))+returning, args...)
+		rows, err = d.hot.QueryContext(context.WithoutCancel(ctx), d.manyText(len(hids), seq)+returning, args...)
 	default:
-		rows, err = d.SQL.QueryContext(ctx, text(len(hids))+returning, args...)
+		rows, err = d.SQL.QueryContext(ctx, d.manyText(len(hids), seq)+returning, args...)
 	}
 	if err != nil {
 		return nil, err
@@ -302,21 +298,22 @@ const returning = " RETURNING name, h_id, fence"
 // statement of its own (one per count; more run as text).
 const manyPrepared = 16
 
-// manyStmt returns MariaDB's many-name acquire of n names (text(n) with
-// returning, made only when it is not prepared yet) prepared on the hot
-// pool, or nil: before the hot pool is in use (a one-shot command), for
+// manyStmt returns MariaDB's many-name acquire of n names (manyText with
+// returning, made only when it is not prepared yet; the form once
+// prepared is kept, noSeq being set only when the Sequence engine's form
+// cannot run) prepared on the hot pool, or nil: before the hot pool is in use (a one-shot command), for
 // more than manyPrepared names, or when preparing failed.
 // As text the server parses the statement on every call: 30-40% of a
 // ten-name acquire (docs/benchmarks.md, "MariaDB: multi10's statement
 // prepared").
-func (d *Driver) manyStmt(ctx context.Context, n int, text func(n int) string) *sql.Stmt {
+func (d *Driver) manyStmt(ctx context.Context, n int, seq bool) *sql.Stmt {
 	if n > manyPrepared || !d.fastReady.Load() {
 		return nil
 	}
 	if st := d.many[n].Load(); st != nil {
 		return st
 	}
-	st, err := d.hot.PrepareContext(context.WithoutCancel(ctx), text(n)+returning)
+	st, err := d.hot.PrepareContext(context.WithoutCancel(ctx), d.manyText(n, seq)+returning)
 	if err != nil {
 		return nil
 	}

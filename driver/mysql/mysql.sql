@@ -103,36 +103,19 @@ SELECT EXISTS (SELECT 1 FROM {p}lock_fast
                   AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'));
 
 -- name: fast_acquire_many
--- fast_acquire for several names of one namespace ({rows}: one
--- "SELECT ? AS name, ? AS hid" per name, joined by UNION ALL); the caller
--- reads the grants back with fast_granted. Arguments: kind, ns, session,
--- client, mode, call id, the names and holder ids, incarnation twice.
+-- fast_acquire for several names of one namespace; {rows} are the names
+-- and their holder ids (Driver.manyText): on MariaDB picked by position
+-- from the Sequence engine's seq_1_to_N, the names' bind variables and
+-- then the ids'; without that engine, and on MySQL, one "SELECT ? AS
+-- name, ? AS hid" per name joined by UNION ALL, which the server builds
+-- as a temporary table (15-20% of a ten-name acquire and release on
+-- MariaDB: BenchmarkMulti10Bound; docs/benchmarks.md, "MariaDB: many
+-- names without a derived table"). MariaDB returns the grants (RETURNING);
+-- MySQL reads them back with fast_granted. Arguments: kind, ns, session,
+-- client, mode, call id, {rows}', incarnation twice.
 INSERT INTO {p}lock_fast (kind, ns, name, fence, slow, h_id, h_session, h_client, h_mode, h_call, h_at)
 SELECT ?, ?, v.name, {now}, 0, v.hid, ?, ?, ?, ?, {now}
   FROM ({rows}) v JOIN {p}incarnation i ON i.id = ? OR ? = 0
-ON DUPLICATE KEY UPDATE
-    fence     = IF(slow = 0 AND h_id IS NULL, fence + 1, fence),
-    h_session = IF(slow = 0 AND h_id IS NULL, VALUES(h_session), h_session),
-    h_client  = IF(slow = 0 AND h_id IS NULL, VALUES(h_client), h_client),
-    h_mode    = IF(slow = 0 AND h_id IS NULL, VALUES(h_mode), h_mode),
-    h_call    = IF(slow = 0 AND h_id IS NULL, VALUES(h_call), h_call),
-    h_at      = IF(slow = 0 AND h_id IS NULL, VALUES(h_at), h_at),
-    h_id      = IF(slow = 0 AND h_id IS NULL, VALUES(h_id), h_id);
-
--- name: fast_acquire_many_seq
--- fast_acquire_many on MariaDB, with the names and holder ids picked by
--- position from the Sequence engine's seq_1_to_{n} ({n}: the number of
--- names; {names} and {hids}: that many bind variables) instead of a
--- derived table of UNION ALL rows, which the server builds as a temporary
--- table: 15-20% of a ten-name acquire and release (BenchmarkMulti10Bound;
--- docs/benchmarks.md, "MariaDB: many names without a derived table").
--- Without the engine the driver goes back to fast_acquire_many. Arguments:
--- kind, ns, the names, the holder ids, session, client, mode, call id,
--- incarnation twice. The ON DUPLICATE KEY UPDATE is fast_acquire_many's
--- (TestFastManyStatementsAgree).
-INSERT INTO {p}lock_fast (kind, ns, name, fence, slow, h_id, h_session, h_client, h_mode, h_call, h_at)
-SELECT ?, ?, ELT(s.seq, {names}), {now}, 0, CAST(ELT(s.seq, {hids}) AS SIGNED), ?, ?, ?, ?, {now}
-  FROM seq_1_to_{n} s JOIN {p}incarnation i ON i.id = ? OR ? = 0
 ON DUPLICATE KEY UPDATE
     fence     = IF(slow = 0 AND h_id IS NULL, fence + 1, fence),
     h_session = IF(slow = 0 AND h_id IS NULL, VALUES(h_session), h_session),

@@ -190,19 +190,6 @@ func TestFastPaths(t *testing.T) {
 	}
 }
 
-// TestFastManyStatementsAgree: MariaDB's many-name acquire through the
-// Sequence engine updates an existing row as fast_acquire_many does.
-func TestFastManyStatementsAgree(t *testing.T) {
-	d := openDriver(t, newDSN(t))
-	tail := func(name string) string {
-		q := d.Q(name)
-		return q[strings.Index(q, "ON DUPLICATE KEY UPDATE"):]
-	}
-	if a, b := tail("fast_acquire_many"), tail("fast_acquire_many_seq"); a != b {
-		t.Fatalf("ON DUPLICATE KEY UPDATE differs:\n%s\n%s", a, b)
-	}
-}
-
 func testFastPaths(t *testing.T, d *Driver, name string) {
 	ctx := context.Background()
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: name}
