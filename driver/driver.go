@@ -281,7 +281,11 @@ type ListenParams struct {
 	// Notify receives every committed notification, in commit order per
 	// sender, while SetNotifying is on. It must not block.
 	Notify func(channel, payload string)
-	// Interval bounds how long a lost wake-up can go unnoticed.
+	// Interval is the client's poll interval: what the backend cannot be
+	// told of (notifications kept in a table, other processes' commits
+	// on SQLite) it looks for at least this often. Lost lock wake-ups need
+	// nothing of it: the engine checks its waiting requests every interval
+	// itself.
 	Interval time.Duration
 }
 

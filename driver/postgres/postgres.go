@@ -884,9 +884,8 @@ func (d *Driver) listenBy(ctx context.Context, p driver.ListenParams) (func(), e
 }
 
 // pgListener is one client's LISTEN connection: it passes notifications
-// on, wakes the client at least once per interval, and reconnects after
-// errors (waking the client, since anything could have happened while
-// disconnected).
+// on, and reconnects after errors (waking the client, since anything
+// could have happened while disconnected).
 type pgListener struct {
 	d         *Driver
 	p         driver.ListenParams
@@ -905,16 +904,16 @@ func (l *pgListener) run(ctx context.Context) {
 		if l.conn == nil && !l.reconnect(ctx) {
 			continue
 		}
-		wctx, wcancel := context.WithTimeout(ctx, l.p.Interval)
-		n, err := l.conn.WaitForNotification(wctx)
-		wcancel()
+		// No timeout: the engine checks its waiting requests every
+		// interval itself (locks.Service.pollDue). A wake-up here after a
+		// quiet interval never came while the connection heard other
+		// clients' traffic.
+		n, err := l.conn.WaitForNotification(ctx)
 		switch {
 		case err == nil:
 			l.deliver(n)
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, context.DeadlineExceeded):
-			l.p.Wake(nil) // the safety net
 		default:
 			l.lost(err)
 		}
