@@ -167,6 +167,13 @@ type Client struct {
 	// scheduleAdded wakes the scheduler service, idle while there are
 	// no schedules (AddSchedule).
 	scheduleAdded chan struct{}
+	// queueWaited wakes the poll of waiting consumers (pollQueues), idle
+	// while none waits; queuePoll is its state.
+	queueWaited chan struct{}
+	queuePoll   queuePoll
+	// claimTries and queuePolls count the claims of Claim calls and the
+	// polls of pollQueues (the tests' measure of what waiting costs).
+	claimTries, queuePolls atomic.Int64
 
 	// the listener, started by the first waiter (see listening)
 	listenMu    sync.Mutex
@@ -233,13 +240,19 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
-		queueWaits: wake.NewQueues(),
-		running:    map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
+		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
+		queueWaited: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
+	c.queueWaits = wake.NewQueues(func() {
+		select {
+		case c.queueWaited <- struct{}{}:
+		default: // the poll is already told
+		}
+	})
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
@@ -509,6 +522,8 @@ func (c *Client) services() *maintain.Group {
 	}})
 	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules,
 		Idle: c.noSchedules, Resume: c.scheduleAdded})
+	g.Add(maintain.Service{Name: "consumer poll", Interval: c.opts.PollInterval, Timeout: lease, Run: c.pollQueues,
+		Idle: func() bool { return !c.queueWaits.Waiting() }, Resume: c.queueWaited})
 	g.Add(maintain.Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: c.pruneHistory})
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })

@@ -64,3 +64,10 @@ func ScheduleNext(s Schedule, t time.Time) (time.Time, error) {
 // LoseWakeUps makes a client drop (on) or take again every wake-up its
 // listener brings: lock grants and looks, and queue wake-ups.
 func LoseWakeUps(c *Client, on bool) { c.deaf.Store(on) }
+
+// ClaimTries is how many claims the client's Claim calls have run, and
+// QueuePolls how many polls of its waiting consumers it has run.
+func ClaimTries(c *Client) int64 { return c.claimTries.Load() }
+
+// QueuePolls: see ClaimTries.
+func QueuePolls(c *Client) int64 { return c.queuePolls.Load() }

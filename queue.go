@@ -548,6 +548,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	}
 	var wake chan struct{}
 	for {
+		c.claimTries.Add(1)
 		rows, dueIn, err := c.mq.Claim(ctx, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
 		if err != nil {
 			txn.SettleDeadline(ctx)
@@ -605,24 +606,76 @@ func emptyOr(ctx context.Context, err error) error {
 	return err
 }
 
-// awaitWork waits for a wake-up of the queue, or for the sparse poll that
-// covers a lost one (sooner when the next message is due sooner).
+// awaitWork waits for a wake-up of the queue: a notification, the
+// client's poll of its waiting consumers (pollQueues), which covers a lost
+// one, or the time its next message is due (dueIn, when known).
 func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.Duration) error {
-	sleep := 5 * s.c.opts.PollInterval
-	if dueIn > 0 && dueIn < sleep {
-		sleep = dueIn
+	var due <-chan time.Time
+	if dueIn > 0 {
+		t := time.NewTimer(dueIn)
+		defer t.Stop()
+		due = t.C
 	}
-	t := time.NewTimer(sleep)
-	defer t.Stop()
 	select {
 	case <-wake:
-	case <-t.C:
+	case <-due:
 	case <-s.Done():
 		return s.Err()
 	case <-ctx.Done():
 		return emptyOr(ctx, ctx.Err())
 	}
 	return nil
+}
+
+// pollQueues is the poll of this client's waiting consumers, every poll
+// interval while any waits: one statement for all of their queues
+// (QueuesReady), whatever the number of consumers, and a wake-up for the
+// consumers of each queue that has a message due. A wake-up is a hint
+// (DESIGN, Notifications): this is the path that covers a lost one.
+func (c *Client) pollQueues(ctx context.Context) error {
+	names := c.queueWaits.Names()
+	if len(names) == 0 {
+		return nil
+	}
+	c.queuePolls.Add(1)
+	ready, err := c.drv.NoTx().QueuesReady(ctx, names)
+	if err != nil {
+		return fmt.Errorf("poll the queues of waiting consumers: %w", err)
+	}
+	for _, q := range c.queuePoll.due(ready) {
+		c.queueWaits.Wake(q)
+	}
+	return nil
+}
+
+// queuePoll is what pollQueues remembers between its polls: for how many
+// polls in a row each queue has had a message due while consumers waited
+// on it. A queue that stays so is one whose due messages its consumers may
+// not take yet (an ordered queue whose head runs, keys in flight, another
+// kind): its consumers are woken on the first poll of such a run and then
+// on every pollRetake-th, so that they claim again (in case the end of
+// what held them back sent a wake-up that was lost) without claiming
+// every interval for nothing.
+type queuePoll struct{ runs map[string]int }
+
+// pollRetake is how many polls apart pollQueues wakes the consumers of a
+// queue that stays due while they wait.
+const pollRetake = 5
+
+// due takes the queues found due by a poll and returns those whose
+// consumers to wake.
+func (p *queuePoll) due(ready []string) []string {
+	runs := make(map[string]int, len(ready))
+	var wake []string
+	for _, q := range ready {
+		n := p.runs[q] + 1
+		runs[q] = n
+		if (n-1)%pollRetake == 0 {
+			wake = append(wake, q)
+		}
+	}
+	p.runs = runs
+	return wake
 }
 
 // messages converts claimed rows to Messages in serving order.

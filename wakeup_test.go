@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +92,115 @@ func TestLostWakeUpsPolled(t *testing.T) {
 			}
 		case <-time.After(15 * time.Second):
 			t.Fatal("the waiting consumer did not get the message 15 s after its enqueue: its lost wake-up was never polled for")
+		}
+	})
+}
+
+// TestConsumersPolledPerClient: the poll that covers lost wake-ups is the
+// client's, one statement per poll interval for all of its waiting
+// consumers, not one per consumer (DESIGN, Notifications). A client that
+// loses every wake-up has six consumers waiting on three queues:
+//   - while nothing is due they run no claim at all, only their client's
+//     polls;
+//   - a message enqueued on one queue is served, and wakes that queue's
+//     consumers, not the others';
+//   - the consumer of an ordered queue whose head runs in another client
+//     (a message is due, but not for it) claims on one poll in five, not
+//     on every one, and still gets the next message once the head is
+//     acknowledged, though it never hears of that.
+func TestConsumersPolledPerClient(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		opts := baton.Options{PollInterval: 50 * time.Millisecond}
+		loud := openDSN(t, dsn, opts)
+		deaf := openDSN(t, dsn, opts)
+		baton.LoseWakeUps(deaf, true)
+		ctx, cancel := context.WithCancel(ctxT(t))
+		var consumers sync.WaitGroup
+		defer consumers.Wait()
+		defer cancel()
+		got := make(chan string, 8)
+		consume := func(q string, mode baton.QueueMode) {
+			s := session(t, deaf)
+			consumers.Add(1)
+			go func() {
+				defer consumers.Done()
+				ms, err := s.Claim(ctx, q, baton.ClaimOptions{Wait: baton.Forever, Mode: mode})
+				switch {
+				case ctx.Err() != nil:
+				case err != nil:
+					got <- "error: " + err.Error()
+				default:
+					got <- q + ":" + string(ms[0].Payload)
+				}
+			}()
+			waitFor(t, "a consumer of "+q+" to wait", func() bool { return baton.QueueWaiters(deaf, q) > 0 })
+		}
+		for _, q := range []string{"pa", "pb", "pc"} {
+			for range 2 {
+				consume(q, baton.Parallel)
+			}
+		}
+		waitFor(t, "six consumers to wait", func() bool {
+			return baton.QueueWaiters(deaf, "pa")+baton.QueueWaiters(deaf, "pb")+baton.QueueWaiters(deaf, "pc") == 6
+		})
+		polls := func(n int64) {
+			from := baton.QueuePolls(deaf)
+			waitFor(t, fmt.Sprint(n, " polls"), func() bool { return baton.QueuePolls(deaf) >= from+n })
+		}
+
+		tries := baton.ClaimTries(deaf)
+		polls(10)
+		if n := baton.ClaimTries(deaf) - tries; n != 0 {
+			t.Fatalf("six consumers waiting on empty queues ran %d claims during ten polls of their client, want none", n)
+		}
+
+		if _, err := loud.Enqueue(ctxT(t), "pb", []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-got:
+			if r != "pb:m" {
+				t.Fatalf("got %q, want pb:m", r)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("no consumer got the message 15 s after its enqueue: the poll did not wake its queue's consumers")
+		}
+		polls(3)
+		// pb's two consumers claim (one gets the message); pa's and pc's
+		// four have nothing due and must not.
+		if n := baton.ClaimTries(deaf) - tries; n < 2 || n > 3 {
+			t.Fatalf("%d claims after a message on one of three queues, want pb's two consumers' (and at most one more of the one left, woken again while its peer's claim ran)", n)
+		}
+
+		// An ordered queue whose head runs in the other client.
+		for _, p := range []string{"head", "next"} {
+			if _, err := loud.Enqueue(ctxT(t), "po", []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runner := session(t, loud)
+		head, err := runner.Claim(ctxT(t), "po", baton.ClaimOptions{Mode: baton.Ordered})
+		if err != nil || len(head) != 1 || string(head[0].Payload) != "head" {
+			t.Fatalf("claim of the head: %v %v", head, err)
+		}
+		consume("po", baton.Ordered)
+		tries = baton.ClaimTries(deaf)
+		polls(20)
+		n := baton.ClaimTries(deaf) - tries
+		if n < 1 || n > 20/5+2 {
+			t.Fatalf("the consumer of an ordered queue whose head runs elsewhere claimed %d times in twenty polls, want one claim every five polls (4, give or take)", n)
+		}
+		if err := runner.Ack(ctxT(t), head[0]); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-got:
+			if r != "po:next" {
+				t.Fatalf("got %q, want po:next", r)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the ordered queue's consumer did not get its next message 15 s after the head's acknowledgement")
 		}
 	})
 }

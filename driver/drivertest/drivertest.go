@@ -58,6 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"ListFilters", testListFilters},
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
+		{"QueuesReady", testQueuesReady},
 		{"PerKeyClaims", testPerKey},
 		{"ClaimRules", testClaimRules},
 		{"Subscriptions", testSubscriptions},
@@ -802,6 +803,42 @@ func testStaleClaims(t *testing.T, d driver.Driver) {
 	stale, err := tx.ClaimsStale(testCtx(t), 10)
 	must(t, err)
 	failIf(t, len(stale) != 1 || stale[0] != driver.ClaimRef{ID: a, SessionID: "w", Attempt: 1, MaxAttempts: 5, Mode: stale[0].Mode}, "ClaimsStale = %+v, want only a's expired claim", stale)
+}
+
+// testQueuesReady: the poll of waiting consumers names the queues with a
+// message due now, and only those: not a queue whose messages are all
+// delayed, running or paused, not an empty or unknown one, and not a
+// queue it was not asked about.
+func testQueuesReady(t *testing.T, d driver.Driver) {
+	ctx := testCtx(t)
+	tx := workQueue(t, d)
+	for _, q := range []string{"due", "delayed", "running", "paused", "empty", "other"} {
+		must(t, tx.QueueRegister(ctx, q))
+	}
+	put := func(q string, delay time.Duration) int64 {
+		return insertMessage(t, tx, driver.NewMessage{Queue: q, Payload: []byte(q), Delay: delay, MaxAttempts: 1})
+	}
+	put("due", 0)
+	put("due", time.Hour)
+	put("delayed", time.Hour)
+	running := put("running", 0)
+	inTx(t, d, func(tx driver.Tx) { wantClaimIDs(t, tx, 0, hour, 1, running) })
+	put("paused", 0)
+	ok, err := tx.QueuePause(ctx, "paused", true)
+	wantDone(t, "QueuePause", ok, err, true)
+	put("other", 0)
+	asked := []string{"due", "delayed", "running", "paused", "empty", "unknown"}
+	got, err := tx.QueuesReady(ctx, asked)
+	must(t, err)
+	failIf(t, !slices.Equal(got, []string{"due"}), "QueuesReady(%q) = %q, want only [due]", asked, got)
+	ok, err = tx.QueuePause(ctx, "paused", false)
+	wantDone(t, "QueuePause(false)", ok, err, true)
+	got, err = tx.QueuesReady(ctx, []string{"paused", "other"})
+	must(t, err)
+	slices.Sort(got)
+	failIf(t, !slices.Equal(got, []string{"other", "paused"}), "QueuesReady after the resume = %q, want [other paused]", got)
+	got, err = tx.QueuesReady(ctx, nil)
+	failIf(t, err != nil || len(got) != 0, "QueuesReady of no queue = %q, %v", got, err)
 }
 
 func testHousekeeping(t *testing.T, d driver.Driver) {

@@ -339,6 +339,15 @@ UPDATE {p}messages
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages WHERE id IN ({list});
 
+-- name: queues_ready
+-- Which of the listed queues (not paused) have a message ready to claim
+-- now: one probe of the ready index per queue, stopping at the first due
+-- message. It is the poll of a client's waiting consumers, one query per
+-- poll interval for all of them (see driver.QueueTx).
+SELECT q.name FROM {p}queues q
+ WHERE q.name IN ({list}) AND q.paused = 0
+   AND EXISTS (SELECT 1 FROM {p}messages m FORCE INDEX (messages_ready) WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now});
+
 -- name: queue_next_due
 -- The delayed messages only, as in every dialect (see driver.QueueTx).
 SELECT MIN(run_at) - {now} FROM {p}messages

@@ -5,6 +5,7 @@
 package wake
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/batonhq/baton/driver"
@@ -219,15 +220,24 @@ func (l *Locks) answer(id int64, r driver.Request) {
 type Queues struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]bool
+	// first is called, under mu, when a consumer registers while none
+	// waits (the client's poll of waiting consumers rests while none do).
+	first func()
 }
 
-// NewQueues makes an empty registry.
-func NewQueues() *Queues { return &Queues{waiters: map[string]map[chan struct{}]bool{}} }
+// NewQueues makes an empty registry; first (if not nil) is called when a
+// consumer registers while none waits.
+func NewQueues(first func()) *Queues {
+	return &Queues{waiters: map[string]map[chan struct{}]bool{}, first: first}
+}
 
 // Add registers a consumer of queue; its channel receives wake-ups.
 func (q *Queues) Add(queue string) chan struct{} {
 	ch := make(chan struct{}, 1)
 	q.mu.Lock()
+	if len(q.waiters) == 0 && q.first != nil {
+		q.first()
+	}
 	if q.waiters[queue] == nil {
 		q.waiters[queue] = map[chan struct{}]bool{}
 	}
@@ -261,6 +271,25 @@ func (q *Queues) WakeAll() {
 		signal(ws)
 	}
 	q.mu.Unlock()
+}
+
+// Names lists the queues some consumer waits on, sorted.
+func (q *Queues) Names() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	names := make([]string, 0, len(q.waiters))
+	for name := range q.waiters {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Waiting reports whether any consumer waits.
+func (q *Queues) Waiting() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiters) > 0
 }
 
 // Count is how many consumers wait on queue.

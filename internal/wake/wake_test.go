@@ -87,7 +87,7 @@ func TestLocksEndSessionAndRemove(t *testing.T) {
 }
 
 func TestQueues(t *testing.T) {
-	q := NewQueues()
+	q := NewQueues(nil)
 	a, b, other := q.Add("a"), q.Add("a"), q.Add("b")
 	if q.Count("a") != 2 || q.Count("b") != 1 {
 		t.Fatalf("counts %d %d", q.Count("a"), q.Count("b"))
@@ -248,5 +248,36 @@ func TestLocksSettleLater(t *testing.T) {
 	noAnswer(t, later)
 	if !l.Waits(1) {
 		t.Fatal("the later request no longer waits")
+	}
+}
+
+// TestQueuesFirstAndNames: first is called when a consumer registers while
+// none waits, and only then; Names lists the waited queues.
+func TestQueuesFirstAndNames(t *testing.T) {
+	firsts := 0
+	q := NewQueues(func() { firsts++ })
+	if q.Waiting() || len(q.Names()) != 0 {
+		t.Fatal("an empty registry has waiters")
+	}
+	b := q.Add("b")
+	a := q.Add("a")
+	q.Add("b")
+	if got := q.Names(); !slices.Equal(got, []string{"a", "b"}) || !q.Waiting() || firsts != 1 {
+		t.Fatalf("Names %q, Waiting %v, first called %d times; want [a b], true, once", got, q.Waiting(), firsts)
+	}
+	q.Remove("b", b)
+	q.Remove("a", a)
+	if got := q.Names(); !slices.Equal(got, []string{"b"}) || firsts != 1 {
+		t.Fatalf("Names %q after removals, first called %d times", got, firsts)
+	}
+	for ch := range q.waiters["b"] {
+		q.Remove("b", ch)
+	}
+	if q.Waiting() {
+		t.Fatal("waiting after every consumer left")
+	}
+	q.Add("c")
+	if firsts != 2 {
+		t.Fatalf("first called %d times after a consumer came to an empty registry again, want 2", firsts)
 	}
 }
