@@ -241,8 +241,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
 		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
-		queueWaited: make(chan struct{}, 1),
-		quit:        make(chan struct{}), prepareNow: make(chan struct{}),
+		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
