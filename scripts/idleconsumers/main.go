@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	_ "github.com/batonhq/baton/driver/mysql"
+	_ "github.com/batonhq/baton/driver/postgres"
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
