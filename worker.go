@@ -421,7 +421,7 @@ func (w *worker) handler(stop, ctx context.Context) {
 		hctx, span := w.c.startProcess(ctx, m)
 		err := w.handle(hctx, m)
 		endSpan(span, err)
-		w.c.opts.Observer.HandlerDone(w.queue, "", outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
+		w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
 		if err != nil {
 			w.onError(m, err)
 		}

@@ -15,7 +15,7 @@
 // Metric names:
 //
 //	baton_queue_messages{queue,state}                 gauge (state: ready, scheduled, claimed, dead)
-//	baton_messages_processed_total{queue,kind,outcome} counter (outcome: completed, retried, dead, lost)
+//	baton_messages_processed_total{queue,kind,outcome} counter (outcome: completed, retried, dead, lost, cancelled)
 //	baton_handler_duration_seconds{queue,kind}         histogram
 //	baton_lock_wait_seconds{namespace}                 histogram (namespace "" for user-level locks)
 //	baton_locks_held{namespace,mode}                   gauge (mode: read, write)
@@ -23,7 +23,7 @@
 //	baton_sessions_lost_total                          counter
 //	baton_scrape_errors_total                          counter (a gauge's query failed)
 //
-// The kind label is empty until messages carry kinds.
+// The kind label is the message's kind ("" for a message without one).
 package metrics
 
 import (

@@ -43,8 +43,12 @@ func TestMetrics(t *testing.T) {
 		}
 		defer c.Close()
 		m.Watch(c)
-		for _, p := range []string{"ok", "ok", "bad", "flaky"} {
-			if _, err := c.Enqueue(ctx, "jobs", []byte(p), baton.EnqueueOptions{MaxAttempts: 2}); err != nil {
+		for i, p := range []string{"ok", "ok", "bad", "flaky"} {
+			kind := ""
+			if i == 0 {
+				kind = "welcome" // the kind label is the message's kind
+			}
+			if _, err := c.Enqueue(ctx, "jobs", []byte(p), baton.EnqueueOptions{MaxAttempts: 2, Kind: kind}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -100,10 +104,12 @@ func TestMetrics(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		for _, want := range []string{
-			`baton_messages_processed_total{kind="",outcome="completed",queue="jobs"} 2`,
+			`baton_messages_processed_total{kind="",outcome="completed",queue="jobs"} 1`,
+			`baton_messages_processed_total{kind="welcome",outcome="completed",queue="jobs"} 1`,
 			`baton_messages_processed_total{kind="",outcome="retried",queue="jobs"} 1`,
 			`baton_messages_processed_total{kind="",outcome="dead",queue="jobs"} 2`,
-			`baton_handler_duration_seconds_count{kind="",queue="jobs"} 5`,
+			`baton_handler_duration_seconds_count{kind="",queue="jobs"} 4`,
+			`baton_handler_duration_seconds_count{kind="welcome",queue="jobs"} 1`,
 			`baton_deadlocks_total 1`,
 			`baton_lock_wait_seconds_count{namespace="dl"} 3`, // two immediate grants and the victim; the other still waits
 			`baton_locks_held{mode="write",namespace="dl"} 2`,
