@@ -42,8 +42,9 @@ type Options struct {
 	// looked for. Default 0.3 × Lease (under a second by default, which
 	// also keeps the pooled connection from needing a liveness ping).
 	Heartbeat time.Duration
-	// PollInterval bounds how long a lost wake-up can delay a waiter; one
-	// cheap query per interval per process. Default 500ms.
+	// PollInterval bounds how long a lost wake-up can delay a waiter (a
+	// lock waiter one interval, a waiting consumer five); at most one
+	// cheap query per interval per process, not per waiter. Default 500ms.
 	PollInterval time.Duration
 	// Name is the default owner name of this client's sessions (default:
 	// the program's name).
@@ -521,7 +522,7 @@ func (c *Client) services() *maintain.Group {
 	}})
 	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules,
 		Idle: c.noSchedules, Resume: c.scheduleAdded})
-	g.Add(maintain.Service{Name: "consumer poll", Interval: c.opts.PollInterval, Timeout: lease, Run: c.pollQueues,
+	g.Add(maintain.Service{Name: "consumer poll", Interval: consumerPoll * c.opts.PollInterval, Timeout: lease, Run: c.pollQueues,
 		Idle: func() bool { return !c.queueWaits.Waiting() }, Resume: c.queueWaited})
 	g.Add(maintain.Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: c.pruneHistory})
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {

@@ -627,18 +627,19 @@ func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.
 	return nil
 }
 
-// pollQueues is the poll of this client's waiting consumers, every poll
-// interval while any waits: one statement for all of their queues
-// (QueuesReady), whatever the number of consumers, and a wake-up for the
-// consumers of each queue that has a message due. A wake-up is a hint
-// (DESIGN, Notifications): this is the path that covers a lost one.
+// pollQueues is the poll of this client's waiting consumers, every
+// consumerPoll poll intervals while any waits: one statement for all of
+// their queues (QueuesReady), whatever the number of consumers, and a
+// wake-up for the consumers of each queue that has a message due. A
+// wake-up is a hint (DESIGN, Notifications): this is the path that covers
+// a lost one.
 func (c *Client) pollQueues(ctx context.Context) error {
 	names := c.queueWaits.Names()
 	if len(names) == 0 {
 		return nil
 	}
 	c.queuePolls.Add(1)
-	ready, err := c.drv.NoTx().QueuesReady(ctx, names)
+	ready, err := c.drv.QueuesReady(ctx, names)
 	if err != nil {
 		return fmt.Errorf("poll the queues of waiting consumers: %w", err)
 	}
@@ -648,19 +649,26 @@ func (c *Client) pollQueues(ctx context.Context) error {
 	return nil
 }
 
+// consumerPoll is how many poll intervals apart pollQueues runs: a lost
+// wake-up costs a consumer at most that many, as when each waiting Claim
+// looked again on its own that often. Every interval cost an idle SQLite
+// worker a fifth more CPU: a read after another connection's commit (the
+// lease renewal's, every second) reads the pages it changed again.
+const consumerPoll = 5
+
 // queuePoll is what pollQueues remembers between its polls: for how many
 // polls in a row each queue has had a message due while consumers waited
 // on it. A queue that stays so is one whose due messages its consumers may
 // not take yet (an ordered queue whose head runs, keys in flight, another
 // kind): its consumers are woken on the first poll of such a run and then
 // on every pollRetake-th, so that they claim again (in case the end of
-// what held them back sent a wake-up that was lost) without claiming
-// every interval for nothing.
+// what held them back sent a wake-up that was lost) without claiming on
+// every poll for nothing.
 type queuePoll struct{ runs map[string]int }
 
 // pollRetake is how many polls apart pollQueues wakes the consumers of a
 // queue that stays due while they wait.
-const pollRetake = 5
+const pollRetake = 2
 
 // due takes the queues found due by a poll and returns those whose
 // consumers to wake.

@@ -105,13 +105,13 @@ func TestLostWakeUpsPolled(t *testing.T) {
 //   - a message enqueued on one queue is served, and wakes that queue's
 //     consumers, not the others';
 //   - the consumer of an ordered queue whose head runs in another client
-//     (a message is due, but not for it) claims on one poll in five, not
+//     (a message is due, but not for it) claims on every other poll, not
 //     on every one, and still gets the next message once the head is
 //     acknowledged, though it never hears of that.
 func TestConsumersPolledPerClient(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)
-		opts := baton.Options{PollInterval: 50 * time.Millisecond}
+		opts := baton.Options{PollInterval: 20 * time.Millisecond} // a poll every 100 ms
 		loud := openDSN(t, dsn, opts)
 		deaf := openDSN(t, dsn, opts)
 		baton.LoseWakeUps(deaf, true)
@@ -188,8 +188,8 @@ func TestConsumersPolledPerClient(t *testing.T) {
 		tries = baton.ClaimTries(deaf)
 		polls(20)
 		n := baton.ClaimTries(deaf) - tries
-		if n < 1 || n > 20/5+2 {
-			t.Fatalf("the consumer of an ordered queue whose head runs elsewhere claimed %d times in twenty polls, want one claim every five polls (4, give or take)", n)
+		if n < 1 || n > 20/2+2 {
+			t.Fatalf("the consumer of an ordered queue whose head runs elsewhere claimed %d times in twenty polls, want one claim every other poll (10, give or take)", n)
 		}
 		if err := runner.Ack(ctxT(t), head[0]); err != nil {
 			t.Fatal(err)

@@ -170,6 +170,14 @@ type Driver interface {
 	// LockRequestStatuses reads the requests with the given ids, outside
 	// any transaction; missing ids are absent from the map.
 	LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]Request, error)
+	// QueuesReady returns which of queues (registered, not paused) have
+	// a waiting message due now, outside any transaction, whatever the
+	// mode or kind of their consumers: a consumer it wakes may still find
+	// nothing it may claim. It is the poll of a client's waiting consumers
+	// (one statement for all of them, every poll interval while any
+	// waits), so it reads at most one index entry per queue that has one
+	// due.
+	QueuesReady(ctx context.Context, queues []string) ([]string, error)
 
 	// Prepare readies the driver's statements once the schema exists; the
 	// client calls it after migrating.

@@ -217,13 +217,6 @@ type QueueTx interface {
 	// does not count: it is due already, and the claim that did not take it
 	// waits for a wake-up or the poll whatever this returns.
 	QueueNextDue(ctx context.Context, queue string) (time.Duration, bool, error)
-	// QueuesReady returns which of queues (registered, not paused) have
-	// a waiting message due now, whatever the mode or kind of their
-	// consumers: a consumer it wakes may still find nothing it may claim.
-	// It is the poll of a client's waiting consumers (one statement for
-	// all of them), so it reads at most one index entry per queue that has
-	// one due.
-	QueuesReady(ctx context.Context, queues []string) ([]string, error)
 	MessageAck(ctx context.Context, c Claim) (bool, error)
 	// MessageAckMany acknowledges claims of one session in one statement
 	// and returns how many it deleted.

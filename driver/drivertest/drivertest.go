@@ -828,16 +828,16 @@ func testQueuesReady(t *testing.T, d driver.Driver) {
 	wantDone(t, "QueuePause", ok, err, true)
 	put("other", 0)
 	asked := []string{"due", "delayed", "running", "paused", "empty", "unknown"}
-	got, err := tx.QueuesReady(ctx, asked)
+	got, err := d.QueuesReady(ctx, asked)
 	must(t, err)
 	failIf(t, !slices.Equal(got, []string{"due"}), "QueuesReady(%q) = %q, want only [due]", asked, got)
 	ok, err = tx.QueuePause(ctx, "paused", false)
 	wantDone(t, "QueuePause(false)", ok, err, true)
-	got, err = tx.QueuesReady(ctx, []string{"paused", "other"})
+	got, err = d.QueuesReady(ctx, []string{"paused", "other"})
 	must(t, err)
 	slices.Sort(got)
 	failIf(t, !slices.Equal(got, []string{"other", "paused"}), "QueuesReady after the resume = %q, want [other paused]", got)
-	got, err = tx.QueuesReady(ctx, nil)
+	got, err = d.QueuesReady(ctx, nil)
 	failIf(t, err != nil || len(got) != 0, "QueuesReady of no queue = %q, %v", got, err)
 }
 

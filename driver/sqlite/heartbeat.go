@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -224,6 +225,25 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 }
 
 func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }
+
+// QueuesReady implements driver.Driver on the status reads' connection
+// (LockRequestStatuses), with the names as one JSON array (one statement
+// prepared once), in ctx without its end, as the listener's looks: in WAL
+// mode a read never waits for a lock, and a context that can end costs
+// the statement two goroutines that watch it. An idle worker polls every
+// poll interval.
+func (d *Driver) QueuesReady(ctx context.Context, queues []string) ([]string, error) {
+	db := d.reader.get(d)
+	if db == nil || len(queues) == 0 {
+		return d.DB.QueuesReady(ctx, queues)
+	}
+	list, err := json.Marshal(queues)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryNamed(context.WithoutCancel(ctx), nil, "queues_ready_json", string(list))
+	return sqldriver.ScanNames("queues_ready_json", rows, err)
+}
 
 // LockRequestStatuses implements driver.Driver on a connection of its own
 // (d.reader) where the database is a file. On the main connection every

@@ -47,6 +47,13 @@ RETURNING id, token;
 SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
   FROM {p}lock_holds WHERE id IN (SELECT value FROM json_each(?1));
 
+-- name: queues_ready_json
+-- queues_ready with the queue names as one JSON array (?1): one statement
+-- text, prepared once, for any number of queues.
+SELECT q.name FROM {p}queues q
+ WHERE q.name IN (SELECT value FROM json_each(?1)) AND q.paused = 0
+   AND EXISTS (SELECT 1 FROM {p}messages m INDEXED BY {p}messages_ready WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now});
+
 -- name: inline_adopt
 -- In a transaction that is about to change an identifier's requests: its
 -- inline holder as a request row under the same id (the insert trigger

@@ -483,27 +483,6 @@ func (t *Tx) QueueNextDue(ctx context.Context, queue string) (time.Duration, boo
 	return time.Duration(max(d.Int64, 0)) * time.Microsecond, true, nil
 }
 
-// QueuesReady implements driver.QueueTx.
-func (t *Tx) QueuesReady(ctx context.Context, queues []string) ([]string, error) {
-	if len(queues) == 0 {
-		return nil, nil
-	}
-	q := expandList(t.db.Q("queues_ready"), t.db.D.Numbered, 1, len(queues))
-	args := make([]any, len(queues))
-	for i, name := range queues {
-		args[i] = name
-	}
-	rows, err := t.listed(ctx, q, len(queues)).QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("queues_ready: %w", err)
-	}
-	return ScanAll(rows, func(sc Scanner) (string, error) {
-		var name string
-		err := sc.Scan(&name)
-		return name, err
-	})
-}
-
 // MessageAck implements driver.QueueTx.
 func (t *Tx) MessageAck(ctx context.Context, c driver.Claim) (bool, error) {
 	return affected(t.exec(ctx, "message_ack", c.ID, c.SessionID, c.Attempt))

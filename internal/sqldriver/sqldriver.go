@@ -976,6 +976,32 @@ func (db *DB) LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]d
 	return RequestStatuses(ctx, db.SQL, db, ids)
 }
 
+// QueuesReady implements driver.Driver.
+func (db *DB) QueuesReady(ctx context.Context, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	q := expandList(db.Q("queues_ready"), db.D.Numbered, 1, len(queues))
+	rows, err := (&Tx{db: db}).listed(ctx, q, len(queues)).QueryContext(ctx, q, StringArgs(queues)...)
+	return ScanNames("queues_ready", rows, err)
+}
+
+// ScanNames reads the one text column of the query name's rows.
+func ScanNames(name string, rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	names, err := ScanAll(rows, func(sc Scanner) (string, error) {
+		var s string
+		err := sc.Scan(&s)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return names, nil
+}
+
 // StringArgs are strings as statement arguments.
 func StringArgs(v []string) []any {
 	out := make([]any, len(v))
