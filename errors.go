@@ -9,8 +9,8 @@ import (
 // details (which name, which session, why).
 var (
 	// ErrWrongName is returned when a namespace or lock name is empty,
-	// longer than 64 bytes (locking service) or not valid UTF-8 of at most
-	// 64 characters (user-level locks). The call takes nothing. It is
+	// longer than 64 characters (locking service) or not valid UTF-8 of at
+	// most 64 characters (user-level locks). The call takes nothing. It is
 	// MySQL's ER_LOCKING_SERVICE_WRONG_NAME / ER_USER_LOCK_WRONG_NAME.
 	ErrWrongName = errs.ErrWrongName
 	// ErrTimeout is returned when locks could not be taken before the

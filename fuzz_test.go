@@ -44,14 +44,15 @@ func FuzzParseTable(f *testing.F) {
 }
 
 // FuzzNames: lock and queue names are accepted exactly when they are 1 to
-// 64 bytes (locks) and never make validation panic.
+// 64 characters (locks; an invalid byte counts as one) and never make
+// validation panic.
 func FuzzNames(f *testing.F) {
-	for _, s := range []string{"job", "", strings.Repeat("x", 64), strings.Repeat("x", 65), "a b", "<script>", "\x00", "é"} {
+	for _, s := range []string{"job", "", strings.Repeat("x", 64), strings.Repeat("x", 65), "a b", "<script>", "\x00", "é", strings.Repeat("é", 64), strings.Repeat("é", 65), strings.Repeat("\xff", 64)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		err := baton.ValidateName("lock name", in)
-		if ok := len(in) >= 1 && len(in) <= 64; ok != (err == nil) && utf8.ValidString(in) {
+		if ok := in != "" && utf8.RuneCountInString(in) <= 64; ok != (err == nil) {
 			t.Fatalf("ValidateName(%q) = %v", in, err)
 		}
 		if err != nil && !errors.Is(err, baton.ErrWrongName) {

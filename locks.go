@@ -40,8 +40,8 @@ func (m Mode) db() driver.LockMode {
 // Forever, as a timeout, waits until the context ends.
 const Forever time.Duration = -1
 
-// MaxNameLen is the longest namespace or lock name, in bytes for the locking
-// service and in characters for user-level locks.
+// MaxNameLen is the longest namespace or lock name, in characters (a byte
+// that is not part of valid UTF-8 counts as one).
 const MaxNameLen = 64
 
 // Grant is one granted lock instance.
@@ -57,13 +57,14 @@ type Grant struct {
 }
 
 // ValidateName checks a locking-service namespace or name: non-empty and at
-// most 64 bytes (names are binary strings, compared byte for byte).
+// most 64 characters, as MySQL's locking service (a byte that is not part
+// of valid UTF-8 counts as one; names are compared byte for byte).
 func ValidateName(what, s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("%w: %s is empty", ErrWrongName, what)
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s %q is %d bytes long, more than %d", ErrWrongName, what, s, len(s), MaxNameLen)
+	case len(s) > MaxNameLen && utf8.RuneCountInString(s) > MaxNameLen:
+		return fmt.Errorf("%w: %s %q is %d characters long, more than %d", ErrWrongName, what, s, utf8.RuneCountInString(s), MaxNameLen)
 	}
 	return nil
 }

@@ -174,7 +174,10 @@ func TestLockNames(t *testing.T) {
 		s := session(t, c)
 		n64, n65 := strings.Repeat("n", 64), strings.Repeat("n", 65)
 		mustLock(t, s, n64, baton.Write, n64)
-		cases := []struct{ ns, name string }{{n65, "a"}, {"ns", n65}, {"", "a"}, {"ns", ""}}
+		// 64 characters, not bytes (DESIGN): 256 bytes of four-byte ones.
+		wide64, wide65 := strings.Repeat("é", 64), strings.Repeat("😀", 65)
+		mustLock(t, s, strings.Repeat("😀", 64), baton.Write, wide64)
+		cases := []struct{ ns, name string }{{n65, "a"}, {"ns", n65}, {"", "a"}, {"ns", ""}, {wide65, "a"}, {"ns", wide65}}
 		for _, cs := range cases {
 			_, err := s.Lock(ctxT(t), cs.ns, baton.Write, 0, cs.name)
 			wantErr(t, err, baton.ErrWrongName)
@@ -184,8 +187,8 @@ func TestLockNames(t *testing.T) {
 			_, err := s.Lock(ctxT(t), "call", baton.Write, 0, names...)
 			wantErr(t, err, baton.ErrWrongName)
 		}
-		if got := len(held(t, c, s)); got != 1 {
-			t.Fatalf("session holds %d instances, want 1", got)
+		if got := len(held(t, c, s)); got != 2 {
+			t.Fatalf("session holds %d instances, want 2", got)
 		}
 		_, err := s.Release(ctxT(t), n65)
 		wantErr(t, err, baton.ErrWrongName)

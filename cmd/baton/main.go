@@ -45,7 +45,7 @@ const (
 
 const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own status):
   64  usage: unknown flag, bad argument, bad DSN, bad duration, no command
-  65  name: invalid lock name or namespace (empty, longer than 64 bytes)
+  65  name: invalid lock name or namespace (empty, longer than 64 characters)
   69  unavailable: the database cannot be reached
   75  timeout: the locks were not obtained before --timeout
   76  deadlock: this request was chosen as a deadlock victim
