@@ -43,6 +43,9 @@ type Schedule struct {
 	// @weekly, @monthly, @yearly, @every 1h30m).
 	Cron string
 	// TimeZone is the IANA time zone the Cron fields are in (default UTC).
+	// It is read from the host's time zone database (time.LoadLocation);
+	// a program that runs where there is none (a scratch container, a
+	// static binary on Windows) embeds one with import _ "time/tzdata".
 	TimeZone string
 	// Every, instead of Cron, ticks at every multiple of the interval since
 	// the Unix epoch (at least a millisecond).
