@@ -54,6 +54,22 @@ func langID(t *testing.T, e baton.Event) int {
 	return pk.ID
 }
 
+// triggerCount is how many triggers the database's catalog has on table
+// (of the test's own schema or database).
+func triggerCount(t *testing.T, b batontest.Backend, db *sql.DB, table string) int {
+	t.Helper()
+	q := map[string]string{
+		"sqlite":   `SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?`,
+		"postgres": `SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal`,
+		"mysql":    `SELECT count(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = ?`,
+	}[b.Name]
+	var n int
+	if err := db.QueryRow(q, table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // mustExec runs q on db, failing the test on an error.
 func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 	t.Helper()
@@ -183,9 +199,16 @@ func TestEventsRules(t *testing.T) {
 			t.Fatalf("delete event %+v (new %s)", del, del.New)
 		}
 		ack(t, s, ms...)
-		// The last unsubscribe removes the triggers: changes write nothing.
+		// The last unsubscribe removes the triggers: the catalog has none
+		// left on the table, and changes write nothing.
+		if n := triggerCount(t, b, db, "languages"); n == 0 {
+			t.Fatal("no trigger on the subscribed table")
+		}
 		if err := c.Unsubscribe(ctx, "audit"); err != nil {
 			t.Fatal(err)
+		}
+		if n := triggerCount(t, b, db, "languages"); n != 0 {
+			t.Fatalf("%d triggers left on the table after its last subscription was removed", n)
 		}
 		exec("UPDATE languages SET year_released = ? WHERE language_id = ?", 2013, 1)
 		if st := stats(t, c, baton.EventQueue("audit")); st.Ready != 0 {
