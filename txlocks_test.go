@@ -474,3 +474,37 @@ func TestLockTxDeadlineKeepsTransaction(t *testing.T) {
 		endTx(t, tx, true)
 	})
 }
+
+// TestAppTransactionsReleaseNothing: a session's locks are not tied to any
+// transaction (DESIGN, Locks): the program's transactions that commit or
+// roll back, with baton's statements in them (an enqueue, a notification,
+// a transaction-scoped lock on another name) or without, leave the
+// session's locks held, and another session still cannot take them.
+func TestAppTransactionsReleaseNothing(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, db, ctx := openTxDB(t, b)
+		s, other := session(t, c), session(t, c)
+		mustLock(t, s, "app", baton.Write, "w")
+		mustLock(t, s, "app", baton.Read, "r")
+		for _, commit := range []bool{true, false} {
+			tx := begin(t, db)
+			if _, err := c.EnqueueTx(ctx, tx, "appq", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.NotifyTx(ctx, tx, "appch", "x"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.LockTx(ctx, tx, "app", baton.Write, 0, "tx"); err != nil {
+				t.Fatal(err)
+			}
+			endTx(t, tx, commit)
+			if got := len(held(t, c, s)); got != 2 {
+				t.Fatalf("after the program's transaction (commit %v) the session holds %d locks, want 2", commit, got)
+			}
+			_, err := other.Lock(ctx, "app", baton.Write, 0, "w")
+			wantErr(t, err, baton.ErrTimeout)
+			_, err = other.Lock(ctx, "app", baton.Write, 0, "r")
+			wantErr(t, err, baton.ErrTimeout)
+		}
+	})
+}
