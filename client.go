@@ -253,7 +253,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		default: // the poll is already told
 		}
 	})
-	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0})
+	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.logErr})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait

@@ -448,7 +448,11 @@ func (w *worker) renewWaiting() {
 	for m := range w.waiting {
 		if time.Since(m.claimedAt) > w.o.Visibility/3 {
 			ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
-			_ = w.s.Extend(ctx, m, w.o.Visibility)
+			if err := w.s.Extend(ctx, m, w.o.Visibility); err != nil && !errors.Is(err, ErrNotClaimed) {
+				// The handler that takes it finds out whether the claim
+				// lasted (Extend again, before it runs).
+				w.c.logErr(fmt.Sprintf("extend the claim of prefetched message %d of queue %q", m.ID, m.Queue), err)
+			}
 			cancel()
 			renewed = true
 		}

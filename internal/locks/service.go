@@ -81,6 +81,9 @@ type Service struct {
 	detecting, detectAgain bool
 
 	contended contention
+	// checkFailing: the last check of the waiting requests failed
+	// (checkFailed; Run's goroutine only).
+	checkFailing bool
 	// looks counts wake-ups that ask for a status check (Wake): a waiter
 	// that saw none between the start of its request and its registration
 	// missed nothing (a grant that found no waiter asks for one:
@@ -260,13 +263,25 @@ func (l *Service) checkWaiters() {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
 	st, err := l.drv.LockRequestStatuses(ctx, ids)
-	if err != nil {
-		return
+	if err == nil {
+		l.cfg.Waits.Settle(snap, st)
+		if detect {
+			err = l.DetectDeadlocks(ctx)
+		}
 	}
-	l.cfg.Waits.Settle(snap, st)
-	if detect {
-		_ = l.DetectDeadlocks(ctx)
+	l.checkFailed(err)
+}
+
+// checkFailed logs the failure of a check of the waiting requests (their
+// statuses, or the deadlock look with them) when it is the first since
+// the checks last worked: the next check retries on the next wake-up or
+// poll, and a database that is away for an hour does not flood the log.
+// Only Run's goroutine checks.
+func (l *Service) checkFailed(err error) {
+	if err != nil && !l.checkFailing {
+		l.cfg.Log("check waiting lock requests (retried on the next wake-up or poll)", err)
 	}
+	l.checkFailing = err != nil
 }
 
 // randomInt63 is a call's id: the requests of one call are withdrawn

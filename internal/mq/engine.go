@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -31,6 +32,8 @@ type Config struct {
 	// KeepCompleted: completed messages go to the history (else they are
 	// deleted).
 	KeepCompleted bool
+	// Log logs a failure of background work (nil: none is logged).
+	Log func(what string, err error)
 }
 
 // Engine is one client's queue engine.
@@ -40,6 +43,8 @@ type Engine struct {
 	known  sync.Map // queue name -> true once registered by this process
 	notify *wake.Coalescer
 	wg     sync.WaitGroup
+	// notifyFailing: the last wake-up notification failed (notified).
+	notifyFailing atomic.Bool
 
 	mu       sync.Mutex
 	finished map[string][2]int64 // per queue: acked, dead since the last flush
@@ -67,10 +72,23 @@ func (e *Engine) Wake(queue string) {
 		defer e.wg.Done()
 		for again := true; again; again = e.notify.Done(queue) {
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
-			_ = e.drv.Notify(ctx, Channel(queue), "")
+			e.notified(e.drv.Notify(ctx, Channel(queue), ""))
 			cancel()
 		}
 	}()
+}
+
+// notified logs the failure of a queue's wake-up notification when it is
+// the first since they last worked (a wake-up is a hint: the consumers'
+// polls still find the message, and an outage does not flood the log).
+func (e *Engine) notified(err error) {
+	if err == nil {
+		e.notifyFailing.Store(false)
+		return
+	}
+	if e.notifyFailing.CompareAndSwap(false, true) && e.cfg.Log != nil {
+		e.cfg.Log("send a queue's wake-up to other processes (their polls find the message all the same)", err)
+	}
 }
 
 // Wait waits for the notifications in flight.
