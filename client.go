@@ -140,7 +140,7 @@ type Client struct {
 	locks     *locks.Service // the lock service
 	lockWaits *wake.Locks    // this process's waiting lock requests
 	// deaf drops every wake-up the listener brings (lock grants and
-	// looks, queue wake-ups): the tests' lost wake-ups.
+	// looks, queue wake-ups, cancellations): the tests' lost wake-ups.
 	deaf atomic.Bool
 
 	mu        sync.Mutex

@@ -218,6 +218,18 @@ func (c *Client) cancelLocal(id int64) {
 	}()
 }
 
+// claimLostCause is why a running message's claim was refused: ErrCancelled
+// when the message was cancelled (a process that missed the notification
+// learns of it here), nil otherwise (its claim ran out: someone else may
+// have it now) or when the database cannot tell.
+func (c *Client) claimLostCause(ctx context.Context, id int64) error {
+	m, found, err := c.drv.NoTx().MessageGet(ctx, id)
+	if err == nil && found && m.CancelRequested {
+		return ErrCancelled
+	}
+	return nil
+}
+
 // onCancelNotification handles a notification of cancelChannel.
 func (c *Client) onCancelNotification(payload string) {
 	if id, err := strconv.ParseInt(payload, 10, 64); err == nil {

@@ -153,6 +153,48 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+// TestCancelLearnedAtRenewal: a cancellation is a wake-up too, and a hint
+// (DESIGN, Notifications): a worker whose client loses it learns of the
+// cancellation at its next claim renewal (every third of the visibility),
+// which the cancelled claim refuses; its handler's context ends with
+// ErrCancelled, and the message ends cancelled.
+func TestCancelLearnedAtRenewal(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn)
+		baton.LoseWakeUps(c, true)
+		id := enqueue(t, c, "cr", "running")
+		started := make(chan struct{})
+		causes := make(chan error, 1)
+		ctx, stop := context.WithCancel(ctxT(t))
+		defer stop()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "cr", func(ctx context.Context, m *baton.Message) error {
+				close(started)
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			}, baton.WorkerOptions{Visibility: 1500 * time.Millisecond})
+		}()
+		<-started
+		if err := other.CancelMessage(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case cause := <-causes:
+			wantErr(t, cause, baton.ErrCancelled)
+		case <-time.After(15 * time.Second):
+			t.Fatal("the handler was not stopped 15 s after the cancellation: its claim renewals (every 0.5 s) did not find out")
+		}
+		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, id).State == baton.StateCancelled })
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestHistoryRetention: completed messages are kept for the retention and
 // then pruned; with a negative retention they are not kept at all.
 func TestHistoryRetention(t *testing.T) {

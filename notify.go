@@ -189,7 +189,9 @@ func (l *Listener) forward() {
 // listeners of its channel.
 func (c *Client) deliver(channel, payload string) {
 	if channel == cancelChannel {
-		c.onCancelNotification(payload)
+		if !c.deaf.Load() {
+			c.onCancelNotification(payload)
+		}
 		return
 	}
 	if q, ok := strings.CutPrefix(channel, "#q#"); ok {

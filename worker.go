@@ -500,8 +500,9 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 			return
 		}
 		if err := w.s.Extend(mctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
-			// Cancelled, or someone else may have it now.
-			cancel()
+			// Cancelled (its notification did not come), or someone
+			// else may have it now.
+			cancelCause(w.c.claimLostCause(mctx, m.ID))
 			return
 		}
 		timer.Store(time.AfterFunc(w.o.Visibility/3, renew))
