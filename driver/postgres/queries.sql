@@ -276,11 +276,13 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
 -- name: queues_ready
 -- Which of the listed queues (not paused) have a message ready to claim
 -- now: one probe of the ready index per queue, stopping at the first due
--- message. It is the poll of a client's waiting consumers, one query per
--- poll interval for all of them (see driver.QueueTx).
+-- message (a scalar subquery with LIMIT 1: an EXISTS becomes a semi-join
+-- that reads every due message of the queues, which an ordered queue
+-- whose head runs may have by the million). It is the poll of a client's
+-- waiting consumers, for all of them (see driver.Driver).
 SELECT q.name FROM {p}queues q
  WHERE q.name IN ({list}) AND q.paused = 0
-   AND EXISTS (SELECT 1 FROM {p}messages m WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now});
+   AND (SELECT 1 FROM {p}messages m WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now} LIMIT 1) IS NOT NULL;
 
 -- name: queue_next_due
 -- The delayed messages only (the partial due index, migration 022): one

@@ -52,7 +52,7 @@ SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, 
 -- text, prepared once, for any number of queues.
 SELECT q.name FROM {p}queues q
  WHERE q.name IN (SELECT value FROM json_each(?1)) AND q.paused = 0
-   AND EXISTS (SELECT 1 FROM {p}messages m INDEXED BY {p}messages_ready WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now});
+   AND (SELECT 1 FROM {p}messages m INDEXED BY {p}messages_ready WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now} LIMIT 1) IS NOT NULL;
 
 -- name: inline_adopt
 -- In a transaction that is about to change an identifier's requests: its
