@@ -401,3 +401,59 @@ func TestCommandExitStatuses(t *testing.T) {
 		{withDSN("work", "q", "--drain"), exitUsage, ""},
 	})
 }
+
+// TestLockCommandWaitsAgain: a `baton lock` that waits has lost nothing when
+// its session is lost (DESIGN: waiters carry on with new sessions): it
+// says so, waits again with a new session, and runs CMD once the holder
+// releases.
+func TestLockCommandWaitsAgain(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		c, holder := client(t, dsn)
+		ctx := context.Background()
+		if _, err := holder.Lock(ctx, "default", baton.Write, 0, "x"); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "--dsn", dsn, "lock", "--write", "x", "--timeout", "60s", "--", "echo", "ran")
+		var outb, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &outb, &errb
+		startBaton(t, cmd)
+		pending := func() string {
+			ls, err := c.Locks(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range ls {
+				if l.Status == "PENDING" && l.Name == "x" {
+					return l.Session
+				}
+			}
+			return ""
+		}
+		var first string
+		deadline := time.Now().Add(20 * time.Second)
+		for first = pending(); first == ""; first = pending() {
+			if time.Now().After(deadline) {
+				t.Fatal("the baton lock waiter never showed up as PENDING")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		batontest.ReapSession(t, dsn, first)
+		deadline = time.Now().Add(20 * time.Second)
+		for s := pending(); s == "" || s == first; s = pending() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no new session waits after the first was lost (stderr %q)", errb.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := holder.Release(ctx, "default"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("baton lock: %v (stderr %q)", err, errb.String())
+		}
+		if strings.TrimSpace(outb.String()) != "ran" || !strings.Contains(errb.String(), "waiting again with a new session") {
+			t.Fatalf("stdout %q, stderr %q: want CMD's output, and the wait again said", outb.String(), errb.String())
+		}
+	})
+}
