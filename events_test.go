@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -567,6 +568,62 @@ func TestEventsMySQLTypes(t *testing.T) {
 		want := `{"id":1,"b1":true,"b8":255,"t1":true,"t":5,"y":2024,"p":{"coordinates":[1.5,-2],"type":"Point"},"vb":"YWI="}`
 		if string(e.New) != want {
 			t.Fatalf("new %s; want %s", e.New, want)
+		}
+	})
+}
+
+// TestEventsPerKeyFIFO: a subscription consumed per key (DESIGN: parallel,
+// optionally FIFO per primary key) hands one row's events to one handler
+// at a time, in commit order, while several workers run: forty updates of
+// four rows, interleaved, each seen once, each row's in the order made.
+func TestEventsPerKeyFIFO(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, db, ctx := openQDB(t, b)
+		createLanguages(t, b, db)
+		subscribe(t, c, baton.Subscription{Name: "fifo", Table: "languages", Actions: []baton.Action{baton.Update}})
+		for id := 1; id <= 4; id++ {
+			mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), id, "L", 0)
+		}
+		for year := 1; year <= 10; year++ {
+			for id := 1; id <= 4; id++ {
+				mustExec(t, db, sqlFor(b, "UPDATE languages SET year_released = ? WHERE language_id = ?"), year, id)
+			}
+		}
+		var mu sync.Mutex
+		running := map[int]bool{}
+		seen := map[int][]int{}
+		var overlaps []int
+		err := c.WorkEvents(ctx, "fifo", func(ctx context.Context, e baton.Event, m *baton.Message) error {
+			id := langID(t, e)
+			var row struct {
+				Year int `json:"year_released"`
+			}
+			if err := json.Unmarshal(e.New, &row); err != nil {
+				return fmt.Errorf("%w: %v", baton.ErrPermanent, err)
+			}
+			mu.Lock()
+			if running[id] {
+				overlaps = append(overlaps, id)
+			}
+			running[id] = true
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // room for another handler of the same row to overlap
+			mu.Lock()
+			running[id] = false
+			seen[id] = append(seen[id], row.Year)
+			mu.Unlock()
+			return nil
+		}, baton.WorkerOptions{Mode: baton.PerKey, Concurrency: 4, Drain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(overlaps) > 0 {
+			t.Fatalf("events of one row ran at once (rows %v)", overlaps)
+		}
+		for id := 1; id <= 4; id++ {
+			if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(seen[id], want) {
+				t.Fatalf("row %d's updates were handled as %v, want %v", id, seen[id], want)
+			}
 		}
 	})
 }
