@@ -457,3 +457,35 @@ func TestLockCommandWaitsAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultDSN: without --dsn, baton uses $BATON_DSN, and without that the
+// SQLite file baton.db in the current directory, created on first use.
+func TestDefaultDSN(t *testing.T) {
+	dir := t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BATON_DSN=") {
+			env = append(env, kv)
+		}
+	}
+	push := func(env []string, payload string) {
+		t.Helper()
+		cmd := exec.Command(bin, "queue", "push", "dq", payload)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("baton queue push: %v: %s", err, out)
+		}
+	}
+	push(env, "here")
+	if _, err := os.Stat(filepath.Join(dir, "baton.db")); err != nil {
+		t.Fatalf("no baton.db in the current directory: %v", err)
+	}
+	other := "sqlite://" + filepath.Join(dir, "other.db")
+	push(append(env, "BATON_DSN="+other), "there")
+	for dsn, want := range map[string]string{"sqlite://" + filepath.Join(dir, "baton.db"): "here", other: "there"} {
+		code, out, errs := run(t, dsn, "queue", "list", "dq", "--json")
+		if code != 0 || strings.Count(out, `"payload"`) != 1 || !strings.Contains(out, want) {
+			t.Fatalf("%s: %d %q %q, want one message %q", dsn, code, out, errs, want)
+		}
+	}
+}

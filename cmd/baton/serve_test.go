@@ -98,6 +98,23 @@ func TestQueueControlCommands(t *testing.T) {
 	}
 	code, _, errs = run(t, dsn, "queue", "push", "uq", "d", "--unique-key", "k2", "--unique-states", "done")
 	expect(t, code, errs, 64, `unique state "done"`)
+	// --unique-for: one message per key and period, even once the holder
+	// is gone (a push that straddles the day's end starts a new period:
+	// try again).
+	for try := 0; ; try++ {
+		day := time.Now().UTC().Truncate(24 * time.Hour)
+		held := pushID(t, dsn, "", "uq", "e", "--unique-key", "k3", "--unique-for", "24h")
+		code, _, errs = run(t, dsn, "queue", "delete", "uq", fmt.Sprint(held))
+		expect(t, code, errs, 0, "")
+		code, out, errs = run(t, dsn, "queue", "push", "uq", "f", "--unique-key", "k3", "--unique-for", "24h")
+		if !time.Now().UTC().Truncate(24*time.Hour).Equal(day) && try == 0 {
+			continue
+		}
+		if code != 0 || strings.TrimSpace(out) != fmt.Sprint(held)+" duplicate" {
+			t.Fatalf("push of a key held for the day, its holder deleted: %d %q %q, want %d duplicate", code, out, errs, held)
+		}
+		break
+	}
 	pushID(t, dsn, "", "tq", "slow", "--timeout", "100ms")
 	code, _, errs = run(t, dsn, "work", "tq", "--drain", "--", "sleep", "30")
 	expect(t, code, errs, 0, "ran longer than its timeout 100ms")
