@@ -77,6 +77,7 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /queues/{queue}", d.queue)
+	mux.HandleFunc("GET /queues/{queue}/messages/{id}", d.message)
 	mux.HandleFunc("GET /locks", d.locks)
 	mux.HandleFunc("GET /sessions", d.sessions)
 	mux.HandleFunc("GET /subscriptions", d.subscriptions)
@@ -92,7 +93,7 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 }
 
 // pages are the templates, each rendered inside layout.html.
-var pages = []string{"overview", "queue", "locks", "sessions", "subscriptions", "error"}
+var pages = []string{"overview", "queue", "message", "locks", "sessions", "subscriptions", "error"}
 
 // parseTemplates parses every page's template, by page.
 func parseTemplates() (map[string]*template.Template, error) {
@@ -314,7 +315,7 @@ func (d *dash) render(w http.ResponseWriter, r *http.Request, name, title string
 func (d *dash) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, baton.ErrUnknownQueue), errors.Is(err, baton.ErrInvalid), errors.Is(err, baton.ErrNoMessage):
+	case errors.Is(err, baton.ErrUnknownQueue), errors.Is(err, baton.ErrInvalid), errors.Is(err, baton.ErrNoMessage), errors.Is(err, baton.ErrNotFound):
 		status = http.StatusNotFound
 	case errors.Is(err, baton.ErrRunning):
 		status = http.StatusConflict
@@ -373,7 +374,9 @@ func (d *dash) stats(ctx context.Context, queues []string, missingOK bool) ([]ba
 type queuePage struct {
 	Stats baton.QueueStats
 	// State is the tab shown: a message state (baton.MessageStates).
-	State    string
+	State string
+	// Kind filters the messages of the tab ("" for every kind).
+	Kind     string
 	Messages []baton.MessageInfo
 	Next     string
 	Dead     []baton.DeadLetter
@@ -399,12 +402,35 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 	if p.State, err = tab(st, query.Get("state")); err != nil {
 		return p, err
 	}
+	p.Kind = query.Get("kind")
+	if p.Kind != "" {
+		if err := baton.ValidateKind(p.Kind); err != nil {
+			return p, err
+		}
+	}
 	if p.State == "dead" {
 		p.Dead, p.More, err = d.deadPage(ctx, q)
 	} else {
-		p.Messages, p.Next, err = d.c.Messages(ctx, q, baton.MessageState(p.State), query.Get("after"), pageSize)
+		p.Messages, p.Next, err = d.c.ListMessages(ctx, baton.ListOptions{Queue: q, State: baton.MessageState(p.State),
+			Kind: p.Kind, After: query.Get("after"), Limit: pageSize})
 	}
 	return p, err
+}
+
+// message shows one message of a queue: its fields, its whole payload and
+// every failed attempt's error (with the stack of a panic).
+func (d *dash) message(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		d.fail(w, r, fmt.Errorf("%w: message id %q", baton.ErrInvalid, r.PathValue("id")))
+		return
+	}
+	m, err := d.c.Message(r.Context(), id)
+	if err == nil && m.Queue != q {
+		err = fmt.Errorf("%w: message %d is not in queue %q", baton.ErrNotFound, id, q)
+	}
+	d.show(w, r, "message", fmt.Sprintf("Message %d", id), m, err)
 }
 
 // tab is the tab a queue's page shows: the state asked for, by default

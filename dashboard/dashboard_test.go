@@ -323,3 +323,81 @@ func TestTokenAndReadOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestKindFilterAndMessagePage: a queue's tab lists the messages of one
+// kind when asked (and keeps the filter across tabs and pages); a
+// message's page shows its payload and every failed attempt's error,
+// escaped; a message asked for under another queue, or an unknown one, is
+// not found.
+func TestKindFilterAndMessagePage(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		c := open(t, dsn)
+		h, err := dashboard.New(c, dashboard.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		hc := client{t, srv}
+
+		ids := map[string]int64{}
+		for _, p := range []struct{ name, kind string }{{"m1", "mail"}, {"s1", "sms"}, {"m2", "mail"}} {
+			id, err := c.Enqueue(ctxT(t), "jobs", []byte(p.name), baton.EnqueueOptions{Kind: p.kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[p.name] = id
+		}
+		row := func(id int64) string { return fmt.Sprintf(`data-id="%d"`, id) }
+		page := hc.get("/queues/jobs?state=ready&kind=mail")
+		if !strings.Contains(page, row(ids["m1"])) || !strings.Contains(page, row(ids["m2"])) || strings.Contains(page, row(ids["s1"])) {
+			t.Fatalf("the mail filter does not list exactly the two mail messages:\n%s", page)
+		}
+		if !strings.Contains(page, `?state=running&amp;kind=mail"`) || !strings.Contains(page, `value="mail"`) {
+			t.Fatalf("the tabs or the form lose the filter:\n%s", page)
+		}
+		if all := hc.get("/queues/jobs?state=ready"); !strings.Contains(all, row(ids["s1"])) || !strings.Contains(all, row(ids["m1"])) {
+			t.Fatalf("without a filter the tab lacks messages:\n%s", all)
+		}
+		if code, body, _ := hc.do("GET", "/queues/jobs?state=ready&kind="+url.QueryEscape("no such kind!"), nil, nil); code != http.StatusNotFound || !strings.Contains(body, "kind") {
+			t.Fatalf("a bad kind: %d %s", code, body)
+		}
+
+		// Two failed attempts, errors in markup.
+		id, err := c.Enqueue(ctxT(t), "flaky", []byte(xss), baton.EnqueueOptions{MaxAttempts: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.NewSession(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for attempt := 1; attempt <= 2; attempt++ {
+			ms, err := s.Claim(ctxT(t), "flaky", baton.ClaimOptions{})
+			if err != nil || len(ms) != 1 {
+				t.Fatalf("claim %d: %v %d", attempt, err, len(ms))
+			}
+			if err := s.RetryAfter(ctxT(t), ms[0], 0, fmt.Errorf("failure %d %s", attempt, xss)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		msg := hc.get(fmt.Sprintf("/queues/flaky/messages/%d", id))
+		if strings.Contains(msg, xss) {
+			t.Fatalf("the message page renders markup unescaped:\n%s", msg)
+		}
+		for _, want := range []string{"failure 1 &lt;script&gt;", "failure 2 &lt;script&gt;", `<pre class="payload" id="payload">&lt;script&gt;`, "2/5"} {
+			if !strings.Contains(msg, want) {
+				t.Fatalf("the message page lacks %q:\n%s", want, msg)
+			}
+		}
+		if page := hc.get("/queues/flaky?state=ready"); !strings.Contains(page, fmt.Sprintf(`href="/queues/flaky/messages/%d"`, id)) {
+			t.Fatalf("the queue's tab does not link the message's page:\n%s", page)
+		}
+		for _, path := range []string{fmt.Sprintf("/queues/jobs/messages/%d", id), "/queues/flaky/messages/999999", "/queues/flaky/messages/x"} {
+			if code, body, _ := hc.do("GET", path, nil, nil); code != http.StatusNotFound {
+				t.Fatalf("GET %s: %d, want 404:\n%s", path, code, body)
+			}
+		}
+	})
+}
