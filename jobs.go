@@ -161,19 +161,11 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 		state, err = tx.MessageCancel(ctx, id)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("baton: cancel message %d: %w", id, err)
-	}
-	switch state {
-	case "":
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
-	case driver.MessageReady:
-		return nil
-	case driver.MessageClaimed:
+	running, err := cancelled(id, state, err)
+	if running {
 		c.cancelWake(id)
-		return nil
 	}
-	return fmt.Errorf("%w: message %d is %s", ErrFinished, id, stateOf(driver.Message{State: state}, time.Now()))
+	return err
 }
 
 // cancelChannel is the internal channel on which cancellations of running

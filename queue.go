@@ -1133,13 +1133,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 		found, err = tx.QueuePause(ctx, queue, paused)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("baton: pause queue: %w", err)
-	}
-	if !found {
-		return fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
-	}
-	return nil
+	return pauseResult(queue, found, err)
 }
 
 // RetryNow makes a waiting message (delayed, or backing off before a retry)
@@ -1170,13 +1164,5 @@ func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(
 		done, state, err = op(tx, ctx, queue, id)
 		return err
 	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("baton: message %d of %s: %w", id, queue, err)
-	case done:
-		return nil
-	case state == driver.MessageClaimed:
-		return fmt.Errorf("%w: message %d of %s", ErrRunning, id, queue)
-	}
-	return fmt.Errorf("%w: %d in %s", ErrNoMessage, id, queue)
+	return onWaitingResult(queue, id, done, state, err)
 }

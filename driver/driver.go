@@ -13,6 +13,7 @@ package driver
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 )
@@ -170,6 +171,9 @@ type Driver interface {
 	// LockRequestStatuses reads the requests with the given ids, outside
 	// any transaction; missing ids are absent from the map.
 	LockRequestStatuses(ctx context.Context, ids []int64) (map[int64]Request, error)
+	// CallerQueueTx returns the queue control statements that run in the
+	// program's own transaction c.
+	CallerQueueTx(c CallerStatements) CallerQueueTx
 	// QueuesReady returns which of queues (registered, not paused) have
 	// a waiting message due now, outside any transaction, whatever the
 	// mode or kind of their consumers: a consumer it wakes may still find
@@ -562,6 +566,26 @@ type Tx interface {
 	// and Token set), which the client's waiter may take as it is, with no
 	// status read; an entry without one asks the client to look.
 	WakeClients(ctx context.Context, wake []Request) error
+}
+
+// CallerStatements runs statements in the program's own transaction: a
+// *sql.Tx, or an adapter of another driver's (postgres.PgxTx). ScanRow
+// reports no row with an error that matches sql.ErrNoRows.
+type CallerStatements interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	ScanRow(ctx context.Context, query string, args []any, dest ...any) error
+}
+
+// CallerQueueTx is the part of QueueTx that runs in the program's own
+// transaction (Driver.CallerQueueTx): the queue control calls of the
+// client's ...Tx variants.
+type CallerQueueTx interface {
+	QueueExists(ctx context.Context, name string) (bool, error)
+	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
+	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
+	DeadPurge(ctx context.Context, queue string) (int, error)
 }
 
 // CallerTx runs statements in the caller's own transaction

@@ -21,7 +21,7 @@ import (
 // atomic runs fn in t's transaction, or, when t runs statements on their
 // own, in a transaction of its own (run again after a transient conflict).
 func (t *Tx) atomic(ctx context.Context, fn func(*Tx) error) error {
-	if t.Tx != nil {
+	if t.Tx != nil || t.caller != nil {
 		return fn(t)
 	}
 	for attempt := 1; ; attempt++ {

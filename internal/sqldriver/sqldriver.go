@@ -273,9 +273,12 @@ func (db *DB) BeginTx(ctx context.Context) (*Tx, error) {
 
 // Tx implements driver.Tx.
 type Tx struct {
-	Tx    *sql.Tx
-	db    *DB
-	after []func()
+	Tx *sql.Tx
+	db *DB
+	// caller, when set, is the program's own transaction, which runs
+	// every statement instead (CallerQueueTx); Tx is nil then.
+	caller driver.CallerStatements
+	after  []func()
 	// leave leaves the dialect's Writers gate; nil once called.
 	leave func()
 }
@@ -304,6 +307,10 @@ type execQuerier interface {
 
 // q is the transaction, or the pool for a NoTx.
 func (t *Tx) q() execQuerier {
+	if t.caller != nil {
+		// A method that reads several rows: not one of CallerQueueTx's.
+		panic("baton/sqldriver: a statement that cannot run in the caller's transaction")
+	}
 	if t.Tx == nil {
 		return t.db.SQL
 	}
@@ -338,6 +345,13 @@ func (t *Tx) Rollback() error {
 }
 
 func (t *Tx) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	if t.caller != nil {
+		r, err := t.caller.ExecContext(ctx, t.db.Q(name), args...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return r, nil
+	}
 	return t.db.ExecNamed(ctx, t.Tx, name, args...)
 }
 
@@ -349,11 +363,30 @@ func (t *Tx) Exec(ctx context.Context, name string, args ...any) (sql.Result, er
 
 // Row runs a named query returning one row in the transaction.
 func (t *Tx) Row(ctx context.Context, name string, args ...any) *sql.Row {
-	return t.row(ctx, name, args...)
+	return t.db.RowNamed(ctx, t.Tx, name, args...)
 }
 
-func (t *Tx) row(ctx context.Context, name string, args ...any) *sql.Row {
+func (t *Tx) row(ctx context.Context, name string, args ...any) Scanner {
+	if t.caller != nil {
+		return callerRow{ctx: ctx, c: t.caller, q: t.db.Q(name), args: args}
+	}
 	return t.db.RowNamed(ctx, t.Tx, name, args...)
+}
+
+// callerRow is a row read in the program's own transaction (Tx.caller).
+type callerRow struct {
+	ctx  context.Context
+	c    driver.CallerStatements
+	q    string
+	args []any
+}
+
+func (r callerRow) Scan(dest ...any) error { return r.c.ScanRow(r.ctx, r.q, r.args, dest...) }
+
+// CallerQueueTx implements driver.Driver: the queue control statements in
+// the program's own transaction.
+func (db *DB) CallerQueueTx(c driver.CallerStatements) driver.CallerQueueTx {
+	return &Tx{db: db, caller: c}
 }
 
 func b(s string) []byte { return []byte(s) }
