@@ -235,6 +235,48 @@ func (c *Client) subscribeTx(ctx context.Context, tx driver.Tx, s Subscription, 
 	return &info, tx.CaptureInstall(ctx, info)
 }
 
+// RefreshSubscriptions rewrites baton's triggers on a subscribed table for
+// its columns as they are now: after an ALTER TABLE on SQLite or
+// MariaDB, whose triggers list the table's columns (PostgreSQL's read
+// them at every change; there it changes nothing). Every subscription on
+// the table and every event already captured stay; no change made
+// meanwhile goes uncaptured (SQLite replaces the triggers in a
+// transaction, MariaDB with CREATE OR REPLACE TRIGGER). MySQL cannot
+// replace a trigger in place: ErrInvalid there (unsubscribe and subscribe
+// again, which drops the pending events, or keep the columns).
+func (c *Client) RefreshSubscriptions(ctx context.Context, table string) error {
+	table, err := ParseTable(table)
+	if err != nil {
+		return err
+	}
+	err = c.inTx(ctx, func(tx driver.Tx) error {
+		info, ok, err := tx.TableDescribe(ctx, table)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%w: table %q does not exist", ErrInvalid, table)
+		case len(info.PK) == 0:
+			return fmt.Errorf("%w: table %q has no primary key", ErrInvalid, table)
+		}
+		n, err := tx.SubscriptionCountTable(ctx, info.Name)
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			return fmt.Errorf("%w: table %q has no subscription", ErrInvalid, table)
+		}
+		return tx.CaptureRefresh(ctx, info)
+	})
+	switch {
+	case errors.Is(err, driver.ErrNoRefresh):
+		return fmt.Errorf("%w: MySQL cannot replace the triggers on %q without a moment when changes go uncaptured (MariaDB can): unsubscribe and subscribe again, which drops the pending events", ErrInvalid, table)
+	case err != nil && !errors.Is(err, ErrInvalid):
+		return fmt.Errorf("baton: refresh subscriptions: %w", err)
+	}
+	return err
+}
+
 // undoSubscribe deletes a subscription whose transaction failed after its
 // triggers were installed (DDL commits on MySQL), and the triggers unless
 // another subscription uses them.

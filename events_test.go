@@ -550,6 +550,43 @@ func TestEventsColumnAdded(t *testing.T) {
 	})
 }
 
+// TestEventsRefreshAfterAlter: after an ALTER TABLE that adds a column,
+// RefreshSubscriptions has the table's events carry it, on every backend,
+// and keeps the events already captured; a table without a subscription,
+// or unknown, is refused.
+func TestEventsRefreshAfterAlter(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, db, ctx := openQDB(t, b)
+		createLanguages(t, b, db)
+		subscribe(t, c, baton.Subscription{Name: "refresh", Table: "languages", Actions: []baton.Action{baton.Insert}})
+		mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), 1, "Go", 2009)
+		mustExec(t, db, map[string]string{
+			"sqlite":   "ALTER TABLE languages ADD COLUMN logo TEXT",
+			"postgres": "ALTER TABLE languages ADD COLUMN logo text",
+			"mysql":    "ALTER TABLE languages ADD COLUMN logo VARCHAR(10)",
+		}[b.Name])
+		if err := c.RefreshSubscriptions(ctx, "languages"); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released, logo) VALUES (?, ?, ?, ?)"), 2, "Zig", 2016, "z")
+		for _, want := range []string{
+			`{"language_id":1,"name":"Go","year_released":2009}`,
+			`{"language_id":2,"name":"Zig","year_released":2016,"logo":"z"}`,
+		} {
+			if e := oneEvent(t, c, "refresh", "an event is missing after the refresh"); string(e.New) != want {
+				t.Fatalf("new %s; want %s", e.New, want)
+			}
+		}
+		if n := triggerCount(t, b, db, "languages"); n == 0 {
+			t.Fatal("no trigger left after the refresh")
+		}
+		mustExec(t, db, "CREATE TABLE plain (id INT PRIMARY KEY)")
+		for _, table := range []string{"plain", "nosuchtable"} {
+			wantErr(t, c.RefreshSubscriptions(ctx, table), baton.ErrInvalid)
+		}
+	})
+}
+
 // TestEventsMySQLTypes: MariaDB's JSON functions write BIT and spatial
 // values as raw bytes, which are not JSON (the write failed); events carry
 // BIT(1) as a boolean, other BITs as numbers, geometries as GeoJSON, and

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -41,4 +42,14 @@ type EventsTx interface {
 	// removes them. On MySQL they commit the transaction (DDL).
 	CaptureInstall(ctx context.Context, t TableInfo) error
 	CaptureDrop(ctx context.Context, t TableInfo) error
+	// CaptureRefresh replaces baton's triggers on the table with ones for
+	// its columns as they are now, with no moment when a change of the
+	// table goes uncaptured: in the transaction where DDL is
+	// transactional, on MariaDB with CREATE OR REPLACE TRIGGER. MySQL
+	// cannot replace a trigger in place: ErrNoRefresh.
+	CaptureRefresh(ctx context.Context, t TableInfo) error
 }
+
+// ErrNoRefresh: the backend cannot replace a table's triggers without a
+// moment when changes go uncaptured (MySQL).
+var ErrNoRefresh = errors.New("baton/driver: the server cannot replace a trigger in place")

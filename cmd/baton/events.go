@@ -23,7 +23,7 @@ on it: every insert, update or delete by any client writes one event per
 matching subscription, in the same transaction as the change. A subscription's
 events form a queue that "baton events work" consumes like "baton work".`,
 	}
-	cmd.AddCommand(eventsSubscribeCmd(g), eventsListCmd(g), eventsUnsubscribeCmd(g), eventsWorkCmd(g))
+	cmd.AddCommand(eventsSubscribeCmd(g), eventsListCmd(g), eventsUnsubscribeCmd(g), eventsRefreshCmd(g), eventsWorkCmd(g))
 	return cmd
 }
 
@@ -140,6 +140,34 @@ func eventsUnsubscribeCmd(g *globals) *cobra.Command {
 					return err
 				}
 				fmt.Printf("unsubscribed %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}
+
+func eventsRefreshCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "refresh TABLE",
+		Short: "Rewrite the triggers of a subscribed table after an ALTER TABLE",
+		Long: `Rewrite baton's triggers on TABLE for its columns as they are now, after an
+ALTER TABLE: on SQLite and MariaDB the triggers list the table's columns, so a
+column added later is missing from the events until then (PostgreSQL's
+triggers read the columns at every change: nothing to do there). Every
+subscription on the table and every event already captured stay, and no change
+made meanwhile goes uncaptured. MySQL cannot replace a trigger in place: there
+baton refuses (exit 64); unsubscribing and subscribing again drops the pending
+events.
+
+Exit statuses: 0 done; 64 for a table that does not exist, has no
+subscription, or on MySQL; 69 when the database cannot be reached.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withClient(cmd.Context(), func(c *baton.Client) error {
+				if err := c.RefreshSubscriptions(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Printf("refreshed the triggers on %s\n", args[0])
 				return nil
 			})
 		},

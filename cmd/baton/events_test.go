@@ -66,7 +66,15 @@ func TestEventsCommands(t *testing.T) {
 		expect(t, code, errs, exitUsage, "action")
 		code, _, errs = run(t, dsn, "events", "work", "nosub", "--", "true")
 		expect(t, code, errs, exitUsage, "unknown subscription")
+		code, out, errs = run(t, dsn, "events", "refresh", "langs")
+		if code != 0 || !strings.Contains(out, "refreshed the triggers on langs") {
+			t.Fatalf("events refresh: %d %q %q", code, out, errs)
+		}
+		code, _, errs = run(t, dsn, "events", "refresh", "nosuch")
+		expect(t, code, errs, exitUsage, "does not exist")
 		code, _, errs = run(t, dsn, "events", "unsubscribe", "bell")
 		expect(t, code, errs, 0, "")
+		code, _, errs = run(t, dsn, "events", "refresh", "langs")
+		expect(t, code, errs, exitUsage, "no subscription")
 	})
 }

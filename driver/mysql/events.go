@@ -19,8 +19,21 @@ func lit(s string) string {
 // next wake-up. Each row is written as [name, value, kind] columns for
 // baton to put in canonical form (see baton's eventjson.go), in the table's
 // order (MySQL's JSON objects would sort their keys).
-func events(prefix string) *sqldriver.EventsDialect {
-	return sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
+func events(prefix string, mariadb bool) *sqldriver.EventsDialect {
+	ev := sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
+	ev.Refresh = func(ti driver.TableInfo) ([]string, error) {
+		if !mariadb {
+			// DDL commits: a drop and a create would leave a moment
+			// when changes go uncaptured.
+			return nil, driver.ErrNoRefresh
+		}
+		stmts := ev.Install(ti)
+		for i, s := range stmts {
+			stmts[i] = "CREATE OR REPLACE TRIGGER" + strings.TrimPrefix(s, "CREATE TRIGGER")
+		}
+		return stmts, nil
+	}
+	return ev
 }
 
 // describe finds a table of the current database: its columns and their

@@ -510,7 +510,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Queries:         q,
 		Wake:            d.wakeClients,
 		IsRetryable:     IsRetryable,
-		Events:          events(prefix),
+		Events:          events(prefix, d.mariadb),
 		Adopt:           d.adoptInTx,
 		Deleted:         d.clearDeleted,
 		Updated:         d.demoteAfter,

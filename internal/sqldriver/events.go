@@ -18,6 +18,10 @@ type EventsDialect struct {
 	// baton's triggers on a table.
 	Install func(t driver.TableInfo) []string
 	Drop    func(t driver.TableInfo) []string
+	// Refresh returns the statements that replace the triggers in place
+	// (nil: Drop's and then Install's, in the transaction, where DDL is
+	// transactional).
+	Refresh func(t driver.TableInfo) ([]string, error)
 }
 
 // SubscriptionInsert implements driver.EventsTx.
@@ -89,6 +93,24 @@ func (t *Tx) CaptureDrop(ctx context.Context, ti driver.TableInfo) error {
 	for _, stmt := range t.db.D.Events.Drop(ti) {
 		if _, err := t.q().ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("drop triggers on %s: %w", ti.Name, err)
+		}
+	}
+	return nil
+}
+
+// CaptureRefresh implements driver.EventsTx.
+func (t *Tx) CaptureRefresh(ctx context.Context, ti driver.TableInfo) error {
+	ev := t.db.D.Events
+	stmts := append(ev.Drop(ti), ev.Install(ti)...)
+	if ev.Refresh != nil {
+		var err error
+		if stmts, err = ev.Refresh(ti); err != nil {
+			return err
+		}
+	}
+	for _, stmt := range stmts {
+		if _, err := t.q().ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("replace the triggers on %s: %w", ti.Name, err)
 		}
 	}
 	return nil
