@@ -233,6 +233,9 @@ func NewClient(ctx context.Context, drv driver.Driver, opts ...Options) (*Client
 
 // start migrates (unless o.NoMigrate) and starts the client on drv.
 func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
+	if l, ok := drv.(driver.Logging); ok {
+		l.SetLogger(o.Logger) // what the backend logs goes where the client's does
+	}
 	if !o.NoMigrate {
 		if _, err := drv.Migrate(ctx); err != nil {
 			drv.Close()

@@ -1,12 +1,15 @@
 package baton_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,7 +124,8 @@ func waitPendingB(b *testing.B, c *baton.Client, s *baton.Session) {
 // there, which baton says once in its log).
 func TestPoolerWithoutListenDSN(t *testing.T) {
 	_, dsn, _ := bouncerDSNs(t)
-	opts := baton.Options{PollInterval: 100 * time.Millisecond}
+	var logged syncBuffer
+	opts := baton.Options{PollInterval: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
 	c1 := openDSN(t, dsn, opts)
 	c2 := openDSN(t, dsn, opts)
 	s1, s2 := session(t, c1), session(t, c2)
@@ -145,6 +149,28 @@ func TestPoolerWithoutListenDSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRecv(t, ch)
+	// The backend's warning went to the client's logger (Options.Logger).
+	if out := logged.String(); !strings.Contains(out, "LISTEN cannot work") {
+		t.Fatalf("the client's logger lacks the pooler warning:\n%s", out)
+	}
+}
+
+// syncBuffer is a buffer that loggers of several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestPoolerRefusesSearchPath: a search_path through a transaction pooler

@@ -15,6 +15,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -566,6 +567,12 @@ type Tx interface {
 	// and Token set), which the client's waiter may take as it is, with no
 	// status read; an entry without one asks the client to look.
 	WakeClients(ctx context.Context, wake []Request) error
+}
+
+// Logging is implemented by backends that log (a lost LISTEN connection,
+// a transaction pooler found): the client hands them its Options.Logger.
+type Logging interface {
+	SetLogger(l *slog.Logger)
 }
 
 // CallerStatements runs statements in the program's own transaction: a

@@ -21,7 +21,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -873,7 +872,7 @@ func (d *Driver) listenBy(ctx context.Context, p driver.ListenParams) (func(), e
 		d.notifying.Delete(p.ClientID)
 		return nil, err
 	}
-	l := &pgListener{d: d, p: p, notifying: notifying, conn: conn}
+	l := &pgListener{d: d, p: p, notifying: notifying, conn: conn, failing: sqldriver.Failing{Log: d.Logger()}}
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -1046,11 +1045,11 @@ func connectCause(err error) error {
 func (d *Driver) pollOnly(p driver.ListenParams) func() {
 	interval := sqldriver.DefaultInterval(p.Interval)
 	d.listenWarn.Do(func() {
-		slog.Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
+		d.Logger().Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
 			interval.String() + " and baton notifications (Listen) are delivered from a table, polled every " + interval.String() +
 			"; add listen_dsn=<a direct postgres:// DSN, URL-encoded> for wake-ups on commit")
 	})
-	po := &poller{d: d, clientID: p.ClientID, ttl: pollerTTL(interval), pump: sqldriver.StartPump(d.DB, p.Notify)}
+	po := &poller{d: d, clientID: p.ClientID, ttl: pollerTTL(interval), pump: sqldriver.StartPump(d.DB, p.Notify), failing: sqldriver.Failing{Log: d.Logger()}}
 	d.pollers.Store(p.ClientID, po)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

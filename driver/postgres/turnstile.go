@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,7 +156,7 @@ func (d *Driver) sendOnLine(ctx context.Context, l *lines.Line[*pgx.Conn], b *pg
 	for i := n; err == nil && i < b.Len(); i++ {
 		var ok bool
 		if err = br.QueryRow().Scan(&ok); err == nil && !ok && d.lines.TurnOff() {
-			slog.Warn("baton: PostgreSQL: a turnstile was not held where it was taken (a transaction pooler between baton and the server?): contended locks wait through the table only from now on; give listen_dsn a direct DSN")
+			d.Logger().Warn("baton: PostgreSQL: a turnstile was not held where it was taken (a transaction pooler between baton and the server?): contended locks wait through the table only from now on; give listen_dsn a direct DSN")
 		}
 	}
 	if cerr := br.Close(); err == nil {

@@ -373,7 +373,8 @@ func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &versionWatch{p: p, st: st, version: version, changes: d.watchFiles(ctx, strings.EqualFold(mode, "wal")), last: -1, lastWake: time.Now()}
+	w := &versionWatch{p: p, st: st, version: version, changes: d.watchFiles(ctx, strings.EqualFold(mode, "wal")), last: -1, lastWake: time.Now(),
+		failing: sqldriver.Failing{Log: d.Logger()}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

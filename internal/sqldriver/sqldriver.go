@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -79,6 +81,19 @@ type DB struct {
 
 	stmts  sync.Map // query name -> *sql.Stmt, filled by Prepare
 	listed sync.Map // expanded text -> *sql.Stmt (listedStmt)
+	log    atomic.Pointer[slog.Logger]
+}
+
+// SetLogger implements driver.Logging: what the backend logs goes to l.
+func (db *DB) SetLogger(l *slog.Logger) { db.log.Store(l) }
+
+// Logger is the backend's logger: the client's (SetLogger), else
+// slog.Default().
+func (db *DB) Logger() *slog.Logger {
+	if l := db.log.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
 }
 
 // listedMax is how many items a {list} query may have for listedStmt to

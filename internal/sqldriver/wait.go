@@ -14,16 +14,27 @@ func DefaultInterval(interval time.Duration) time.Duration {
 	return interval
 }
 
-// Failing says a repeated failure once: the first failure is logged, the
-// next ones not until the work succeeds again.
-type Failing struct{ on bool }
+// Failing says a repeated failure once: the first failure is logged (to
+// Log, else slog.Default()), the next ones not until the work succeeds
+// again.
+type Failing struct {
+	on  bool
+	Log *slog.Logger
+}
+
+func (f *Failing) logger() *slog.Logger {
+	if f.Log != nil {
+		return f.Log
+	}
+	return slog.Default()
+}
 
 // Failed records a failure and logs msg as a warning when it is the first
 // since the work last succeeded and ctx, the work's context, has not
 // ended (a failure because the work stops is no news).
 func (f *Failing) Failed(ctx context.Context, msg string) {
 	if !f.on && ctx.Err() == nil {
-		slog.Warn(msg)
+		f.logger().Warn(msg)
 	}
 	f.on = true
 }
@@ -31,7 +42,7 @@ func (f *Failing) Failed(ctx context.Context, msg string) {
 // Worked records a success and, after failures, logs msg (unless empty).
 func (f *Failing) Worked(msg string) {
 	if f.on && msg != "" {
-		slog.Info(msg)
+		f.logger().Info(msg)
 	}
 	f.on = false
 }
