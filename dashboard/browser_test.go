@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/batonhq/baton/dashboard"
 	"github.com/batonhq/baton/internal/batontest"
 )
 
@@ -45,14 +43,7 @@ func TestBrowser(t *testing.T) {
 		if b.Label != "sqlite" && b.Label != "postgres" {
 			t.Skip("the browser tests run on SQLite and PostgreSQL (the pages' queries are the conformance suite's, checked on every backend by TestPages)")
 		}
-		dsn := b.NewDSN(t)
-		c := open(t, dsn)
-		h, err := dashboard.New(c, dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(h)
-		defer srv.Close()
+		c, dsn, srv := serve(t, b)
 
 		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
 		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -80,6 +80,21 @@ func holdAndWait(t *testing.T, c *baton.Client, dsn string) context.CancelFunc {
 	return stop
 }
 
+// serve opens a client on a fresh database of the backend (dsn) and
+// serves its dashboard (default options) until the test ends.
+func serve(t *testing.T, b batontest.Backend) (c *baton.Client, dsn string, srv *httptest.Server) {
+	t.Helper()
+	dsn = b.NewDSN(t)
+	c = open(t, dsn)
+	h, err := dashboard.New(c, dashboard.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return c, dsn, srv
+}
+
 type client struct {
 	t   *testing.T
 	srv *httptest.Server
@@ -331,14 +346,7 @@ func TestTokenAndReadOnly(t *testing.T) {
 // not found.
 func TestKindFilterAndMessagePage(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
-		c := open(t, dsn)
-		h, err := dashboard.New(c, dashboard.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(h)
-		defer srv.Close()
+		c, _, srv := serve(t, b)
 		hc := client{t, srv}
 
 		ids := map[string]int64{}

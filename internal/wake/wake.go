@@ -5,6 +5,7 @@
 package wake
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -277,12 +278,7 @@ func (q *Queues) WakeAll() {
 func (q *Queues) Names() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	names := make([]string, 0, len(q.waiters))
-	for name := range q.waiters {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(q.waiters))
 }
 
 // Waiting reports whether any consumer waits.
