@@ -109,18 +109,7 @@ func TestControlTx(t *testing.T) {
 		// A running message cancelled in a transaction: its handler (in
 		// another client) stops with the commit.
 		running := enqueue(t, c, "run", "running")
-		started, causes := make(chan struct{}), make(chan error, 1)
-		wctx, stop := context.WithCancel(ctxT(t))
-		done := make(chan error, 1)
-		go func() {
-			done <- consumerC.Work(wctx, "run", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-ctx.Done()
-				causes <- context.Cause(ctx)
-				return ctx.Err()
-			}, baton.WorkerOptions{Visibility: 3 * time.Minute}) // no renewal within the test
-		}()
-		<-started
+		causes, stop := blockedWorker(t, consumerC, "run", 3*time.Minute) // no renewal within the test
 		tx = begin(t, db)
 		wantErr(t, c.DeleteMessageTx(ctx, tx, "run", running), baton.ErrRunning)
 		if err := c.CancelMessageTx(ctx, tx, running); err != nil {
@@ -132,9 +121,6 @@ func TestControlTx(t *testing.T) {
 			t.Fatalf("the handler's context ended with %v, want ErrCancelled", err)
 		}
 		stop()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
 
 		// Bad calls.
 		tx = begin(t, db)

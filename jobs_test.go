@@ -116,20 +116,7 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("cancelled waiting message: %+v", m)
 		}
 		running := enqueue(t, c, "cx", "running")
-		started := make(chan struct{})
-		causes := make(chan error, 2)
-		ctx, stop := context.WithCancel(ctxT(t))
-		defer stop()
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(ctx, "cx", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-ctx.Done()
-				causes <- context.Cause(ctx)
-				return ctx.Err()
-			}, baton.WorkerOptions{Visibility: time.Minute})
-		}()
-		<-started
+		causes, stop := blockedWorker(t, c, "cx", time.Minute)
 		if err := other.CancelMessage(ctxT(t), running); err != nil {
 			t.Fatal(err)
 		}
@@ -147,10 +134,34 @@ func TestCancel(t *testing.T) {
 		wantErr(t, other.CancelMessage(ctxT(t), running), baton.ErrFinished)
 		wantErr(t, other.CancelMessage(ctxT(t), running+1000), baton.ErrNotFound)
 		stop()
+	})
+}
+
+// blockedWorker runs a worker of c on queue whose handler waits for its
+// context to end, and returns once the handler runs: with the channel of
+// the cause its context ended with, and a function that stops the worker
+// and fails the test if it did not return nil.
+func blockedWorker(t *testing.T, c *baton.Client, queue string, visibility time.Duration) (<-chan error, func()) {
+	t.Helper()
+	started, causes := make(chan struct{}), make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Work(ctx, queue, func(ctx context.Context, m *baton.Message) error {
+			close(started)
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		}, baton.WorkerOptions{Visibility: visibility})
+	}()
+	<-started
+	return causes, func() {
+		t.Helper()
+		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
 }
 
 // TestCancelLearnedAtRenewal: a cancellation is a wake-up too, and a hint
@@ -164,20 +175,7 @@ func TestCancelLearnedAtRenewal(t *testing.T) {
 		other := openDSN(t, dsn)
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cr", "running")
-		started := make(chan struct{})
-		causes := make(chan error, 1)
-		ctx, stop := context.WithCancel(ctxT(t))
-		defer stop()
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(ctx, "cr", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-ctx.Done()
-				causes <- context.Cause(ctx)
-				return ctx.Err()
-			}, baton.WorkerOptions{Visibility: 1500 * time.Millisecond})
-		}()
-		<-started
+		causes, stop := blockedWorker(t, c, "cr", 1500*time.Millisecond)
 		if err := other.CancelMessage(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
@@ -189,9 +187,6 @@ func TestCancelLearnedAtRenewal(t *testing.T) {
 		}
 		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, id).State == baton.StateCancelled })
 		stop()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
 	})
 }
 
