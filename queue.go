@@ -384,10 +384,32 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 // only execute statements and the backend reports ids in rows). A message
 // whose unique key holds is not added: its id is the holder's, and the
 // key's row stays locked until tx ends.
-func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, err error) {
+func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) ([]int64, error) {
+	ids, _, err := c.enqueueTx(ctx, tx, queue, msgs)
+	return ids, err
+}
+
+// EnqueueUniqueTx is EnqueueUnique in the caller's transaction (see
+// EnqueueTx): it enqueues one message with a unique key (opts.UniqueKey)
+// and says whether it was a duplicate: then nothing was added and id is
+// the message that holds the key.
+func (c *Client) EnqueueUniqueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts EnqueueOptions) (int64, bool, error) {
+	if opts.UniqueKey == "" {
+		return 0, false, fmt.Errorf("%w: EnqueueUniqueTx needs a unique key", ErrInvalid)
+	}
+	ids, dups, err := c.enqueueTx(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: opts}})
+	if err != nil {
+		return 0, false, err
+	}
+	return ids[0], dups[0], nil
+}
+
+// enqueueTx inserts messages in the caller's transaction and says which
+// were duplicates of a unique key's holder.
+func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
 	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { endSpan(span, err) }()
 	if !c.mq.Known(queue) {
@@ -395,60 +417,60 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msg
 		// lock, so baton's own connection could not register the queue.
 		rq, rargs := c.drv.QueueRegisterStatement(queue)
 		if _, err := tx.ExecContext(ctx, rq, rargs...); err != nil {
-			return nil, fmt.Errorf("baton: enqueue: register queue: %w", err)
+			return nil, nil, fmt.Errorf("baton: enqueue: register queue: %w", err)
 		}
 	}
-	ids = make([]int64, len(rows))
+	ids, dups = make([]int64, len(rows)), make([]bool, len(rows))
 	for i, m := range rows {
-		if ids[i], err = c.insertUniqueTx(ctx, tx, queue, m); err != nil {
-			return nil, fmt.Errorf("baton: enqueue: %w", err)
+		if ids[i], dups[i], err = c.insertUniqueTx(ctx, tx, queue, m); err != nil {
+			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
 	}
 	nq, nargs := c.drv.NotifyStatement(mq.Channel(queue), "")
 	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
-		return nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
+		return nil, nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
 	}
-	return ids, nil
+	return ids, dups, nil
 }
 
 // insertTx inserts one message in the caller's transaction and returns its
 // id when the transaction type can say it.
 // insertUniqueTx inserts m in the caller's transaction, taking its unique
 // key first if it has one: when the key holds, it inserts nothing and
-// returns the holder's id (the key's row stays locked until tx ends, so
-// concurrent enqueues of the key wait for it).
-func (c *Client) insertUniqueTx(ctx context.Context, tx Execer, queue string, m driver.NewMessage) (int64, error) {
+// returns the holder's id, dup true (the key's row stays locked until tx
+// ends, so concurrent enqueues of the key wait for it).
+func (c *Client) insertUniqueTx(ctx context.Context, tx Execer, queue string, m driver.NewMessage) (id int64, dup bool, err error) {
 	if m.UniqueKey == "" {
-		return c.insertTx(ctx, tx, m)
+		id, err = c.insertTx(ctx, tx, m)
+		return id, false, err
 	}
 	st := c.drv.UniqueStatements(queue, m.UniqueKey, m.UniqueExpires)
 	res, err := tx.ExecContext(ctx, st.Insert.Query, st.Insert.Args...)
 	if err != nil {
-		return 0, fmt.Errorf("unique key: %w", err)
+		return 0, false, fmt.Errorf("unique key: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, err
+		return 0, false, err
 	} else if n != 1 {
 		var holder int64
 		var period, over int
 		var state string
 		if err := scanRow(ctx, tx, st.Get, &holder, &period, &over, &state); err != nil {
-			return 0, fmt.Errorf("unique key: %w", err)
+			return 0, false, fmt.Errorf("unique key: %w", err)
 		}
 		if driver.UniqueHolds(period == 1, over == 1, state, m.UniqueStates) {
-			return holder, nil
+			return holder, true, nil
 		}
 	}
-	id, err := c.insertTx(ctx, tx, m)
-	if err != nil {
-		return 0, err
+	if id, err = c.insertTx(ctx, tx, m); err != nil {
+		return 0, false, err
 	}
 	if id == 0 {
-		return 0, fmt.Errorf("%w: a unique key in the caller's transaction needs the new id: give a *sql.Tx or postgres.PgxTx", ErrInvalid)
+		return 0, false, fmt.Errorf("%w: a unique key in the caller's transaction needs the new id: give a *sql.Tx or postgres.PgxTx", ErrInvalid)
 	}
 	set := st.Set(id)
 	_, err = tx.ExecContext(ctx, set.Query, set.Args...)
-	return id, err
+	return id, false, err
 }
 
 // rowScanner reads one row: the adapters of other transaction types

@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -110,6 +111,18 @@ func checkUniqueInTx(t *testing.T, c *baton.Client, db *sql.DB) {
 		if err != nil || ids[0] != id || ids[1] == id {
 			t.Fatalf("EnqueueManyTx of the key again in the transaction: %v %v, want %d first", ids, err, id)
 		}
+		// EnqueueUniqueTx says which: a duplicate of the key's holder,
+		// and a new message for a new key.
+		if got, dup, err := c.EnqueueUniqueTx(ctx, tx, "utx", []byte("b2"), u); err != nil || !dup || got != id {
+			t.Fatalf("EnqueueUniqueTx of the key again: %d %v %v, want a duplicate of %d", got, dup, err, id)
+		}
+		other := baton.EnqueueOptions{UniqueKey: fmt.Sprint("other-", commit)}
+		if got, dup, err := c.EnqueueUniqueTx(ctx, tx, "utx", []byte("e"), other); err != nil || dup || got == 0 || got == id {
+			t.Fatalf("EnqueueUniqueTx of a new key: %d %v %v, want a new message", got, dup, err)
+		}
+		if _, _, err := c.EnqueueUniqueTx(ctx, tx, "utx", []byte("f"), baton.EnqueueOptions{}); !errors.Is(err, baton.ErrInvalid) {
+			t.Fatalf("EnqueueUniqueTx without a key: %v, want ErrInvalid", err)
+		}
 		if !commit {
 			if err := tx.Rollback(); err != nil {
 				t.Fatal(err)
@@ -124,8 +137,8 @@ func checkUniqueInTx(t *testing.T, c *baton.Client, db *sql.DB) {
 		}
 	}
 	st, err := c.Stats(ctx, "utx")
-	if err != nil || st.Ready != 2 {
-		t.Fatalf("the queue holds %+v (%v), want the committed a and c", st, err)
+	if err != nil || st.Ready != 3 {
+		t.Fatalf("the queue holds %+v (%v), want the committed a, c and e", st, err)
 	}
 }
 
