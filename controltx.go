@@ -2,7 +2,6 @@ package baton
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -21,28 +20,14 @@ import (
 // fails leaves tx to its caller: on PostgreSQL a failed statement aborts
 // the transaction, which must then be rolled back.
 
-// callerStatements runs the driver's statements in the caller's
-// transaction.
-type callerStatements struct{ tx Execer }
-
-func (c callerStatements) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return c.tx.ExecContext(ctx, query, args...)
-}
-
-func (c callerStatements) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
-	return scanRow(ctx, c.tx, driver.Statement{Query: query, Args: args}, dest...)
-}
-
-// callerQueue returns the queue control statements in tx, which must be a
-// transaction (a pool would commit each statement on its own).
+// callerQueue returns the queue control statements in the caller's
+// transaction tx (inCallerTx).
 func (c *Client) callerQueue(tx Execer, what string) (driver.CallerQueueTx, error) {
-	switch tx.(type) {
-	case nil:
-		return nil, fmt.Errorf("%w: %s: nil transaction", ErrInvalid, what)
-	case *sql.DB:
-		return nil, fmt.Errorf("%w: %s needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", ErrInvalid, what)
+	ct, err := inCallerTx(tx, what)
+	if err != nil {
+		return nil, err
 	}
-	return c.drv.CallerQueueTx(callerStatements{tx}), nil
+	return c.drv.CallerQueueTx(ct), nil
 }
 
 // notifyIn sends an internal notification in tx: it goes out with tx's

@@ -433,8 +433,6 @@ func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []
 	return ids, dups, nil
 }
 
-// insertTx inserts one message in the caller's transaction and returns its
-// id when the transaction type can say it.
 // insertUniqueTx inserts m in the caller's transaction, taking its unique
 // key first if it has one: when the key holds, it inserts nothing and
 // returns the holder's id, dup true (the key's row stays locked until tx
@@ -495,6 +493,8 @@ func scanRow(ctx context.Context, tx Execer, st driver.Statement, dest ...any) e
 // read rows.
 var errNoRows = errors.New("cannot read rows")
 
+// insertTx inserts one message in the caller's transaction and returns its
+// id when the transaction type can say it.
 func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
 	q, args, returnsID := c.drv.EnqueueStatement(m)
 	var id int64

@@ -43,13 +43,12 @@ func (c *Client) LockTx(ctx context.Context, tx Execer, ns string, mode Mode, ti
 	if err != nil {
 		return err
 	}
-	ids = slices.Compact(ids) // a transaction's lock has no instances
-	if _, pool := tx.(*sql.DB); pool {
-		// Each statement on a pool is a transaction of its own: the lock
-		// would end with the call.
-		return fmt.Errorf("%w: LockTx needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", ErrInvalid)
+	ids = slices.Compact(ids)           // a transaction's lock has no instances
+	ct, err := inCallerTx(tx, "LockTx") // on a pool the lock would end with the call
+	if err != nil {
+		return err
 	}
-	return c.locks.LockTx(ctx, callerTx{tx}, ids, mode.db(), timeout)
+	return c.locks.LockTx(ctx, ct, ids, mode.db(), timeout)
 }
 
 // lockIdents validates Lock's arguments and returns the identifiers in
@@ -78,12 +77,30 @@ func lockIdents(ns string, mode Mode, names []string) ([]driver.Ident, error) {
 	return ids, nil
 }
 
-// callerTx runs LockTx's statements in the caller's transaction.
+// inCallerTx is the caller's transaction tx for the call what, which needs
+// one: a pool would commit each statement on its own.
+func inCallerTx(tx Execer, what string) (callerTx, error) {
+	switch tx.(type) {
+	case nil:
+		return callerTx{}, fmt.Errorf("%w: %s: nil transaction", ErrInvalid, what)
+	case *sql.DB:
+		return callerTx{}, fmt.Errorf("%w: %s needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", ErrInvalid, what)
+	}
+	return callerTx{tx}, nil
+}
+
+// callerTx runs the driver's statements in the caller's transaction: it
+// is a driver.CallerTx (LockTx) and a driver.CallerStatements (the queue
+// control calls' ...Tx variants).
 type callerTx struct{ tx Execer }
 
 func (t callerTx) Exec(ctx context.Context, query string, args ...any) error {
 	_, err := t.tx.ExecContext(ctx, query, args...)
 	return err
+}
+
+func (t callerTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, query, args...)
 }
 
 func (t callerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
