@@ -210,14 +210,9 @@ func (c *Client) subscribeTx(ctx context.Context, tx driver.Tx, s Subscription, 
 		}
 		return nil, err
 	}
-	info, ok, err := tx.TableDescribe(ctx, s.Table)
-	switch {
-	case err != nil:
+	info, err := capturable(ctx, tx, s.Table)
+	if err != nil {
 		return nil, err
-	case !ok:
-		return nil, fmt.Errorf("%w: table %q does not exist", ErrInvalid, s.Table)
-	case len(info.PK) == 0:
-		return nil, fmt.Errorf("%w: table %q has no primary key", ErrInvalid, s.Table)
 	}
 	if err := c.mq.Register(ctx, tx, EventQueue(s.Name)); err != nil {
 		return nil, err
@@ -250,14 +245,9 @@ func (c *Client) RefreshSubscriptions(ctx context.Context, table string) error {
 		return err
 	}
 	err = c.inTx(ctx, func(tx driver.Tx) error {
-		info, ok, err := tx.TableDescribe(ctx, table)
-		switch {
-		case err != nil:
+		info, err := capturable(ctx, tx, table)
+		if err != nil {
 			return err
-		case !ok:
-			return fmt.Errorf("%w: table %q does not exist", ErrInvalid, table)
-		case len(info.PK) == 0:
-			return fmt.Errorf("%w: table %q has no primary key", ErrInvalid, table)
 		}
 		n, err := tx.SubscriptionCountTable(ctx, info.Name)
 		switch {
@@ -275,6 +265,21 @@ func (c *Client) RefreshSubscriptions(ctx context.Context, table string) error {
 		return fmt.Errorf("baton: refresh subscriptions: %w", err)
 	}
 	return err
+}
+
+// capturable describes a table whose changes triggers can capture: one
+// that exists and has a primary key.
+func capturable(ctx context.Context, tx driver.Tx, table string) (driver.TableInfo, error) {
+	info, ok, err := tx.TableDescribe(ctx, table)
+	switch {
+	case err != nil:
+		return info, err
+	case !ok:
+		return info, fmt.Errorf("%w: table %q does not exist", ErrInvalid, table)
+	case len(info.PK) == 0:
+		return info, fmt.Errorf("%w: table %q has no primary key", ErrInvalid, table)
+	}
+	return info, nil
 }
 
 // undoSubscribe deletes a subscription whose transaction failed after its

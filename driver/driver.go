@@ -179,7 +179,7 @@ type Driver interface {
 	// a waiting message due now, outside any transaction, whatever the
 	// mode or kind of their consumers: a consumer it wakes may still find
 	// nothing it may claim. It is the poll of a client's waiting consumers
-	// (one statement for all of them, every poll interval while any
+	// (one statement for all of them, every five poll intervals while any
 	// waits), so it reads at most one index entry per queue that has one
 	// due.
 	QueuesReady(ctx context.Context, queues []string) ([]string, error)

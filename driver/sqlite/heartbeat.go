@@ -231,7 +231,7 @@ func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }
 // prepared once), in ctx without its end, as the listener's looks: in WAL
 // mode a read never waits for a lock, and a context that can end costs
 // the statement two goroutines that watch it. An idle worker polls every
-// poll interval.
+// five poll intervals.
 func (d *Driver) QueuesReady(ctx context.Context, queues []string) ([]string, error) {
 	db := d.reader.get(d)
 	if db == nil || len(queues) == 0 {

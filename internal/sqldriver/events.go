@@ -101,8 +101,10 @@ func (t *Tx) CaptureDrop(ctx context.Context, ti driver.TableInfo) error {
 // CaptureRefresh implements driver.EventsTx.
 func (t *Tx) CaptureRefresh(ctx context.Context, ti driver.TableInfo) error {
 	ev := t.db.D.Events
-	stmts := append(ev.Drop(ti), ev.Install(ti)...)
-	if ev.Refresh != nil {
+	var stmts []string
+	if ev.Refresh == nil {
+		stmts = append(ev.Drop(ti), ev.Install(ti)...)
+	} else {
 		var err error
 		if stmts, err = ev.Refresh(ti); err != nil {
 			return err
