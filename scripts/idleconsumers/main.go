@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
-	_ "github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/driver/mysql"
 	_ "github.com/batonhq/baton/driver/postgres"
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -74,7 +74,10 @@ func counter(dsn string) func() int64 {
 		db, err = sql.Open("pgx", dsn)
 		q = "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
 	case strings.HasPrefix(dsn, "mysql://"):
-		db, err = sql.Open("mysql", mysqlDSN(dsn))
+		var pc *mysql.Config
+		if pc, err = mysql.ParseDSN(dsn); err == nil {
+			db, err = sql.Open("mysql", pc.Driver.FormatDSN())
+		}
 		q = "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'"
 	default:
 		log.Fatal("a postgres:// or mysql:// DSN")
@@ -96,18 +99,6 @@ func counter(dsn string) func() int64 {
 		}
 		return v
 	}
-}
-
-// mysqlDSN turns mysql://user:pass@host:port/db into the driver's form.
-func mysqlDSN(dsn string) string {
-	rest := strings.TrimPrefix(dsn, "mysql://")
-	user, hostdb, ok := strings.Cut(rest, "@")
-	if !ok {
-		user, hostdb = "root", rest
-	}
-	host, db, _ := strings.Cut(hostdb, "/")
-	db, _, _ = strings.Cut(db, "?")
-	return fmt.Sprintf("%s@tcp(%s)/%s", user, host, db)
 }
 
 func cpuTime() time.Duration {
