@@ -444,3 +444,67 @@ func TestFastConflictHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseCallCounts: {p}release_commit (migration 035) releases every
+// instance of the session in its scope, re-entered ones and readers
+// beside writers included, name by name, counts them, and leaves each
+// identifier's counters as its remaining instances make them; a release
+// by name leaves the session's other names alone.
+func TestReleaseCallCounts(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	take := func(sess, name string, mode driver.LockMode) {
+		t.Helper()
+		r, err := d.request(ctx, driver.RequestParams{SessionID: sess, ClientID: "c", Ident: driver.Ident{Kind: driver.KindService, NS: "cnt", Name: name}, Mode: mode, CallID: 1}, 0)
+		if err != nil || r.Status != driver.StatusGranted {
+			t.Fatalf("%s on %s: %+v %v; want it granted", sess, name, r, err)
+		}
+	}
+	counters := func(name string) string {
+		t.Helper()
+		var nr, nw, np int64
+		if err := d.SQL.QueryRow("SELECT n_r, n_w, n_p FROM baton_lock_idents WHERE ns = 'cnt' AND name = ?", name).Scan(&nr, &nw, &np); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d/%d/%d", nr, nw, np)
+	}
+	rows := func(sess string) (n int) {
+		t.Helper()
+		if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ?", sess).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	take("s1", "a", driver.ModeWrite)
+	take("s1", "a", driver.ModeWrite)
+	take("s1", "a", driver.ModeRead)
+	take("s1", "b", driver.ModeRead)
+	take("s2", "b", driver.ModeRead)
+	take("s1", "c", driver.ModeWrite)
+	take("s2", "d", driver.ModeWrite)
+	if n, _, err := d.releaseCall(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "cnt"}, false); err != nil || n != 5 {
+		t.Fatalf("s1's release of the namespace: %d %v; want 5", n, err)
+	}
+	for name, want := range map[string]string{"a": "0/0/0", "b": "1/0/0", "c": "0/0/0", "d": "0/1/0"} {
+		if got := counters(name); got != want {
+			t.Errorf("%s's counters (readers/writers/waiting) after s1's release: %s, want %s", name, got, want)
+		}
+	}
+	if n := rows("s1"); n != 0 {
+		t.Fatalf("s1 has %d rows left", n)
+	}
+
+	// s2's two names, one by one.
+	if n, _, err := d.releaseCall(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "cnt", Name: "d"}, false); err != nil || n != 1 {
+		t.Fatalf("s2's release of d: %d %v; want 1", n, err)
+	}
+	if got := counters("d"); got != "0/0/0" || rows("s2") != 1 {
+		t.Fatalf("after s2's release of d: counters %s, s2's rows %d; want 0/0/0 and b's one row", got, rows("s2"))
+	}
+	if n, _, err := d.releaseCall(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "cnt", Name: "b"}, false); err != nil || n != 1 {
+		t.Fatalf("s2's release of b: %d %v; want 1", n, err)
+	}
+	if got := counters("b"); got != "0/0/0" || rows("s2") != 0 {
+		t.Fatalf("after s2's release of b: counters %s, rows %d; want none", got, rows("s2"))
+	}
+}
