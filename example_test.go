@@ -110,7 +110,7 @@ func ExampleClient_Work() {
 			panic(err)
 		}
 		st, _ := c.Stats(ctx, "mail")
-		if st.Ready+st.Scheduled+st.Claimed == 0 { // nothing left but dead letters
+		if st.Unfinished() == 0 { // nothing left but dead letters
 			break
 		}
 		time.Sleep(5 * time.Millisecond) // the next cron run

@@ -446,7 +446,7 @@ func TestHandlerTimeouts(t *testing.T) {
 			}, baton.WorkerOptions{Timeout: 200 * time.Millisecond, Concurrency: 3})
 		}()
 		for deadline := time.Now().Add(20 * time.Second); ; {
-			if st := stats(t, c, "to"); st.Dead == 2 && st.Ready+st.Claimed+st.Scheduled == 0 {
+			if st := stats(t, c, "to"); st.Dead == 2 && st.Unfinished() == 0 {
 				break
 			}
 			if time.Now().After(deadline) {

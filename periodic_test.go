@@ -101,7 +101,7 @@ func TestScheduleAcrossProcesses(t *testing.T) {
 			if err != nil {
 				return 0
 			}
-			return st.Ready + st.Scheduled
+			return st.Ready + st.Scheduled + st.Retrying
 		}
 		waitFor(t, "15 ticks", func() bool { return count() >= 15 })
 		if err := kids[0].Process.Kill(); err != nil {

@@ -1016,9 +1016,14 @@ func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
 type QueueStats struct {
 	Queue     string `json:"queue"`
 	Ready     int64  `json:"ready"`     // claimable now
-	Scheduled int64  `json:"scheduled"` // delayed or backing off
-	Claimed   int64  `json:"claimed"`   // in flight
+	Scheduled int64  `json:"scheduled"` // due later, never attempted yet
+	Retrying  int64  `json:"retrying"`  // waiting out the backoff after a failed attempt
+	Claimed   int64  `json:"claimed"`   // in flight (running)
 	Dead      int64  `json:"dead"`
+	// Completed and Cancelled count the history kept
+	// (Options.Retention).
+	Completed int64 `json:"completed"`
+	Cancelled int64 `json:"cancelled"`
 	// OldestReady is how long the oldest claimable message has waited
 	// (nanoseconds in JSON); over 10,000 ready messages, the oldest of the
 	// first 10,000 in claim order.
@@ -1034,6 +1039,10 @@ type QueueStats struct {
 	// (every few seconds).
 	Throughput float64 `json:"throughput"`
 }
+
+// Unfinished is how many of the queue's messages are not finished yet:
+// ready, scheduled, retrying and claimed.
+func (s QueueStats) Unfinished() int64 { return s.Ready + s.Scheduled + s.Retrying + s.Claimed }
 
 // Stats returns the counts of a queue; ErrUnknownQueue if nothing was ever
 // enqueued to it.
@@ -1053,7 +1062,8 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err != nil {
 		return QueueStats{}, err
 	}
-	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Claimed: st.Claimed, Dead: st.Dead,
+	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
+		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
 		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
 	if st.Window > 0 {
 		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()

@@ -195,7 +195,7 @@ func TestQueueRetryAndDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := stats(t, c, "r")
-		if st.Dead != 1 || st.Ready+st.Scheduled+st.Claimed != 0 {
+		if st.Dead != 1 || st.Unfinished() != 0 {
 			t.Fatalf("stats %+v", st)
 		}
 		dead, err := c.DeadLetters(ctx, "r", 10)
@@ -434,7 +434,7 @@ func TestQueueWorker(t *testing.T) {
 			if err := c.Work(wctx, "w", h, baton.WorkerOptions{Concurrency: 4, Drain: true}); err != nil {
 				t.Fatal(err)
 			}
-			if st := stats(t, c, "w"); st.Ready+st.Scheduled+st.Claimed == 0 {
+			if st := stats(t, c, "w"); st.Unfinished() == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -487,7 +487,7 @@ func TestQueueWorkerGracefulStop(t *testing.T) {
 		if !finished.Load() {
 			t.Fatal("in-flight message not finished within the grace period")
 		}
-		if st := stats(t, c, "g"); st.Ready+st.Claimed+st.Scheduled != 0 {
+		if st := stats(t, c, "g"); st.Unfinished() != 0 {
 			t.Fatalf("finished message not acknowledged: %+v", st)
 		}
 	})
@@ -551,7 +551,7 @@ func TestQueueOrderedWorkerKeepsOrderAcrossFailures(t *testing.T) {
 			if err := c.Work(ctx, "ord", h, baton.WorkerOptions{Mode: baton.Ordered, Drain: true}); err != nil {
 				t.Fatal(err)
 			}
-			if st := stats(t, c, "ord"); st.Ready+st.Scheduled+st.Claimed == 0 {
+			if st := stats(t, c, "ord"); st.Unfinished() == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -585,7 +585,7 @@ func TestStatsOverTheLimit(t *testing.T) {
 		if !st.Estimated || st.Claimed != 0 || st.Dead != 0 {
 			t.Fatalf("stats %+v: want the state R estimated, the rest exact", st)
 		}
-		total := st.Ready + st.Scheduled
+		total := st.Ready + st.Scheduled + st.Retrying
 		if b.Name == "sqlite" && total != n+1 {
 			t.Fatalf("SQLite counts exactly: ready and scheduled %d, want %d", total, n+1)
 		}
@@ -775,7 +775,7 @@ func TestQueueWorkerRenewsLongHandler(t *testing.T) {
 		if n := runs.Load(); n != 1 {
 			t.Fatalf("the handler ran %d times, want 1", n)
 		}
-		if st := stats(t, c, "long"); st.Ready+st.Scheduled+st.Claimed+st.Dead != 0 {
+		if st := stats(t, c, "long"); st.Unfinished()+st.Dead != 0 {
 			t.Fatalf("the queue still holds %+v", st)
 		}
 	})

@@ -255,6 +255,14 @@ func TestPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		sched := hc.get("/ops/queues/mail?state=scheduled")
+		for _, want := range []string{"<dt>scheduled</dt><dd>1</dd>", "<dt>retrying</dt><dd>", "<dt>completed</dt><dd>", "<dt>cancelled</dt><dd>"} {
+			if !strings.Contains(sched, want) {
+				t.Fatalf("queue page's counts lack %q:\n%s", want, sched)
+			}
+		}
+		if overview := hc.get("/ops/"); !strings.Contains(overview, `<th class="n">retrying</th>`) || !strings.Contains(overview, `<th class="n">cancelled</th>`) {
+			t.Fatalf("the overview has no retrying or cancelled column:\n%s", overview)
+		}
 		retry := fmt.Sprintf("/ops/queues/mail/messages/%d/retry", later)
 		if !strings.Contains(sched, `action="`+retry+`"`) {
 			t.Fatalf("scheduled tab offers no run-now for %d:\n%s", later, sched)

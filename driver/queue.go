@@ -143,7 +143,10 @@ type DeadLetter struct {
 
 // QueueStats are the counts of one queue.
 type QueueStats struct {
-	Ready, Scheduled, Claimed, Dead int64
+	// Ready, Scheduled (due later, never attempted), Retrying (due later,
+	// after a failed attempt), Claimed, and in the history Dead, Completed
+	// and Cancelled.
+	Ready, Scheduled, Retrying, Claimed, Dead, Completed, Cancelled int64
 	// Estimated: a state had more entries than the driver counts; its
 	// count is the planner's estimate.
 	Estimated bool

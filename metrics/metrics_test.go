@@ -115,6 +115,8 @@ func TestMetrics(t *testing.T) {
 			`baton_locks_held{mode="write",namespace="dl"} 2`,
 			`baton_queue_messages{queue="jobs",state="ready"} 0`,
 			`baton_queue_messages{queue="jobs",state="dead"} 2`,
+			`baton_queue_messages{queue="jobs",state="completed"} 2`,
+			`baton_queue_messages{queue="jobs",state="retrying"} 0`,
 			`baton_queue_messages{queue="later",state="scheduled"} 1`,
 			`baton_sessions_lost_total 0`,
 			`baton_scrape_errors_total 0`,

@@ -193,7 +193,7 @@ func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.Qu
 func printQueueStats(all []baton.QueueStats, named, asJSON bool) error {
 	switch {
 	case !asJSON:
-		return printTable("no queues", "QUEUE\tREADY\tSCHEDULED\tCLAIMED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all, statsLine)
+		return printTable("no queues", "QUEUE\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all, statsLine)
 	case named:
 		return printJSON(all[0])
 	}
@@ -210,7 +210,8 @@ func statsLine(st baton.QueueStats) string {
 	if st.Paused {
 		name += " (paused)"
 	}
-	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Ready, st.Scheduled, st.Claimed, st.Dead, oldest, st.Throughput)
+	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Ready, st.Scheduled, st.Retrying, st.Claimed,
+		st.Completed, st.Cancelled, st.Dead, oldest, st.Throughput)
 }
 
 func queueStatsCmd(g *globals) *cobra.Command {
@@ -220,17 +221,23 @@ func queueStatsCmd(g *globals) *cobra.Command {
 		Short: "Show the message counts of every queue, or of one",
 		Long: `Show, for every queue (or for QUEUE), how many messages are:
   READY      claimable now
-  SCHEDULED  delayed, or backing off before their next attempt
-  CLAIMED    in flight (claimed by a worker)
+  SCHEDULED  due later, never attempted yet (pushed with --delay, or by a schedule)
+  RETRYING   waiting out the backoff after a failed attempt
+  CLAIMED    in flight (claimed by a worker: running)
+  COMPLETED  acknowledged, kept in the history for its retention (24 h by default)
+  CANCELLED  cancelled, kept in the history for its retention
   DEAD       dead letters (see baton queue dead)
 and how long the oldest ready message has waited; FINISHED/S is how many
 messages were acknowledged or dead-lettered per second over about five minutes.
+Over 10,000 messages in a state, counts are the database planner's estimates
+(exact on SQLite).
 
 --json prints an array of objects (every queue) or one object (QUEUE) with the
-Go type's (baton.QueueStats) field names: queue, ready, scheduled, claimed,
-dead, oldest_ready_ns (nanoseconds) and throughput (messages acknowledged or
-dead-lettered per second over about five minutes, as worker processes report
-them every ten seconds or so).
+Go type's (baton.QueueStats) field names: queue, ready, scheduled, retrying,
+claimed, dead, completed, cancelled, oldest_ready_ns (nanoseconds), estimated
+and paused (when true) and throughput (messages acknowledged or dead-lettered
+per second over about five minutes, as worker processes report them every ten
+seconds or so).
 A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
 		Example: `  baton queue stats
   baton queue stats mail --json | jq .ready`,

@@ -100,6 +100,11 @@ func TestQueueCommands(t *testing.T) {
 			t.Fatalf("stats %v", st)
 		}
 		wantCounts(t, st, 2, 1, 0, 0)
+		for _, k := range []string{"retrying", "completed", "cancelled"} {
+			if st[k] != 0.0 {
+				t.Fatalf("%s in %v, want 0", k, st)
+			}
+		}
 		if ns, ok := st["oldest_ready_ns"].(float64); !ok || ns < 0 {
 			t.Fatalf("oldest_ready_ns in %v", st)
 		}
@@ -111,7 +116,7 @@ func TestQueueCommands(t *testing.T) {
 		}
 		code, out, errs = run(t, dsn, "queue", "stats")
 		expect(t, code, errs, 0, "")
-		if !strings.Contains(out, "READY") || !strings.Contains(out, "\nq ") {
+		if !strings.Contains(out, "READY") || !strings.Contains(out, "RETRYING") || !strings.Contains(out, "CANCELLED") || !strings.Contains(out, "\nq ") {
 			t.Fatalf("stats table %q", out)
 		}
 		code, _, errs = run(t, dsn, "queue", "stats", "nope")
@@ -502,7 +507,7 @@ func TestWorkGracefulStop(t *testing.T) {
 			t.Fatalf("the message in flight was not finished: %q (stderr %q)", b, errb.String())
 		}
 		st := waitStats(t, c, "q", func(baton.QueueStats) bool { return true })
-		if st.Ready+st.Scheduled+st.Claimed+st.Dead != 0 {
+		if st.Unfinished()+st.Dead != 0 {
 			t.Fatalf("after a graceful stop: %+v", st)
 		}
 
@@ -515,7 +520,7 @@ func TestWorkGracefulStop(t *testing.T) {
 		// before it would have ended (a hang guard, not a speed check).
 		stopGracefully(t, w)
 		st = waitStats(t, c, "q", func(baton.QueueStats) bool { return true })
-		if st.Claimed != 0 || st.Ready+st.Scheduled != 1 {
+		if st.Claimed != 0 || st.Ready+st.Scheduled+st.Retrying != 1 {
 			ms, _, _ := c.ListMessages(context.Background(), baton.ListOptions{Queue: "q"})
 			t.Fatalf("the killed message is not back in the queue: %+v; messages %+v", st, ms)
 		}
@@ -669,7 +674,7 @@ func TestWorkStopReturnsUnstarted(t *testing.T) {
 			t.Fatalf("after SIGTERM during the first message, %d messages were started: %q", len(got), got)
 		}
 		st := waitStats(t, c, "q", func(baton.QueueStats) bool { return true })
-		if st.Ready != 3 || st.Scheduled+st.Claimed+st.Dead != 0 {
+		if st.Ready != 3 || st.Scheduled+st.Retrying+st.Claimed+st.Dead != 0 {
 			t.Fatalf("the unstarted messages are not ready in the queue: %+v", st)
 		}
 		_, s := client(t, dsn)

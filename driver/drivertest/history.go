@@ -22,7 +22,12 @@ func testHistory(t *testing.T, d driver.Driver) {
 	many := finishMany(t, d)
 	checkHistoryLists(t, d, append([]int64{id}, many...))
 	testCancel(t, d, many[1])
+	st := queueStats(t, tx)
+	failIf(t, st.Completed != 4 || st.Cancelled != 2 || st.Claimed != 0 || st.Dead != 0,
+		"QueueStats after the history: %+v, want 4 completed and 2 cancelled", st)
 	checkPrune(t, d)
+	st = queueStats(t, tx)
+	failIf(t, st.Completed != 0 || st.Cancelled != 2, "QueueStats after pruning the completed: %+v, want 2 cancelled", st)
 }
 
 // checkFinish: message id, claimed for its third attempt after failing
@@ -209,6 +214,9 @@ func testListFilters(t *testing.T, d driver.Driver) {
 	} {
 		wantIDs(t, c.what, ids(ready(t, tx, "q", c.f)), c.want)
 	}
+	st := queueStats(t, tx)
+	failIf(t, st.Ready != 1 || st.Scheduled != 1 || st.Retrying != 1 || st.Claimed != 0,
+		"QueueStats = %+v, want one ready, one scheduled, one retrying", st)
 }
 
 // sameErrors says whether a stored error record holds the errors.

@@ -395,16 +395,20 @@ DELETE FROM {p}finished WHERE queue = $1 AND state = 'D';
 -- Counts from the ready index, bounded: at most the limit (second argument)
 -- entries of each state are read, so that a queue of millions answers as
 -- fast as a small one. The first entries of state 'R' in claim order (how
--- many, how many of them are ready, how long the oldest of those has
--- waited), then the counts of 'C' and of the dead, and whether the queue
--- is paused.
-SELECT r.total, r.ready, COALESCE({now} - r.oldest, 0),
+-- many, how many of them are ready, how many wait out a retry's backoff,
+-- how long the oldest ready one has waited), then the counts of 'C', of
+-- the dead, the completed and the cancelled, and whether the queue is
+-- paused.
+SELECT r.total, r.ready, r.retrying, COALESCE({now} - r.oldest, 0),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'C' LIMIT $2) c),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'D' LIMIT $2) d),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'K' LIMIT $2) k),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'X' LIMIT $2) x),
        COALESCE((SELECT paused FROM {p}queues WHERE name = $1), 0)
   FROM (SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN run_at <= {now} THEN 1 ELSE 0 END), 0) AS ready,
+               COALESCE(SUM(CASE WHEN run_at > {now} AND attempt > 0 THEN 1 ELSE 0 END), 0) AS retrying,
                MIN(CASE WHEN run_at <= {now} THEN run_at END) AS oldest
-          FROM (SELECT run_at FROM {p}messages WHERE queue = $1 AND state = 'R'
+          FROM (SELECT run_at, attempt FROM {p}messages WHERE queue = $1 AND state = 'R'
                  ORDER BY priority, order_at, id LIMIT $2) s) r;
 
 -- name: queue_estimate_r
@@ -417,6 +421,12 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'C'
 
 -- name: queue_estimate_dead
 EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'D';
+
+-- name: queue_estimate_completed
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'K';
+
+-- name: queue_estimate_cancelled
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {p}finished WHERE queue = $1 AND state = 'X';
 
 -- name: dead_count
 SELECT COUNT(*) FROM {p}finished WHERE queue = $1 AND state = 'D';

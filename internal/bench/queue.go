@@ -313,7 +313,7 @@ func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, b
 		if err != nil {
 			return 0, 0, err
 		}
-		if h != n || st.Ready+st.Scheduled+st.Claimed+st.Dead != 0 {
+		if h != n || st.Unfinished()+st.Dead != 0 {
 			return 0, 0, fmt.Errorf("drain of %d messages handled %d and left %+v", n, h, st)
 		}
 	}

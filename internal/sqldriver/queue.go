@@ -598,18 +598,19 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	var stateR, oldest int64
 	args := []any{queue, StatsLimit}
 	if !t.db.D.Numbered {
-		args = []any{queue, StatsLimit, queue, StatsLimit, queue, queue, StatsLimit}
+		args = []any{queue, StatsLimit, queue, StatsLimit, queue, StatsLimit, queue, StatsLimit, queue, queue, StatsLimit}
 	}
 	var paused int
-	if err := t.row(ctx, "queue_stats", args...).Scan(&stateR, &s.Ready, &oldest, &s.Claimed, &s.Dead, &paused); err != nil {
+	if err := t.row(ctx, "queue_stats", args...).Scan(&stateR, &s.Ready, &s.Retrying, &oldest,
+		&s.Claimed, &s.Dead, &s.Completed, &s.Cancelled, &paused); err != nil {
 		return s, fmt.Errorf("queue_stats: %w", err)
 	}
 	s.Paused = paused != 0
-	s.Scheduled = stateR - s.Ready
+	s.Scheduled = stateR - s.Ready - s.Retrying
 	s.OldestReady = time.Duration(max(oldest, 0)) * time.Microsecond
 	// Over the limit: the planner's estimate (PostgreSQL, MySQL) or an
-	// exact count (SQLite) of the state; ready and scheduled are split in
-	// the proportion of the first entries, in claim order.
+	// exact count (SQLite) of the state; ready, retrying and scheduled are
+	// split in the proportion of the first entries, in claim order.
 	if stateR >= StatsLimit {
 		total, err := t.estimate(ctx, "queue_estimate_r", queue)
 		if err != nil {
@@ -617,12 +618,14 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 		}
 		total = max(total, stateR)
 		s.Ready = total * s.Ready / stateR
-		s.Scheduled, s.Estimated = total-s.Ready, true
+		s.Retrying = total * s.Retrying / stateR
+		s.Scheduled, s.Estimated = total-s.Ready-s.Retrying, true
 	}
 	for _, e := range []struct {
 		q string
 		n *int64
-	}{{"queue_estimate_claimed", &s.Claimed}, {"queue_estimate_dead", &s.Dead}} {
+	}{{"queue_estimate_claimed", &s.Claimed}, {"queue_estimate_dead", &s.Dead},
+		{"queue_estimate_completed", &s.Completed}, {"queue_estimate_cancelled", &s.Cancelled}} {
 		if *e.n < StatsLimit {
 			continue
 		}
