@@ -118,7 +118,7 @@ func TestQueueControlCommands(t *testing.T) {
 	pushID(t, dsn, "", "tq", "slow", "--timeout", "100ms")
 	code, _, errs = run(t, dsn, "work", "tq", "--drain", "--", "sleep", "30")
 	expect(t, code, errs, 0, "ran longer than its timeout 100ms")
-	if st := statsOf(t, dsn, "tq"); st["scheduled"] != float64(1) {
+	if st := statsOf(t, dsn, "tq"); st["retrying"] != float64(1) {
 		t.Fatalf("the timed-out message is not backing off: %v", st)
 	}
 }
