@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,9 +17,10 @@ import (
 // postgres.PgxTx, on the same database as the client: what it changes
 // happens if and only if that transaction commits, and the wake-ups it
 // sends (a running message's cancellation, consumers of a queue made
-// ready) go out with that commit, as notifications in tx. A call that
-// fails leaves tx to its caller: on PostgreSQL a failed statement aborts
-// the transaction, which must then be rolled back.
+// ready) go out with that commit, as notifications in tx (on MySQL and
+// MariaDB read within the listeners' poll interval, as NotifyTx says). A
+// call that fails leaves tx to its caller: on PostgreSQL a failed
+// statement aborts the transaction, which must then be rolled back.
 
 // callerQueue returns the queue control statements in the caller's
 // transaction tx (inCallerTx).
@@ -171,4 +173,126 @@ func (c *Client) PurgeDeadTx(ctx context.Context, tx Execer, queue string) (int,
 		return 0, fmt.Errorf("baton: purge dead letters: %w", err)
 	}
 	return n, nil
+}
+
+// RedriveTx is Redrive in the caller's transaction tx: every dead letter
+// of queue goes back to it, ready now, once tx commits, and its consumers
+// wake then. A message that dies while tx runs stays a dead letter.
+func (c *Client) RedriveTx(ctx context.Context, tx Execer, queue string) (int, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return 0, err
+	}
+	cq, err := c.callerQueue(tx, "RedriveTx")
+	if err != nil {
+		return 0, err
+	}
+	ok, err := cq.QueueExists(ctx, queue)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("baton: redrive: %w", err)
+	case !ok:
+		return 0, fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
+	}
+	n, err := cq.DeadRedriveAll(ctx, queue)
+	if err != nil {
+		return 0, fmt.Errorf("baton: redrive: %w", err)
+	}
+	if n > 0 {
+		err = c.notifyIn(ctx, tx, mq.Channel(queue), "")
+	}
+	return n, err
+}
+
+// The claimed message's operations in the caller's transaction, beside
+// CompleteTx: a handler that records its outcome in the transaction that
+// does its work. Each acts on the claim m was delivered with, once tx
+// commits (a claim no longer current is ErrNotClaimed: roll tx back); the
+// worker's own settlement of m afterwards finds nothing to do.
+
+// claimTx returns the queue statements in tx for an operation on the
+// claimed message m.
+func (c *Client) claimTx(tx Execer, m *Message, what string) (driver.CallerQueueTx, error) {
+	if m == nil || m.sessionID == "" {
+		return nil, fmt.Errorf("%w: %s: not a claimed message", ErrInvalid, what)
+	}
+	return c.callerQueue(tx, what)
+}
+
+// RetryTx is Session.Retry in the caller's transaction tx: the message
+// waits out the client's backoff for its attempt, or becomes a dead letter
+// at its attempt limit.
+func (c *Client) RetryTx(ctx context.Context, tx Execer, m *Message, cause error) error {
+	if m == nil {
+		return fmt.Errorf("%w: RetryTx: not a claimed message", ErrInvalid)
+	}
+	return c.RetryAfterTx(ctx, tx, m, c.opts.Retry.delay(m.Attempt), cause)
+}
+
+// RetryAfterTx is Session.RetryAfter in the caller's transaction tx. A
+// message cancelled while it ran ends cancelled instead.
+func (c *Client) RetryAfterTx(ctx context.Context, tx Execer, m *Message, delay time.Duration, cause error) error {
+	cq, err := c.claimTx(tx, m, "RetryAfterTx")
+	if err != nil {
+		return err
+	}
+	e := attemptError(m, cause)
+	if m.Attempt >= m.MaxAttempts {
+		e.Error = fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, e.Error)
+		return c.finishTx(ctx, tx, cq, m, driver.MessageDead, &e)
+	}
+	ok, err := cq.MessageRetry(ctx, claimOf(m), max(delay, 0), m.mode == Parallel, e)
+	switch {
+	case err != nil:
+		return fmt.Errorf("baton: retry: %w", err)
+	case !ok:
+		// Not ours any more, or cancelled: only then can it be finished.
+		return c.finishTx(ctx, tx, cq, m, driver.MessageCancelled, &e)
+	case delay <= 0:
+		return c.notifyIn(ctx, tx, mq.Channel(m.Queue), "")
+	}
+	return nil
+}
+
+// FailTx is Session.Fail in the caller's transaction tx: the message
+// becomes a dead letter once tx commits.
+func (c *Client) FailTx(ctx context.Context, tx Execer, m *Message, reason string) error {
+	cq, err := c.claimTx(tx, m, "FailTx")
+	if err != nil {
+		return err
+	}
+	e := attemptError(m, errors.New(reason))
+	return c.finishTx(ctx, tx, cq, m, driver.MessageDead, &e)
+}
+
+// finishTx moves the claimed message m to the history in state, in tx;
+// the queue's consumers wake with the commit (the next message of an
+// ordered queue or of m's key may go then).
+func (c *Client) finishTx(ctx context.Context, tx Execer, cq driver.CallerQueueTx, m *Message, state driver.MessageState, e *driver.AttemptError) error {
+	ok, err := cq.MessageFinish(ctx, claimOf(m), state, e)
+	switch {
+	case err != nil:
+		return fmt.Errorf("baton: finish message: %w", err)
+	case !ok:
+		return notClaimed(m)
+	}
+	return c.notifyIn(ctx, tx, mq.Channel(m.Queue), "")
+}
+
+// ExtendTx is Session.Extend in the caller's transaction tx: the claim's
+// lease runs for d from the statement's time once tx commits. m's
+// ClaimedUntil is left as it is (tx may roll back); the worker's own
+// renewals go on.
+func (c *Client) ExtendTx(ctx context.Context, tx Execer, m *Message, d time.Duration) error {
+	cq, err := c.claimTx(tx, m, "ExtendTx")
+	if err != nil {
+		return err
+	}
+	ok, err := cq.MessageExtend(ctx, claimOf(m), d)
+	switch {
+	case err != nil:
+		return fmt.Errorf("baton: extend: %w", err)
+	case !ok:
+		return notClaimed(m)
+	}
+	return nil
 }

@@ -85,7 +85,10 @@ func TestControlTx(t *testing.T) {
 
 		// A consumer of another client waits; a message made due in a
 		// transaction reaches it with the commit.
-		consumerC := openDSN(t, dsn)
+		// Its poll for waiting consumers (every five intervals: 10 s) comes
+		// too late for the test: only the commit's notification can serve
+		// it in time (on MySQL, read by the listener's poll, every 2 s).
+		consumerC := openDSN(t, dsn, baton.Options{PollInterval: 2 * time.Second})
 		later := enqueue(t, c, "rq", "later", baton.EnqueueOptions{Delay: time.Hour})
 		got := make(chan error, 1)
 		go func() {
@@ -102,7 +105,7 @@ func TestControlTx(t *testing.T) {
 		}
 		stillWaiting(t, got, 300*time.Millisecond, "a consumer, with the message made due in an open transaction")
 		endTx(t, tx, true)
-		if err := answer(t, got, "the consumer, after RetryNowTx committed"); err != nil {
+		if err := await(t, got, 5*time.Second, "the consumer, after RetryNowTx committed"); err != nil {
 			t.Fatal(err)
 		}
 

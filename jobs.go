@@ -510,7 +510,7 @@ func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
 	if m == nil || m.sessionID == "" {
 		return fmt.Errorf("%w: not a claimed message", ErrInvalid)
 	}
-	stmts := c.drv.CompleteStatements(driver.Claim{ID: m.ID, SessionID: m.sessionID, Attempt: m.Attempt}, c.keepCompleted())
+	stmts := c.drv.CompleteStatements(claimOf(m), c.keepCompleted())
 	var n int64
 	for _, st := range stmts {
 		res, err := tx.ExecContext(ctx, st.Query, st.Args...)

@@ -745,6 +745,11 @@ func (s *Session) claim(m *Message) driver.Claim {
 	return driver.Claim{ID: m.ID, SessionID: s.id, Attempt: m.Attempt}
 }
 
+// claimOf is the claim m was delivered with.
+func claimOf(m *Message) driver.Claim {
+	return driver.Claim{ID: m.ID, SessionID: m.sessionID, Attempt: m.Attempt}
+}
+
 func notClaimed(m *Message) error {
 	return fmt.Errorf("%w: message %d of queue %q", ErrNotClaimed, m.ID, m.Queue)
 }

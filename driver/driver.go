@@ -593,6 +593,16 @@ type CallerQueueTx interface {
 	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
 	DeadPurge(ctx context.Context, queue string) (int, error)
+	// DeadRedriveAll re-drives every dead letter of queue at once (in
+	// batches DeadRedrive reads their ids first, which the caller's
+	// transaction cannot): it marks them, copies the marked ones to the
+	// queue, ready now, and deletes them, so that a message that dies
+	// meanwhile is neither copied nor deleted.
+	DeadRedriveAll(ctx context.Context, queue string) (int, error)
+	// The claimed message's operations (QueueTx's).
+	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, e AttemptError) (bool, error)
+	MessageFinish(ctx context.Context, c Claim, state MessageState, e *AttemptError) (bool, error)
+	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
 }
 
 // CallerTx runs statements in the caller's own transaction

@@ -390,6 +390,21 @@ DELETE FROM {p}messages WHERE queue = ?;
 -- name: dead_purge
 DELETE FROM {p}finished WHERE queue = ? AND state = 'D';
 
+-- name: dead_mark_redrive
+-- DeadRedriveAll, in the caller's transaction: the queue's dead letters
+-- marked (state 'r', which no other statement reads; the row locks keep
+-- another re-drive off them), then copied ready now and deleted. A dead
+-- letter added meanwhile keeps its state 'D' and is left alone.
+UPDATE {p}finished SET state = 'r' WHERE queue = ? AND state = 'D';
+
+-- name: dead_redrive_marked
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta, kind, errors
+  FROM {p}finished WHERE queue = ? AND state = 'r' ORDER BY id;
+
+-- name: dead_delete_marked
+DELETE FROM {p}finished WHERE queue = ? AND state = 'r';
+
 -- name: queue_stats
 -- Counts from the ready index, bounded: at most the limit (second argument)
 -- entries of each state are read, so that a queue of millions answers as

@@ -582,6 +582,23 @@ func (t *Tx) DeadRedrive(ctx context.Context, queue string) (int, error) {
 	return len(ids), nil
 }
 
+// DeadRedriveAll implements driver.CallerQueueTx: three statements, each
+// on the queue's marked dead letters (dead_mark_redrive).
+func (t *Tx) DeadRedriveAll(ctx context.Context, queue string) (int, error) {
+	n, err := rowCount(t.exec(ctx, "dead_mark_redrive", queue))
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if _, err := t.exec(ctx, "dead_redrive_marked", queue); err != nil {
+		return 0, err
+	}
+	deleted, err := rowCount(t.exec(ctx, "dead_delete_marked", queue))
+	if err == nil && deleted != n {
+		err = fmt.Errorf("dead_delete_marked deleted %d of the %d dead letters marked", deleted, n)
+	}
+	return n, err
+}
+
 // QueueDeleteMessages implements driver.QueueTx.
 func (t *Tx) QueueDeleteMessages(ctx context.Context, queue string) (int, error) {
 	return rowCount(t.exec(ctx, "queue_delete_messages", queue))
