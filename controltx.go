@@ -115,15 +115,22 @@ func onWaitingResult(queue string, id int64, done bool, state driver.MessageStat
 	return fmt.Errorf("%w: %d in %s", ErrNoMessage, id, queue)
 }
 
-// PauseQueueTx is PauseQueue in the caller's transaction tx.
+// PauseQueueTx is PauseQueue in the caller's transaction tx: every
+// process's workers stop starting the queue's messages once tx commits.
 func (c *Client) PauseQueueTx(ctx context.Context, tx Execer, queue string) error {
-	return c.pauseTx(ctx, tx, "PauseQueueTx", queue, true)
+	if err := c.pauseTx(ctx, tx, "PauseQueueTx", queue, true); err != nil {
+		return err
+	}
+	return c.notifyIn(ctx, tx, pauseChannel, queue)
 }
 
 // ResumeQueueTx is ResumeQueue in the caller's transaction tx: the
 // queue's consumers wake once tx commits.
 func (c *Client) ResumeQueueTx(ctx context.Context, tx Execer, queue string) error {
 	if err := c.pauseTx(ctx, tx, "ResumeQueueTx", queue, false); err != nil {
+		return err
+	}
+	if err := c.notifyIn(ctx, tx, pauseChannel, queue); err != nil {
 		return err
 	}
 	return c.notifyIn(ctx, tx, mq.Channel(queue), "")

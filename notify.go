@@ -194,6 +194,12 @@ func (c *Client) deliver(channel, payload string) {
 		}
 		return
 	}
+	if channel == pauseChannel {
+		if !c.deaf.Load() {
+			c.onPauseNotification(payload)
+		}
+		return
+	}
 	if q, ok := strings.CutPrefix(channel, "#q#"); ok {
 		if c.deaf.Load() {
 			return

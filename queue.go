@@ -145,10 +145,14 @@ type Message struct {
 	ClaimedUntil time.Time
 
 	mode      QueueMode
-	sessionID string      // the claim's session
-	claimedAt time.Time   // local clock
-	meta      messageMeta // the enqueuer's trace context, the handler timeout
-	event     bool        // Payload is an event in canonical form
+	sessionID string    // the claim's session
+	claimedAt time.Time // local clock
+	// claimBegan is when the worker's claim that brought it began (local
+	// clock): a claim that began after a pause was known saw the queue
+	// resumed (pauseGivesBack).
+	claimBegan time.Time
+	meta       messageMeta // the enqueuer's trace context, the handler timeout
+	event      bool        // Payload is an event in canonical form
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -1146,7 +1150,9 @@ func (c *Client) Messages(ctx context.Context, queue string, state MessageState,
 
 // PauseQueue pauses a queue for every process: its messages stay, waiting
 // and running ones alike, but no claim takes one until ResumeQueue. Running
-// handlers finish. ErrUnknownQueue if nothing was ever enqueued to it.
+// handlers finish; the messages workers claimed ahead of their handlers go
+// back to the queue unstarted, once their processes hear of the pause (a
+// notification). ErrUnknownQueue if nothing was ever enqueued to it.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	return c.pause(ctx, queue, true)
 }
@@ -1170,7 +1176,69 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 		found, err = tx.QueuePause(ctx, queue, paused)
 		return err
 	})
-	return pauseResult(queue, found, err)
+	if err := pauseResult(queue, found, err); err != nil {
+		return err
+	}
+	c.setPaused(queue, paused)
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Lease)
+	defer cancel()
+	if err := c.drv.Notify(nctx, pauseChannel, queue); err != nil {
+		c.opts.Logger.Warn("baton: announcing a queue's pause or resumption", "queue", queue, "error", err)
+	}
+	return nil
+}
+
+// pauseChannel is the internal channel on which a queue's pause and
+// resumption are announced (the payload is the queue), so that every
+// process's workers stop starting the messages they claimed ahead.
+const pauseChannel = "#p#"
+
+// setPaused records whether queue is paused, as this process knows it.
+func (c *Client) setPaused(queue string, paused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !paused {
+		delete(c.pausedSince, queue)
+	} else if _, known := c.pausedSince[queue]; !known {
+		c.pausedSince[queue] = time.Now()
+	}
+}
+
+// onPauseNotification handles a notification of pauseChannel: the
+// database says whether the queue is paused (a notification only names
+// it, and on PostgreSQL another schema's baton shares the channel).
+func (c *Client) onPauseNotification(queue string) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
+		defer cancel()
+		paused, err := c.drv.NoTx().QueuePaused(ctx, queue)
+		if err != nil {
+			c.opts.Logger.Warn("baton: checking a queue's pause", "queue", queue, "error", err)
+			return
+		}
+		c.setPaused(queue, paused)
+	}()
+}
+
+// pauseGivesBack reports whether a worker must give m back unstarted: its
+// queue is paused, as far as this process knows. A message whose claim
+// began after the pause was known was claimed from a queue resumed since
+// (claims skip paused queues): the resumption's notification was missed,
+// and the queue is known resumed again.
+func (c *Client) pauseGivesBack(m *Message) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	since, paused := c.pausedSince[m.Queue]
+	switch {
+	case !paused:
+		return false
+	case m.claimBegan.After(since):
+		delete(c.pausedSince, m.Queue)
+		return false
+	}
+	return true
 }
 
 // RetryNow makes a waiting message (delayed, or backing off before a retry)

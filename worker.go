@@ -40,6 +40,8 @@ type WorkerOptions struct {
 	// the handlers run dry and shrinks back when prefetched messages wait
 	// long: larger batches mean fewer statements per message, fewer claims
 	// held mean fairer sharing between processes when handlers are slow.
+	// Messages claimed ahead go back to the queue unstarted when it is
+	// paused (PauseQueue) or the worker stops.
 	Prefetch int
 	// Drain makes Work return once no message is ready and none is in
 	// flight (the cron pattern) instead of waiting for more.
@@ -315,8 +317,12 @@ func (w *worker) fetch(ctx context.Context) error {
 			// something settles (or after a poll interval).
 			wait = 0
 		}
+		began := time.Now()
 		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
 			Kind: w.o.Kind, inOrderBatch: true})
+		for _, m := range msgs {
+			m.claimBegan = began
+		}
 		if err != nil {
 			if done, err := w.claimFailed(ctx, err, openBefore); done {
 				return err
@@ -403,9 +409,10 @@ func (w *worker) handler(stop, ctx context.Context) {
 		w.mu.Lock()
 		delete(w.waiting, m)
 		w.mu.Unlock()
-		if stop.Err() != nil || w.broken.Load() {
-			// Shut down, or an earlier message of this in-order batch
-			// failed: give it back unhandled, to keep the order.
+		if stop.Err() != nil || w.broken.Load() || w.c.pauseGivesBack(m) {
+			// Shut down, an earlier message of this in-order batch
+			// failed, or the queue was paused: give it back unhandled,
+			// keeping its place.
 			w.results <- result{m: m, unstarted: true}
 			continue
 		}

@@ -192,6 +192,9 @@ type QueueTx interface {
 	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	// QueuePause pauses or resumes a queue; false when it does not exist.
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
+	// QueuePaused reports whether a queue is paused (false for an unknown
+	// one).
+	QueuePaused(ctx context.Context, name string) (bool, error)
 	// ClaimCandidates lists up to limit ready, due messages of the kind (""
 	// for any) in serving order, skipping rows other transactions have
 	// locked. Of a paused queue it lists none, or ClaimIDs claims none of

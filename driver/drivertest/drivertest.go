@@ -826,6 +826,10 @@ func testQueuesReady(t *testing.T, d driver.Driver) {
 	put("paused", 0)
 	ok, err := tx.QueuePause(ctx, "paused", true)
 	wantDone(t, "QueuePause", ok, err, true)
+	for q, want := range map[string]bool{"paused": true, "due": false, "unknown": false} {
+		paused, err := tx.QueuePaused(ctx, q)
+		failIf(t, paused != want || err != nil, "QueuePaused(%s) = %v, %v; want %v", q, paused, err, want)
+	}
 	put("other", 0)
 	asked := []string{"due", "delayed", "running", "paused", "empty", "unknown"}
 	got, err := d.QueuesReady(ctx, asked)
@@ -833,6 +837,8 @@ func testQueuesReady(t *testing.T, d driver.Driver) {
 	failIf(t, !slices.Equal(got, []string{"due"}), "QueuesReady(%q) = %q, want only [due]", asked, got)
 	ok, err = tx.QueuePause(ctx, "paused", false)
 	wantDone(t, "QueuePause(false)", ok, err, true)
+	paused, err := tx.QueuePaused(ctx, "paused")
+	failIf(t, paused || err != nil, "QueuePaused after the resume = %v, %v", paused, err)
 	got, err = d.QueuesReady(ctx, []string{"paused", "other"})
 	must(t, err)
 	slices.Sort(got)

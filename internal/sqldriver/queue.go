@@ -199,6 +199,19 @@ func (t *Tx) QueuePause(ctx context.Context, name string, paused bool) (bool, er
 	return err == nil, err
 }
 
+// QueuePaused implements driver.QueueTx.
+func (t *Tx) QueuePaused(ctx context.Context, name string) (bool, error) {
+	var cur int
+	err := t.row(ctx, "queue_paused", name).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("queue_paused: %w", err)
+	}
+	return cur != 0, nil
+}
+
 // UniquePurge implements driver.QueueTx.
 func (t *Tx) UniquePurge(ctx context.Context) (int, error) {
 	return rowCount(t.exec(ctx, "unique_purge"))

@@ -1,0 +1,134 @@
+package baton_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// TestPauseStopsPrefetched: pausing a queue stops every process's workers
+// from starting the messages they claimed ahead (DESIGN, Jobs: in-flight
+// work finishes, nothing new starts), by PauseQueue and by PauseQueueTx
+// from another client: the running handler finishes, the prefetched
+// messages go back to the queue unstarted, in their places, their
+// attempts not counted; once the queue resumes (ResumeQueueTx,
+// ResumeQueue) they all run. A worker whose client missed the resumption
+// finds out from its next claim, which only a resumed queue answers.
+func TestPauseStopsPrefetched(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db, ctx := batontest.SQLDB(t, dsn), ctxT(t)
+		wc := openDSN(t, dsn, baton.Options{PollInterval: 100 * time.Millisecond})
+		const n = 10
+		var mu sync.Mutex
+		var started []int64
+		release := make(chan struct{})
+		blockFirst := true
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- wc.Work(wctx, "pq", func(ctx context.Context, m *baton.Message) error {
+				mu.Lock()
+				started = append(started, m.ID)
+				block := blockFirst
+				blockFirst = false
+				mu.Unlock()
+				if block {
+					<-release
+				}
+				return nil
+			}, baton.WorkerOptions{Concurrency: 1, Prefetch: 8})
+		}()
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(started)
+		}
+
+		for round, tx := range []bool{false, true} {
+			// In one transaction: the worker's first claim takes one to
+			// run and as many as it may ahead.
+			batch := make([]baton.NewMessage, n)
+			for i := range batch {
+				batch[i].Payload = []byte{byte('a' + i)}
+			}
+			ids, err := c.EnqueueMany(ctx, "pq", batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := count()
+			waitFor(t, "the first handler, and messages claimed ahead", func() bool {
+				return count() == base+1 && stats(t, c, "pq").Claimed > 1
+			})
+			if tx {
+				t0 := begin(t, db)
+				if err := c.PauseQueueTx(ctx, t0, "pq"); err != nil {
+					t.Fatal(err)
+				}
+				endTx(t, t0, true)
+			} else if err := c.PauseQueue(ctx, "pq"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the worker's client to know the queue paused", func() bool { return baton.QueuePausedHere(wc, "pq") })
+			close(release)
+			waitFor(t, "the prefetched messages back in the queue", func() bool {
+				st := stats(t, c, "pq")
+				return st.Claimed == 0 && st.Ready == n-1
+			})
+			time.Sleep(200 * time.Millisecond)
+			if got := count(); got != base+1 {
+				t.Fatalf("round %d: %d messages started while the queue was paused, want the one that ran", round, got-base-1)
+			}
+			for _, id := range ids[1:] {
+				if m := getMessage(t, c, id); m.Attempt != 0 || m.State != baton.StateReady {
+					t.Fatalf("round %d: message %d given back as %s with %d attempts, want ready with none", round, id, m.State, m.Attempt)
+				}
+			}
+
+			if tx {
+				if err := c.ResumeQueue(ctx, "pq"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				t0 := begin(t, db)
+				if err := c.ResumeQueueTx(ctx, t0, "pq"); err != nil {
+					t.Fatal(err)
+				}
+				endTx(t, t0, true)
+			}
+			waitFor(t, "every message to run after the resumption", func() bool { return count() == base+n })
+			mu.Lock()
+			if got := started[base:]; !slices.Equal(got, ids) {
+				t.Fatalf("round %d: ran %v, want %v (in their places)", round, got, ids)
+			}
+			blockFirst, release = true, make(chan struct{})
+			mu.Unlock()
+		}
+
+		// A missed resumption: the worker's client is deaf while the queue
+		// resumes; its next claim, begun after the pause, finds messages,
+		// and they run.
+		if err := c.PauseQueue(ctx, "pq"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the worker's client to know the queue paused", func() bool { return baton.QueuePausedHere(wc, "pq") })
+		baton.LoseWakeUps(wc, true)
+		base := count()
+		enqueue(t, c, "pq", "after")
+		if err := c.ResumeQueue(ctx, "pq"); err != nil {
+			t.Fatal(err)
+		}
+		close(release) // not blocked: the first message of the round runs at once
+		waitFor(t, "the message to run after a resumption the worker missed", func() bool { return count() == base+1 })
+		baton.LoseWakeUps(wc, false)
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
