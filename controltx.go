@@ -161,53 +161,43 @@ func pauseResult(queue string, found bool, err error) error {
 
 // PurgeDeadTx is PurgeDead in the caller's transaction tx.
 func (c *Client) PurgeDeadTx(ctx context.Context, tx Execer, queue string) (int, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return 0, err
-	}
-	cq, err := c.callerQueue(tx, "PurgeDeadTx")
-	if err != nil {
-		return 0, err
-	}
-	ok, err := cq.QueueExists(ctx, queue)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("baton: purge dead letters: %w", err)
-	case !ok:
-		return 0, fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
-	}
-	n, err := cq.DeadPurge(ctx, queue)
-	if err != nil {
-		return 0, fmt.Errorf("baton: purge dead letters: %w", err)
-	}
-	return n, nil
+	return c.deadLettersTx(ctx, tx, "PurgeDeadTx", "purge dead letters", queue, driver.CallerQueueTx.DeadPurge)
 }
 
 // RedriveTx is Redrive in the caller's transaction tx: every dead letter
 // of queue goes back to it, ready now, once tx commits, and its consumers
 // wake then. A message that dies while tx runs stays a dead letter.
 func (c *Client) RedriveTx(ctx context.Context, tx Execer, queue string) (int, error) {
+	n, err := c.deadLettersTx(ctx, tx, "RedriveTx", "redrive", queue, driver.CallerQueueTx.DeadRedriveAll)
+	if err == nil && n > 0 {
+		err = c.notifyIn(ctx, tx, mq.Channel(queue), "")
+	}
+	return n, err
+}
+
+// deadLettersTx runs op on the dead letters of queue, which must exist, in
+// the caller's transaction tx; what names the call, verb its errors.
+func (c *Client) deadLettersTx(ctx context.Context, tx Execer, what, verb, queue string,
+	op func(driver.CallerQueueTx, context.Context, string) (int, error)) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	cq, err := c.callerQueue(tx, "RedriveTx")
+	cq, err := c.callerQueue(tx, what)
 	if err != nil {
 		return 0, err
 	}
 	ok, err := cq.QueueExists(ctx, queue)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("baton: redrive: %w", err)
+		return 0, fmt.Errorf("baton: %s: %w", verb, err)
 	case !ok:
 		return 0, fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
 	}
-	n, err := cq.DeadRedriveAll(ctx, queue)
+	n, err := op(cq, ctx, queue)
 	if err != nil {
-		return 0, fmt.Errorf("baton: redrive: %w", err)
+		return 0, fmt.Errorf("baton: %s: %w", verb, err)
 	}
-	if n > 0 {
-		err = c.notifyIn(ctx, tx, mq.Channel(queue), "")
-	}
-	return n, err
+	return n, nil
 }
 
 // The claimed message's operations in the caller's transaction, beside
