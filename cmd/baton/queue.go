@@ -221,11 +221,11 @@ func queueStatsCmd(g *globals) *cobra.Command {
 		Short: "Show the message counts of every queue, or of one",
 		Long: `Show, for every queue (or for QUEUE), how many messages are:
   READY      claimable now
-  SCHEDULED  due later, never attempted yet (pushed with --delay, or by a schedule)
+  SCHEDULED  due later, never attempted yet (pushed with --delay)
   RETRYING   waiting out the backoff after a failed attempt
   CLAIMED    in flight (claimed by a worker: running)
   COMPLETED  acknowledged, kept in the history for its retention (24 h by default)
-  CANCELLED  cancelled, kept in the history for its retention
+  CANCELLED  cancelled, kept in the history for its retention (24 h by default)
   DEAD       dead letters (see baton queue dead)
 and how long the oldest ready message has waited; FINISHED/S is how many
 messages were acknowledged or dead-lettered per second over about five minutes.
