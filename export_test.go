@@ -81,3 +81,8 @@ func QueuePausedHere(c *Client, queue string) bool {
 	_, paused := c.pausedSince[queue]
 	return paused
 }
+
+// LockChecks and LockGateLooks count the client's reads of its waiting
+// lock requests' statuses and its looks at their names' gates.
+func LockChecks(c *Client) int64    { return c.locks.Checks() }
+func LockGateLooks(c *Client) int64 { return c.locks.GateLooks() }

@@ -204,3 +204,52 @@ func TestConsumersPolledPerClient(t *testing.T) {
 		}
 	})
 }
+
+// TestLockWaitersPolledPerClient: a client's waiting lock requests cost
+// it one look per poll interval at their names' transaction gates (one
+// statement for them all, DESIGN, Notifications: per process, not per
+// waiter), however many requests wait; and the requests are granted when
+// the holder lets go.
+func TestLockWaitersPolledPerClient(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		holder, dsn := open(t, b)
+		waiter := openDSN(t, dsn, baton.Options{PollInterval: 20 * time.Millisecond})
+		hs := session(t, holder)
+		names := []string{"g1", "g2", "g3", "g4", "g5", "g6"}
+		if _, err := hs.Lock(ctxT(t), "gp", baton.Write, 0, names...); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, len(names))
+		for _, n := range names {
+			s := session(t, waiter)
+			go func() { _, err := s.Lock(ctxT(t), "gp", baton.Read, baton.Forever, n); got <- err }()
+		}
+		waitFor(t, "six requests pending", func() bool {
+			ls, err := holder.Locks(ctxT(t))
+			pending := 0
+			for _, l := range ls {
+				if l.Namespace == "gp" && l.Status == "PENDING" {
+					pending++
+				}
+			}
+			return err == nil && pending == len(names)
+		})
+		checks, looks := baton.LockChecks(waiter), baton.LockGateLooks(waiter)
+		waitFor(t, "ten checks of the waiting requests", func() bool { return baton.LockChecks(waiter) >= checks+10 })
+		dc, dl := baton.LockChecks(waiter)-checks, baton.LockGateLooks(waiter)-looks
+		if dl > dc+2 {
+			t.Fatalf("six waiting requests cost their client %d looks at the gates during %d checks of their statuses, want one per poll interval at most", dl, dc)
+		}
+		if b.Name == "sqlite" && dl != 0 {
+			t.Fatalf("SQLite, whose transactions' locks are the write lock, looked at gates %d times", dl)
+		}
+		if _, err := hs.Release(ctxT(t), "gp"); err != nil {
+			t.Fatal(err)
+		}
+		for range names {
+			if err := await(t, got, 20*time.Second, "a waiting reader after the release"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -674,6 +674,9 @@ type TxLocker interface {
 	// session's request waiting on a gated identifier must be re-examined
 	// from time to time, as nothing announces a transaction's end.
 	TxGated(ctx context.Context, id Ident) (bool, error)
+	// TxGatedAmong returns the identifiers among ids that are gated, in
+	// one statement: the client's poll of its waiting requests' names.
+	TxGatedAmong(ctx context.Context, ids []Ident) ([]Ident, error)
 	// TxHoldCaller runs in the caller's transaction once it holds h's
 	// gate, for a backend that records holds there for TxHolds (MySQL).
 	TxHoldCaller(ctx context.Context, tx CallerTx, h TxHold) error

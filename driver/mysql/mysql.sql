@@ -34,6 +34,12 @@ INSERT IGNORE INTO {p}lock_gates (kind, ns, name) VALUES (?, ?, ?);
 -- name: tx_gated
 SELECT gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
 
+-- name: tx_gated_among
+-- The gated identifiers among some (TxGatedAmong): {keys} stands for one
+-- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key
+-- lookup each).
+SELECT kind, ns, name FROM {p}lock_idents WHERE gated <> 0 AND ({keys});
+
 -- name: tx_hold_insert
 -- In the caller's transaction: its hold, which other connections see only
 -- reading uncommitted rows while the transaction runs; once it commits the

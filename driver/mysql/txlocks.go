@@ -213,6 +213,11 @@ func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
 	return sqldriver.Gated(ctx, d.DB, id)
 }
 
+// TxGatedAmong implements driver.TxLocker.
+func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
+	return sqldriver.GatedAmong(ctx, d.DB, ids)
+}
+
 // TxHoldCaller implements driver.TxLocker: the hold is a row the
 // caller's transaction inserts, seen by TxHolds while the transaction
 // runs, and removed by the rollback or, once committed, by TxHolds or a

@@ -425,6 +425,12 @@ SELECT coalesce({p}gate_held($1::smallint, $2::bytea, $3::bytea), '');
 -- name: tx_gated
 SELECT gated FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3;
 
+-- name: tx_gated_among
+-- The gated identifiers among some (TxGatedAmong): {keys} stands for one
+-- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key
+-- lookup each).
+SELECT kind, ns, name FROM {p}lock_idents WHERE gated AND ({keys});
+
 -- name: tx_holds
 -- The gates transactions hold or wait for, from pg_locks (an advisory
 -- lock on a bigint key: classid its high half, objid its low half,

@@ -80,6 +80,11 @@ func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
 	return sqldriver.Gated(ctx, d.DB, id)
 }
 
+// TxGatedAmong implements driver.TxLocker.
+func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
+	return sqldriver.GatedAmong(ctx, d.DB, ids)
+}
+
 // TxHoldCaller implements driver.TxLocker: pg_locks lists the gates.
 func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) error { return nil }
 

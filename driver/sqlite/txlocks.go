@@ -91,6 +91,11 @@ func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (driver.Lo
 // TxGated implements driver.TxLocker: never gated.
 func (d *Driver) TxGated(context.Context, driver.Ident) (bool, error) { return false, nil }
 
+// TxGatedAmong implements driver.TxLocker: never gated.
+func (d *Driver) TxGatedAmong(context.Context, []driver.Ident) ([]driver.Ident, error) {
+	return nil, nil
+}
+
 // TxHoldCaller implements driver.TxLocker: nothing is recorded.
 func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) error { return nil }
 

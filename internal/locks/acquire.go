@@ -608,7 +608,7 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 	// cost no graph walk.
 	detect := time.AfterFunc(max(detectIn, 0), func() { l.detectIfWaiting(req.ID) })
 	defer detect.Stop()
-	defer l.pollGated(req)()
+	defer l.watchGate(req.Ident)()
 	select {
 	case r := <-answer:
 		return answered(s, r, req)

@@ -92,7 +92,22 @@ type Service struct {
 	// background are the goroutines calls left behind (unlistLater);
 	// Run's end waits for them.
 	background tasks
+	// gates: the names waiting requests wait on, for the client's poll of
+	// transactions' gates (watchGate).
+	gates gateWatch
+	// checks and gateLooks count the reads of the waiting requests'
+	// statuses and the looks at their names' gates (the tests' Checks and
+	// GateLooks).
+	checks, gateLooks atomic.Int64
 }
+
+// Checks is how many times the service read its waiting requests'
+// statuses.
+func (l *Service) Checks() int64 { return l.checks.Load() }
+
+// GateLooks is how many times the service looked at the gates of the
+// names its requests wait on.
+func (l *Service) GateLooks() int64 { return l.gateLooks.Load() }
 
 // tasks runs work on goroutines of its own until it is closed, then in
 // the caller's; close waits for the goroutines.
@@ -246,10 +261,19 @@ func (l *Service) Run(quit <-chan struct{}) {
 	}
 }
 
+// netEvery is how many poll intervals apart checkWaiters looks for
+// deadlocks. Every waiting request looks for a cycle itself once it has
+// waited deadlockDelay, so the look on the poll is a safety net (for a
+// look that failed); a transaction of several statements, it ran every
+// interval and made a client with a waiting request cost MariaDB about 15
+// statements a second, where the statuses' poll costs two
+// (docs/benchmarks.md, "The deadlock net every five poll intervals").
+const netEvery = 5
+
 // checkWaiters reads the status of every waiting request of this process in
 // one query and hands granted, aborted or vanished requests to their
-// waiters. On the poll interval it also looks for deadlocks, in case the
-// request that closed a cycle could not run detection itself.
+// waiters. Every netEvery poll intervals it also looks for deadlocks, in
+// case the request that closed a cycle could not run detection itself.
 func (l *Service) checkWaiters() {
 	snap := l.cfg.Waits.Snapshot()
 	ids := snap.IDs
@@ -258,10 +282,11 @@ func (l *Service) checkWaiters() {
 	}
 	l.lastCheck.Store(time.Now().UnixNano())
 	l.mu.Lock()
-	detect := time.Since(l.lastDetect) >= l.cfg.PollInterval
+	detect := time.Since(l.lastDetect) >= netEvery*l.cfg.PollInterval
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
+	l.checks.Add(1)
 	st, err := l.drv.LockRequestStatuses(ctx, ids)
 	if err == nil {
 		l.cfg.Waits.Settle(snap, st)

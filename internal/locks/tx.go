@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -276,44 +278,122 @@ func (l *Service) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentSta
 	return []driver.Request{{Ident: st.Ident, Mode: mode, Status: driver.StatusGranted}}, nil
 }
 
-// pollGated re-examines a waiting request's identifier every txPoll while
-// it is gated (a transaction's end, which may let the request in, wakes
-// nobody), until the returned stop is called. A transaction may gate the
-// name at any time during the wait.
-func (l *Service) pollGated(req driver.Request) (stop func()) {
+// gateWatch is the client's poll of transactions' gates for its waiting
+// requests: a transaction's end, which may let a session's request in,
+// wakes nobody, so the names waited on are looked at, all in one
+// statement (TxGatedAmong), txPoll after a name is first waited on (most
+// waits are over by then) and then once per poll interval; the gated ones
+// are handed on (regrantNow) every txPoll until their waits end. It costs
+// nothing while nothing waits, and is per client, not per waiting request
+// (DESIGN, Notifications).
+type gateWatch struct {
+	mu      sync.Mutex
+	waits   map[driver.Ident]int // waiting requests, by name
+	fresh   bool                 // a name not looked at yet, waited on since freshAt
+	freshAt time.Time
+	running bool          // the loop runs
+	kick    chan struct{} // the names changed
+}
+
+// watchGate registers a request waiting on id with the client's poll of
+// gates, until the returned stop is called.
+func (l *Service) watchGate(id driver.Ident) (stop func()) {
 	tl, ok := l.drv.(driver.TxLocker)
 	if !ok || tl.TxGateSerial() {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go l.pollGatedLoop(ctx, tl, req.Ident)
-	return cancel
+	g := &l.gates
+	g.mu.Lock()
+	if g.waits == nil {
+		g.waits, g.kick = map[driver.Ident]int{}, make(chan struct{}, 1)
+	}
+	if g.waits[id]++; g.waits[id] == 1 {
+		if !g.fresh {
+			g.fresh, g.freshAt = true, time.Now()
+		}
+		g.kickLocked()
+	}
+	if !g.running {
+		g.running = true
+		go l.gateLoop(tl)
+	}
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		if g.waits[id]--; g.waits[id] <= 0 {
+			delete(g.waits, id)
+			g.kickLocked()
+		}
+		g.mu.Unlock()
+	}
 }
 
-// pollGatedLoop is pollGated's loop, until ctx ends.
-func (l *Service) pollGatedLoop(ctx context.Context, tl driver.TxLocker, id driver.Ident) {
-	t := time.NewTicker(txPoll)
-	defer t.Stop()
-	gated, failing := false, false
-	for tick := 1; ; tick++ {
-		select {
-		case <-ctx.Done():
+// kickLocked wakes the loop (g.mu held).
+func (g *gateWatch) kickLocked() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// gateLoop is gateWatch's loop, until no request waits or the client
+// closes.
+func (l *Service) gateLoop(tl driver.TxLocker) {
+	g := &l.gates
+	var gated []driver.Ident
+	looked := time.Now() // the first look is a fresh name's, txPoll after it
+	var handed time.Time // the last regrantNow
+	failing := false
+	for {
+		g.mu.Lock()
+		if len(g.waits) == 0 || l.cfg.Closed() {
+			g.running = false
+			g.mu.Unlock()
 			return
-		case <-t.C:
 		}
-		// The mark is read every tick for a second, then every tenth
-		// (a long wait on a name no transaction locks costs little),
-		// and every tick again once it is seen.
+		names := make([]driver.Ident, 0, len(g.waits))
+		for id := range g.waits {
+			names = append(names, id)
+		}
+		now := time.Now()
+		look := g.fresh && now.Sub(g.freshAt) >= txPoll || now.Sub(looked) >= l.cfg.PollInterval
+		if look {
+			g.fresh = false
+		}
+		wait := l.cfg.PollInterval
+		if g.fresh {
+			wait = txPoll - now.Sub(g.freshAt)
+		}
+		g.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 		var err error
-		if gated || tick <= 20 || tick%10 == 0 {
-			gated, err = tl.TxGated(ctx, id)
+		if look {
+			looked = now
+			l.gateLooks.Add(1)
+			gated, err = tl.TxGatedAmong(ctx, names)
+		} else {
+			gated = slices.DeleteFunc(gated, func(id driver.Ident) bool { return !slices.Contains(names, id) })
 		}
-		if err == nil && gated {
-			err = l.regrantNow(ctx, []driver.Ident{id})
+		if err == nil && len(gated) > 0 && time.Since(handed) >= txPoll {
+			handed = time.Now()
+			err = l.regrantNow(ctx, gated)
 		}
-		if err != nil && ctx.Err() == nil && !failing {
-			l.cfg.Logf("waiting on %s: %v (said once until it works again)", describe(id), err)
+		cancel()
+		if err != nil && !failing {
+			l.cfg.Log("check transactions' gates of waiting lock requests (said once until it works again)", err)
 		}
 		failing = err != nil
+
+		wait = min(wait, l.cfg.PollInterval-time.Since(looked))
+		if len(gated) > 0 {
+			wait = min(wait, txPoll-time.Since(handed))
+		}
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case <-t.C:
+		case <-g.kick:
+		}
+		t.Stop()
 	}
 }

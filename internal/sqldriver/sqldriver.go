@@ -1073,6 +1073,61 @@ func Gated(ctx context.Context, db *DB, id driver.Ident) (bool, error) {
 	return g, nil
 }
 
+// GatedAmong implements driver.TxLocker's TxGatedAmong for the backends
+// that mark gated identifiers in lock_idents (tx_gated_among): one
+// statement for up to gatedBatch identifiers, a key lookup each.
+func GatedAmong(ctx context.Context, db *DB, ids []driver.Ident) ([]driver.Ident, error) {
+	var out []driver.Ident
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), gatedBatch)]
+		ids = ids[len(part):]
+		args := make([]any, 0, 3*len(part))
+		for _, id := range part {
+			args = append(args, id.Kind, b(id.NS), b(id.Name))
+		}
+		rows, err := db.SQL.QueryContext(ctx, expandKeys(db.Q("tx_gated_among"), db.D.Numbered, len(part)), args...)
+		if err != nil {
+			return nil, fmt.Errorf("tx_gated_among: %w", err)
+		}
+		got, err := ScanAll(rows, func(sc Scanner) (driver.Ident, error) {
+			var id driver.Ident
+			var ns, name []byte
+			err := sc.Scan(&id.Kind, &ns, &name)
+			id.NS, id.Name = string(ns), string(name)
+			return id, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tx_gated_among: %w", err)
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// gatedBatch bounds the identifiers of one tx_gated_among statement.
+const gatedBatch = 100
+
+// expandKeys replaces the marker {keys} in q with n key conditions on
+// (kind, ns, name), joined by OR, their bind variables numbered from 1
+// for $N styles.
+func expandKeys(q string, numbered bool, n int) string {
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		if numbered {
+			fmt.Fprintf(&sb, "(kind = $%d AND ns = $%d AND name = $%d)", 3*i+1, 3*i+2, 3*i+3)
+		} else {
+			sb.WriteString("(kind = ? AND ns = ? AND name = ?)")
+		}
+	}
+	if n == 0 {
+		sb.WriteString("FALSE")
+	}
+	return strings.ReplaceAll(q, "{keys}", sb.String())
+}
+
 // ScanTxHolds reads the rows of a backend's list of transactions' holds:
 // (with withID, an id first) kind, namespace, name, mode, status, the
 // transaction's name, host, pid, owner and since.
