@@ -965,13 +965,7 @@ func (d *Driver) idents(ctx context.Context, query string) ([]driver.Ident, erro
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (driver.Ident, error) {
-		var id driver.Ident
-		var ns, name []byte
-		err := sc.Scan(&id.Kind, &ns, &name)
-		id.NS, id.Name = string(ns), string(name)
-		return id, err
-	})
+	out, err := sqldriver.ScanAll(rows, sqldriver.ScanIdent)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", query, err)
 	}

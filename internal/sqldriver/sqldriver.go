@@ -1089,19 +1089,22 @@ func GatedAmong(ctx context.Context, db *DB, ids []driver.Ident) ([]driver.Ident
 		if err != nil {
 			return nil, fmt.Errorf("tx_gated_among: %w", err)
 		}
-		got, err := ScanAll(rows, func(sc Scanner) (driver.Ident, error) {
-			var id driver.Ident
-			var ns, name []byte
-			err := sc.Scan(&id.Kind, &ns, &name)
-			id.NS, id.Name = string(ns), string(name)
-			return id, err
-		})
+		got, err := ScanAll(rows, ScanIdent)
 		if err != nil {
 			return nil, fmt.Errorf("tx_gated_among: %w", err)
 		}
 		out = append(out, got...)
 	}
 	return out, nil
+}
+
+// ScanIdent reads an identifier from a row of kind, namespace and name.
+func ScanIdent(sc Scanner) (driver.Ident, error) {
+	var id driver.Ident
+	var ns, name []byte
+	err := sc.Scan(&id.Kind, &ns, &name)
+	id.NS, id.Name = string(ns), string(name)
+	return id, err
 }
 
 // gatedBatch bounds the identifiers of one tx_gated_among statement.
