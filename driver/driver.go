@@ -670,12 +670,11 @@ type TxLocker interface {
 	// or "" when none does; tx holds id's row lock, and the answer must
 	// stay true until tx ends.
 	TxGateHeld(ctx context.Context, tx Tx, id Ident) (LockMode, error)
-	// TxGated reports whether id is gated, outside any transaction: a
-	// session's request waiting on a gated identifier must be re-examined
-	// from time to time, as nothing announces a transaction's end.
-	TxGated(ctx context.Context, id Ident) (bool, error)
 	// TxGatedAmong returns the identifiers among ids that are gated, in
-	// one statement: the client's poll of its waiting requests' names.
+	// one statement, outside any transaction: a session's request waiting
+	// on a gated identifier must be re-examined from time to time, as
+	// nothing announces a transaction's end (the client's poll of its
+	// waiting requests' names).
 	TxGatedAmong(ctx context.Context, ids []Ident) ([]Ident, error)
 	// TxHoldCaller runs in the caller's transaction once it holds h's
 	// gate, for a backend that records holds there for TxHolds (MySQL).

@@ -31,9 +31,6 @@ SELECT count(*) FROM {p}lock_gates WHERE kind = ? AND ns = ? AND name = ?;
 -- takes a shared lock, which waits for a transaction holding the gate.
 INSERT IGNORE INTO {p}lock_gates (kind, ns, name) VALUES (?, ?, ?);
 
--- name: tx_gated
-SELECT gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
-
 -- name: tx_gated_among
 -- The gated identifiers among some (TxGatedAmong): {keys} stands for one
 -- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key

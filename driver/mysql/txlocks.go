@@ -208,11 +208,6 @@ func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode driver.LockMode, 
 	return false, err
 }
 
-// TxGated implements driver.TxLocker.
-func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
-	return sqldriver.Gated(ctx, d.DB, id)
-}
-
 // TxGatedAmong implements driver.TxLocker.
 func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
 	return sqldriver.GatedAmong(ctx, d.DB, ids)

@@ -422,9 +422,6 @@ SELECT {p}tx_gate($1::smallint, $2::bytea, $3::bytea, $4::text, $5::integer, $6:
 -- name: tx_gate_held
 SELECT coalesce({p}gate_held($1::smallint, $2::bytea, $3::bytea), '');
 
--- name: tx_gated
-SELECT gated FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3;
-
 -- name: tx_gated_among
 -- The gated identifiers among some (TxGatedAmong): {keys} stands for one
 -- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key

@@ -75,11 +75,6 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 	return mode, nil
 }
 
-// TxGated implements driver.TxLocker.
-func (d *Driver) TxGated(ctx context.Context, id driver.Ident) (bool, error) {
-	return sqldriver.Gated(ctx, d.DB, id)
-}
-
 // TxGatedAmong implements driver.TxLocker.
 func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
 	return sqldriver.GatedAmong(ctx, d.DB, ids)

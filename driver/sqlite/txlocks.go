@@ -88,9 +88,6 @@ func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (driver.Lo
 	return "", nil
 }
 
-// TxGated implements driver.TxLocker: never gated.
-func (d *Driver) TxGated(context.Context, driver.Ident) (bool, error) { return false, nil }
-
 // TxGatedAmong implements driver.TxLocker: never gated.
 func (d *Driver) TxGatedAmong(context.Context, []driver.Ident) ([]driver.Ident, error) {
 	return nil, nil

@@ -1059,20 +1059,6 @@ func StringArgs(v []string) []any {
 	return out
 }
 
-// Gated reads an identifier's gated flag (driver.TxLocker.TxGated) with
-// the dialect's tx_gated query; a missing row is not gated.
-func Gated(ctx context.Context, db *DB, id driver.Ident) (bool, error) {
-	var g bool
-	err := db.RowNamed(ctx, nil, "tx_gated", id.Kind, b(id.NS), b(id.Name)).Scan(&g)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("tx_gated: %w", err)
-	}
-	return g, nil
-}
-
 // GatedAmong implements driver.TxLocker's TxGatedAmong for the backends
 // that mark gated identifiers in lock_idents (tx_gated_among): one
 // statement for up to gatedBatch identifiers, a key lookup each.
