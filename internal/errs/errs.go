@@ -3,7 +3,10 @@
 // callers test them with errors.Is whichever package made them.
 package errs
 
-import "errors"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // The errors; baton's errors.go documents each.
 var (
@@ -14,3 +17,18 @@ var (
 	ErrClosed      = errors.New("baton: closed")
 	ErrInvalid     = errors.New("baton: invalid argument")
 )
+
+// Streak says a repeated failure once: First reports whether err is the
+// first failure since the work last succeeded (a nil err ends the
+// streak), so that work retried on every interval logs an outage once.
+// Safe for concurrent use.
+type Streak struct{ on atomic.Bool }
+
+// First records err's outcome and reports whether it starts a streak.
+func (s *Streak) First(err error) bool {
+	if err == nil {
+		s.on.Store(false)
+		return false
+	}
+	return s.on.CompareAndSwap(false, true)
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
 )
@@ -81,9 +82,8 @@ type Service struct {
 	detecting, detectAgain bool
 
 	contended contention
-	// checkFailing: the last check of the waiting requests failed
-	// (checkFailed; Run's goroutine only).
-	checkFailing bool
+	// checkFailing: the checks of the waiting requests fail (checkFailed).
+	checkFailing errs.Streak
 	// looks counts wake-ups that ask for a status check (Wake): a waiter
 	// that saw none between the start of its request and its registration
 	// missed nothing (a grant that found no waiter asks for one:
@@ -301,12 +301,10 @@ func (l *Service) checkWaiters() {
 // statuses, or the deadlock look with them) when it is the first since
 // the checks last worked: the next check retries on the next wake-up or
 // poll, and a database that is away for an hour does not flood the log.
-// Only Run's goroutine checks.
 func (l *Service) checkFailed(err error) {
-	if err != nil && !l.checkFailing {
+	if l.checkFailing.First(err) {
 		l.cfg.Log("check waiting lock requests (retried on the next wake-up or poll)", err)
 	}
-	l.checkFailing = err != nil
 }
 
 // randomInt63 is a call's id: the requests of one call are withdrawn

@@ -343,7 +343,7 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 	var gated []driver.Ident
 	looked := time.Now() // the first look is a fresh name's, txPoll after it
 	var handed time.Time // the last regrantNow
-	failing := false
+	var failing errs.Streak
 	for {
 		g.mu.Lock()
 		if len(g.waits) == 0 || l.cfg.Closed() {
@@ -380,10 +380,9 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 			err = l.regrantNow(ctx, gated)
 		}
 		cancel()
-		if err != nil && !failing {
+		if failing.First(err) {
 			l.cfg.Log("check transactions' gates of waiting lock requests (said once until it works again)", err)
 		}
-		failing = err != nil
 
 		wait = min(wait, l.cfg.PollInterval-time.Since(looked))
 		if len(gated) > 0 {

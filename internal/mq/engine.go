@@ -13,11 +13,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
+	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
 )
@@ -43,8 +43,8 @@ type Engine struct {
 	known  sync.Map // queue name -> true once registered by this process
 	notify *wake.Coalescer
 	wg     sync.WaitGroup
-	// notifyFailing: the last wake-up notification failed (notified).
-	notifyFailing atomic.Bool
+	// notifyFailing: the wake-up notifications fail (notified).
+	notifyFailing errs.Streak
 
 	mu       sync.Mutex
 	finished map[string][2]int64 // per queue: acked, dead since the last flush
@@ -82,11 +82,7 @@ func (e *Engine) Wake(queue string) {
 // the first since they last worked (a wake-up is a hint: the consumers'
 // polls still find the message, and an outage does not flood the log).
 func (e *Engine) notified(err error) {
-	if err == nil {
-		e.notifyFailing.Store(false)
-		return
-	}
-	if e.notifyFailing.CompareAndSwap(false, true) && e.cfg.Log != nil {
+	if e.notifyFailing.First(err) && e.cfg.Log != nil {
 		e.cfg.Log("send a queue's wake-up to other processes (their polls find the message all the same)", err)
 	}
 }
