@@ -177,10 +177,18 @@ const cancelChannel = "#x#"
 // it learns at its next lease extension, which a cancelled claim refuses.
 func (c *Client) cancelWake(id int64) {
 	c.cancelLocal(id)
+	c.announce(cancelChannel, strconv.FormatInt(id, 10), "baton: announcing a cancellation", "message", id)
+}
+
+// announce sends an internal notification to every process, after the
+// change it announces committed, within the lease whatever the caller's
+// context; a failure is logged as what, with attrs (the listeners' polls
+// stand in).
+func (c *Client) announce(channel, payload, what string, attrs ...any) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
 	defer cancel()
-	if err := c.drv.Notify(ctx, cancelChannel, strconv.FormatInt(id, 10)); err != nil {
-		c.opts.Logger.Warn("baton: announcing a cancellation", "message", id, "error", err)
+	if err := c.drv.Notify(ctx, channel, payload); err != nil {
+		c.opts.Logger.Warn(what, append(attrs, "error", err)...)
 	}
 }
 

@@ -74,11 +74,7 @@ func (c *Client) NotifyTx(ctx context.Context, tx Execer, channel, payload strin
 	if err := validateNotification(channel, payload); err != nil {
 		return err
 	}
-	q, args := c.drv.NotifyStatement(channel, payload)
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("baton: notify: %w", err)
-	}
-	return nil
+	return c.notifyIn(ctx, tx, channel, payload)
 }
 
 // Listener receives the notifications of some channels, from the moment

@@ -1180,11 +1180,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 		return err
 	}
 	c.setPaused(queue, paused)
-	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Lease)
-	defer cancel()
-	if err := c.drv.Notify(nctx, pauseChannel, queue); err != nil {
-		c.opts.Logger.Warn("baton: announcing a queue's pause or resumption", "queue", queue, "error", err)
-	}
+	c.announce(pauseChannel, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
 	return nil
 }
 
