@@ -209,8 +209,8 @@ func (c *Client) deadLettersTx(ctx context.Context, tx Execer, what, verb, queue
 // claimTx returns the queue statements in tx for an operation on the
 // claimed message m.
 func (c *Client) claimTx(tx Execer, m *Message, what string) (driver.CallerQueueTx, error) {
-	if m == nil || m.sessionID == "" {
-		return nil, fmt.Errorf("%w: %s: not a claimed message", ErrInvalid, what)
+	if err := claimedCheck(m, what); err != nil {
+		return nil, err
 	}
 	return c.callerQueue(tx, what)
 }
@@ -219,8 +219,8 @@ func (c *Client) claimTx(tx Execer, m *Message, what string) (driver.CallerQueue
 // waits out the client's backoff for its attempt, or becomes a dead letter
 // at its attempt limit.
 func (c *Client) RetryTx(ctx context.Context, tx Execer, m *Message, cause error) error {
-	if m == nil {
-		return fmt.Errorf("%w: RetryTx: not a claimed message", ErrInvalid)
+	if err := claimedCheck(m, "RetryTx"); err != nil {
+		return err
 	}
 	return c.RetryAfterTx(ctx, tx, m, c.opts.Retry.delay(m.Attempt), cause)
 }
@@ -232,9 +232,8 @@ func (c *Client) RetryAfterTx(ctx context.Context, tx Execer, m *Message, delay 
 	if err != nil {
 		return err
 	}
-	e := attemptError(m, cause)
-	if m.Attempt >= m.MaxAttempts {
-		e.Error = fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, e.Error)
+	e, dead := retryError(m, cause)
+	if dead {
 		return c.finishTx(ctx, tx, cq, m, driver.MessageDead, &e)
 	}
 	ok, err := cq.MessageRetry(ctx, claimOf(m), max(delay, 0), m.mode == Parallel, e)

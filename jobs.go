@@ -515,8 +515,8 @@ func (m *MessageInfo) UnmarshalJSON(b []byte) error {
 // may have it, or it was cancelled) is ErrNotClaimed: roll tx back. The
 // worker's own acknowledgement afterwards finds nothing to do.
 func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
-	if m == nil || m.sessionID == "" {
-		return fmt.Errorf("%w: not a claimed message", ErrInvalid)
+	if err := claimedCheck(m, "CompleteTx"); err != nil {
+		return err
 	}
 	stmts := c.drv.CompleteStatements(claimOf(m), c.keepCompleted())
 	var n int64

@@ -838,9 +838,8 @@ func (s *Session) Retry(ctx context.Context, m *Message, cause error) error {
 // RetryAfter is Retry with an explicit delay. A message that was cancelled
 // while it ran ends cancelled instead.
 func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duration, cause error) error {
-	e := attemptError(m, cause)
-	if m.Attempt >= m.MaxAttempts {
-		e.Error = fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, e.Error)
+	e, dead := retryError(m, cause)
+	if dead {
 		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
 	ok, err := s.c.drv.Relaxed().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, e)
@@ -853,6 +852,26 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	}
 	if delay <= 0 {
 		s.c.mq.Wake(m.Queue)
+	}
+	return nil
+}
+
+// retryError is the record of m's failed attempt, for a retry, and
+// whether m is at its attempt limit: then it is a dead letter instead.
+func retryError(m *Message, cause error) (e driver.AttemptError, dead bool) {
+	e = attemptError(m, cause)
+	if m.Attempt >= m.MaxAttempts {
+		e.Error = fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, e.Error)
+		return e, true
+	}
+	return e, false
+}
+
+// claimedCheck is the error of a call on m that needs a claimed message
+// (what names the call), nil when m is one.
+func claimedCheck(m *Message, what string) error {
+	if m == nil || m.sessionID == "" {
+		return fmt.Errorf("%w: %s: not a claimed message", ErrInvalid, what)
 	}
 	return nil
 }
