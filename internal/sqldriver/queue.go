@@ -191,25 +191,27 @@ func (t *Tx) QueuePause(ctx context.Context, name string, paused bool) (bool, er
 		return n > 0, err
 	}
 	// MySQL counts only changed rows: a queue already in that state.
-	var cur int
-	err = t.row(ctx, "queue_paused", name).Scan(&cur)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
+	_, found, err := t.queuePaused(ctx, name)
+	return found, err
 }
 
 // QueuePaused implements driver.QueueTx.
 func (t *Tx) QueuePaused(ctx context.Context, name string) (bool, error) {
+	paused, _, err := t.queuePaused(ctx, name)
+	return paused, err
+}
+
+// queuePaused reads whether queue name is paused, and whether it exists.
+func (t *Tx) queuePaused(ctx context.Context, name string) (paused, found bool, err error) {
 	var cur int
-	err := t.row(ctx, "queue_paused", name).Scan(&cur)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	err = t.row(ctx, "queue_paused", name).Scan(&cur)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("queue_paused: %w", err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("queue_paused: %w", err)
-	}
-	return cur != 0, nil
+	return cur != 0, true, nil
 }
 
 // UniquePurge implements driver.QueueTx.
