@@ -153,10 +153,9 @@ type Client struct {
 	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
 	schedules   map[string]*schedule              // AddSchedule, by name
 	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
-	// pausedSince: the queues this process knows paused (PauseQueue, or
-	// pauseChannel), and when it learned so; workers start no claimed
-	// message of theirs (pauseGivesBack).
-	pausedSince map[string]time.Time
+	// paused: the queues this process knows paused; workers start no
+	// claimed message of theirs.
+	paused pausedQueues
 
 	// prepareNow is closed by the first wait: a client that waits lives
 	// long enough for prepared statements to pay off at once.
@@ -248,8 +247,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
-		running: map[int64]context.CancelCauseFunc{}, pausedSince: map[string]time.Time{},
-		schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
+		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -149,7 +150,7 @@ type Message struct {
 	claimedAt time.Time // local clock
 	// claimBegan is when the worker's claim that brought it began (local
 	// clock): a claim that began after a pause was known saw the queue
-	// resumed (pauseGivesBack).
+	// resumed (pausedQueues.givesBack).
 	claimBegan time.Time
 	meta       messageMeta // the enqueuer's trace context, the handler timeout
 	event      bool        // Payload is an event in canonical form
@@ -1198,7 +1199,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 	if err := pauseResult(queue, found, err); err != nil {
 		return err
 	}
-	c.setPaused(queue, paused)
+	c.paused.set(queue, paused)
 	c.announce(pauseChannel, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
 	return nil
 }
@@ -1208,15 +1209,29 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 // process's workers stop starting the messages they claimed ahead.
 const pauseChannel = "#p#"
 
-// setPaused records whether queue is paused, as this process knows it.
-func (c *Client) setPaused(queue string, paused bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !paused {
-		delete(c.pausedSince, queue)
-	} else if _, known := c.pausedSince[queue]; !known {
-		c.pausedSince[queue] = time.Now()
+// pausedQueues are the queues this process knows paused (PauseQueue, or
+// pauseChannel), and since when. n mirrors len(since): a worker of a
+// client that knows no paused queue reads one atomic and takes no lock
+// before each message (givesBack).
+type pausedQueues struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+	n     atomic.Int32
+}
+
+// set records whether queue is paused, as this process knows it.
+func (p *pausedQueues) set(queue string, paused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.since == nil {
+		p.since = map[string]time.Time{}
 	}
+	if !paused {
+		delete(p.since, queue)
+	} else if _, known := p.since[queue]; !known {
+		p.since[queue] = time.Now()
+	}
+	p.n.Store(int32(len(p.since)))
 }
 
 // onPauseNotification handles a notification of pauseChannel: the
@@ -1233,24 +1248,28 @@ func (c *Client) onPauseNotification(queue string) {
 			c.opts.Logger.Warn("baton: checking a queue's pause", "queue", queue, "error", err)
 			return
 		}
-		c.setPaused(queue, paused)
+		c.paused.set(queue, paused)
 	}()
 }
 
-// pauseGivesBack reports whether a worker must give m back unstarted: its
+// givesBack reports whether a worker must give m back unstarted: its
 // queue is paused, as far as this process knows. A message whose claim
 // began after the pause was known was claimed from a queue resumed since
 // (claims skip paused queues): the resumption's notification was missed,
 // and the queue is known resumed again.
-func (c *Client) pauseGivesBack(m *Message) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	since, paused := c.pausedSince[m.Queue]
+func (p *pausedQueues) givesBack(m *Message) bool {
+	if p.n.Load() == 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	since, paused := p.since[m.Queue]
 	switch {
 	case !paused:
 		return false
 	case m.claimBegan.After(since):
-		delete(c.pausedSince, m.Queue)
+		delete(p.since, m.Queue)
+		p.n.Store(int32(len(p.since)))
 		return false
 	}
 	return true

@@ -409,7 +409,7 @@ func (w *worker) handler(stop, ctx context.Context) {
 		w.mu.Lock()
 		delete(w.waiting, m)
 		w.mu.Unlock()
-		if stop.Err() != nil || w.broken.Load() || w.c.pauseGivesBack(m) {
+		if stop.Err() != nil || w.broken.Load() || w.c.paused.givesBack(m) {
 			// Shut down, an earlier message of this in-order batch
 			// failed, or the queue was paused: give it back unhandled,
 			// keeping its place.
