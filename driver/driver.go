@@ -584,8 +584,8 @@ type CallerStatements interface {
 }
 
 // CallerQueueTx is the part of QueueTx that runs in the program's own
-// transaction (Driver.CallerQueueTx): the queue control calls of the
-// client's ...Tx variants.
+// transaction (Driver.CallerQueueTx): the client's ...Tx variants of the
+// queue control calls and of a claimed message's operations.
 type CallerQueueTx interface {
 	QueueExists(ctx context.Context, name string) (bool, error)
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)

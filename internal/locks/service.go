@@ -267,7 +267,7 @@ func (l *Service) Run(quit <-chan struct{}) {
 // look that failed); a transaction of several statements, it ran every
 // interval and made a client with a waiting request cost MariaDB about 15
 // statements a second, where the statuses' poll costs two
-// (docs/benchmarks.md, "The deadlock net every five poll intervals").
+// (docs/benchmarks.md, "Waiting lock requests polled per client").
 const netEvery = 5
 
 // checkWaiters reads the status of every waiting request of this process in
