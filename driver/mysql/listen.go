@@ -166,6 +166,9 @@ type listener struct {
 	d        *Driver
 	clientID string
 	wake     func()
+	// net is the safety net's wake-up (safetyNet): the notifications'
+	// read, not the engine's lock check, which polls on its own.
+	net      func()
 	local    *localClient
 	interval time.Duration
 
@@ -179,10 +182,11 @@ type listener struct {
 
 // Listen implements driver.Driver. It registers a dedicated connection for
 // the client (so that the first registration's errors reach the caller),
-// then loops on wake_poll: one statement per interval while idle, which
-// returns early when the client's seq moves or the statement is
-// interrupted. wake is called then, and at least once per interval in any
-// case (the safety net for a lost interruption). When the connection
+// then loops on wake_poll: one statement per max(interval, minSleep)
+// while idle, which returns early when the client's seq moves or the
+// statement is interrupted. wake is called then; the notifications are
+// also read at least once per interval in any case (the safety net for a
+// lost interruption). When the connection
 // breaks (server restart, network), the loop backs off, reconnects and
 // registers the new connection id.
 func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
@@ -190,7 +194,7 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 	// and the notification pump read.
 	pump := sqldriver.StartPump(d.DB, p.Notify)
 	wake := func() { p.Wake(nil); pump.Poke() }
-	l, err := d.listen(ctx, p.ClientID, wake, p.Wake, p.Interval)
+	l, err := d.listen(ctx, p.ClientID, wake, pump.Poke, p.Wake, p.Interval)
 	if err != nil {
 		pump.Stop()
 		return nil, err
@@ -237,8 +241,8 @@ func (d *Driver) wakeAll(ctx context.Context, t *sqldriver.Tx) error {
 	return d.wakeClients(ctx, t, sqldriver.Looks(ids))
 }
 
-func (d *Driver) listen(ctx context.Context, clientID string, wake func(), grant func([]driver.Request), interval time.Duration) (*listener, error) {
-	l := &listener{d: d, clientID: clientID, wake: wake, interval: sqldriver.DefaultInterval(interval), done: make(chan struct{})}
+func (d *Driver) listen(ctx context.Context, clientID string, wake, net func(), grant func([]driver.Request), interval time.Duration) (*listener, error) {
+	l := &listener{d: d, clientID: clientID, wake: wake, net: net, interval: sqldriver.DefaultInterval(interval), done: make(chan struct{})}
 	l.local = &localClient{wake: wake, grant: grant}
 	local.Store(clientID, l.local)
 	// Registrations left by processes that died before the server's last
@@ -352,12 +356,19 @@ func (p *poller) wake() {
 	p.l.wake()
 }
 
-// safetyNet wakes the client at least once per interval even when the loop
-// is stuck (a statement on a connection the network dropped).
+// safetyNet reads the notifications at least once per interval even when
+// the loop is stuck (a statement on a connection the network dropped) or
+// a wake-up was lost (a notifier that died between its commit and its
+// interruption). The engine's lock waits are not woken: they are checked
+// every interval by the engine itself (driver.ListenParams), and a wake
+// here on top of that doubled a waiting client's status checks.
 func (p *poller) safetyNet() {
 	maintain.Every(p.l.done, p.l.interval/4, func() {
 		if time.Since(time.Unix(0, p.lastWake.Load())) >= p.l.interval {
-			p.wake()
+			p.lastWake.Store(time.Now().UnixNano())
+			if p.l.net != nil {
+				p.l.net()
+			}
 		}
 	})
 }
@@ -383,14 +394,26 @@ func (p *poller) reconnect() bool {
 	return true
 }
 
-// poll waits for the next wake-up on the connection (a poll lasts the
-// interval; much longer means a dead connection); false when the listener
-// stops meanwhile.
+// minSleep is the least a listener's statement sleeps when nothing wakes
+// it. Its length bounds nothing a waiter sees: an interruption ends it,
+// one that lands between two statements is seen by the next (seq), and
+// what no interruption announces (a notification made in the caller's
+// transaction, a waker not allowed to KILL) is read by the safety net and
+// the engine's poll every interval. It bounds only how long a connection
+// the network dropped goes unnoticed (wake-ups then come from the poll
+// until the listener reconnects), and makes an idle listener one
+// statement per minSleep instead of one per poll interval.
+const minSleep = 5 * time.Second
+
+// poll waits for the next wake-up on the connection (a poll lasts
+// max(interval, minSleep); much longer means a dead connection); false
+// when the listener stops meanwhile.
 func (p *poller) poll() bool {
 	l := p.l
 	var seq, slept int64
-	ctx, cancel := context.WithTimeout(l.ctx, l.interval+5*time.Second)
-	err := p.conn.QueryRowContext(ctx, l.d.wq["wake_poll"], p.last, l.interval.Seconds(), l.clientID).Scan(&seq, &slept)
+	sleep := max(l.interval, minSleep)
+	ctx, cancel := context.WithTimeout(l.ctx, sleep+5*time.Second)
+	err := p.conn.QueryRowContext(ctx, l.d.wq["wake_poll"], p.last, sleep.Seconds(), l.clientID).Scan(&seq, &slept)
 	cancel()
 	switch {
 	case err == nil:
