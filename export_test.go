@@ -82,7 +82,15 @@ func QueuePausedHere(c *Client, queue string) bool {
 	return paused
 }
 
-// LockChecks and LockGateLooks count the client's reads of its waiting
-// lock requests' statuses and its looks at their names' gates.
-func LockChecks(c *Client) int64    { return c.locks.Checks() }
-func LockGateLooks(c *Client) int64 { return c.locks.GateLooks() }
+// LockChecks, LockGateLooks, LockNetLooks and LockDetections count the
+// client's reads of its waiting lock requests' statuses, its looks at
+// their names' gates in statements of their own, its poll's looks at the
+// wait graph, and its runs of the deadlock detector.
+func LockChecks(c *Client) int64     { return c.locks.Checks() }
+func LockGateLooks(c *Client) int64  { return c.locks.GateLooks() }
+func LockNetLooks(c *Client) int64   { return c.locks.NetLooks() }
+func LockDetections(c *Client) int64 { return c.locks.Detections() }
+
+// SkipOwnDeadlockSearch makes the client's waiting lock requests skip
+// their own search for a cycle, leaving the poll's safety net.
+func SkipOwnDeadlockSearch(c *Client, off bool) { c.locks.SkipOwnSearch(off) }

@@ -214,6 +214,9 @@ func TestLockWaitersPolledPerClient(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		holder, dsn := open(t, b)
 		waiter := openDSN(t, dsn, baton.Options{PollInterval: 20 * time.Millisecond})
+		// The requests' own searches for a cycle (20 ms into each wait)
+		// would count as the detector's runs below.
+		baton.SkipOwnDeadlockSearch(waiter, true)
 		hs := session(t, holder)
 		names := []string{"g1", "g2", "g3", "g4", "g5", "g6"}
 		if _, err := hs.Lock(ctxT(t), "gp", baton.Write, 0, names...); err != nil {
@@ -235,13 +238,25 @@ func TestLockWaitersPolledPerClient(t *testing.T) {
 			return err == nil && pending == len(names)
 		})
 		checks, looks := baton.LockChecks(waiter), baton.LockGateLooks(waiter)
+		nets, detections := baton.LockNetLooks(waiter), baton.LockDetections(waiter)
 		waitFor(t, "ten checks of the waiting requests", func() bool { return baton.LockChecks(waiter) >= checks+10 })
 		dc, dl := baton.LockChecks(waiter)-checks, baton.LockGateLooks(waiter)-looks
-		if dl > dc+2 {
-			t.Fatalf("six waiting requests cost their client %d looks at the gates during %d checks of their statuses, want one per poll interval at most", dl, dc)
+		dn, dd := baton.LockNetLooks(waiter)-nets, baton.LockDetections(waiter)-detections
+		// The statuses' check says which names are gated: a look of its
+		// own only for names new to the poll (one, at most, here).
+		if dl > 1 {
+			t.Fatalf("six waiting requests cost their client %d looks at the gates of their own during %d checks of their statuses, want none past the first", dl, dc)
 		}
 		if b.Name == "sqlite" && dl != 0 {
 			t.Fatalf("SQLite, whose transactions' locks are the write lock, looked at gates %d times", dl)
+		}
+		// The deadlock net reads the graph every five intervals, and runs
+		// the detector (a transaction) only for a cycle.
+		if dn == 0 || dn > dc/5+1 {
+			t.Fatalf("%d looks at the wait graph during %d checks, want one per five", dn, dc)
+		}
+		if dd != 0 {
+			t.Fatalf("the detector ran %d times with no cycle", dd)
 		}
 		if _, err := hs.Release(ctxT(t), "gp"); err != nil {
 			t.Fatal(err)
@@ -251,5 +266,31 @@ func TestLockWaitersPolledPerClient(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	})
+}
+
+// The poll's deadlock net finds a cycle that no waiting request's own
+// search found (here: every one skipped, as if it had failed).
+func TestLockDeadlockNet(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		_, dsn := open(t, b)
+		c := openDSN(t, dsn, baton.Options{PollInterval: 40 * time.Millisecond})
+		baton.SkipOwnDeadlockSearch(c, true)
+		s1, s2 := session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Write, "a")
+		mustLock(t, s2, "ns", baton.Write, "b")
+		ch1 := async(s1, "ns", baton.Write, baton.Forever, "b")
+		waitPending(t, c, s1, 1)
+		nets := baton.LockNetLooks(c)
+		ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+		defer cancel()
+		// s2's read request closes the cycle and is its victim.
+		_, err := s2.Lock(ctx, "ns", baton.Read, baton.Forever, "a")
+		wantErr(t, err, baton.ErrDeadlock)
+		if baton.LockNetLooks(c) == nets {
+			t.Fatal("the deadlock was reported with no look of the net")
+		}
+		release(t, s2, "ns")
+		mustRecv(t, ch1)
 	})
 }

@@ -684,6 +684,17 @@ type TxLocker interface {
 	TxHolds(ctx context.Context) ([]LockInfo, error)
 }
 
+// GatedStatuses is implemented by a TxLocker whose status check of the
+// waiting requests can also say which of their identifiers are gated, in
+// the same statement: the client's poll of its waiting requests is then
+// one statement per interval (DESIGN, Notifications), where a separate
+// look at the gates (TxGatedAmong) made it two.
+type GatedStatuses interface {
+	// LockRequestStatusesGated is LockRequestStatuses, and the
+	// identifiers of the requests found that are gated.
+	LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]Request, []Ident, error)
+}
+
 // Statement is a statement with its arguments, for the caller's
 // transaction.
 type Statement struct {

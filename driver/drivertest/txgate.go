@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/batonhq/baton/driver"
@@ -58,6 +59,55 @@ func testTxGate(t *testing.T, d driver.Driver) {
 		wantGateHeld(t, d, tl, id, "")
 	}
 	checkGateRefused(t, d, tl)
+	checkGatedFound(t, d, tl)
+}
+
+// checkGatedFound: the poll of waiting requests finds the gated names
+// among theirs, by TxGatedAmong and, where the driver has it, with the
+// requests' statuses (GatedStatuses).
+func checkGatedFound(t *testing.T, d driver.Driver, tl driver.TxLocker) {
+	if tl.TxGateSerial() {
+		return // no session waits while a transaction holds a gate
+	}
+	newSession(t, d, "s9", "Cs9", hour)
+	gated := driver.Ident{Kind: driver.KindService, NS: "tx", Name: "w1"}
+	free := driver.Ident{Kind: driver.KindService, NS: "tx", Name: "w2"}
+	var ids []int64
+	for _, id := range []driver.Ident{gated, free} {
+		r := queueWaiter(t, d, driver.Request{SessionID: "s9", ClientID: "Cs9", Ident: id, Mode: driver.ModeWrite, Status: driver.StatusPending, CallID: 9}, 0, 0)
+		ids = append(ids, r.ID)
+	}
+	look := func(want []driver.Ident, when string) {
+		t.Helper()
+		got, err := tl.TxGatedAmong(testCtx(t), []driver.Ident{gated, free})
+		must(t, err)
+		failIf(t, !sameIdents(got, want), "TxGatedAmong %s: %v, want %v", when, got, want)
+		gs, ok := d.(driver.GatedStatuses)
+		if !ok {
+			return
+		}
+		st, got, err := gs.LockRequestStatusesGated(testCtx(t), ids)
+		must(t, err)
+		failIf(t, len(st) != 2 || st[ids[0]].Status != driver.StatusPending || st[ids[1]].Ident != free,
+			"LockRequestStatusesGated %s: statuses %+v, want both pending requests", when, st)
+		failIf(t, !sameIdents(got, want), "LockRequestStatusesGated %s: gated %v, want %v", when, got, want)
+	}
+	look(nil, "before any gate")
+	must(t, tl.TxPrepare(testCtx(t), gated))
+	look([]driver.Ident{gated}, "once one name is gated")
+}
+
+// sameIdents reports whether a and b hold the same identifiers.
+func sameIdents(a, b []driver.Ident) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // gateHeld reads, under id's lock row, whether id is marked gated and the

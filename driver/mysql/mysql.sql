@@ -31,6 +31,15 @@ SELECT count(*) FROM {p}lock_gates WHERE kind = ? AND ns = ? AND name = ?;
 -- takes a shared lock, which waits for a transaction holding the gate.
 INSERT IGNORE INTO {p}lock_gates (kind, ns, name) VALUES (?, ?, ?);
 
+-- name: request_statuses_gated
+-- request_statuses, and whether each request's identifier is gated (a
+-- key lookup each): the client's poll of its waiting requests, one
+-- statement per interval, also finds those a transaction's gate holds up
+-- (driver.GatedStatuses).
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
+       COALESCE((SELECT i.gated FROM {p}lock_idents i WHERE i.kind = r.kind AND i.ns = r.ns AND i.name = r.name), 0) <> 0
+  FROM {p}lock_requests r WHERE r.id IN ({list});
+
 -- name: tx_gated_among
 -- The gated identifiers among some (TxGatedAmong): {keys} stands for one
 -- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key

@@ -14,7 +14,10 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
-var _ driver.TxLocker = (*Driver)(nil)
+var (
+	_ driver.TxLocker      = (*Driver)(nil)
+	_ driver.GatedStatuses = (*Driver)(nil)
+)
 
 // errLockNowait is MySQL 8's answer to a NOWAIT locking read that would
 // wait (MariaDB answers errLockWaitTimeout).
@@ -206,6 +209,11 @@ func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode driver.LockMode, 
 		return false, nil
 	}
 	return false, err
+}
+
+// LockRequestStatusesGated implements driver.GatedStatuses.
+func (d *Driver) LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
+	return sqldriver.StatusesGated(ctx, d.DB, ids)
 }
 
 // TxGatedAmong implements driver.TxLocker.

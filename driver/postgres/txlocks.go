@@ -10,7 +10,10 @@ import (
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-var _ driver.TxLocker = (*Driver)(nil)
+var (
+	_ driver.TxLocker      = (*Driver)(nil)
+	_ driver.GatedStatuses = (*Driver)(nil)
+)
 
 // TxGateChecks implements driver.TxLocker: in READ COMMITTED.
 func (d *Driver) TxGateChecks() bool { return true }
@@ -73,6 +76,11 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 		return "", fmt.Errorf("tx_gate_held: %w", err)
 	}
 	return mode, nil
+}
+
+// LockRequestStatusesGated implements driver.GatedStatuses.
+func (d *Driver) LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
+	return sqldriver.StatusesGated(ctx, d.DB, ids)
 }
 
 // TxGatedAmong implements driver.TxLocker.

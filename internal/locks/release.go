@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lease"
@@ -226,7 +225,7 @@ func (l *Service) regrantIdent(ctx context.Context, tx driver.Tx, st driver.Iden
 // every waiting request: under a burst they had slowed the hand-offs
 // they waited for).
 func (l *Service) detectIfWaiting(id int64) {
-	if l.cfg.Closed() || !l.cfg.Waits.Waits(id) {
+	if l.cfg.Closed() || !l.cfg.Waits.Waits(id) || l.ownSearchOff.Load() {
 		return
 	}
 	l.mu.Lock()
@@ -254,9 +253,7 @@ func (l *Service) detectIfWaiting(id int64) {
 // DetectDeadlocks looks for cycles among all waiting requests and aborts
 // one request per cycle (see lockcore.Victims).
 func (l *Service) DetectDeadlocks(ctx context.Context) error {
-	l.mu.Lock()
-	l.lastDetect = time.Now()
-	l.mu.Unlock()
+	l.detections.Add(1)
 	return l.inTx(ctx, func(tx driver.Tx) error {
 		if err := tx.LockDetectorLock(ctx); err != nil {
 			return err

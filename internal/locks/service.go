@@ -18,6 +18,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/lockcore"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
 )
@@ -75,8 +76,9 @@ type Service struct {
 	// (driver.ServerStatements; see statement).
 	detach bool
 
-	mu         sync.Mutex
-	lastDetect time.Time
+	mu sync.Mutex
+	// lastNet: the poll's last look for deadlocks (checkWaiters).
+	lastNet time.Time
 	// detecting: a detectIfWaiting run is under way; detectAgain: a
 	// request asked for one meanwhile.
 	detecting, detectAgain bool
@@ -95,19 +97,37 @@ type Service struct {
 	// gates: the names waiting requests wait on, for the client's poll of
 	// transactions' gates (watchGate).
 	gates gateWatch
-	// checks and gateLooks count the reads of the waiting requests'
-	// statuses and the looks at their names' gates (the tests' Checks and
-	// GateLooks).
-	checks, gateLooks atomic.Int64
+	// checks, gateLooks, netLooks and detections count the reads of the
+	// waiting requests' statuses, the looks at their names' gates of
+	// their own, the poll's looks at the wait graph and the runs of
+	// DetectDeadlocks (the tests' Checks, GateLooks, NetLooks and
+	// Detections).
+	checks, gateLooks, netLooks, detections atomic.Int64
+	// ownSearchOff: waiting requests do not look for cycles themselves
+	// (SkipOwnSearch), which leaves the poll's net.
+	ownSearchOff atomic.Bool
 }
+
+// SkipOwnSearch makes the client's waiting requests skip their own
+// search for a cycle (off), as if each failed, for tests of the poll's
+// net (deadlockNet).
+func (l *Service) SkipOwnSearch(off bool) { l.ownSearchOff.Store(off) }
 
 // Checks is how many times the service read its waiting requests'
 // statuses.
 func (l *Service) Checks() int64 { return l.checks.Load() }
 
 // GateLooks is how many times the service looked at the gates of the
-// names its requests wait on.
+// names its requests wait on in a statement of its own (TxGatedAmong).
 func (l *Service) GateLooks() int64 { return l.gateLooks.Load() }
+
+// NetLooks is how many times the poll read the wait graph to look for
+// deadlocks no request's own search found.
+func (l *Service) NetLooks() int64 { return l.netLooks.Load() }
+
+// Detections is how many times the service ran DetectDeadlocks (the
+// detector's lock taken, the graph read under it).
+func (l *Service) Detections() int64 { return l.detections.Load() }
 
 // tasks runs work on goroutines of its own until it is closed, then in
 // the caller's; close waits for the goroutines.
@@ -264,16 +284,21 @@ func (l *Service) Run(quit <-chan struct{}) {
 // netEvery is how many poll intervals apart checkWaiters looks for
 // deadlocks. Every waiting request looks for a cycle itself once it has
 // waited deadlockDelay, so the look on the poll is a safety net (for a
-// look that failed); a transaction of several statements, it ran every
-// interval and made a client with a waiting request cost MariaDB about 15
-// statements a second, where the statuses' poll costs two
-// (docs/benchmarks.md, "Waiting lock requests polled per client").
+// look that failed); it reads the wait graph in one statement and takes
+// the detector's lock (a transaction of several statements) only for a
+// cycle it found. Run every interval as a transaction, it made a client
+// with a waiting request cost MariaDB about 15 statements a second, where
+// the statuses' poll costs two (docs/benchmarks.md, "Waiting lock
+// requests polled per client").
 const netEvery = 5
 
 // checkWaiters reads the status of every waiting request of this process in
 // one query and hands granted, aborted or vanished requests to their
-// waiters. Every netEvery poll intervals it also looks for deadlocks, in
-// case the request that closed a cycle could not run detection itself.
+// waiters; with a driver that can say so in the same query
+// (driver.GatedStatuses), it also hands the names a transaction's gate
+// holds up to the poll of gates (gateWatch). Every netEvery poll
+// intervals it also looks for deadlocks, in case the request that closed
+// a cycle could not run detection itself.
 func (l *Service) checkWaiters() {
 	snap := l.cfg.Waits.Snapshot()
 	ids := snap.IDs
@@ -282,19 +307,45 @@ func (l *Service) checkWaiters() {
 	}
 	l.lastCheck.Store(time.Now().UnixNano())
 	l.mu.Lock()
-	detect := time.Since(l.lastDetect) >= netEvery*l.cfg.PollInterval
+	net := time.Since(l.lastNet) >= netEvery*l.cfg.PollInterval
+	if net {
+		l.lastNet = time.Now()
+	}
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
 	l.checks.Add(1)
-	st, err := l.drv.LockRequestStatuses(ctx, ids)
+	var st map[int64]driver.Request
+	var err error
+	if gs, ok := l.drv.(driver.GatedStatuses); ok {
+		var gated []driver.Ident
+		if st, gated, err = gs.LockRequestStatusesGated(ctx, ids); err == nil {
+			l.gatesSeen(gated)
+		}
+	} else {
+		st, err = l.drv.LockRequestStatuses(ctx, ids)
+	}
 	if err == nil {
 		l.cfg.Waits.Settle(snap, st)
-		if detect {
-			err = l.DetectDeadlocks(ctx)
+		if net {
+			err = l.deadlockNet(ctx)
 		}
 	}
 	l.checkFailed(err)
+}
+
+// deadlockNet is the poll's look for deadlocks: the wait graph read in
+// one statement, and DetectDeadlocks only when it has a cycle (the
+// statement's snapshot is not the detector's, so DetectDeadlocks reads
+// the graph again under its lock; a cycle, once formed, stays until a
+// victim is chosen, so none is missed for long).
+func (l *Service) deadlockNet(ctx context.Context) error {
+	l.netLooks.Add(1)
+	graph, err := l.drv.NoTx().LockWaitGraph(ctx)
+	if err != nil || len(lockcore.Victims(graph)) == 0 {
+		return err
+	}
+	return l.DetectDeadlocks(ctx)
 }
 
 // checkFailed logs the failure of a check of the waiting requests (their

@@ -280,19 +280,35 @@ func (l *Service) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentSta
 
 // gateWatch is the client's poll of transactions' gates for its waiting
 // requests: a transaction's end, which may let a session's request in,
-// wakes nobody, so the names waited on are looked at, all in one
-// statement (TxGatedAmong), txPoll after a name is first waited on (most
-// waits are over by then) and then once per poll interval; the gated ones
-// are handed on (regrantNow) every txPoll until their waits end. It costs
-// nothing while nothing waits, and is per client, not per waiting request
-// (DESIGN, Notifications).
+// wakes nobody, so the gated names among those waited on are handed on
+// (regrantNow) every txPoll until their waits end. Which names are gated
+// comes with the statuses' poll, once per poll interval
+// (driver.GatedStatuses: gatesSeen), and from a look of the loop's own at
+// the names, all in one statement (TxGatedAmong), txPoll after a name is
+// first waited on (most waits are over by then; a driver without
+// GatedStatuses gets that look once per poll interval too). It costs
+// nothing while nothing waits, and is per client, not per waiting
+// request (DESIGN, Notifications).
 type gateWatch struct {
 	mu      sync.Mutex
 	waits   map[driver.Ident]int // waiting requests, by name
 	fresh   bool                 // a name not looked at yet, waited on since freshAt
 	freshAt time.Time
-	running bool          // the loop runs
-	kick    chan struct{} // the names changed
+	gated   []driver.Ident // the names last found gated
+	running bool           // the loop runs
+	kick    chan struct{}  // the names changed, or gated did
+}
+
+// gatesSeen takes the gated names the statuses' poll found.
+func (l *Service) gatesSeen(gated []driver.Ident) {
+	g := &l.gates
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.gated) == 0 && len(gated) == 0 {
+		return
+	}
+	g.gated = gated
+	g.kickLocked()
 }
 
 // watchGate registers a request waiting on id with the client's poll of
@@ -340,14 +356,14 @@ func (g *gateWatch) kickLocked() {
 // closes.
 func (l *Service) gateLoop(tl driver.TxLocker) {
 	g := &l.gates
-	var gated []driver.Ident
+	_, statuses := tl.(driver.GatedStatuses)
 	looked := time.Now() // the first look is a fresh name's, txPoll after it
 	var handed time.Time // the last regrantNow
 	var failing errs.Streak
 	for {
 		g.mu.Lock()
 		if len(g.waits) == 0 || l.cfg.Closed() {
-			g.running = false
+			g.running, g.gated = false, nil
 			g.mu.Unlock()
 			return
 		}
@@ -356,14 +372,18 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 			names = append(names, id)
 		}
 		now := time.Now()
-		look := g.fresh && now.Sub(g.freshAt) >= txPoll || now.Sub(looked) >= l.cfg.PollInterval
+		look := g.fresh && now.Sub(g.freshAt) >= txPoll || !statuses && now.Sub(looked) >= l.cfg.PollInterval
 		if look {
 			g.fresh = false
 		}
+		// Without a look or a hand-on due, the loop wakes once per poll
+		// interval (no statement) to see that the client still runs.
 		wait := l.cfg.PollInterval
 		if g.fresh {
 			wait = txPoll - now.Sub(g.freshAt)
 		}
+		g.gated = slices.DeleteFunc(g.gated, func(id driver.Ident) bool { return g.waits[id] == 0 })
+		gated := slices.Clone(g.gated)
 		g.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
@@ -371,9 +391,11 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 		if look {
 			looked = now
 			l.gateLooks.Add(1)
-			gated, err = tl.TxGatedAmong(ctx, names)
-		} else {
-			gated = slices.DeleteFunc(gated, func(id driver.Ident) bool { return !slices.Contains(names, id) })
+			if gated, err = tl.TxGatedAmong(ctx, names); err == nil {
+				g.mu.Lock()
+				g.gated = gated
+				g.mu.Unlock()
+			}
 		}
 		if err == nil && len(gated) > 0 && time.Since(handed) >= txPoll {
 			handed = time.Now()
@@ -384,7 +406,9 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 			l.cfg.Log("check transactions' gates of waiting lock requests (said once until it works again)", err)
 		}
 
-		wait = min(wait, l.cfg.PollInterval-time.Since(looked))
+		if !statuses {
+			wait = min(wait, l.cfg.PollInterval-time.Since(looked))
+		}
 		if len(gated) > 0 {
 			wait = min(wait, txPoll-time.Since(handed))
 		}

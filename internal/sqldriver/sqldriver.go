@@ -655,24 +655,49 @@ type Querier interface {
 // RequestStatuses reads the requests with the given ids, outside or inside a
 // transaction.
 func RequestStatuses(ctx context.Context, q Querier, db *DB, ids []int64) (map[int64]driver.Request, error) {
+	out, _, err := requestStatuses(ctx, q, db, ids, false)
+	return out, err
+}
+
+// StatusesGated serves driver.GatedStatuses for a dialect whose
+// request_statuses_gated query adds to request_statuses' columns whether
+// the request's identifier is gated.
+func StatusesGated(ctx context.Context, db *DB, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
+	return requestStatuses(ctx, db.SQL, db, ids, true)
+}
+
+func requestStatuses(ctx context.Context, q Querier, db *DB, ids []int64, gates bool) (map[int64]driver.Request, []driver.Ident, error) {
 	out := make(map[int64]driver.Request, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
-	query := expandList(db.Q("request_statuses"), db.D.Numbered, 1, len(ids))
+	name := "request_statuses"
+	var gated []driver.Ident
+	var isGated bool
+	var extra []any
+	if gates {
+		name, extra = "request_statuses_gated", []any{&isGated}
+	}
+	query := expandList(db.Q(name), db.D.Numbered, 1, len(ids))
 	rows, err := q.QueryContext(ctx, query, int64Args(ids)...)
 	if err != nil {
-		return nil, fmt.Errorf("request_statuses: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r, err := ScanRequest(rows)
+		r, err := ScanRequest(rows, extra...)
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		out[r.ID] = r
+		if isGated && !slices.Contains(gated, r.Ident) {
+			gated = append(gated, r.Ident)
+		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, gated, nil
 }
 
 // LockWaitGraph implements driver.Tx.
