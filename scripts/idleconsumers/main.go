@@ -1,12 +1,14 @@
 // Command idleconsumers measures what waiting costs: N consumers of one
-// process wait on N empty queues (one Claim each, waiting forever) for a
+// process wait on N empty queues (one Claim each, waiting forever), and L
+// sessions wait for read locks on L names another session holds, for a
 // number of seconds, and it reports the statements the database served in
 // that time (MariaDB's Questions, PostgreSQL's transactions of the
 // database; nothing else should run against the server meanwhile) and the
 // process's CPU. Used for docs/benchmarks.md ("One poll per client for
-// waiting consumers"):
+// waiting consumers", "A waiting client's poll in one statement"):
 //
 //	go run ./scripts/idleconsumers -dsn postgres://... -n 32 -seconds 20
+//	go run ./scripts/idleconsumers -dsn mysql://... -n 0 -locks 6
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 func main() {
 	dsn := flag.String("dsn", "", "the database (postgres:// or mysql://)")
 	n := flag.Int("n", 32, "waiting consumers, one queue each")
+	locks := flag.Int("locks", 0, "waiting lock requests, one name each")
 	secs := flag.Int("seconds", 20, "how long to measure")
 	flag.Parse()
 	ctx := context.Background()
@@ -38,7 +41,8 @@ func main() {
 	}
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{}, *n)
+	done := make(chan struct{}, *n+*locks)
+	waitLocks(ctx, c, *locks, done)
 	for i := range *n {
 		s, err := c.NewSession(ctx)
 		if err != nil {
@@ -51,17 +55,53 @@ func main() {
 		}()
 	}
 	time.Sleep(3 * time.Second) // every consumer waits by now
+	if strings.HasPrefix(*dsn, "postgres") {
+		// A backend left idle reports its transactions up to 10 s later
+		// (PostgreSQL's idle statistics flush): the opening's hundreds
+		// (the statements prepared and described) must be counted by now.
+		time.Sleep(11 * time.Second)
+	}
 	count := counter(*dsn)
 	s0, cpu0 := count(), cpuTime()
 	time.Sleep(time.Duration(*secs) * time.Second)
 	s1, cpu1 := count(), cpuTime()
 	cancel()
-	for range *n {
+	for range *n + *locks {
 		<-done
 	}
 	d := float64(*secs)
-	fmt.Printf("%d waiting consumers: %.1f statements/s on the server, %.2f%% of a core in the process\n",
-		*n, float64(s1-s0)/d, (cpu1-cpu0).Seconds()/d*100)
+	fmt.Printf("%d waiting consumers, %d waiting lock requests: %.1f statements/s on the server, %.2f%% of a core in the process\n",
+		*n, *locks, float64(s1-s0)/d, (cpu1-cpu0).Seconds()/d*100)
+}
+
+// waitLocks takes n names in write mode in one session, and starts n
+// sessions each waiting for one of them in read mode until ctx ends;
+// each sends to done when it has.
+func waitLocks(ctx context.Context, c *baton.Client, n int, done chan<- struct{}) {
+	if n == 0 {
+		return
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("idle%d", i)
+	}
+	holder, err := c.NewSession(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := holder.Lock(ctx, "idle", baton.Write, 0, names...); err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range names {
+		s, err := c.NewSession(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			_, _ = s.Lock(ctx, "idle", baton.Read, baton.Forever, name)
+		}()
+	}
 }
 
 // counter returns a reader of the server's statement count.
@@ -89,7 +129,9 @@ func counter(dsn string) func() int64 {
 	return func() int64 {
 		if strings.HasPrefix(dsn, "postgres") {
 			// The statistics of other backends reach the view once they
-			// are flushed (at most a second later).
+			// are flushed (a second later for a busy backend, up to ten
+			// for one that went idle: in a steady state as many come
+			// late into the window as leave it).
 			time.Sleep(1500 * time.Millisecond)
 			_, _ = db.Exec("SELECT pg_stat_clear_snapshot()")
 		}

@@ -1,0 +1,79 @@
+package baton_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
+)
+
+// messageLog counts the records at warning level or above whose message
+// holds a text.
+type messageLog struct {
+	text string
+	mu   sync.Mutex
+	n    int
+}
+
+func (l *messageLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *messageLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *messageLog) WithGroup(string) slog.Handler            { return l }
+func (l *messageLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && strings.Contains(r.Message, l.text) {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+func (l *messageLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// TestLockCheckFailuresLoggedOnce: while the database is out of reach, a
+// client's poll of its waiting lock requests fails at every interval and
+// says so once; once a check works again, the next outage is said again.
+// The waiter is granted after all.
+func TestLockCheckFailuresLoggedOnce(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := serverDSN(t, b, "no network between client and database")
+		pdsn, p := viaProxy(t, dsn)
+		log := &messageLog{text: "check waiting lock requests"}
+		// A lease that outlasts the outages: the session is not under test.
+		c := openDSN(t, pdsn, baton.Options{Lease: time.Minute, PollInterval: 50 * time.Millisecond, Logger: slog.New(log)})
+		holder := session(t, openDSN(t, dsn))
+		mustLock(t, holder, "ns", baton.Write, "x")
+		s := session(t, c)
+		ch := async(s, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c, s, 1)
+		checks := func(n int64, what string) {
+			t.Helper()
+			from := baton.LockChecks(c)
+			waitFor(t, what, func() bool { return baton.LockChecks(c) >= from+n })
+		}
+		for outage := 1; outage <= 2; outage++ {
+			p.cut(true)
+			checks(6, "checks during the outage")
+			p.restore()
+			// A check that works ends the streak of failures.
+			waitFor(t, "a check that works", func() bool {
+				ls, err := c.Locks(ctxT(t))
+				return err == nil && len(ls) > 0
+			})
+			checks(2, "checks after the outage")
+			if got := log.count(); got != outage {
+				t.Fatalf("after outage %d, %d warnings of failed checks, want one per outage", outage, got)
+			}
+		}
+		release(t, holder, "ns")
+		mustRecv(t, ch)
+	})
+}
