@@ -2,6 +2,7 @@ package baton_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -52,19 +53,33 @@ func TestPauseStopsPrefetched(t *testing.T) {
 
 		for round, tx := range []bool{false, true} {
 			// In one transaction: the worker's first claim takes one to
-			// run and as many as it may ahead.
+			// run and as many as it may ahead. Due a moment after the
+			// commit: a claim that races the commit itself may find some
+			// of the rows still locked (MariaDB releases the inserter's
+			// row locks one by one after its commit; SKIP LOCKED passes
+			// over those) and run a later message first, where this test
+			// wants the batch's order.
 			batch := make([]baton.NewMessage, n)
 			for i := range batch {
 				batch[i].Payload = []byte{byte('a' + i)}
+				batch[i].Delay = 300 * time.Millisecond
 			}
 			ids, err := c.EnqueueMany(ctx, "pq", batch)
 			if err != nil {
 				t.Fatal(err)
 			}
 			base := count()
-			waitFor(t, "the first handler, and messages claimed ahead", func() bool {
-				return count() == base+1 && stats(t, c, "pq").Claimed > 1
-			})
+			var seen string
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				n, st := count(), stats(t, c, "pq")
+				if n == base+1 && st.Claimed > 1 {
+					break
+				}
+				seen = fmt.Sprintf("%d started, %+v", n-base, st)
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: timed out waiting for the first handler, and messages claimed ahead (%s)", round, seen)
+				}
+			}
 			if tx {
 				t0 := begin(t, db)
 				if err := c.PauseQueueTx(ctx, t0, "pq"); err != nil {
@@ -86,7 +101,15 @@ func TestPauseStopsPrefetched(t *testing.T) {
 			}
 			for _, id := range ids[1:] {
 				if m := getMessage(t, c, id); m.Attempt != 0 || m.State != baton.StateReady {
-					t.Fatalf("round %d: message %d given back as %s with %d attempts, want ready with none", round, id, m.State, m.Attempt)
+					mu.Lock()
+					ran := slices.Clone(started[base:])
+					mu.Unlock()
+					var all []string
+					for _, id := range ids {
+						m := getMessage(t, c, id)
+						all = append(all, fmt.Sprintf("%d:%s/%d", id, m.State, m.Attempt))
+					}
+					t.Fatalf("round %d: message %d given back as %s with %d attempts, want ready with none (ran %v; messages %v)", round, id, m.State, m.Attempt, ran, all)
 				}
 			}
 
