@@ -208,6 +208,15 @@ func newProxy(t *testing.T, target string) *proxy {
 				continue
 			}
 			p.mu.Lock()
+			if p.down {
+				// Cut while this one was being dialled: it would
+				// have outlived the cut, a live connection through
+				// an outage.
+				p.mu.Unlock()
+				c.Close()
+				s.Close()
+				continue
+			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
 			go p.pipe(s, c)
