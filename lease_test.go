@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -321,38 +319,6 @@ func TestPartitionedHolder(t *testing.T) {
 	})
 }
 
-// failureLog is an slog handler that keeps the messages of the lease
-// renewal's failures (internal/maintain logs each at Warn, under the
-// service's name).
-type failureLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *failureLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *failureLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *failureLog) WithGroup(string) slog.Handler            { return l }
-func (l *failureLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && strings.Contains(r.Message, "lease renewal") {
-		var b strings.Builder
-		b.WriteString(r.Message)
-		r.Attrs(func(a slog.Attr) bool {
-			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-			return true
-		})
-		l.mu.Lock()
-		l.msgs = append(l.msgs, b.String())
-		l.mu.Unlock()
-	}
-	return nil
-}
-
-func (l *failureLog) failures() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.msgs)
-}
-
 // TestRenewalBesideOtherProcessWrites: on SQLite, a client keeps its
 // session while another connection (as another process's would) holds
 // the file's write lock nearly all the time: 300 ms transactions with 5 ms
@@ -381,7 +347,7 @@ func TestRenewalBesideOtherProcessWrites(t *testing.T) {
 			t.Skip("SQLite's write lock and busy handler only")
 		}
 		dsn := b.NewDSN(t)
-		log := &failureLog{}
+		log := &messageLog{text: "lease renewal"}
 		c := openDSN(t, dsn, baton.Options{Lease: time.Second, Heartbeat: 150 * time.Millisecond, Logger: slog.New(log)})
 		s := session(t, c)
 		raw := batontest.SQLDB(t, dsn)
@@ -411,8 +377,8 @@ func TestRenewalBesideOtherProcessWrites(t *testing.T) {
 		// fail while the writer holds the lock through a heartbeat, but
 		// one of the gaps within a lease lets it in.
 		if err := s.Err(); err != nil {
-			t.Fatalf("the session beside another connection's %d write transactions: %v (failed renewals: %v)", writes, err, log.failures())
+			t.Fatalf("the session beside another connection's %d write transactions: %v (failed renewals: %v)", writes, err, log.messages())
 		}
-		t.Logf("%d write transactions beside; failed renewals: %v", writes, log.failures())
+		t.Logf("%d write transactions beside; failed renewals: %v", writes, log.messages())
 	})
 }

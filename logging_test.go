@@ -2,7 +2,9 @@ package baton_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,31 +14,40 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// messageLog counts the records at warning level or above whose message
-// holds a text.
+// messageLog keeps the records at warning level or above whose message
+// holds a text, with their attributes.
 type messageLog struct {
 	text string
 	mu   sync.Mutex
-	n    int
+	msgs []string
 }
 
 func (l *messageLog) Enabled(context.Context, slog.Level) bool { return true }
 func (l *messageLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *messageLog) WithGroup(string) slog.Handler            { return l }
 func (l *messageLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && strings.Contains(r.Message, l.text) {
-		l.mu.Lock()
-		l.n++
-		l.mu.Unlock()
+	if r.Level < slog.LevelWarn || !strings.Contains(r.Message, l.text) {
+		return nil
 	}
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	l.mu.Lock()
+	l.msgs = append(l.msgs, b.String())
+	l.mu.Unlock()
 	return nil
 }
 
-func (l *messageLog) count() int {
+func (l *messageLog) messages() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.n
+	return slices.Clone(l.msgs)
 }
+
+func (l *messageLog) count() int { return len(l.messages()) }
 
 // TestLockCheckFailuresLoggedOnce: while the database is out of reach, a
 // client's poll of its waiting lock requests fails at every interval and
