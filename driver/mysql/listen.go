@@ -366,9 +366,7 @@ func (p *poller) safetyNet() {
 	maintain.Every(p.l.done, p.l.interval/4, func() {
 		if time.Since(time.Unix(0, p.lastWake.Load())) >= p.l.interval {
 			p.lastWake.Store(time.Now().UnixNano())
-			if p.l.net != nil {
-				p.l.net()
-			}
+			p.l.net()
 		}
 	})
 }
