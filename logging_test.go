@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -72,7 +73,8 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 			from := baton.LockChecks(c)
 			for deadline := time.Now().Add(time.Minute); baton.LockChecks(c) < from+n; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("timed out waiting for %s (%d of %d)", what, baton.LockChecks(c)-from, n)
+					t.Fatalf("timed out waiting for %s (%d of %d); where the lock service's goroutines are:\n%s",
+						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks"))
 				}
 			}
 		}
@@ -93,4 +95,18 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 		release(t, holder, "ns")
 		mustRecv(t, ch)
 	})
+}
+
+// stacksOf is the stacks of the goroutines whose stack names pkg, for a
+// test that timed out waiting for them.
+func stacksOf(pkg string) string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, pkg) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
