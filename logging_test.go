@@ -74,7 +74,7 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 			for deadline := time.Now().Add(time.Minute); baton.LockChecks(c) < from+n; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("timed out waiting for %s (%d of %d); where the lock service's goroutines are:\n%s",
-						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks"))
+						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks", "internal/wake", "baton/driver/"))
 				}
 			}
 		}
@@ -97,15 +97,18 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 	})
 }
 
-// stacksOf is the stacks of the goroutines whose stack names pkg, for a
-// test that timed out waiting for them.
-func stacksOf(pkg string) string {
+// stacksOf is the stacks of the goroutines whose stack names one of pkgs,
+// for a test that timed out waiting for them.
+func stacksOf(pkgs ...string) string {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, pkg) {
-			out = append(out, g)
+		for _, pkg := range pkgs {
+			if strings.Contains(g, pkg) {
+				out = append(out, g)
+				break
+			}
 		}
 	}
 	return strings.Join(out, "\n\n")
