@@ -127,3 +127,127 @@ func prepare(t testing.TB, c *sql.Conn, q string) *sql.Stmt {
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
+
+// BenchmarkSlowPathBound sizes issue 10's item 3 on MariaDB (the slow
+// path's lock state off InnoDB; docs/benchmarks.md, "MariaDB's slow path
+// without the redo log's flush: the bound"): one hand-on of the slow path
+// (the identifier's row locked, the holder's request deleted, the first
+// waiter granted, a new waiter queued, the fence moved, the commit) as one
+// procedure call, its state in InnoDB as today ("innodb"), in MEMORY
+// tables serialized by a locking read of the identifier's InnoDB row
+// ("memory": the transaction changes no InnoDB row, so its commit writes
+// no redo and waits for no flush), and in MEMORY with no serialization at
+// all ("floor", not safe: what the statements cost). Each loop on a
+// connection of its own, interleaved; besides calls per second it reports
+// the redo log writes and the data fsyncs per call that each loop caused
+// in a run of its own (the server's counters, so run it alone).
+//
+//	BATON_TEST_BACKENDS=mysql go test -run '^$' -bench SlowPathBound -benchtime 3000x -count 3 ./driver/mysql
+func BenchmarkSlowPathBound(b *testing.B) {
+	ctx := context.Background()
+	d := openDriver(b, newDSN(b))
+	if !d.mariadb {
+		b.Skip("measured on MariaDB")
+	}
+	setup := conn(b, d.SQL)
+	for _, q := range []string{
+		`CREATE TABLE sb_ident_innodb (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=InnoDB`,
+		`CREATE TABLE sb_req_innodb (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, status CHAR(1) NOT NULL, KEY (k, id)) ENGINE=InnoDB`,
+		`CREATE TABLE sb_ident_memory (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=MEMORY`,
+		`CREATE TABLE sb_req_memory (id BIGINT AUTO_INCREMENT, k INT NOT NULL, status CHAR(1) NOT NULL, PRIMARY KEY USING BTREE (id), KEY USING BTREE (k, id)) ENGINE=MEMORY`,
+		`CREATE TABLE sb_ident_floor (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=MEMORY`,
+		`CREATE TABLE sb_req_floor (id BIGINT AUTO_INCREMENT, k INT NOT NULL, status CHAR(1) NOT NULL, PRIMARY KEY USING BTREE (id), KEY USING BTREE (k, id)) ENGINE=MEMORY`,
+		`CREATE TABLE sb_mutex (k INT PRIMARY KEY) ENGINE=InnoDB`,
+		`INSERT INTO sb_mutex VALUES (1)`,
+	} {
+		if _, err := setup.ExecContext(ctx, q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+	// One procedure per variant: the same statements, on its own tables.
+	for _, v := range []string{"innodb", "memory", "floor"} {
+		lock := `SELECT fence INTO v_fence FROM sb_ident_innodb WHERE k = p_k FOR UPDATE;`
+		switch v {
+		case "memory":
+			lock = `SELECT k INTO v_fence FROM sb_mutex WHERE k = p_k FOR UPDATE;
+        SELECT fence INTO v_fence FROM sb_ident_memory WHERE k = p_k;`
+		case "floor":
+			lock = `SELECT fence INTO v_fence FROM sb_ident_floor WHERE k = p_k;`
+		}
+		body := `CREATE PROCEDURE sb_handon_` + v + `(IN p_k INT)
+MODIFIES SQL DATA
+BEGIN
+    DECLARE v_fence BIGINT;
+    START TRANSACTION;
+    ` + lock + `
+    DELETE FROM sb_req_` + v + ` WHERE k = p_k AND status = 'G';
+    UPDATE sb_req_` + v + ` SET status = 'G' WHERE k = p_k AND status = 'P' ORDER BY k, id LIMIT 1;
+    INSERT INTO sb_req_` + v + ` (k, status) VALUES (p_k, 'P');
+    UPDATE sb_ident_` + v + ` SET fence = fence + 1 WHERE k = p_k;
+    COMMIT;
+    SELECT v_fence;
+END`
+		for _, q := range []string{body,
+			`INSERT INTO sb_ident_` + v + ` VALUES (1, 0)`,
+			`INSERT INTO sb_req_` + v + ` (k, status) VALUES (1, 'G'), (1, 'P')`} {
+			if _, err := setup.ExecContext(ctx, q); err != nil {
+				b.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	names := []string{"innodb", "memory", "floor"}
+	loops := make(map[string]func(int64) error, len(names))
+	for _, v := range names {
+		st := prepare(b, conn(b, d.SQL), `CALL sb_handon_`+v+`(1)`)
+		var last int64 = -1
+		loops[v] = func(int64) error {
+			var fence int64
+			if err := st.QueryRowContext(ctx).Scan(&fence); err != nil {
+				return fmt.Errorf("%s: %w", v, err)
+			}
+			if fence != last+1 {
+				return fmt.Errorf("%s: fence %d after %d", v, fence, last)
+			}
+			last = fence
+			return nil
+		}
+	}
+	// The server's counters per call, each loop alone.
+	counters := func() (writes, fsyncs int64) {
+		rows, err := setup.QueryContext(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_log_writes', 'Innodb_data_fsyncs')`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var n int64
+			if err := rows.Scan(&name, &n); err != nil {
+				b.Fatal(err)
+			}
+			if name == "Innodb_log_writes" {
+				writes = n
+			} else {
+				fsyncs = n
+			}
+		}
+		return writes, fsyncs
+	}
+	const alone = 200
+	perCall := make(map[string][2]float64, len(names))
+	for _, v := range names {
+		w0, f0 := counters()
+		for i := range alone {
+			if err := loops[v](int64(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w1, f1 := counters()
+		perCall[v] = [2]float64{float64(w1-w0) / alone, float64(f1-f0) / alone}
+	}
+	batontest.Interleave(b, "calls/s", names, loops)
+	for _, v := range names { // after Interleave, whose timer reset drops metrics
+		b.ReportMetric(perCall[v][0], v+"-logwrites/call")
+		b.ReportMetric(perCall[v][1], v+"-fsyncs/call")
+	}
+}
