@@ -230,9 +230,23 @@ func TestHistoryRetention(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after 20s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	waitForSeen(t, what, func() (bool, string) { return cond(), "" })
+}
+
+// waitForSeen is waitFor for a condition that also describes what it saw,
+// which a timeout reports (the last description, when there is one).
+func waitForSeen(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
+			if seen != "" {
+				t.Fatalf("timed out waiting for %s (%s)", what, seen)
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)

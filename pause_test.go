@@ -69,17 +69,10 @@ func TestPauseStopsPrefetched(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := count()
-			var seen string
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			waitForSeen(t, fmt.Sprintf("the first handler, and messages claimed ahead, in round %d", round), func() (bool, string) {
 				n, st := count(), stats(t, c, "pq")
-				if n == base+1 && st.Claimed > 1 {
-					break
-				}
-				seen = fmt.Sprintf("%d started, %+v", n-base, st)
-				if time.Now().After(deadline) {
-					t.Fatalf("round %d: timed out waiting for the first handler, and messages claimed ahead (%s)", round, seen)
-				}
-			}
+				return n == base+1 && st.Claimed > 1, fmt.Sprintf("%d started, %+v", n-base, st)
+			})
 			if tx {
 				t0 := begin(t, db)
 				if err := c.PauseQueueTx(ctx, t0, "pq"); err != nil {
