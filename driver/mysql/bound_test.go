@@ -150,31 +150,28 @@ func BenchmarkSlowPathBound(b *testing.B) {
 		b.Skip("measured on MariaDB")
 	}
 	setup := conn(b, d.SQL)
-	for _, q := range []string{
-		`CREATE TABLE sb_ident_innodb (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=InnoDB`,
-		`CREATE TABLE sb_req_innodb (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, status CHAR(1) NOT NULL, KEY (k, id)) ENGINE=InnoDB`,
-		`CREATE TABLE sb_ident_memory (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=MEMORY`,
-		`CREATE TABLE sb_req_memory (id BIGINT AUTO_INCREMENT, k INT NOT NULL, status CHAR(1) NOT NULL, PRIMARY KEY USING BTREE (id), KEY USING BTREE (k, id)) ENGINE=MEMORY`,
-		`CREATE TABLE sb_ident_floor (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=MEMORY`,
-		`CREATE TABLE sb_req_floor (id BIGINT AUTO_INCREMENT, k INT NOT NULL, status CHAR(1) NOT NULL, PRIMARY KEY USING BTREE (id), KEY USING BTREE (k, id)) ENGINE=MEMORY`,
-		`CREATE TABLE sb_mutex (k INT PRIMARY KEY) ENGINE=InnoDB`,
-		`INSERT INTO sb_mutex VALUES (1)`,
-	} {
+	exec := func(q string) {
 		if _, err := setup.ExecContext(ctx, q); err != nil {
 			b.Fatalf("%s: %v", q, err)
 		}
 	}
-	// One procedure per variant: the same statements, on its own tables.
-	for _, v := range []string{"innodb", "memory", "floor"} {
-		lock := `SELECT fence INTO v_fence FROM sb_ident_innodb WHERE k = p_k FOR UPDATE;`
+	exec(`CREATE TABLE sb_mutex (k INT PRIMARY KEY) ENGINE=InnoDB`)
+	exec(`INSERT INTO sb_mutex VALUES (1)`)
+	names := []string{"innodb", "memory", "floor"}
+	// Per variant its own tables and procedure: the same statements.
+	for _, v := range names {
+		engine, lock := "MEMORY", `SELECT fence INTO v_fence FROM sb_ident_`+v+` WHERE k = p_k;`
 		switch v {
+		case "innodb":
+			engine, lock = "InnoDB", `SELECT fence INTO v_fence FROM sb_ident_innodb WHERE k = p_k FOR UPDATE;`
 		case "memory":
 			lock = `SELECT k INTO v_fence FROM sb_mutex WHERE k = p_k FOR UPDATE;
-        SELECT fence INTO v_fence FROM sb_ident_memory WHERE k = p_k;`
-		case "floor":
-			lock = `SELECT fence INTO v_fence FROM sb_ident_floor WHERE k = p_k;`
+    ` + lock
 		}
-		body := `CREATE PROCEDURE sb_handon_` + v + `(IN p_k INT)
+		exec(`CREATE TABLE sb_ident_` + v + ` (k INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=` + engine)
+		exec(`CREATE TABLE sb_req_` + v + ` (id BIGINT AUTO_INCREMENT, k INT NOT NULL, status CHAR(1) NOT NULL,
+    PRIMARY KEY USING BTREE (id), KEY USING BTREE (k, id)) ENGINE=` + engine)
+		exec(`CREATE PROCEDURE sb_handon_` + v + `(IN p_k INT)
 MODIFIES SQL DATA
 BEGIN
     DECLARE v_fence BIGINT;
@@ -186,16 +183,10 @@ BEGIN
     UPDATE sb_ident_` + v + ` SET fence = fence + 1 WHERE k = p_k;
     COMMIT;
     SELECT v_fence;
-END`
-		for _, q := range []string{body,
-			`INSERT INTO sb_ident_` + v + ` VALUES (1, 0)`,
-			`INSERT INTO sb_req_` + v + ` (k, status) VALUES (1, 'G'), (1, 'P')`} {
-			if _, err := setup.ExecContext(ctx, q); err != nil {
-				b.Fatalf("%s: %v", q, err)
-			}
-		}
+END`)
+		exec(`INSERT INTO sb_ident_` + v + ` VALUES (1, 0)`)
+		exec(`INSERT INTO sb_req_` + v + ` (k, status) VALUES (1, 'G'), (1, 'P')`)
 	}
-	names := []string{"innodb", "memory", "floor"}
 	loops := make(map[string]func(int64) error, len(names))
 	for _, v := range names {
 		st := prepare(b, conn(b, d.SQL), `CALL sb_handon_`+v+`(1)`)
