@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lockcore"
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
@@ -409,81 +407,20 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 	return n + m, waiting, err
 }
 
-// releaseSlow releases the session's instances in InnoDB: in one call of
-// {p}release_commit (releaseCall) unless the release has a limit or must
-// adopt the session's own fast holders first, else in the transaction
-// below, which does the same in about ten statements. signal is what
+// releaseSlow releases the session's instances in InnoDB in one call of
+// {p}release_instances (migration 038: the release, the hand-on of each
+// identifier with waiters and the commit in the server). signal is what
 // fast_release_* saw of the session's fast holders the slow path took
-// over: 3 some perhaps not adopted yet, which are adopted first (under
-// their row locks); 1 adopted ones only; 0 none. Then the request rows
-// are deleted, the identifiers' counters lowered (ident_release reports
-// the waiting count as its insert id, which saves the ident_waiting
-// query), the fast rows of released holders cleared and the identifiers
-// others wait for handed on (regrant), all before the one commit; only
-// those the engine must decide are returned. The instances are selected
-// FOR UPDATE first, through the session's index (so that two releases of
-// one session cannot count the same instances, and a release locks no
-// other session's rows), then deleted by id.
+// over: 3 some perhaps not adopted yet, which the call adopts first
+// (under their row locks); 1 adopted ones only; 0 none. After the commit
+// the grants go to their clients (wakeGranted on the pool: a client of
+// another process is woken after the commit, and its listener's poll
+// interval stands in when that fails), adopted holders are marked, and
+// the identifiers the call left free are handed back to the fast path
+// (demoteLocked: the call's own answer stands in for fast_demote_free's
+// read). Only the identifiers the engine must hand on itself (gated
+// ones) are returned. A call that fails is rolled back.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
-	fastHeld := signal != 0
-	if signal != 3 && p.Limit == 0 {
-		return d.releaseCall(ctx, p, fastHeld)
-	}
-	var n int
-	var released, waiting, left []driver.Ident
-	var woken func()
-	err := d.inFastTx(ctx, func(c *sql.Conn) (bool, error) {
-		n, released, waiting, left, woken = 0, nil, nil, nil, nil
-		if signal == 3 {
-			if err := d.adoptSession(ctx, c, p); err != nil {
-				return false, err
-			}
-		}
-		rs, err := d.releaseDelete(ctx, c, p)
-		if err != nil || len(rs) == 0 {
-			return false, err
-		}
-		waiting, err = sqldriver.LowerCounters(rs, func(dl sqldriver.ReleaseDelta) (int64, error) {
-			return d.identRelease(ctx, c, dl)
-		})
-		if err != nil {
-			return false, err
-		}
-		if err := d.clearReleased(ctx, c, p, rs, fastHeld); err != nil {
-			return false, err
-		}
-		if left, woken, err = d.regrant(ctx, c, waiting); err != nil {
-			return false, err
-		}
-		n = len(rs)
-		for _, r := range rs {
-			if !slices.Contains(released, r.Ident) {
-				released = append(released, r.Ident)
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	if woken != nil {
-		woken()
-	}
-	reportContended(p, waiting)
-	d.demoteFreed(ctx, released, waiting)
-	return n, left, nil
-}
-
-// releaseCall is releaseSlow in one call of {p}release_commit (migration
-// 035: the release, the hand-on of each identifier with waiters and the
-// commit in the server). After the commit the grants go to their
-// clients (wakeGranted on the pool: a client of another process is woken
-// after the commit, and its listener's poll interval stands in when that
-// fails), adopted holders are marked, and the identifiers the call left
-// free are handed back to the fast path (demoteLocked: the call's own
-// answer stands in for fast_demote_free's read). A call that fails is
-// rolled back.
-func (d *Driver) releaseCall(ctx context.Context, p driver.FastReleaseParams, fastHeld bool) (int, []driver.Ident, error) {
 	var name any
 	if p.Name != "" {
 		name = bin(p.Name)
@@ -494,7 +431,7 @@ func (d *Driver) releaseCall(ctx context.Context, p driver.FastReleaseParams, fa
 	}
 	var n int
 	var identsJSON, grantsJSON []byte
-	err = c.QueryRowContext(ctx, d.Q("release_call"), p.SessionID, p.Kind, bin(p.NS), name, fastHeld).
+	err = c.QueryRowContext(ctx, d.Q("release_call"), p.SessionID, p.Kind, bin(p.NS), name, signal, p.Limit).
 		Scan(&n, &identsJSON, &grantsJSON)
 	if err != nil {
 		_ = endFastTx(ctx, c, false)
@@ -622,165 +559,6 @@ func scanJSONRow(row []any, dest ...any) error {
 				return fmt.Errorf("value %d: %w", i, err)
 			}
 			*d = x
-		}
-	}
-	return nil
-}
-
-// regrant hands each identifier of waiting on in the transaction on c,
-// as the engine's regrant would in a transaction of its own after the
-// release's commit (that took a second commit and about seven more round
-// trips before the waiter heard): under the row lock the release holds,
-// fast holders adopted, lockcore.Grants decides, the grants and the
-// counters are stored, and their clients woken (wakeGranted). The
-// returned func, run after the commit, tells the clients and marks
-// adopted holders. It returns the identifiers the engine must hand on
-// itself: the gated ones, whose gates only the engine probes. (A stored
-// procedure doing the same in one call cost the contended case 15% on
-// this machine's MariaDB: docs/benchmarks.md.)
-func (d *Driver) regrant(ctx context.Context, c *sql.Conn, waiting []driver.Ident) (left []driver.Ident, wake func(), err error) {
-	var grants []driver.Request
-	var adopted []int64
-	for _, id := range waiting {
-		st, err := d.identLock(ctx, c, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		if st.Gated {
-			left = append(left, id)
-			continue
-		}
-		hid, err := d.adopt(ctx, c, &st)
-		if err != nil {
-			return nil, nil, err
-		}
-		adopted = append(adopted, hid)
-		granted, err := d.grantWaiting(ctx, c, &st)
-		if err != nil {
-			return nil, nil, err
-		}
-		grants = append(grants, granted...)
-	}
-	woken, err := d.wakeGranted(ctx, c, grants)
-	if err != nil {
-		return nil, nil, err
-	}
-	return left, func() {
-		if woken != nil {
-			woken()
-		}
-		d.clearAdopted(ctx, adopted...)
-	}, nil
-}
-
-// grantWaiting hands st's identifier (locked, its fast holder adopted:
-// its instances are request rows, request_list_adopted) on in the
-// transaction on c, by lockcore.Regrant as the engine's
-// regrant does, stores the fence and counters, and returns the grants.
-func (d *Driver) grantWaiting(ctx context.Context, c *sql.Conn, st *driver.IdentState) ([]driver.Request, error) {
-	id := st.Ident
-	rows, err := c.QueryContext(ctx, d.Q("request_list_adopted"), id.Kind, bin(id.NS), bin(id.Name))
-	if err != nil {
-		return nil, fmt.Errorf("request_list_adopted: %w", err)
-	}
-	rs, err := sqldriver.ScanRequests(rows)
-	if err != nil {
-		return nil, fmt.Errorf("request_list_adopted: %w", err)
-	}
-	granted, err := lockcore.Regrant(st, nil, rs, func(gid, token int64) (bool, error) {
-		res, err := c.ExecContext(ctx, d.Q("request_set_status"), string(driver.StatusGranted), token, gid,
-			string(driver.StatusPending))
-		if err != nil {
-			return false, fmt.Errorf("request_set_status: %w", err)
-		}
-		n, err := res.RowsAffected()
-		return n == 1, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.ExecContext(ctx, d.Q("ident_update"), st.Fence, st.Readers, st.Writers, st.Waiting,
-		id.Kind, bin(id.NS), bin(id.Name)); err != nil {
-		return nil, fmt.Errorf("ident_update: %w", err)
-	}
-	return granted, nil
-}
-
-// demoteFreed hands the identifiers a release freed (released, less those
-// with waiters) back to the fast path. Best effort: the upkeep does it
-// later otherwise.
-func (d *Driver) demoteFreed(ctx context.Context, released, waiting []driver.Ident) {
-	for _, id := range released {
-		if !slices.Contains(waiting, id) {
-			_ = d.demote(context.WithoutCancel(ctx), id)
-		}
-	}
-}
-
-// clearReleased clears, in the releasing transaction on c, the fast rows
-// of the released instances (rs) and the marks the session's adopted
-// holders left in p's namespace (and name). Without fastHeld (the release
-// saw no row of the session the slow path owns) no fast row names them.
-// A release of every instance there clears every row of the session
-// there in one statement; one with a limit clears those of rs by id, then
-// the marks.
-func (d *Driver) clearReleased(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams, rs []driver.Request, fastHeld bool) error {
-	if !fastHeld {
-		return nil
-	}
-	all := 1
-	if p.Limit > 0 {
-		all = 0
-		ids := make([]int64, len(rs))
-		for i, r := range rs {
-			ids[i] = r.ID
-		}
-		if err := d.clearHolders(ctx, c, ids); err != nil {
-			return err
-		}
-	}
-	query, args := "fast_clear_hints_ns", []any{p.SessionID, p.Kind, bin(p.NS)}
-	if p.Name != "" {
-		query, args = "fast_clear_hints_name", append(args, bin(p.Name))
-	}
-	if _, err := c.ExecContext(ctx, d.Q(query), append(args, all)...); err != nil {
-		return fmt.Errorf("%s: %w", query, err)
-	}
-	return nil
-}
-
-// adoptSession adopts, in the transaction on c, the session's fast holders
-// in p's namespace (and name) that the slow path took over, each under its
-// identifier's row lock (a holder adopted already is left as it is). The
-// release deletes what it releases of them, clearing their fast rows.
-func (d *Driver) adoptSession(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) error {
-	rows, err := c.QueryContext(ctx, d.Q("fast_slow_held"), p.SessionID, p.Kind, bin(p.NS))
-	if err != nil {
-		return fmt.Errorf("fast_slow_held: %w", err)
-	}
-	var ids []driver.Ident
-	for rows.Next() {
-		var id driver.Ident
-		var ns, name []byte
-		if err := rows.Scan(&id.Kind, &ns, &name); err != nil {
-			rows.Close()
-			return fmt.Errorf("fast_slow_held: %w", err)
-		}
-		id.NS, id.Name = string(ns), string(name)
-		if p.Name == "" || id.Name == p.Name {
-			ids = append(ids, id)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		st, err := d.identLock(ctx, c, id)
-		if err != nil {
-			return err
-		}
-		if _, err := d.adopt(ctx, c, &st); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -739,24 +739,6 @@ func (d *Driver) fastPoolDue() bool {
 	return false
 }
 
-// inFastTx runs fn on a connection of the fast pool, whose first statement
-// opens a transaction, and ends it: COMMIT when fn returns true and no
-// error, ROLLBACK otherwise. The ending statement does not listen to ctx,
-// so that a cancellation cannot leave the outcome of a COMMIT unknown.
-// A connection whose transaction could not be ended is discarded (the
-// server rolls back what it had not committed).
-func (d *Driver) inFastTx(ctx context.Context, fn func(c *sql.Conn) (bool, error)) error {
-	c, err := d.fastConn(ctx)
-	if err != nil {
-		return err
-	}
-	commit, err := fn(c)
-	if eerr := endFastTx(ctx, c, commit && err == nil); err == nil {
-		err = eerr
-	}
-	return err
-}
-
 // endFastTx ends the transaction on a connection of the fast pool, COMMIT
 // or ROLLBACK, and puts the connection back, or discards it when the
 // ending failed.
@@ -772,66 +754,6 @@ func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 		return err
 	}
 	_ = c.Close()
-	return nil
-}
-
-// identRelease lowers, in the fast transaction on c, an identifier's
-// counters by the released instances and returns its waiting count
-// (ident_release's insert id).
-func (d *Driver) identRelease(ctx context.Context, c *sql.Conn, dl sqldriver.ReleaseDelta) (int64, error) {
-	id := dl.Ident
-	res, err := c.ExecContext(ctx, d.Q("ident_release"), dl.Readers, dl.Writers, id.Kind, bin(id.NS), bin(id.Name))
-	if err != nil {
-		return 0, fmt.Errorf("ident_release: %w", err)
-	}
-	return res.LastInsertId()
-}
-
-// releaseDelete deletes the instances a release names and returns their
-// identifiers and modes.
-func (d *Driver) releaseDelete(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) ([]driver.Request, error) {
-	rs, err := d.releaseList(ctx, c, p)
-	if err != nil {
-		return nil, err
-	}
-	rs = sqldriver.ReleaseTaken(rs, p.Limit)
-	return rs, d.deleteRequests(ctx, c, rs)
-}
-
-// releaseList selects the session's instances a release names FOR UPDATE,
-// through the session's index (release_list_ns says why it is forced;
-// MariaDB's DELETE ... RETURNING, one round trip less, takes no index
-// hint).
-func (d *Driver) releaseList(ctx context.Context, c *sql.Conn, p driver.FastReleaseParams) ([]driver.Request, error) {
-	var rows *sql.Rows
-	var err error
-	if p.Name == "" {
-		rows, err = c.QueryContext(ctx, d.Q("release_list_ns"), p.SessionID, p.Kind, bin(p.NS))
-	} else {
-		rows, err = c.QueryContext(ctx, d.Q("release_list_name"), p.SessionID, p.Kind, bin(p.NS), bin(p.Name))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("release_list: %w", err)
-	}
-	rs, err := sqldriver.ScanRequests(rows)
-	if err != nil {
-		return nil, fmt.Errorf("release_list: %w", err)
-	}
-	return rs, nil
-}
-
-// deleteRequests deletes the request rows of rs (none: nothing to do).
-func (d *Driver) deleteRequests(ctx context.Context, c *sql.Conn, rs []driver.Request) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	ids := make([]any, len(rs))
-	for i, r := range rs {
-		ids[i] = r.ID
-	}
-	if _, err := c.ExecContext(ctx, list(d.Q("request_delete"), len(ids)), ids...); err != nil {
-		return fmt.Errorf("request_delete: %w", err)
-	}
 	return nil
 }
 

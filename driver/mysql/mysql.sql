@@ -201,19 +201,6 @@ SELECT fence, h_id, h_session, h_client, h_mode, h_call, h_at FROM {p}lock_fast
 INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'G', ?, ?, ?, ?);
 
--- name: request_list_adopted
--- request_list for the release's hand-on (regrant in fastlocks.go), under
--- the identifier's row lock once adopt has run: every instance is a
--- request row by then, so the rows are read from {p}lock_requests alone.
--- The {p}lock_holds view (a UNION with the fast holders) cost the server
--- two to three times as much for the same rows (docs/benchmarks.md,
--- "Measured first: where `handoff_table` spends its time"). The identifier's
--- index is named, as every statement on this table names its own
--- (release_list_ns says why).
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
- WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
-
 -- name: fast_clear_ids
 -- Fast holders ({list} of ids) whose request rows are gone: in the
 -- transaction that deletes the rows, before its commit (a holder left
@@ -226,30 +213,9 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder)
 -- Fast holders ({list} of ids) whose adoption committed: h_id goes (later
 -- adoptions need not look), h_session stays, so that the holder's own
 -- release knows to go through InnoDB (fast_release_*), until that release
--- clears it (fast_clear_hints_*) or the row is handed back.
+-- clears it ({p}release_instances, migration 038) or the row is handed
+-- back.
 UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder) SET h_id = NULL WHERE h_id IN ({list}) AND slow = 1;
-
--- name: fast_clear_hints_ns
--- After the session's release through InnoDB: the adopted holders' marks
--- in the namespace (session, kind, ns; the last argument 1 clears every
--- holder of the session there, all of whose instances there the release
--- deleted, 0 only those already marked adopted).
-UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
-   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
- WHERE h_session = ? AND kind = ? AND ns = ? AND slow = 1 AND (h_id IS NULL OR ? = 1);
-
--- name: fast_clear_hints_name
--- fast_clear_hints_ns for one name (session, kind, ns, name, all).
-UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
-   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
- WHERE h_session = ? AND kind = ? AND ns = ? AND name = ? AND slow = 1 AND (h_id IS NULL OR ? = 1);
-
--- name: fast_slow_held
--- The session's fast holders the slow path owns, in a namespace: session,
--- kind, ns. (A plain read: see fast_engage.)
-SELECT kind, ns, name FROM {p}lock_fast
- WHERE h_session = ? AND kind = ? AND ns = ? AND slow = 1 AND h_id IS NOT NULL
- ORDER BY kind, ns, name;
 
 -- name: fast_idle_slow
 -- Identifiers the slow path owns with no fast holder: candidates to hand
@@ -314,13 +280,13 @@ INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (
 CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: release_call
--- Migration 035: the release of every instance the session holds of a
--- name, or of a namespace (name NULL), through InnoDB with its hand-on,
--- committed by the call (session, kind, ns, name, whether fast_release_*
--- saw the session's holders the slow path took over). One row: the
--- instances released, the identifiers and the grants, as JSON arrays
--- (releaseCall in fastlocks.go reads them).
-CALL {p}release_commit(?, ?, ?, ?, ?);
+-- Migration 038: the release of the session's instances of a name, or of
+-- a namespace (name NULL), through InnoDB with its hand-on, committed by
+-- the call (session, kind, ns, name, fast_release_*'s signal, the limit:
+-- 0 for every instance). One row: the instances released, the
+-- identifiers and the grants, as JSON arrays (releaseCall in
+-- fastlocks.go reads them).
+CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 
 -- name: turnstile_wait_mark
 -- A contender waiting behind a turnstile past its first 25 ms, for

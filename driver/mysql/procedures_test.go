@@ -39,11 +39,11 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 	}
 }
 
-// TestReleaseProcedureFollowsRequest: migration 035's hand-on carries
-// copies of {p}request's (migration 024) adoption of the fast holder and
-// of its grant rule's bookkeeping, and of fast_clear_hints_ns's
-// SET clause: the same text once spaces are folded. A change to one
-// without the other fails here.
+// TestReleaseProcedureFollowsRequest: migrations 035 and 038 (the
+// hand-on, and 038's adoption) carry copies of {p}request's (migration
+// 024) adoption of the fast holder and of its grant rule's bookkeeping,
+// and 038 of fast_clear_ids' SET clause: the same text once spaces are
+// folded. A change to one without the other fails here.
 func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	q, err := sqldriver.ParseQueryFiles("baton_", map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
@@ -56,14 +56,19 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 		}
 		return strings.ReplaceAll(string(body), "{p}", "baton_")
 	}
-	request, release := read("024_lock_calls"), batontest.Fold(read("035_release_commit"))
-	for _, part := range []string{
-		batontest.Clause(t, request, "INSERT INTO baton_lock_fast (kind, ns, name, fence, slow)", "-- lockcore.Grants"),
-		batontest.Clause(t, request, "IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN", "END LOOP;"),
-		batontest.Clause(t, q["fast_clear_hints_ns"], "UPDATE", " WHERE"),
+	request := read("024_lock_calls")
+	engage := batontest.Clause(t, request, "INSERT INTO baton_lock_fast (kind, ns, name, fence, slow)", "IF v_ffence > v_fence THEN")
+	adopt := batontest.Clause(t, request, "INSERT IGNORE INTO baton_lock_requests", ";")
+	grants := batontest.Clause(t, request, "IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN", "END LOOP;")
+	for migration, parts := range map[string][]string{
+		"035_release_commit":    {engage, adopt, grants},
+		"038_release_instances": {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
 	} {
-		if !strings.Contains(release, part) {
-			t.Errorf("migration 035's procedures do not carry this clause as it is now:\n%s", part)
+		proc := batontest.Fold(read(migration))
+		for _, part := range parts {
+			if !strings.Contains(proc, part) {
+				t.Errorf("migration %s's procedures do not carry this clause as it is now:\n%s", migration, part)
+			}
 		}
 	}
 }

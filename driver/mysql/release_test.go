@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	sqldrv "database/sql/driver"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -482,7 +483,7 @@ func TestReleaseCallCounts(t *testing.T) {
 	take("s2", "b", driver.ModeRead)
 	take("s1", "c", driver.ModeWrite)
 	take("s2", "d", driver.ModeWrite)
-	if n, _, err := d.releaseCall(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "cnt"}, false); err != nil || n != 5 {
+	if n, _, err := d.releaseSlow(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "cnt"}, 0); err != nil || n != 5 {
 		t.Fatalf("s1's release of the namespace: %d %v; want 5", n, err)
 	}
 	for name, want := range map[string]string{"a": "0/0/0", "b": "1/0/0", "c": "0/0/0", "d": "0/1/0"} {
@@ -495,16 +496,167 @@ func TestReleaseCallCounts(t *testing.T) {
 	}
 
 	// s2's two names, one by one.
-	if n, _, err := d.releaseCall(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "cnt", Name: "d"}, false); err != nil || n != 1 {
+	if n, _, err := d.releaseSlow(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "cnt", Name: "d"}, 0); err != nil || n != 1 {
 		t.Fatalf("s2's release of d: %d %v; want 1", n, err)
 	}
 	if got := counters("d"); got != "0/0/0" || rows("s2") != 1 {
 		t.Fatalf("after s2's release of d: counters %s, s2's rows %d; want 0/0/0 and b's one row", got, rows("s2"))
 	}
-	if n, _, err := d.releaseCall(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "cnt", Name: "b"}, false); err != nil || n != 1 {
+	if n, _, err := d.releaseSlow(ctx, driver.FastReleaseParams{SessionID: "s2", Kind: driver.KindService, NS: "cnt", Name: "b"}, 0); err != nil || n != 1 {
 		t.Fatalf("s2's release of b: %d %v; want 1", n, err)
 	}
 	if got := counters("b"); got != "0/0/0" || rows("s2") != 0 {
 		t.Fatalf("after s2's release of b: counters %s, rows %d; want none", got, rows("s2"))
+	}
+}
+
+// TestReleaseInstancesAdopts: the releases that had stayed the client's
+// transaction are one call of {p}release_instances (migration 038): a
+// release that must first adopt the session's fast holder (the slow path
+// took the identifier over and nothing adopted the holder yet:
+// fast_release_*'s signal 3), by namespace and with a limit, and a
+// release of the newest instance of a re-entered lock. Each leaves the
+// counters as the remaining instances make them, counts an instance
+// adopted already once, hands the lock on only when its last instance
+// goes, and clears the released holder's fast row (a fast acquire of
+// another session succeeds once the identifier is free). The previous
+// version's {p}release_commit still releases.
+func TestReleaseInstancesAdopts(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "ad", Name: name} }
+	fast := func(sess, name string) driver.Request {
+		t.Helper()
+		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: ident(name), Mode: driver.ModeWrite, CallID: 1})
+		if err != nil || !ok {
+			t.Fatalf("fast acquire of %s by %s: %v %v", name, sess, ok, err)
+		}
+		return r
+	}
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if _, err := d.SQL.ExecContext(ctx, query, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// taken: the slow path took name over (fast_engage) and nothing
+	// adopted its holder: a request or release whose transaction rolled
+	// back leaves this (the MEMORY row's change stays).
+	taken := func(name string) { exec("UPDATE baton_lock_fast SET slow = 1 WHERE ns = 'ad' AND name = ?", name) }
+	release := func(sess, name string, limit int) int {
+		t.Helper()
+		n, left, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: sess, Kind: driver.KindService, NS: "ad", Name: name, Limit: limit})
+		if err != nil || len(left) != 0 {
+			t.Fatalf("%s's release of %q (limit %d): %d %v %v", sess, name, limit, n, left, err)
+		}
+		return n
+	}
+	state := func(name string) string {
+		t.Helper()
+		var nr, nw, np int64
+		err := d.SQL.QueryRow("SELECT n_r, n_w, n_p FROM baton_lock_idents WHERE ns = 'ad' AND name = ?", name).Scan(&nr, &nw, &np)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "no row"
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		rows, err := d.SQL.Query("SELECT id FROM baton_lock_requests WHERE ns = 'ad' AND name = ? ORDER BY id", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		var holder sql.NullString
+		if err := d.SQL.QueryRow("SELECT h_session FROM baton_lock_fast WHERE ns = 'ad' AND name = ?", name).Scan(&holder); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d/%d/%d rows %v fast holder %q", nr, nw, np, ids, holder.String)
+	}
+	free := func(name string, after driver.Request) {
+		t.Helper()
+		r := fast("s9", name)
+		if r.Token <= after.Token {
+			t.Fatalf("%s's token after the release: %d, not past %d", name, r.Token, after.Token)
+		}
+		if n := release("s9", name, 0); n != 1 {
+			t.Fatalf("s9's release of %s: %d", name, n)
+		}
+	}
+
+	// A holder not adopted yet, released by namespace and with a limit.
+	a, b := fast("s1", "a"), fast("s2", "b")
+	taken("a")
+	taken("b")
+	if n := release("s1", "", 0); n != 1 {
+		t.Fatalf("s1's release of the namespace after the take-over: %d, want 1 (its adopted holder)", n)
+	}
+	if got := state("a"); got != `0/0/0 rows [] fast holder ""` {
+		t.Fatalf("a after s1's release: %s", got)
+	}
+	free("a", a)
+	if n := release("s2", "b", 1); n != 1 {
+		t.Fatalf("s2's release of one instance of b after the take-over: %d, want 1", n)
+	}
+	if got := state("b"); got != `0/0/0 rows [] fast holder ""` {
+		t.Fatalf("b after s2's release: %s", got)
+	}
+	free("b", b)
+
+	// A lock entered three times: the fast holder adopted by the second
+	// request, and its mark not set (its fast row keeps h_id: signal 3
+	// again, as when fast_adopted fails), first with nobody waiting (the
+	// counters are not counted again from the rows), then with a waiter
+	// of another session.
+	c := fast("s1", "c")
+	enter := func(sess string, call int64) driver.Request {
+		t.Helper()
+		r, err := d.request(ctx, driver.RequestParams{SessionID: sess, ClientID: "c", Ident: ident("c"), Mode: driver.ModeWrite, CallID: call}, 0)
+		if err != nil {
+			t.Fatalf("%s's request of c: %v", sess, err)
+		}
+		return r
+	}
+	unmarked := func() { exec("UPDATE baton_lock_fast SET h_id = ? WHERE ns = 'ad' AND name = 'c'", c.ID) }
+	second, third := enter("s1", 2), enter("s1", 3)
+	if second.Status != driver.StatusGranted || third.Status != driver.StatusGranted || third.ID <= second.ID {
+		t.Fatalf("s1's second and third instances of c: %+v %+v", second, third)
+	}
+	unmarked()
+	wantAfter := func(what, want string) {
+		t.Helper()
+		if n := release("s1", "c", 1); n != 1 {
+			t.Fatalf("s1's release of one instance of c %s: %d, want 1", what, n)
+		}
+		if got := state("c"); got != want {
+			t.Fatalf("c after s1's release %s: %s, want %s", what, got, want)
+		}
+	}
+	wantAfter("of three", fmt.Sprintf(`0/2/0 rows [%d %d] fast holder "s1"`, c.ID, second.ID))
+	waiter := enter("s2", 4)
+	if waiter.Status != driver.StatusPending {
+		t.Fatalf("s2's request of c: %+v; want it waiting", waiter)
+	}
+	unmarked()
+	wantAfter("of two", fmt.Sprintf(`0/1/1 rows [%d %d] fast holder "s1"`, c.ID, waiter.ID))
+	// The hand-on after the last must not adopt the holder the call has
+	// just released.
+	unmarked()
+	wantAfter("of the last", fmt.Sprintf(`0/1/0 rows [%d] fast holder ""`, waiter.ID))
+
+	// The previous version's call.
+	var n int
+	var idents, grants string
+	if err := d.SQL.QueryRow("CALL baton_release_commit('s2', ?, 'ad', 'c', 0)", driver.KindService).Scan(&n, &idents, &grants); err != nil || n != 1 {
+		t.Fatalf("release_commit: %d %v", n, err)
+	}
+	if got := state("c"); got != `0/0/0 rows [] fast holder ""` {
+		t.Fatalf("c after s2's release_commit: %s", got)
 	}
 }

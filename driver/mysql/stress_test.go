@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,7 +139,26 @@ func TestStressCounters(t *testing.T) {
 			t.Errorf("%s: counters r=%d w=%d p=%d, requests r=%d w=%d p=%d", name, nr, nw, np, cr, cw, cp)
 		}
 		if nr != 0 || nw != 0 || np != 0 {
-			t.Errorf("%s: still held after every release: r=%d w=%d p=%d", name, nr, nw, np)
+			t.Errorf("%s: still held after every release: r=%d w=%d p=%d; its request rows (a negative id is an adopted fast holder):%s",
+				name, nr, nw, np, leftRows(t, db, name))
 		}
 	}
+}
+
+// leftRows describes the request rows of name, one per line.
+func leftRows(t *testing.T, db *sql.DB, name string) string {
+	rows, err := db.Query("SELECT CONCAT_WS(' ', id, session_id, client_id, mode, status, call_id, token) FROM baton_lock_requests WHERE name = ? ORDER BY id", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("\n\t" + line)
+	}
+	return out.String()
 }
