@@ -416,9 +416,10 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 // the grants go to their clients (wakeGranted on the pool: a client of
 // another process is woken after the commit, and its listener's poll
 // interval stands in when that fails), adopted holders are marked, and
-// the identifiers the call left free are handed back to the fast path
-// (demoteLocked: the call's own answer stands in for fast_demote_free's
-// read). Only the identifiers the engine must hand on itself (gated
+// the identifiers the call left free and could not hand back to the fast
+// path itself (their rows locked by another transaction) are handed back
+// here (demoteLocked: the call's own answer stands in for
+// fast_demote_free's read). Only the identifiers the engine must hand on itself (gated
 // ones) are returned. A call that fails is rolled back.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
 	var name any
@@ -467,9 +468,10 @@ func reportContended(p driver.FastReleaseParams, waiting []driver.Ident) {
 	}
 }
 
-// releaseOutcome is what a {p}release_commit call reports: the
+// releaseOutcome is what a {p}release_instances call reports: the
 // identifiers that had waiters, those left to the engine (gated), those
-// left free, the adopted holders' ids (0: none) and the grants.
+// left free for the client to hand back to the fast path, the adopted
+// holders' ids (0: none) and the grants.
 type releaseOutcome struct {
 	waiting, left, free []driver.Ident
 	adopted             []int64
@@ -477,7 +479,8 @@ type releaseOutcome struct {
 }
 
 // parseReleaseCall reads release_call's identifiers ([hex name, waiting,
-// gated, adopted holder id, free] each) and grants ([id, session, client,
+// gated, adopted holder id, free: 1 left free, 2 free and handed back to
+// the fast path by the call] each) and grants ([id, session, client,
 // call, token] each) for the release p.
 func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte) (releaseOutcome, error) {
 	var out releaseOutcome
@@ -505,7 +508,7 @@ func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte)
 				out.left = append(out.left, id)
 			}
 		}
-		if free != 0 {
+		if free == 1 {
 			out.free = append(out.free, id)
 		}
 		out.adopted = append(out.adopted, hid)

@@ -42,8 +42,9 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 // TestReleaseProcedureFollowsRequest: migrations 035 and 038 (the
 // hand-on, and 038's adoption) carry copies of {p}request's (migration
 // 024) adoption of the fast holder and of its grant rule's bookkeeping,
-// and 038 of fast_clear_ids' SET clause: the same text once spaces are
-// folded. A change to one without the other fails here.
+// and 038 of fast_clear_ids' SET clause and of the hand-back to the fast
+// path (fast_demote_check's condition, fast_demote's): the same text
+// once spaces are folded. A change to one without the other fails here.
 func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	q, err := sqldriver.ParseQueryFiles("baton_", map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
@@ -61,8 +62,11 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	adopt := batontest.Clause(t, request, "INSERT IGNORE INTO baton_lock_requests", ";")
 	grants := batontest.Clause(t, request, "IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN", "END LOOP;")
 	for migration, parts := range map[string][]string{
-		"035_release_commit":    {engage, adopt, grants},
-		"038_release_instances": {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
+		"035_release_commit": {engage, adopt, grants},
+		"038_release_instances": {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE"),
+			batontest.Clause(t, q["fast_demote_check"], "li.n_r = 0", " FOR UPDATE"),
+			batontest.Clause(t, q["fast_demote"], "h_session = NULL", " WHERE"),
+			batontest.Clause(t, q["fast_demote"], " AND slow = 1", "")},
 	} {
 		proc := batontest.Fold(read(migration))
 		for _, part := range parts {

@@ -6,6 +6,7 @@ import (
 	sqldrv "database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -378,17 +379,19 @@ func TestReleaseCallHandsOn(t *testing.T) {
 }
 
 // TestParseReleaseCall: release_call's JSON, whose integers MariaDB writes
-// as numbers or (a procedure's variables) as strings.
+// as numbers or (a procedure's variables) as strings; an identifier the
+// call handed back to the fast path itself (free 2) is not the client's
+// to hand back.
 func TestParseReleaseCall(t *testing.T) {
 	p := driver.FastReleaseParams{Kind: driver.KindService, NS: "ns"}
-	out, err := parseReleaseCall(p, []byte(`[["61", 0, 0, 0, 1], ["62", 1, 0, -9007199254740993, 0], ["63", 1, 1, 0, "0"]]`),
+	out, err := parseReleaseCall(p, []byte(`[["61", 0, 0, 0, 1], ["62", 1, 0, -9007199254740993, 0], ["63", 1, 1, 0, "0"], ["64", 0, 0, 0, 2]]`),
 		[]byte(`[["12", "s", "c", "9007199254740993", "7"], [13, "s2", "c2", 4, 8]]`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b, c := driver.Ident{Kind: p.Kind, NS: "ns", Name: "a"}, driver.Ident{Kind: p.Kind, NS: "ns", Name: "b"}, driver.Ident{Kind: p.Kind, NS: "ns", Name: "c"}
 	if fmt.Sprint(out.waiting) != fmt.Sprint([]driver.Ident{b, c}) ||
-		fmt.Sprint(out.left) != fmt.Sprint([]driver.Ident{c}) || fmt.Sprint(out.adopted) != "[0 -9007199254740993 0]" ||
+		fmt.Sprint(out.left) != fmt.Sprint([]driver.Ident{c}) || fmt.Sprint(out.adopted) != "[0 -9007199254740993 0 0]" ||
 		fmt.Sprint(out.free) != fmt.Sprint([]driver.Ident{a}) {
 		t.Fatalf("identifiers: %+v", out)
 	}
@@ -658,5 +661,56 @@ func TestReleaseInstancesAdopts(t *testing.T) {
 	}
 	if got := state("c"); got != `0/0/0 rows [] fast holder ""` {
 		t.Fatalf("c after s2's release_commit: %s", got)
+	}
+}
+
+// TestReleaseHandsBackFree: {p}release_instances (migration 038) hands
+// each identifier its release left free back to the fast path after its
+// commit, in the same call (the flag 2 says so, and the client does not
+// do it again), with the fence carried over so that the next fast grant's
+// token is later; one another session still holds stays the slow path's.
+func TestReleaseHandsBackFree(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "hb", Name: name} }
+	take := func(sess, name string, mode driver.LockMode) driver.Request {
+		t.Helper()
+		r, err := d.request(ctx, driver.RequestParams{SessionID: sess, ClientID: "c", Ident: ident(name), Mode: mode, CallID: 1}, 0)
+		if err != nil || r.Status != driver.StatusGranted {
+			t.Fatalf("%s on %s: %+v %v; want it granted", sess, name, r, err)
+		}
+		return r
+	}
+	slow := func(name string) (slow int) {
+		t.Helper()
+		if err := d.SQL.QueryRow("SELECT slow FROM baton_lock_fast WHERE ns = 'hb' AND name = ?", name).Scan(&slow); err != nil {
+			t.Fatal(err)
+		}
+		return slow
+	}
+	x := take("s1", "x", driver.ModeWrite)
+	take("s1", "z", driver.ModeRead)
+	take("s2", "z", driver.ModeRead)
+	if slow("x") != 1 || slow("z") != 1 {
+		t.Fatal("the slow path's requests left the identifiers to the fast path")
+	}
+	var n int
+	var idents, grants string
+	if err := d.SQL.QueryRow("CALL baton_release_instances('s1', ?, 'hb', NULL, 0, 0)", driver.KindService).Scan(&n, &idents, &grants); err != nil || n != 2 {
+		t.Fatalf("s1's release of the namespace: %d %v; want 2", n, err)
+	}
+	out, err := parseReleaseCall(driver.FastReleaseParams{Kind: driver.KindService, NS: "hb"}, []byte(idents), []byte(grants))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ReplaceAll(idents, " ", "") != `[["78",0,0,0,2],["7A",0,0,0,0]]` || len(out.free) != 0 {
+		t.Fatalf("identifiers %s (left free for the client: %v); want x handed back by the call, z still held", idents, out.free)
+	}
+	if slow("x") != 0 || slow("z") != 1 {
+		t.Fatalf("after the release: x slow=%d, z slow=%d; want x the fast path's again, z still the slow path's", slow("x"), slow("z"))
+	}
+	r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s3", ClientID: "c", Ident: ident("x"), Mode: driver.ModeWrite, CallID: 2})
+	if err != nil || !ok || r.Token <= x.Token {
+		t.Fatalf("a fast acquire of x after the release: %+v %v %v; want it granted with a token past %d", r, ok, err, x.Token)
 	}
 }

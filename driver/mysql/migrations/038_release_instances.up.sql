@@ -320,6 +320,40 @@ BEGIN
         END IF;
     END IF;
     COMMIT;
+    -- Then each identifier the release left free goes back to the fast
+    -- path, as the client's demoteLocked would hand it back after the
+    -- call (five round trips): in a transaction of its own, under its
+    -- row lock, when nothing of it is left in InnoDB (fast_demote_check,
+    -- fast_demote). A transaction whose only InnoDB work is a locking
+    -- read writes no redo. A row locked by another transaction is
+    -- skipped (something is under way on the identifier; the upkeep
+    -- hands it back later), and a failure here leaves the identifier to
+    -- the client: the release has committed. The identifier's free flag
+    -- becomes 2 once it is handed back.
+    demote: BEGIN
+        DECLARE v_i INT DEFAULT 0;
+        DECLARE v_dname VARBINARY(256);
+        DECLARE v_dfence BIGINT;
+        DECLARE EXIT HANDLER FOR SQLEXCEPTION ROLLBACK;
+        WHILE v_i < JSON_LENGTH(v_idents) DO
+            IF JSON_VALUE(v_idents, CONCAT('$[', v_i, '][4]')) = '1' THEN
+                SET v_dname = UNHEX(JSON_VALUE(v_idents, CONCAT('$[', v_i, '][0]'))), v_dfence = NULL;
+                START TRANSACTION;
+                SELECT li.fence INTO v_dfence FROM {p}lock_idents li
+                 WHERE li.kind = p_kind AND li.ns = p_ns AND li.name = v_dname AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND li.gated = 0
+                   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.kind = li.kind AND r.ns = li.ns AND r.name = li.name)
+                   FOR UPDATE SKIP LOCKED;
+                IF v_dfence IS NOT NULL THEN
+                    UPDATE {p}lock_fast
+                       SET slow = 0, fence = GREATEST(fence, v_dfence), h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+                     WHERE kind = p_kind AND ns = p_ns AND name = v_dname AND slow = 1 AND h_id IS NULL;
+                    SET v_idents = JSON_SET(v_idents, CONCAT('$[', v_i, '][4]'), 2);
+                END IF;
+                COMMIT;
+            END IF;
+            SET v_i = v_i + 1;
+        END WHILE;
+    END demote;
     SELECT v_n, v_idents, v_grants;
 END;
 -- end
