@@ -51,6 +51,10 @@ Cases:
                    holds, refused (ErrTimeout); ops/s = calls/s; baseline:
                    pg_try_advisory_lock / GET_LOCK(name,0) on a lock another
                    connection holds
+  reenter          a user-level lock (GetLock) taken twice by one session and
+                   released one instance at a time (ReleaseLock twice);
+                   ops/s = cycles/s; baseline: the native lock taken twice
+                   and released twice on one connection
   handoff          latency from the holder's Release to the waiter's Lock
                    returning (two clients); baseline: the native blocking lock
   handoff_process  the same with the waiter in a child process (SQLite and
@@ -73,7 +77,7 @@ Cases:
   deadlock_detect  latency from the request that closes a 2-cycle to its
                    deadlock error
 
-ratio is ops/s ÷ baseline ops/s for lock_pair, multi10, try_held, contend8 and readers8 (above 1: faster
+ratio is ops/s ÷ baseline ops/s for lock_pair, multi10, try_held, reenter, contend8 and readers8 (above 1: faster
 than native) and p50 ÷ baseline p50 for handoff, handoff_process, handoff_waited and
 handoff_table (above 1: slower than native).
 
@@ -118,7 +122,7 @@ that latency instead of loopback (every bench command has it).`,
 }
 
 // locksBenchTable prints lock records.
-var locksBenchTable = benchTable(true, "ratio: lock_pair, multi10, try_held, contend8, readers8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process, handoff_waited, handoff_table = p50 ÷ baseline p50 (above 1 is slower)")
+var locksBenchTable = benchTable(true, "ratio: lock_pair, multi10, try_held, reenter, contend8, readers8 = ops/s ÷ baseline ops/s (above 1 is faster); handoff, handoff_process, handoff_waited, handoff_table = p50 ÷ baseline p50 (above 1 is slower)")
 
 // benchChild returns the waiter process of the handoff_process case: this
 // program again, running bench child on the scratch database.

@@ -15,6 +15,12 @@
 //     latencies are per pair. Baseline: pg_advisory_lock + pg_advisory_unlock
 //     (PostgreSQL), GET_LOCK(name, 0) + RELEASE_LOCK (MySQL/MariaDB), each on
 //     one dedicated connection. ratio = baton ops/s ÷ baseline ops/s.
+//   - reenter: a user-level lock (MySQL's GET_LOCK semantics, each
+//     success one more instance) taken twice and released twice, one
+//     instance at a time, on one session and one name; ops_per_sec is
+//     cycles per second. Baseline: the native lock taken twice and
+//     released twice on one connection (both are re-entrant); ratio as
+//     for lock_pair.
 //   - handoff: one client holds a write lock, a second client waits for it
 //     with no timeout; the latency runs from the holder's call to Release to
 //     the moment the waiter's Lock returns. Baseline: the same with the
@@ -70,7 +76,7 @@ type Record struct {
 	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec,omitempty"`
 	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
 	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
-	// throughput cases (lock_pair, multi10, try_held, contend8, readers8:
+	// throughput cases (lock_pair, multi10, try_held, reenter, contend8, readers8:
 	// above 1 is faster), p50 ÷ baseline p50 for latency cases (handoff,
 	// handoff_process, handoff_waited, handoff_table: above 1 is slower).
 	Ratio float64 `json:"ratio,omitempty"`
@@ -88,10 +94,11 @@ const (
 	CaseDeadlockDetect = "deadlock_detect"
 	CaseMulti10        = "multi10"
 	CaseTryHeld        = "try_held"
+	CaseReenter        = "reenter"
 )
 
 // Cases lists every case name in run order.
-var Cases = []string{CaseLockPair, CaseMulti10, CaseTryHeld, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseReaders8, CaseDeadlockDetect}
+var Cases = []string{CaseLockPair, CaseMulti10, CaseTryHeld, CaseReenter, CaseHandoff, CaseHandoffProcess, CaseHandoffWaited, CaseHandoffTable, CaseContend8, CaseReaders8, CaseDeadlockDetect}
 
 // Backends lists the backend names Run accepts.
 var Backends = []string{"sqlite", "postgres", "mysql"}
@@ -231,6 +238,8 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 		return r.multi10
 	case CaseTryHeld:
 		return r.tryHeld
+	case CaseReenter:
+		return r.reenter
 	case CaseHandoff:
 		return r.handoff
 	case CaseHandoffProcess:

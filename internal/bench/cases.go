@@ -171,6 +171,54 @@ func (r *runner) multi10(ctx context.Context) (*Record, error) {
 	})
 }
 
+// reenter measures a re-entered user-level lock: GetLock twice, then
+// ReleaseLock twice (each one instance, RELEASE_LOCK's rule), on one
+// session and one name; then the native lock taken twice and released
+// twice on one connection.
+func (r *runner) reenter(ctx context.Context) (*Record, error) {
+	_, ss, closeAll, err := r.openSessions(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	s := ss[0]
+	lat, elapsed, err := loop(r.share(), func() error {
+		for range 2 {
+			if ok, err := s.GetLock(ctx, "reenter", 0); err != nil || !ok {
+				return fmt.Errorf("GetLock of a name the session holds or nobody does: %v, %w", ok, err)
+			}
+		}
+		for range 2 {
+			res, err := s.ReleaseLock(ctx, "reenter")
+			if err == nil && res != baton.Released {
+				err = fmt.Errorf("ReleaseLock of a held instance: %v, want Released", res)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec := r.throughputRecord(CaseReenter, lat, elapsed)
+	closeAll()
+	return r.throughputBaseline(ctx, rec, " ×2", func(conn nativeConn) error {
+		for range 2 {
+			if err := conn.lock(ctx, false); err != nil {
+				return err
+			}
+		}
+		for range 2 {
+			if err := conn.unlock(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // throughputRecord is a throughput case's record: calls per s over the
 // time they took in all, and their latency percentiles.
 func (r *runner) throughputRecord(name string, lat []time.Duration, elapsed time.Duration) *Record {
