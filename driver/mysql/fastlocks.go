@@ -453,7 +453,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	d.clearAdopted(ctx, out.adopted...)
 	reportContended(p, out.waiting)
 	for _, id := range out.free {
-		_ = d.demoteLocked(context.WithoutCancel(ctx), id)
+		_, _ = d.demoteLocked(context.WithoutCancel(ctx), id)
 	}
 	return n, out.left, nil
 }
@@ -683,7 +683,7 @@ func (d *Driver) adoptInTx(ctx context.Context, t *sqldriver.Tx, st *driver.Iden
 // transaction has committed.
 func (d *Driver) demoteAfter(ctx context.Context, t *sqldriver.Tx, st driver.IdentState) {
 	if st.Readers == 0 && st.Writers == 0 && st.Waiting == 0 && !st.Gated {
-		t.AfterCommit(func() { _ = d.demote(context.WithoutCancel(ctx), st.Ident) })
+		t.AfterCommit(func() { _, _ = d.demote(context.WithoutCancel(ctx), st.Ident) })
 	}
 }
 
@@ -777,7 +777,7 @@ func (d *Driver) demoteIdle(ctx context.Context) error {
 		return err
 	}
 	for _, id := range ids {
-		if err := d.demote(ctx, id); err != nil {
+		if _, err := d.demote(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -791,40 +791,46 @@ func (d *Driver) demoteIdle(ctx context.Context) error {
 // release beside other readers ran it each time, holding the row for
 // four round trips: TestDemoteLocksOnlyFree). A release that empties the
 // row after the read runs demote itself, and the upkeep demotes what is
-// left.
-func (d *Driver) demote(ctx context.Context, id driver.Ident) error {
+// left. demoted says whether the fast path owns the identifier now
+// because of this call.
+func (d *Driver) demote(ctx context.Context, id driver.Ident) (demoted bool, err error) {
 	args := []any{id.Kind, bin(id.NS), bin(id.Name)}
 	var free int
 	if err := d.SQL.QueryRowContext(ctx, d.Q("fast_demote_free"), args...).Scan(&free); err != nil {
-		return fmt.Errorf("fast_demote_free: %w", err)
+		return false, fmt.Errorf("fast_demote_free: %w", err)
 	}
 	if free == 0 {
-		return nil
+		return false, nil
 	}
 	return d.demoteLocked(ctx, id)
 }
 
 // demoteLocked is demote after its read without a lock said the
 // identifier is free: under the row lock, fast_demote_check decides.
-func (d *Driver) demoteLocked(ctx context.Context, id driver.Ident) error {
+func (d *Driver) demoteLocked(ctx context.Context, id driver.Ident) (demoted bool, err error) {
 	args := []any{id.Kind, bin(id.NS), bin(id.Name)}
 	tx, err := d.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	if _, err := d.identLock(ctx, tx, id); err != nil {
-		return err
+		return false, err
 	}
 	var fence int64
 	switch err := tx.QueryRowContext(ctx, d.Q("fast_demote_check"), args...).Scan(&fence); {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("fast_demote_check: %w", err)
+		return false, fmt.Errorf("fast_demote_check: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, d.Q("fast_demote"), append([]any{fence}, args...)...); err != nil {
-		return fmt.Errorf("fast_demote: %w", err)
+	res, err := tx.ExecContext(ctx, d.Q("fast_demote"), append([]any{fence}, args...)...)
+	if err != nil {
+		return false, fmt.Errorf("fast_demote: %w", err)
 	}
-	return tx.Commit()
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, tx.Commit()
 }

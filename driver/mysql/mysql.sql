@@ -224,10 +224,15 @@ SELECT kind, ns, name FROM {p}lock_fast WHERE slow = 1 AND h_id IS NULL LIMIT 20
 
 -- name: fast_demote_free
 -- Without a lock: 1 when the identifier's counters say nothing of it is
--- left in InnoDB (fast_demote_check then decides under the row lock), 0
--- otherwise or when its row is gone.
-SELECT COUNT(*) FROM {p}lock_idents
- WHERE kind = ? AND ns = ? AND name = ? AND n_r = 0 AND n_w = 0 AND n_p = 0 AND gated = 0;
+-- left in InnoDB and the slow path owns it with no fast holder left
+-- (fast_demote_check then decides under the row lock, and fast_demote
+-- changes only such a row), 0 otherwise or when a row is gone: a
+-- session's re-entry refused by its own fast holder (a turnstile's
+-- acquire) costs this read, not the locking transaction too.
+SELECT COUNT(*) FROM {p}lock_idents li
+ WHERE li.kind = ? AND li.ns = ? AND li.name = ? AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND li.gated = 0
+   AND EXISTS (SELECT 1 FROM {p}lock_fast f
+                WHERE f.kind = li.kind AND f.ns = li.ns AND f.name = li.name AND f.slow = 1 AND f.h_id IS NULL);
 
 -- name: fast_demote_check
 -- Under the identifier's row lock: its fence when nothing of it is left in

@@ -123,7 +123,7 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 	if err := other.QueryRowContext(ctx, "SELECT fence FROM baton_lock_idents WHERE ns = 'ns' AND name = 'd' FOR UPDATE").Scan(&fence); err != nil {
 		t.Fatal(err)
 	}
-	notWaiting(t, other, "demote", func() error { return d.demote(ctx, id) })
+	notWaiting(t, other, "demote", func() error { _, err := d.demote(ctx, id); return err })
 	if err := other.Rollback(); err != nil {
 		t.Fatal(err)
 	}
@@ -712,5 +712,52 @@ func TestReleaseHandsBackFree(t *testing.T) {
 	r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s3", ClientID: "c", Ident: ident("x"), Mode: driver.ModeWrite, CallID: 2})
 	if err != nil || !ok || r.Token <= x.Token {
 		t.Fatalf("a fast acquire of x after the release: %+v %v %v; want it granted with a token past %d", r, ok, err, x.Token)
+	}
+}
+
+// TestDemoteFreeReadsFastRow: the read that decides whether a hand-back
+// to the fast path is worth its locking transaction (fast_demote_free)
+// says yes only when fast_demote could change the fast row: the slow
+// path owns the identifier and no fast holder is left. A session's
+// re-entry, refused by its own fast holder, used to run the transaction
+// for nothing on every call.
+func TestDemoteFreeReadsFastRow(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "df", Name: "n"}
+	free := func(when string, want int) {
+		t.Helper()
+		var n int
+		if err := d.SQL.QueryRow(d.Q("fast_demote_free"), id.Kind, bin(id.NS), bin(id.Name)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("fast_demote_free %s: %d, want %d", when, n, want)
+		}
+	}
+	// The slow path's grant, released: the identifier's row all zeros,
+	// the slow path's with no holder (until the release hands it back).
+	r, err := d.request(ctx, driver.RequestParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeWrite, CallID: 1}, 0)
+	if err != nil || r.Status != driver.StatusGranted {
+		t.Fatalf("s1's request: %+v %v", r, err)
+	}
+	free("while s1 holds through InnoDB", 0)
+	if _, err := d.SQL.Exec("DELETE FROM baton_lock_requests WHERE id = ?", r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SQL.Exec("UPDATE baton_lock_idents SET n_w = 0 WHERE ns = 'df'"); err != nil {
+		t.Fatal(err)
+	}
+	free("with nothing left in InnoDB and the slow path's row", 1)
+	if demoted, err := d.demote(ctx, id); err != nil || !demoted {
+		t.Fatalf("demote: %v %v; want it handed back", demoted, err)
+	}
+	free("once the fast path owns it", 0)
+	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeWrite, CallID: 2}); err != nil || !ok {
+		t.Fatalf("s1's fast acquire: %v %v", ok, err)
+	}
+	free("while s1 holds it on the fast path", 0)
+	if demoted, err := d.demote(ctx, id); err != nil || demoted {
+		t.Fatalf("demote of a fast-held identifier: %v %v; want nothing done", demoted, err)
 	}
 }

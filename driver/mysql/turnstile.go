@@ -119,8 +119,11 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 		// Refused: held, or still the slow path's (slow = 1) after a wait
 		// through the table. Nothing of it left in InnoDB: the fast path
 		// owns it again (the contenders behind this one wait in the
-		// server, not in InnoDB), and this call takes it.
-		if err = d.demote(ctx, p.Ident); err == nil {
+		// server, not in InnoDB), and this call takes it. Held (by
+		// another session, or by this one: a re-entry), it stays
+		// refused, and the engine's slow path decides.
+		var demoted bool
+		if demoted, err = d.demote(ctx, p.Ident); err == nil && demoted {
 			r, ok, err = d.LockFastAcquire(ctx, p)
 		}
 	}
