@@ -1,0 +1,163 @@
+// Command reentercost measures a re-entered user-level lock on
+// MySQL/MariaDB operation by operation: one session takes a name twice
+// (GetLock) and releases it one instance at a time (ReleaseLock twice),
+// and for each of the four operations it reports the mean time and the
+// client statements the server served for it (Questions, less the status
+// query's own; a procedure call counts one), with the redo log writes and
+// fsyncs. It works in a scratch database of its own on the DSN's server,
+// dropped at the end. Nothing else should run against the server
+// meanwhile. Used for
+// docs/benchmarks.md ("MariaDB: every slow-path release in one call, and
+// a re-entered lock"); `baton bench locks --case reenter` gives the whole
+// cycle against GET_LOCK:
+//
+//	go run ./scripts/reentercost -dsn mysql://root@127.0.0.1:3306/test -cycles 300
+//	go run ./scripts/reentercost -dsn mysql://root@127.0.0.1:3306/test -timeout 0
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver/mysql"
+	_ "github.com/go-sql-driver/mysql"
+)
+
+var counters = []string{"Questions", "Innodb_log_writes", "Innodb_data_fsyncs"}
+
+func main() {
+	dsn := flag.String("dsn", "", "the database (mysql://)")
+	cycles := flag.Int("cycles", 300, "cycles timed, and cycles counted")
+	timeout := flag.Duration("timeout", time.Second, "GetLock's timeout (0: try once, as bench locks' reenter case)")
+	flag.Parse()
+	ctx := context.Background()
+	pc, err := mysql.ParseDSN(*dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	u, err := url.Parse(*dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	scratch := fmt.Sprintf("reentercost_%d", os.Getpid())
+	pc.Driver.DBName = ""
+	db, err := sql.Open("mysql", pc.Driver.FormatDSN())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + scratch); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _, _ = db.Exec("DROP DATABASE " + scratch) }()
+	u.Path = "/" + scratch
+	c, err := baton.Open(ctx, u.String())
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer c.Close()
+	s, err := c.NewSession(ctx)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	ops := []struct {
+		name string
+		run  func() error
+	}{
+		{"first GetLock", func() error { return get(ctx, s, *timeout) }},
+		{"second GetLock (re-entry)", func() error { return get(ctx, s, *timeout) }},
+		{"first ReleaseLock (one of two)", func() error { return release(ctx, s) }},
+		{"last ReleaseLock", func() error { return release(ctx, s) }},
+	}
+	cycle := func(each func(i int, run func() error) error) {
+		for i, op := range ops {
+			if err := each(i, op.run); err != nil {
+				log.Panicf("%s: %v", op.name, err) // the deferred drops run
+			}
+		}
+	}
+	for range 50 { // warm-up
+		cycle(func(_ int, run func() error) error { return run() })
+	}
+	took := make([]time.Duration, len(ops))
+	for range *cycles {
+		cycle(func(i int, run func() error) error {
+			start := time.Now()
+			err := run()
+			took[i] += time.Since(start)
+			return err
+		})
+	}
+	counted := make([]map[string]int64, len(ops))
+	for range *cycles {
+		cycle(func(i int, run func() error) error {
+			before := status(db)
+			if err := run(); err != nil {
+				return err
+			}
+			after := status(db)
+			if counted[i] == nil {
+				counted[i] = map[string]int64{}
+			}
+			for _, k := range counters {
+				counted[i][k] += after[k] - before[k]
+			}
+			counted[i]["Questions"]-- // the status query's own
+			return nil
+		})
+	}
+	n := float64(*cycles)
+	for i, op := range ops {
+		fmt.Printf("%-32s %8.0f µs  statements %.2f  redo writes %.2f  fsyncs %.2f\n", op.name,
+			float64(took[i].Microseconds())/n, float64(counted[i]["Questions"])/n,
+			float64(counted[i]["Innodb_log_writes"])/n, float64(counted[i]["Innodb_data_fsyncs"])/n)
+	}
+}
+
+func get(ctx context.Context, s *baton.Session, timeout time.Duration) error {
+	ok, err := s.GetLock(ctx, "reentercost", timeout)
+	if err == nil && !ok {
+		err = fmt.Errorf("not granted within %v", timeout)
+	}
+	return err
+}
+
+func release(ctx context.Context, s *baton.Session) error {
+	r, err := s.ReleaseLock(ctx, "reentercost")
+	if err == nil && r != baton.Released {
+		err = fmt.Errorf("%v, want Released", r)
+	}
+	return err
+}
+
+// status reads the server's counters (a failure panics, so that the
+// deferred drop of the scratch database runs).
+func status(db *sql.DB) map[string]int64 {
+	rows, err := db.Query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Innodb_log_writes', 'Innodb_data_fsyncs')")
+	if err != nil {
+		log.Panic(err)
+	}
+	defer rows.Close()
+	m := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			log.Panic(err)
+		}
+		m[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		log.Panic(err)
+	}
+	return m
+}
