@@ -336,8 +336,10 @@ BEGIN
         DECLARE v_dfence BIGINT;
         DECLARE EXIT HANDLER FOR SQLEXCEPTION ROLLBACK;
         WHILE v_i < JSON_LENGTH(v_idents) DO
-            IF JSON_VALUE(v_idents, CONCAT('$[', v_i, '][4]')) = '1' THEN
-                SET v_dname = UNHEX(JSON_VALUE(v_idents, CONCAT('$[', v_i, '][0]'))), v_dfence = NULL;
+            -- JSON_UNQUOTE(JSON_EXTRACT()), not JSON_VALUE: MySQL has
+            -- that only from 8.0.21.
+            IF JSON_UNQUOTE(JSON_EXTRACT(v_idents, CONCAT('$[', v_i, '][4]'))) = '1' THEN
+                SET v_dname = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(v_idents, CONCAT('$[', v_i, '][0]')))), v_dfence = NULL;
                 START TRANSACTION;
                 SELECT li.fence INTO v_dfence FROM {p}lock_idents li
                  WHERE li.kind = p_kind AND li.ns = p_ns AND li.name = v_dname AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND li.gated = 0
