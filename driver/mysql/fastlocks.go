@@ -416,11 +416,11 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 // the grants go to their clients (wakeGranted on the pool: a client of
 // another process is woken after the commit, and its listener's poll
 // interval stands in when that fails), adopted holders are marked, and
-// the identifiers the call left free and could not hand back to the fast
+// the identifiers the call left free but could not hand back to the fast
 // path itself (their rows locked by another transaction) are handed back
 // here (demoteLocked: the call's own answer stands in for
-// fast_demote_free's read). Only the identifiers the engine must hand on itself (gated
-// ones) are returned. A call that fails is rolled back.
+// fast_demote_free's read). Only the identifiers the engine must hand on
+// itself (gated ones) are returned. A call that fails is rolled back.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
 	var name any
 	if p.Name != "" {

@@ -289,7 +289,7 @@ CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- a namespace (name NULL), through InnoDB with its hand-on, committed by
 -- the call (session, kind, ns, name, fast_release_*'s signal, the limit:
 -- 0 for every instance). One row: the instances released, the
--- identifiers and the grants, as JSON arrays (releaseCall in
+-- identifiers and the grants, as JSON arrays (releaseSlow in
 -- fastlocks.go reads them).
 CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 

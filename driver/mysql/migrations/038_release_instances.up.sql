@@ -326,10 +326,11 @@ BEGIN
     -- row lock, when nothing of it is left in InnoDB (fast_demote_check,
     -- fast_demote). A transaction whose only InnoDB work is a locking
     -- read writes no redo. A row locked by another transaction is
-    -- skipped (something is under way on the identifier; the upkeep
-    -- hands it back later), and a failure here leaves the identifier to
-    -- the client: the release has committed. The identifier's free flag
-    -- becomes 2 once it is handed back.
+    -- skipped (something is under way on the identifier: the call does
+    -- not wait for it), and a failure here is not the release's, which
+    -- has committed: either leaves the identifier's free flag at 1, and
+    -- the client hands it back after the call (releaseSlow). The flag
+    -- becomes 2 once the call has handed it back.
     demote: BEGIN
         DECLARE v_i INT DEFAULT 0;
         DECLARE v_dname VARBINARY(256);
