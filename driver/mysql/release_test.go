@@ -90,6 +90,27 @@ func notWaiting(t *testing.T, other *sql.Tx, what string, fn func() error) {
 	}
 }
 
+// grantedSlow takes id for sess in mode through the slow path's call
+// ({p}request_commit, incarnation 0: no session row needed, as
+// TestRequestCommitsInCall), which must grant it.
+func grantedSlow(t *testing.T, d *Driver, sess string, id driver.Ident, mode driver.LockMode) driver.Request {
+	t.Helper()
+	r, err := d.request(context.Background(), driver.RequestParams{SessionID: sess, ClientID: "c", Ident: id, Mode: mode, CallID: 1}, 0)
+	if err != nil || r.Status != driver.StatusGranted {
+		t.Fatalf("%s on %v: %+v %v; want it granted", sess, id, r, err)
+	}
+	return r
+}
+
+// fastSlow reads id's lock_fast.slow: 1 while the slow path owns it.
+func fastSlow(t *testing.T, d *Driver, id driver.Ident) (slow int) {
+	t.Helper()
+	if err := d.SQL.QueryRow("SELECT slow FROM baton_lock_fast WHERE kind = ? AND ns = ? AND name = ?", id.Kind, []byte(id.NS), []byte(id.Name)).Scan(&slow); err != nil {
+		t.Fatal(err)
+	}
+	return slow
+}
+
 // TestDemoteLocksOnlyFree: handing an identifier back to the fast path
 // does not wait for its row lock while others still hold it (two
 // readers, the row locked by another transaction as a grant or release
@@ -104,13 +125,7 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 			t.Fatalf("reader %s: %v %v", s, ok, err)
 		}
 	}
-	slow := func() (n int) {
-		t.Helper()
-		if err := d.SQL.QueryRow("SELECT slow FROM baton_lock_fast WHERE ns = 'ns' AND name = 'd'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	slow := func() int { return fastSlow(t, d, id) }
 	if slow() != 1 {
 		t.Fatal("two readers: the identifier is not the slow path's")
 	}
@@ -459,10 +474,7 @@ func TestReleaseCallCounts(t *testing.T) {
 	d := openDriver(t, newDSN(t))
 	take := func(sess, name string, mode driver.LockMode) {
 		t.Helper()
-		r, err := d.request(ctx, driver.RequestParams{SessionID: sess, ClientID: "c", Ident: driver.Ident{Kind: driver.KindService, NS: "cnt", Name: name}, Mode: mode, CallID: 1}, 0)
-		if err != nil || r.Status != driver.StatusGranted {
-			t.Fatalf("%s on %s: %+v %v; want it granted", sess, name, r, err)
-		}
+		grantedSlow(t, d, sess, driver.Ident{Kind: driver.KindService, NS: "cnt", Name: name}, mode)
 	}
 	counters := func(name string) string {
 		t.Helper()
@@ -675,19 +687,9 @@ func TestReleaseHandsBackFree(t *testing.T) {
 	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "hb", Name: name} }
 	take := func(sess, name string, mode driver.LockMode) driver.Request {
 		t.Helper()
-		r, err := d.request(ctx, driver.RequestParams{SessionID: sess, ClientID: "c", Ident: ident(name), Mode: mode, CallID: 1}, 0)
-		if err != nil || r.Status != driver.StatusGranted {
-			t.Fatalf("%s on %s: %+v %v; want it granted", sess, name, r, err)
-		}
-		return r
+		return grantedSlow(t, d, sess, ident(name), mode)
 	}
-	slow := func(name string) (slow int) {
-		t.Helper()
-		if err := d.SQL.QueryRow("SELECT slow FROM baton_lock_fast WHERE ns = 'hb' AND name = ?", name).Scan(&slow); err != nil {
-			t.Fatal(err)
-		}
-		return slow
-	}
+	slow := func(name string) int { return fastSlow(t, d, ident(name)) }
 	x := take("s1", "x", driver.ModeWrite)
 	take("s1", "z", driver.ModeRead)
 	take("s2", "z", driver.ModeRead)
@@ -737,10 +739,7 @@ func TestDemoteFreeReadsFastRow(t *testing.T) {
 	}
 	// The slow path's grant, released: the identifier's row all zeros,
 	// the slow path's with no holder (until the release hands it back).
-	r, err := d.request(ctx, driver.RequestParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeWrite, CallID: 1}, 0)
-	if err != nil || r.Status != driver.StatusGranted {
-		t.Fatalf("s1's request: %+v %v", r, err)
-	}
+	r := grantedSlow(t, d, "s1", id, driver.ModeWrite)
 	free("while s1 holds through InnoDB", 0)
 	if _, err := d.SQL.Exec("DELETE FROM baton_lock_requests WHERE id = ?", r.ID); err != nil {
 		t.Fatal(err)
