@@ -56,8 +56,8 @@ import (
 // Record is the result of one benchmark case on one backend. Baseline
 // fields are empty when the case has no native counterpart on the backend.
 type Record struct {
-	// Name is the case: lock_pair, handoff, handoff_process, contend8 or
-	// deadlock_detect.
+	// Name is the case: one of Cases (or of QueueCases, EventCases for
+	// the queue's and the events' benchmarks).
 	Name string `json:"name"`
 	// Backend is sqlite, postgres or mysql.
 	Backend string `json:"backend"`
