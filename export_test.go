@@ -91,6 +91,10 @@ func LockGateLooks(c *Client) int64  { return c.locks.GateLooks() }
 func LockNetLooks(c *Client) int64   { return c.locks.NetLooks() }
 func LockDetections(c *Client) int64 { return c.locks.Detections() }
 
+// LockContentionSteps is how many fast attempts, contention reads and
+// turnstile calls the client's single-name lock calls ran.
+func LockContentionSteps(c *Client) int64 { return c.locks.ContentionSteps() }
+
 // SkipOwnDeadlockSearch makes the client's waiting lock requests skip
 // their own search for a cycle, leaving the poll's safety net.
 func SkipOwnDeadlockSearch(c *Client, off bool) { c.locks.SkipOwnSearch(off) }

@@ -40,6 +40,9 @@ type Session struct {
 	Lockable    time.Time
 	// Rows records where the session may have request rows.
 	Rows Rows
+	// Own records what the session's calls were granted (a hint for
+	// re-entries).
+	Own Own
 	// Held counts the instances the session was granted and has not
 	// released, as its own calls saw them (a release whose outcome is
 	// unknown leaves them counted), and Calls its lock calls under way:

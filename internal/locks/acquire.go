@@ -66,6 +66,7 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 	rs, err := l.acquireAll(ctx, s, ids, mode, timeout)
 	if err == nil {
 		s.Held.Add(int64(len(rs)))
+		s.Own.Granted(ids, mode)
 	}
 	s.Calls.Add(-1)
 	ns := ""
@@ -221,19 +222,26 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 // call takes alone and waits for goes through its turnstile first, where
 // the backend has them (turnstileAcquire).
 func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, alone bool) (driver.Request, error) {
+	// A re-entry (the session holds id in a mode that covers this one)
+	// is refused by its own holder on the fast path, passes the
+	// contention read and gets nothing from the turnstile: it goes to the
+	// request, which grants it at once, and leaves the contention hint
+	// alone (a refusal by the session's own holder says nothing of
+	// others).
+	reentry := s.Own.Covers(id, mode)
 	contended := l.contended.has(id)
-	if !contended {
+	if !contended && !reentry {
 		r, ok, err := l.fastAcquire(ctx, s, call, id, mode)
 		if err != nil || ok {
 			return r, err
 		}
 		l.contended.set(id, true)
 	}
-	if tryOnce && l.conflictHeld(ctx, s, id, mode) {
+	if tryOnce && !reentry && l.conflictHeld(ctx, s, id, mode) {
 		return driver.Request{}, errRefused
 	}
 	began := time.Now()
-	if alone && mode == driver.ModeWrite {
+	if alone && mode == driver.ModeWrite && !reentry {
 		r, ok, usable, err := l.turnstileWaits(ctx, s, call, id, tryOnce)
 		if err != nil || ok {
 			return r, err
@@ -285,6 +293,7 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	if dl, ok := ctx.Deadline(); ok {
 		wait = max(min(wait, time.Until(dl)-time.Millisecond), 0)
 	}
+	l.contentionSteps.Add(1)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	r, ok, waited, usable, err := ts.LockTurnstileAcquire(sctx, driver.FastAcquireParams{
@@ -426,6 +435,7 @@ func (l *Service) SessionEnded(id string) {
 func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode) (driver.Request, bool, error) {
 	var r driver.Request
 	var ok bool
+	l.contentionSteps.Add(1)
 	s.Rows.Begin(id) // a second reader's grant is a request row
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
@@ -450,6 +460,7 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 // request and the withdrawal took three to six round trips. An error
 // answers false: the slow path decides, and reports the trouble.
 func (l *Service) conflictHeld(ctx context.Context, s *lease.Session, id driver.Ident, mode driver.LockMode) bool {
+	l.contentionSteps.Add(1)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	held, err := l.drv.LockConflictHeld(sctx, s.ID(), id, mode)

@@ -15,6 +15,10 @@ import (
 func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
 	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
+	// Before and after: a grant recorded while the release runs may be
+	// of an instance it released.
+	s.Own.Forget(released(p))
+	defer s.Own.Forget(released(p))
 	// A granted wait's listing still being deleted goes first: once the
 	// instance is released nothing would hide it from monitoring.
 	s.Unlisting.Lock()

@@ -103,6 +103,10 @@ type Service struct {
 	// DetectDeadlocks (the tests' Checks, GateLooks, NetLooks and
 	// Detections).
 	checks, gateLooks, netLooks, detections atomic.Int64
+	// contentionSteps counts the statements acquireOne runs before a
+	// request: fast attempts, contention reads and turnstile calls (the
+	// tests' ContentionSteps: a re-entry runs none).
+	contentionSteps atomic.Int64
 	// ownSearchOff: waiting requests do not look for cycles themselves
 	// (SkipOwnSearch), which leaves the poll's net.
 	ownSearchOff atomic.Bool
@@ -128,6 +132,10 @@ func (l *Service) NetLooks() int64 { return l.netLooks.Load() }
 // Detections is how many times the service ran DetectDeadlocks (the
 // detector's lock taken, the graph read under it).
 func (l *Service) Detections() int64 { return l.detections.Load() }
+
+// ContentionSteps is how many fast attempts, contention reads and
+// turnstile calls the service's single-name acquisitions ran.
+func (l *Service) ContentionSteps() int64 { return l.contentionSteps.Load() }
 
 // tasks runs work on goroutines of its own until it is closed, then in
 // the caller's; close waits for the goroutines.
