@@ -602,10 +602,25 @@ func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
 	if !s.End(ErrClosed) {
 		return nil
 	}
+	c.releaseOwn(ctx, s)
 	if err := c.endSession(ctx, s.ID()); err != nil {
 		return fmt.Errorf("baton: close session: %w", err)
 	}
 	return nil
+}
+
+// releaseOwn releases, before a closing session's row goes, the
+// namespaces where its own calls were granted locks (lease.Own), each by
+// the release a caller's Release runs: one statement where the instances
+// are fast-path holders. endSession's transaction would take each
+// instance through the slow path (on MySQL/MariaDB adopted into InnoDB
+// first, a commit's flush), and still catches whatever this leaves:
+// an error here is only logged.
+func (c *Client) releaseOwn(ctx context.Context, s *lease.Session) {
+	for _, scope := range s.Own.Scopes() {
+		_, err := c.locks.Release(ctx, s, driver.FastReleaseParams{Kind: scope.Kind, NS: scope.NS})
+		c.logErr("release a closing session's locks", err)
+	}
 }
 
 // sessionEnded runs when a session of this client ends, however: its

@@ -60,3 +60,19 @@ func (o *Own) Forget(scope driver.Ident) {
 		}
 	}
 }
+
+// Scopes returns the namespaces (Name empty) of the recorded grants.
+func (o *Own) Scopes() []driver.Ident {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seen := map[driver.Ident]bool{}
+	var out []driver.Ident
+	for id := range o.held {
+		scope := driver.Ident{Kind: id.Kind, NS: id.NS}
+		if !seen[scope] {
+			seen[scope] = true
+			out = append(out, scope)
+		}
+	}
+	return out
+}

@@ -36,3 +36,23 @@ func TestOwnCovers(t *testing.T) {
 		t.Fatal("a namespace's release forgot more or less than the namespace")
 	}
 }
+
+func TestOwnScopes(t *testing.T) {
+	var o Own
+	o.Granted([]driver.Ident{{Kind: 1, NS: "a", Name: "x"}, {Kind: 1, NS: "a", Name: "y"}, {Kind: 2, NS: "a", Name: "x"}}, driver.ModeWrite)
+	o.Granted([]driver.Ident{{Kind: 1, NS: "b", Name: "x"}}, driver.ModeRead)
+	got := map[driver.Ident]bool{}
+	for _, s := range o.Scopes() {
+		if s.Name != "" || got[s] {
+			t.Fatalf("scope %v: a name, or twice", s)
+		}
+		got[s] = true
+	}
+	if len(got) != 3 || !got[driver.Ident{Kind: 1, NS: "a"}] || !got[driver.Ident{Kind: 2, NS: "a"}] || !got[driver.Ident{Kind: 1, NS: "b"}] {
+		t.Fatalf("scopes %v, want (1, a), (2, a), (1, b)", got)
+	}
+	o.Forget(driver.Ident{Kind: 1, NS: "a"})
+	if s := o.Scopes(); len(s) != 2 {
+		t.Fatalf("scopes after a namespace's release: %v", s)
+	}
+}
