@@ -633,6 +633,7 @@ func (c *Client) sessionEnded(id string) {
 // endSession deletes a session and every request it has, granting what that
 // frees, and gives its claimed messages back to their queues.
 func (c *Client) endSession(ctx context.Context, id string) error {
+	c.locks.WithdrawSession(ctx, id)
 	var queues []string
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		rs, err := tx.LockRequestListBySession(ctx, id, -1, "")

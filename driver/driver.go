@@ -404,6 +404,21 @@ type Requester interface {
 	LockRequest(ctx context.Context, p RequestParams) (Request, error)
 }
 
+// RequestRemover is implemented by drivers that withdraw requests in one
+// call to the server: the requests of an undone call, an ended session
+// or orphans deleted, and what that frees granted, as the engine's
+// transaction would (its identifiers' rows locked first, in Ident.Less
+// order), committed by the call. The engine otherwise does the same in a
+// transaction of several statements.
+type RequestRemover interface {
+	// LockRequestsRemove deletes the requests rs names that are still
+	// there, whatever their status by now, grants what that frees and
+	// wakes the grants' clients. handled is false when nothing was done
+	// and the engine must do it in its own transaction (an identifier a
+	// transaction gated, on a backend whose call does not see gates).
+	LockRequestsRemove(ctx context.Context, rs []Request) (handled bool, err error)
+}
+
 // TxReleaser is implemented by drivers whose release can run in a
 // transaction of the engine's (one from Begin), for backends without a
 // LockRegrant shortcut: a release that frees a lock others wait for then

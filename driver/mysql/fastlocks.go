@@ -2,12 +2,14 @@ package mysql
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -458,6 +460,63 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	return n, out.left, nil
 }
 
+// LockRequestsRemove implements driver.RequestRemover with one call of
+// {p}remove_requests (migration 039: the identifiers' rows locked in
+// order, their fast holders adopted, the requests deleted and each
+// identifier handed on, committed by the call). After the commit the
+// grants go to their clients, adopted holders are marked and the
+// identifiers left free are handed back to the fast path, as after
+// releaseSlow's call. A gated identifier leaves it all to the engine
+// (handled false, nothing changed).
+func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b driver.Request) int {
+		switch {
+		case a.Ident.Less(b.Ident):
+			return -1
+		case b.Ident.Less(a.Ident):
+			return 1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	reqs := make([][]any, len(sorted))
+	for i, r := range sorted {
+		reqs[i] = []any{r.ID, r.Kind, hex.EncodeToString([]byte(r.NS)), hex.EncodeToString([]byte(r.Name))}
+	}
+	arg, err := json.Marshal(reqs)
+	if err != nil {
+		return false, err
+	}
+	c, err := d.fastConn(ctx)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	var identsJSON, grantsJSON []byte
+	if err := c.QueryRowContext(ctx, d.Q("remove_call"), string(arg)).Scan(&n, &identsJSON, &grantsJSON); err != nil {
+		_ = endFastTx(ctx, c, false)
+		return false, fmt.Errorf("remove requests: %w", err)
+	}
+	_ = c.Close()
+	if n < 0 {
+		return false, nil
+	}
+	out, err := parseRemoveCall(identsJSON, grantsJSON)
+	if err != nil {
+		// Committed: what could not be read is left to the upkeep and
+		// the waiters' safety nets.
+		return true, err
+	}
+	if woken, _ := d.wakeGranted(ctx, d.SQL, out.grants); woken != nil {
+		woken()
+	}
+	d.clearAdopted(ctx, out.adopted...)
+	for _, id := range out.free {
+		_, _ = d.demoteLocked(context.WithoutCancel(ctx), id)
+	}
+	return true, nil
+}
+
 // reportContended tells p's Contended hook, if any, of the identifiers
 // that had waiters when the release lowered their counters.
 func reportContended(p driver.FastReleaseParams, waiting []driver.Ident) {
@@ -484,43 +543,91 @@ type releaseOutcome struct {
 // call, token] each) for the release p.
 func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte) (releaseOutcome, error) {
 	var out releaseOutcome
-	var idents, grants [][]any
+	var idents [][]any
 	if err := decodeNumbers(identsJSON, &idents); err != nil {
 		return out, fmt.Errorf("release: identifiers: %w", err)
 	}
-	if err := decodeNumbers(grantsJSON, &grants); err != nil {
-		return out, fmt.Errorf("release: grants: %w", err)
+	for _, row := range idents {
+		if err := out.addIdent(row, p.Kind, p.NS); err != nil {
+			return out, fmt.Errorf("release: identifiers: %w", err)
+		}
+	}
+	return out, out.addGrants(grantsJSON)
+}
+
+// parseRemoveCall reads remove_call's identifiers ([kind, hex namespace,
+// an entry as release_call's] each) and grants (as release_call's).
+func parseRemoveCall(identsJSON, grantsJSON []byte) (releaseOutcome, error) {
+	var out releaseOutcome
+	var idents [][]any
+	if err := decodeNumbers(identsJSON, &idents); err != nil {
+		return out, fmt.Errorf("remove requests: identifiers: %w", err)
 	}
 	for _, row := range idents {
-		var hexName string
-		var waiting, gated, hid, free int64
-		if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid, &free); err != nil {
-			return out, fmt.Errorf("release: identifiers: %w", err)
+		var kind int64
+		var hexNS string
+		var entry []any
+		if len(row) == 3 {
+			entry, _ = row[2].([]any)
 		}
-		nm, err := hex.DecodeString(hexName)
+		if entry == nil {
+			return out, fmt.Errorf("remove requests: identifiers: %v is not [kind, namespace, entry]", row)
+		}
+		if err := scanJSONRow(row[:2], &kind, &hexNS); err != nil {
+			return out, fmt.Errorf("remove requests: identifiers: %w", err)
+		}
+		ns, err := hex.DecodeString(hexNS)
 		if err != nil {
-			return out, fmt.Errorf("release: identifiers: %w", err)
+			return out, fmt.Errorf("remove requests: identifiers: %w", err)
 		}
-		id := driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(nm)}
-		if waiting != 0 {
-			out.waiting = append(out.waiting, id)
-			if gated != 0 {
-				out.left = append(out.left, id)
-			}
+		if err := out.addIdent(entry, int(kind), string(ns)); err != nil {
+			return out, fmt.Errorf("remove requests: identifiers: %w", err)
 		}
-		if free == 1 {
-			out.free = append(out.free, id)
+	}
+	return out, out.addGrants(grantsJSON)
+}
+
+// addIdent adds one identifier entry of a release or withdrawal call
+// ([hex name, waiting, gated, adopted holder id, free]) of kind and ns.
+func (out *releaseOutcome) addIdent(row []any, kind int, ns string) error {
+	var hexName string
+	var waiting, gated, hid, free int64
+	if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid, &free); err != nil {
+		return err
+	}
+	nm, err := hex.DecodeString(hexName)
+	if err != nil {
+		return err
+	}
+	id := driver.Ident{Kind: kind, NS: ns, Name: string(nm)}
+	if waiting != 0 {
+		out.waiting = append(out.waiting, id)
+		if gated != 0 {
+			out.left = append(out.left, id)
 		}
-		out.adopted = append(out.adopted, hid)
+	}
+	if free == 1 {
+		out.free = append(out.free, id)
+	}
+	out.adopted = append(out.adopted, hid)
+	return nil
+}
+
+// addGrants adds a call's grants ([id, session, client, call, token]
+// each).
+func (out *releaseOutcome) addGrants(grantsJSON []byte) error {
+	var grants [][]any
+	if err := decodeNumbers(grantsJSON, &grants); err != nil {
+		return fmt.Errorf("release: grants: %w", err)
 	}
 	for _, row := range grants {
 		g := driver.Request{Status: driver.StatusGranted}
 		if err := scanJSONRow(row, &g.ID, &g.SessionID, &g.ClientID, &g.CallID, &g.Token); err != nil {
-			return out, fmt.Errorf("release: grants: %w", err)
+			return fmt.Errorf("release: grants: %w", err)
 		}
 		out.grants = append(out.grants, g)
 	}
-	return out, nil
+	return nil
 }
 
 // decodeNumbers decodes JSON into v keeping numbers exact (json.Number:

@@ -293,6 +293,14 @@ CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- fastlocks.go reads them).
 CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 
+-- name: remove_call
+-- Migration 039: the withdrawal of requests (a JSON array of [id, kind,
+-- hex namespace, hex name], sorted by identifier) with the hand-on,
+-- committed by the call. One row: the requests deleted (-1: an
+-- identifier is gated, nothing done), the identifiers and the grants, as
+-- JSON arrays (LockRequestsRemove in fastlocks.go reads them).
+CALL {p}remove_requests(?);
+
 -- name: turnstile_wait_mark
 -- A contender waiting behind a turnstile past its first 25 ms, for
 -- monitoring (migration 029): session, call, the row's id (negative, as a

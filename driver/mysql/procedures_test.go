@@ -43,7 +43,8 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 // hand-on, and 038's adoption) carry copies of {p}request's (migration
 // 024) adoption of the fast holder and of its grant rule's bookkeeping,
 // and 038 of fast_clear_ids' SET clause and of the hand-back to the fast
-// path (fast_demote_check's condition, fast_demote's): the same text
+// path (fast_demote_check's condition, fast_demote's), and 039 of
+// fast_clear_ids' SET clause: the same text
 // once spaces are folded. A change to one without the other fails here.
 func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	q, err := sqldriver.ParseQueryFiles("baton_", map[string]string{"now": Now}, queriesSQL, ownSQL)
@@ -67,6 +68,7 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 			batontest.Clause(t, q["fast_demote_check"], "li.n_r = 0", " FOR UPDATE"),
 			batontest.Clause(t, q["fast_demote"], "h_session = NULL", " WHERE"),
 			batontest.Clause(t, q["fast_demote"], " AND slow = 1", "")},
+		"039_remove_requests": {batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
 	} {
 		proc := batontest.Fold(read(migration))
 		for _, part := range parts {

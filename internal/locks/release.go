@@ -135,6 +135,45 @@ func (l *Service) RemoveRequests(ctx context.Context, tx driver.Tx, rs []driver.
 	return l.regrantLocked(ctx, tx, states)
 }
 
+// removeInCall withdraws rs in the backend's one call where it has one
+// (driver.RequestRemover): done false leaves them to the caller's
+// transaction (the backend has no such call, it left the withdrawal to
+// the engine, or the call failed before its commit), which reads them
+// again.
+func (l *Service) removeInCall(ctx context.Context, rs []driver.Request) (done bool) {
+	rr, ok := l.drv.(driver.RequestRemover)
+	if !ok {
+		return false
+	}
+	if len(rs) == 0 {
+		return true
+	}
+	// The call commits in the server: it runs to its end.
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
+	err := l.retrying(ctx, func() (err error) {
+		done, err = rr.LockRequestsRemove(sctx, rs)
+		return err
+	})
+	if err != nil {
+		l.cfg.Log("withdraw lock requests in one call", err)
+	}
+	return done
+}
+
+// WithdrawSession withdraws an ending session's requests in the
+// backend's one call, where it has one (removeInCall), before the
+// caller's transaction deletes the session, which still removes whatever
+// is left (a request stored meanwhile).
+func (l *Service) WithdrawSession(ctx context.Context, id string) {
+	if _, ok := l.drv.(driver.RequestRemover); !ok {
+		return
+	}
+	if rs, err := l.drv.NoTx().LockRequestListBySession(ctx, id, -1, ""); err == nil {
+		l.removeInCall(ctx, rs)
+	}
+}
+
 func uniqueIdents(rs []driver.Request) []driver.Ident {
 	seen := map[driver.Ident]bool{}
 	var out []driver.Ident
@@ -152,7 +191,7 @@ func uniqueIdents(rs []driver.Request) []driver.Ident {
 // process they came from, and grants what that frees.
 func (l *Service) SweepOrphans(ctx context.Context) error {
 	// Look first without a transaction: there is nearly always nothing.
-	if rs, err := l.drv.NoTx().LockRequestListOrphans(ctx, 1); err != nil || len(rs) == 0 {
+	if rs, err := l.drv.NoTx().LockRequestListOrphans(ctx, 100); err != nil || len(rs) == 0 || l.removeInCall(ctx, rs) {
 		return err
 	}
 	return l.inTx(ctx, func(tx driver.Tx) error {

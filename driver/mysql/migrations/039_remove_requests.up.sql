@@ -1,0 +1,127 @@
+-- A withdrawal in one call (migration 039). The engine deletes requests
+-- that nobody will wait for (an undone call's, an ended session's, an
+-- orphan's) and grants what that frees; on MySQL/MariaDB that was the
+-- client's transaction of about eight statements under the identifiers'
+-- row locks (the rows locked and their fast holders adopted, the
+-- requests deleted, the requests read again and the waiters granted, the
+-- counters written, the commit). {p}remove_requests does it in the
+-- server, so that every change the slow path makes to the lock state of
+-- an identifier no transaction gates is one procedure call (the step
+-- before the lock state leaves InnoDB: a MEMORY table's writes cannot be
+-- rolled back, so they must not be spread over a client's round trips).
+--
+-- p_reqs is a JSON array of [id, kind, hex namespace, hex name], sorted
+-- by identifier (the order every call locks identifiers in). The rows
+-- are locked first, every one of them before anything is written; a
+-- gated identifier (a caller's transaction may hold its gate, which only
+-- the engine reads) leaves the whole withdrawal to the engine's
+-- transaction: the call changes nothing and answers -1. Then each
+-- identifier's fast holder is adopted ({p}adopt_ident: a request read
+-- through {p}lock_holds may be one), each request still there is
+-- deleted, whatever its status by now, and each identifier is handed on
+-- ({p}release_ident, told which fast holders the call deleted); the fast
+-- rows of those holders are cleared after every InnoDB write, and the
+-- call commits. One row: the requests deleted, the identifiers ([kind,
+-- hex namespace, {p}release_ident's entry] each) and the grants, as JSON
+-- arrays (fastlocks.go's parseRemoveCall reads them).
+DROP PROCEDURE IF EXISTS {p}remove_requests;
+-- statement
+CREATE PROCEDURE {p}remove_requests(IN p_reqs LONGTEXT)
+MODIFIES SQL DATA
+proc: BEGIN
+    DECLARE v_found INT DEFAULT 1;
+    DECLARE v_len INT DEFAULT JSON_LENGTH(p_reqs);
+    DECLARE v_i INT DEFAULT 0;
+    DECLARE v_pass INT DEFAULT 1;
+    DECLARE v_id BIGINT;
+    DECLARE v_kind INT;
+    DECLARE v_ns VARBINARY(256);
+    DECLARE v_name VARBINARY(256);
+    DECLARE v_ckind INT DEFAULT NULL;
+    DECLARE v_cns VARBINARY(256) DEFAULT NULL;
+    DECLARE v_cname VARBINARY(256) DEFAULT NULL;
+    DECLARE v_gated TINYINT;
+    DECLARE v_mode CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
+    DECLARE v_status CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
+    DECLARE v_n INT DEFAULT 0;
+    DECLARE v_dr BIGINT DEFAULT 0;
+    DECLARE v_dw BIGINT DEFAULT 0;
+    DECLARE v_fast TEXT CHARACTER SET ascii DEFAULT '';
+    DECLARE v_gone TEXT CHARACTER SET ascii DEFAULT '';
+    DECLARE v_one LONGTEXT;
+    DECLARE v_idents LONGTEXT DEFAULT '[]';
+    DECLARE v_grants LONGTEXT DEFAULT '[]';
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
+    -- Pass 1 locks each identifier's row (a missing one is not gated),
+    -- pass 2 adopts each identifier's fast holder, pass 3 deletes and
+    -- hands on; an identifier is handed on when the next entry names
+    -- another one, or after the last.
+    WHILE v_pass <= 3 DO
+        SET v_i = 0, v_ckind = NULL, v_cns = NULL, v_cname = NULL;
+        WHILE v_i <= v_len DO
+            IF v_i < v_len THEN
+                SET v_id = JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][0]')),
+                    v_kind = JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][1]')),
+                    v_ns = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][2]')))),
+                    v_name = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][3]'))));
+            END IF;
+            IF v_ckind IS NOT NULL AND (v_i = v_len OR v_kind <> v_ckind OR v_ns <> v_cns OR v_name <> v_cname) THEN
+                IF v_pass = 3 THEN
+                    SET v_one = '[]';
+                    CALL {p}release_ident(v_ckind, v_cns, v_cname, v_dr, v_dw, v_fast, v_one, v_grants);
+                    SET v_idents = JSON_ARRAY_APPEND(v_idents, '$', JSON_ARRAY(v_ckind, HEX(v_cns), JSON_EXTRACT(v_one, '$[0]')));
+                    SET v_dr = 0, v_dw = 0, v_fast = '';
+                END IF;
+                SET v_ckind = NULL;
+            END IF;
+            IF v_i < v_len THEN
+                IF v_ckind IS NULL THEN
+                    SET v_ckind = v_kind, v_cns = v_ns, v_cname = v_name;
+                    IF v_pass = 1 THEN
+                        SET v_gated = 0;
+                        SELECT gated INTO v_gated FROM {p}lock_idents
+                         WHERE kind = v_kind AND ns = v_ns AND name = v_name FOR UPDATE;
+                        SET v_found = 1;
+                        IF v_gated <> 0 THEN
+                            ROLLBACK;
+                            SELECT -1, '[]', '[]';
+                            LEAVE proc;
+                        END IF;
+                    ELSEIF v_pass = 2 THEN
+                        CALL {p}adopt_ident(v_kind, v_ns, v_name);
+                    END IF;
+                END IF;
+                IF v_pass = 3 THEN
+                    SET v_mode = NULL, v_status = NULL;
+                    SELECT mode, status INTO v_mode, v_status FROM {p}lock_requests FORCE INDEX (PRIMARY)
+                     WHERE id = v_id FOR UPDATE;
+                    SET v_found = 1;
+                    IF v_status IS NOT NULL THEN
+                        DELETE FROM {p}lock_requests WHERE id = v_id;
+                        SET v_n = v_n + 1;
+                        IF v_status = 'G' THEN
+                            SET v_dr = v_dr + (v_mode = 'R'), v_dw = v_dw + (v_mode = 'W');
+                        END IF;
+                        IF v_id < 0 THEN
+                            SET v_fast = CONCAT_WS(',', NULLIF(v_fast, ''), v_id),
+                                v_gone = CONCAT_WS(',', NULLIF(v_gone, ''), v_id);
+                        END IF;
+                    END IF;
+                END IF;
+            END IF;
+            SET v_i = v_i + 1;
+        END WHILE;
+        SET v_pass = v_pass + 1;
+    END WHILE;
+    -- The deleted holders' fast rows (fast_clear_ids), after every
+    -- InnoDB write.
+    WHILE v_gone <> '' DO
+        UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder)
+           SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
+         WHERE h_id = CAST(SUBSTRING_INDEX(v_gone, ',', 1) AS SIGNED) AND slow = 1;
+        SET v_gone = IF(LOCATE(',', v_gone) > 0, SUBSTRING(v_gone, LOCATE(',', v_gone) + 1), '');
+    END WHILE;
+    COMMIT;
+    SELECT v_n, v_idents, v_grants;
+END;
+-- end
