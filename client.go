@@ -603,6 +603,10 @@ func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
 		return nil
 	}
 	c.releaseOwn(ctx, s)
+	if s.Rows.Any() {
+		// Waiting requests, or instances in request rows, may be left.
+		c.locks.WithdrawSession(ctx, s.ID())
+	}
 	if err := c.endSession(ctx, s.ID()); err != nil {
 		return fmt.Errorf("baton: close session: %w", err)
 	}
@@ -633,7 +637,6 @@ func (c *Client) sessionEnded(id string) {
 // endSession deletes a session and every request it has, granting what that
 // frees, and gives its claimed messages back to their queues.
 func (c *Client) endSession(ctx context.Context, id string) error {
-	c.locks.WithdrawSession(ctx, id)
 	var queues []string
 	err := c.inTx(ctx, func(tx driver.Tx) error {
 		rs, err := tx.LockRequestListBySession(ctx, id, -1, "")

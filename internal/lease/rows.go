@@ -80,6 +80,13 @@ func (r *Rows) Covered(scope driver.Ident) (rows bool, sole driver.Ident, one bo
 	return n > 0, sole, n == 1, r.gen
 }
 
+// Any reports whether the session may have rows anywhere.
+func (r *Rows) Any() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.marked) > 0 || len(r.inFlight) > 0
+}
+
 // Clear forgets the rows of scope after a release of all the session's
 // instances there, if nothing began or ended since Covered gave gen.
 func (r *Rows) Clear(scope driver.Ident, gen uint64) {

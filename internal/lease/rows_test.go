@@ -81,3 +81,30 @@ func TestRowsSole(t *testing.T) {
 		t.Fatalf("Sole(y) = %v, %v; want y", id, one)
 	}
 }
+
+// Any counts acquisitions under way and rows left in any scope.
+func TestRowsAny(t *testing.T) {
+	x := driver.Ident{Kind: 0, NS: "ns", Name: "x"}
+	var r Rows
+	if r.Any() {
+		t.Fatal("a new session has rows")
+	}
+	r.Begin(x)
+	if !r.Any() {
+		t.Fatal("an acquisition under way is not counted")
+	}
+	r.Done(x, false)
+	if r.Any() {
+		t.Fatal("an acquisition that stored nothing is counted")
+	}
+	r.Begin(x)
+	r.Done(x, true)
+	_, _, _, gen := r.Covered(x)
+	if !r.Any() {
+		t.Fatal("a stored row is not counted")
+	}
+	r.Clear(driver.Ident{Kind: 0, NS: "ns"}, gen)
+	if r.Any() {
+		t.Fatal("rows survived a release of their namespace")
+	}
+}
