@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open) {
 		{"FastPathSeen", testFastPathSeen},
 		{"Requester", testRequester},
 		{"ReleaseHandsOn", testReleaseRule},
+		{"RemoveHandsOn", testRemoveRule},
 		{"TxGate", testTxGate},
 		{"WaitGraph", testWaitGraph},
 		{"Notify", testNotify},

@@ -230,13 +230,24 @@ func checkHandOn(t *testing.T, d driver.Driver, round string, id driver.Ident, s
 			regrantInTx(t, d, waiting)
 		}
 	}
+	checkRuleAfter(t, d, round, fmt.Sprintf("%s's release of %+v", s, before), id, state, rest, want)
+	return true
+}
+
+// checkRuleAfter holds id's requests and lock row, after what changed
+// them (what) removed requests and handed the identifier on, to the rule:
+// the requests left (rest, in order, as they were before the hand-off)
+// are there, those the rule grants (want) granted with tokens rising
+// above the fence (state's, from before), and the lock row counts them
+// with the last token as its fence.
+func checkRuleAfter(t *testing.T, d driver.Driver, round, what string, id driver.Ident, state driver.IdentState, rest []driver.Request, want []int64) {
 	now, after := identSnapshot(t, d, id)
-	failIf(t, len(after) != len(rest), "round %s: %d requests after %s's release of %+v, want %d", round, len(after), s, before, len(rest))
+	failIf(t, len(after) != len(rest), "round %s: %d requests after %s, want %d", round, len(after), what, len(rest))
 	fence := state.Fence
 	for i, r := range after {
 		handed := rest[i].Status == driver.StatusPending && r.Status == driver.StatusGranted
 		failIf(t, r.ID != rest[i].ID || handed != slices.Contains(want, r.ID),
-			"round %s: after %s's release of %+v: %+v, the rule grants %v", round, s, before, after, want)
+			"round %s: after %s: %+v, the rule grants %v", round, what, after, want)
 		if handed {
 			failIf(t, r.Token <= fence, "round %s: a hand-off's token %d is not above the fence %d", round, r.Token, fence)
 			fence = r.Token
@@ -245,6 +256,63 @@ func checkHandOn(t *testing.T, d driver.Driver, round string, id driver.Ident, s
 	wantRow := state
 	wantRow.Fence = fence
 	wantRow.Readers, wantRow.Writers, wantRow.Waiting = lockcore.Counts(after)
-	failIf(t, now != wantRow, "round %s: the lock row is %+v after the hand-off, want %+v", round, now, wantRow)
-	return true
+	failIf(t, now != wantRow, "round %s: the lock row is %+v after %s, want %+v", round, now, what, wantRow)
+}
+
+// testRemoveRule holds a backend's withdrawal in one call
+// (driver.RequestRemover) to the rule: on random queues of two
+// identifiers (some holders granted by the fast path, however the backend
+// stores those), a random set of requests of both, whatever their status,
+// is deleted in one call (with a request gone already), and each
+// identifier the withdrawal names is left as the engine's transaction
+// would leave it (the others untouched): the
+// other requests there, the waiters lockcore.Grants grants behind them
+// granted with rising tokens, the lock row counting them.
+func testRemoveRule(t *testing.T, d driver.Driver) {
+	rr, ok := d.(driver.RequestRemover)
+	if !ok {
+		t.Skipf("%s withdraws requests in the engine's transaction", d.Name())
+	}
+	for _, s := range ruleSessions {
+		newSession(t, d, s, "C"+s, hour)
+	}
+	rnd := rand.New(rand.NewPCG(19, 23))
+	removed := 0
+	for round := range 100 {
+		ids := []driver.Ident{{Kind: driver.KindService, NS: "rm", Name: fmt.Sprint(round, "a")}, {Kind: driver.KindService, NS: "rm", Name: fmt.Sprint(round, "b")}}
+		states := make([]driver.IdentState, len(ids))
+		rests := make([][]driver.Request, len(ids))
+		var gone []driver.Request
+		for i, id := range ids {
+			fillRandomQueue(t, d, rnd, id)
+			var before []driver.Request
+			states[i], before = identSnapshot(t, d, id)
+			for _, r := range before {
+				if rnd.IntN(2) == 0 {
+					gone = append(gone, r)
+				} else {
+					rests[i] = append(rests[i], r)
+				}
+			}
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		removed += len(gone)
+		withdrawn := append(slices.Clone(gone), driver.Request{ID: math.MaxInt32, SessionID: "s1", Ident: ids[0]})
+		rnd.Shuffle(len(withdrawn), func(i, j int) { withdrawn[i], withdrawn[j] = withdrawn[j], withdrawn[i] })
+		handled, err := rr.LockRequestsRemove(testCtx(t), withdrawn)
+		must(t, err)
+		failIf(t, !handled, "round %d: the withdrawal of %+v left to the engine", round, gone)
+		for i, id := range ids {
+			// An identifier the withdrawal does not name is not looked at
+			// (one it names is, even for a request gone already).
+			var want []int64
+			if slices.ContainsFunc(withdrawn, func(r driver.Request) bool { return r.Ident == id }) {
+				want = lockcore.Grants(rests[i])
+			}
+			checkRuleAfter(t, d, fmt.Sprint(round), fmt.Sprintf("the withdrawal of %+v", gone), id, states[i], rests[i], want)
+		}
+	}
+	failIf(t, removed < 100, "only %d requests withdrawn in 100 rounds", removed)
 }

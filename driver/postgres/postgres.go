@@ -21,6 +21,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -719,6 +720,41 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 		}
 		handLocal([]string{grants})
 	}
+	return true, nil
+}
+
+// LockRequestsRemove implements driver.RequestRemover with one call of
+// {p}remove_requests (migration 039: the identifiers' rows locked in
+// order, the requests deleted, each identifier handed on by
+// {p}regrant_grants, which sees transactions' gates itself), its grants
+// handed to clients in this process at once.
+func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
+	ids := make([]int64, len(rs))
+	var idents []driver.Ident
+	for i, r := range rs {
+		ids[i] = r.ID
+		idents = append(idents, r.Ident)
+	}
+	slices.SortFunc(idents, func(a, b driver.Ident) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
+	idents = slices.Compact(idents)
+	kinds := make([]int16, len(idents))
+	nss, names := make([][]byte, len(idents)), make([][]byte, len(idents))
+	for i, id := range idents {
+		kinds[i], nss[i], names[i] = int16(id.Kind), []byte(id.NS), []byte(id.Name)
+	}
+	var grants string
+	if err := d.RowNamed(ctx, nil, "remove_call", ids, kinds, nss, names, d.channel).Scan(&grants); err != nil {
+		return false, err
+	}
+	handLocal([]string{grants})
 	return true, nil
 }
 

@@ -311,6 +311,12 @@ RETURNING li.name, li.n_p, CASE WHEN li.n_p > 0 THEN {p}regrant_grants(li.kind, 
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);
 
+-- name: remove_call
+-- Migration 039: requests withdrawn ($1 their ids) and their identifiers
+-- ($2 kinds, $3 namespaces, $4 names: distinct, sorted) handed on, the
+-- grants returned as {p}regrant_grants returns them ($5 the channel).
+SELECT {p}remove_requests($1::bigint[], $2::smallint[], $3::bytea[], $4::bytea[], $5);
+
 -- ---- notifications ----
 -- NOTIFY reaches the clients that LISTEN. Clients behind a transaction
 -- pooler without listen_dsn cannot: they read {p}notifications instead,

@@ -1,3 +1,3 @@
--- Intentionally empty: MySQL's migration 039 withdraws requests in one
--- procedure call. The number stays the same in every dialect.
+-- Intentionally empty: MySQL's and PostgreSQL's migration 039 withdraw
+-- requests in one call. The number stays the same in every dialect.
 SELECT 1;
