@@ -417,6 +417,11 @@ type RequestRemover interface {
 	// and the engine must do it in its own transaction (an identifier a
 	// transaction gated, on a backend whose call does not see gates).
 	LockRequestsRemove(ctx context.Context, rs []Request) (handled bool, err error)
+	// LockCallWithdraw is LockRequestsRemove for the requests of one lock
+	// call (session, call id) on ids (sorted, one kind and namespace),
+	// which it finds itself: the undo of a call whose statements have all
+	// ended, so that its requests can no longer change.
+	LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []Ident) (handled bool, err error)
 }
 
 // TxReleaser is implemented by drivers whose release can run in a

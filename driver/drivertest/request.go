@@ -263,9 +263,11 @@ func checkRuleAfter(t *testing.T, d driver.Driver, round, what string, id driver
 // (driver.RequestRemover) to the rule: on random queues of two
 // identifiers (some holders granted by the fast path, however the backend
 // stores those), a random set of requests of both, whatever their status,
-// is deleted in one call (with a request gone already), and each
-// identifier the withdrawal names is left as the engine's transaction
-// would leave it (the others untouched): the
+// is deleted in one call (with a request gone already); in every other
+// round, the requests of one lock call (a fast holder, a request row),
+// which the backend finds itself (LockCallWithdraw). Each identifier the
+// withdrawal names (or, for a call, where the call had something) is left
+// as the engine's transaction would leave it, the others untouched: the
 // other requests there, the waiters lockcore.Grants grants behind them
 // granted with rising tokens, the lock row counting them.
 func testRemoveRule(t *testing.T, d driver.Driver) {
@@ -276,43 +278,61 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 	for _, s := range ruleSessions {
 		newSession(t, d, s, "C"+s, hour)
 	}
+	const call = 77
 	rnd := rand.New(rand.NewPCG(19, 23))
 	removed := 0
-	for round := range 100 {
+	for round := range 120 {
 		ids := []driver.Ident{{Kind: driver.KindService, NS: "rm", Name: fmt.Sprint(round, "a")}, {Kind: driver.KindService, NS: "rm", Name: fmt.Sprint(round, "b")}}
+		byCall, caller := round%2 == 1, ruleSessions[rnd.IntN(3)]
 		states := make([]driver.IdentState, len(ids))
 		rests := make([][]driver.Request, len(ids))
 		var gone []driver.Request
 		for i, id := range ids {
 			fillRandomQueue(t, d, rnd, id)
+			if byCall && rnd.IntN(2) == 0 {
+				// Granted or refused, as the queue has it.
+				p := fastParams(caller, "C"+caller, id, ruleModes[rnd.IntN(2)])
+				p.CallID = call
+				_, _, err := d.LockFastAcquire(testCtx(t), p)
+				must(t, err)
+			}
+			if byCall && rnd.IntN(2) == 0 {
+				r := driver.Request{SessionID: caller, ClientID: "C" + caller, Ident: id, Mode: ruleModes[rnd.IntN(2)], Status: ruleStatuses[rnd.IntN(4)], CallID: call}
+				inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
+			}
 			var before []driver.Request
 			states[i], before = identSnapshot(t, d, id)
 			for _, r := range before {
-				if rnd.IntN(2) == 0 {
+				if byCall && r.SessionID == caller && r.CallID == call || !byCall && rnd.IntN(2) == 0 {
 					gone = append(gone, r)
 				} else {
 					rests[i] = append(rests[i], r)
 				}
 			}
 		}
-		if len(gone) == 0 {
-			continue
-		}
 		removed += len(gone)
-		withdrawn := append(slices.Clone(gone), driver.Request{ID: math.MaxInt32, SessionID: "s1", Ident: ids[0]})
-		rnd.Shuffle(len(withdrawn), func(i, j int) { withdrawn[i], withdrawn[j] = withdrawn[j], withdrawn[i] })
-		handled, err := rr.LockRequestsRemove(testCtx(t), withdrawn)
+		named := gone // the identifiers looked at
+		var handled bool
+		var err error
+		if byCall {
+			handled, err = rr.LockCallWithdraw(testCtx(t), caller, call, ids)
+		} else {
+			if len(gone) == 0 {
+				continue
+			}
+			named = append(slices.Clone(gone), driver.Request{ID: math.MaxInt32, SessionID: "s1", Ident: ids[0]})
+			rnd.Shuffle(len(named), func(i, j int) { named[i], named[j] = named[j], named[i] })
+			handled, err = rr.LockRequestsRemove(testCtx(t), named)
+		}
 		must(t, err)
 		failIf(t, !handled, "round %d: the withdrawal of %+v left to the engine", round, gone)
 		for i, id := range ids {
-			// An identifier the withdrawal does not name is not looked at
-			// (one it names is, even for a request gone already).
 			var want []int64
-			if slices.ContainsFunc(withdrawn, func(r driver.Request) bool { return r.Ident == id }) {
+			if slices.ContainsFunc(named, func(r driver.Request) bool { return r.Ident == id }) {
 				want = lockcore.Grants(rests[i])
 			}
 			checkRuleAfter(t, d, fmt.Sprint(round), fmt.Sprintf("the withdrawal of %+v", gone), id, states[i], rests[i], want)
 		}
 	}
-	failIf(t, removed < 100, "only %d requests withdrawn in 100 rounds", removed)
+	failIf(t, removed < 100, "only %d requests withdrawn in 120 rounds", removed)
 }

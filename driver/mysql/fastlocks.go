@@ -463,11 +463,9 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 // LockRequestsRemove implements driver.RequestRemover with one call of
 // {p}remove_requests (migration 039: the identifiers' rows locked in
 // order, their fast holders adopted, the requests deleted and each
-// identifier handed on, committed by the call). After the commit the
-// grants go to their clients, adopted holders are marked and the
-// identifiers left free are handed back to the fast path, as after
-// releaseSlow's call. A gated identifier leaves it all to the engine
-// (handled false, nothing changed).
+// identifier handed on, committed by the call; removeCall says what
+// follows). A gated identifier leaves it all to the engine (handled
+// false, nothing changed).
 func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b driver.Request) int {
@@ -487,15 +485,40 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 	if err != nil {
 		return false, err
 	}
+	return d.removeCall(ctx, "remove_call", string(arg))
+}
+
+// LockCallWithdraw implements driver.RequestRemover with one call of
+// {p}withdraw_call (migration 039), which finds the call's requests and
+// fast holders itself and withdraws them as {p}remove_requests does;
+// afterwards as LockRequestsRemove.
+func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) (bool, error) {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = hex.EncodeToString([]byte(id.Name))
+	}
+	arg, err := json.Marshal(names)
+	if err != nil {
+		return false, err
+	}
+	return d.removeCall(ctx, "withdraw_call", sessionID, callID, ids[0].Kind, bin(ids[0].NS), string(arg))
+}
+
+// removeCall runs remove_call or withdraw_call on the fast pool and,
+// once the call has committed, hands the grants to their clients, marks
+// the adopted holders and hands the identifiers left free back to the
+// fast path, as after releaseSlow's call. handled false: a gated
+// identifier left everything to the engine (nothing changed).
+func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (bool, error) {
 	c, err := d.fastConn(ctx)
 	if err != nil {
 		return false, err
 	}
 	var n int
 	var identsJSON, grantsJSON []byte
-	if err := c.QueryRowContext(ctx, d.Q("remove_call"), string(arg)).Scan(&n, &identsJSON, &grantsJSON); err != nil {
+	if err := c.QueryRowContext(ctx, d.Q(query), args...).Scan(&n, &identsJSON, &grantsJSON); err != nil {
 		_ = endFastTx(ctx, c, false)
-		return false, fmt.Errorf("remove requests: %w", err)
+		return false, fmt.Errorf("withdraw requests: %w", err)
 	}
 	_ = c.Close()
 	if n < 0 {

@@ -301,6 +301,12 @@ CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 -- JSON arrays (LockRequestsRemove in fastlocks.go reads them).
 CALL {p}remove_requests(?);
 
+-- name: withdraw_call
+-- Migration 039: a lock call's requests withdrawn (session, call, kind,
+-- namespace, its names as a JSON array of hex names, sorted) with the
+-- hand-on, committed by the call; one row as remove_call's.
+CALL {p}withdraw_call(?, ?, ?, ?, ?);
+
 -- name: turnstile_wait_mark
 -- A contender waiting behind a turnstile past its first 25 ms, for
 -- monitoring (migration 029): session, call, the row's id (negative, as a

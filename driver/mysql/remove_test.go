@@ -164,3 +164,45 @@ func TestParseRemoveCall(t *testing.T) {
 		}
 	}
 }
+
+// TestWithdrawCallFindsFastHolder: {p}withdraw_call (migration 039) finds
+// a call's fast holder that no transaction has adopted (no request row
+// names it) as well as its request rows, withdraws both, and answers a
+// call that has nothing there without changing anything.
+func TestWithdrawCallFindsFastHolder(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	ids := []driver.Ident{{Kind: driver.KindService, NS: "wc", Name: "a"}, {Kind: driver.KindService, NS: "wc", Name: "b"}}
+	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: ids[0], Mode: driver.ModeWrite, CallID: 7}); err != nil || !ok {
+		t.Fatalf("fast holder: %v %v", ok, err)
+	}
+	grantedSlow(t, d, "s2", ids[1], driver.ModeWrite)
+	if r, err := d.request(ctx, driver.RequestParams{SessionID: "s1", ClientID: "c", Ident: ids[1], Mode: driver.ModeRead, CallID: 7}, 0); err != nil || r.Status != driver.StatusPending {
+		t.Fatalf("waiting request: %+v %v", r, err)
+	}
+	holds := func(sess string) int {
+		t.Helper()
+		var n int
+		if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?", sess).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := holds("s1"); n != 2 {
+		t.Fatalf("s1 has %d requests before, want 2", n)
+	}
+	for _, call := range []int64{8, 7} {
+		if handled, err := d.LockCallWithdraw(ctx, "s1", call, ids); err != nil || !handled {
+			t.Fatalf("withdraw call %d: %v %v", call, handled, err)
+		}
+		if want := map[int64]int{8: 2, 7: 0}[call]; holds("s1") != want {
+			t.Fatalf("after the withdrawal of call %d: s1 has %d requests, want %d", call, holds("s1"), want)
+		}
+	}
+	if n := holds("s2"); n != 1 {
+		t.Fatalf("s2 has %d instances, want 1", n)
+	}
+	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s3", ClientID: "c", Ident: ids[0], Mode: driver.ModeWrite, CallID: 1}); err != nil || !ok {
+		t.Fatalf("a fast acquire of the withdrawn holder's lock: %v %v; want it granted", ok, err)
+	}
+}

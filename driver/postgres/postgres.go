@@ -758,6 +758,22 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 	return true, nil
 }
 
+// LockCallWithdraw implements driver.RequestRemover with one call of
+// {p}withdraw_call (migration 039), its grants handed to clients in this
+// process at once.
+func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) (bool, error) {
+	names := make([][]byte, len(ids))
+	for i, id := range ids {
+		names[i] = []byte(id.Name)
+	}
+	var grants string
+	if err := d.RowNamed(ctx, nil, "withdraw_call", sessionID, callID, ids[0].Kind, []byte(ids[0].NS), names, d.channel).Scan(&grants); err != nil {
+		return false, err
+	}
+	handLocal([]string{grants})
+	return true, nil
+}
+
 // Relaxed implements driver.Driver on the pool without synchronous commit.
 func (d *Driver) Relaxed() driver.Tx { return d.relaxed.NoTx() }
 

@@ -317,6 +317,13 @@ SELECT {p}regrant_grants($1::smallint, $2, $3, $4);
 -- grants returned as {p}regrant_grants returns them ($5 the channel).
 SELECT {p}remove_requests($1::bigint[], $2::smallint[], $3::bytea[], $4::bytea[], $5);
 
+-- name: withdraw_call
+-- Migration 039: a lock call's requests withdrawn ($1 session, $2 call,
+-- $3 kind, $4 namespace, $5 its names, sorted) and their identifiers
+-- handed on, the grants returned as remove_call returns them ($6 the
+-- channel).
+SELECT {p}withdraw_call($1, $2, $3::smallint, $4, $5::bytea[], $6);
+
 -- ---- notifications ----
 -- NOTIFY reaches the clients that LISTEN. Clients behind a transaction
 -- pooler without listen_dsn cannot: they read {p}notifications instead,

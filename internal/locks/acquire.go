@@ -679,6 +679,30 @@ func inDoubt(err error) bool {
 	return true
 }
 
+// withdrawCall withdraws the requests of a call none of whose
+// statements still runs in the backend's one call where it has one
+// (driver.RequestRemover's LockCallWithdraw): false leaves the
+// withdrawal to undoCall's transaction (the backend has no such call, it
+// left the withdrawal to the engine, or the call failed before its
+// commit).
+func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident) (done bool) {
+	rr, ok := l.drv.(driver.RequestRemover)
+	if !ok {
+		return false
+	}
+	// The call commits in the server: it runs to its end.
+	sctx, cancel := l.statement(ctx)
+	defer cancel()
+	err := l.retrying(ctx, func() (err error) {
+		done, err = rr.LockCallWithdraw(sctx, s.ID(), call, ids)
+		return err
+	})
+	if err != nil {
+		l.cfg.Log("withdraw a lock call in one call", err)
+	}
+	return done
+}
+
 // undoCall removes every request of a failed call, granted or waiting,
 // and grants what that frees. When that cannot be done (the database is
 // away), the session is given up: a request left behind could later be
@@ -706,9 +730,13 @@ func (l *Service) undoCall(s *lease.Session, call int64, ids []driver.Ident, set
 		// three round trips more, and on SQLite waited for the file's
 		// write lock (another process's writes held back a withdrawal
 		// whose call had written nothing).
-		// What it finds is withdrawn in one call where the backend has
-		// one (removeInCall).
-		if rs, err := l.drv.NoTx().LockRequestListCall(ctx, s.ID(), call, ids); err == nil && (len(rs) == 0 || l.removeInCall(ctx, rs)) {
+		//
+		// A backend that withdraws a call in one call of its own finds
+		// its requests itself (withdrawCall).
+		if l.withdrawCall(ctx, s, call, ids) {
+			return
+		}
+		if rs, err := l.drv.NoTx().LockRequestListCall(ctx, s.ID(), call, ids); err == nil && len(rs) == 0 {
 			return
 		}
 	}

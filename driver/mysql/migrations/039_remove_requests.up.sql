@@ -19,7 +19,9 @@
 -- identifier's fast holder is adopted ({p}adopt_ident: a request read
 -- through {p}lock_holds may be one), each request still there is
 -- deleted, whatever its status by now, and each identifier is handed on
--- ({p}release_ident, told which fast holders the call deleted); the fast
+-- ({p}release_ident, told which fast holders the call deleted), unless
+-- only requests that were not granted went and none waits any more (the
+-- waiting count lowered alone: nothing can be granted); the fast
 -- rows of those holders are cleared after every InnoDB write, and the
 -- call commits. One row: the requests deleted, the identifiers ([kind,
 -- hex namespace, {p}release_ident's entry] each) and the grants, as JSON
@@ -41,11 +43,14 @@ proc: BEGIN
     DECLARE v_cns VARBINARY(256) DEFAULT NULL;
     DECLARE v_cname VARBINARY(256) DEFAULT NULL;
     DECLARE v_gated TINYINT;
+    DECLARE v_slow TINYINT;
+    DECLARE v_hid BIGINT;
     DECLARE v_mode CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
     DECLARE v_status CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
     DECLARE v_n INT DEFAULT 0;
     DECLARE v_dr BIGINT DEFAULT 0;
     DECLARE v_dw BIGINT DEFAULT 0;
+    DECLARE v_dp BIGINT DEFAULT 0;
     DECLARE v_fast TEXT CHARACTER SET ascii DEFAULT '';
     DECLARE v_gone TEXT CHARACTER SET ascii DEFAULT '';
     DECLARE v_one LONGTEXT;
@@ -60,17 +65,30 @@ proc: BEGIN
         SET v_i = 0, v_ckind = NULL, v_cns = NULL, v_cname = NULL;
         WHILE v_i <= v_len DO
             IF v_i < v_len THEN
-                SET v_id = JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][0]')),
-                    v_kind = JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][1]')),
+                -- Numbers, or (a procedure's variables: withdraw_call)
+                -- strings.
+                SET v_id = JSON_UNQUOTE(JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][0]'))),
+                    v_kind = JSON_UNQUOTE(JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][1]'))),
                     v_ns = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][2]')))),
                     v_name = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(p_reqs, CONCAT('$[', v_i, '][3]'))));
             END IF;
             IF v_ckind IS NOT NULL AND (v_i = v_len OR v_kind <> v_ckind OR v_ns <> v_cns OR v_name <> v_cname) THEN
-                IF v_pass = 3 THEN
+                IF v_pass = 3 AND v_dr = 0 AND v_dw = 0 AND NOT EXISTS (
+                        SELECT 1 FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+                         WHERE kind = v_ckind AND ns = v_cns AND name = v_cname AND status = 'P') THEN
+                    -- Only requests that were not granted went, and none
+                    -- waits any more: nothing to hand on (the common
+                    -- undo of a wait that timed out), the waiting count
+                    -- lowered.
+                    UPDATE {p}lock_idents SET n_p = GREATEST(n_p - v_dp, 0)
+                     WHERE kind = v_ckind AND ns = v_cns AND name = v_cname;
+                    SET v_idents = JSON_ARRAY_APPEND(v_idents, '$', JSON_ARRAY(v_ckind, HEX(v_cns), JSON_ARRAY(HEX(v_cname), 0, 0, 0, 0)));
+                    SET v_dp = 0, v_fast = '';
+                ELSEIF v_pass = 3 THEN
                     SET v_one = '[]';
                     CALL {p}release_ident(v_ckind, v_cns, v_cname, v_dr, v_dw, v_fast, v_one, v_grants);
                     SET v_idents = JSON_ARRAY_APPEND(v_idents, '$', JSON_ARRAY(v_ckind, HEX(v_cns), JSON_EXTRACT(v_one, '$[0]')));
-                    SET v_dr = 0, v_dw = 0, v_fast = '';
+                    SET v_dr = 0, v_dw = 0, v_dp = 0, v_fast = '';
                 END IF;
                 SET v_ckind = NULL;
             END IF;
@@ -88,7 +106,15 @@ proc: BEGIN
                             LEAVE proc;
                         END IF;
                     ELSEIF v_pass = 2 THEN
-                        CALL {p}adopt_ident(v_kind, v_ns, v_name);
+                        -- Only where the fast path may still own the
+                        -- identifier or name a holder not adopted yet.
+                        SET v_slow = 0, v_hid = NULL;
+                        SELECT slow, h_id INTO v_slow, v_hid FROM {p}lock_fast
+                         WHERE kind = v_kind AND ns = v_ns AND name = v_name;
+                        SET v_found = 1;
+                        IF v_slow = 0 OR v_hid IS NOT NULL THEN
+                            CALL {p}adopt_ident(v_kind, v_ns, v_name);
+                        END IF;
                     END IF;
                 END IF;
                 IF v_pass = 3 THEN
@@ -101,6 +127,8 @@ proc: BEGIN
                         SET v_n = v_n + 1;
                         IF v_status = 'G' THEN
                             SET v_dr = v_dr + (v_mode = 'R'), v_dw = v_dw + (v_mode = 'W');
+                        ELSE
+                            SET v_dp = v_dp + 1;
                         END IF;
                         IF v_id < 0 THEN
                             SET v_fast = CONCAT_WS(',', NULLIF(v_fast, ''), v_id),
@@ -123,5 +151,52 @@ proc: BEGIN
     END WHILE;
     COMMIT;
     SELECT v_n, v_idents, v_grants;
+END;
+-- end
+
+-- {p}withdraw_call is {p}remove_requests for the requests of one lock
+-- call (p_sess, p_call) on names (a JSON array of hex names, sorted) of
+-- kind p_kind and namespace p_ns, which it finds itself: the undo of a
+-- call whose statements have all ended (so that its requests can no
+-- longer change) had read them first through {p}lock_holds, a round trip
+-- and about a fifth of a millisecond of the server's time more. Its
+-- request rows by the session's index, its fast holders not adopted yet
+-- by their rows (an adopted one is a request row under the same id, and
+-- one found both ways is deleted once). Answers as {p}remove_requests.
+DROP PROCEDURE IF EXISTS {p}withdraw_call;
+-- statement
+CREATE PROCEDURE {p}withdraw_call(IN p_sess VARCHAR(64) CHARACTER SET ascii, IN p_call BIGINT, IN p_kind INT,
+    IN p_ns VARBINARY(256), IN p_names LONGTEXT)
+MODIFIES SQL DATA
+BEGIN
+    DECLARE v_i INT DEFAULT 0;
+    DECLARE v_name VARBINARY(256);
+    DECLARE v_found LONGTEXT;
+    DECLARE v_hid BIGINT;
+    DECLARE v_reqs LONGTEXT DEFAULT '[]';
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_hid = NULL;
+    WHILE v_i < JSON_LENGTH(p_names) DO
+        SET v_name = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(p_names, CONCAT('$[', v_i, ']'))));
+        -- Two reads, not one of their UNION (a temporary table).
+        SELECT JSON_ARRAYAGG(JSON_ARRAY(r.id, p_kind, HEX(p_ns), HEX(v_name))) INTO v_found
+          FROM {p}lock_requests r FORCE INDEX (lock_requests_session)
+         WHERE r.session_id = p_sess AND r.kind = p_kind AND r.ns = p_ns AND r.name = v_name AND r.call_id = p_call;
+        IF v_found IS NOT NULL THEN
+            SET v_reqs = JSON_MERGE_PRESERVE(v_reqs, v_found);
+        END IF;
+        SET v_hid = NULL;
+        SELECT f.h_id INTO v_hid FROM {p}lock_fast f
+         WHERE f.kind = p_kind AND f.ns = p_ns AND f.name = v_name AND f.h_id IS NOT NULL
+           AND f.h_session = p_sess AND f.h_call = p_call;
+        IF v_hid IS NOT NULL THEN
+            SET v_reqs = JSON_ARRAY_APPEND(v_reqs, '$', JSON_ARRAY(v_hid, p_kind, HEX(p_ns), HEX(v_name)));
+        END IF;
+        SET v_i = v_i + 1;
+    END WHILE;
+    IF JSON_LENGTH(v_reqs) = 0 THEN
+        SELECT 0, '[]', '[]';
+    ELSE
+        CALL {p}remove_requests(v_reqs);
+    END IF;
 END;
 -- end
