@@ -63,14 +63,7 @@ func TestRemoveRequestsCall(t *testing.T) {
 			t.Fatalf("remove %v: %v %v; want it handled", rs, handled, err)
 		}
 	}
-	holds := func(sess string) int {
-		t.Helper()
-		var n int
-		if err := d2.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?", sess).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	holds := func(sess string) int { return holdsOf(t, d2, sess) }
 
 	// A waiting request and the fast holder (as lock_holds lists it:
 	// its fast row's id), adopted by the waiters' requests. Its fast row
@@ -180,14 +173,7 @@ func TestWithdrawCallFindsFastHolder(t *testing.T) {
 	if r, err := d.request(ctx, driver.RequestParams{SessionID: "s1", ClientID: "c", Ident: ids[1], Mode: driver.ModeRead, CallID: 7}, 0); err != nil || r.Status != driver.StatusPending {
 		t.Fatalf("waiting request: %+v %v", r, err)
 	}
-	holds := func(sess string) int {
-		t.Helper()
-		var n int
-		if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?", sess).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	holds := func(sess string) int { return holdsOf(t, d, sess) }
 	if n := holds("s1"); n != 2 {
 		t.Fatalf("s1 has %d requests before, want 2", n)
 	}
@@ -205,4 +191,15 @@ func TestWithdrawCallFindsFastHolder(t *testing.T) {
 	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s3", ClientID: "c", Ident: ids[0], Mode: driver.ModeWrite, CallID: 1}); err != nil || !ok {
 		t.Fatalf("a fast acquire of the withdrawn holder's lock: %v %v; want it granted", ok, err)
 	}
+}
+
+// holdsOf counts the session's instances and waiting requests as
+// lock_holds lists them (fast holders not adopted included).
+func holdsOf(t *testing.T, d *Driver, sess string) int {
+	t.Helper()
+	var n int
+	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_holds WHERE session_id = ?", sess).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
