@@ -619,11 +619,17 @@ func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
 // are fast-path holders. endSession's transaction would take each
 // instance through the slow path (on MySQL/MariaDB adopted into InnoDB
 // first, a commit's flush), and still catches whatever this leaves:
-// an error here is only logged.
+// an error here is only logged, and ends the releases (a database in
+// trouble is not asked once per namespace before the delete).
 func (c *Client) releaseOwn(ctx context.Context, s *lease.Session) {
 	for _, scope := range s.Own.Scopes() {
-		_, err := c.locks.Release(ctx, s, driver.FastReleaseParams{Kind: scope.Kind, NS: scope.NS})
-		c.logErr("release a closing session's locks", err)
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := c.locks.Release(ctx, s, driver.FastReleaseParams{Kind: scope.Kind, NS: scope.NS}); err != nil {
+			c.logErr("release a closing session's locks", err)
+			return
+		}
 	}
 }
 

@@ -493,6 +493,9 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 // fast holders itself and withdraws them as {p}remove_requests does;
 // afterwards as LockRequestsRemove.
 func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) (bool, error) {
+	if len(ids) == 0 {
+		return true, nil
+	}
 	names := make([]string, len(ids))
 	for i, id := range ids {
 		names[i] = hex.EncodeToString([]byte(id.Name))

@@ -762,6 +762,9 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 // {p}withdraw_call (migration 039), its grants handed to clients in this
 // process at once.
 func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) (bool, error) {
+	if len(ids) == 0 {
+		return true, nil
+	}
 	names := make([][]byte, len(ids))
 	for i, id := range ids {
 		names[i] = []byte(id.Name)
