@@ -165,8 +165,9 @@ func (l *Service) removeInCall(ctx context.Context, rs []driver.Request) (done b
 // backend's one call, where it has one (removeInCall), before the
 // caller's transaction deletes the session, which still removes whatever
 // is left (a request stored meanwhile). It reads them first (on MariaDB
-// a read of the lock_holds view costs about a fifth of a millisecond):
-// only for a session that may have rows (lease.Rows.Any).
+// a read of the lock_holds view costs about a fifth of a millisecond),
+// so its caller asks only for a session that may have rows
+// (lease.Rows.Any).
 func (l *Service) WithdrawSession(ctx context.Context, id string) {
 	if _, ok := l.drv.(driver.RequestRemover); !ok {
 		return

@@ -119,8 +119,10 @@ proc: BEGIN
                 END IF;
                 IF v_pass = 3 THEN
                     SET v_mode = NULL, v_status = NULL;
+                    -- Only a row of the identifier whose row lock the
+                    -- call holds.
                     SELECT mode, status INTO v_mode, v_status FROM {p}lock_requests FORCE INDEX (PRIMARY)
-                     WHERE id = v_id FOR UPDATE;
+                     WHERE id = v_id AND kind = v_kind AND ns = v_ns AND name = v_name FOR UPDATE;
                     SET v_found = 1;
                     IF v_status IS NOT NULL THEN
                         DELETE FROM {p}lock_requests WHERE id = v_id;

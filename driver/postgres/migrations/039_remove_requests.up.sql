@@ -23,7 +23,10 @@ BEGIN
     FOR i IN 1 .. coalesce(cardinality(k), 0) LOOP
         PERFORM 1 FROM {p}lock_idents li WHERE li.kind = k[i] AND li.ns = n[i] AND li.name = m[i] FOR UPDATE;
     END LOOP;
-    DELETE FROM {p}lock_requests WHERE id = ANY (ids);
+    -- Only rows of the identifiers whose row locks the call holds.
+    DELETE FROM {p}lock_requests q
+     USING unnest(k, n, m) AS x(kind, ns, name)
+     WHERE q.id = ANY (ids) AND q.kind = x.kind AND q.ns = x.ns AND q.name = x.name;
     FOR i IN 1 .. coalesce(cardinality(k), 0) LOOP
         UPDATE {p}lock_idents li
            SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
