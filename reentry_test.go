@@ -13,8 +13,9 @@ import (
 // lock, a read under a read lock) goes straight to the request, which
 // grants it at once with a token of its own: no fast attempt, contention
 // read or turnstile call, each of which the session's own holder would
-// refuse. A read lock's upgrade is no re-entry (it can wait), and a
-// release forgets the hint, so that the next call takes the usual path.
+// refuse. A read lock's upgrade is no re-entry (it can wait); a release
+// of one instance of several keeps the hint, a release of the last one
+// forgets it, so that the next call takes the usual path.
 func TestLockReentrySkipsContention(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, _ := open(t, b)
@@ -65,29 +66,39 @@ func TestLockReentrySkipsContention(t *testing.T) {
 		}
 		release(t, s, "ns")
 
-		// RELEASE_LOCK of one instance forgets the hint: the session's next
-		// call on the name takes the usual path, and is granted all the
-		// same.
+		// RELEASE_LOCK of one instance of two keeps the hint (one is
+		// left: the next call on the name is a re-entry still); the
+		// release of the last one forgets it, and the next call takes
+		// the usual path. Each count and answer as MySQL's.
 		for i := 0; i < 2; i++ {
 			if ok, err := s.GetLock(ctx, "u", 0); !ok || err != nil {
 				t.Fatalf("get %d: %v %v", i, ok, err)
 			}
 		}
-		if r, err := s.ReleaseLock(ctx, "u"); r != baton.Released || err != nil {
-			t.Fatalf("release: %v %v", r, err)
-		}
-		before := steps()
-		if ok, err := s.GetLock(ctx, "u", 0); !ok || err != nil {
-			t.Fatalf("get after a release: %v %v", ok, err)
-		}
-		if steps() == before {
-			t.Fatal("a call after a release of one instance ran no contention step: the hint outlived the release")
-		}
-		for i := 0; i < 2; i++ {
+		releaseOne := func(what string) {
+			t.Helper()
 			if r, err := s.ReleaseLock(ctx, "u"); r != baton.Released || err != nil {
-				t.Fatalf("release %d: %v %v", i, r, err)
+				t.Fatalf("%s: %v %v", what, r, err)
 			}
 		}
+		get := func(what string) (ran int64) {
+			t.Helper()
+			before := steps()
+			if ok, err := s.GetLock(ctx, "u", 0); !ok || err != nil {
+				t.Fatalf("%s: %v %v", what, ok, err)
+			}
+			return steps() - before
+		}
+		releaseOne("the release of one instance of two")
+		if ran := get("a get with one instance left"); ran != 0 {
+			t.Fatalf("a get with one instance left ran %d contention steps, want none (a re-entry)", ran)
+		}
+		releaseOne("the first release of two")
+		releaseOne("the last release")
+		if ran := get("a get after the last release"); ran == 0 {
+			t.Fatal("a get after the last release ran no contention step: the hint outlived the release")
+		}
+		releaseOne("the release of the new instance")
 		if r, err := s.ReleaseLock(ctx, "u"); r != baton.NotHeld || err != nil {
 			t.Fatalf("a third release: %v %v, want not held", r, err)
 		}

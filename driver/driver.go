@@ -404,6 +404,18 @@ type Requester interface {
 	LockRequest(ctx context.Context, p RequestParams) (Request, error)
 }
 
+// HolderAdopter is implemented by drivers whose inline holders
+// (Request.Inline) another session's call may move into request rows
+// that a release with FastReleaseParams.InlineOnly set would not look
+// for (MySQL/MariaDB adopt a fast holder into InnoDB, and a release of
+// one instance clears what told the fast release to look there). The
+// engine then sets InlineOnly only where the session never stored a row,
+// not where a release of its newest instances left the inline holder
+// alone.
+type HolderAdopter interface {
+	AdoptsHolders()
+}
+
 // RequestRemover is implemented by drivers that withdraw requests in one
 // call to the server: the requests of an undone call, an ended session
 // or orphans deleted, and what that frees granted, as the engine's

@@ -460,6 +460,12 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	return n, out.left, nil
 }
 
+// AdoptsHolders implements driver.HolderAdopter: the slow path adopts a
+// fast holder into InnoDB, and a release with a limit clears the fast
+// row's session of an adopted holder (release_instances), so that a
+// fast release would no longer find its way to the instance.
+func (d *Driver) AdoptsHolders() {}
+
 // LockRequestsRemove implements driver.RequestRemover with one call of
 // {p}remove_requests (migration 039: the identifiers' rows locked in
 // order, their fast holders adopted, the requests deleted and each

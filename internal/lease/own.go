@@ -15,24 +15,59 @@ import (
 // instance released by another client, or by a release racing the grant)
 // only sends a call down the slow path, which decides as always; every
 // release forgets its scope before and after it runs, so a hint outlives
-// no release of its own session.
+// no release of all its instances there. A release of one instance of a
+// re-entered lock (RELEASE_LOCK) counts them down instead (Released).
 type Own struct {
 	mu   sync.Mutex
-	held map[driver.Ident]driver.LockMode
+	held map[driver.Ident]owned
 }
 
-// Granted records instances of ids granted in mode.
-func (o *Own) Granted(ids []driver.Ident, mode driver.LockMode) {
+// owned is what Own knows of one identifier: the strongest mode granted,
+// how many instances the session's calls were granted there since a
+// release left it none, and whether the first of them was an inline
+// holder (driver.Request.Inline), which a release with a limit takes
+// last (the oldest instance).
+type owned struct {
+	mode   driver.LockMode
+	n      int
+	inline bool
+}
+
+// Granted records a call's grants (rs) in mode.
+func (o *Own) Granted(rs []driver.Request, mode driver.LockMode) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.held == nil {
-		o.held = map[driver.Ident]driver.LockMode{}
+		o.held = map[driver.Ident]owned{}
 	}
-	for _, id := range ids {
-		if m, ok := o.held[id]; !ok || m != driver.ModeWrite {
-			o.held[id] = mode
+	for _, r := range rs {
+		e := o.held[r.Ident]
+		if e.n == 0 {
+			e.inline = r.Inline
 		}
+		if e.mode != driver.ModeWrite {
+			e.mode = mode
+		}
+		e.n++
+		o.held[r.Ident] = e
 	}
+}
+
+// Released records a release of the newest n instances of id (a release
+// with a limit). It reports whether what the session has left there is
+// the one inline holder it was granted first: no request row of the
+// session on id. A release that found nothing forgets id.
+func (o *Own) Released(id driver.Ident, n int) (inlineOnly bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.held[id]
+	if !ok || n <= 0 || e.n <= n {
+		delete(o.held, id)
+		return false
+	}
+	e.n -= n
+	o.held[id] = e
+	return e.n == 1 && e.inline
 }
 
 // Covers reports whether the session was granted id in a mode that a
@@ -41,8 +76,8 @@ func (o *Own) Granted(ids []driver.Ident, mode driver.LockMode) {
 func (o *Own) Covers(id driver.Ident, mode driver.LockMode) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	m, ok := o.held[id]
-	return ok && (m == driver.ModeWrite || m == mode)
+	e, ok := o.held[id]
+	return ok && (e.mode == driver.ModeWrite || e.mode == mode)
 }
 
 // Forget drops the hints of scope (one name, or a whole namespace when

@@ -66,7 +66,7 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 	rs, err := l.acquireAll(ctx, s, ids, mode, timeout)
 	if err == nil {
 		s.Held.Add(int64(len(rs)))
-		s.Own.Granted(ids, mode)
+		s.Own.Granted(rs, mode)
 	}
 	s.Calls.Add(-1)
 	ns := ""

@@ -15,10 +15,6 @@ import (
 func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
 	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
-	// Before and after: a grant recorded while the release runs may be
-	// of an instance it released.
-	s.Own.Forget(released(p))
-	defer s.Own.Forget(released(p))
 	// A granted wait's listing still being deleted goes first: once the
 	// instance is released nothing would hide it from monitoring.
 	s.Unlisting.Lock()
@@ -36,9 +32,28 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 		p.RowsOn = sole.Name
 	}
 	if p.Limit == 0 {
+		// Before and after: a grant recorded while the release runs may
+		// be of an instance it released.
+		s.Own.Forget(released(p))
+		defer s.Own.Forget(released(p))
 		// Every instance there released: no rows left there either.
 		defer func() {
 			if err == nil {
+				s.Rows.Clear(released(p), gen)
+			}
+		}()
+	} else {
+		// The newest instances released: where only the inline holder
+		// the session was granted first is left, so are no rows (the
+		// next release of the name is one statement), unless an
+		// acquisition began or ended meanwhile (Clear's gen) or the
+		// backend may have moved the holder into a row
+		// (driver.HolderAdopter).
+		_, adopts := l.drv.(driver.HolderAdopter)
+		defer func() {
+			if err != nil {
+				s.Own.Forget(released(p))
+			} else if s.Own.Released(released(p), n) && !adopts {
 				s.Rows.Clear(released(p), gen)
 			}
 		}()
