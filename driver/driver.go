@@ -71,6 +71,17 @@ func (a Ident) Within(scope Ident) bool {
 	return a.Kind == scope.Kind && a.NS == scope.NS && (scope.Name == "" || a.Name == scope.Name)
 }
 
+// Compare is Less as a comparison (-1, 0, +1), for slices.SortFunc.
+func (a Ident) Compare(b Ident) int {
+	switch {
+	case a.Less(b):
+		return -1
+	case b.Less(a):
+		return 1
+	}
+	return 0
+}
+
 // Less orders identifiers canonically; every multi-identifier operation takes
 // row locks in this order so that baton's own transactions never deadlock on
 // each other inside the database.

@@ -447,17 +447,26 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 		// the waiters' safety nets.
 		return n, nil, err
 	}
-	// Committed: a failed bump of other processes' clients still lets
-	// this process's go, and leaves the others to their poll interval.
+	d.afterCall(ctx, out)
+	reportContended(p, out.waiting)
+	return n, out.left, nil
+}
+
+// afterCall is what follows a committed release or withdrawal call: the
+// grants go to their clients (a failed bump of other processes' clients
+// still lets this process's go, and leaves the others to their poll
+// interval), adopted holders are marked, and the identifiers the call
+// left free but did not hand back to the fast path itself are handed
+// back here (demoteLocked: the call's own answer stands in for
+// fast_demote_free's read).
+func (d *Driver) afterCall(ctx context.Context, out releaseOutcome) {
 	if woken, _ := d.wakeGranted(ctx, d.SQL, out.grants); woken != nil {
 		woken()
 	}
 	d.clearAdopted(ctx, out.adopted...)
-	reportContended(p, out.waiting)
 	for _, id := range out.free {
 		_, _ = d.demoteLocked(context.WithoutCancel(ctx), id)
 	}
-	return n, out.left, nil
 }
 
 // AdoptsHolders implements driver.HolderAdopter: the slow path adopts a
@@ -475,13 +484,7 @@ func (d *Driver) AdoptsHolders() {}
 func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b driver.Request) int {
-		switch {
-		case a.Ident.Less(b.Ident):
-			return -1
-		case b.Ident.Less(a.Ident):
-			return 1
-		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Or(a.Ident.Compare(b.Ident), cmp.Compare(a.ID, b.ID))
 	})
 	reqs := make([][]any, len(sorted))
 	for i, r := range sorted {
@@ -513,11 +516,9 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 	return d.removeCall(ctx, "withdraw_call", sessionID, callID, ids[0].Kind, bin(ids[0].NS), string(arg))
 }
 
-// removeCall runs remove_call or withdraw_call on the fast pool and,
-// once the call has committed, hands the grants to their clients, marks
-// the adopted holders and hands the identifiers left free back to the
-// fast path, as after releaseSlow's call. handled false: a gated
-// identifier left everything to the engine (nothing changed).
+// removeCall runs remove_call or withdraw_call on the fast pool, then
+// afterCall, as releaseSlow does. handled false: a gated identifier left
+// everything to the engine (nothing changed).
 func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (bool, error) {
 	c, err := d.fastConn(ctx)
 	if err != nil {
@@ -539,13 +540,7 @@ func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (boo
 		// the waiters' safety nets.
 		return true, err
 	}
-	if woken, _ := d.wakeGranted(ctx, d.SQL, out.grants); woken != nil {
-		woken()
-	}
-	d.clearAdopted(ctx, out.adopted...)
-	for _, id := range out.free {
-		_, _ = d.demoteLocked(context.WithoutCancel(ctx), id)
-	}
+	d.afterCall(ctx, out)
 	return true, nil
 }
 

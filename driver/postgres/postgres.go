@@ -735,15 +735,7 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 		ids[i] = r.ID
 		idents = append(idents, r.Ident)
 	}
-	slices.SortFunc(idents, func(a, b driver.Ident) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(idents, driver.Ident.Compare)
 	idents = slices.Compact(idents)
 	kinds := make([]int16, len(idents))
 	nss, names := make([][]byte, len(idents)), make([][]byte, len(idents))
