@@ -685,22 +685,10 @@ func inDoubt(err error) bool {
 // withdrawal to undoCall's transaction (the backend has no such call, it
 // left the withdrawal to the engine, or the call failed before its
 // commit).
-func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident) (done bool) {
-	rr, ok := l.drv.(driver.RequestRemover)
-	if !ok {
-		return false
-	}
-	// The call commits in the server: it runs to its end.
-	sctx, cancel := l.statement(ctx)
-	defer cancel()
-	err := l.retrying(ctx, func() (err error) {
-		done, err = rr.LockCallWithdraw(sctx, s.ID(), call, ids)
-		return err
+func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident) bool {
+	return l.inOneCall(ctx, "withdraw a lock call in one call", func(sctx context.Context, rr driver.RequestRemover) (bool, error) {
+		return rr.LockCallWithdraw(sctx, s.ID(), call, ids)
 	})
-	if err != nil {
-		l.cfg.Log("withdraw a lock call in one call", err)
-	}
-	return done
 }
 
 // undoCall removes every request of a failed call, granted or waiting,

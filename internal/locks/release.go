@@ -155,23 +155,33 @@ func (l *Service) RemoveRequests(ctx context.Context, tx driver.Tx, rs []driver.
 // transaction (the backend has no such call, it left the withdrawal to
 // the engine, or the call failed before its commit), which reads them
 // again.
-func (l *Service) removeInCall(ctx context.Context, rs []driver.Request) (done bool) {
+func (l *Service) removeInCall(ctx context.Context, rs []driver.Request) bool {
+	return l.inOneCall(ctx, "withdraw lock requests in one call", func(sctx context.Context, rr driver.RequestRemover) (bool, error) {
+		if len(rs) == 0 {
+			return true, nil
+		}
+		return rr.LockRequestsRemove(sctx, rs)
+	})
+}
+
+// inOneCall runs call (a withdrawal through driver.RequestRemover, which
+// commits in the server and so runs to its end: statement) where the
+// backend has one, tried again while ctx lasts; an error is logged (what
+// names it). done false: the backend has no such call, it left the
+// withdrawal to the engine, or the call failed before its commit.
+func (l *Service) inOneCall(ctx context.Context, what string, call func(sctx context.Context, rr driver.RequestRemover) (bool, error)) (done bool) {
 	rr, ok := l.drv.(driver.RequestRemover)
 	if !ok {
 		return false
 	}
-	if len(rs) == 0 {
-		return true
-	}
-	// The call commits in the server: it runs to its end.
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	err := l.retrying(ctx, func() (err error) {
-		done, err = rr.LockRequestsRemove(sctx, rs)
+		done, err = call(sctx, rr)
 		return err
 	})
 	if err != nil {
-		l.cfg.Log("withdraw lock requests in one call", err)
+		l.cfg.Log(what, err)
 	}
 	return done
 }
