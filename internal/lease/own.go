@@ -13,10 +13,11 @@ import (
 // the fast path and goes to the slow path's request, which grants it at
 // once; the hint lets the engine go there straight. A stale hint (an
 // instance released by another client, or by a release racing the grant)
-// only sends a call down the slow path, which decides as always; every
-// release forgets its scope before and after it runs, so a hint outlives
-// no release of all its instances there. A release of one instance of a
-// re-entered lock (RELEASE_LOCK) counts them down instead (Released).
+// only sends a call down the slow path, which decides as always. A
+// release of all the session's instances in a scope forgets the scope
+// before and after it runs (Forget), so a hint outlives no such release;
+// a release of one instance of a re-entered lock (RELEASE_LOCK) counts
+// them down instead (Released).
 type Own struct {
 	mu   sync.Mutex
 	held map[driver.Ident]owned
