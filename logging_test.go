@@ -78,6 +78,11 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 				}
 			}
 		}
+		// The waiter waits in the table, which its client polls, before
+		// the first outage: a wait still behind its turnstile (listed as
+		// pending after 25 ms, in the table only after up to a second)
+		// is ended by the outage instead, and polled by nobody.
+		checks(1, "a check of the waiting request before the outage")
 		for outage := 1; outage <= 2; outage++ {
 			p.cut(true)
 			checks(3, "checks during the outage")
