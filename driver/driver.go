@@ -442,9 +442,16 @@ type RequestRemover interface {
 	LockRequestsRemove(ctx context.Context, rs []Request) (handled bool, err error)
 	// LockCallWithdraw is LockRequestsRemove for the requests of one lock
 	// call (session, call id) on ids (sorted, one kind and namespace),
-	// which it finds itself: the undo of a call whose statements have all
-	// ended, so that its requests can no longer change.
-	LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []Ident) (handled bool, err error)
+	// which it finds itself: the undo of a failed call. Without settle,
+	// no statement of the call runs any more, so that its requests can no
+	// longer change, and a call that stored nothing costs a read. With
+	// settle, a statement of the call may still run in the server (its
+	// client was cut off): every identifier's row is locked first, in
+	// order (created when missing, its fast holder adopted, as the
+	// engine's LockIdentLock does), so that such a statement, which holds
+	// or waits for one of them, has ended before the requests are looked
+	// for.
+	LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []Ident, settle bool) (handled bool, err error)
 }
 
 // TxReleaser is implemented by drivers whose release can run in a

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Open) {
 		{"Requester", testRequester},
 		{"ReleaseHandsOn", testReleaseRule},
 		{"RemoveHandsOn", testRemoveRule},
+		{"SettleCall", testSettleCall},
 		{"TxGate", testTxGate},
 		{"WaitGraph", testWaitGraph},
 		{"Notify", testNotify},

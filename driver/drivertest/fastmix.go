@@ -47,9 +47,15 @@ func wantConflict(t *testing.T, d driver.Driver, session string, id driver.Ident
 // fastAcquire takes a lock by the fast path, which must grant it.
 func fastAcquire(t *testing.T, d driver.Driver, session string, id driver.Ident, mode driver.LockMode) driver.Request {
 	t.Helper()
-	r, ok, err := d.LockFastAcquire(testCtx(t), fastParams(session, "C"+session, id, mode))
+	return fastAcquireWith(t, d, fastParams(session, "C"+session, id, mode))
+}
+
+// fastAcquireWith is fastAcquire with the parameters given.
+func fastAcquireWith(t *testing.T, d driver.Driver, p driver.FastAcquireParams) driver.Request {
+	t.Helper()
+	r, ok, err := d.LockFastAcquire(testCtx(t), p)
 	must(t, err)
-	failIf(t, !ok, "fast acquire of %v (%s) by %s refused", id, mode, session)
+	failIf(t, !ok, "fast acquire of %v (%s) by %s refused", p.Ident, p.Mode, p.SessionID)
 	return r
 }
 

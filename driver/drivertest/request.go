@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lockcore"
@@ -315,7 +316,9 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 		var handled bool
 		var err error
 		if byCall {
-			handled, err = rr.LockCallWithdraw(testCtx(t), caller, call, ids)
+			// Every other call's undo as for a call that may still run
+			// (settle: the rows locked first), to the same rule.
+			handled, err = rr.LockCallWithdraw(testCtx(t), caller, call, ids, round%4 == 3)
 		} else {
 			if len(gone) == 0 {
 				continue
@@ -335,4 +338,61 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 		}
 	}
 	failIf(t, removed < 100, "only %d requests withdrawn in 120 rounds", removed)
+}
+
+// testSettleCall: the undo of a lock call that may still run
+// (LockCallWithdraw with settle) waits for a statement of the call that
+// holds an identifier's row (here a transaction that has stored a grant
+// of the call and not committed), then withdraws what it stored beside
+// the call's fast holder, and hands on to the waiter behind that. A
+// withdrawal that looked for the call's requests before it had the rows'
+// locks would find only the fast holder and leave the grant behind.
+func testSettleCall(t *testing.T, d driver.Driver) {
+	rr, ok := d.(driver.RequestRemover)
+	if !ok {
+		t.Skipf("%s withdraws requests in the engine's transaction", d.Name())
+	}
+	newSession(t, d, "s1", "Cs1", hour)
+	newSession(t, d, "s2", "Cs2", hour)
+	const call = 5
+	ids := []driver.Ident{{Kind: driver.KindService, NS: "settle", Name: "a"}, {Kind: driver.KindService, NS: "settle", Name: "b"}}
+	p := fastParams("s1", "Cs1", ids[0], driver.ModeWrite)
+	p.CallID = call
+	held := fastAcquireWith(t, d, p)
+	waiter := queueWaiter(t, d, driver.Request{SessionID: "s2", ClientID: "Cs2", Ident: ids[0], Mode: driver.ModeWrite,
+		Status: driver.StatusPending, CallID: 1}, 0, 1)
+	running, err := d.Begin(testCtx(t))
+	must(t, err)
+	storeRequest(t, running, driver.Request{SessionID: "s1", ClientID: "Cs1", Ident: ids[1], Mode: driver.ModeRead,
+		Status: driver.StatusGranted, CallID: call})
+	type answer struct {
+		handled bool
+		err     error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		handled, err := rr.LockCallWithdraw(testCtx(t), "s1", call, ids, true)
+		done <- answer{handled, err}
+	}()
+	select {
+	case a := <-done:
+		_ = running.Rollback()
+		t.Fatalf("the undo (%+v) ended while a statement of the call held a row it names", a)
+	case <-time.After(300 * time.Millisecond):
+	}
+	must(t, running.Commit())
+	a := <-done
+	must(t, a.err)
+	failIf(t, !a.handled, "the undo of a call that may still run was left to the engine")
+	wantNoRequests(t, d, "s1", "the undo of a call that may still run left")
+	got := requestStatus(t, d, waiter.ID)
+	failIf(t, got.Status != driver.StatusGranted || got.Token <= held.Token, "the waiter behind the call's fast holder: %+v after the undo, want granted above token %d", got, held.Token)
+	for _, id := range ids {
+		st, _ := identSnapshot(t, d, id)
+		want := int64(0)
+		if id == ids[0] {
+			want = 1 // s2's grant
+		}
+		failIf(t, st.Readers != 0 || st.Writers != want || st.Waiting != 0, "%v counts %+v after the undo, want %d writers", id, st, want)
+	}
 }

@@ -499,9 +499,10 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 
 // LockCallWithdraw implements driver.RequestRemover with one call of
 // {p}withdraw_call (migration 039), which finds the call's requests and
-// fast holders itself and withdraws them as {p}remove_requests does;
-// afterwards as LockRequestsRemove.
-func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) (bool, error) {
+// fast holders itself and withdraws them as {p}remove_requests does, or
+// with settle of {p}settle_call (migration 040: each row locked and its
+// fast holder adopted first); afterwards as LockRequestsRemove.
+func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident, settle bool) (bool, error) {
 	if len(ids) == 0 {
 		return true, nil
 	}
@@ -513,7 +514,11 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 	if err != nil {
 		return false, err
 	}
-	return d.removeCall(ctx, "withdraw_call", sessionID, callID, ids[0].Kind, bin(ids[0].NS), string(arg))
+	query := "withdraw_call"
+	if settle {
+		query = "settle_call"
+	}
+	return d.removeCall(ctx, query, sessionID, callID, ids[0].Kind, bin(ids[0].NS), string(arg))
 }
 
 // removeCall runs remove_call or withdraw_call on the fast pool, then

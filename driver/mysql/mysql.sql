@@ -307,6 +307,12 @@ CALL {p}remove_requests(?);
 -- hand-on, committed by the call; one row as remove_call's.
 CALL {p}withdraw_call(?, ?, ?, ?, ?);
 
+-- name: settle_call
+-- Migration 040: withdraw_call for a call that may still run, each
+-- identifier's row locked (made when missing) and its fast holder
+-- adopted first; same arguments and row.
+CALL {p}settle_call(?, ?, ?, ?, ?);
+
 -- name: turnstile_wait_mark
 -- A contender waiting behind a turnstile past its first 25 ms, for
 -- monitoring (migration 029): session, call, the row's id (negative, as a

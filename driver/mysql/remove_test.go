@@ -137,6 +137,15 @@ func TestRemoveRequestsCall(t *testing.T) {
 	if st, _ := status(second); st != "G" {
 		t.Fatalf("a request of the refused withdrawal: %s; want it untouched", st)
 	}
+	// The undo of a call that may still run (settle_call, migration 040)
+	// is refused as well, at the gated identifier, after the rows before
+	// it were taken over: nothing withdrawn.
+	if handled, err := d2.LockCallWithdraw(ctx, gated.SessionID, gated.CallID, []driver.Ident{b, g}, true); err != nil || handled {
+		t.Fatalf("the undo of a call on a gated identifier: %v %v; want it left to the engine", handled, err)
+	}
+	if st, _ := status(gated); st != "P" {
+		t.Fatalf("the gated identifier's request after a refused undo: %s; want it untouched", st)
+	}
 }
 
 // TestParseRemoveCall: remove_call's identifiers carry their kind and
@@ -178,7 +187,7 @@ func TestWithdrawCallFindsFastHolder(t *testing.T) {
 		t.Fatalf("s1 has %d requests before, want 2", n)
 	}
 	for _, call := range []int64{8, 7} {
-		if handled, err := d.LockCallWithdraw(ctx, "s1", call, ids); err != nil || !handled {
+		if handled, err := d.LockCallWithdraw(ctx, "s1", call, ids, false); err != nil || !handled {
 			t.Fatalf("withdraw call %d: %v %v", call, handled, err)
 		}
 		if want := map[int64]int{8: 2, 7: 0}[call]; holds("s1") != want {

@@ -751,9 +751,10 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 }
 
 // LockCallWithdraw implements driver.RequestRemover with one call of
-// {p}withdraw_call (migration 039), its grants handed to clients in this
-// process at once.
-func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident) (bool, error) {
+// {p}withdraw_call (migration 039), or with settle of {p}settle_call
+// (migration 040: the rows locked first), its grants handed to clients
+// in this process at once.
+func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident, settle bool) (bool, error) {
 	if len(ids) == 0 {
 		return true, nil
 	}
@@ -762,7 +763,11 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 		names[i] = []byte(id.Name)
 	}
 	var grants string
-	if err := d.RowNamed(ctx, nil, "withdraw_call", sessionID, callID, ids[0].Kind, []byte(ids[0].NS), names, d.channel).Scan(&grants); err != nil {
+	query := "withdraw_call"
+	if settle {
+		query = "settle_call"
+	}
+	if err := d.RowNamed(ctx, nil, query, sessionID, callID, ids[0].Kind, []byte(ids[0].NS), names, d.channel).Scan(&grants); err != nil {
 		return false, err
 	}
 	handLocal([]string{grants})

@@ -324,6 +324,12 @@ SELECT {p}remove_requests($1::bigint[], $2::smallint[], $3::bytea[], $4::bytea[]
 -- channel).
 SELECT {p}withdraw_call($1, $2, $3::smallint, $4, $5::bytea[], $6);
 
+-- name: settle_call
+-- Migration 040: withdraw_call for a call that may still run, the
+-- identifiers' rows made when missing and locked first; same arguments
+-- and answer.
+SELECT {p}settle_call($1, $2, $3::smallint, $4, $5::bytea[], $6);
+
 -- ---- notifications ----
 -- NOTIFY reaches the clients that LISTEN. Clients behind a transaction
 -- pooler without listen_dsn cannot: they read {p}notifications instead,

@@ -679,15 +679,15 @@ func inDoubt(err error) bool {
 	return true
 }
 
-// withdrawCall withdraws the requests of a call none of whose
-// statements still runs in the backend's one call where it has one
-// (driver.RequestRemover's LockCallWithdraw): false leaves the
-// withdrawal to undoCall's transaction (the backend has no such call, it
-// left the withdrawal to the engine, or the call failed before its
-// commit).
-func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident) bool {
+// withdrawCall withdraws the requests of a call in the backend's one
+// call where it has one (driver.RequestRemover's LockCallWithdraw, told
+// whether a statement of the call may still run: settle): false leaves
+// the withdrawal to undoCall's transaction (the backend has no such
+// call, it left the withdrawal to the engine, or the call failed before
+// its commit).
+func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, settle bool) bool {
 	return l.inOneCall(ctx, "withdraw a lock call in one call", func(sctx context.Context, rr driver.RequestRemover) (bool, error) {
-		return rr.LockCallWithdraw(sctx, s.ID(), call, ids)
+		return rr.LockCallWithdraw(sctx, s.ID(), call, ids, settle)
 	})
 }
 
@@ -710,6 +710,12 @@ func (l *Service) undoCall(s *lease.Session, call int64, ids []driver.Ident, set
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 	defer cancel()
+	// A backend that withdraws a call in one call of its own finds its
+	// requests itself, after its rows' locks where settle asks for them
+	// (withdrawCall).
+	if l.withdrawCall(ctx, s, call, ids, settle) {
+		return
+	}
 	if !settle {
 		// No statement of the call can still be running, so a read that
 		// finds none of its requests is the last word: a call refused at
@@ -718,12 +724,6 @@ func (l *Service) undoCall(s *lease.Session, call int64, ids []driver.Ident, set
 		// three round trips more, and on SQLite waited for the file's
 		// write lock (another process's writes held back a withdrawal
 		// whose call had written nothing).
-		//
-		// A backend that withdraws a call in one call of its own finds
-		// its requests itself (withdrawCall).
-		if l.withdrawCall(ctx, s, call, ids) {
-			return
-		}
 		if rs, err := l.drv.NoTx().LockRequestListCall(ctx, s.ID(), call, ids); err == nil && len(rs) == 0 {
 			return
 		}
