@@ -118,8 +118,8 @@ func fastHolder(p driver.FastAcquireParams) driver.Request {
 // acquireShared grants a reader beside others (fast_acquire refused it:
 // the lock is not free) as a request row, when the rule grants it at
 // once: {p}request with try-once, which stores nothing otherwise, and the
-// session's incarnation checked as fast_acquire checks it. A gated
-// identifier is refused here; the engine's slow path decides it.
+// session's incarnation checked as fast_acquire checks it (a gated
+// identifier's gate counted, since migration 041).
 func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	r, err := d.request(ctx, driver.RequestParams{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident,
 		Mode: p.Mode, CallID: p.CallID, TryOnce: true}, p.Incarnation)
@@ -162,8 +162,6 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 	d.clearAdopted(ctx, holder)
 	r.Status = driver.RequestStatus(status)
 	switch status {
-	case "F":
-		return driver.Request{}, driver.ErrRequestInTx
 	case "X":
 		return driver.Request{}, driver.ErrNoSession
 	case "W":
@@ -421,8 +419,9 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 // the identifiers the call left free but could not hand back to the fast
 // path itself (their rows locked by another transaction) are handed back
 // here (demoteLocked: the call's own answer stands in for
-// fast_demote_free's read). Only the identifiers the engine must hand on
-// itself (gated ones) are returned. A call that fails is rolled back.
+// fast_demote_free's read). The call hands on every identifier itself,
+// gated ones too (migration 041), so none is returned for the engine to
+// hand on. A call that fails is rolled back.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
 	var name any
 	if p.Name != "" {
@@ -449,7 +448,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	}
 	d.afterCall(ctx, out)
 	reportContended(p, out.waiting)
-	return n, out.left, nil
+	return n, nil, nil
 }
 
 // afterCall is what follows a committed release or withdrawal call: the
@@ -479,8 +478,7 @@ func (d *Driver) AdoptsHolders() {}
 // {p}remove_requests (migration 039: the identifiers' rows locked in
 // order, their fast holders adopted, the requests deleted and each
 // identifier handed on, committed by the call; removeCall says what
-// follows). A gated identifier leaves it all to the engine (handled
-// false, nothing changed).
+// follows; a gated identifier too, since migration 041).
 func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b driver.Request) int {
@@ -495,6 +493,29 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 		return false, err
 	}
 	return d.removeCall(ctx, "remove_call", string(arg))
+}
+
+// LockRegrant implements driver.Driver with one call of
+// {p}regrant_call (migration 041): each identifier's row locked in
+// order and the identifier handed on, a transaction's gate counted,
+// committed by the call; afterwards as LockRequestsRemove.
+func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, error) {
+	if len(ids) == 0 {
+		return true, nil
+	}
+	sorted := slices.SortedFunc(slices.Values(ids), driver.Ident.Compare)
+	idents := make([][]any, 0, len(sorted))
+	for i, id := range sorted {
+		if i > 0 && id == sorted[i-1] {
+			continue
+		}
+		idents = append(idents, []any{id.Kind, hex.EncodeToString([]byte(id.NS)), hex.EncodeToString([]byte(id.Name))})
+	}
+	arg, err := json.Marshal(idents)
+	if err != nil {
+		return false, err
+	}
+	return d.removeCall(ctx, "regrant_call", string(arg))
 }
 
 // LockCallWithdraw implements driver.RequestRemover with one call of
@@ -521,9 +542,9 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 	return d.removeCall(ctx, query, sessionID, callID, ids[0].Kind, bin(ids[0].NS), string(arg))
 }
 
-// removeCall runs remove_call or withdraw_call on the fast pool, then
-// afterCall, as releaseSlow does. handled false: a gated identifier left
-// everything to the engine (nothing changed).
+// removeCall runs remove_call, withdraw_call, settle_call or
+// regrant_call on the fast pool, then afterCall, as releaseSlow does.
+// Each handles what it is given (true), or fails.
 func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (bool, error) {
 	c, err := d.fastConn(ctx)
 	if err != nil {
@@ -536,9 +557,6 @@ func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (boo
 		return false, fmt.Errorf("withdraw requests: %w", err)
 	}
 	_ = c.Close()
-	if n < 0 {
-		return false, nil
-	}
 	out, err := parseRemoveCall(identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and
@@ -560,18 +578,19 @@ func reportContended(p driver.FastReleaseParams, waiting []driver.Ident) {
 }
 
 // releaseOutcome is what a {p}release_instances call reports: the
-// identifiers that had waiters, those left to the engine (gated), those
-// left free for the client to hand back to the fast path, the adopted
-// holders' ids (0: none) and the grants.
+// identifiers that had waiters, those left free for the client to hand
+// back to the fast path, the adopted holders' ids (0: none) and the
+// grants.
 type releaseOutcome struct {
-	waiting, left, free []driver.Ident
-	adopted             []int64
-	grants              []driver.Request
+	waiting, free []driver.Ident
+	adopted       []int64
+	grants        []driver.Request
 }
 
 // parseReleaseCall reads release_call's identifiers ([hex name, waiting,
-// gated, adopted holder id, free: 1 left free, 2 free and handed back to
-// the fast path by the call] each) and grants ([id, session, client,
+// gated (always 0 since migration 041: the call hands gated identifiers
+// on itself), adopted holder id, free: 1 left free, 2 free and handed
+// back to the fast path by the call] each) and grants ([id, session, client,
 // call, token] each) for the release p.
 func parseReleaseCall(p driver.FastReleaseParams, identsJSON, grantsJSON []byte) (releaseOutcome, error) {
 	var out releaseOutcome
@@ -623,7 +642,7 @@ func parseRemoveCall(identsJSON, grantsJSON []byte) (releaseOutcome, error) {
 // ([hex name, waiting, gated, adopted holder id, free]) of kind and ns.
 func (out *releaseOutcome) addIdent(row []any, kind int, ns string) error {
 	var hexName string
-	var waiting, gated, hid, free int64
+	var waiting, gated, hid, free int64 // gated: unused since migration 041
 	if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid, &free); err != nil {
 		return err
 	}
@@ -634,9 +653,6 @@ func (out *releaseOutcome) addIdent(row []any, kind int, ns string) error {
 	id := driver.Ident{Kind: kind, NS: ns, Name: string(nm)}
 	if waiting != 0 {
 		out.waiting = append(out.waiting, id)
-		if gated != 0 {
-			out.left = append(out.left, id)
-		}
 	}
 	if free == 1 {
 		out.free = append(out.free, id)

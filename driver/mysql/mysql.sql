@@ -296,9 +296,9 @@ CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 -- name: remove_call
 -- Migration 039: the withdrawal of requests (a JSON array of [id, kind,
 -- hex namespace, hex name], sorted by identifier) with the hand-on,
--- committed by the call. One row: the requests deleted (-1: an
--- identifier is gated, nothing done), the identifiers and the grants, as
--- JSON arrays (LockRequestsRemove in fastlocks.go reads them).
+-- committed by the call. One row: the requests deleted, the identifiers
+-- and the grants, as JSON arrays (LockRequestsRemove in fastlocks.go
+-- reads them).
 CALL {p}remove_requests(?);
 
 -- name: withdraw_call
@@ -306,6 +306,13 @@ CALL {p}remove_requests(?);
 -- namespace, its names as a JSON array of hex names, sorted) with the
 -- hand-on, committed by the call; one row as remove_call's.
 CALL {p}withdraw_call(?, ?, ?, ?, ?);
+
+-- name: regrant_call
+-- Migration 041: identifiers handed on (a JSON array of [kind, hex
+-- namespace, hex name], sorted), each under its row lock, a
+-- transaction's gate counted, committed by the call; one row as
+-- remove_call's.
+CALL {p}regrant_call(?);
 
 -- name: settle_call
 -- Migration 040: withdraw_call for a call that may still run, each

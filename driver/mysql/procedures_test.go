@@ -84,8 +84,10 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 // the whole rule makes two), with the next fence as its token and the
 // counters set from the rows; and leaves every other case to {p}request,
 // whose outcome it must not change: a session that is not live or of
-// another incarnation ('X'), a gated identifier ('F'), and a reader
-// behind a waiting writer ('W' for a try, 'P' otherwise).
+// another incarnation ('X'), a gated identifier (decided by {p}request
+// with the gate counted, since migration 041: here no transaction holds
+// it), and a reader behind a waiting writer ('W' for a try, 'P'
+// otherwise).
 func TestRequestJoinsReaders(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
@@ -156,8 +158,8 @@ func TestRequestJoinsReaders(t *testing.T) {
 	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET gated = 1"); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, _ := request("s4", "R", 1, 0); st != "F" {
-		t.Fatalf("a reader of a gated identifier: %s, want F", st)
+	if st, _, made := request("s6", "R", 1, 0); st != "G" || made < 2 {
+		t.Fatalf("a reader of a gated identifier nobody's transaction holds: %s in %d procedure calls, want G from {p}request", st, made)
 	}
 	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET gated = 0"); err != nil {
 		t.Fatal(err)
@@ -175,8 +177,8 @@ func TestRequestJoinsReaders(t *testing.T) {
 	if st, _, made := request("s5", "R", 1, 0); st != "G" || made != 2 {
 		t.Fatalf("a reader beside a waiting reader: %s, %d procedure calls; want G through {p}request", st, made)
 	}
-	if nr, _, np, _ := counters(); nr != 4 || np != 1 {
-		t.Fatalf("counters after it: %d readers, %d waiting; want 4 and 1", nr, np)
+	if nr, _, np, _ := counters(); nr != 5 || np != 1 {
+		t.Fatalf("counters after it: %d readers, %d waiting; want 5 and 1", nr, np)
 	}
 	if st, _, _ := request("w", "W", 0, 0); st != "P" {
 		t.Fatalf("a writer beside readers: %s, want P", st)

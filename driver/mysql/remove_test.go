@@ -15,14 +15,13 @@ import (
 // of another identifier (the waiters behind each are granted with later
 // tokens and their client woken in another process, the counters and the
 // fast row left as the remaining instances make them), a request gone
-// already (skipped); an identifier a transaction gated is left to the
-// engine, with nothing changed.
+// already (skipped). Gated identifiers: TestGatedInOneCall.
 func TestRemoveRequestsCall(t *testing.T) {
 	ctx := context.Background()
 	d1, d2 := twoProcesses(t)
 	_, w := remoteListener(t, d1, "far", 20*time.Second)
 	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "rm", Name: name} }
-	a, b, g := ident("a"), ident("b"), ident("g")
+	a, b := ident("a"), ident("b")
 	holder, ok, err := d2.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "near", Ident: a, Mode: driver.ModeWrite, CallID: 1})
 	if err != nil || !ok {
 		t.Fatalf("holder: %v %v", ok, err)
@@ -121,30 +120,6 @@ func TestRemoveRequestsCall(t *testing.T) {
 	w.waitWake(t, n, 5*time.Second)
 	if c := counters(b); c != "0/1/0" || holds("s1") != 0 {
 		t.Fatalf("b's counters %s, s1 holds %d; want 0/1/0 and nothing", c, holds("s1"))
-	}
-
-	grantedSlow(t, d2, "s6", g, driver.ModeWrite)
-	gated := pending("s5", g)
-	if _, err := d2.SQL.Exec("UPDATE baton_lock_idents SET gated = 1 WHERE ns = 'rm' AND name = 'g'"); err != nil {
-		t.Fatal(err)
-	}
-	if handled, err := d2.LockRequestsRemove(ctx, []driver.Request{second, gated}); err != nil || handled {
-		t.Fatalf("a withdrawal with a gated identifier: %v %v; want it left to the engine", handled, err)
-	}
-	if st, _ := status(gated); st != "P" {
-		t.Fatalf("the gated identifier's request: %s; want it untouched", st)
-	}
-	if st, _ := status(second); st != "G" {
-		t.Fatalf("a request of the refused withdrawal: %s; want it untouched", st)
-	}
-	// The undo of a call that may still run (settle_call, migration 040)
-	// is refused as well, at the gated identifier, after the rows before
-	// it were taken over: nothing withdrawn.
-	if handled, err := d2.LockCallWithdraw(ctx, gated.SessionID, gated.CallID, []driver.Ident{b, g}, true); err != nil || handled {
-		t.Fatalf("the undo of a call on a gated identifier: %v %v; want it left to the engine", handled, err)
-	}
-	if st, _ := status(gated); st != "P" {
-		t.Fatalf("the gated identifier's request after a refused undo: %s; want it untouched", st)
 	}
 }
 

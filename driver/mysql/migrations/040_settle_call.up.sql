@@ -10,35 +10,22 @@
 -- table's writes cannot be rolled back).
 --
 -- Arguments and answer as {p}withdraw_call (migration 039). Each
--- identifier in turn, in order: its row locked, a gated one leaving the
--- whole withdrawal to the engine's transaction (-1: nothing written in
--- InnoDB; an identifier taken over before it keeps its fast holder in
--- {p}lock_fast, adopted by the next slow-path statement, as every
--- rolled-back slow-path transaction leaves it), then {p}adopt_ident
--- (migration 038: the row made when missing, so that a statement about
--- to make it is waited for too, the fast path stopped and its holder
--- adopted). Then {p}withdraw_call finds the call's requests under those
--- locks and hands each identifier on; the call commits.
+-- identifier in turn, in order: {p}adopt_ident (migration 038: the row
+-- locked, made when missing so that a statement about to make it is
+-- waited for too, the fast path stopped and its holder adopted). Then
+-- {p}withdraw_call finds the call's requests under those locks and
+-- hands each identifier on (a gated one too, since migration 041); the
+-- call commits.
 DROP PROCEDURE IF EXISTS {p}settle_call;
 -- statement
 CREATE PROCEDURE {p}settle_call(IN p_sess VARCHAR(64) CHARACTER SET ascii, IN p_call BIGINT, IN p_kind INT,
     IN p_ns VARBINARY(256), IN p_names LONGTEXT)
 MODIFIES SQL DATA
-proc: BEGIN
+BEGIN
     DECLARE v_i INT DEFAULT 0;
     DECLARE v_name VARBINARY(256);
-    DECLARE v_gated TINYINT;
-    DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_gated = 0;
     WHILE v_i < JSON_LENGTH(p_names) DO
         SET v_name = UNHEX(JSON_UNQUOTE(JSON_EXTRACT(p_names, CONCAT('$[', v_i, ']'))));
-        SET v_gated = 0;
-        SELECT gated INTO v_gated FROM {p}lock_idents
-         WHERE kind = p_kind AND ns = p_ns AND name = v_name FOR UPDATE;
-        IF v_gated <> 0 THEN
-            ROLLBACK;
-            SELECT -1, '[]', '[]';
-            LEAVE proc;
-        END IF;
         CALL {p}adopt_ident(p_kind, p_ns, v_name);
         SET v_i = v_i + 1;
     END WHILE;
