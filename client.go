@@ -266,7 +266,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	})
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
-		EndSession: c.endSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
+		EndSession: c.endDeadSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
 		PollInterval: o.PollInterval, Listening: c.listening, Closed: c.isShut, Observer: o.Observer,
 		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
@@ -638,6 +638,17 @@ func (c *Client) releaseOwn(ctx context.Context, s *lease.Session) {
 func (c *Client) sessionEnded(id string) {
 	c.lockWaits.EndSession(id)
 	c.locks.SessionEnded(id)
+}
+
+// endDeadSession ends a session that a client gave up on or reaped
+// (lease.Keeper's EndSession): its requests are withdrawn in the
+// backend's one call first, where it has one (locks.WithdrawSession: on
+// MySQL/MariaDB a reaped holder's locks had been the engine's
+// transaction of about eight statements), then endSession deletes it,
+// catching what is left in its transaction.
+func (c *Client) endDeadSession(ctx context.Context, id string) error {
+	c.locks.WithdrawSession(ctx, id)
+	return c.endSession(ctx, id)
 }
 
 // endSession deletes a session and every request it has, granting what that
