@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,6 +70,8 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 			batontest.Clause(t, q["fast_demote"], "h_session = NULL", " WHERE"),
 			batontest.Clause(t, q["fast_demote"], " AND slow = 1", "")},
 		"039_remove_requests": {batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
+		"041_gated_calls":     {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
+		"042_reentry_call":    {adopt},
 	} {
 		proc := batontest.Fold(read(migration))
 		for _, part := range parts {
@@ -187,5 +190,86 @@ func TestRequestJoinsReaders(t *testing.T) {
 		if st, _, made := request("s4", "R", try, 0); st != want || made != 2 {
 			t.Fatalf("a reader behind a waiting writer (try %d): %s, %d procedure calls; want %s through {p}request", try, st, made, want)
 		}
+	}
+}
+
+// TestRequestReentersInOneCall: migration 042's {p}request_commit grants
+// a re-entry (the session's instance covers the request: anything under
+// its write lock, a read under its read lock) without {p}request, with
+// the next fence as its token, the fast holder adopted (a request row
+// under its id, which is answered) and the counters counting both; a request the
+// session's instances do not cover, or on a gated identifier, goes to
+// {p}request as before.
+func TestRequestReentersInOneCall(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "re"}
+	held, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeWrite, CallID: 1})
+	if err != nil || !ok {
+		t.Fatalf("fast holder: %v %v", ok, err)
+	}
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	calls := func() (n int64) {
+		t.Helper()
+		var name string
+		if err := c.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_call_procedure'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	request := func(sess, mode string) (status string, token, holder, made int64) {
+		t.Helper()
+		before := calls()
+		if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
+			t.Fatal(err)
+		}
+		var rid int64
+		err := c.QueryRowContext(ctx, "CALL baton_request_commit(?, ?, ?, ?, 'c', ?, 2, 0, 0)",
+			id.Kind, []byte(id.NS), []byte(id.Name), sess, mode).Scan(&status, &rid, &token, &holder)
+		if err != nil {
+			t.Fatalf("%s's request: %v", sess, err)
+		}
+		return status, token, holder, calls() - before
+	}
+	counters := func() string {
+		t.Helper()
+		var nr, nw, np int64
+		if err := c.QueryRowContext(ctx, "SELECT n_r, n_w, n_p FROM baton_lock_idents WHERE ns = 'ns' AND name = 're'").Scan(&nr, &nw, &np); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d/%d/%d", nr, nw, np)
+	}
+	last := held.Token
+	for i, mode := range []string{"W", "R", "W"} {
+		st, token, holder, made := request("s1", mode)
+		if st != "G" || token <= last || made != 1 {
+			t.Fatalf("re-entry %d (%s) under the write lock: %s, token %d after %d, %d procedure calls; want G, a later token, one call", i, mode, st, token, last, made)
+		}
+		// The fast row names the holder until a client marks it adopted
+		// (the driver does after the call: clearAdopted), which this
+		// test's calls do not.
+		if holder != held.ID {
+			t.Fatalf("re-entry %d answered the adopted holder %d; want the fast holder %d", i, holder, held.ID)
+		}
+		last = token
+	}
+	if n := holdsOf(t, d, "s1"); n != 4 {
+		t.Fatalf("s1 has %d instances, want 4 (the adopted holder and three re-entries)", n)
+	}
+	if got := counters(); got != "1/3/0" {
+		t.Fatalf("counters %s after the re-entries, want 1 reader, 3 writers, none waiting", got)
+	}
+	if st, _, _, made := request("s2", "R"); st != "P" || made != 2 {
+		t.Fatalf("another session's reader: %s in %d procedure calls; want P from {p}request", st, made)
+	}
+	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET gated = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _, made := request("s1", "W"); st != "G" || made < 2 {
+		t.Fatalf("a re-entry on a gated identifier: %s in %d procedure calls; want G from {p}request", st, made)
 	}
 }

@@ -1,0 +1,164 @@
+-- A re-entry in a few statements (migration 042). A session that holds
+-- an identifier in a mode that covers its new request (anything under a
+-- write lock, a read under a read lock) is granted another instance at
+-- once, whatever else holds or waits there (DESIGN: re-entrant locks;
+-- lockcore's rule grants it before it looks at the waiters, and a gate
+-- that a transaction holds cannot conflict with it: the instance held
+-- excludes it). {p}request decided it by the whole rule: the fast holder
+-- adopted (five statements), the granted sessions gathered, the waiters
+-- walked and the counters counted again, about a dozen statements whose
+-- cost, not the redo log's flush, is most of a re-entry on MariaDB
+-- (docs/benchmarks.md, "Where a MariaDB slow-path call's time goes").
+--
+-- {p}request_commit now first looks, under the identifier's row lock,
+-- for the session's covering instance: the fast holder (lock_fast) or a
+-- granted request row (one read of the identifier's granted rows, which
+-- also finds another session's conflicting instance, which the rule
+-- looks at first). With one and no such conflict, the identifier not
+-- gated (a gate is {p}request's to count), and the session live as
+-- {p}request checks it, the new instance is a request row with the next fence
+-- (both fences read, as the reader's join reads them) and the counters
+-- count it, with the fast holder adopted as {p}adopt_ident adopts it
+-- (two statements here: the fast path stopped, the holder copied; its
+-- id is answered, for the client to mark it adopted, as {p}request's
+-- is). Otherwise as migration 037 has it: a reader beside readers, then
+-- {p}request.
+DROP PROCEDURE IF EXISTS {p}request_commit;
+-- statement
+CREATE PROCEDURE {p}request_commit(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),
+    IN p_sess VARCHAR(64) CHARACTER SET ascii, IN p_client VARCHAR(64) CHARACTER SET ascii,
+    IN p_mode CHAR(1) CHARACTER SET ascii, IN p_call BIGINT, IN p_try TINYINT, IN p_inc BIGINT)
+MODIFIES SQL DATA
+BEGIN
+    DECLARE v_join TINYINT DEFAULT 0;
+    DECLARE v_fence BIGINT;
+    DECLARE v_id BIGINT;
+    DECLARE v_adopted BIGINT DEFAULT 0;
+    reenter: BEGIN
+        DECLARE v_found INT DEFAULT 1;
+        DECLARE v_ffence BIGINT;
+        DECLARE v_slow TINYINT;
+        DECLARE v_cover TINYINT DEFAULT 0;
+        DECLARE v_conflict TINYINT DEFAULT 0;
+        DECLARE v_rcover TINYINT;
+        DECLARE v_rconflict TINYINT;
+        DECLARE v_gated TINYINT;
+        DECLARE v_hid BIGINT;
+        DECLARE v_hcall BIGINT;
+        DECLARE v_hat BIGINT;
+        DECLARE v_hsess VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin;
+        DECLARE v_hclient VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin;
+        DECLARE v_hmode CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
+        DECLARE v_dr BIGINT DEFAULT 0;
+        DECLARE v_dw BIGINT DEFAULT 0;
+        DECLARE v_now BIGINT;
+        DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
+        SELECT fence, gated INTO v_fence, v_gated FROM {p}lock_idents
+         WHERE kind = p_kind AND ns = p_ns AND name = p_name FOR UPDATE;
+        IF v_found = 0 THEN
+            -- A name only the fast path has held: its row made, as
+            -- {p}adopt_ident makes it (not INSERT IGNORE: see
+            -- ident_ensure).
+            INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
+            VALUES (p_kind, p_ns, p_name, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), 0, 0, 0)
+                ON DUPLICATE KEY UPDATE n_p = n_p;
+            SET v_found = 1;
+            SELECT fence, gated INTO v_fence, v_gated FROM {p}lock_idents
+             WHERE kind = p_kind AND ns = p_ns AND name = p_name FOR UPDATE;
+        END IF;
+        IF v_gated <> 0 THEN
+            LEAVE reenter;
+        END IF;
+        -- The session's covering instance, and another session's
+        -- conflicting one (lockcore's rule looks at that first: a state
+        -- no call makes, but the rule's), in the fast holder and in the
+        -- granted request rows.
+        SELECT fence, slow, h_id, h_session, h_client, h_mode, h_call, h_at,
+               COALESCE(h_id IS NOT NULL AND h_session = p_sess AND (h_mode = 'W' OR p_mode = 'R'), 0),
+               COALESCE(h_id IS NOT NULL AND h_session <> p_sess AND (h_mode = 'W' OR p_mode = 'W'), 0)
+          INTO v_ffence, v_slow, v_hid, v_hsess, v_hclient, v_hmode, v_hcall, v_hat, v_cover, v_conflict
+          FROM {p}lock_fast WHERE kind = p_kind AND ns = p_ns AND name = p_name;
+        IF v_found = 0 OR v_conflict <> 0 THEN
+            LEAVE reenter;
+        END IF;
+        SELECT COALESCE(SUM(session_id = p_sess AND (mode = 'W' OR p_mode = 'R')), 0) > 0,
+               COALESCE(SUM(session_id <> p_sess AND (mode = 'W' OR p_mode = 'W')), 0) > 0
+          INTO v_rcover, v_rconflict
+          FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+         WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'G';
+        SET v_now = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6));
+        IF (v_cover = 0 AND v_rcover = 0) OR v_rconflict <> 0
+           OR (p_inc IS NULL AND NOT EXISTS (SELECT 1 FROM {p}sessions s
+                                              WHERE s.id = p_sess AND s.client_id = p_client AND s.expires_at > v_now
+                                                AND s.incarnation = (SELECT id FROM {p}incarnation)))
+           OR (p_inc <> 0 AND NOT EXISTS (SELECT 1 FROM {p}incarnation WHERE id = p_inc)) THEN
+            LEAVE reenter;
+        END IF;
+        -- The fast holder adopted, as {p}adopt_ident adopts it: the slow
+        -- path made the identifier's owner, the holder a request row
+        -- under its own id (once) with the fast row's fence as its token,
+        -- counted.
+        IF v_slow = 0 THEN
+            UPDATE {p}lock_fast SET slow = 1 WHERE kind = p_kind AND ns = p_ns AND name = p_name;
+        END IF;
+        IF v_hid IS NOT NULL THEN
+            INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+            VALUES (v_hid, v_hsess, v_hclient, p_kind, p_ns, p_name, v_hmode, 'G', v_hcall, v_ffence, v_hat, v_hat);
+            IF ROW_COUNT() = 1 THEN
+                SET v_dr = (v_hmode = 'R'), v_dw = (v_hmode = 'W');
+            END IF;
+            SET v_adopted = v_hid;
+        END IF;
+        SET v_fence = GREATEST(v_fence, v_ffence) + 1;
+        INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+        VALUES (p_sess, p_client, p_kind, p_ns, p_name, p_mode, 'G', p_call, v_fence, v_now, v_now);
+        SET v_id = LAST_INSERT_ID();
+        UPDATE {p}lock_idents SET fence = v_fence, n_r = n_r + v_dr + (p_mode = 'R'), n_w = n_w + v_dw + (p_mode = 'W')
+         WHERE kind = p_kind AND ns = p_ns AND name = p_name;
+        SET v_join = 1;
+    END reenter;
+    IF p_mode = 'R' AND v_join = 0 THEN
+        join_readers: BEGIN
+            DECLARE v_gated TINYINT;
+            DECLARE v_ffence BIGINT;
+            DECLARE v_readers BIGINT;
+            DECLARE v_now BIGINT;
+            DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_join = 0;
+            SELECT fence, gated INTO v_fence, v_gated FROM {p}lock_idents
+             WHERE kind = p_kind AND ns = p_ns AND name = p_name FOR UPDATE;
+            IF v_fence IS NULL OR v_gated <> 0 THEN
+                LEAVE join_readers;
+            END IF;
+            SELECT fence INTO v_ffence FROM {p}lock_fast
+             WHERE kind = p_kind AND ns = p_ns AND name = p_name AND slow = 1 AND h_id IS NULL;
+            IF v_ffence IS NULL THEN
+                LEAVE join_readers;
+            END IF;
+            SET v_now = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6));
+            SELECT COUNT(*), COALESCE(SUM(mode = 'W' OR status <> 'G'), 0) = 0
+                   AND (p_inc IS NOT NULL OR EXISTS (SELECT 1 FROM {p}sessions s
+                                                      WHERE s.id = p_sess AND s.client_id = p_client AND s.expires_at > v_now
+                                                        AND s.incarnation = (SELECT id FROM {p}incarnation)))
+                   AND (p_inc IS NULL OR p_inc = 0 OR EXISTS (SELECT 1 FROM {p}incarnation WHERE id = p_inc))
+              INTO v_readers, v_join
+              FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+             WHERE kind = p_kind AND ns = p_ns AND name = p_name;
+            IF v_join THEN
+                SET v_fence = GREATEST(v_fence, v_ffence) + 1;
+                INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+                VALUES (p_sess, p_client, p_kind, p_ns, p_name, 'R', 'G', p_call, v_fence, v_now, v_now);
+                SET v_id = LAST_INSERT_ID();
+                UPDATE {p}lock_idents SET fence = v_fence, n_r = v_readers + 1, n_w = 0, n_p = 0
+                 WHERE kind = p_kind AND ns = p_ns AND name = p_name;
+            END IF;
+        END join_readers;
+    END IF;
+    IF v_join THEN
+        COMMIT;
+        SELECT 'G', v_id, v_fence, v_adopted;
+    ELSE
+        CALL {p}request(p_kind, p_ns, p_name, p_sess, p_client, p_mode, p_call, p_try, p_inc);
+        COMMIT;
+    END IF;
+END;
+-- end
