@@ -472,6 +472,12 @@ type RequestParams struct {
 	Mode    LockMode
 	CallID  int64
 	TryOnce bool
+	// Covered: by the engine's hint (its record of the session's
+	// grants), the session holds the identifier in a mode that covers
+	// this request, so the rule grants it at once; a hint, never an
+	// answer: the backend may look for that instance first, and decides
+	// by the rule when it finds none.
+	Covered bool
 }
 
 // ErrPartialGrant is LockFastAcquireMany's answer when it granted some of

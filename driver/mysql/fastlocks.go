@@ -152,7 +152,11 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 	if err != nil {
 		return driver.Request{}, err
 	}
-	err = c.QueryRowContext(ctx, d.Q("request_call"), p.Kind, bin(p.NS), bin(p.Name), p.SessionID, p.ClientID,
+	query := "request_call"
+	if p.Covered {
+		query = "reentry_call" // a re-entry first looked for (migration 042)
+	}
+	err = c.QueryRowContext(ctx, d.Q(query), p.Kind, bin(p.NS), bin(p.Name), p.SessionID, p.ClientID,
 		string(p.Mode), p.CallID, p.TryOnce, inc).Scan(&status, &r.ID, &r.Token, &holder)
 	if err != nil {
 		_ = endFastTx(ctx, c, false)

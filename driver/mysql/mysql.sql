@@ -284,6 +284,13 @@ INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (
 -- found.
 CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- name: reentry_call
+-- Migration 042: request_call for a request the engine believes the
+-- session's instances cover (driver.RequestParams.Covered): granted in a
+-- few statements when they do, request_call's outcome otherwise; same
+-- arguments and row.
+CALL {p}request_reentry(?, ?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: release_call
 -- Migration 038: the release of the session's instances of a name, or of
 -- a namespace (name NULL), through InnoDB with its hand-on, committed by

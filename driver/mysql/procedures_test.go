@@ -193,13 +193,13 @@ func TestRequestJoinsReaders(t *testing.T) {
 	}
 }
 
-// TestRequestReentersInOneCall: migration 042's {p}request_commit grants
+// TestRequestReentersInOneCall: migration 042's {p}request_reentry grants
 // a re-entry (the session's instance covers the request: anything under
 // its write lock, a read under its read lock) without {p}request, with
 // the next fence as its token, the fast holder adopted (a request row
 // under its id, which is answered) and the counters counting both; a request the
-// session's instances do not cover, or on a gated identifier, goes to
-// {p}request as before.
+// session's instances do not cover, or on a gated identifier, goes on to
+// {p}request_commit.
 func TestRequestReentersInOneCall(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
@@ -228,7 +228,7 @@ func TestRequestReentersInOneCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rid int64
-		err := c.QueryRowContext(ctx, "CALL baton_request_commit(?, ?, ?, ?, 'c', ?, 2, 0, 0)",
+		err := c.QueryRowContext(ctx, "CALL baton_request_reentry(?, ?, ?, ?, 'c', ?, 2, 0, 0)",
 			id.Kind, []byte(id.NS), []byte(id.Name), sess, mode).Scan(&status, &rid, &token, &holder)
 		if err != nil {
 			t.Fatalf("%s's request: %v", sess, err)
@@ -263,13 +263,13 @@ func TestRequestReentersInOneCall(t *testing.T) {
 	if got := counters(); got != "1/3/0" {
 		t.Fatalf("counters %s after the re-entries, want 1 reader, 3 writers, none waiting", got)
 	}
-	if st, _, _, made := request("s2", "R"); st != "P" || made != 2 {
-		t.Fatalf("another session's reader: %s in %d procedure calls; want P from {p}request", st, made)
+	if st, _, _, made := request("s2", "R"); st != "P" || made != 3 {
+		t.Fatalf("another session's reader: %s in %d procedure calls; want P from {p}request_commit and {p}request", st, made)
 	}
 	if _, err := c.ExecContext(ctx, "UPDATE baton_lock_idents SET gated = 1"); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, _, made := request("s1", "W"); st != "G" || made < 2 {
-		t.Fatalf("a re-entry on a gated identifier: %s in %d procedure calls; want G from {p}request", st, made)
+	if st, _, _, made := request("s1", "W"); st != "G" || made < 3 {
+		t.Fatalf("a re-entry on a gated identifier: %s in %d procedure calls; want G from {p}request_commit and {p}request", st, made)
 	}
 }

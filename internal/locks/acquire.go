@@ -256,7 +256,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 	s.Rows.Begin(id) // before the request row exists
 	defer s.Rows.Done(id, true)
 	looks := l.looks.Load()
-	req, err := l.requestSlow(ctx, s, call, id, mode, tryOnce)
+	req, err := l.requestSlow(ctx, s, call, id, mode, tryOnce, reentry)
 	switch {
 	case errors.Is(err, errSessionGone):
 		return driver.Request{}, s.Lost("the database no longer has the session (its lease ran out, or a crash emptied the lock state)")
@@ -492,12 +492,12 @@ func (l *Service) heldAgainst(ctx context.Context, s *lease.Session, ids []drive
 // in one call where the backend can (driver.Requester), otherwise (or
 // when the call leaves it to the engine) in a transaction of the engine's
 // own (request).
-func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce bool) (driver.Request, error) {
+func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, covered bool) (driver.Request, error) {
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	if rq, ok := l.drv.(driver.Requester); ok {
 		req, err := l.requestOne(ctx, sctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
-			CallID: call, TryOnce: tryOnce})
+			CallID: call, TryOnce: tryOnce, Covered: covered})
 		if !errors.Is(err, driver.ErrRequestInTx) {
 			return req, err
 		}

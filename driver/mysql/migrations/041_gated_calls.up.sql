@@ -72,7 +72,12 @@ END;
 
 -- {p}request (migration 024) decides a request on a gated identifier
 -- too, the gate counted ({p}gate_in) before the waiters are walked; it
--- no longer answers 'F'. Otherwise as migration 024 has it.
+-- no longer answers 'F'. It also reads the granted sets and the counts
+-- in one read of the identifier's rows (two reads and three counts in
+-- the counters' UPDATE were among its dearest statements: docs/
+-- benchmarks.md, "Where a MariaDB slow-path call's time goes") and walks
+-- the waiters only when there are any. Otherwise as migration 024 has
+-- it.
 DROP PROCEDURE IF EXISTS {p}request;
 -- statement
 CREATE PROCEDURE {p}request(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),
@@ -100,6 +105,9 @@ BEGIN
     DECLARE v_wsess VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin;
     DECLARE v_wmode CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
     DECLARE v_gmode CHAR(1) CHARACTER SET ascii COLLATE ascii_bin;
+    DECLARE v_nr BIGINT;
+    DECLARE v_nw BIGINT;
+    DECLARE v_np BIGINT;
     DECLARE waiting CURSOR FOR
         SELECT session_id, mode FROM {p}lock_requests
          WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'P' ORDER BY id;
@@ -140,34 +148,41 @@ BEGIN
         -- back, each granted (in these sets only) when grantable, then
         -- the new one at the back. The sets are the distinct sessions
         -- with a granted (g) or waiting (w) reader (r) or writer (w).
-        SELECT COALESCE(GROUP_CONCAT(DISTINCT session_id), '') INTO v_gw FROM {p}lock_requests
-         WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'G' AND mode = 'W';
-        SELECT COALESCE(GROUP_CONCAT(DISTINCT session_id), '') INTO v_gr FROM {p}lock_requests
-         WHERE kind = p_kind AND ns = p_ns AND name = p_name AND status = 'G' AND mode = 'R';
+        -- The granted sets and the counts, in one read of the
+        -- identifier's rows (as {p}release_ident reads them).
+        SELECT COALESCE(GROUP_CONCAT(DISTINCT IF(status = 'G' AND mode = 'W', session_id, NULL)), ''),
+               COALESCE(GROUP_CONCAT(DISTINCT IF(status = 'G' AND mode = 'R', session_id, NULL)), ''),
+               COALESCE(SUM(status = 'G' AND mode = 'R'), 0), COALESCE(SUM(status = 'G' AND mode = 'W'), 0),
+               COALESCE(SUM(status <> 'G'), 0)
+          INTO v_gw, v_gr, v_nr, v_nw, v_np
+          FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+         WHERE kind = p_kind AND ns = p_ns AND name = p_name;
         IF v_gated <> 0 THEN
             CALL {p}gate_mode(p_kind, p_ns, p_name, v_gmode);
             CALL {p}gate_in(v_gmode, v_gw, v_gr);
         END IF;
-        OPEN waiting;
-        sim: LOOP
-            FETCH waiting INTO v_wsess, v_wmode;
-            IF v_found = 0 THEN
-                LEAVE sim;
-            END IF;
-            IF {p}grantable(v_wsess, v_wmode, v_gw, v_gr, v_ww, v_wr) THEN
-                IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN
-                    SET v_gw = CONCAT_WS(',', NULLIF(v_gw, ''), v_wsess);
-                ELSEIF v_wmode = 'R' AND FIND_IN_SET(v_wsess, v_gr) = 0 THEN
-                    SET v_gr = CONCAT_WS(',', NULLIF(v_gr, ''), v_wsess);
+        IF v_np > 0 THEN
+            OPEN waiting;
+            sim: LOOP
+                FETCH waiting INTO v_wsess, v_wmode;
+                IF v_found = 0 THEN
+                    LEAVE sim;
                 END IF;
-            ELSEIF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_ww) = 0 THEN
-                SET v_ww = CONCAT_WS(',', NULLIF(v_ww, ''), v_wsess);
-            ELSEIF v_wmode = 'R' AND FIND_IN_SET(v_wsess, v_wr) = 0 THEN
-                SET v_wr = CONCAT_WS(',', NULLIF(v_wr, ''), v_wsess);
-            END IF;
-        END LOOP;
-        CLOSE waiting;
-        SET v_found = 1;
+                IF {p}grantable(v_wsess, v_wmode, v_gw, v_gr, v_ww, v_wr) THEN
+                    IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN
+                        SET v_gw = CONCAT_WS(',', NULLIF(v_gw, ''), v_wsess);
+                    ELSEIF v_wmode = 'R' AND FIND_IN_SET(v_wsess, v_gr) = 0 THEN
+                        SET v_gr = CONCAT_WS(',', NULLIF(v_gr, ''), v_wsess);
+                    END IF;
+                ELSEIF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_ww) = 0 THEN
+                    SET v_ww = CONCAT_WS(',', NULLIF(v_ww, ''), v_wsess);
+                ELSEIF v_wmode = 'R' AND FIND_IN_SET(v_wsess, v_wr) = 0 THEN
+                    SET v_wr = CONCAT_WS(',', NULLIF(v_wr, ''), v_wsess);
+                END IF;
+            END LOOP;
+            CLOSE waiting;
+            SET v_found = 1;
+        END IF;
         SET v_ok = {p}grantable(p_sess, p_mode, v_gw, v_gr, v_ww, v_wr);
         IF v_ok OR p_try = 0 THEN
             IF v_ok THEN
@@ -178,14 +193,12 @@ BEGIN
                     v_now, IF(v_ok, v_now, NULL));
             SET v_id = LAST_INSERT_ID();
         END IF;
+        -- The counts of the rows read, and the one stored.
         UPDATE {p}lock_idents
            SET fence = v_fence,
-               n_r = (SELECT COUNT(*) FROM {p}lock_requests q
-                       WHERE q.kind = p_kind AND q.ns = p_ns AND q.name = p_name AND q.status = 'G' AND q.mode = 'R'),
-               n_w = (SELECT COUNT(*) FROM {p}lock_requests q
-                       WHERE q.kind = p_kind AND q.ns = p_ns AND q.name = p_name AND q.status = 'G' AND q.mode = 'W'),
-               n_p = (SELECT COUNT(*) FROM {p}lock_requests q
-                       WHERE q.kind = p_kind AND q.ns = p_ns AND q.name = p_name AND q.status <> 'G')
+               n_r = v_nr + (v_id <> 0 AND v_ok AND p_mode = 'R'),
+               n_w = v_nw + (v_id <> 0 AND v_ok AND p_mode = 'W'),
+               n_p = v_np + (v_id <> 0 AND NOT v_ok)
          WHERE kind = p_kind AND ns = p_ns AND name = p_name;
         SELECT IF(v_id = 0, 'W', IF(v_ok, 'G', 'P')), v_id, IF(v_ok, v_fence, 0), COALESCE(v_hid, 0);
     END IF;

@@ -10,22 +10,26 @@
 -- cost, not the redo log's flush, is most of a re-entry on MariaDB
 -- (docs/benchmarks.md, "Where a MariaDB slow-path call's time goes").
 --
--- {p}request_commit now first looks, under the identifier's row lock,
--- for the session's covering instance: the fast holder (lock_fast) or a
--- granted request row (one read of the identifier's granted rows, which
--- also finds another session's conflicting instance, which the rule
--- looks at first). With one and no such conflict, the identifier not
--- gated (a gate is {p}request's to count), and the session live as
--- {p}request checks it, the new instance is a request row with the next fence
--- (both fences read, as the reader's join reads them) and the counters
--- count it, with the fast holder adopted as {p}adopt_ident adopts it
--- (two statements here: the fast path stopped, the holder copied; its
--- id is answered, for the client to mark it adopted, as {p}request's
--- is). Otherwise as migration 037 has it: a reader beside readers, then
--- {p}request.
-DROP PROCEDURE IF EXISTS {p}request_commit;
+-- {p}request_reentry is {p}request_commit (migration 037: same
+-- arguments and answer) for a request the client believes its session's
+-- instances cover (driver.RequestParams.Covered, the engine's record of
+-- the session's grants; a hint: the procedure looks). Under the
+-- identifier's row lock (the row made when missing: a name only the fast
+-- path has held), one read of the fast row and one of the identifier's
+-- granted request rows find the session's covering instance and any
+-- other session's conflicting one, which the rule looks at first (a
+-- state no call makes, but the rule's). With a covering instance and no
+-- such conflict, the identifier not gated (a gate is {p}request's to
+-- count) and the session live as {p}request checks it, the fast holder
+-- is adopted as {p}adopt_ident adopts it (two statements here: the fast
+-- path stopped, the holder copied; its id is answered, for the client to
+-- mark it adopted, as {p}request's is), the new instance is a request
+-- row with the next fence (both fences read, as the reader's join reads
+-- them) and the counters count both. Otherwise {p}request_commit
+-- decides. A request without the hint never pays for the look.
+DROP PROCEDURE IF EXISTS {p}request_reentry;
 -- statement
-CREATE PROCEDURE {p}request_commit(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),
+CREATE PROCEDURE {p}request_reentry(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),
     IN p_sess VARCHAR(64) CHARACTER SET ascii, IN p_client VARCHAR(64) CHARACTER SET ascii,
     IN p_mode CHAR(1) CHARACTER SET ascii, IN p_call BIGINT, IN p_try TINYINT, IN p_inc BIGINT)
 MODIFIES SQL DATA
@@ -117,48 +121,11 @@ BEGIN
          WHERE kind = p_kind AND ns = p_ns AND name = p_name;
         SET v_join = 1;
     END reenter;
-    IF p_mode = 'R' AND v_join = 0 THEN
-        join_readers: BEGIN
-            DECLARE v_gated TINYINT;
-            DECLARE v_ffence BIGINT;
-            DECLARE v_readers BIGINT;
-            DECLARE v_now BIGINT;
-            DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_join = 0;
-            SELECT fence, gated INTO v_fence, v_gated FROM {p}lock_idents
-             WHERE kind = p_kind AND ns = p_ns AND name = p_name FOR UPDATE;
-            IF v_fence IS NULL OR v_gated <> 0 THEN
-                LEAVE join_readers;
-            END IF;
-            SELECT fence INTO v_ffence FROM {p}lock_fast
-             WHERE kind = p_kind AND ns = p_ns AND name = p_name AND slow = 1 AND h_id IS NULL;
-            IF v_ffence IS NULL THEN
-                LEAVE join_readers;
-            END IF;
-            SET v_now = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6));
-            SELECT COUNT(*), COALESCE(SUM(mode = 'W' OR status <> 'G'), 0) = 0
-                   AND (p_inc IS NOT NULL OR EXISTS (SELECT 1 FROM {p}sessions s
-                                                      WHERE s.id = p_sess AND s.client_id = p_client AND s.expires_at > v_now
-                                                        AND s.incarnation = (SELECT id FROM {p}incarnation)))
-                   AND (p_inc IS NULL OR p_inc = 0 OR EXISTS (SELECT 1 FROM {p}incarnation WHERE id = p_inc))
-              INTO v_readers, v_join
-              FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
-             WHERE kind = p_kind AND ns = p_ns AND name = p_name;
-            IF v_join THEN
-                SET v_fence = GREATEST(v_fence, v_ffence) + 1;
-                INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
-                VALUES (p_sess, p_client, p_kind, p_ns, p_name, 'R', 'G', p_call, v_fence, v_now, v_now);
-                SET v_id = LAST_INSERT_ID();
-                UPDATE {p}lock_idents SET fence = v_fence, n_r = v_readers + 1, n_w = 0, n_p = 0
-                 WHERE kind = p_kind AND ns = p_ns AND name = p_name;
-            END IF;
-        END join_readers;
-    END IF;
     IF v_join THEN
         COMMIT;
         SELECT 'G', v_id, v_fence, v_adopted;
     ELSE
-        CALL {p}request(p_kind, p_ns, p_name, p_sess, p_client, p_mode, p_call, p_try, p_inc);
-        COMMIT;
+        CALL {p}request_commit(p_kind, p_ns, p_name, p_sess, p_client, p_mode, p_call, p_try, p_inc);
     END IF;
 END;
 -- end
