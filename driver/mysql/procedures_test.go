@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -106,14 +107,7 @@ func TestRequestJoinsReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	calls := func() (n int64) {
-		t.Helper()
-		var name string
-		if err := c.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_call_procedure'").Scan(&name, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	calls := func() int64 { return procedureCalls(t, c) }
 	var maxToken int64
 	if err := c.QueryRowContext(ctx, "SELECT MAX(token) FROM baton_lock_requests").Scan(&maxToken); err != nil {
 		t.Fatal(err)
@@ -213,14 +207,7 @@ func TestRequestReentersInOneCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	calls := func() (n int64) {
-		t.Helper()
-		var name string
-		if err := c.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_call_procedure'").Scan(&name, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	calls := func() int64 { return procedureCalls(t, c) }
 	request := func(sess, mode string) (status string, token, holder, made int64) {
 		t.Helper()
 		before := calls()
@@ -272,4 +259,15 @@ func TestRequestReentersInOneCall(t *testing.T) {
 	if st, _, _, made := request("s1", "W"); st != "G" || made < 3 {
 		t.Fatalf("a re-entry on a gated identifier: %s in %d procedure calls; want G from {p}request_commit and {p}request", st, made)
 	}
+}
+
+// procedureCalls is the procedure calls c's session has made
+// (Com_call_procedure, nested calls included).
+func procedureCalls(t *testing.T, c *sql.Conn) (n int64) {
+	t.Helper()
+	var name string
+	if err := c.QueryRowContext(context.Background(), "SHOW SESSION STATUS LIKE 'Com_call_procedure'").Scan(&name, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
