@@ -759,3 +759,71 @@ func TestDemoteFreeReadsFastRow(t *testing.T) {
 		t.Fatalf("demote of a fast-held identifier: %v %v; want nothing done", demoted, err)
 	}
 }
+
+// TestReleaseLocksIdentifiersFirst: a release of a session's instances
+// (migration 043's {p}release_instances) locks their identifiers' rows
+// before any of the session's request rows, as every other slow-path call
+// does: while another transaction holds an identifier's row (as a
+// withdrawal of the same session's requests does, which then locks the
+// request rows), a namespace's release waits for it holding no request
+// row, so that the other transaction can still lock them. The release
+// locked the request rows first before, and such a pair of calls was a
+// deadlock.
+func TestReleaseLocksIdentifiersFirst(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	a := driver.Ident{Kind: driver.KindService, NS: "lo", Name: "a"}
+	b := driver.Ident{Kind: driver.KindService, NS: "lo", Name: "b"}
+	ra, rb := grantedSlow(t, d, "s1", a, driver.ModeWrite), grantedSlow(t, d, "s1", b, driver.ModeWrite)
+	other, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Rollback() })
+	var fence int64
+	if err := other.QueryRowContext(ctx, "SELECT fence FROM baton_lock_idents WHERE ns = 'lo' AND name = 'b' FOR UPDATE").Scan(&fence); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: a.Kind, NS: a.NS})
+		if err == nil && n != 2 {
+			err = fmt.Errorf("released %d instances, want 2", n)
+		}
+		done <- err
+	}()
+	// The release waits (for b's row): a transaction in LOCK WAIT.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		var waiting int
+		if err := d.SQL.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the release ended (%v) while another transaction held an identifier's row", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the release never waited for the identifier's row")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, r := range []driver.Request{ra, rb} {
+		var id int64
+		if err := other.QueryRowContext(ctx, "SELECT id FROM baton_lock_requests WHERE id = ? FOR UPDATE NOWAIT", r.ID).Scan(&id); err != nil {
+			t.Fatalf("request row %d while the release waits for an identifier: %v; want it free (the release locks identifiers first)", r.ID, err)
+		}
+	}
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the release: %v", err)
+	}
+	if n := holdsOf(t, d, "s1"); n != 0 {
+		t.Fatalf("s1 holds %d instances after the release, want none", n)
+	}
+}
