@@ -73,10 +73,6 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 		"039_remove_requests": {batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
 		"041_gated_calls":     {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
 		"042_reentry_call":    {adopt},
-		"043_release_order": {batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE"),
-			batontest.Clause(t, q["fast_demote_check"], "li.n_r = 0", " FOR UPDATE"),
-			batontest.Clause(t, q["fast_demote"], "h_session = NULL", " WHERE"),
-			batontest.Clause(t, q["fast_demote"], " AND slow = 1", "")},
 	} {
 		proc := batontest.Fold(read(migration))
 		for _, part := range parts {
