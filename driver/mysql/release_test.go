@@ -759,3 +759,64 @@ func TestDemoteFreeReadsFastRow(t *testing.T) {
 		t.Fatalf("demote of a fast-held identifier: %v %v; want nothing done", demoted, err)
 	}
 }
+
+// TestReleaseOneInOneCall: migration 043's {p}release_one releases the
+// newest instance of a re-entered name without the whole release (one
+// procedure call) when another of the session's instances there covers
+// it, leaving waiters waiting; when none does (the newest a writer's,
+// only a reader's left), {p}release_instances releases it and hands on.
+func TestReleaseOneInOneCall(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "one", Name: "n"}
+	grantedSlow(t, d, "s1", id, driver.ModeRead)
+	grantedSlow(t, d, "s1", id, driver.ModeWrite) // an upgrade: s1 alone reads
+	grantedSlow(t, d, "s1", id, driver.ModeWrite)
+	waiter, err := d.request(ctx, driver.RequestParams{SessionID: "s2", ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}, 0)
+	if err != nil || waiter.Status != driver.StatusPending {
+		t.Fatalf("s2's reader: %+v %v; want it waiting", waiter, err)
+	}
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// release runs release_one for one instance of s1's, as the driver
+	// does (in a transaction the call commits), and returns what it
+	// released, its grants and the procedure calls it made.
+	release := func() (n int, grants string, made int64) {
+		t.Helper()
+		before := procedureCalls(t, c)
+		if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
+			t.Fatal(err)
+		}
+		var idents string
+		if err := c.QueryRowContext(ctx, "CALL baton_release_one('s1', ?, 'one', 'n', 0, 1)", id.Kind).Scan(&n, &idents, &grants); err != nil {
+			t.Fatal(err)
+		}
+		return n, grants, procedureCalls(t, c) - before
+	}
+	counters := func() string {
+		t.Helper()
+		var nr, nw, np int64
+		if err := d.SQL.QueryRow("SELECT n_r, n_w, n_p FROM baton_lock_idents WHERE ns = 'one' AND name = 'n'").Scan(&nr, &nw, &np); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d/%d/%d", nr, nw, np)
+	}
+	// The newest writer, another writer left: one call, nothing handed on.
+	if n, grants, made := release(); n != 1 || grants != "[]" || made != 1 {
+		t.Fatalf("the release of a covered instance: %d released, grants %s, %d procedure calls; want 1, none, 1", n, grants, made)
+	}
+	if got := counters(); got != "1/1/1" || holdsOf(t, d, "s1") != 2 {
+		t.Fatalf("after the newest writer's release: counters %s, s1 holds %d; want 1/1/1 and 2", got, holdsOf(t, d, "s1"))
+	}
+	// The last writer, only a reader left, which does not cover it: the
+	// whole release, which grants the waiting reader.
+	if n, grants, made := release(); n != 1 || !strings.Contains(grants, fmt.Sprint(waiter.ID)) || made < 2 {
+		t.Fatalf("the release of the last writer: %d released, grants %s, %d procedure calls; want 1, the reader %d granted, the whole release", n, grants, made, waiter.ID)
+	}
+	if got := counters(); got != "2/0/0" {
+		t.Fatalf("counters %s after the hand-on, want 2 readers", got)
+	}
+}
