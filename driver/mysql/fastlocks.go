@@ -437,11 +437,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	}
 	var n int
 	var identsJSON, grantsJSON []byte
-	query := "release_call"
-	if p.Limit == 1 && p.Name != "" && signal != 3 {
-		query = "release_one_call" // one instance of a re-entered name (migration 043)
-	}
-	err = c.QueryRowContext(ctx, d.Q(query), p.SessionID, p.Kind, bin(p.NS), name, signal, p.Limit).
+	err = c.QueryRowContext(ctx, d.Q("release_call"), p.SessionID, p.Kind, bin(p.NS), name, signal, p.Limit).
 		Scan(&n, &identsJSON, &grantsJSON)
 	if err != nil {
 		_ = endFastTx(ctx, c, false)

@@ -300,13 +300,6 @@ CALL {p}request_reentry(?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- fastlocks.go reads them).
 CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 
--- name: release_one_call
--- Migration 043: release_call for one instance of one name whose session
--- has no fast holder left to adopt: the newest deleted in a few
--- statements when another of the session's instances there covers it,
--- release_call's release otherwise; same arguments and row.
-CALL {p}release_one(?, ?, ?, ?, ?, ?);
-
 -- name: remove_call
 -- Migration 039: the withdrawal of requests (a JSON array of [id, kind,
 -- hex namespace, hex name], sorted by identifier) with the hand-on,
