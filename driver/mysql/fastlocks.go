@@ -124,7 +124,7 @@ func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) 
 	r, err := d.request(ctx, driver.RequestParams{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident,
 		Mode: p.Mode, CallID: p.CallID, TryOnce: true}, p.Incarnation)
 	switch {
-	case errors.Is(err, driver.ErrWouldWait) || errors.Is(err, driver.ErrNoSession) || errors.Is(err, driver.ErrRequestInTx):
+	case errors.Is(err, driver.ErrWouldWait) || errors.Is(err, driver.ErrNoSession):
 		return driver.Request{}, false, nil
 	case err != nil:
 		return driver.Request{}, false, err
@@ -490,13 +490,19 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 	})
 	reqs := make([][]any, len(sorted))
 	for i, r := range sorted {
-		reqs[i] = []any{r.ID, r.Kind, hex.EncodeToString([]byte(r.NS)), hex.EncodeToString([]byte(r.Name))}
+		reqs[i] = append([]any{r.ID}, hexIdent(r.Ident)...)
 	}
 	arg, err := json.Marshal(reqs)
 	if err != nil {
 		return false, err
 	}
 	return d.removeCall(ctx, "remove_call", string(arg))
+}
+
+// hexIdent is an identifier as the withdrawal and regrant calls read it
+// from JSON: kind, hex namespace, hex name.
+func hexIdent(id driver.Ident) []any {
+	return []any{id.Kind, hex.EncodeToString([]byte(id.NS)), hex.EncodeToString([]byte(id.Name))}
 }
 
 // LockRegrant implements driver.Driver with one call of
@@ -507,13 +513,10 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 	if len(ids) == 0 {
 		return true, nil
 	}
-	sorted := slices.SortedFunc(slices.Values(ids), driver.Ident.Compare)
-	idents := make([][]any, 0, len(sorted))
+	sorted := slices.Compact(slices.SortedFunc(slices.Values(ids), driver.Ident.Compare))
+	idents := make([][]any, len(sorted))
 	for i, id := range sorted {
-		if i > 0 && id == sorted[i-1] {
-			continue
-		}
-		idents = append(idents, []any{id.Kind, hex.EncodeToString([]byte(id.NS)), hex.EncodeToString([]byte(id.Name))})
+		idents[i] = hexIdent(id)
 	}
 	arg, err := json.Marshal(idents)
 	if err != nil {

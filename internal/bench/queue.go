@@ -274,15 +274,15 @@ func NewLatencyRecord(name, backend string, lat []time.Duration) Record {
 // benchPayload is a small JSON payload, as applications send.
 func benchPayload(i int) []byte { return []byte(`{"n":` + strconv.Itoa(i) + `}`) }
 
-// Drain enqueues n messages to queue in batches of 1000 (EnqueueMany; not
-// timed), then drains the queue with c.Work at the given concurrency and a
-// handler that does nothing. It returns how many messages were handled and
-// how long Work ran. A drain still running bound after its first
-// message was handled is stopped there, gracefully. A drain that ends with messages left over (or unhandled) is
-// an error.
 // startedBound is how long a drain may take to handle its first message.
 const startedBound = time.Minute
 
+// Drain enqueues n messages to queue in batches of 1000 (EnqueueMany; not
+// timed), then drains the queue with c.Work at the given concurrency and a
+// handler that does nothing. It returns how many messages were handled and
+// how long Work ran. A drain still running bound after its first message
+// was handled is stopped there, gracefully. A drain that ends with
+// messages left over (or unhandled) is an error.
 func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
 	batch := make([]baton.NewMessage, 0, enqueueBatch)
 	for i := 0; i < n; {
