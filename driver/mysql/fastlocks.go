@@ -855,6 +855,50 @@ func (d *Driver) clearDeleted(ctx context.Context, t *sqldriver.Tx, ids []int64)
 	return d.clearHolders(ctx, t.Tx, ids)
 }
 
+// purgeIdle is the dialect's PurgeIdle hook: the idle identifiers
+// (ident_purge_idle) each deleted under its mutex by {p}purge_ident, in
+// t's transaction, or each in one of its own when t has none (NoTx: an
+// autocommit statement would let the mutex go before the delete).
+func (d *Driver) purgeIdle(ctx context.Context, t *sqldriver.Tx) (int, error) {
+	ids, err := d.idents(ctx, "ident_purge_idle")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		one := func(q querier) error {
+			var gone int
+			if err := q.QueryRowContext(ctx, d.Q("purge_ident"), id.Kind, bin(id.NS), bin(id.Name)).Scan(&gone); err != nil {
+				return fmt.Errorf("purge_ident: %w", err)
+			}
+			n += gone
+			return nil
+		}
+		if t.Tx != nil {
+			err = one(t.Tx)
+		} else {
+			err = d.inOwnTx(ctx, one)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// inOwnTx runs fn in a transaction of its own, committed when fn succeeds.
+func (d *Driver) inOwnTx(ctx context.Context, fn func(q querier) error) error {
+	tx, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // Incarnation implements driver.Incarnations: a server restart empties
 // the MEMORY lock state, while holders of the lost state may still count
 // themselves holders until their leases run out. The first session after
@@ -875,6 +919,11 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 		}
 		if err := d.markSlow(ctx); err != nil {
 			return 0, 0, err
+		}
+		for _, q := range []string{"incarnation_seed_requests", "incarnation_seed_done"} {
+			if _, err := d.SQL.ExecContext(ctx, d.Q(q)); err != nil {
+				return 0, 0, fmt.Errorf("%s: %w", q, err)
+			}
 		}
 		var longest int64
 		if err := d.SQL.QueryRowContext(ctx, d.Q("incarnation_max_lease")).Scan(&longest); err != nil {

@@ -514,6 +514,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Adopt:           d.adoptInTx,
 		Deleted:         d.clearDeleted,
 		Updated:         d.demoteAfter,
+		PurgeIdle:       d.purgeIdle,
 	}}
 	d.hotDB = &sqldriver.DB{SQL: d.hot, D: d.DB.D}
 	d.migrator = &sqldriver.Migrator{

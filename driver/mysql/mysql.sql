@@ -16,10 +16,9 @@ INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now})
 -- spell a shared NOWAIT lock differently).
 
 -- name: tx_prepare
--- Marks the identifier gated (creating its row); affected rows 0 when it
--- was already.
-INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p, gated)
-VALUES (?, ?, ?, {now}, 0, 0, 0, 1)
+-- Marks the identifier gated (creating its mutex row, migration 043);
+-- affected rows 0 when it was already.
+INSERT INTO {p}lock_mutex (kind, ns, name, gated) VALUES (?, ?, ?, 1)
 ON DUPLICATE KEY UPDATE gated = 1;
 
 -- name: tx_gate_exists
@@ -37,14 +36,14 @@ INSERT IGNORE INTO {p}lock_gates (kind, ns, name) VALUES (?, ?, ?);
 -- statement per interval, also finds those a transaction's gate holds up
 -- (driver.GatedStatuses).
 SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
-       COALESCE((SELECT i.gated FROM {p}lock_idents i WHERE i.kind = r.kind AND i.ns = r.ns AND i.name = r.name), 0) <> 0
+       COALESCE((SELECT m.gated FROM {p}lock_mutex m WHERE m.kind = r.kind AND m.ns = r.ns AND m.name = r.name), 0) <> 0
   FROM {p}lock_requests r WHERE r.id IN ({list});
 
 -- name: tx_gated_among
 -- The gated identifiers among some (TxGatedAmong): {keys} stands for one
 -- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key
 -- lookup each).
-SELECT kind, ns, name FROM {p}lock_idents WHERE gated <> 0 AND ({keys});
+SELECT kind, ns, name FROM {p}lock_mutex WHERE gated <> 0 AND ({keys});
 
 -- name: tx_hold_insert
 -- In the caller's transaction: its hold, which other connections see only
@@ -230,17 +229,19 @@ SELECT kind, ns, name FROM {p}lock_fast WHERE slow = 1 AND h_id IS NULL LIMIT 20
 -- session's re-entry refused by its own fast holder (a turnstile's
 -- acquire) costs this read, not the locking transaction too.
 SELECT COUNT(*) FROM {p}lock_idents li
- WHERE li.kind = ? AND li.ns = ? AND li.name = ? AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND li.gated = 0
+ WHERE li.kind = ? AND li.ns = ? AND li.name = ? AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0
+   AND NOT EXISTS (SELECT 1 FROM {p}lock_mutex m WHERE m.kind = li.kind AND m.ns = li.ns AND m.name = li.name AND m.gated <> 0)
    AND EXISTS (SELECT 1 FROM {p}lock_fast f
                 WHERE f.kind = li.kind AND f.ns = li.ns AND f.name = li.name AND f.slow = 1 AND f.h_id IS NULL);
 
 -- name: fast_demote_check
--- Under the identifier's row lock: its fence when nothing of it is left in
--- InnoDB (no holder, no waiter, no gate); no row otherwise.
+-- Under the identifier's mutex (ident_lock): its fence when nothing of it
+-- is left to the slow path (no holder, no waiter, no gate); no row
+-- otherwise. A plain read: the mutex keeps the rows as they are.
 SELECT li.fence FROM {p}lock_idents li
- WHERE li.kind = ? AND li.ns = ? AND li.name = ? AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND li.gated = 0
-   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.kind = li.kind AND r.ns = li.ns AND r.name = li.name)
-   FOR UPDATE;
+ WHERE li.kind = ? AND li.ns = ? AND li.name = ? AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0
+   AND NOT EXISTS (SELECT 1 FROM {p}lock_mutex m WHERE m.kind = li.kind AND m.ns = li.ns AND m.name = li.name AND m.gated <> 0)
+   AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.kind = li.kind AND r.ns = li.ns AND r.name = li.name);
 
 -- name: fast_demote
 -- The fast path owns the identifier again: fence (from InnoDB), kind, ns,
@@ -262,10 +263,34 @@ INSERT INTO {p}meta (k, v) VALUES ('max_lease_us', ?) ON DUPLICATE KEY UPDATE v 
 SELECT id, GREATEST(0, lockable_from - {now}) FROM {p}incarnation;
 
 -- name: incarnation_slow_idents
--- Before a new incarnation: identifiers with InnoDB state (holders of
--- sessions a restart made stale, waiters, gates), which the caller marks
--- as the slow path's (fast_engage).
-SELECT kind, ns, name FROM {p}lock_idents WHERE n_r > 0 OR n_w > 0 OR n_p > 0 OR gated = 1;
+-- Before a new incarnation: identifiers a restart left state for, which
+-- the caller marks as the slow path's (fast_engage): the gated ones (a
+-- restart empties the MEMORY lock state, migration 043, but not the
+-- mutex rows' gated flags), and any the slow path holds or waits for
+-- (none after a restart; the first incarnation of a schema whose lock
+-- state was InnoDB's had them).
+SELECT kind, ns, name FROM {p}lock_mutex WHERE gated = 1
+UNION
+SELECT kind, ns, name FROM {p}lock_idents WHERE n_r > 0 OR n_w > 0 OR n_p > 0;
+
+-- name: incarnation_seed_requests
+-- Before a new incarnation: request ids start above every id handed out
+-- before it (a restart empties {p}lock_requests and starts its
+-- AUTO_INCREMENT again, migration 043; a client still waiting on an old
+-- id must not read a new request as its own). A row with the clock's
+-- microseconds as its id, which incarnation_seed_done deletes: MEMORY
+-- tables keep their counter when rows are deleted.
+INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at)
+SELECT {now}, '', '', 0, '', '', 'W', 'D', 0, 0, 0 FROM DUAL
+ WHERE {now} > (SELECT COALESCE(MAX(id), 0) FROM {p}lock_requests);
+
+-- name: incarnation_seed_done
+DELETE FROM {p}lock_requests WHERE session_id = '' AND client_id = '';
+
+-- name: purge_ident
+-- One idle identifier deleted under its mutex (ident_purge_idle lists
+-- them): one row, 1 when it went.
+CALL {p}purge_ident(?, ?, ?);
 
 -- name: incarnation_max_lease
 SELECT COALESCE(MAX(v), 0) FROM {p}meta WHERE k = 'max_lease_us';

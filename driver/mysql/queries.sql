@@ -54,49 +54,39 @@ SELECT id, pid, expires_at < {now} FROM {p}sessions
  ORDER BY expires_at LIMIT ?;
 
 -- name: ident_ensure
--- The MySQL LockIdentLock runs ident_lock first and this only when the row
--- is missing. Not INSERT IGNORE: on an existing row that takes a shared
--- lock, and the FOR UPDATE of ident_lock that follows would upgrade it, a
--- classic InnoDB deadlock between two transactions on the same identifier.
--- The no-op update takes the exclusive lock at once.
-INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
-VALUES (?, ?, ?, {now}, 0, 0, 0)
-ON DUPLICATE KEY UPDATE n_p = n_p;
+-- The identifier's mutex row (migration 043), made when missing. The
+-- engine runs ident_lock first and this only when it found no row, which
+-- {p}ident_read never answers (it makes the row itself, as this does).
+-- Not INSERT IGNORE: on an existing row that takes a shared lock, and
+-- the FOR UPDATE that follows would upgrade it, a classic InnoDB deadlock
+-- between two transactions on the same identifier. The no-op update
+-- takes the exclusive lock at once.
+INSERT INTO {p}lock_mutex (kind, ns, name, gated) VALUES (?, ?, ?, 0)
+ON DUPLICATE KEY UPDATE gated = gated;
 
 -- name: ident_lock
-SELECT fence, n_r, n_w, n_p, gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ? FOR UPDATE;
+-- The identifier's mutex taken (its row and its counters made when
+-- missing), then its fence, counters and gated flag: two tables, two
+-- statements (migration 043: no statement on a MEMORY table waits for a
+-- row lock), so a procedure call.
+CALL {p}ident_read(?, ?, ?);
 
 -- name: ident_update
 UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AND ns = ? AND name = ?;
 
 -- name: ident_purge_idle
--- Only rows whose counter is more than a second behind the clock: a row
--- created again later starts at the clock, above every token it gave.
--- Never a gated row (migration 020): whether a transaction holds its gate
--- cannot be tested inside this statement.
-DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND gated = 0 AND fence < {now} - 1000000;
+-- The candidates only (the driver's PurgeIdle deletes each under its
+-- mutex, {p}purge_ident): rows whose counter is more than a second behind
+-- the clock (a row created again later starts at the clock, above every
+-- token it gave) and nothing holds or waits for.
+SELECT kind, ns, name FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
 
 -- name: fast_acquire_ident
--- One statement, under the row's exclusive lock: create the row already
--- granted, or grant on the existing row only when nobody waits, nobody
--- writes, (for a write) nobody reads and no transaction may hold the
--- identifier's gate (gated, migration 020). An upsert cannot return nothing
--- when it does not grant, so the caller reads the outcome from the result:
--- affected rows 1 (created) or 2 (updated) means granted, 0 means the row
--- was left as it was; LAST_INSERT_ID(expr) makes the new fence the
--- statement's insert id (the last call wins: the update's, or the
--- VALUES' when the row was created).
--- Arguments: kind, ns, name, n_r, n_w (1/0 or 0/1 by mode), then n_w for
--- the fence's condition, then n_w, n_r and n_w, n_w for the counters.
--- The condition reads n_p, n_w and n_r: in read mode n_w gets +0 and in
--- write mode n_r gets +0, so the result is the same whichever order the
--- server evaluates the assignments in.
-INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
-VALUES (?, ?, ?, LAST_INSERT_ID({now}), ?, ?, 0)
-ON DUPLICATE KEY UPDATE
-    fence = IF(n_p = 0 AND n_w = 0 AND gated = 0 AND (? = 0 OR n_r = 0), LAST_INSERT_ID(fence + 1), fence),
-    n_r = n_r + IF(n_p = 0 AND n_w = 0 AND gated = 0 AND (? = 0 OR n_r = 0), ?, 0),
-    n_w = n_w + IF(n_p = 0 AND n_w = 0 AND gated = 0 AND (? = 0 OR n_r = 0), ?, 0);
+-- Not used by this driver: its LockFastAcquire is {p}lock_fast's
+-- (migration 023), and the identifier's row is the slow path's, written
+-- only under its mutex (migration 043). Kept, as every dialect has it,
+-- as a statement that never grants (n_r + n_w is 1).
+SELECT fence FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ? AND ? + ? < 0;
 
 -- name: ident_release
 -- No UPDATE ... RETURNING here: n_p = LAST_INSERT_ID(n_p) leaves n_p as it

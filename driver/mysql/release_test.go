@@ -135,7 +135,7 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 	}
 	defer func() { _ = other.Rollback() }()
 	var fence int64
-	if err := other.QueryRowContext(ctx, "SELECT fence FROM baton_lock_idents WHERE ns = 'ns' AND name = 'd' FOR UPDATE").Scan(&fence); err != nil {
+	if err := other.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE ns = 'ns' AND name = 'd' FOR UPDATE").Scan(&fence); err != nil {
 		t.Fatal(err)
 	}
 	notWaiting(t, other, "demote", func() error { _, err := d.demote(ctx, id); return err })
@@ -245,7 +245,7 @@ func TestRequestCommitsInCall(t *testing.T) {
 		t.Fatalf("request: %q, %v; want G", status, err)
 	}
 	var fence int64
-	if err := d.SQL.QueryRowContext(ctx, "SELECT fence FROM baton_lock_idents WHERE ns = 'ns' AND name = 'c' FOR UPDATE NOWAIT").Scan(&fence); err != nil {
+	if err := d.SQL.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE ns = 'ns' AND name = 'c' FOR UPDATE NOWAIT").Scan(&fence); err != nil {
 		t.Fatalf("the identifier's row after the call: %v; want it free", err)
 	}
 }
@@ -357,7 +357,7 @@ func TestReleaseCallHandsOn(t *testing.T) {
 	rowFree := func(when string) {
 		t.Helper()
 		var fence int64
-		if err := d2.SQL.QueryRow("SELECT fence FROM baton_lock_idents WHERE ns = 'rc' AND name = 'n' FOR UPDATE NOWAIT").Scan(&fence); err != nil {
+		if err := d2.SQL.QueryRow("SELECT gated FROM baton_lock_mutex WHERE ns = 'rc' AND name = 'n' FOR UPDATE NOWAIT").Scan(&fence); err != nil {
 			t.Fatalf("the identifier's row after %s: %v; want it free", when, err)
 		}
 	}

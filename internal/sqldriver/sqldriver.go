@@ -63,6 +63,11 @@ type Dialect struct {
 	Deleted func(ctx context.Context, t *Tx, ids []int64) error
 	// Updated, where set, runs in LockIdentUpdate after the update.
 	Updated func(ctx context.Context, t *Tx, st driver.IdentState)
+	// PurgeIdle, where set, is LockIdentPurgeIdle (MySQL: each idle row
+	// deleted under its identifier's mutex, which no single statement can
+	// take beside its MEMORY tables); otherwise ident_purge_idle deletes
+	// them in one statement.
+	PurgeIdle func(ctx context.Context, t *Tx) (int, error)
 	// Writers, where set, is entered by every transaction (BeginTx) until
 	// it ends (SQLite: its transactions take the database's write lock at
 	// BEGIN, and this process's writers queue for it here).
@@ -514,6 +519,9 @@ func (t *Tx) LockIdentUpdate(ctx context.Context, st driver.IdentState) error {
 
 // LockIdentPurgeIdle implements driver.Tx.
 func (t *Tx) LockIdentPurgeIdle(ctx context.Context) (int, error) {
+	if t.db.D.PurgeIdle != nil {
+		return t.db.D.PurgeIdle(ctx, t)
+	}
 	return rowCount(t.exec(ctx, "ident_purge_idle"))
 }
 
