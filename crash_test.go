@@ -612,13 +612,15 @@ func holdLockRow(t *testing.T, b batontest.Backend, db *sql.DB, name string) (*s
 	self := "SELECT pg_backend_pid()"
 	waits := "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))"
 	if b.Name == "mysql" {
-		lock = strings.ReplaceAll(lock, "$1", "?")
+		// The identifier's mutex row (migration 043: its lock state is
+		// in MEMORY tables, which have no row locks).
+		lock = "SELECT 1 FROM baton_lock_mutex WHERE ns = 'cc' AND name = ? FOR UPDATE"
 		self = "SELECT CONNECTION_ID()"
 		// A statement of the lock state's in the server while the row is
 		// held waits for it (MariaDB's lock-wait tables do not list a
 		// wait in the optimizer's row lookup).
 		waits = `SELECT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST
-			WHERE DB = DATABASE() AND ID <> ? AND INFO LIKE '%baton\_lock\_idents%')`
+			WHERE DB = DATABASE() AND ID <> ? AND INFO LIKE '%baton\_lock\_mutex%')`
 	}
 	var n, id int64
 	if err := tx.QueryRowContext(ctxT(t), lock, name).Scan(&n); err != nil {

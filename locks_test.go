@@ -820,7 +820,8 @@ func TestLockAfterIdentPurged(t *testing.T) {
 			"postgres": {"DELETE FROM baton_lock_idents WHERE ns = 'pg' AND n_r = 0 AND n_w = 0 AND n_p = 0 AND NOT gated AND fence < " + postgres.Now + " - 1000000"},
 			"sqlite":   {"DELETE FROM baton_lock_idents WHERE ns = CAST('pg' AS BLOB) AND n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < " + sqlite.Now + " - 1000000"},
 			"mysql": {"DELETE FROM baton_lock_fast WHERE ns = 'pg' AND slow = 0 AND h_id IS NULL AND fence < " + mysql.Now + " - 1000000",
-				"DELETE FROM baton_lock_idents WHERE ns = 'pg' AND n_r = 0 AND n_w = 0 AND n_p = 0 AND gated = 0 AND fence < " + mysql.Now + " - 1000000"},
+				"DELETE FROM baton_lock_idents WHERE ns = 'pg' AND n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < " + mysql.Now + " - 1000000",
+				"DELETE FROM baton_lock_mutex WHERE ns = 'pg' AND gated = 0"},
 		}[b.Name]
 		var last int64
 		for round := range 3 {

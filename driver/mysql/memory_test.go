@@ -1,0 +1,258 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/sqldriver"
+)
+
+// TestSlowPathWritesNoInnoDB: since migration 043 a slow-path call keeps
+// its lock state in MEMORY tables and only locks the identifier's mutex
+// row in InnoDB, so its transaction modifies no InnoDB row (and so writes
+// no redo to flush at its commit). A waiter's request and the hand-on to
+// it, run in one transaction on rows made by an earlier call, leave
+// INNODB_TRX's trx_rows_modified at 0 while the state changes, and hold
+// the mutex row against another transaction until the commit.
+func TestSlowPathWritesNoInnoDB(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "mem", Name: "n"}
+	for _, table := range []string{"lock_idents", "lock_requests"} {
+		var engine string
+		if err := d.SQL.QueryRow("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+			"baton_"+table).Scan(&engine); err != nil || engine != "MEMORY" {
+			t.Fatalf("%s's engine: %q, %v; want MEMORY", table, engine, err)
+		}
+	}
+	holder := grantedSlow(t, d, "s1", id, driver.ModeWrite) // makes the identifier's rows
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := c.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	modified := func(when string) {
+		t.Helper()
+		var n int64
+		switch err := c.QueryRowContext(ctx, "SELECT trx_rows_modified FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&n); {
+		case err != nil && err != sql.ErrNoRows:
+			t.Fatal(err)
+		case n != 0:
+			t.Fatalf("%s: the transaction modified %d InnoDB rows; want none", when, n)
+		}
+	}
+	status := func(rid int64) string {
+		t.Helper()
+		var st string
+		if err := c.QueryRowContext(ctx, "SELECT status FROM baton_lock_requests WHERE id = ?", rid).Scan(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	mutexBusy := func() bool {
+		t.Helper()
+		other, err := d.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = other.Rollback() }()
+		var gated int
+		err = other.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE kind = ? AND ns = 'mem' AND name = 'n' FOR UPDATE NOWAIT", id.Kind).Scan(&gated)
+		return err != nil && strings.Contains(err.Error(), "1205")
+	}
+
+	exec("START TRANSACTION")
+	var st string
+	var rid, token, hid int64
+	if err := c.QueryRowContext(ctx, "CALL baton_request(?, 'mem', 'n', 's2', 'c', 'W', 2, 0, 0)", id.Kind).Scan(&st, &rid, &token, &hid); err != nil || st != "P" {
+		t.Fatalf("s2's request: %q, %v; want P", st, err)
+	}
+	modified("a waiting request")
+	if !mutexBusy() {
+		t.Fatal("the request's transaction does not hold the identifier's mutex row")
+	}
+	// The release as {p}release_instances makes it: the instance deleted
+	// under the mutex, then handed on.
+	exec("DELETE FROM baton_lock_requests WHERE id = ?", holder.ID)
+	exec("SET @i = '[]', @g = '[]'")
+	exec("CALL baton_release_ident(?, 'mem', 'n', 0, 1, '', @i, @g)", id.Kind)
+	if got := status(rid); got != "G" {
+		t.Fatalf("s2's request after the hand-on: %s, want G", got)
+	}
+	modified("the hand-on")
+	exec("COMMIT")
+	if mutexBusy() {
+		t.Fatal("the identifier's mutex row is still locked after the commit")
+	}
+}
+
+// TestRequestIDsAfterRestart: a restart empties the MEMORY lock state and
+// starts lock_requests' AUTO_INCREMENT again (as TRUNCATE does here); the
+// first session of the new incarnation starts request ids above every id
+// handed out before (incarnation_seed_requests), so that a client still
+// polling an old id cannot read a new request as its own.
+func TestRequestIDsAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "rs", Name: "n"}
+	grantedSlow(t, d, "s1", id, driver.ModeWrite)
+	old := grantedSlow(t, d, "s1", id, driver.ModeWrite) // a request row, not the fast holder
+	if old.ID <= 0 {
+		t.Fatalf("the second instance's id is %d, want a request row's", old.ID)
+	}
+	for _, q := range []string{"DELETE FROM baton_incarnation", "TRUNCATE TABLE baton_lock_requests",
+		"TRUNCATE TABLE baton_lock_idents", "TRUNCATE TABLE baton_lock_fast"} {
+		if _, err := d.SQL.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, _, err := d.Incarnation(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	grantedSlow(t, d, "s2", id, driver.ModeRead)
+	fresh := grantedSlow(t, d, "s2", id, driver.ModeRead)
+	if fresh.ID <= old.ID {
+		t.Fatalf("a request after the restart has id %d, not above the %d handed out before it", fresh.ID, old.ID)
+	}
+	var left int
+	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id = ''").Scan(&left); err != nil || left != 0 {
+		t.Fatalf("the seed's row: %d left, %v; want it gone", left, err)
+	}
+}
+
+// TestPurgeUnderMutex: an idle identifier's rows (its counters in MEMORY,
+// its mutex in InnoDB) are deleted only under its mutex: while another
+// transaction holds the mutex (a call in flight on it) the purge skips
+// the identifier and leaves both rows; once it is free, both go.
+func TestPurgeUnderMutex(t *testing.T) {
+	ctx := context.Background()
+	d := openDriver(t, newDSN(t))
+	id := driver.Ident{Kind: driver.KindService, NS: "pu", Name: "n"}
+	grantedSlow(t, d, "s1", id, driver.ModeWrite)
+	if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: id.Kind, NS: id.NS, Name: id.Name}); err != nil || n != 1 {
+		t.Fatalf("release: %d %v", n, err)
+	}
+	if _, err := d.demote(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SQL.ExecContext(ctx, "UPDATE baton_lock_idents SET fence = fence - 2000000 WHERE ns = 'pu'"); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() (counters, mutex int) {
+		t.Helper()
+		if err := d.SQL.QueryRow("SELECT (SELECT COUNT(*) FROM baton_lock_idents WHERE ns = 'pu'), (SELECT COUNT(*) FROM baton_lock_mutex WHERE ns = 'pu')").
+			Scan(&counters, &mutex); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if c, m := rows(); c != 1 || m != 1 {
+		t.Fatalf("before the purge: %d counters rows, %d mutex rows; want 1 and 1", c, m)
+	}
+	other, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback() }()
+	var gated int
+	if err := other.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE ns = 'pu' AND name = 'n' FOR UPDATE").Scan(&gated); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.NoTx().LockIdentPurgeIdle(ctx); err != nil || n != 0 {
+		t.Fatalf("purge while the mutex is held: %d, %v; want 0", n, err)
+	}
+	if c, m := rows(); c != 1 || m != 1 {
+		t.Fatalf("after a purge that skipped it: %d counters rows, %d mutex rows; want 1 and 1", c, m)
+	}
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.NoTx().LockIdentPurgeIdle(ctx); err != nil || n != 1 {
+		t.Fatalf("purge once the mutex is free: %d, %v; want 1", n, err)
+	}
+	if c, m := rows(); c != 0 || m != 0 {
+		t.Fatalf("after the purge: %d counters rows, %d mutex rows; want none", c, m)
+	}
+}
+
+// TestMigrationMovesLiveState: migration 043 moves a schema's lock state
+// as it is, with holders, waiters and gated identifiers: the requests and
+// counters stay (now in MEMORY tables), the gated flag moves to the mutex
+// rows, and the procedures carry on from there (a release hands on to the
+// waiter stored before the move; a gated identifier is still decided
+// with its gate looked at).
+func TestMigrationMovesLiveState(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, newDSN(t), "baton_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	all := d.migrator.Migrations
+	at := slices.IndexFunc(all, func(m sqldriver.Migration) bool { return m.Version == 43 })
+	if at < 0 {
+		t.Fatal("no migration 043")
+	}
+	d.migrator.Migrations = all[:at]
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kind := driver.KindService
+	request := func(sess, name, mode string) (status string, rid, token int64) {
+		t.Helper()
+		var holder int64
+		if err := d.SQL.QueryRowContext(ctx, "CALL baton_request_commit(?, 'mv', ?, ?, 'c', ?, 1, 0, 0)", kind, name, sess, mode).
+			Scan(&status, &rid, &token, &holder); err != nil {
+			t.Fatalf("%s's request on %s: %v", sess, name, err)
+		}
+		return
+	}
+	if st, _, _ := request("s1", "a", "W"); st != "G" {
+		t.Fatalf("s1 before the move: %s, want G", st)
+	}
+	st, waiter, _ := request("s2", "a", "W")
+	if st != "P" {
+		t.Fatalf("s2 before the move: %s, want P", st)
+	}
+	if _, err := d.SQL.ExecContext(ctx, "INSERT INTO baton_lock_idents (kind, ns, name, fence, n_r, n_w, n_p, gated) VALUES (?, 'mv', 'g', 5, 0, 0, 0, 1)", kind); err != nil {
+		t.Fatal(err)
+	}
+
+	d.migrator.Migrations = all
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var nw, np, gatedA, gatedG int
+	if err := d.SQL.QueryRow(`SELECT (SELECT n_w FROM baton_lock_idents WHERE ns = 'mv' AND name = 'a'),
+	       (SELECT n_p FROM baton_lock_idents WHERE ns = 'mv' AND name = 'a'),
+	       (SELECT gated FROM baton_lock_mutex WHERE ns = 'mv' AND name = 'a'),
+	       (SELECT gated FROM baton_lock_mutex WHERE ns = 'mv' AND name = 'g')`).Scan(&nw, &np, &gatedA, &gatedG); err != nil {
+		t.Fatal(err)
+	}
+	if nw != 1 || np != 1 || gatedA != 0 || gatedG != 1 {
+		t.Fatalf("after the move: a's counters %d writers, %d waiting, gated %d; g gated %d; want 1, 1, 0, 1", nw, np, gatedA, gatedG)
+	}
+	var n int
+	var idents, grants string
+	if err := d.SQL.QueryRow("CALL baton_release_instances('s1', ?, 'mv', 'a', 0, 0)", kind).Scan(&n, &idents, &grants); err != nil || n != 1 {
+		t.Fatalf("s1's release after the move: %d, %v; want 1", n, err)
+	}
+	var status string
+	if err := d.SQL.QueryRow("SELECT status FROM baton_lock_requests WHERE id = ?", waiter).Scan(&status); err != nil || status != "G" {
+		t.Fatalf("s2's request, stored before the move, after s1's release: %q, %v; want G", status, err)
+	}
+	if st, _, token := request("s3", "g", "W"); st != "G" || token <= 5 {
+		t.Fatalf("a request on the gated identifier nobody's transaction holds: %s, token %d; want G above 5", st, token)
+	}
+}
