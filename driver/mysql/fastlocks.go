@@ -902,8 +902,7 @@ func (d *Driver) inOwnTx(ctx context.Context, fn func(q querier) error) error {
 // Incarnation implements driver.Incarnations: a server restart empties
 // the MEMORY lock state, while holders of the lost state may still count
 // themselves holders until their leases run out. The first session after
-// it marks what InnoDB still has as the slow path's, then writes the new
-// incarnation.
+// it starts the new incarnation (newIncarnation).
 func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, time.Duration, error) {
 	if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_lease"), lease.Microseconds()); err != nil {
 		return 0, 0, fmt.Errorf("incarnation_lease: %w", err)
@@ -917,22 +916,76 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 		case !errors.Is(err, sql.ErrNoRows) || attempt > 0:
 			return 0, 0, fmt.Errorf("incarnation: %w", err)
 		}
-		if err := d.markSlow(ctx); err != nil {
+		if err := d.migrationLocked(ctx, func(ctx context.Context, c *sql.Conn) error {
+			return d.newIncarnation(ctx, c, lease)
+		}); err != nil {
 			return 0, 0, err
 		}
-		for _, q := range []string{"incarnation_seed_requests", "incarnation_seed_done"} {
-			if _, err := d.SQL.ExecContext(ctx, d.Q(q)); err != nil {
-				return 0, 0, fmt.Errorf("%s: %w", q, err)
-			}
+	}
+}
+
+// memoryTables are the MEMORY lock state's tables with the size each is
+// made with (migrations 023, 029 and 043 set max_heap_table_size for the
+// connection that makes them).
+var memoryTables = []struct {
+	name  string
+	bytes int64
+}{{"lock_fast", 256 << 20}, {"lock_idents", 1 << 30}, {"lock_requests", 1 << 30}}
+
+// newIncarnation starts a new incarnation on c, under the migration
+// lock, unless another client has started it meanwhile. Nothing grants
+// before the incarnation exists (every statement that grants names the
+// session's incarnation), so what the MEMORY tables hold then is nothing
+// a restart left, and they are made again at their sizes: a restart
+// sets every MEMORY table's limit to the server's global
+// max_heap_table_size (16 MiB by default: about 10,600 rows of
+// lock_fast), and only TRUNCATE (or ALTER) under a larger session
+// value raises it again. Without the DROP privilege TRUNCATE needs, the
+// tables keep the server's limit (docs/architecture.md). Then request
+// ids start above the old ones, identifiers the restart left gated are
+// the slow path's, and the incarnation is written, lockable once the
+// longest lease in use has passed.
+func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Duration) error {
+	var id, waitUS int64
+	switch err := c.QueryRowContext(ctx, d.Q("incarnation_get")).Scan(&id, &waitUS); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("incarnation: %w", err)
+	}
+	var heap int64
+	if err := c.QueryRowContext(ctx, "SELECT @@SESSION.max_heap_table_size").Scan(&heap); err != nil {
+		return fmt.Errorf("max_heap_table_size: %w", err)
+	}
+	defer func() {
+		_, _ = c.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("SET SESSION max_heap_table_size = %d", heap))
+	}()
+	for _, t := range memoryTables {
+		if _, err := c.ExecContext(ctx, fmt.Sprintf("SET SESSION max_heap_table_size = %d", t.bytes)); err != nil {
+			return fmt.Errorf("max_heap_table_size: %w", err)
 		}
-		var longest int64
-		if err := d.SQL.QueryRowContext(ctx, d.Q("incarnation_max_lease")).Scan(&longest); err != nil {
-			return 0, 0, fmt.Errorf("incarnation_max_lease: %w", err)
-		}
-		if _, err := d.SQL.ExecContext(ctx, d.Q("incarnation_new"), max(longest, lease.Microseconds())); err != nil {
-			return 0, 0, fmt.Errorf("incarnation_new: %w", err)
+		var me *gomysql.MySQLError
+		if _, err := c.ExecContext(ctx, "TRUNCATE TABLE "+d.prefix+t.name); err != nil &&
+			!(errors.As(err, &me) && (me.Number == errTableAccessDenied || me.Number == errDBAccessDenied)) {
+			return fmt.Errorf("make %s%s again after a restart: %w", d.prefix, t.name, err)
 		}
 	}
+	for _, q := range []string{"incarnation_seed_requests", "incarnation_seed_done"} {
+		if _, err := c.ExecContext(ctx, d.Q(q)); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	if err := d.markSlow(ctx); err != nil {
+		return err
+	}
+	var longest int64
+	if err := c.QueryRowContext(ctx, d.Q("incarnation_max_lease")).Scan(&longest); err != nil {
+		return fmt.Errorf("incarnation_max_lease: %w", err)
+	}
+	if _, err := c.ExecContext(ctx, d.Q("incarnation_new"), max(longest, lease.Microseconds())); err != nil {
+		return fmt.Errorf("incarnation_new: %w", err)
+	}
+	return nil
 }
 
 // markSlow marks every identifier with InnoDB state as the slow path's,

@@ -97,11 +97,14 @@ func TestSlowPathWritesNoInnoDB(t *testing.T) {
 	}
 }
 
-// TestRequestIDsAfterRestart: a restart empties the MEMORY lock state and
-// starts lock_requests' AUTO_INCREMENT again (as TRUNCATE does here); the
-// first session of the new incarnation starts request ids above every id
-// handed out before (incarnation_seed_requests), so that a client still
-// polling an old id cannot read a new request as its own.
+// TestRequestIDsAfterRestart: a restart empties the MEMORY lock state,
+// starts lock_requests' AUTO_INCREMENT again and sets every MEMORY
+// table's size limit to the server's global max_heap_table_size (as
+// TRUNCATE under its default does here); the first session of the new
+// incarnation makes the tables again at their sizes (newIncarnation) and
+// starts request ids above every id handed out before
+// (incarnation_seed_requests), so that a client still polling an old id
+// cannot read a new request as its own.
 func TestRequestIDsAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
@@ -111,14 +114,37 @@ func TestRequestIDsAfterRestart(t *testing.T) {
 	if old.ID <= 0 {
 		t.Fatalf("the second instance's id is %d, want a request row's", old.ID)
 	}
-	for _, q := range []string{"DELETE FROM baton_incarnation", "TRUNCATE TABLE baton_lock_requests",
-		"TRUNCATE TABLE baton_lock_idents", "TRUNCATE TABLE baton_lock_fast"} {
-		if _, err := d.SQL.ExecContext(ctx, q); err != nil {
+	c, err := d.SQL.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	limits := func() (out []int64) {
+		t.Helper()
+		for _, table := range []string{"lock_fast", "lock_idents", "lock_requests"} {
+			var n int64
+			if err := c.QueryRowContext(ctx, "SELECT MAX_DATA_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+				"baton_"+table).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	for _, q := range []string{"DELETE FROM baton_incarnation", "SET SESSION max_heap_table_size = 16777216",
+		"TRUNCATE TABLE baton_lock_requests", "TRUNCATE TABLE baton_lock_idents", "TRUNCATE TABLE baton_lock_fast"} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	small := limits()
 	if _, _, err := d.Incarnation(ctx, time.Second); err != nil {
 		t.Fatal(err)
+	}
+	for i, n := range limits() {
+		if n <= 8*small[i] {
+			t.Fatalf("after the new incarnation the MEMORY tables hold %v bytes at most (%v after the restart); want them made again at their sizes", limits(), small)
+		}
 	}
 	grantedSlow(t, d, "s2", id, driver.ModeRead)
 	fresh := grantedSlow(t, d, "s2", id, driver.ModeRead)

@@ -77,9 +77,13 @@ const Now = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))
 const (
 	errLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
 	errLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
-	errUnknownSysVar   = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
-	errQueryInterrupt  = 1317 // ER_QUERY_INTERRUPTED
-	errNoSuchTable     = 1146 // ER_NO_SUCH_TABLE
+	// errDBAccessDenied and errTableAccessDenied: a statement the user
+	// lacks the privilege for.
+	errDBAccessDenied    = 1044 // ER_DBACCESS_DENIED_ERROR
+	errTableAccessDenied = 1142 // ER_TABLEACCESS_DENIED_ERROR
+	errUnknownSysVar     = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
+	errQueryInterrupt    = 1317 // ER_QUERY_INTERRUPTED
+	errNoSuchTable       = 1146 // ER_NO_SUCH_TABLE
 )
 
 // Driver is the MySQL/MariaDB backend.
