@@ -925,8 +925,9 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 }
 
 // memoryTables are the MEMORY lock state's tables with the size each is
-// made with (migrations 023, 029 and 043 set max_heap_table_size for the
-// connection that makes them).
+// made with (migrations 023 and 043 set max_heap_table_size for the
+// connection that makes them). The turnstiles' marks (lock_waits) and the
+// incarnation's row are few: the server's limit does for them.
 var memoryTables = []struct {
 	name  string
 	bytes int64
