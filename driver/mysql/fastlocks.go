@@ -18,6 +18,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // Uncontended locks live in the MEMORY table {p}lock_fast (migration 023):
@@ -857,46 +858,29 @@ func (d *Driver) clearDeleted(ctx context.Context, t *sqldriver.Tx, ids []int64)
 
 // purgeIdle is the dialect's PurgeIdle hook: the idle identifiers
 // (ident_purge_idle) each deleted under its mutex by {p}purge_ident, in
-// t's transaction, or each in one of its own when t has none (NoTx: an
-// autocommit statement would let the mutex go before the delete).
-func (d *Driver) purgeIdle(ctx context.Context, t *sqldriver.Tx) (int, error) {
+// t's transaction, or in one of its own (txn.InTx) when t has none
+// (NoTx: an autocommit statement would let the mutex go before the
+// delete).
+func (d *Driver) purgeIdle(ctx context.Context, t *sqldriver.Tx) (n int, err error) {
+	if t.Tx == nil {
+		err = txn.InTx(ctx, d, func(tx driver.Tx) (err error) {
+			n, err = tx.LockIdentPurgeIdle(ctx)
+			return err
+		})
+		return n, err
+	}
 	ids, err := d.idents(ctx, "ident_purge_idle")
 	if err != nil {
 		return 0, err
 	}
-	n := 0
 	for _, id := range ids {
-		one := func(q querier) error {
-			var gone int
-			if err := q.QueryRowContext(ctx, d.Q("purge_ident"), id.Kind, bin(id.NS), bin(id.Name)).Scan(&gone); err != nil {
-				return fmt.Errorf("purge_ident: %w", err)
-			}
-			n += gone
-			return nil
+		var gone int
+		if err := t.Tx.QueryRowContext(ctx, d.Q("purge_ident"), id.Kind, bin(id.NS), bin(id.Name)).Scan(&gone); err != nil {
+			return n, fmt.Errorf("purge_ident: %w", err)
 		}
-		if t.Tx != nil {
-			err = one(t.Tx)
-		} else {
-			err = d.inOwnTx(ctx, one)
-		}
-		if err != nil {
-			return n, err
-		}
+		n += gone
 	}
 	return n, nil
-}
-
-// inOwnTx runs fn in a transaction of its own, committed when fn succeeds.
-func (d *Driver) inOwnTx(ctx context.Context, fn func(q querier) error) error {
-	tx, err := d.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // Incarnation implements driver.Incarnations: a server restart empties

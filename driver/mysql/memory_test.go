@@ -31,11 +31,7 @@ func TestSlowPathWritesNoInnoDB(t *testing.T) {
 		}
 	}
 	holder := grantedSlow(t, d, "s1", id, driver.ModeWrite) // makes the identifier's rows
-	c, err := d.SQL.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := conn(t, d.SQL)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := c.ExecContext(ctx, q, args...); err != nil {
@@ -114,11 +110,7 @@ func TestRequestIDsAfterRestart(t *testing.T) {
 	if old.ID <= 0 {
 		t.Fatalf("the second instance's id is %d, want a request row's", old.ID)
 	}
-	c, err := d.SQL.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := conn(t, d.SQL)
 	limits := func() (out []int64) {
 		t.Helper()
 		for _, table := range []string{"lock_fast", "lock_idents", "lock_requests"} {

@@ -104,11 +104,7 @@ func TestRequestJoinsReaders(t *testing.T) {
 			t.Fatalf("reader %s: %v %v", s, ok, err)
 		}
 	}
-	c, err := d.SQL.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := conn(t, d.SQL)
 	calls := func() int64 { return procedureCalls(t, c) }
 	var maxToken int64
 	if err := c.QueryRowContext(ctx, "SELECT MAX(token) FROM baton_lock_requests").Scan(&maxToken); err != nil {
@@ -204,11 +200,7 @@ func TestRequestReentersInOneCall(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("fast holder: %v %v", ok, err)
 	}
-	c, err := d.SQL.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := conn(t, d.SQL)
 	calls := func() int64 { return procedureCalls(t, c) }
 	request := func(sess, mode string) (status string, token, holder, made int64) {
 		t.Helper()
