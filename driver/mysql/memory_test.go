@@ -152,7 +152,8 @@ func TestRequestIDsAfterRestart(t *testing.T) {
 // TestPurgeUnderMutex: an idle identifier's rows (its counters in MEMORY,
 // its mutex in InnoDB) are deleted only under its mutex: while another
 // transaction holds the mutex (a call in flight on it) the purge skips
-// the identifier and leaves both rows; once it is free, both go.
+// the identifier and leaves both rows; once it is free, both go. A mutex
+// row whose counters a restart emptied goes as well.
 func TestPurgeUnderMutex(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
@@ -201,6 +202,21 @@ func TestPurgeUnderMutex(t *testing.T) {
 	}
 	if c, m := rows(); c != 0 || m != 0 {
 		t.Fatalf("after the purge: %d counters rows, %d mutex rows; want none", c, m)
+	}
+	// A mutex row a restart left without its counters' row (the MEMORY
+	// tables emptied) goes too.
+	grantedSlow(t, d, "s1", id, driver.ModeWrite)
+	if _, err := d.SQL.ExecContext(ctx, "DELETE FROM baton_lock_requests WHERE ns = 'pu'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SQL.ExecContext(ctx, "DELETE FROM baton_lock_idents WHERE ns = 'pu'"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.NoTx().LockIdentPurgeIdle(ctx); err != nil || n != 1 {
+		t.Fatalf("purge of a mutex row without counters: %d, %v; want 1", n, err)
+	}
+	if c, m := rows(); c != 0 || m != 0 {
+		t.Fatalf("after the purge of the mutex row left alone: %d counters rows, %d mutex rows; want none", c, m)
 	}
 }
 

@@ -78,8 +78,13 @@ UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AN
 -- The candidates only (the driver's PurgeIdle deletes each under its
 -- mutex, {p}purge_ident): rows whose counter is more than a second behind
 -- the clock (a row created again later starts at the clock, above every
--- token it gave) and nothing holds or waits for.
-SELECT kind, ns, name FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
+-- token it gave) and nothing holds or waits for, and mutex rows without
+-- counters (a restart empties the MEMORY tables, migration 043) that no
+-- transaction gates.
+SELECT kind, ns, name FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000
+UNION
+SELECT m.kind, m.ns, m.name FROM {p}lock_mutex m
+ WHERE m.gated = 0 AND NOT EXISTS (SELECT 1 FROM {p}lock_idents i WHERE i.kind = m.kind AND i.ns = m.ns AND i.name = m.name);
 
 -- name: fast_acquire_ident
 -- Not used by this driver: its LockFastAcquire is {p}lock_fast's

@@ -147,9 +147,10 @@ END;
 
 -- {p}purge_ident deletes one idle identifier (ident_purge_idle, in the
 -- caller's transaction): under its mutex (skipped when another holds
--- it), when nothing holds, waits for or gates it, the fast path owns it
--- and its fence is a second behind the clock; the counters' row first,
--- then the mutex row. One row: 1 when it went, 0 otherwise.
+-- it), its counters' row when nothing holds, waits for or gates it, the
+-- fast path owns it and its fence is a second behind the clock; then the
+-- mutex row, when no counters' row is left (a restart leaves mutex rows
+-- without one). One row: 1 when the mutex row went, 0 otherwise.
 DROP PROCEDURE IF EXISTS {p}purge_ident;
 -- statement
 CREATE PROCEDURE {p}purge_ident(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256))
@@ -166,9 +167,9 @@ BEGIN
            AND fence < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - 1000000
            AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.kind = p_kind AND r.ns = p_ns AND r.name = p_name)
            AND NOT EXISTS (SELECT 1 FROM {p}lock_fast f WHERE f.kind = p_kind AND f.ns = p_ns AND f.name = p_name AND f.slow = 1);
-        SET v_n = ROW_COUNT();
-        IF v_n = 1 THEN
+        IF NOT EXISTS (SELECT 1 FROM {p}lock_idents WHERE kind = p_kind AND ns = p_ns AND name = p_name) THEN
             DELETE FROM {p}lock_mutex WHERE kind = p_kind AND ns = p_ns AND name = p_name;
+            SET v_n = ROW_COUNT();
         END IF;
     END IF;
     SELECT v_n;
