@@ -657,7 +657,7 @@ BEGIN
     DECLARE v_idents LONGTEXT DEFAULT '[]';
     DECLARE v_grants LONGTEXT DEFAULT '[]';
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
-    -- Pass 1 locks each identifier's row (a missing one is not gated),
+    -- Pass 1 takes each identifier's mutex (made when missing: not gated),
     -- pass 2 adopts each identifier's fast holder, pass 3 deletes and
     -- hands on; an identifier is handed on when the next entry names
     -- another one, or after the last.
@@ -716,8 +716,8 @@ BEGIN
                 END IF;
                 IF v_pass = 3 THEN
                     SET v_mode = NULL, v_status = NULL;
-                    -- Only a row of the identifier whose row lock the
-                    -- call holds.
+                    -- Only a row of the identifier whose mutex the call
+                    -- holds.
                     SELECT mode, status INTO v_mode, v_status FROM {p}lock_requests FORCE INDEX (PRIMARY)
                      WHERE id = v_id AND kind = v_kind AND ns = v_ns AND name = v_name FOR UPDATE;
                     SET v_found = 1;
@@ -740,8 +740,7 @@ BEGIN
         END WHILE;
         SET v_pass = v_pass + 1;
     END WHILE;
-    -- The deleted holders' fast rows (fast_clear_ids), after every
-    -- InnoDB write.
+    -- The deleted holders' fast rows (fast_clear_ids), last.
     WHILE v_gone <> '' DO
         UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder)
            SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
@@ -823,12 +822,14 @@ BEGIN
            AND (p_name IS NOT NULL OR FIND_IN_SET(HEX(name), v_locked) > 0)
          ORDER BY name, id;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = 0;
-    -- Every identifier of the scope locked first, in name order, before
-    -- any of the session's rows is read for writing, as every other
-    -- slow-path call locks them (migration 043): one name directly;
-    -- a namespace's names where the session has a granted row or (signal
-    -- 3) a fast holder not adopted yet, which is adopted under the lock
-    -- ({p}adopt_ident, which makes a missing row).
+    -- Every identifier's mutex of the scope taken first, in name order,
+    -- before any of the session's rows is read for writing, as every
+    -- other slow-path call takes them: one name directly; a namespace's
+    -- names where the session has a request row (one waiting now may be
+    -- granted before the rows are read) or (signal 3) a fast holder not
+    -- adopted yet, which is adopted under the mutex ({p}adopt_ident,
+    -- which makes a missing row). Only the rows of names whose mutex the
+    -- call holds (v_locked) are released.
     IF p_name IS NOT NULL AND p_signal = 3 THEN
         CALL {p}adopt_ident(p_kind, p_ns, p_name);
     ELSEIF p_name IS NOT NULL THEN
@@ -853,10 +854,8 @@ BEGIN
         SET v_found = 1;
     END IF;
     IF p_limit > 0 THEN
-        -- The instances to keep, the oldest: counted by a locking read in
-        -- the index's order (read backwards, ORDER BY id DESC, the scan
-        -- would lock the entry before the session's, another session's
-        -- row: release_list_ns).
+        -- The instances to keep, the oldest: counted in the index's order
+        -- (the rows cannot change under the name's mutex).
         SELECT COUNT(*) - p_limit INTO v_skip FROM {p}lock_requests FORCE INDEX (lock_requests_session)
          WHERE session_id = p_sess AND kind = p_kind AND ns = p_ns AND name >= v_lo AND name <= v_hi AND status = 'G';
     END IF;
@@ -908,9 +907,9 @@ BEGIN
     -- Then each identifier the release left free goes back to the fast
     -- path, as the client's demoteLocked would hand it back after the
     -- call (five round trips): in a transaction of its own, under its
-    -- row lock, when nothing of it is left in InnoDB (fast_demote_check,
-    -- fast_demote). A transaction whose only InnoDB work is a locking
-    -- read writes no redo. A row locked by another transaction is
+    -- mutex, when nothing of it is left to the slow path
+    -- (fast_demote_check, fast_demote). A transaction whose only InnoDB
+    -- work is a locking read writes no redo. A mutex another holds is
     -- skipped (something is under way on the identifier: the call does
     -- not wait for it), and a failure here is not the release's, which
     -- has committed: either leaves the identifier's free flag at 1, and
