@@ -105,10 +105,13 @@ func TestLockReleaseOutlastsLease(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		_, dsn := open(t, b)
 		// The blocked statement outlasts the lease by half of it. The
-		// lease is 3 s, not 1: the sessions' renewals are not blocked
-		// (on a server backend), but under the full suite's load one
-		// stalled for a whole 1 s lease, and the waiter lost its session.
-		const lease = 3 * time.Second
+		// lease is 6 s, not 1: the sessions' renewals are not blocked
+		// (on a server backend), but under the full suite's load (the
+		// race detector, two cores) renewals stalled for a whole 1 s
+		// lease once, and for the 2.4 s a 3 s lease allows another time
+		// (the holder lost its session on MariaDB: two renewals in a row
+		// past their 1 s deadline).
+		const lease = 6 * time.Second
 		c := openDSN(t, dsn, baton.Options{Lease: lease})
 		db := batontest.SQLDB(t, dsn)
 		blocked := lease * 3 / 2
