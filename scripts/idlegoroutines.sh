@@ -2,8 +2,7 @@
 # scripts/idlegoroutines.sh path/to/baton: how many goroutines an idle
 # `baton work` on SQLite starts in 10 s (after 4 s of warm-up), counted by
 # a perf uprobe on runtime.newproc, and by the baton frame nearest to each
-# start. Needs perf (linux-perf) and root. Used for docs/benchmarks.md, "An
-# idle SQLite process".
+# start. Needs perf (linux-perf) and root. Listed in docs/benchmarks.md.
 B=$1
 perf probe -q -x "$B" -a 'runtime.newproc' 2>/dev/null
 ev=$(perf probe -l 2>/dev/null | awk -v b="$B" 'index($0, b) {print $1; exit}')

@@ -11,8 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// BenchmarkMulti10Bound: the bound of the multi10 case on MariaDB
-// (docs/benchmarks.md, "MariaDB: many names without a derived table"), in
+// BenchmarkMulti10Bound: the bound of the multi10 case on MariaDB, in
 // one run, each loop on a connection of its own and the loops
 // interleaved: ten native GET_LOCKs and RELEASE_ALL_LOCKS (the baseline),
 // the narrowest lock state (a MEMORY row per name with only its holder:
@@ -128,13 +127,11 @@ func prepare(t testing.TB, c *sql.Conn, q string) *sql.Stmt {
 	return st
 }
 
-// BenchmarkSlowPathBound sizes issue 10's item 3 on MariaDB (the slow
-// path's lock state off InnoDB; docs/benchmarks.md, "MariaDB's slow path
-// without the redo log's flush: the bound"): one hand-on of the slow path
-// (the identifier's row locked, the holder's request deleted, the first
-// waiter granted, a new waiter queued, the fence moved, the commit) as one
-// procedure call, its state in InnoDB as today ("innodb"), in MEMORY
-// tables serialized by a locking read of the identifier's InnoDB row
+// BenchmarkSlowPathBound measures one hand-on of MariaDB's slow path (the
+// identifier's row locked, the holder's request deleted, the first waiter
+// granted, a new waiter queued, the fence moved, the commit) as one
+// procedure call, with its state in InnoDB ("innodb"), in MEMORY tables
+// serialized by a locking read of the identifier's InnoDB row
 // ("memory": the transaction changes no InnoDB row, so its commit writes
 // no redo and waits for no flush), and in MEMORY with no serialization at
 // all ("floor", not safe: what the statements cost). Each loop on a

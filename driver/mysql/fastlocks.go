@@ -68,9 +68,9 @@ func (d *Driver) onHot(ctx context.Context, name string) (*sqldriver.DB, context
 
 // LockConflictHeld implements driver.Driver: the fast holder first, one
 // MEMORY read on the hot pool (fast_conflict_held), which answers a try
-// on a lock the fast path holds in 60 µs where both tables take 90; then,
-// unless it conflicts, both tables (lock_conflict_held), for a holder
-// the slow path has taken over.
+// on a lock the fast path holds with one table read; then, unless it
+// conflicts, both tables (lock_conflict_held), for a holder the slow path
+// has taken over.
 func (d *Driver) LockConflictHeld(ctx context.Context, sessionID string, id driver.Ident, mode driver.LockMode) (bool, error) {
 	var held bool
 	err := d.rowHot(ctx, "fast_conflict_held", id.Kind, bin(id.NS), bin(id.Name), sessionID, string(mode)).Scan(&held)
@@ -306,9 +306,8 @@ const manyPrepared = 16
 // prepared is kept, noSeq being set only when the Sequence engine's form
 // cannot run) prepared on the hot pool, or nil: before the hot pool is in use (a one-shot command), for
 // more than manyPrepared names, or when preparing failed.
-// As text the server parses the statement on every call: 30-40% of a
-// ten-name acquire (docs/benchmarks.md, "MariaDB: multi10's statement
-// prepared").
+// As text the server parses the statement on every call, a large part of
+// a ten-name acquire's time.
 func (d *Driver) manyStmt(ctx context.Context, n int, seq bool) *sql.Stmt {
 	if n > manyPrepared || !d.fastReady.Load() {
 		return nil

@@ -12,8 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// The bounds of the lock engine's PostgreSQL figures (docs/benchmarks.md,
-// "The bounds, reproducible"), in one run: the native primitive, the
+// The bounds of the lock engine's PostgreSQL figures, in one run: the native primitive, the
 // narrowest lock row, the driver's own statements sent straight through
 // pgx with nothing of the engine around them, and (for the pair) the
 // driver's calls, each loop on a connection of its own and the loops

@@ -11,9 +11,8 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// BenchmarkPairBound: the bound of the lock engine's SQLite pair
-// (docs/benchmarks.md, "The bounds, reproducible"), in one run, the loops
-// interleaved: the narrowest write transactions a lock can be (an UPDATE
+// BenchmarkPairBound: the bound of the lock engine's SQLite pair, in one
+// run, the loops interleaved: the narrowest write transactions a lock can be (an UPDATE
 // of one row's holder and fence, and one clearing it, on a row of a table
 // in the same database file, so with the driver's pragmas), the driver's
 // own statements (fast_acquire, release_inline_name) through its pool,

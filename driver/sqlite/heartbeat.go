@@ -127,8 +127,7 @@ func (c *checkpoints) tick(committed bool, now time.Time) bool {
 // the side connection instead (PASSIVE: it never waits for, or blocks,
 // writers). An automatic checkpoint runs in the commit that crosses the
 // WAL's threshold and waits for the database file's fsync: a lock or a
-// message that happened to commit then waited milliseconds (the p99 of a
-// claim and acknowledgement was about 10 ms against a p50 of 150 µs).
+// message that happened to commit then would wait milliseconds.
 // When the pragma cannot be set, SQLite's own checkpoints go on.
 func (d *Driver) startCheckpointer(ctx context.Context) {
 	renewal := d.beatDB()
@@ -213,9 +212,7 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 	// (quickly): untilFree stops at ctx's end between tries, which fail at
 	// once. A try cut off by ctx made database/sql open the connection
 	// anew, with the busy timeout of a new connection, and the renewals
-	// after it waited in SQLite's busy handler again (a 1 s-lease session
-	// was lost beside another connection's 300 ms transactions, 6 runs of
-	// 8).
+	// after it would wait in SQLite's busy handler again.
 	quiet := context.WithoutCancel(ctx)
 	err := d.untilFree(ctx, func() (err error) {
 		n, refs, err = db.SessionHeartbeat(quiet, p)

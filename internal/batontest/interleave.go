@@ -9,8 +9,8 @@ import (
 // loop then 50 of the next, so that the machine's drift between turns
 // hits them alike, and reports each loop's calls per second (its name and
 // unit) and its ratio to the first loop's (name/first). The bound
-// benchmarks (docs/benchmarks.md, "The bounds, reproducible") read an
-// engine's statements against the native primitive with it.
+// benchmarks (docs/benchmarks.md, "Go benchmarks") read an engine's
+// statements against the native primitive with it.
 func Interleave(b *testing.B, unit string, names []string, loops map[string]func(call int64) error) {
 	b.Helper()
 	turns := make(map[string]func(first int64, n int) error, len(loops))

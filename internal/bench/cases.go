@@ -643,8 +643,8 @@ func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d tim
 // contendWarmUp is how long contend runs its loop before it counts: the
 // baseline opens its connections before it starts, and baton's first
 // calls open the pool's connections and the sessions' lines (on
-// PostgreSQL, 8 sessions at once took 200-600 ms to reach their pace on
-// this machine: docs/benchmarks.md, "contend8 after a warm-up").
+// PostgreSQL, 8 sessions at once take a few hundred milliseconds to reach
+// their pace).
 const contendWarmUp = 500 * time.Millisecond
 
 // contend runs op(i) in a loop on workers goroutines for contendWarmUp

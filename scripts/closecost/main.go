@@ -8,8 +8,7 @@
 // the mean time it takes beyond its timeout (its request stored, and
 // withdrawn when the timeout ends it). Run it on a database of its own
 // (a scratch schema, database or file); it leaves the client's tables
-// there. Used for docs/benchmarks.md ("Re-entries, Close and
-// withdrawals"):
+// there (docs/benchmarks.md, "Scripts"):
 //
 //	go run ./scripts/closecost -dsn sqlite:/tmp/closecost.db
 //	go run ./scripts/closecost -dsn 'postgres://postgres@127.0.0.1:5432/test?search_path=closecost'

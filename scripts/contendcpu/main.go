@@ -7,8 +7,7 @@
 // time of the local mariadbd or mysqld process, from /proc), this
 // process's CPU time per cycle, and the server's statement counters per
 // cycle (SHOW GLOBAL STATUS). The server must run on this machine; run
-// nothing else against it meanwhile. Used for docs/benchmarks.md
-// ("Re-entries, Close and withdrawals"):
+// nothing else against it meanwhile (docs/benchmarks.md, "Scripts"):
 //
 //	go run ./scripts/contendcpu -dsn mysql://root@127.0.0.1:3306/test
 package main

@@ -14,8 +14,7 @@
 //
 // It works in a scratch database of its own on the DSN's server (a
 // schema on PostgreSQL), dropped at the end. Nothing else should run
-// against the server meanwhile. Used for docs/benchmarks.md ("Gated
-// names and cut-off calls in one call"):
+// against the server meanwhile (docs/benchmarks.md, "Scripts"):
 //
 //	go run ./scripts/gatedcost -dsn mysql://root@127.0.0.1:3306/test -cycles 300
 //	go run ./scripts/gatedcost -dsn postgres://postgres@127.0.0.1:5432/test -cycles 300

@@ -4,8 +4,7 @@
 // number of seconds, and it reports the statements the database served in
 // that time (MariaDB's Questions, PostgreSQL's transactions of the
 // database; nothing else should run against the server meanwhile) and the
-// process's CPU. Used for docs/benchmarks.md ("One poll per client for
-// waiting consumers", "A waiting client's poll in one statement"):
+// process's CPU (docs/benchmarks.md, "Scripts"):
 //
 //	go run ./scripts/idleconsumers -dsn postgres://... -n 32 -seconds 20
 //	go run ./scripts/idleconsumers -dsn mysql://... -n 0 -locks 6

@@ -6,10 +6,8 @@
 // query's own; a procedure call counts one), with the redo log writes and
 // fsyncs. It works in a scratch database of its own on the DSN's server,
 // dropped at the end. Nothing else should run against the server
-// meanwhile. Used for
-// docs/benchmarks.md ("MariaDB: every slow-path release in one call, and
-// a re-entered lock"); `baton bench locks --case reenter` gives the whole
-// cycle against GET_LOCK:
+// meanwhile (docs/benchmarks.md, "Scripts"); `baton bench locks --case
+// reenter` gives the whole cycle against GET_LOCK:
 //
 //	go run ./scripts/reentercost -dsn mysql://root@127.0.0.1:3306/test -cycles 300
 //	go run ./scripts/reentercost -dsn mysql://root@127.0.0.1:3306/test -timeout 0
