@@ -174,6 +174,7 @@ func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) 
 var commands = []func(*globals) *cobra.Command{
 	lockCmd, locksCmd, migrateCmd, demoCmd, versionCmd,
 	benchCmd, eventsCmd, notifyCmd, listenCmd, queueCmd, serveCmd, workCmd,
+	uninstallCmd,
 }
 
 func newRoot() *cobra.Command {
