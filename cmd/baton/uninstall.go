@@ -40,7 +40,12 @@ add --force.
 
 Exit statuses: 0 listed or removed; 1 live sessions without --force, or
 another error; 64 usage; 69 database unreachable.`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("uninstall: takes no arguments, got %q", args)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if force && !yes {
 				return usageErr("uninstall: --force only goes with --yes")

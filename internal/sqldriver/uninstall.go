@@ -89,8 +89,11 @@ func (m *Migrator) Uninstall(ctx context.Context, c Catalog, p driver.UninstallP
 		if err != nil {
 			return fmt.Errorf("read the catalog: %w", err)
 		}
-		slices.SortStableFunc(ours, func(a, b driver.Object) int {
-			return removalOrder(m.Prefix, a) - removalOrder(m.Prefix, b)
+		slices.SortFunc(ours, func(a, b driver.Object) int {
+			if d := removalOrder(m.Prefix, a) - removalOrder(m.Prefix, b); d != 0 {
+				return d
+			}
+			return strings.Compare(a.String(), b.String())
 		})
 		rep.Objects, rep.Kept = ours, others
 		rep.Sessions, err = m.liveSessions(ctx, conn, ours)
