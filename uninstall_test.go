@@ -3,6 +3,8 @@ package baton_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -191,4 +193,38 @@ func checkListed(t *testing.T, r baton.UninstallReport) {
 	if last := r.Objects[len(r.Objects)-1]; last.Name != "baton_migrations" {
 		t.Fatalf("the migration tracking table is not removed last: %v", r.Objects)
 	}
+}
+
+// TestUninstallDocumented: docs/operations.md's list of what baton
+// installs names every table and view a fresh install has on each
+// backend, and counts its routines right.
+func TestUninstallDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## What baton installs, and `baton uninstall`")
+	section, _, _ = strings.Cut(section, "\n## ")
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		r, err := c.Uninstall(ctxT(t), baton.UninstallOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, o := range r.Objects {
+			n[o.Kind]++
+			if (o.Kind == "table" || o.Kind == "view") && !strings.Contains(section, "`"+strings.TrimPrefix(o.Name, "baton_")+"`") {
+				t.Errorf("docs/operations.md does not list the %s %s", o.Kind, o.Name)
+			}
+		}
+		want := map[string]string{
+			"sqlite":   "| routines | none |",
+			"postgres": fmt.Sprintf("| %d functions (", n["function"]),
+			"mysql":    fmt.Sprintf("| %d procedures and %d function (", n["procedure"], n["function"]),
+		}[b.Name]
+		if !strings.Contains(section, want) {
+			t.Errorf("docs/operations.md does not count %s's routines as %q", b.Name, want)
+		}
+	})
 }
