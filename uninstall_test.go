@@ -228,3 +228,36 @@ func TestUninstallDocumented(t *testing.T) {
 		}
 	})
 }
+
+// TestUninstallResumes: on MySQL/MariaDB, where each DROP commits by
+// itself, a removal cut short halfway (here: its first half done by
+// hand, in its order) is finished by running it again, and the
+// migration tracking table, removed last, was still there to say so.
+func TestUninstallResumes(t *testing.T) {
+	t.Parallel()
+	b := batontest.Backend{Name: "mysql", Label: "mysql"}
+	dsn := batontest.NewDSN(t, b.Label)
+	c := openDSN(t, dsn)
+	db := batontest.SQLDB(t, dsn)
+	mustExec(t, db, `CREATE TABLE orders (id INT PRIMARY KEY, v INT)`)
+	subscribe(t, c, baton.Subscription{Name: "order_changes", Table: "orders"})
+	r, err := c.Uninstall(ctxT(t), baton.UninstallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, half := len(r.Objects), r.Objects[:len(r.Objects)/2]
+	for _, o := range half {
+		mustExec(t, db, "DROP "+o.Kind+" "+o.Schema+"."+o.Name)
+	}
+	if r, err = c.Uninstall(ctxT(t), baton.UninstallOptions{}); err != nil || len(r.Objects) != total-len(half) ||
+		r.Objects[len(r.Objects)-1].Name != "baton_migrations" {
+		t.Fatalf("after a removal cut short: %v, %v", r.Objects, err)
+	}
+	if r, err = c.Uninstall(ctxT(t), baton.UninstallOptions{Remove: true}); err != nil || !r.Removed {
+		t.Fatalf("second removal: %+v, %v", r, err)
+	}
+	c.Close()
+	if left, trig := catalogNames(t, b, db); len(left) != 0 || len(trig) != 0 {
+		t.Fatalf("left after the second removal: %v, triggers on orders %v", left, trig)
+	}
+}
