@@ -261,3 +261,34 @@ func TestUninstallResumes(t *testing.T) {
 		t.Fatalf("left after the second removal: %v, triggers on orders %v", left, trig)
 	}
 }
+
+// TestUninstallOtherSchema: on PostgreSQL, baton's trigger on a table of
+// another schema than baton's goes too; the table and its rows stay.
+func TestUninstallOtherSchema(t *testing.T) {
+	t.Parallel()
+	dsn := batontest.NewDSN(t, "postgres")
+	c := openDSN(t, dsn)
+	db := batontest.SQLDB(t, dsn)
+	var base string
+	if err := db.QueryRow("SELECT current_schema()").Scan(&base); err != nil {
+		t.Fatal(err)
+	}
+	app := base + "_app"
+	t.Cleanup(func() { _, _ = db.Exec("DROP SCHEMA IF EXISTS " + app + " CASCADE") })
+	mustExec(t, db, "CREATE SCHEMA "+app)
+	mustExec(t, db, "CREATE TABLE "+app+".orders (id int PRIMARY KEY)")
+	subscribe(t, c, baton.Subscription{Name: "app_orders", Table: app + ".orders"})
+	mustExec(t, db, "INSERT INTO "+app+".orders VALUES (1)")
+	r, err := c.Uninstall(ctxT(t), baton.UninstallOptions{Remove: true})
+	if err != nil || !slices.ContainsFunc(r.Objects, func(o baton.DBObject) bool {
+		return o.Kind == "trigger" && o.Schema == app && o.Table == "orders"
+	}) {
+		t.Fatalf("removal: %v, %v", r.Objects, err)
+	}
+	c.Close()
+	var triggers, rows int
+	if err := db.QueryRow("SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = $1::regclass), (SELECT count(*) FROM "+app+".orders)",
+		app+".orders").Scan(&triggers, &rows); err != nil || triggers != 0 || rows != 1 {
+		t.Fatalf("%s.orders after uninstall: %d triggers, %d rows, %v", app, triggers, rows, err)
+	}
+}
