@@ -41,8 +41,26 @@ func (d *Driver) catalog(ctx context.Context, conn *sql.Conn, known func(string)
 		return nil, nil, err // no schema of the search_path exists: nothing is installed
 	}
 	add := func(o driver.Object, mine bool) { sqldriver.Split(&ours, &others, o, mine) }
-	const ns = "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
-	err = sqldriver.EachRow(ctx, conn, `SELECT c.relname, c.relkind::text, coalesce(o.relname, '') FROM pg_class c
+	for _, look := range []func(context.Context, *sql.Conn, string, func(string) bool, func(driver.Object, bool)) error{
+		d.relations, d.routines, d.triggers, d.types,
+	} {
+		if err := look(ctx, conn, schema.String, known, add); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(others) == 0 {
+		err = d.ownSchema(ctx, conn, schema.String, ours, add)
+	}
+	return ours, others, err
+}
+
+// ns is baton's schema's oid.
+const ns = "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
+
+// relations finds the tables, views and sequences; a sequence that a
+// table owns is baton's when the table is.
+func (d *Driver) relations(ctx context.Context, conn *sql.Conn, schema string, known func(string) bool, add func(driver.Object, bool)) error {
+	return sqldriver.EachRow(ctx, conn, `SELECT c.relname, c.relkind::text, coalesce(o.relname, '') FROM pg_class c
 		LEFT JOIN pg_depend dep ON c.relkind = 'S' AND dep.classid = 'pg_class'::regclass AND dep.objid = c.oid
 			AND dep.refclassid = 'pg_class'::regclass AND dep.deptype IN ('a', 'i')
 		LEFT JOIN pg_class o ON o.oid = dep.refobjid
@@ -50,56 +68,62 @@ func (d *Driver) catalog(ctx context.Context, conn *sql.Conn, known func(string)
 		[]any{d.prefix}, func(sc sqldriver.Scanner) error {
 			var name, kind, owner string
 			err := sc.Scan(&name, &kind, &owner)
-			add(driver.Object{Kind: relKinds[kind], Schema: schema.String, Name: name}, known(name) || owner != "" && known(owner))
+			add(driver.Object{Kind: relKinds[kind], Schema: schema, Name: name}, known(name) || owner != "" && known(owner))
 			return err
 		})
-	if err == nil {
-		err = sqldriver.EachRow(ctx, conn, `SELECT p.proname, p.prokind::text, pg_get_function_identity_arguments(p.oid) FROM pg_proc p
-			WHERE p.pronamespace = `+ns+` AND starts_with(p.proname, $1)`, []any{d.prefix}, func(sc sqldriver.Scanner) error {
-			o := driver.Object{Kind: driver.ObjFunction, Schema: schema.String}
-			var kind string
-			err := sc.Scan(&o.Name, &kind, &o.Args)
-			if kind == "p" {
-				o.Kind = driver.ObjProcedure
-			}
+}
+
+// routines finds the functions and procedures, with their argument
+// types.
+func (d *Driver) routines(ctx context.Context, conn *sql.Conn, schema string, known func(string) bool, add func(driver.Object, bool)) error {
+	return sqldriver.EachRow(ctx, conn, `SELECT p.proname, p.prokind::text, pg_get_function_identity_arguments(p.oid) FROM pg_proc p
+		WHERE p.pronamespace = `+ns+` AND starts_with(p.proname, $1)`, []any{d.prefix}, func(sc sqldriver.Scanner) error {
+		o := driver.Object{Kind: driver.ObjFunction, Schema: schema}
+		var kind string
+		err := sc.Scan(&o.Name, &kind, &o.Args)
+		if kind == "p" {
+			o.Kind = driver.ObjProcedure
+		}
+		add(o, known(o.Name))
+		return err
+	})
+}
+
+// triggers finds the triggers that carry the prefix or call a routine
+// of baton's schema that does, on any table: baton's capture trigger is
+// {p}capture calling baton's {p}capture(); clones of a partitioned
+// table's trigger (tgparentid) go with it.
+func (d *Driver) triggers(ctx context.Context, conn *sql.Conn, _ string, known func(string) bool, add func(driver.Object, bool)) error {
+	capture := d.prefix + "capture"
+	return sqldriver.EachRow(ctx, conn, `SELECT t.tgname, n.nspname, c.relname, p.proname, p.pronamespace = `+ns+`,
+		c.relnamespace = `+ns+` FROM pg_trigger t
+		JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE NOT t.tgisinternal AND t.tgparentid = 0
+		  AND (starts_with(t.tgname, $1) OR p.pronamespace = `+ns+` AND starts_with(p.proname, $1))`,
+		[]any{d.prefix}, func(sc sqldriver.Scanner) error {
+			o := driver.Object{Kind: driver.ObjTrigger}
+			var fn string
+			var fnOurs, tableOurs bool
+			err := sc.Scan(&o.Name, &o.Schema, &o.Table, &fn, &fnOurs, &tableOurs)
+			isCapture := o.Name == capture && fn == capture && fnOurs
+			add(o, isCapture && known(fn) || tableOurs && known(o.Table) && known(o.Name))
+			return err
+		})
+}
+
+// types finds the types made by CREATE TYPE or CREATE DOMAIN (not the
+// row types of tables, which go with them).
+func (d *Driver) types(ctx context.Context, conn *sql.Conn, schema string, known func(string) bool, add func(driver.Object, bool)) error {
+	return sqldriver.EachRow(ctx, conn, `SELECT t.typname FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
+		WHERE t.typnamespace = `+ns+` AND starts_with(t.typname, $1)
+		  AND (t.typtype IN ('e', 'd', 'r', 'm') OR t.typtype = 'c' AND c.relkind = 'c')`,
+		[]any{d.prefix}, func(sc sqldriver.Scanner) error {
+			o := driver.Object{Kind: driver.ObjType, Schema: schema}
+			err := sc.Scan(&o.Name)
 			add(o, known(o.Name))
 			return err
 		})
-	}
-	if err == nil {
-		// Clones of a partitioned table's trigger (tgparentid) go with it.
-		err = sqldriver.EachRow(ctx, conn, `SELECT t.tgname, n.nspname, c.relname, p.proname, p.pronamespace = `+ns+`,
-			c.relnamespace = `+ns+` FROM pg_trigger t
-			JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-			JOIN pg_proc p ON p.oid = t.tgfoid
-			WHERE NOT t.tgisinternal AND t.tgparentid = 0
-			  AND (starts_with(t.tgname, $1) OR p.pronamespace = `+ns+` AND starts_with(p.proname, $1))`,
-			[]any{d.prefix}, func(sc sqldriver.Scanner) error {
-				o := driver.Object{Kind: driver.ObjTrigger}
-				var fn string
-				var fnOurs, tableOurs bool
-				err := sc.Scan(&o.Name, &o.Schema, &o.Table, &fn, &fnOurs, &tableOurs)
-				capture := d.prefix + "capture"
-				add(o, o.Name == capture && fn == capture && fnOurs && known(fn) ||
-					tableOurs && known(o.Table) && known(o.Name))
-				return err
-			})
-	}
-	if err == nil {
-		err = sqldriver.EachRow(ctx, conn, `SELECT t.typname FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
-			WHERE t.typnamespace = `+ns+` AND starts_with(t.typname, $1)
-			  AND (t.typtype IN ('e', 'd', 'r', 'm') OR t.typtype = 'c' AND c.relkind = 'c')`,
-			[]any{d.prefix}, func(sc sqldriver.Scanner) error {
-				o := driver.Object{Kind: driver.ObjType, Schema: schema.String}
-				err := sc.Scan(&o.Name)
-				add(o, known(o.Name))
-				return err
-			})
-	}
-	if err == nil && len(others) == 0 {
-		err = d.ownSchema(ctx, conn, schema.String, ours, add)
-	}
-	return ours, others, err
 }
 
 // ownSchema adds baton's schema to ours when `baton migrate` created it

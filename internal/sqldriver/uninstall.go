@@ -83,29 +83,13 @@ func removalOrder(prefix string, o driver.Object) int {
 // and refusing while sessions live unless p.Force.
 func (m *Migrator) Uninstall(ctx context.Context, c Catalog, p driver.UninstallParams) (driver.UninstallReport, error) {
 	var rep driver.UninstallReport
-	known := m.Known()
-	look := func(ctx context.Context, conn *sql.Conn) error {
-		ours, others, err := c.List(ctx, conn, func(n string) bool { return known[n] })
-		if err != nil {
-			return fmt.Errorf("read the catalog: %w", err)
-		}
-		slices.SortFunc(ours, func(a, b driver.Object) int {
-			if d := removalOrder(m.Prefix, a) - removalOrder(m.Prefix, b); d != 0 {
-				return d
-			}
-			return strings.Compare(a.String(), b.String())
-		})
-		rep.Objects, rep.Kept = ours, others
-		rep.Sessions, err = m.liveSessions(ctx, conn, ours)
-		return err
-	}
 	if !p.Remove {
 		conn, err := m.DB.Conn(ctx)
 		if err != nil {
 			return rep, err
 		}
 		defer conn.Close()
-		return rep, look(ctx, conn)
+		return rep, m.look(ctx, conn, c, &rep)
 	}
 	err := m.Locked(ctx, func(ctx context.Context, conn *sql.Conn) error {
 		defer func() {
@@ -118,7 +102,7 @@ func (m *Migrator) Uninstall(ctx context.Context, c Catalog, p driver.UninstallP
 				return err
 			}
 		}
-		if err := look(ctx, conn); err != nil {
+		if err := m.look(ctx, conn, c, &rep); err != nil {
 			return err
 		}
 		if len(rep.Sessions) > 0 && !p.Force {
@@ -133,6 +117,25 @@ func (m *Migrator) Uninstall(ctx context.Context, c Catalog, p driver.UninstallP
 	})
 	rep.Removed = err == nil
 	return rep, err
+}
+
+// look fills rep's objects, in the order of their removal, and its live
+// sessions, from the catalog as conn sees it.
+func (m *Migrator) look(ctx context.Context, conn *sql.Conn, c Catalog, rep *driver.UninstallReport) error {
+	known := m.Known()
+	ours, others, err := c.List(ctx, conn, func(n string) bool { return known[n] })
+	if err != nil {
+		return fmt.Errorf("read the catalog: %w", err)
+	}
+	slices.SortFunc(ours, func(a, b driver.Object) int {
+		if d := removalOrder(m.Prefix, a) - removalOrder(m.Prefix, b); d != 0 {
+			return d
+		}
+		return strings.Compare(a.String(), b.String())
+	})
+	rep.Objects, rep.Kept = ours, others
+	rep.Sessions, err = m.liveSessions(ctx, conn, ours)
+	return err
 }
 
 // sessionList names sessions for an error: id, host:pid/name.
