@@ -34,4 +34,7 @@ var (
 	ErrNoSchema = driver.ErrNoSchema
 	// ErrBadDSN is returned by Open for a DSN it cannot use.
 	ErrBadDSN = driver.ErrBadDSN
+	// ErrSessionsAlive is returned by Uninstall while sessions hold a
+	// live lease: nothing was removed.
+	ErrSessionsAlive = driver.ErrSessionsAlive
 )

@@ -290,6 +290,13 @@ type Driver interface {
 	// NotifyStatement is the statement that sends a notification inside
 	// the caller's transaction, with its arguments.
 	NotifyStatement(channel, payload string) (query string, args []any)
+
+	// Uninstall lists baton's objects in the database, from its catalog,
+	// and removes them when p.Remove is set (see UninstallReport), in one
+	// transaction where the backend's DDL is transactional; it refuses
+	// with ErrSessionsAlive while sessions hold a live lease, unless
+	// p.Force. Objects that merely carry the prefix are kept.
+	Uninstall(ctx context.Context, p UninstallParams) (UninstallReport, error)
 }
 
 // ListenParams configure Driver.Listen.

@@ -174,6 +174,7 @@ func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) 
 var commands = []func(*globals) *cobra.Command{
 	lockCmd, locksCmd, migrateCmd, demoCmd, versionCmd,
 	benchCmd, eventsCmd, notifyCmd, listenCmd, queueCmd, serveCmd, workCmd,
+	uninstallCmd,
 }
 
 func newRoot() *cobra.Command {
@@ -189,7 +190,8 @@ The database is chosen with --dsn or BATON_DSN:
 The default is sqlite:baton.db in the current directory. On PostgreSQL,
 ?search_path=SCHEMA picks the schema of baton's tables (baton migrate creates
 it when it does not exist); other parameters pass through to the backend's
-driver. Every parameter is listed in docs/dsn.md.
+driver. Every parameter is listed in docs/dsn.md. baton uninstall lists
+everything baton installed in the database, and removes it with --yes.
 
 A command that does not wait (queue push, a lock obtained at once) opens one
 connection. bench, migrate, queue redrive and queue purge show a progress

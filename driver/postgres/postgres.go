@@ -330,7 +330,8 @@ func (d *Driver) missingSchema(ctx context.Context) (string, bool) {
 }
 
 // CreateSchema creates the schema the DSN's search_path names when it
-// does not exist, and returns its name when it did so ("" otherwise).
+// does not exist, and returns its name when it did so ("" otherwise);
+// Uninstall removes it.
 // `baton migrate` calls it before migrating.
 func (d *Driver) CreateSchema(ctx context.Context) (string, error) {
 	schema, missing := d.missingSchema(ctx)
@@ -339,6 +340,10 @@ func (d *Driver) CreateSchema(ctx context.Context) (string, error) {
 	}
 	if _, err := d.SQL.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return "", fmt.Errorf("create schema %q (search_path in the DSN): %w", schema, err)
+	}
+	// The comment tells Uninstall that the schema is baton's to remove.
+	if _, err := d.SQL.ExecContext(ctx, "COMMENT ON SCHEMA "+pgx.Identifier{schema}.Sanitize()+" IS "+lit(schemaMarker)); err != nil {
+		return "", fmt.Errorf("mark schema %q as baton's: %w", schema, err)
 	}
 	return schema, nil
 }
