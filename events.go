@@ -41,7 +41,9 @@ type Subscription struct {
 	// most 61 characters); its events form the queue EventQueue(Name).
 	Name string
 	// Table is the application table: "table", or "schema.table" on
-	// PostgreSQL. It must have a primary key.
+	// PostgreSQL (each part bare or double-quoted). It must have a primary
+	// key. Events, and Subscriptions, name it as given here (unquoted):
+	// "people" on every backend, "app.people" when the schema was given.
 	Table string
 	// Actions are the changes to follow (default: all three).
 	Actions []Action
@@ -221,7 +223,8 @@ func (c *Client) subscribeTx(ctx context.Context, tx driver.Tx, s Subscription, 
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.SubscriptionInsert(ctx, driver.Subscription{Name: s.Name, Table: info.Name, Actions: codes, MaxAttempts: s.MaxAttempts}); err != nil {
+	sub := driver.Subscription{Name: s.Name, Table: info.Name, SubscribedAs: s.Table, Actions: codes, MaxAttempts: s.MaxAttempts}
+	if err := tx.SubscriptionInsert(ctx, sub); err != nil {
 		return nil, err
 	}
 	if n > 0 {
@@ -346,7 +349,7 @@ func (c *Client) Subscriptions(ctx context.Context) ([]Subscription, error) {
 				acts = append(acts, a)
 			}
 		}
-		out[i] = Subscription{Name: r.Name, Table: r.Table, Actions: acts, MaxAttempts: r.MaxAttempts, CreatedAt: r.CreatedAt}
+		out[i] = Subscription{Name: r.Name, Table: r.SubscribedAs, Actions: acts, MaxAttempts: r.MaxAttempts, CreatedAt: r.CreatedAt}
 	}
 	return out, nil
 }

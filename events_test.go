@@ -435,6 +435,13 @@ func TestEventsCanonicalJSON(t *testing.T) {
 		}[b.Name]
 		mustExec(t, db, ddl)
 		subscribe(t, c, baton.Subscription{Name: "canon", Table: "canon"})
+		var schema string // PostgreSQL: a second subscription names the schema too
+		if b.Name == "postgres" {
+			if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+				t.Fatal(err)
+			}
+			subscribe(t, c, baton.Subscription{Name: "canon_s", Table: schema + ".canon"})
+		}
 		// One transaction on one connection, with session settings that
 		// change how each database writes values.
 		conn, err := db.Conn(ctx)
@@ -477,11 +484,22 @@ func TestEventsCanonicalJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 
+		// The table as subscribed, "canon", on every backend (it was
+		// "public.canon" on PostgreSQL): the whole event is the same bytes.
 		subs, err := c.Subscriptions(ctx)
-		if err != nil || len(subs) != 1 {
+		if err != nil || len(subs) == 0 || subs[0].Name != "canon" {
 			t.Fatalf("subscriptions %+v, %v", subs, err)
 		}
-		tableJSON, _ := json.Marshal(subs[0].Table) // "canon", or "schema.canon" on PostgreSQL
+		if subs[0].Table != "canon" {
+			t.Errorf("Subscriptions names the table %q, want canon as subscribed", subs[0].Table)
+		}
+		if schema != "" {
+			// The same table, subscribed with its schema: its events
+			// and its entry say so.
+			if e := oneEvent(t, c, "canon_s", "no event for canon_s"); e.Table != schema+".canon" || len(subs) != 2 || subs[1].Table != e.Table {
+				t.Errorf("subscribed as %s.canon: event table %q, subscriptions %+v", schema, e.Table, subs)
+			}
+		}
 		want := []struct{ action, pk, new, old string }{
 			{"insert", `{"id":1}`, row1, "null"},
 			{"insert", `{"id":2}`, row2, "null"},
@@ -490,7 +508,7 @@ func TestEventsCanonicalJSON(t *testing.T) {
 		}
 		payload := func(i int) string {
 			w := want[i]
-			return `{"subscription":"canon","table":` + string(tableJSON) + `,"action":"` + w.action +
+			return `{"subscription":"canon","table":"canon","action":"` + w.action +
 				`","pk":` + w.pk + `,"new":` + w.new + `,"old":` + w.old + `}`
 		}
 		s := session(t, c)

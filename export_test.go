@@ -98,3 +98,10 @@ func LockContentionSteps(c *Client) int64 { return c.locks.ContentionSteps() }
 // SkipOwnDeadlockSearch makes the client's waiting lock requests skip
 // their own search for a cycle, leaving the poll's safety net.
 func SkipOwnDeadlockSearch(c *Client, off bool) { c.locks.SkipOwnSearch(off) }
+
+// ScheduleCount is how many schedules the client has registered.
+func ScheduleCount(c *Client) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.schedules)
+}

@@ -329,13 +329,16 @@ func TestKinds(t *testing.T) {
 			t.Fatalf("handled %v", got)
 		}
 		for id, want := range map[int64]string{
-			slow: "ran longer than its timeout 50ms",
+			slow: "context deadline exceeded: handler ran longer than its timeout 50ms",
 			sms:  `kind "sms"`,
 			bad:  "do not decode",
 		} {
 			m := getMessage(t, c, id)
 			if m.State != baton.StateDead || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, want) {
 				t.Fatalf("message %d: %+v, want dead with %q", id, m, want)
+			}
+			if n := strings.Count(m.Errors[0].Error, "deadline exceeded"); n > 1 {
+				t.Fatalf("message %d: %q says deadline exceeded %d times", id, m.Errors[0].Error, n)
 			}
 		}
 		err = c.WorkJobs(ctx, "jobs", ws, baton.WorkerOptions{Kind: "email", Mode: baton.Ordered})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -42,7 +43,8 @@ type Schedule struct {
 	// month, month, day of week) or a descriptor (@hourly, @daily,
 	// @weekly, @monthly, @yearly, @every 1h30m).
 	Cron string
-	// TimeZone is the IANA time zone the Cron fields are in (default UTC).
+	// TimeZone is the IANA time zone the Cron fields are in (default UTC,
+	// whatever the host's zone; not a CRON_TZ= prefix in Cron).
 	// It is read from the host's time zone database (time.LoadLocation);
 	// a program that runs where there is none (a scratch container, a
 	// static binary on Windows) embeds one with import _ "time/tzdata".
@@ -50,7 +52,8 @@ type Schedule struct {
 	// Every, instead of Cron, ticks at every multiple of the interval since
 	// the Unix epoch (at least a millisecond).
 	Every time.Duration
-	// Payload of each message; when neither it nor Args is set, a JSON
+	// Payload of each message: 1 byte to MaxMessagePayload, as Enqueue
+	// takes. When neither it nor Args is set (nil, not empty), a JSON
 	// object {"schedule": name, "tick": the tick in RFC 3339, "missed":
 	// ticks missed before it}.
 	Payload []byte
@@ -72,8 +75,8 @@ type schedule struct {
 
 // AddSchedule registers a schedule in this client; the client's scheduler
 // enqueues its ticks while the client is open. An invalid cron expression,
-// time zone or interval is an error naming the field, and registers
-// nothing. Adding a schedule of the same name replaces it.
+// time zone, interval, payload (empty or too long: what Enqueue refuses) or
+// option is an error naming the field, and registers nothing. Adding a schedule of the same name replaces it.
 func (c *Client) AddSchedule(s Schedule) error {
 	next, err := s.clock()
 	if err != nil {
@@ -131,12 +134,17 @@ func (s Schedule) clock() (func(time.Time) time.Time, error) {
 			return nil, fmt.Errorf("%w: schedule %q: TimeZone %q: %v", ErrInvalid, s.Name, s.TimeZone, err)
 		}
 	}
+	if f := strings.Fields(s.Cron); len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		return nil, fmt.Errorf("%w: schedule %q: Cron %q: give the time zone in TimeZone", ErrInvalid, s.Name, s.Cron)
+	}
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 	sched, err := parser.Parse(s.Cron)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: Cron %q: %v", ErrInvalid, s.Name, s.Cron, err)
 	}
-	if spec, ok := sched.(*cron.SpecSchedule); ok && s.TimeZone != "" {
+	// The parser reads the fields in the host's zone (time.Local) unless
+	// told otherwise: hosts in different zones would tick differently.
+	if spec, ok := sched.(*cron.SpecSchedule); ok {
 		spec.Location = loc
 	}
 	return sched.Next, nil
@@ -157,10 +165,20 @@ func (s Schedule) check() error {
 	case s.Missed != RunOnce && s.Missed != SkipMissed:
 		return fmt.Errorf("%w: schedule %q: unknown Missed policy %d", ErrInvalid, s.Name, s.Missed)
 	}
+	payload := s.Payload
 	if s.Args != nil {
-		if _, err := JobMessage(s.Args, s.Options); err != nil {
+		m, err := JobMessage(s.Args, s.Options)
+		if err != nil {
 			return err
 		}
+		payload = m.Payload
+	}
+	// The payload every tick enqueues: refused here, not at every tick.
+	switch {
+	case payload != nil && len(payload) == 0:
+		return fmt.Errorf("%w: schedule %q: empty Payload (leave it nil for the default payload)", ErrInvalid, s.Name)
+	case len(payload) > MaxMessagePayload:
+		return fmt.Errorf("%w: schedule %q: the payload is %d bytes, more than %d", ErrInvalid, s.Name, len(payload), MaxMessagePayload)
 	}
 	return s.Options.check()
 }

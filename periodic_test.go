@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -30,11 +31,42 @@ func TestScheduleValidation(t *testing.T) {
 		{baton.Schedule{Name: "a b", Queue: "q", Every: time.Hour}, "schedule name"},
 		{baton.Schedule{Name: "a", Queue: "", Every: time.Hour}, "queue"},
 		{baton.Schedule{Name: "a", Queue: "q", Every: time.Hour, Options: baton.EnqueueOptions{UniqueKey: "k"}}, "UniqueKey"},
+		{baton.Schedule{Name: "a", Queue: "q", Cron: "CRON_TZ=Asia/Tokyo 0 9 * * *"}, "TimeZone"},
+		// The payload every tick would enqueue is checked as Enqueue
+		// checks it, once, here: not refused at every tick.
+		{baton.Schedule{Name: "a", Queue: "q", Every: time.Hour, Payload: []byte{}}, "empty Payload"},
+		{baton.Schedule{Name: "a", Queue: "q", Every: time.Hour, Payload: make([]byte, 2<<20)}, fmt.Sprintf("more than %d", baton.MaxMessagePayload)},
+		{baton.Schedule{Name: "a", Queue: "q", Every: time.Hour, Args: emailArgs{To: strings.Repeat("a", baton.MaxMessagePayload)}}, "more than"},
 	} {
 		err := c.AddSchedule(x.s)
 		wantErr(t, err, baton.ErrInvalid)
 		if !strings.Contains(err.Error(), x.want) {
-			t.Errorf("%+v: %v, want it to name %s", x.s, err, x.want)
+			t.Errorf("%s %s: %v, want it to name %s", x.s.Cron, clipped(x.s.Payload), err, x.want)
+		}
+	}
+	// Registered nothing: the scheduler has no schedule to run.
+	if n := baton.ScheduleCount(c); n != 0 {
+		t.Fatalf("%d schedules registered by calls that failed", n)
+	}
+}
+
+// clipped is the start of a payload, for messages.
+func clipped(b []byte) string { return string(b[:min(len(b), 20)]) }
+
+// TestScheduleClockOutsideUTC: a schedule without TimeZone reads its cron
+// fields in UTC whatever the host's zone: TestScheduleClock again, in a
+// process whose local zone is UTC+5:30 (and UTC-5/-4), so that it fails
+// on any host if the host's zone leaks in.
+func TestScheduleClockOutsideUTC(t *testing.T) {
+	t.Parallel()
+	for _, zone := range []string{"Asia/Kolkata", "America/New_York"} {
+		if _, err := time.LoadLocation(zone); err != nil {
+			t.Fatalf("the time zone database has no %s: %v", zone, err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestScheduleClock$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TZ="+zone, "BATON_TEST_TZ="+zone)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("TestScheduleClock with TZ=%s: %v\n%s", zone, err, out)
 		}
 	}
 }
@@ -42,6 +74,12 @@ func TestScheduleValidation(t *testing.T) {
 // TestScheduleClock: cron ticks in the schedule's time zone, intervals on
 // the epoch.
 func TestScheduleClock(t *testing.T) {
+	if zone := os.Getenv("BATON_TEST_TZ"); zone != "" {
+		// Run by TestScheduleClockOutsideUTC: the zone must have taken.
+		if _, off := time.Date(2026, 11, 24, 0, 0, 0, 0, time.Local).Zone(); off == 0 {
+			t.Fatalf("TZ=%s did not change the local zone", zone)
+		}
+	}
 	at := time.Date(2026, 11, 24, 7, 30, 0, 0, time.UTC)
 	for _, x := range []struct {
 		s    baton.Schedule
@@ -49,13 +87,16 @@ func TestScheduleClock(t *testing.T) {
 	}{
 		{baton.Schedule{Cron: "0 9 * * *", TimeZone: "Europe/Paris"}, time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)},
 		{baton.Schedule{Cron: "0 9 * * *"}, time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)},
+		{baton.Schedule{Cron: "@daily"}, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)},
 		// 13:00 in India (UTC+5:30) is 07:30 UTC: the hour there.
 		{baton.Schedule{Cron: "@hourly", TimeZone: "Asia/Kolkata"}, time.Date(2026, 11, 24, 7, 30, 0, 0, time.UTC)},
 		{baton.Schedule{Every: 45 * time.Minute}, time.Date(2026, 11, 24, 7, 30, 0, 0, time.UTC).Add(0)},
 	} {
-		got, err := baton.ScheduleNext(x.s, at.Add(-time.Nanosecond))
+		// In the local zone, as the scheduler's times (time.Now,
+		// time.UnixMicro) are.
+		got, err := baton.ScheduleNext(x.s, at.Add(-time.Nanosecond).Local())
 		if x.s.Every != 0 {
-			got, err = baton.ScheduleNext(x.s, at)
+			got, err = baton.ScheduleNext(x.s, at.Local())
 			x.want = time.UnixMicro((at.UnixMicro()/x.s.Every.Microseconds() + 1) * x.s.Every.Microseconds())
 		}
 		if err != nil || !got.Equal(x.want) {

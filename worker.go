@@ -493,7 +493,7 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 	}()
 	if timeout := w.timeout(m); timeout > 0 {
 		var tcancel context.CancelFunc
-		mctx, tcancel = context.WithTimeoutCause(mctx, timeout, fmt.Errorf("%w: handler ran longer than its timeout %v", context.DeadlineExceeded, timeout))
+		mctx, tcancel = context.WithTimeoutCause(mctx, timeout, handlerTimeout(timeout))
 		defer tcancel()
 	}
 	// The claim is renewed every third of its lease by a timer, not a
@@ -518,6 +518,17 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 	defer func() { timer.Load().Stop() }()
 	return w.run(mctx, m)
 }
+
+// handlerTimeout is the cause of a handler's context when its run lasted
+// longer than its timeout: context.DeadlineExceeded, whose words the
+// handler's own error (ctx.Err()) already says, so they are not repeated.
+type handlerTimeout time.Duration
+
+func (e handlerTimeout) Error() string {
+	return fmt.Sprintf("handler ran longer than its timeout %v", time.Duration(e))
+}
+
+func (handlerTimeout) Unwrap() error { return context.DeadlineExceeded }
 
 // timeout is the bound of a handler run of the message: its own, else its
 // kind's, else the worker's.

@@ -317,7 +317,7 @@ func (d *dash) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, baton.ErrUnknownQueue), errors.Is(err, baton.ErrInvalid), errors.Is(err, baton.ErrNoMessage), errors.Is(err, baton.ErrNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, baton.ErrRunning):
+	case errors.Is(err, baton.ErrRunning), errors.Is(err, baton.ErrFinished):
 		status = http.StatusConflict
 	}
 	w.WriteHeader(status)

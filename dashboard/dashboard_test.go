@@ -417,3 +417,33 @@ func TestKindFilterAndMessagePage(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelFinished: cancelling a message that has finished is a conflict
+// (409) saying so, not a server error; a waiting one is cancelled.
+func TestCancelFinished(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _, srv := serve(t, b)
+		hc := client{t, srv}
+		deadLetter(t, c, "jobs", "x", "broken")
+		dead, _, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "jobs", State: baton.StateDead})
+		if err != nil || len(dead) != 1 {
+			t.Fatalf("dead letters: %v %v", dead, err)
+		}
+		waiting, err := c.Enqueue(ctxT(t), "jobs", []byte("y"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		csrf := url.Values{"csrf": {csrfRE(hc.get("/queues/jobs"))}}
+		same := map[string]string{"Sec-Fetch-Site": "same-origin"}
+		code, body, _ := hc.do("POST", fmt.Sprintf("/queues/jobs/messages/%d/cancel", dead[0].ID), csrf, same)
+		if want := fmt.Sprintf("message %d is dead", dead[0].ID); code != http.StatusConflict || !strings.Contains(body, want) {
+			t.Fatalf("cancel a dead letter: %d, want 409 saying %q:\n%s", code, want, body)
+		}
+		if code, body, _ := hc.do("POST", fmt.Sprintf("/queues/jobs/messages/%d/cancel", waiting), csrf, same); code != http.StatusSeeOther {
+			t.Fatalf("cancel a waiting message: %d\n%s", code, body)
+		}
+		if m, err := c.Message(ctxT(t), waiting); err != nil || m.State != baton.StateCancelled {
+			t.Fatalf("the waiting message: %+v %v", m, err)
+		}
+	})
+}

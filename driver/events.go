@@ -21,11 +21,15 @@ type TableInfo struct {
 // Subscription is one row of the subscription registry. Actions is a
 // subset of "IUD".
 type Subscription struct {
-	Name        string
-	Table       string
-	Actions     string
-	MaxAttempts int
-	CreatedAt   time.Time
+	Name string
+	// Table is the registry's name of the table (TableInfo.Name), which
+	// the triggers match; SubscribedAs is the table as the subscriber
+	// named it, which events carry (Table when stored empty).
+	Table        string
+	SubscribedAs string
+	Actions      string
+	MaxAttempts  int
+	CreatedAt    time.Time
 }
 
 // EventsTx is the subscription part of Tx.

@@ -14,7 +14,10 @@ package jobtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,9 +137,12 @@ func roundTrip[T any](tb testing.TB, v T) T {
 
 // Work runs the workers on queue in the calling goroutine until no message
 // is ready and none is in flight (messages backing off before a retry, and
-// delayed ones, stay), and fails the test if the worker fails. Handler
-// errors do not fail the test: they are recorded on the messages (see
-// baton.Client.Message).
+// delayed ones, stay). It fails the test if the worker fails, and if any
+// attempt failed: a handler's error or panic, or a message whose kind has
+// no worker in ws; the failure names each such message, its kind and its
+// error. A test of failing jobs runs them with Client.WorkJobs and
+// WorkerOptions{Drain: true} instead, and reads the outcome with
+// Client.Message.
 func Work(tb testing.TB, c *baton.Client, queue string, ws *baton.Workers, opts ...baton.WorkerOptions) {
 	tb.Helper()
 	var o baton.WorkerOptions
@@ -144,9 +150,30 @@ func Work(tb testing.TB, c *baton.Client, queue string, ws *baton.Workers, opts 
 		o = opts[0]
 	}
 	o.Drain = true
+	var mu sync.Mutex
+	var failed []string
+	hook := o.OnError
+	o.OnError = func(m *baton.Message, e baton.AttemptError) {
+		kind := m.Kind
+		if kind == "" {
+			kind = "(none)"
+		}
+		mu.Lock()
+		failed = append(failed, fmt.Sprintf("message %d of kind %s, attempt %d: %s", m.ID, kind, e.Attempt, e.Error))
+		mu.Unlock()
+		if hook != nil {
+			hook(m, e)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := c.WorkJobs(ctx, queue, ws, o); err != nil {
 		tb.Fatalf("jobtest: work %s: %v", queue, err)
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) > 0 {
+		tb.Fatalf("jobtest: work %s: %d failed attempts:\n\t%s", queue, len(failed), strings.Join(failed, "\n\t"))
 	}
 }

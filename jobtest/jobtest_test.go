@@ -2,7 +2,11 @@ package jobtest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,10 +34,11 @@ func (other) Kind() string { return "other" }
 type recorder struct {
 	testing.TB
 	failed bool
+	msg    string
 }
 
-func (r *recorder) Fatalf(string, ...any) { r.failed = true }
-func (r *recorder) Helper()               {}
+func (r *recorder) Fatalf(format string, a ...any) { r.failed, r.msg = true, fmt.Sprintf(format, a...) }
+func (r *recorder) Helper()                        {}
 
 func TestRequireEnqueuedAndWork(t *testing.T) {
 	ctx := context.Background()
@@ -142,5 +147,58 @@ func checkInTx(t *testing.T, c *baton.Client, tx baton.Execer, to string) {
 	jobtest.RequireEnqueued(r, c, "mail", welcome{To: to})
 	if !r.failed {
 		t.Fatal("RequireEnqueued saw a message of a transaction that has not committed")
+	}
+}
+
+// TestWorkFailsOnFailedJobs: Work fails the test when a job's handler
+// fails or its kind has no worker, naming each message, its kind and its
+// error; the user's own OnError hook still sees every failure.
+func TestWorkFailsOnFailedJobs(t *testing.T) {
+	ctx := context.Background()
+	c, err := baton.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ws := baton.NewWorkers()
+	if err := baton.AddWorker(ws, func(ctx context.Context, j *baton.Job[welcome]) error {
+		if j.Args.To == "bad" {
+			return errors.New("smtp down")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	enqueue := func(args baton.JobArgs) int64 {
+		t.Helper()
+		id, err := c.EnqueueJob(ctx, "mail", args, baton.EnqueueOptions{MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+
+	enqueue(welcome{To: "ann@example.com"})
+	r := &recorder{TB: t}
+	jobtest.Work(r, c, "mail", ws)
+	if r.failed {
+		t.Fatalf("Work failed though every job succeeded: %s", r.msg)
+	}
+
+	bad, orphan := enqueue(welcome{To: "bad"}), enqueue(other{})
+	var hooked atomic.Int32
+	r = &recorder{TB: t}
+	jobtest.Work(r, c, "mail", ws, baton.WorkerOptions{OnError: func(*baton.Message, baton.AttemptError) { hooked.Add(1) }})
+	if !r.failed {
+		t.Fatal("Work passed though a job failed and another had no worker")
+	}
+	for _, want := range []string{fmt.Sprintf("message %d of kind welcome", bad), "smtp down",
+		fmt.Sprintf("message %d of kind other", orphan), "no worker"} {
+		if !strings.Contains(r.msg, want) {
+			t.Errorf("Work's failure %q does not say %q", r.msg, want)
+		}
+	}
+	if n := hooked.Load(); n != 2 {
+		t.Errorf("the test's OnError hook saw %d failures, want 2", n)
 	}
 }

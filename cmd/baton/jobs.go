@@ -16,12 +16,13 @@ import (
 )
 
 // exitNoMessage is the exit status of a command on a message that does not
-// exist (or whose history was pruned); exitMessageState of a command the
-// message's state does not allow (running for retry and delete, finished
-// for cancel).
+// exist (or whose history was pruned), exitNoQueue of a command on a queue
+// baton has never seen; exitMessageState of a command the message's state
+// does not allow (running for retry and delete, finished for cancel).
 const (
 	exitMessageState = 65
 	exitNoMessage    = 66
+	exitNoQueue      = 66
 )
 
 const messageExits = `Exit statuses: 0 done; 64 for a bad ID; 65 when the message's state does not
@@ -51,7 +52,9 @@ standard error as "more: --after POS".
 MessageInfo (id, queue, kind, state, payload or payload_base64, priority,
 key, attempt, max_attempts, last_error, errors, created_at, run_at,
 claimed_by, claimed_until, cancel_requested, finished_at), the same on every
-backend; times are RFC 3339.`,
+backend; times are RFC 3339.
+
+` + queueExits,
 		Example: `  baton queue list
   baton queue list mail --state dead --json
   baton queue list --kind invoice --state retrying`,
@@ -59,14 +62,27 @@ backend; times are RFC 3339.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Queue = args[0]
+				if err := checkQueue("queue list", o.Queue); err != nil {
+					return err
+				}
 			}
 			if err := parseState(&o, state); err != nil {
 				return err
+			}
+			if o.Limit < 1 || o.Limit > maxListLimit {
+				return usageErr("queue list: --limit %d: give 1 to %d", o.Limit, maxListLimit)
 			}
 			return g.withClient(cmd.Context(), func(c *baton.Client) error {
 				ms, next, err := c.ListMessages(cmd.Context(), o)
 				if err != nil {
 					return invalidUsage("queue list", err)
+				}
+				if len(ms) == 0 && o.Queue != "" {
+					// The library lists nothing for a queue it has
+					// never seen; the command says so.
+					if err := mustExist(cmd.Context(), c, "queue list", o.Queue); err != nil {
+						return err
+					}
 				}
 				printMore(next)
 				if asJSON {
@@ -78,11 +94,14 @@ backend; times are RFC 3339.`,
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only this state: scheduled, ready, running, retrying, completed, cancelled or dead")
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "only messages of this kind")
-	cmd.Flags().IntVar(&o.Limit, "limit", 50, "list at most this many (1 to 1000)")
+	cmd.Flags().IntVar(&o.Limit, "limit", 50, fmt.Sprintf("list at most this many (1 to %d)", maxListLimit))
 	cmd.Flags().StringVar(&o.After, "after", "", "go on from this position (printed by an earlier list)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
 }
+
+// maxListLimit is the most messages baton queue list prints at once.
+const maxListLimit = 1000
 
 // nonNil makes a nil list an empty one, which JSON prints as [] not null.
 func nonNil[T any](list []T) []T {

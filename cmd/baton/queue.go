@@ -26,7 +26,9 @@ func queueCmd(g *globals) *cobra.Command {
 		Long: `Durable queues in the database. Messages are pushed here (or by programs
 through the Go API) and processed by baton work (or Client.Work).
 
-Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.`,
+Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
+
+` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
@@ -157,6 +159,35 @@ func enqueue(ctx context.Context, c *baton.Client, queue string, payload []byte,
 	return id, false, err
 }
 
+// queueExits is the rule of the commands on a QUEUE (stats, list, dead,
+// redrive, purge, pause, resume), in their help.
+const queueExits = `A QUEUE baton has never seen (nothing was ever pushed to it) is an error,
+"no queue QUEUE", with exit status 66 for every command on a QUEUE (stats,
+list, dead, redrive, purge, pause, resume); a malformed name exits 64.`
+
+// queueErr maps the error of a command on a queue that baton has never
+// seen to its exit status; other errors pass.
+func queueErr(what, queue string, err error) error {
+	if errors.Is(err, baton.ErrUnknownQueue) {
+		return &cliError{code: exitNoQueue, msg: fmt.Sprintf("%s: no queue %s (nothing was ever pushed to it)", what, queue)}
+	}
+	return err
+}
+
+// mustExist is queueErr's error when baton has never seen the queue.
+func mustExist(ctx context.Context, c *baton.Client, what, queue string) error {
+	names, err := c.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == queue {
+			return nil
+		}
+	}
+	return queueErr(what, queue, baton.ErrUnknownQueue)
+}
+
 // printPushed prints the id of the message pushed, or of its holder
 // followed by the word duplicate.
 func printPushed(id int64, dup bool) {
@@ -181,7 +212,7 @@ func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.Qu
 	for _, q := range names {
 		st, err := c.Stats(ctx, q)
 		if err != nil {
-			return nil, err
+			return nil, queueErr("queue stats", q, err)
 		}
 		all = append(all, st)
 	}
@@ -238,7 +269,8 @@ claimed, dead, completed, cancelled, oldest_ready_ns (nanoseconds), estimated
 and paused (when true) and throughput (messages acknowledged or dead-lettered
 per second over about five minutes, as worker processes report them every ten
 seconds or so).
-A QUEUE nothing was ever pushed to exits 1 ("unknown queue").`,
+
+` + queueExits,
 		Example: `  baton queue stats
   baton queue stats mail --json | jq .ready`,
 		Args: argsUsage("queue stats", 0, 1),
@@ -292,7 +324,9 @@ payload_base64 when it is not UTF-8 text), priority, key, attempts,
 max_attempts, error, created_at and failed_at.
 
 baton queue redrive QUEUE puts them back in the queue; baton queue purge QUEUE
-deletes them.`,
+deletes them.
+
+` + queueExits,
 		Args: argsUsage("queue dead", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkQueue("queue dead", args[0]); err != nil {
@@ -304,7 +338,7 @@ deletes them.`,
 			return g.withClient(cmd.Context(), func(c *baton.Client) error {
 				ds, err := c.DeadLetters(cmd.Context(), args[0], limit)
 				if err != nil {
-					return err
+					return queueErr("queue dead", args[0], err)
 				}
 				if asJSON {
 					return printJSON(deadLettersJSON(ds))
@@ -380,7 +414,7 @@ func deadLettersCmd(g *globals, use, short, long, doing string, op func(*baton.C
 	return &cobra.Command{
 		Use:   use + " QUEUE",
 		Short: short,
-		Long:  long,
+		Long:  long + "\n\n" + queueExits,
 		Args:  argsUsage(what, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onQueue(cmd, g, what, args[0], func(c *baton.Client) error {
@@ -388,7 +422,7 @@ func deadLettersCmd(g *globals, use, short, long, doing string, op func(*baton.C
 				n, err := op(c, cmd.Context(), args[0])
 				sp.stop()
 				if err != nil {
-					return err
+					return queueErr(what, args[0], err)
 				}
 				fmt.Println(n)
 				return nil
@@ -477,22 +511,17 @@ func queueResumeCmd(g *globals) *cobra.Command {
 		`Resume QUEUE for every process: its waiting consumers wake at once.`, (*baton.Client).ResumeQueue)
 }
 
-// queueSwitchCmd is baton queue pause or resume: op on QUEUE, for which
-// an unknown queue is a usage error.
+// queueSwitchCmd is baton queue pause or resume: op on QUEUE.
 func queueSwitchCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string) error) *cobra.Command {
 	what := "queue " + use
 	return &cobra.Command{
 		Use:   use + " QUEUE",
 		Short: short,
-		Long:  long + "\n\nExit statuses: 0 done; 64 for a bad or unknown QUEUE; 69 when the database\ncannot be reached; 1 for any other error.",
+		Long:  long + "\n\nExit statuses: 0 done; 64 for a malformed QUEUE; 66 for a queue baton has never\nseen (\"no queue QUEUE\"); 69 when the database cannot be reached; 1 for any\nother error.",
 		Args:  argsUsage(what, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onQueue(cmd, g, what, args[0], func(c *baton.Client) error {
-				err := op(c, cmd.Context(), args[0])
-				if errors.Is(err, baton.ErrUnknownQueue) {
-					return usageErr("%s: %s", what, strings.TrimPrefix(err.Error(), "baton: "))
-				}
-				return err
+				return queueErr(what, args[0], op(c, cmd.Context(), args[0]))
 			})
 		},
 	}

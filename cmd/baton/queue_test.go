@@ -120,9 +120,9 @@ func TestQueueCommands(t *testing.T) {
 			t.Fatalf("stats table %q", out)
 		}
 		code, _, errs = run(t, dsn, "queue", "stats", "nope")
-		expect(t, code, errs, exitError, "unknown queue")
+		expect(t, code, errs, exitNoQueue, "no queue nope")
 		code, _, errs = run(t, dsn, "queue", "redrive", "nope")
-		expect(t, code, errs, exitError, "unknown queue")
+		expect(t, code, errs, exitNoQueue, "no queue nope")
 
 		// Two dead letters, made by a consumer.
 		_, s := client(t, dsn)
@@ -247,7 +247,7 @@ func TestQueuePushBadInput(t *testing.T) {
 		}
 		// Nothing was enqueued, not even the queue's name.
 		code, _, errs := run(t, dsn, "queue", "stats", "fresh")
-		expect(t, code, errs, exitError, "unknown queue")
+		expect(t, code, errs, exitNoQueue, "no queue fresh")
 		code, out, errs := run(t, dsn, "queue", "stats", "--json")
 		expect(t, code, errs, 0, "")
 		if strings.TrimSpace(out) != "[]" {
@@ -740,4 +740,25 @@ func TestMessageFieldsOrder(t *testing.T) {
 			t.Fatalf("times shown as %v, want %v", names, want)
 		}
 	}
+}
+
+// TestUnknownQueueExits: every command on a QUEUE says "no queue X" and
+// exits 66 for a queue baton has never seen, and 64 for a malformed name;
+// the same commands on a known queue succeed. queue list --limit takes 1
+// to 1000, as its help says.
+func TestUnknownQueueExits(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		pushID(t, dsn, "", "known", "x")
+		var cases []exitCase
+		for _, c := range [][]string{{"stats"}, {"list"}, {"list", "--state", "dead"}, {"dead"}, {"redrive"}, {"purge"}, {"pause"}, {"resume"}} {
+			args := func(q string) []string { return append([]string{"--dsn", dsn, "queue", c[0], q}, c[1:]...) }
+			cases = append(cases, exitCase{args("nope"), exitNoQueue, "no queue nope"},
+				exitCase{args("bad name"), exitUsage, "bad name"}, exitCase{args("known"), 0, ""})
+		}
+		for _, limit := range []string{"0", "-1", "1001"} {
+			cases = append(cases, exitCase{[]string{"--dsn", dsn, "queue", "list", "--limit", limit}, exitUsage, "--limit " + limit + ": give 1 to 1000"})
+		}
+		checkExits(t, cases)
+	})
 }

@@ -73,7 +73,7 @@ func TestQueueControlCommands(t *testing.T) {
 	code, _, errs = run(t, dsn, "queue", "resume", "cq")
 	expect(t, code, errs, 0, "")
 	code, _, errs = run(t, dsn, "queue", "pause", "nope")
-	expect(t, code, errs, 64, "unknown queue")
+	expect(t, code, errs, exitNoQueue, "no queue nope")
 	code, _, errs = run(t, dsn, "queue", "retry", "cq", fmt.Sprint(id))
 	expect(t, code, errs, 0, "")
 	if st := statsOf(t, dsn, "cq"); st["ready"] != float64(1) || st["scheduled"] != float64(0) {

@@ -913,7 +913,7 @@ func perKeyCandidates(t *testing.T, tx driver.Tx) []int64 {
 func testSubscriptions(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
 	tx := d.NoTx()
-	s := driver.Subscription{Name: "orders", Table: "orders", Actions: "IU", MaxAttempts: 4}
+	s := driver.Subscription{Name: "orders", Table: "orders", SubscribedAs: "Orders", Actions: "IU", MaxAttempts: 4}
 	must(t, tx.SubscriptionInsert(ctx, s))
 	must(t, tx.SubscriptionInsert(ctx, driver.Subscription{Name: "audit", Table: "orders", Actions: "IUD", MaxAttempts: 1}))
 	got, ok, err := tx.SubscriptionGet(ctx, "orders")
@@ -927,6 +927,8 @@ func testSubscriptions(t *testing.T, d driver.Driver) {
 	del := func() (bool, error) { return tx.SubscriptionDelete(ctx, "orders") }
 	l, _ := tx.SubscriptionList(ctx)
 	failIf(t, len(l) != 2, "SubscriptionList = %+v", l)
+	// Stored without SubscribedAs: the registry's name.
+	failIf(t, l[0].Name != "audit" || l[0].SubscribedAs != "orders" || l[1].SubscribedAs != "Orders", "SubscriptionList = %+v", l)
 	n, err := tx.SubscriptionCountTable(ctx, "orders")
 	wantCount(t, "SubscriptionCountTable", n, err, 2)
 	wantSteps(t,

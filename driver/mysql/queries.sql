@@ -523,16 +523,16 @@ SELECT COALESCE(SUM(acked), 0), COALESCE(SUM(dead), 0), {now} % 60000000 FROM {p
 DELETE FROM {p}queue_throughput WHERE bucket < {now} DIV 60000000 - 60;
 
 -- name: subscription_insert
-INSERT INTO {p}subscriptions (name, table_name, actions, max_attempts, created_at) VALUES (?, ?, ?, ?, {now});
+INSERT INTO {p}subscriptions (name, table_name, subscribed_as, actions, max_attempts, created_at) VALUES (?, ?, ?, ?, ?, {now});
 
 -- name: subscription_delete
 DELETE FROM {p}subscriptions WHERE name = ?;
 
 -- name: subscription_get
-SELECT name, table_name, actions, max_attempts, created_at FROM {p}subscriptions WHERE name = ?;
+SELECT name, table_name, COALESCE(NULLIF(subscribed_as, ''), table_name), actions, max_attempts, created_at FROM {p}subscriptions WHERE name = ?;
 
 -- name: subscription_list
-SELECT name, table_name, actions, max_attempts, created_at FROM {p}subscriptions ORDER BY name;
+SELECT name, table_name, COALESCE(NULLIF(subscribed_as, ''), table_name), actions, max_attempts, created_at FROM {p}subscriptions ORDER BY name;
 
 -- name: subscription_count_table
 SELECT COUNT(*) FROM {p}subscriptions WHERE table_name = ?;

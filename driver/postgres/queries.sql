@@ -473,16 +473,16 @@ SELECT COALESCE(SUM(acked), 0)::bigint, COALESCE(SUM(dead), 0)::bigint, {now} % 
 DELETE FROM {p}queue_throughput WHERE bucket < {now} / 60000000 - 60;
 
 -- name: subscription_insert
-INSERT INTO {p}subscriptions (name, table_name, actions, max_attempts, created_at) VALUES ($1, $2, $3, $4, {now});
+INSERT INTO {p}subscriptions (name, table_name, subscribed_as, actions, max_attempts, created_at) VALUES ($1, $2, $3, $4, $5, {now});
 
 -- name: subscription_delete
 DELETE FROM {p}subscriptions WHERE name = $1;
 
 -- name: subscription_get
-SELECT name, table_name, actions, max_attempts, created_at FROM {p}subscriptions WHERE name = $1;
+SELECT name, table_name, COALESCE(NULLIF(subscribed_as, ''), table_name), actions, max_attempts, created_at FROM {p}subscriptions WHERE name = $1;
 
 -- name: subscription_list
-SELECT name, table_name, actions, max_attempts, created_at FROM {p}subscriptions ORDER BY name;
+SELECT name, table_name, COALESCE(NULLIF(subscribed_as, ''), table_name), actions, max_attempts, created_at FROM {p}subscriptions ORDER BY name;
 
 -- name: subscription_count_table
 SELECT COUNT(*) FROM {p}subscriptions WHERE table_name = $1;

@@ -26,7 +26,7 @@ type EventsDialect struct {
 
 // SubscriptionInsert implements driver.EventsTx.
 func (t *Tx) SubscriptionInsert(ctx context.Context, s driver.Subscription) error {
-	_, err := t.exec(ctx, "subscription_insert", s.Name, s.Table, s.Actions, s.MaxAttempts)
+	_, err := t.exec(ctx, "subscription_insert", s.Name, s.Table, s.SubscribedAs, s.Actions, s.MaxAttempts)
 	return err
 }
 
@@ -38,7 +38,7 @@ func (t *Tx) SubscriptionDelete(ctx context.Context, name string) (bool, error) 
 func scanSubscription(sc Scanner) (driver.Subscription, error) {
 	var s driver.Subscription
 	var created int64
-	err := sc.Scan(&s.Name, &s.Table, &s.Actions, &s.MaxAttempts, &created)
+	err := sc.Scan(&s.Name, &s.Table, &s.SubscribedAs, &s.Actions, &s.MaxAttempts, &created)
 	s.CreatedAt = FromMicros(created)
 	return s, err
 }
