@@ -718,15 +718,17 @@ func TestSessionCloseReleasesEverything(t *testing.T) {
 		c, _ := open(t, b)
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "ns", baton.Write, "a", "b")
-		_, _ = s1.GetLock(ctxT(t), "u", 0)
+		if ok, err := s1.GetLock(ctxT(t), "u", 0); !ok || err != nil {
+			t.Fatalf("user lock u on a free name: granted %v, %v", ok, err)
+		}
 		ch := async(s2, "ns", baton.Write, baton.Forever, "b")
 		waitPending(t, c, s2, 1)
 		if err := s1.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
 		mustRecv(t, ch)
-		if ok, _ := s2.GetLock(ctxT(t), "u", 0); !ok {
-			t.Fatal("user lock survived Close")
+		if ok, err := s2.GetLock(ctxT(t), "u", 0); !ok || err != nil {
+			t.Fatalf("user lock survived Close: granted %v, %v", ok, err)
 		}
 		_, err := s1.Lock(ctxT(t), "ns", baton.Write, 0, "c")
 		wantErr(t, err, baton.ErrClosed)
