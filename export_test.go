@@ -27,6 +27,10 @@ func SetHostIdentity(id string) { lease.HostIdentity = func() string { return id
 // the process could not reach the database.
 func SwitchRenewals(c *Client, off bool) { c.leases.SwitchRenewals(off) }
 
+// SetTurnstileOn sets how long in all a client's lock call may wait behind
+// a turnstile before it joins the table (0: the default second).
+func SetTurnstileOn(c *Client, d time.Duration) { c.locks.SetTurnstileOn(d) }
+
 // SessionsLost is how many sessions the client has reported lost.
 func SessionsLost(c *Client) int64 { return c.leases.LostCount() }
 
