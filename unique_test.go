@@ -99,7 +99,9 @@ func TestUniqueMessages(t *testing.T) {
 func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		// A backoff of an hour: the retried message stays retrying.
-		c := openDSN(t, b.NewDSN(t), baton.Options{Retry: baton.RetryPolicy{Base: time.Hour, Max: time.Hour}})
+		dsn := b.NewDSN(t)
+		c := openDSN(t, dsn, baton.Options{Retry: baton.RetryPolicy{Base: time.Hour, Max: time.Hour}})
+		db := batontest.SQLDB(t, dsn)
 		ctx := ctxT(t)
 		state := func(id int64) baton.MessageState {
 			t.Helper()
@@ -117,6 +119,19 @@ func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 			}
 			if got, err := c.Enqueue(ctx, q, []byte("again"), o); err != nil || got != id {
 				t.Fatalf("%s: Enqueue of its key gave %d, %v; want the holder %d", what, got, err, id)
+			}
+			// In the caller's transaction (the key's state is read
+			// there by the dialect's own statement).
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if got, dup, err := c.EnqueueUniqueTx(ctx, tx, q, []byte("again"), o); err != nil || !dup || got != id {
+				t.Fatalf("%s: EnqueueUniqueTx of its key gave %d, duplicate %v, %v; want a duplicate of %d", what, got, dup, err, id)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
 			}
 		}
 
