@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -109,6 +110,63 @@ func TestCompleteTxExactlyOnce(t *testing.T) {
 		}
 		if rows != n || distinct != n {
 			t.Fatalf("%d effects for %d messages (%d distinct), want exactly one each", rows, n, distinct)
+		}
+	})
+}
+
+// TestCompleteTxRolledBack: a handler completes its message in its own
+// transaction, which then rolls back (the handler fails after CompleteTx):
+// the completion goes with the transaction, the message runs again, and
+// its second run, committed, completes it, with the effect of that run
+// only.
+func TestCompleteTxRolledBack(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		mustExec(t, db, "CREATE TABLE effects (msg_id bigint NOT NULL)")
+		id := enqueue(t, c, "rollback", "r")
+		ctx, stop := context.WithCancel(ctxT(t))
+		defer stop()
+		runs := make(chan int64, 10)
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "rollback", func(ctx context.Context, m *baton.Message) error {
+				runs <- m.ID
+				first := len(runs) == 1 && m.ID == id
+				return inTx(ctx, db, func(tx *sql.Tx) error {
+					if _, err := tx.ExecContext(ctx, effectInsert(dsn), m.ID); err != nil {
+						return err
+					}
+					if err := c.CompleteTx(ctx, tx, m); err != nil {
+						return err
+					}
+					if first {
+						return errors.New("the handler fails after CompleteTx: its transaction rolls back")
+					}
+					return nil
+				})
+			}, baton.WorkerOptions{Concurrency: 1})
+		}()
+		waitFor(t, "the message completed", func() bool {
+			m, err := c.Message(ctxT(t), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.State == baton.StateCompleted
+		})
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := len(runs); n != 2 {
+			t.Fatalf("the message ran %d times, want 2 (the rolled-back completion, then the committed one)", n)
+		}
+		var rows int
+		if err := db.QueryRow("SELECT COUNT(*) FROM effects").Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows != 1 {
+			t.Fatalf("%d effects, want the second run's only", rows)
 		}
 	})
 }

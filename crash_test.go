@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,6 +180,10 @@ type proxy struct {
 	// and every byte waits (connections stay up, as when a network drops
 	// packets silently).
 	gate chan struct{}
+	// replyDelay holds every chunk from the server to the client this
+	// long (ns) after it arrived, in order: replies come late, requests
+	// reach the server at once (delayReplies).
+	replyDelay atomic.Int64
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -220,7 +225,7 @@ func newProxy(t *testing.T, target string) *proxy {
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
 			go p.pipe(s, c)
-			go p.pipe(c, s)
+			go p.pipeReplies(c, s)
 		}
 	}()
 	return p
@@ -258,6 +263,47 @@ func (p *proxy) pipe(dst, src net.Conn) {
 		}
 	}
 }
+
+// pipeReplies copies the server's bytes (src) to the client (dst) as pipe
+// does, each chunk held until replyDelay after it was read.
+func (p *proxy) pipeReplies(dst, src net.Conn) {
+	type chunk struct {
+		b   []byte
+		due time.Time
+	}
+	out := make(chan chunk, 4096)
+	go func() {
+		defer close(out)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				out <- chunk{append([]byte(nil), buf[:n]...), time.Now().Add(time.Duration(p.replyDelay.Load()))}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer dst.Close()
+	for c := range out {
+		time.Sleep(time.Until(c.due))
+		p.mu.Lock()
+		gate := p.gate
+		p.mu.Unlock()
+		<-gate
+		if _, err := dst.Write(c.b); err != nil {
+			src.Close()
+			for range out {
+			}
+			return
+		}
+	}
+}
+
+// delayReplies holds every byte from the server d before the client gets
+// it (0: none), as a slow or distant network would on the way back.
+func (p *proxy) delayReplies(d time.Duration) { p.replyDelay.Store(int64(d)) }
 
 // partition stops every byte in both directions without closing anything.
 func (p *proxy) partition() {

@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/internal/lease"
@@ -26,6 +27,33 @@ func SetHostIdentity(id string) { lease.HostIdentity = func() string { return id
 // SwitchRenewals stops (off) or restarts a client's lease renewals, as if
 // the process could not reach the database.
 func SwitchRenewals(c *Client, off bool) { c.leases.SwitchRenewals(off) }
+
+// SetTurnstileOn sets how long in all a client's lock call may wait behind
+// a turnstile before it joins the table (0: the default second).
+func SetTurnstileOn(c *Client, d time.Duration) { c.locks.SetTurnstileOn(d) }
+
+// BeforeScheduleAdvance makes every schedule tick run f with its client
+// and the schedule's name between reading the schedule's last tick and
+// advancing it, in the tick's transaction (nil: nothing).
+func BeforeScheduleAdvance(f func(c *Client, name string)) {
+	if f == nil {
+		beforeScheduleAdvance.Store(nil)
+		return
+	}
+	beforeScheduleAdvance.Store(&f)
+}
+
+// RunScheduleAt runs one tick of the client's schedule as if the time were
+// now: it enqueues the latest tick due then, unless a process did.
+func RunScheduleAt(ctx context.Context, c *Client, name string, now time.Time) error {
+	c.mu.Lock()
+	sc := c.schedules[name]
+	c.mu.Unlock()
+	if sc == nil {
+		return fmt.Errorf("no schedule %q", name)
+	}
+	return c.runSchedule(ctx, sc, now)
+}
 
 // SessionsLost is how many sessions the client has reported lost.
 func SessionsLost(c *Client) int64 { return c.leases.LostCount() }

@@ -130,6 +130,59 @@ func TestOwnerHearsLostFirst(t *testing.T) {
 	})
 }
 
+// TestOwnerHearsLostFirstSlowReplies: as TestOwnerHearsLostFirst, with
+// the holder's replies from the database held 500 ms on the way back (a
+// proxy; its requests arrive at once) for its last renewals before it
+// stops renewing. The database stamps a renewal when it runs, about when
+// it was sent; the holder hears of it half a second later (a second on
+// MySQL/MariaDB, whose renewal is two statements). Counted from the
+// renewal's start, minus the margin, the holder's deadline ends before
+// the database could free its lock; counted from the reply, it would end
+// after the waiter, whose client reaps every 100 ms, was granted the lock.
+func TestOwnerHearsLostFirstSlowReplies(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := serverDSN(t, b, "no network between client and database")
+		const (
+			reply = 500 * time.Millisecond
+			// A renewal ends well within a heartbeat, even one that
+			// must open a connection through the slowed proxy (three
+			// or four delayed replies) before its statements.
+			heartbeat = 3 * time.Second
+		)
+		opts := baton.Options{Lease: 8 * time.Second, Heartbeat: heartbeat, PollInterval: 100 * time.Millisecond}
+		other := openDSN(t, dsn, baton.Options{Lease: 10 * time.Second, Heartbeat: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond})
+		waiter := session(t, other)
+		// Holding a lock, the waiter waits in the lock table at once
+		// (not behind a turnstile): it is granted as soon as the
+		// database frees the holder's lock.
+		mustLock(t, waiter, "slow-other", baton.Write, "w")
+		for round := 0; round < 2; round++ {
+			pdsn, p := viaProxy(t, dsn)
+			cut := openDSN(t, pdsn, opts)
+			t.Cleanup(func() { p.delayReplies(0) }) // before the client closes, should the test fail
+			lostAt, grantedAt := loseToWaiter(t, cut, other, waiter, "slow", func() {
+				// Renewals first run at full speed (the first one
+				// opens the connection they use); then the replies
+				// slow down, and once a renewal or two came back
+				// late, renewals stop.
+				time.Sleep(heartbeat + 200*time.Millisecond)
+				p.delayReplies(reply)
+				time.Sleep(heartbeat + 2*reply + 300*time.Millisecond)
+				baton.SwitchRenewals(cut, true)
+			})
+			if !lostAt.Before(grantedAt) {
+				t.Fatalf("round %d: two holders: the holder heard it lost the lock %v after the waiter was granted", round, lostAt.Sub(grantedAt))
+			}
+			t.Logf("round %d: holder stopped %v before the waiter was granted", round, grantedAt.Sub(lostAt))
+			if _, err := waiter.Release(ctxT(t), "slow"); err != nil {
+				t.Fatal(err)
+			}
+			p.delayReplies(0)
+			_ = cut.Close()
+		}
+	})
+}
+
 // TestLostSessionNeverRevived: a session reported lost stays lost when its
 // process reaches the database again before anyone reaped it: the client
 // deletes it (its locks are freed) instead of renewing it.

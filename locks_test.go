@@ -464,6 +464,49 @@ func TestLockDeadlockThreeSessions(t *testing.T) {
 	})
 }
 
+// TestLockDeadlockThroughQueue: a cycle that passes through a queued
+// request, not only through holders. s1 reads x and s3 writes y; s2 queues
+// a write on x behind s1's read; s3 queues a read on x, which waits behind
+// s2's waiting write (first come, first served: a waiting writer blocks
+// later readers); s1 asks to read y, behind s3's write. s1 waits for s3,
+// s3 for s2, s2 for s1: s1's request, the newest read waiter, is refused
+// with ErrDeadlock at once (well within 5 s; a detector that ignores the
+// queued write sees no cycle and s1 waits on), and the rest drains.
+func TestLockDeadlockThroughQueue(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := open(t, b)
+		s1, s2, s3 := session(t, c), session(t, c), session(t, c)
+		mustLock(t, s1, "ns", baton.Read, "x")
+		mustLock(t, s3, "ns", baton.Write, "y")
+		// s2 holds a lock of its own, so its wait is in the lock table
+		// at once (not behind a turnstile).
+		mustLock(t, s2, "ns", baton.Write, "z")
+		ch2 := async(s2, "ns", baton.Write, baton.Forever, "x")
+		waitPending(t, c, s2, 1)
+		ch3 := async(s3, "ns", baton.Read, baton.Forever, "x")
+		waitPending(t, c, s3, 1)
+		ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := s1.Lock(ctx, "ns", baton.Read, baton.Forever, "y")
+		wantErr(t, err, baton.ErrDeadlock)
+		t.Logf("deadlock reported after %v", time.Since(start))
+		select {
+		case err := <-ch2:
+			t.Fatalf("s2's queued write of x ended while s1 still reads x: %v", err)
+		case err := <-ch3:
+			t.Fatalf("s3's queued read of x ended while s2's write waits ahead of it: %v", err)
+		default:
+		}
+		// The victim keeps its read of x: releasing it lets s2 write
+		// x, then s3 read it.
+		release(t, s1, "ns")
+		mustRecv(t, ch2)
+		release(t, s2, "ns")
+		mustRecv(t, ch3)
+	})
+}
+
 func TestLockFencing(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, _ := open(t, b)
@@ -718,15 +761,17 @@ func TestSessionCloseReleasesEverything(t *testing.T) {
 		c, _ := open(t, b)
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "ns", baton.Write, "a", "b")
-		_, _ = s1.GetLock(ctxT(t), "u", 0)
+		if ok, err := s1.GetLock(ctxT(t), "u", 0); !ok || err != nil {
+			t.Fatalf("user lock u on a free name: granted %v, %v", ok, err)
+		}
 		ch := async(s2, "ns", baton.Write, baton.Forever, "b")
 		waitPending(t, c, s2, 1)
 		if err := s1.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
 		mustRecv(t, ch)
-		if ok, _ := s2.GetLock(ctxT(t), "u", 0); !ok {
-			t.Fatal("user lock survived Close")
+		if ok, err := s2.GetLock(ctxT(t), "u", 0); !ok || err != nil {
+			t.Fatalf("user lock survived Close: granted %v, %v", ok, err)
 		}
 		_, err := s1.Lock(ctxT(t), "ns", baton.Write, 0, "c")
 		wantErr(t, err, baton.ErrClosed)

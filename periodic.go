@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -252,6 +253,9 @@ func (c *Client) tick(ctx context.Context, tx driver.Tx, sc *schedule, now time.
 		return tickRun{due: sc.next(time.UnixMicro(last))}, nil
 	}
 	run := tickRun{due: sc.next(latest)}
+	if h := beforeScheduleAdvance.Load(); h != nil {
+		(*h)(c, sc.s.Name)
+	}
 	advanced, err := tx.ScheduleAdvance(ctx, sc.s.Name, latest.UnixMicro())
 	if err != nil || !advanced {
 		return run, err // another process enqueued it
@@ -269,6 +273,11 @@ func (c *Client) tick(ctx context.Context, tx driver.Tx, sc *schedule, now time.
 	run.enqueued = err == nil
 	return run, err
 }
+
+// beforeScheduleAdvance, where set, runs in every tick's transaction
+// between reading the schedule's last tick and advancing it (tests: another
+// process's tick made to come in between, every time).
+var beforeScheduleAdvance atomic.Pointer[func(c *Client, name string)]
 
 // latestTick is the latest tick after last and at or before now, and how
 // many ticks before it were due too (missed); zero when none is due.

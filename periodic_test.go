@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,6 +237,57 @@ func TestScheduleMissedTicks(t *testing.T) {
 					t.Fatalf("SkipMissed: the message after the downtime is for %v with %d missed (up %v), want the first tick after it", tick, missed, up)
 				}
 			}
+		}
+	})
+}
+
+// TestScheduleTickRace: two clients run the same tick of one schedule,
+// the second one's transaction reading the last tick before the first
+// one's enqueues it and advancing after (a hook puts the first one's whole
+// tick there, every time): the compare-and-set on the last tick lets one
+// message through, never two. On SQLite the ticks' transactions are
+// serialized (BEGIN IMMEDIATE) and no two read the same last tick.
+func TestScheduleTickRace(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("SQLite serializes the ticks' transactions (BEGIN IMMEDIATE): no two read the same last tick")
+		}
+		dsn := b.NewDSN(t)
+		first, second := openDSN(t, dsn), openDSN(t, dsn)
+		// Hourly: the schedulers' own runs enqueue nothing while the test
+		// runs its ticks three hours ahead.
+		s := baton.Schedule{Name: "race", Queue: "race", Every: time.Hour}
+		for _, c := range []*baton.Client{first, second} {
+			if err := c.AddSchedule(s); err != nil {
+				t.Fatal(err)
+			}
+			if err := baton.RunScheduleAt(ctxT(t), c, "race", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		at := time.Now().Add(3 * time.Hour)
+		var inner error
+		var ran atomic.Int32
+		baton.BeforeScheduleAdvance(func(c *baton.Client, name string) {
+			if c != second || name != "race" || !ran.CompareAndSwap(0, 1) {
+				return
+			}
+			inner = baton.RunScheduleAt(ctxT(t), first, "race", at)
+		})
+		defer baton.BeforeScheduleAdvance(nil)
+		if err := baton.RunScheduleAt(ctxT(t), second, "race", at); err != nil {
+			t.Fatal(err)
+		}
+		baton.BeforeScheduleAdvance(nil)
+		if ran.Load() != 1 || inner != nil {
+			t.Fatalf("the first client's tick ran %d times inside the second's, %v", ran.Load(), inner)
+		}
+		st, err := second.Stats(ctxT(t), "race")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := st.Ready + st.Scheduled + st.Retrying; n != 1 {
+			t.Fatalf("%d messages for one tick run by two clients at once, want 1", n)
 		}
 	})
 }

@@ -90,6 +90,96 @@ func TestUniqueMessages(t *testing.T) {
 	})
 }
 
+// TestUniqueWhileScheduledOrRetrying: a unique key holds while its holder
+// is scheduled (enqueued with a delay) and while it is retrying (waiting
+// out a Retry's backoff), the two waiting states besides ready: a second
+// enqueue of the key is a duplicate of the holder, under the default
+// states and under states naming the holder's; states that leave it out
+// let a new message in.
+func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		// A backoff of an hour: the retried message stays retrying.
+		dsn := b.NewDSN(t)
+		c := openDSN(t, dsn, baton.Options{Retry: baton.RetryPolicy{Base: time.Hour, Max: time.Hour}})
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		state := func(id int64) baton.MessageState {
+			t.Helper()
+			m, err := c.Message(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.State
+		}
+		dupOf := func(what, q string, id int64, o baton.EnqueueOptions) {
+			t.Helper()
+			got, dup, err := c.EnqueueUnique(ctx, q, []byte("again"), o)
+			if err != nil || !dup || got != id {
+				t.Fatalf("%s: enqueue of its key gave %d, duplicate %v, %v; want a duplicate of %d", what, got, dup, err, id)
+			}
+			if got, err := c.Enqueue(ctx, q, []byte("again"), o); err != nil || got != id {
+				t.Fatalf("%s: Enqueue of its key gave %d, %v; want the holder %d", what, got, err, id)
+			}
+			// In the caller's transaction (the key's state is read
+			// there by the dialect's own statement).
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if got, dup, err := c.EnqueueUniqueTx(ctx, tx, q, []byte("again"), o); err != nil || !dup || got != id {
+				t.Fatalf("%s: EnqueueUniqueTx of its key gave %d, duplicate %v, %v; want a duplicate of %d", what, got, dup, err, id)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// Scheduled.
+		later := baton.EnqueueOptions{UniqueKey: "later", Delay: time.Hour}
+		id, dup, err := c.EnqueueUnique(ctx, "us", []byte("first"), later)
+		if err != nil || dup {
+			t.Fatalf("first: %d %v %v", id, dup, err)
+		}
+		if st := state(id); st != baton.StateScheduled {
+			t.Fatalf("the delayed holder is %s, want scheduled", st)
+		}
+		dupOf("a scheduled holder", "us", id, baton.EnqueueOptions{UniqueKey: "later"})
+		dupOf("a scheduled holder, delayed enqueue", "us", id, later)
+		dupOf("a scheduled holder, states naming scheduled", "us", id,
+			baton.EnqueueOptions{UniqueKey: "later", UniqueStates: []baton.MessageState{baton.StateScheduled}})
+
+		// Retrying.
+		id, dup, err = c.EnqueueUnique(ctx, "ur", []byte("first"), baton.EnqueueOptions{UniqueKey: "again"})
+		if err != nil || dup {
+			t.Fatalf("first: %d %v %v", id, dup, err)
+		}
+		s := session(t, c)
+		ms := claim(t, s, "ur", baton.ClaimOptions{})
+		if len(ms) != 1 || ms[0].ID != id {
+			t.Fatalf("claimed %v, want message %d", payloads(ms), id)
+		}
+		if err := s.Retry(ctx, ms[0], errors.New("try later")); err != nil {
+			t.Fatal(err)
+		}
+		if st := state(id); st != baton.StateRetrying {
+			t.Fatalf("the retried holder is %s, want retrying", st)
+		}
+		dupOf("a retrying holder", "ur", id, baton.EnqueueOptions{UniqueKey: "again"})
+		dupOf("a retrying holder, states naming retrying", "ur", id,
+			baton.EnqueueOptions{UniqueKey: "again", UniqueStates: []baton.MessageState{baton.StateRetrying}})
+
+		// States that leave the holder's out: a new message.
+		for q, key := range map[string]string{"us": "later", "ur": "again"} {
+			o := baton.EnqueueOptions{UniqueKey: key, UniqueStates: []baton.MessageState{baton.StateReady, baton.StateRunning}}
+			got, dup, err := c.EnqueueUnique(ctx, q, []byte("new"), o)
+			if err != nil || dup || got == 0 {
+				t.Fatalf("queue %s, states ready and running beside a waiting holder: %d %v %v, want a new message", q, got, dup, err)
+			}
+		}
+	})
+}
+
 // checkUniqueInTx: unique keys in the caller's transaction: a new key is
 // taken there (a second enqueue of it in the same transaction is a
 // duplicate), nothing is left of it after a rollback, and after the commit

@@ -165,14 +165,15 @@ func run(ctx context.Context, cfg config, emit func(record)) ([]record, error) {
 			return out, fmt.Errorf("baton insert_many: %w", err)
 		}
 		for _, fast := range []bool{false, true} {
+			name := "insert_many"
+			if fast {
+				name = "insert_many_fast"
+			}
 			ri, err := riverInsertMany(ctx, cfg, fast)
 			if err != nil {
-				return out, fmt.Errorf("river insert_many: %w", err)
+				return out, fmt.Errorf("river %s: %w", name, err)
 			}
-			ri.Name, bi.Name = "insert_many", "insert_many"
-			if fast {
-				ri.Name, bi.Name = "insert_many_fast", "insert_many_fast"
-			}
+			ri.Name, bi.Name = name, name
 			add(ri, bi, false)
 		}
 	}
@@ -286,7 +287,8 @@ func batonLatency(ctx context.Context, cfg config) (bench.Record, error) {
 }
 
 // batonInsertMany enqueues cfg.insertMany messages with EnqueueMany in
-// batches of 1000, one transaction each, as fast as it can.
+// batches of 1000, one transaction each, as fast as it can; the queue must
+// then hold them all.
 func batonInsertMany(ctx context.Context, cfg config) (bench.Record, error) {
 	cs, closeAll, err := batonOpen(ctx, cfg, 1)
 	if err != nil {
@@ -304,13 +306,32 @@ func batonInsertMany(ctx context.Context, cfg config) (bench.Record, error) {
 			return bench.Record{}, err
 		}
 	}
-	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, time.Since(start)), nil
+	elapsed := time.Since(start)
+	st, err := cs[0].Stats(ctx, "insert")
+	if err != nil {
+		return bench.Record{}, fmt.Errorf("count the messages: %w", err)
+	}
+	if err := wantRows("messages", st.Ready+st.Scheduled, cfg.insertMany); err != nil {
+		return bench.Record{}, err
+	}
+	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, elapsed), nil
+}
+
+// wantRows fails a case whose rows, counted after its run (untimed), are
+// not the n it inserted: a rate over rows that are not there measures
+// nothing.
+func wantRows(what string, got int64, n int) error {
+	if got != int64(n) {
+		return fmt.Errorf("%d %s after the run, want the %d inserted", got, what, n)
+	}
+	return nil
 }
 
 // ---- River ----
 
 // riverInsertMany inserts cfg.insertMany jobs in batches of 1000 with
-// InsertMany, or InsertManyFast (COPY) when fast.
+// InsertMany, or InsertManyFast (COPY) when fast; the job table must then
+// hold them all.
 func riverInsertMany(ctx context.Context, cfg config, fast bool) (bench.Record, error) {
 	pool, name, cleanup, err := riverSetup(ctx, cfg)
 	if err != nil {
@@ -337,7 +358,15 @@ func riverInsertMany(ctx context.Context, cfg config, fast bool) (bench.Record, 
 			return bench.Record{}, err
 		}
 	}
-	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, time.Since(start)), nil
+	elapsed := time.Since(start)
+	var got int64
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{name, "river_job"}.Sanitize()).Scan(&got); err != nil {
+		return bench.Record{}, fmt.Errorf("count the jobs: %w", err)
+	}
+	if err := wantRows("jobs", got, cfg.insertMany); err != nil {
+		return bench.Record{}, err
+	}
+	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, elapsed), nil
 }
 
 type benchArgs struct {

@@ -65,25 +65,66 @@ func rnd() string {
 	return hex.EncodeToString(b[:])
 }
 
-// All returns every backend, narrowed by BATON_TEST_BACKENDS.
+// All returns every backend, narrowed by BATON_TEST_BACKENDS. It panics
+// when the variable names a backend that does not exist or selects none:
+// a misspelled name must fail the run, never drop a backend silently.
 func All() []Backend {
+	bs, err := selection()
+	if err != nil {
+		panic(err)
+	}
+	return bs
+}
+
+// Selected is All for a test: a BATON_TEST_BACKENDS that names an unknown
+// backend or selects none fails the test.
+func Selected(t testing.TB) []Backend {
+	t.Helper()
+	bs, err := selection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
+// selection is every backend, narrowed by BATON_TEST_BACKENDS, or why the
+// variable is wrong.
+func selection() ([]Backend, error) {
 	all := []Backend{
 		{Name: "sqlite", Label: "sqlite", NewDSN: SQLiteDSN},
 		{Name: "postgres", Label: "postgres", NewDSN: newPostgres},
 		{Name: "mysql", Label: "mysql", NewDSN: newMySQL},
 		{Name: "postgres", Label: "pgbouncer", NewDSN: newPgBouncer},
 	}
-	only := os.Getenv("BATON_TEST_BACKENDS")
-	if only == "" {
-		return all
+	only, set := os.LookupEnv("BATON_TEST_BACKENDS")
+	if !set || only == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		known := false
+		for _, b := range all {
+			known = known || b.Label == n
+		}
+		if !known {
+			return nil, fmt.Errorf("BATON_TEST_BACKENDS=%q: unknown backend %q (use sqlite, postgres, mysql, pgbouncer, comma-separated)", only, n)
+		}
+		want[n] = true
 	}
 	var out []Backend
 	for _, b := range all {
-		if strings.Contains(","+only+",", ","+b.Label+",") {
+		if want[b.Label] {
 			out = append(out, b)
 		}
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("BATON_TEST_BACKENDS=%q selects no backend (use sqlite, postgres, mysql, pgbouncer, comma-separated)", only)
+	}
+	return out, nil
 }
 
 // SQLiteDSN returns the DSN of a new SQLite database, a file in a
@@ -97,7 +138,7 @@ func SQLiteDSN(t testing.TB) string {
 // BATON_TEST_BACKENDS leaves it out.
 func NewDSN(t testing.TB, label string) string {
 	t.Helper()
-	for _, b := range All() {
+	for _, b := range Selected(t) {
 		if b.Label == label {
 			return b.NewDSN(t)
 		}
@@ -109,11 +150,7 @@ func NewDSN(t testing.TB, label string) string {
 // Each runs body as a parallel subtest once per backend.
 func Each(t *testing.T, body func(t *testing.T, b Backend)) {
 	t.Helper()
-	all := All()
-	if len(all) == 0 {
-		t.Fatalf("BATON_TEST_BACKENDS=%q names no backend (use sqlite, postgres, mysql, pgbouncer)", os.Getenv("BATON_TEST_BACKENDS"))
-	}
-	for _, b := range all {
+	for _, b := range Selected(t) {
 		b := b
 		t.Run(b.Label, func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,9 @@ type Config struct {
 	SessionLost func()
 	// Log reports a failure that is not returned to anyone.
 	Log func(what string, err error)
+	// Now is the clock of the local deadlines (nil: time.Now; tests set
+	// their own).
+	Now func() time.Time
 }
 
 // Keeper keeps a client's sessions: it starts them, renews them, deletes
@@ -57,6 +60,9 @@ type Keeper struct {
 // NewKeeper makes the keeper of one client.
 func NewKeeper(cfg Config) *Keeper {
 	host, _ := os.Hostname()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Keeper{cfg: cfg, host: host, hostID: HostIdentity(), pid: os.Getpid(), lease: cfg.Lease,
 		margin: Margin(cfg.Lease, cfg.Heartbeat), sessions: map[string]*Session{}, abandoned: map[string]bool{}}
 }
@@ -91,7 +97,7 @@ func (k *Keeper) Begin(ctx context.Context, id, name string) (*Session, error) {
 	}
 	k.sessions[id] = s
 	k.mu.Unlock()
-	start := time.Now()
+	start := k.cfg.Now()
 	if err := k.insert(ctx, s, name, start); err != nil {
 		k.forget(id)
 		return nil, fmt.Errorf("baton: start session: %w", err)
@@ -201,7 +207,7 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	for i, s := range ss {
 		ids[i] = s.id
 	}
-	start := time.Now()
+	start := k.cfg.Now()
 	n, refs, err := k.cfg.Driver.SessionHeartbeat(ctx, driver.HeartbeatParams{
 		ClientID: k.cfg.ClientID, HostID: k.hostID, SessionIDs: ids, Lease: k.lease, Limit: 100})
 	if err != nil {

@@ -82,7 +82,7 @@ func (s *Session) Renewed(start time.Time) {
 	if d.After(s.deadline) {
 		s.deadline = d
 	}
-	wait := time.Until(s.deadline)
+	wait := s.deadline.Sub(s.keeper.cfg.Now())
 	if s.timer == nil {
 		s.timer = time.AfterFunc(wait, s.expire)
 	} else {
@@ -93,7 +93,7 @@ func (s *Session) Renewed(start time.Time) {
 // expire runs when the local deadline may have passed.
 func (s *Session) expire() {
 	s.mu.Lock()
-	left := time.Until(s.deadline)
+	left := s.deadline.Sub(s.keeper.cfg.Now())
 	if s.err == nil && left > 0 {
 		s.timer.Reset(left) // renewed meanwhile
 		s.mu.Unlock()
@@ -108,7 +108,7 @@ func (s *Session) expire() {
 func (s *Session) live() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.err == nil && time.Now().Before(s.deadline)
+	return s.err == nil && s.keeper.cfg.Now().Before(s.deadline)
 }
 
 // Check is nil while the session lives: a grant observed while it does

@@ -79,8 +79,9 @@ func TestVictims(t *testing.T) {
 	if v := Victims(graph); len(v) != 0 {
 		t.Fatalf("victims without a cycle: %+v", v)
 	}
-	// A cycle through the queue: s2 waits behind s3's earlier write request
-	// on a, which waits for s2's read of b... s1 holds a.
+	// No cycle, though waits pass through the queue: s3's write request on
+	// a waits for s1's read; s1 waits for s2's read of b; s2 waits for s4,
+	// which waits for nothing.
 	graph = []driver.Request{
 		req2(1, "s1", R, G, a), req2(2, "s2", R, G, b),
 		req2(3, "s3", W, P, a), req2(4, "s1", W, P, b), // s1 waits for s2
@@ -88,6 +89,24 @@ func TestVictims(t *testing.T) {
 	}
 	if v := Victims(graph); len(v) != 0 {
 		t.Fatalf("victims without a cycle: %+v", v)
+	}
+	// A real cycle through the queue: s1 reads x, s3 writes y; s2 queues
+	// a write on x (behind s1's read), s3 queues a read on x (behind s2's
+	// waiting write: a waiting writer blocks later readers), s1 asks to
+	// read y (behind s3's write). s1 waits for s3, s3 for s2 (a queued
+	// request, not a holder), s2 for s1. Of the two read waiters, s1's
+	// newest request closed the cycle.
+	x, y := driver.Ident{NS: "ns", Name: "x"}, driver.Ident{NS: "ns", Name: "y"}
+	graph = []driver.Request{
+		req2(1, "s1", R, G, x), req2(2, "s3", W, G, y),
+		req2(3, "s2", W, P, x), req2(4, "s3", R, P, x),
+		req2(5, "s1", R, P, y),
+	}
+	if got := Blockers(graph[3], []driver.Request{graph[0], graph[2], graph[3]}); !reflect.DeepEqual(got, []string{"s2"}) {
+		t.Fatalf("s3's queued read of x waits for %v, want s2 (the waiting writer ahead of it)", got)
+	}
+	if v := Victims(graph); len(v) != 1 || v[0].ID != 5 {
+		t.Fatalf("cycle through a queued request: victims %+v, want request 5", v)
 	}
 }
 

@@ -352,7 +352,7 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 	for {
 		r, ok, usable, err = l.turnstileAcquire(ctx, s, call, id, wait)
 		if err != nil || ok || !usable || tryOnce || l.turnstileHeld(s, id) || !l.mayWaitOn(ctx, s) ||
-			time.Since(began) >= turnstileOn {
+			time.Since(began) >= l.turnstileBound() {
 			return r, ok, usable, err
 		}
 		if !marked {
@@ -370,6 +370,19 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 		wait = turnstileSlice
 	}
 }
+
+// turnstileBound is turnstileOn, or what SetTurnstileOn set.
+func (l *Service) turnstileBound() time.Duration {
+	if d := l.turnstileOn.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return turnstileOn
+}
+
+// SetTurnstileOn sets the bound of a call's waits behind a turnstile
+// (turnstileOn; 0: that default), read at every slice: a test can keep
+// a waiter there as long as it checks it, then let it join the table.
+func (l *Service) SetTurnstileOn(d time.Duration) { l.turnstileOn.Store(int64(d)) }
 
 // unlist deletes the listing of p's wait behind a turnstile
 // (LockTurnstileWaiting), in a context of its own: the call's may have

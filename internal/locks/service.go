@@ -107,6 +107,9 @@ type Service struct {
 	// request: fast attempts, contention reads and turnstile calls (the
 	// tests' ContentionSteps: a re-entry runs none).
 	contentionSteps atomic.Int64
+	// turnstileOn replaces the constant turnstileOn where set (ns; the
+	// tests' SetTurnstileOn).
+	turnstileOn atomic.Int64
 	// ownSearchOff: waiting requests do not look for cycles themselves
 	// (SkipOwnSearch), which leaves the poll's net.
 	ownSearchOff atomic.Bool
