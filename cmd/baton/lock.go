@@ -70,6 +70,7 @@ type lockRequest struct {
 	mode    baton.Mode
 	timeout time.Duration
 	names   []string
+	start   time.Time // when the call started: --timeout counts from there
 }
 
 // parseLockArgs checks baton lock's arguments (NAME... -- CMD [ARG...],
@@ -121,7 +122,8 @@ func runLocked(ctx context.Context, g *globals, req lockRequest, path string, co
 	actx, cancel := cancelOnSignal(ctx, sigs)
 	defer cancel()
 
-	c, err := g.open(actx)
+	req.start = time.Now()
+	c, err := openWithin(actx, g, req.timeout)
 	if err != nil {
 		return err
 	}
@@ -147,6 +149,22 @@ func runLocked(ctx context.Context, g *globals, req lockRequest, path string, co
 		return &exitStatus{code: exitLost}
 	}
 	return &exitStatus{code: childStatus(werr)}
+}
+
+// openWithin opens the client within timeout when it is positive (the
+// whole call, connecting included, is bounded by --timeout); otherwise the
+// backends' connect timeout bounds connecting.
+func openWithin(ctx context.Context, g *globals, timeout time.Duration) (*baton.Client, error) {
+	if timeout <= 0 {
+		return g.open(ctx)
+	}
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := g.open(octx)
+	if err != nil && octx.Err() != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w (--timeout %v ran out while connecting)", err, timeout)
+	}
+	return c, err
 }
 
 // cancelOnSignal returns a context that a signal on sigs cancels (while
@@ -212,7 +230,10 @@ func terminate(child *exec.Cmd, grace time.Duration) {
 // session within what is left of its timeout (a try-once call tries once
 // more). Only a holder's loss is an error (exit 77, in runLocked).
 func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockRequest) (*baton.Session, error) {
-	deadline := time.Now().Add(req.timeout)
+	if req.start.IsZero() {
+		req.start = time.Now()
+	}
+	deadline := req.start.Add(req.timeout)
 	retried := false
 	for {
 		s, started, err := lockInNewSession(ctx, c, owner, req, deadline)

@@ -5,7 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -116,9 +122,9 @@ func (b dialed) verdict(err error) (bool, error) {
 // whether a transaction pooler is in between, and opens a pool that works
 // through it, checked with one connection.
 func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *sql.DB, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := parseConfig(dsn)
 	if err != nil {
-		return nil, options{}, false, nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
+		return nil, options{}, false, nil, err
 	}
 	opts, err := takeOptions(cfg)
 	if err != nil {
@@ -131,14 +137,47 @@ func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *
 	db := stdlib.OpenDB(*cfg)
 	if opts.pooler == poolerAuto {
 		if db, pooled, err = detectPooler(ctx, cfg, db); err != nil {
-			return nil, opts, false, nil, connectErr(cfg, err)
+			return nil, opts, false, nil, connectErr(ctx, cfg, err)
 		}
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, opts, false, nil, connectErr(cfg, err)
+		return nil, opts, false, nil, connectErr(ctx, cfg, err)
 	}
 	return cfg, opts, pooled, db, nil
+}
+
+// ConnectTimeout bounds the making of each connection (per host of a
+// multi-host DSN) where neither the DSN's connect_timeout nor
+// PGCONNECT_TIMEOUT sets one: a server that accepts connections and never
+// answers fails the call instead of hanging it.
+const ConnectTimeout = 5 * time.Second
+
+// parseConfig parses a postgres:// DSN, with baton's default connect
+// timeout.
+func parseConfig(dsn string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
+	}
+	if !setsConnectTimeout(dsn) {
+		cfg.ConnectTimeout = ConnectTimeout
+	}
+	return cfg, nil
+}
+
+// setsConnectTimeout tells whether the DSN or the environment sets
+// connect_timeout (0 included: no timeout, as the user asked).
+func setsConnectTimeout(dsn string) bool {
+	if os.Getenv("PGCONNECT_TIMEOUT") != "" {
+		return true
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return false
+	}
+	_, set := u.Query()["connect_timeout"]
+	return set
 }
 
 // detectPooler finds out whether db goes through a transaction pooler
@@ -158,11 +197,30 @@ func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB
 
 // connectErr explains a failed connection: a search_path that a pooler
 // refused, or the real cause of the failure.
-func connectErr(cfg *pgx.ConnConfig, err error) error {
+func connectErr(ctx context.Context, cfg *pgx.ConnConfig, err error) error {
 	if _, sp := cfg.RuntimeParams["search_path"]; sp && strings.Contains(err.Error(), "unsupported startup parameter: search_path") {
 		return fmt.Errorf("%w: search_path: a transaction pooler (PgBouncer) refuses it as a connection setting: give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
 	}
-	return fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
+	if errors.Is(err, context.DeadlineExceeded) {
+		// pgx calls it a dial error even when the server accepted.
+		within := "before the deadline"
+		if ctx.Err() == nil {
+			within = fmt.Sprintf("within the connect timeout (%v; connect_timeout in the DSN)", cfg.ConnectTimeout)
+		}
+		return fmt.Errorf("connect to postgres at %s: no answer %s: %w", hosts(cfg), within, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("connect to postgres at %s: %w", hosts(cfg), connectCause(err))
+}
+
+// hosts names the DSN's hosts, host:port, each once.
+func hosts(cfg *pgx.ConnConfig) string {
+	all := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	for _, f := range cfg.Fallbacks {
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(all, h) {
+			all = append(all, h)
+		}
+	}
+	return strings.Join(all, ",")
 }
 
 // OpenSQL opens the database a postgres:// DSN names as a plain *sql.DB

@@ -104,9 +104,9 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	db.SetMaxIdleConns(32)
 	listenCfg := cfg
 	if opts.listenDSN != "" {
-		if listenCfg, err = pgx.ParseConfig(opts.listenDSN); err != nil {
+		if listenCfg, err = parseConfig(opts.listenDSN); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("%w: bad listen_dsn: %w", driver.ErrBadDSN, errors.Unwrap(err))
+			return nil, fmt.Errorf("bad listen_dsn: %w", err)
 		}
 	}
 	// A second pool whose commits do not wait for the WAL flush, for claims
