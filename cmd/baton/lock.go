@@ -378,7 +378,13 @@ func runMigrate(ctx context.Context, g *globals, action string) error {
 	if err != nil {
 		return err
 	}
-	return printMigrations(st)
+	if err := printMigrations(st); err != nil {
+		return err
+	}
+	if err := notInstalled(st); err != nil {
+		fmt.Fprintln(os.Stderr, "baton: "+err.Error())
+	}
+	return nil
 }
 
 // migrateUp creates the DSN's schema if need be and applies the pending

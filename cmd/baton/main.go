@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
 	// The CLI links every backend; a Go program imports only the ones
 	// it needs.
 	_ "github.com/batonhq/baton/driver/mysql"
@@ -146,6 +148,16 @@ func isUnavailable(err error) bool {
 type globals struct {
 	dsn    string
 	prefix string
+	// readOnly: the command only reads (readOnlyCommands), and its client
+	// never installs or upgrades baton's schema.
+	readOnly bool
+}
+
+// readOnlyCommands only read: on a database without baton's schema (or an
+// older one) they say so and how to install it, instead of installing it.
+var readOnlyCommands = map[string]bool{
+	"baton locks": true, "baton queue stats": true, "baton queue list": true, "baton queue get": true,
+	"baton queue dead": true, "baton events list": true,
 }
 
 func defaultDSN() string {
@@ -157,7 +169,42 @@ func defaultDSN() string {
 
 func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli"}
-	return baton.Open(ctx, g.dsn, opts)
+	if !g.readOnly {
+		return baton.Open(ctx, g.dsn, opts)
+	}
+	if g.prefix != "" && !prefixRE.MatchString(g.prefix) {
+		// As baton.Open checks it (driver.Open does not).
+		return nil, fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", baton.ErrInvalid, g.prefix)
+	}
+	drv, err := driver.Open(ctx, g.dsn, g.prefix)
+	if err != nil {
+		return nil, err
+	}
+	st, err := drv.MigrationStatus(ctx)
+	if err == nil {
+		err = notInstalled(st)
+	}
+	if err != nil {
+		drv.Close()
+		return nil, err
+	}
+	opts.NoMigrate = true
+	return baton.NewClient(ctx, drv, opts)
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
+
+// notInstalled says that baton is not installed, or not up to date, in a
+// database whose migrations are st, and how to install it.
+func notInstalled(st []driver.MigrationStatus) error {
+	switch pending := countPending(st); pending {
+	case 0:
+		return nil
+	case len(st):
+		return errors.New("baton is not installed in this database (no migration applied): install it with `baton migrate` (with the same --dsn and --prefix)")
+	default:
+		return fmt.Errorf("baton's schema in this database is older than this program (%d of %d migrations pending): upgrade it with `baton migrate`", pending, len(st))
+	}
 }
 
 // withClient runs op with a client of the command's database, closed after.
@@ -203,6 +250,7 @@ prints a shell completion script.
 	}
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.readOnly = readOnlyCommands[cmd.CommandPath()] }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	for _, add := range commands {
 		root.AddCommand(add(g))

@@ -160,6 +160,11 @@ func parseConfig(dsn string) (*pgx.ConnConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: bad postgres DSN: %w", driver.ErrBadDSN, errors.Unwrap(err))
 	}
+	if cfg.Database == "" {
+		// The server would pick a database named after the user
+		// (postgres, often), and baton would install itself there.
+		return nil, fmt.Errorf("%w: postgres DSN names no database: add /database after the host (postgres://user@host:5432/database)", driver.ErrBadDSN)
+	}
 	if !setsConnectTimeout(dsn) {
 		cfg.ConnectTimeout = ConnectTimeout
 	}
