@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -202,6 +203,9 @@ func (o EnqueueOptions) check() error {
 		return fmt.Errorf("%w: negative delay %v", ErrInvalid, o.Delay)
 	case o.MaxAttempts < 0:
 		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
+	case o.Priority < math.MinInt32 || o.Priority > math.MaxInt32:
+		// The column is a 32-bit integer on every backend.
+		return fmt.Errorf("%w: priority %d: give a number from %d to %d", ErrInvalid, o.Priority, math.MinInt32, math.MaxInt32)
 	case len(o.Key) > 255:
 		return fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
 	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):

@@ -48,6 +48,9 @@ runs on after the session holding its locks is gone.
 			if err != nil {
 				return err
 			}
+			if grace <= 0 {
+				return usageErr("lock: --grace %v: give a positive duration", grace)
+			}
 			path, err := lookCommand("lock", command[0])
 			if err != nil {
 				return err

@@ -42,7 +42,7 @@ const (
 	exitLost        = 77  // the session (and its locks) was lost while CMD ran
 	exitNoExec      = 126 // CMD was found but cannot be executed
 	exitNotFound    = 127 // CMD was not found
-	exitInterrupted = 130 // interrupted (SIGINT/SIGTERM/SIGHUP) while waiting for the locks
+	exitInterrupted = 130 // interrupted (SIGINT/SIGTERM/SIGHUP) before baton was done
 )
 
 const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own status):
@@ -56,7 +56,8 @@ const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own st
       session instead
  126  CMD was found but cannot be executed
  127  CMD was not found
- 130  interrupted while waiting for the locks
+ 130  interrupted (SIGINT, SIGTERM) before baton was done: while connecting,
+      waiting for the locks, or running the demo
    1  any other error`
 
 // lookCommand finds CMD as a shell would, and fails as a shell does: 127
@@ -251,12 +252,38 @@ prints a shell completion script.
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.readOnly = readOnlyCommands[cmd.CommandPath()] }
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.SetFlagErrorFunc(flagErr)
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
 	setVersion(root)
+	refuseUnknownCommands(root)
 	return root
+}
+
+// refuseUnknownCommands makes every command that only groups others (and
+// baton itself) exit 64 for an unknown subcommand, naming the known ones,
+// and print its help when it is given none.
+func refuseUnknownCommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownCommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usageErr("%s: unknown command %q (use %s)", cmd.CommandPath(), args[0], strings.Join(names, ", "))
+	}
 }
 
 func main() {
@@ -271,6 +298,11 @@ func main() {
 		os.Exit(ex.code)
 	}
 	code, msg := classify(err)
+	if ctx.Err() != nil && code != exitInterrupted {
+		// SIGINT or SIGTERM came, and the command failed for it (cut
+		// short while connecting, waiting or running the demo).
+		code, msg = exitInterrupted, "interrupted: "+msg
+	}
 	fmt.Fprintln(os.Stderr, "baton: "+oneLine(msg))
 	os.Exit(code)
 }
@@ -288,19 +320,16 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// parseTimeout accepts a Go duration, a number of seconds, or "forever"/"inf".
+// parseTimeout accepts a duration (durations need a unit, as every
+// duration flag of baton's: 0, 500ms, 10s, 2m), or "forever"/"inf".
 func parseTimeout(s string) (time.Duration, error) {
 	switch strings.ToLower(s) {
-	case "forever", "inf", "infinite", "-1":
+	case "forever", "inf", "infinite":
 		return baton.Forever, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		secs, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil {
-			return 0, usageErr("--timeout %q is not a duration (examples: 0, 500ms, 10s, 2m, forever)", s)
-		}
-		d = time.Duration(secs * float64(time.Second))
+		return 0, usageErr("--timeout %q is not a duration: %s (examples: 0, 500ms, 10s, 2m, forever)", s, durationProblem(s))
 	}
 	if d < 0 {
 		// Only the spelled-out forms mean forever: a negative duration is
@@ -309,6 +338,27 @@ func parseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// durationProblem says what is wrong with a duration time.ParseDuration
+// refused.
+func durationProblem(s string) string {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return "a duration needs a unit"
+	}
+	return "write a number and a unit (ns, us, ms, s, m, h)"
+}
+
+// flagErr is the usage error of a bad flag: for a duration flag, one
+// message for every duration (a unit is required), as --timeout's.
+func flagErr(_ *cobra.Command, err error) error {
+	if m := badDurationFlag.FindStringSubmatch(err.Error()); m != nil {
+		return usageErr("%s %q is not a duration: %s (examples: 500ms, 10s, 2m)", m[2], m[1], durationProblem(m[1]))
+	}
+	return usageErr("%v", err)
+}
+
+// badDurationFlag matches pflag's error for a duration flag's bad value.
+var badDurationFlag = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: time: `)
 
 // newTable starts a table of aligned columns on w with its header line.
 func newTable(w io.Writer, header string) *tabwriter.Writer {

@@ -11,12 +11,20 @@ import (
 // silentServer listens on loopback, accepts every connection and never
 // answers (a hung host); it returns the listener's host:port.
 func silentServer(t *testing.T) string {
+	addr, _ := countingSilentServer(t)
+	return addr
+}
+
+// countingSilentServer is silentServer, and a channel that receives once
+// per connection it accepted.
+func countingSilentServer(t *testing.T) (string, <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	accepted := make(chan net.Conn, 100)
+	told := make(chan struct{}, 100)
 	t.Cleanup(func() {
 		ln.Close()
 		close(accepted)
@@ -32,12 +40,13 @@ func silentServer(t *testing.T) string {
 			}
 			select {
 			case accepted <- c:
+				told <- struct{}{}
 			default:
 				c.Close()
 			}
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), told
 }
 
 // TestSilentServer: against a server that accepts connections and never

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,11 +51,21 @@ func takeOptions(cfg *pgx.ConnConfig) (options, error) {
 		delete(cfg.RuntimeParams, "listen_dsn")
 		o.listenDSN = v
 	}
+	if sp, ok := cfg.RuntimeParams["search_path"]; ok && !searchPathRE().MatchString(sp) {
+		return o, fmt.Errorf("%w: search_path=%q: give schema names separated by commas, each a plain name (letters, digits, _ and $) or in double quotes", driver.ErrBadDSN, sp)
+	}
 	if _, sp := cfg.RuntimeParams["search_path"]; sp && o.pooler == poolerTransaction {
 		return o, fmt.Errorf("%w: search_path cannot go through a transaction pooler as a connection setting (PgBouncer refuses it, and a session setting would leak to other clients): give the pooler's user a default with ALTER ROLE ... SET search_path, or use baton's table prefix", driver.ErrBadDSN)
 	}
 	return o, nil
 }
+
+// searchPathRE matches a search_path the server parses: a list of schema
+// names, each plain or double-quoted ("" for a quote inside).
+var searchPathRE = sync.OnceValue(func() *regexp.Regexp {
+	name := `\s*(?:[\p{L}_][\p{L}\p{N}_$]*|"(?:[^"\x00]|"")+"|\$user)\s*`
+	return regexp.MustCompile(`^` + name + `(?:,` + name + `)*$`)
+})
 
 // usePooler makes pgx talk to a transaction pooler: statements are sent
 // unnamed (their descriptions cached on the client), so that nothing
