@@ -19,6 +19,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
+	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
@@ -77,7 +78,7 @@ var queueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // ':' or '-'.
 func ValidateQueue(q string) error {
 	if !queueRE().MatchString(q) {
-		return fmt.Errorf("%w: queue %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, q)
+		return fmt.Errorf("%w: queue %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(q))
 	}
 	return nil
 }
@@ -244,7 +245,7 @@ func (o EnqueueOptions) checkUnique() error {
 // digits, '_', '.', ':' or '-'.
 func ValidateKind(kind string) error {
 	if !queueRE().MatchString(kind) {
-		return fmt.Errorf("%w: kind %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, kind)
+		return fmt.Errorf("%w: kind %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(kind))
 	}
 	return nil
 }

@@ -103,3 +103,25 @@ func TestInterruptedExits130(t *testing.T) {
 		})
 	}
 }
+
+// TestLongNamesCut: a 10,000-character name is not echoed whole in the
+// error; the error says how long it was.
+func TestLongNamesCut(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	long := strings.Repeat("n", 10000)
+	for _, args := range [][]string{
+		{"lock", "--write", long, "--", "true"},
+		{"lock", "--ns", long, "--write", "a", "--", "true"},
+		{"queue", "push", long, "x"},
+		{"queue", "push", "q", "x", "--kind", long},
+		{"notify", long, "x"},
+		{"events", "subscribe", long, "--name", "s", "--on", "insert"},
+		{"events", "subscribe", "t", "--name", long, "--on", "insert"},
+	} {
+		code, _, errs := run(t, dsn, args...)
+		if code == 0 || len(errs) > 400 || !strings.Contains(errs, "10000 bytes in all") {
+			t.Errorf("baton %s …: exit %d, %d bytes on stderr (%.120q…): want a failure naming the length, not the whole name",
+				args[0], code, len(errs), errs)
+		}
+	}
+}

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -325,7 +329,13 @@ of every process: type, namespace, name, mode (SHARED/EXCLUSIVE), status
 (GRANTED/PENDING), session, owner (host:pid/name), since when, fencing token.
 A lock a program took inside its own transaction (Client.LockTx) shows "tx"
 and the transaction as its session, and "transaction": true in --json
-(PostgreSQL and MySQL/MariaDB; on SQLite no other connection can see it).`,
+(PostgreSQL and MySQL/MariaDB; on SQLite no other connection can see it).
+
+A namespace, name or owner that is not printable text (a tab, a newline, a
+control character, invalid UTF-8, or a leading '"') is shown Go-quoted
+("a\tb"), so that every lock stays on one line and in its columns. --json
+keeps names as they are; one that is not valid UTF-8 shows quoted, with its
+exact bytes in name_base64 (namespace_base64).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withClient(cmd.Context(), func(c *baton.Client) error {
@@ -334,7 +344,7 @@ and the transaction as its session, and "transaction": true in --json
 					return err
 				}
 				if asJSON {
-					return printJSON(nonNil(ls))
+					return printJSON(locksJSON(ls))
 				}
 				return printTable("no locks held or waited for",
 					"TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tSESSION\tOWNER\tSINCE\tTOKEN", ls, lockLine)
@@ -357,8 +367,43 @@ func lockLine(l baton.LockInfo) string {
 	if l.Token != 0 {
 		token = strconv.FormatInt(l.Token, 10)
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Type, l.Namespace, l.Name, l.Mode, l.Status,
-		l.Session, l.Owner, l.Since.Local().Format("2006-01-02 15:04:05.000"), token)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Type, display(l.Namespace), display(l.Name), l.Mode, l.Status,
+		l.Session, display(l.Owner), l.Since.Local().Format("2006-01-02 15:04:05.000"), token)
+}
+
+// display is a name as a table shows it: as it is when it is printable
+// UTF-8, else (a tab, a newline, a control character, invalid UTF-8, or a
+// leading quote) Go-quoted, "a\tb", so that it stays in its column and
+// on its line.
+func display(s string) string {
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// lockJSON is a lock in baton locks --json: a namespace or name that is
+// not valid UTF-8 shows quoted (as in the table), its exact bytes in
+// namespace_base64 or name_base64.
+type lockJSON struct {
+	baton.LockInfo
+	NamespaceBase64 string `json:"namespace_base64,omitempty"`
+	NameBase64      string `json:"name_base64,omitempty"`
+}
+
+// locksJSON is baton locks --json's array.
+func locksJSON(ls []baton.LockInfo) []lockJSON {
+	out := make([]lockJSON, len(ls))
+	for i, l := range ls {
+		out[i].LockInfo = l
+		if !utf8.ValidString(l.Namespace) {
+			out[i].Namespace, out[i].NamespaceBase64 = display(l.Namespace), base64.StdEncoding.EncodeToString([]byte(l.Namespace))
+		}
+		if !utf8.ValidString(l.Name) {
+			out[i].Name, out[i].NameBase64 = display(l.Name), base64.StdEncoding.EncodeToString([]byte(l.Name))
+		}
+	}
+	return out
 }
 
 // migrateActions are the actions of baton migrate: each returns every

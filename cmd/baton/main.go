@@ -317,8 +317,17 @@ func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.cod
 // that wrapped library errors carry.
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "baton: ", "")
-	return strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxLine {
+		// Whatever echoed a huge argument, stderr gets one readable line.
+		cut := strings.ToValidUTF8(s[:maxLine], "")
+		s = fmt.Sprintf("%s… (%d more bytes)", cut, len(s)-len(cut))
+	}
+	return s
 }
+
+// maxLine bounds the error line baton prints.
+const maxLine = 2000
 
 // parseTimeout accepts a duration (durations need a unit, as every
 // duration flag of baton's: 0, 500ms, 10s, 2m), or "forever"/"inf".
