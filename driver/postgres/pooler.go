@@ -74,60 +74,29 @@ func usePooler(cfg *pgx.ConnConfig) {
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 }
 
-// behindPooler tells whether db's connections are multiplexed over shared
-// server connections by a transaction pooler, at the cost of one extra
-// connection, dialled while db's first one works. Two signs, either enough:
-// a setting sent at connection start is refused as an "unsupported startup
-// parameter" (PgBouncer with its default settings), or two client
-// connections open at the same time are served by one backend process,
-// which a direct connection can never be.
-func behindPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (bool, error) {
-	probe := cfg.Copy()
-	if probe.RuntimeParams == nil {
-		probe.RuntimeParams = map[string]string{}
-	}
-	probe.RuntimeParams["synchronous_commit"] = "off"
-	ch := make(chan dialed, 1)
-	go func() {
-		c, err := pgx.ConnectConfig(ctx, probe)
-		ch <- dialed{c, err}
-	}()
-	var pa, pb int
-	a, err := db.Conn(ctx)
-	if err == nil {
-		err = a.QueryRowContext(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pa)
-		defer a.Close()
-	}
-	b := <-ch
-	if b.err == nil {
-		defer b.c.Close(context.Background())
-	}
-	if pooled, err := b.verdict(err); pooled || err != nil {
-		return pooled, err
-	}
-	if err := b.c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pb); err != nil {
+// behindPooler tells whether db's connections go through a pooler, with
+// one connection and no statement that fails (PgBouncer logs a warning for
+// every startup setting it refuses): a PostgreSQL server announces, at
+// connection start (BackendKeyData), the process id that
+// pg_backend_pid() returns; a pooler announces one of its own, since the
+// client is not tied to one server process (PgBouncer, in either mode,
+// pgcat, Odyssey).
+func behindPooler(ctx context.Context, db *sql.DB) (bool, error) {
+	c, err := db.Conn(ctx)
+	if err != nil {
 		return false, err
 	}
-	return pa == pb, nil
-}
-
-// dialed is behindPooler's second connection, or why it failed.
-type dialed struct {
-	c   *pgx.Conn
-	err error
-}
-
-// verdict is what the two connections' failures say (err: the first
-// one's): a pooler when the second one's startup setting was refused,
-// else the first failure; neither when both connections work.
-func (b dialed) verdict(err error) (bool, error) {
-	switch {
-	case b.err != nil && strings.Contains(b.err.Error(), "unsupported startup parameter"):
-		return true, nil
-	case err != nil:
+	defer c.Close()
+	var pid int64
+	if err := c.QueryRowContext(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pid); err != nil {
 		return false, err
 	}
-	return false, b.err
+	var announced int64
+	err = c.Raw(func(dc any) error {
+		announced = int64(dc.(*stdlib.Conn).Conn().PgConn().PID())
+		return nil
+	})
+	return announced != pid, err
 }
 
 // connect parses a DSN, takes baton's own parameters out, finds out
@@ -201,7 +170,7 @@ func setsConnectTimeout(dsn string) bool {
 // and, when it does, reopens it for one (the first connection was made
 // for a direct server). On failure it closes db.
 func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB, bool, error) {
-	pooled, err := behindPooler(ctx, cfg, db)
+	pooled, err := behindPooler(ctx, db)
 	if err != nil || pooled {
 		db.Close()
 	}
