@@ -13,12 +13,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
@@ -111,11 +114,49 @@ func classify(err error) (int, string) {
 			return c.code, c.prefix + err.Error()
 		}
 	}
+	if msg, ok := privilegeErr(err); ok {
+		return exitError, msg
+	}
 	if isUnavailable(err) {
 		return exitUnavailable, "database unavailable: " + err.Error()
 	}
 	return exitError, err.Error()
 }
+
+// privilegeErr says which privilege a user lacks, when the server refused
+// a statement for it: the server's own sentence (not the baton routine or
+// query that ran into it), and what baton needs.
+func privilegeErr(err error) (string, bool) {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return deniedLine(pe.Message, pgPrivileges), true
+	case errors.As(err, &pe) && pe.Code == "3F000":
+		// The search_path schema is skipped when the user may not use it.
+		return "no schema to create baton's tables in: " + pe.Message + ": the search_path schema does not exist or the user lacks USAGE on it; " + pgPrivileges, true
+	case errors.As(err, &me) && slices.Contains([]uint16{1044, 1142, 1143, 1227, 1370}, me.Number):
+		return deniedLine(me.Message, mysqlPrivileges), true
+	case strings.Contains(err.Error(), "permission denied for schema"):
+		return err.Error() + "; " + pgPrivileges, true
+	}
+	return "", false
+}
+
+// deniedLine is the line of a refused privilege: the server's sentence,
+// then what baton needs.
+func deniedLine(server, needs string) string {
+	if !strings.HasPrefix(strings.ToLower(server), "permission denied") {
+		server = "permission denied: " + server
+	}
+	return server + "; " + needs
+}
+
+// The privileges baton needs (README, "Privileges").
+const (
+	pgPrivileges    = "baton needs USAGE on its schema, SELECT, INSERT, UPDATE and DELETE on its tables, USAGE on its sequences and EXECUTE on its functions (baton migrate also CREATE on the schema)"
+	mysqlPrivileges = "baton needs SELECT, INSERT, UPDATE, DELETE and EXECUTE on the database (baton migrate also CREATE, ALTER, INDEX, DROP, TRIGGER and CREATE ROUTINE)"
+)
 
 // usageCheck is one rule a command's arguments must keep: when bad is
 // true, the command stops with msg as a usage error.

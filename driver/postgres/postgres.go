@@ -297,6 +297,9 @@ func IsRetryable(err error) bool {
 func (d *Driver) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
 	st, err := d.migrator.Up(ctx)
 	if err != nil {
+		if denied := d.schemaDenied(ctx); denied != nil {
+			return nil, denied
+		}
 		if schema, missing := d.missingSchema(ctx); missing {
 			return nil, fmt.Errorf("%w: %q (search_path in the DSN): run `baton migrate`, which creates it, or CREATE SCHEMA %s", driver.ErrNoSchema, schema, pgx.Identifier{schema}.Sanitize())
 		}
@@ -343,9 +346,33 @@ func (d *Driver) CreateSchema(ctx context.Context) (string, error) {
 	return schema, nil
 }
 
-// MigrationStatus implements driver.Driver.
+// MigrationStatus implements driver.Driver. Nothing applied, in a
+// search_path schema the user may not use, is that privilege missing: the
+// server hides the tables of such a schema.
 func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus, error) {
-	return d.migrator.Status(ctx)
+	st, err := d.migrator.Status(ctx)
+	if err == nil && len(st) > 0 && !st[0].Applied {
+		err = d.schemaDenied(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// schemaDenied is a permission error when the search_path schema exists
+// and the user lacks USAGE on it (nil when that cannot be read).
+func (d *Driver) schemaDenied(ctx context.Context) error {
+	schema := d.searchSchema()
+	if schema == "" {
+		return nil
+	}
+	var denied bool
+	err := d.SQL.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1 AND NOT has_schema_privilege(oid, 'USAGE'))`, schema).Scan(&denied)
+	if err != nil || !denied {
+		return nil
+	}
+	return fmt.Errorf("permission denied for schema %s (search_path in the DSN): the user needs USAGE on it", pgx.Identifier{schema}.Sanitize())
 }
 
 // LockFastAcquire implements driver.Driver: one statement on a free lock
