@@ -33,8 +33,11 @@ func lockCmd(g *globals) *cobra.Command {
 all or none, run CMD while holding them, release them and exit with CMD's status.
 
 --timeout 0 (the default) tries once: a busy lock makes baton exit 75 at once,
-which is what a cron job that must not run twice wants. A duration waits at most
-that long; "forever" waits until baton is interrupted.
+which is what a cron job that must not run twice wants. A duration (with its
+unit: 500ms, 30s, 2m) bounds the whole call, connecting included; "forever"
+waits until baton is interrupted. Connecting is also bounded by the DSN's
+connect timeout (5s by default; docs/dsn.md): a server that never answers
+makes baton exit 69.
 
 If the locks are lost while CMD runs (the database was unreachable for longer
 than the session lease), CMD gets SIGTERM (SIGKILL after --grace) and baton
