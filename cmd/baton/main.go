@@ -49,7 +49,8 @@ const (
 )
 
 const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own status):
-  64  usage: unknown flag, bad argument, bad DSN, bad duration, no command
+  64  usage: unknown command or flag, bad argument, bad DSN, bad duration
+      (durations need a unit: 500ms, 10s, 2m), no command
   65  name: invalid lock name or namespace (empty, longer than 64 characters)
   69  unavailable: the database cannot be reached
   75  timeout: the locks were not obtained before --timeout
@@ -279,6 +280,11 @@ The default is sqlite:baton.db in the current directory. On PostgreSQL,
 ?search_path=SCHEMA picks the schema of baton's tables (baton migrate creates
 it when it does not exist); other parameters pass through to the backend's
 driver. Every parameter is listed in docs/dsn.md.
+
+The commands that only read (locks, queue stats|list|get|dead, events list,
+migrate status) never install baton's schema: on a database without it they
+say so, and baton migrate installs it (other commands install it on first
+use). Connecting is bounded (5s by default; docs/dsn.md).
 
 A command that does not wait (queue push, a lock obtained at once) opens one
 connection. bench, migrate, queue redrive and queue purge show a progress
