@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
 )
 
 // Subscription errors.
@@ -66,7 +67,7 @@ var bareIdentRE = sync.OnceValue(func() *regexp.Regexp {
 // name ambiguous.
 func ParseTable(table string) (string, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("%w: table %q: %s (write table, schema.table, or \"Quoted Name\")", ErrInvalid, table, why)
+		return fmt.Errorf("%w: table %s: %s (write table, schema.table, or \"Quoted Name\")", ErrInvalid, errs.Quote(table), why)
 	}
 	if !utf8.ValidString(table) {
 		return "", bad("not valid UTF-8")
@@ -171,10 +172,10 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 // actions' codes.
 func (s *Subscription) normalize() (string, error) {
 	if len(s.Name) > 61 {
-		return "", fmt.Errorf("%w: subscription name %q is longer than 61 characters", ErrInvalid, s.Name)
+		return "", fmt.Errorf("%w: subscription name %s is longer than 61 characters", ErrInvalid, errs.Quote(s.Name))
 	}
 	if err := ValidateQueue(s.Name); err != nil {
-		return "", fmt.Errorf("%w: subscription name %q: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
+		return "", fmt.Errorf("%w: subscription name %s: use 1 to 61 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(s.Name))
 	}
 	table, err := ParseTable(s.Table)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
 )
 
 // Mode is a lock mode.
@@ -64,7 +65,7 @@ func ValidateName(what, s string) error {
 	case s == "":
 		return fmt.Errorf("%w: %s is empty", ErrWrongName, what)
 	case len(s) > MaxNameLen && utf8.RuneCountInString(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s %q is %d characters long, more than %d", ErrWrongName, what, s, utf8.RuneCountInString(s), MaxNameLen)
+		return fmt.Errorf("%w: %s %s is %d characters long, more than %d", ErrWrongName, what, errs.Quote(s), utf8.RuneCountInString(s), MaxNameLen)
 	}
 	return nil
 }
@@ -142,9 +143,9 @@ func userIdent(name string) (driver.Ident, error) {
 	case name == "":
 		return driver.Ident{}, fmt.Errorf("%w: user lock name is empty", ErrWrongName)
 	case !utf8.ValidString(name):
-		return driver.Ident{}, fmt.Errorf("%w: user lock name %q is not valid UTF-8", ErrWrongName, name)
+		return driver.Ident{}, fmt.Errorf("%w: user lock name %s is not valid UTF-8", ErrWrongName, errs.Quote(name))
 	case utf8.RuneCountInString(name) > MaxNameLen:
-		return driver.Ident{}, fmt.Errorf("%w: user lock name %q is longer than %d characters", ErrWrongName, name, MaxNameLen)
+		return driver.Ident{}, fmt.Errorf("%w: user lock name %s is longer than %d characters", ErrWrongName, errs.Quote(name), MaxNameLen)
 	}
 	return driver.Ident{Kind: driver.KindUser, NS: "", Name: strings.ToLower(name)}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/batonhq/baton/internal/errs"
 )
 
 // MaxPayload is the longest notification payload, in bytes: PostgreSQL's
@@ -20,7 +22,7 @@ var channelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // digits, '_', '.', ':' or '-'.
 func ValidateChannel(ch string) error {
 	if !channelRE().MatchString(ch) {
-		return fmt.Errorf("%w: channel %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, ch)
+		return fmt.Errorf("%w: channel %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(ch))
 	}
 	return nil
 }

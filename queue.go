@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
+	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
@@ -76,7 +78,7 @@ var queueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // ':' or '-'.
 func ValidateQueue(q string) error {
 	if !queueRE().MatchString(q) {
-		return fmt.Errorf("%w: queue %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, q)
+		return fmt.Errorf("%w: queue %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(q))
 	}
 	return nil
 }
@@ -202,6 +204,9 @@ func (o EnqueueOptions) check() error {
 		return fmt.Errorf("%w: negative delay %v", ErrInvalid, o.Delay)
 	case o.MaxAttempts < 0:
 		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
+	case o.Priority < math.MinInt32 || o.Priority > math.MaxInt32:
+		// The column is a 32-bit integer on every backend.
+		return fmt.Errorf("%w: priority %d: give a number from %d to %d", ErrInvalid, o.Priority, math.MinInt32, math.MaxInt32)
 	case len(o.Key) > 255:
 		return fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
 	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
@@ -240,7 +245,7 @@ func (o EnqueueOptions) checkUnique() error {
 // digits, '_', '.', ':' or '-'.
 func ValidateKind(kind string) error {
 	if !queueRE().MatchString(kind) {
-		return fmt.Errorf("%w: kind %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, kind)
+		return fmt.Errorf("%w: kind %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(kind))
 	}
 	return nil
 }

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -29,8 +33,11 @@ func lockCmd(g *globals) *cobra.Command {
 all or none, run CMD while holding them, release them and exit with CMD's status.
 
 --timeout 0 (the default) tries once: a busy lock makes baton exit 75 at once,
-which is what a cron job that must not run twice wants. A duration waits at most
-that long; "forever" waits until baton is interrupted.
+which is what a cron job that must not run twice wants. A duration (with its
+unit: 500ms, 30s, 2m) bounds the whole call, connecting included; "forever"
+waits until baton is interrupted. Connecting is also bounded by the DSN's
+connect timeout (5s by default; docs/dsn.md): a server that never answers
+makes baton exit 69.
 
 If the locks are lost while CMD runs (the database was unreachable for longer
 than the session lease), CMD gets SIGTERM (SIGKILL after --grace) and baton
@@ -47,6 +54,9 @@ runs on after the session holding its locks is gone.
 			req, command, err := parseLockArgs(args, cmd.ArgsLenAtDash(), ns, read, write, timeout)
 			if err != nil {
 				return err
+			}
+			if grace <= 0 {
+				return usageErr("lock: --grace %v: give a positive duration", grace)
 			}
 			path, err := lookCommand("lock", command[0])
 			if err != nil {
@@ -70,6 +80,7 @@ type lockRequest struct {
 	mode    baton.Mode
 	timeout time.Duration
 	names   []string
+	start   time.Time // when the call started: --timeout counts from there
 }
 
 // parseLockArgs checks baton lock's arguments (NAME... -- CMD [ARG...],
@@ -121,7 +132,8 @@ func runLocked(ctx context.Context, g *globals, req lockRequest, path string, co
 	actx, cancel := cancelOnSignal(ctx, sigs)
 	defer cancel()
 
-	c, err := g.open(actx)
+	req.start = time.Now()
+	c, err := openWithin(actx, g, req.timeout)
 	if err != nil {
 		return err
 	}
@@ -147,6 +159,22 @@ func runLocked(ctx context.Context, g *globals, req lockRequest, path string, co
 		return &exitStatus{code: exitLost}
 	}
 	return &exitStatus{code: childStatus(werr)}
+}
+
+// openWithin opens the client within timeout when it is positive (the
+// whole call, connecting included, is bounded by --timeout); otherwise the
+// backends' connect timeout bounds connecting.
+func openWithin(ctx context.Context, g *globals, timeout time.Duration) (*baton.Client, error) {
+	if timeout <= 0 {
+		return g.open(ctx)
+	}
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := g.open(octx)
+	if err != nil && octx.Err() != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w (--timeout %v ran out while connecting)", err, timeout)
+	}
+	return c, err
 }
 
 // cancelOnSignal returns a context that a signal on sigs cancels (while
@@ -212,7 +240,10 @@ func terminate(child *exec.Cmd, grace time.Duration) {
 // session within what is left of its timeout (a try-once call tries once
 // more). Only a holder's loss is an error (exit 77, in runLocked).
 func lockWithRetry(ctx context.Context, c *baton.Client, owner string, req lockRequest) (*baton.Session, error) {
-	deadline := time.Now().Add(req.timeout)
+	if req.start.IsZero() {
+		req.start = time.Now()
+	}
+	deadline := req.start.Add(req.timeout)
 	retried := false
 	for {
 		s, started, err := lockInNewSession(ctx, c, owner, req, deadline)
@@ -301,7 +332,13 @@ of every process: type, namespace, name, mode (SHARED/EXCLUSIVE), status
 (GRANTED/PENDING), session, owner (host:pid/name), since when, fencing token.
 A lock a program took inside its own transaction (Client.LockTx) shows "tx"
 and the transaction as its session, and "transaction": true in --json
-(PostgreSQL and MySQL/MariaDB; on SQLite no other connection can see it).`,
+(PostgreSQL and MySQL/MariaDB; on SQLite no other connection can see it).
+
+A namespace, name or owner that is not printable text (a tab, a newline, a
+control character, invalid UTF-8, or a leading '"') is shown Go-quoted
+("a\tb"), so that every lock stays on one line and in its columns. --json
+keeps names as they are; one that is not valid UTF-8 shows quoted, with its
+exact bytes in name_base64 (namespace_base64).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withClient(cmd.Context(), func(c *baton.Client) error {
@@ -310,7 +347,7 @@ and the transaction as its session, and "transaction": true in --json
 					return err
 				}
 				if asJSON {
-					return printJSON(nonNil(ls))
+					return printJSON(locksJSON(ls))
 				}
 				return printTable("no locks held or waited for",
 					"TYPE\tNAMESPACE\tNAME\tMODE\tSTATUS\tSESSION\tOWNER\tSINCE\tTOKEN", ls, lockLine)
@@ -333,8 +370,43 @@ func lockLine(l baton.LockInfo) string {
 	if l.Token != 0 {
 		token = strconv.FormatInt(l.Token, 10)
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Type, l.Namespace, l.Name, l.Mode, l.Status,
-		l.Session, l.Owner, l.Since.Local().Format("2006-01-02 15:04:05.000"), token)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Type, display(l.Namespace), display(l.Name), l.Mode, l.Status,
+		l.Session, display(l.Owner), l.Since.Local().Format("2006-01-02 15:04:05.000"), token)
+}
+
+// display is a name as a table shows it: as it is when it is printable
+// UTF-8, else (a tab, a newline, a control character, invalid UTF-8, or a
+// leading quote) Go-quoted, "a\tb", so that it stays in its column and
+// on its line.
+func display(s string) string {
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// lockJSON is a lock in baton locks --json: a namespace or name that is
+// not valid UTF-8 shows quoted (as in the table), its exact bytes in
+// namespace_base64 or name_base64.
+type lockJSON struct {
+	baton.LockInfo
+	NamespaceBase64 string `json:"namespace_base64,omitempty"`
+	NameBase64      string `json:"name_base64,omitempty"`
+}
+
+// locksJSON is baton locks --json's array.
+func locksJSON(ls []baton.LockInfo) []lockJSON {
+	out := make([]lockJSON, len(ls))
+	for i, l := range ls {
+		out[i].LockInfo = l
+		if !utf8.ValidString(l.Namespace) {
+			out[i].Namespace, out[i].NamespaceBase64 = display(l.Namespace), base64.StdEncoding.EncodeToString([]byte(l.Namespace))
+		}
+		if !utf8.ValidString(l.Name) {
+			out[i].Name, out[i].NameBase64 = display(l.Name), base64.StdEncoding.EncodeToString([]byte(l.Name))
+		}
+	}
+	return out
 }
 
 // migrateActions are the actions of baton migrate: each returns every
@@ -357,7 +429,13 @@ func runMigrate(ctx context.Context, g *globals, action string) error {
 	if err != nil {
 		return err
 	}
-	return printMigrations(st)
+	if err := printMigrations(st); err != nil {
+		return err
+	}
+	if err := notInstalled(st); err != nil {
+		fmt.Fprintln(os.Stderr, "baton: "+err.Error())
+	}
+	return nil
 }
 
 // migrateUp creates the DSN's schema if need be and applies the pending

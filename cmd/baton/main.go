@@ -12,15 +12,20 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/driver"
 	// The CLI links every backend; a Go program imports only the ones
 	// it needs.
 	_ "github.com/batonhq/baton/driver/mysql"
@@ -40,11 +45,12 @@ const (
 	exitLost        = 77  // the session (and its locks) was lost while CMD ran
 	exitNoExec      = 126 // CMD was found but cannot be executed
 	exitNotFound    = 127 // CMD was not found
-	exitInterrupted = 130 // interrupted (SIGINT/SIGTERM/SIGHUP) while waiting for the locks
+	exitInterrupted = 130 // interrupted (SIGINT/SIGTERM/SIGHUP) before baton was done
 )
 
 const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own status):
-  64  usage: unknown flag, bad argument, bad DSN, bad duration, no command
+  64  usage: unknown command or flag, bad argument, bad DSN, bad duration
+      (durations need a unit: 500ms, 10s, 2m), no command
   65  name: invalid lock name or namespace (empty, longer than 64 characters)
   69  unavailable: the database cannot be reached
   75  timeout: the locks were not obtained before --timeout
@@ -54,7 +60,8 @@ const exitHelp = `Exit statuses (when baton itself fails; otherwise CMD's own st
       session instead
  126  CMD was found but cannot be executed
  127  CMD was not found
- 130  interrupted while waiting for the locks
+ 130  interrupted (SIGINT, SIGTERM) before baton was done: while connecting,
+      waiting for the locks, or running the demo
    1  any other error`
 
 // lookCommand finds CMD as a shell would, and fails as a shell does: 127
@@ -108,11 +115,49 @@ func classify(err error) (int, string) {
 			return c.code, c.prefix + err.Error()
 		}
 	}
+	if msg, ok := privilegeErr(err); ok {
+		return exitError, msg
+	}
 	if isUnavailable(err) {
 		return exitUnavailable, "database unavailable: " + err.Error()
 	}
 	return exitError, err.Error()
 }
+
+// privilegeErr says which privilege a user lacks, when the server refused
+// a statement for it: the server's own sentence (not the baton routine or
+// query that ran into it), and what baton needs.
+func privilegeErr(err error) (string, bool) {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return deniedLine(pe.Message, pgPrivileges), true
+	case errors.As(err, &pe) && pe.Code == "3F000":
+		// The search_path schema is skipped when the user may not use it.
+		return "no schema to create baton's tables in: " + pe.Message + ": the search_path schema does not exist or the user lacks USAGE on it; " + pgPrivileges, true
+	case errors.As(err, &me) && slices.Contains([]uint16{1044, 1142, 1143, 1227, 1370}, me.Number):
+		return deniedLine(me.Message, mysqlPrivileges), true
+	case strings.Contains(err.Error(), "permission denied for schema"):
+		return err.Error() + "; " + pgPrivileges, true
+	}
+	return "", false
+}
+
+// deniedLine is the line of a refused privilege: the server's sentence,
+// then what baton needs.
+func deniedLine(server, needs string) string {
+	if !strings.HasPrefix(strings.ToLower(server), "permission denied") {
+		server = "permission denied: " + server
+	}
+	return server + "; " + needs
+}
+
+// The privileges baton needs (README, "Privileges").
+const (
+	pgPrivileges    = "baton needs USAGE on its schema, SELECT, INSERT, UPDATE and DELETE on its tables, USAGE on its sequences and EXECUTE on its functions (baton migrate also CREATE on the schema)"
+	mysqlPrivileges = "baton needs SELECT, INSERT, UPDATE, DELETE and EXECUTE on the database (baton migrate also CREATE, ALTER, INDEX, DROP, TRIGGER and CREATE ROUTINE)"
+)
 
 // usageCheck is one rule a command's arguments must keep: when bad is
 // true, the command stops with msg as a usage error.
@@ -146,6 +191,16 @@ func isUnavailable(err error) bool {
 type globals struct {
 	dsn    string
 	prefix string
+	// readOnly: the command only reads (readOnlyCommands), and its client
+	// never installs or upgrades baton's schema.
+	readOnly bool
+}
+
+// readOnlyCommands only read: on a database without baton's schema (or an
+// older one) they say so and how to install it, instead of installing it.
+var readOnlyCommands = map[string]bool{
+	"baton locks": true, "baton queue stats": true, "baton queue list": true, "baton queue get": true,
+	"baton queue dead": true, "baton events list": true,
 }
 
 func defaultDSN() string {
@@ -157,7 +212,42 @@ func defaultDSN() string {
 
 func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli"}
-	return baton.Open(ctx, g.dsn, opts)
+	if !g.readOnly {
+		return baton.Open(ctx, g.dsn, opts)
+	}
+	if g.prefix != "" && !prefixRE.MatchString(g.prefix) {
+		// As baton.Open checks it (driver.Open does not).
+		return nil, fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", baton.ErrInvalid, g.prefix)
+	}
+	drv, err := driver.Open(ctx, g.dsn, g.prefix)
+	if err != nil {
+		return nil, err
+	}
+	st, err := drv.MigrationStatus(ctx)
+	if err == nil {
+		err = notInstalled(st)
+	}
+	if err != nil {
+		drv.Close()
+		return nil, err
+	}
+	opts.NoMigrate = true
+	return baton.NewClient(ctx, drv, opts)
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
+
+// notInstalled says that baton is not installed, or not up to date, in a
+// database whose migrations are st, and how to install it.
+func notInstalled(st []driver.MigrationStatus) error {
+	switch pending := countPending(st); pending {
+	case 0:
+		return nil
+	case len(st):
+		return errors.New("baton is not installed in this database (no migration applied): install it with `baton migrate` (with the same --dsn and --prefix)")
+	default:
+		return fmt.Errorf("baton's schema in this database is older than this program (%d of %d migrations pending): upgrade it with `baton migrate`", pending, len(st))
+	}
 }
 
 // withClient runs op with a client of the command's database, closed after.
@@ -193,6 +283,11 @@ it when it does not exist); other parameters pass through to the backend's
 driver. Every parameter is listed in docs/dsn.md. baton uninstall lists
 everything baton installed in the database, and removes it with --yes.
 
+The commands that only read (locks, queue stats|list|get|dead, events list,
+migrate status) never install baton's schema: on a database without it they
+say so, and baton migrate installs it (other commands install it on first
+use). Connecting is bounded (5s by default; docs/dsn.md).
+
 A command that does not wait (queue push, a lock obtained at once) opens one
 connection. bench, migrate, queue redrive and queue purge show a progress
 line on stderr when it is a terminal. baton version (or --version) prints the
@@ -205,12 +300,39 @@ prints a shell completion script.
 	}
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.readOnly = readOnlyCommands[cmd.CommandPath()] }
+	root.SetFlagErrorFunc(flagErr)
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
 	setVersion(root)
+	refuseUnknownCommands(root)
 	return root
+}
+
+// refuseUnknownCommands makes every command that only groups others (and
+// baton itself) exit 64 for an unknown subcommand, naming the known ones,
+// and print its help when it is given none.
+func refuseUnknownCommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownCommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usageErr("%s: unknown command %q (use %s)", cmd.CommandPath(), args[0], strings.Join(names, ", "))
+	}
 }
 
 func main() {
@@ -225,6 +347,11 @@ func main() {
 		os.Exit(ex.code)
 	}
 	code, msg := classify(err)
+	if ctx.Err() != nil && code != exitInterrupted {
+		// SIGINT or SIGTERM came, and the command failed for it (cut
+		// short while connecting, waiting or running the demo).
+		code, msg = exitInterrupted, "interrupted: "+msg
+	}
 	fmt.Fprintln(os.Stderr, "baton: "+oneLine(msg))
 	os.Exit(code)
 }
@@ -239,22 +366,28 @@ func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.cod
 // that wrapped library errors carry.
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "baton: ", "")
-	return strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxLine {
+		// Whatever echoed a huge argument, stderr gets one readable line.
+		cut := strings.ToValidUTF8(s[:maxLine], "")
+		s = fmt.Sprintf("%s… (%d more bytes)", cut, len(s)-len(cut))
+	}
+	return s
 }
 
-// parseTimeout accepts a Go duration, a number of seconds, or "forever"/"inf".
+// maxLine bounds the error line baton prints.
+const maxLine = 2000
+
+// parseTimeout accepts a duration (durations need a unit, as every
+// duration flag of baton's: 0, 500ms, 10s, 2m), or "forever"/"inf".
 func parseTimeout(s string) (time.Duration, error) {
 	switch strings.ToLower(s) {
-	case "forever", "inf", "infinite", "-1":
+	case "forever", "inf", "infinite":
 		return baton.Forever, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		secs, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil {
-			return 0, usageErr("--timeout %q is not a duration (examples: 0, 500ms, 10s, 2m, forever)", s)
-		}
-		d = time.Duration(secs * float64(time.Second))
+		return 0, usageErr("--timeout %q is not a duration: %s (examples: 0, 500ms, 10s, 2m, forever)", s, durationProblem(s))
 	}
 	if d < 0 {
 		// Only the spelled-out forms mean forever: a negative duration is
@@ -263,6 +396,27 @@ func parseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// durationProblem says what is wrong with a duration time.ParseDuration
+// refused.
+func durationProblem(s string) string {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return "a duration needs a unit"
+	}
+	return "write a number and a unit (ns, us, ms, s, m, h)"
+}
+
+// flagErr is the usage error of a bad flag: for a duration flag, one
+// message for every duration (a unit is required), as --timeout's.
+func flagErr(_ *cobra.Command, err error) error {
+	if m := badDurationFlag.FindStringSubmatch(err.Error()); m != nil {
+		return usageErr("%s %q is not a duration: %s (examples: 500ms, 10s, 2m)", m[2], m[1], durationProblem(m[1]))
+	}
+	return usageErr("%v", err)
+}
+
+// badDurationFlag matches pflag's error for a duration flag's bad value.
+var badDurationFlag = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: time: `)
 
 // newTable starts a table of aligned columns on w with its header line.
 func newTable(w io.Writer, header string) *tabwriter.Writer {

@@ -253,7 +253,7 @@ func setDefaults(cfg *gomysql.Config, q url.Values, params map[string]string) {
 		cfg.InterpolateParams = true
 	}
 	if _, set := q["timeout"]; !set {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = ConnectTimeout
 	}
 	if len(params) > 0 {
 		cfg.Params = params
@@ -477,7 +477,7 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool) (*sql.DB, erro
 	if !autocommit {
 		cfg.Params["autocommit"] = "0"
 	}
-	conn, err := gomysql.NewConnector(cfg)
+	conn, err := newConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
@@ -487,6 +487,39 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool) (*sql.DB, erro
 	db.SetMaxIdleConns(16)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
+}
+
+// ConnectTimeout bounds the making of a connection (dial, handshake,
+// login, session settings) where the DSN sets no timeout: a server that
+// accepts connections and never answers fails the call instead of hanging
+// it.
+const ConnectTimeout = 5 * time.Second
+
+// boundedConnector makes go-sql-driver's connections within the DSN's
+// timeout, which go-sql-driver applies to dialling only: a server that
+// accepts and stays silent would hang the handshake for ever.
+type boundedConnector struct {
+	sqldrv.Connector
+	timeout time.Duration
+}
+
+func (c boundedConnector) Connect(ctx context.Context) (sqldrv.Conn, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	return c.Connector.Connect(ctx)
+}
+
+// newConnector is go-sql-driver's connector for cfg, whose connections are
+// made within cfg.Timeout.
+func newConnector(cfg *gomysql.Config) (sqldrv.Connector, error) {
+	conn, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return boundedConnector{conn, cfg.Timeout}, nil
 }
 
 // setUp reads the queries and migrations and builds the shared
@@ -531,7 +564,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 // probe checks that the server answers, learns its version and the name of
 // the isolation-level variable, and its start time.
 func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
-	conn, err := gomysql.NewConnector(pc.Driver)
+	conn, err := newConnector(pc.Driver)
 	if err != nil {
 		return "", fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
@@ -539,6 +572,9 @@ func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	c, err := db.Conn(ctx)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return "", fmt.Errorf("cannot connect to mysql server at %s: no answer within the connect timeout (%v; timeout in the DSN): %w", d.addr, pc.Driver.Timeout, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("cannot connect to mysql server at %s: %w", d.addr, err)
 	}

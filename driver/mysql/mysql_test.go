@@ -33,7 +33,7 @@ func TestParseDSN(t *testing.T) {
 				if c.Driver.Params["innodb_lock_wait_timeout"] != "7" || c.Driver.Params["time_zone"] != "'+00:00'" {
 					t.Errorf("system variables: %v", c.Driver.Params)
 				}
-				if !c.Driver.InterpolateParams || c.Driver.Timeout != 10*time.Second {
+				if !c.Driver.InterpolateParams || c.Driver.Timeout != ConnectTimeout {
 					t.Errorf("defaults not set: %+v", c.Driver)
 				}
 			}},

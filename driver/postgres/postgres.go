@@ -104,9 +104,9 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	db.SetMaxIdleConns(32)
 	listenCfg := cfg
 	if opts.listenDSN != "" {
-		if listenCfg, err = pgx.ParseConfig(opts.listenDSN); err != nil {
+		if listenCfg, err = parseConfig(opts.listenDSN); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("%w: bad listen_dsn: %w", driver.ErrBadDSN, errors.Unwrap(err))
+			return nil, fmt.Errorf("bad listen_dsn: %w", err)
 		}
 	}
 	// A second pool whose commits do not wait for the WAL flush, for claims
@@ -297,6 +297,9 @@ func IsRetryable(err error) bool {
 func (d *Driver) Migrate(ctx context.Context) ([]driver.MigrationStatus, error) {
 	st, err := d.migrator.Up(ctx)
 	if err != nil {
+		if denied := d.schemaDenied(ctx); denied != nil {
+			return nil, denied
+		}
 		if schema, missing := d.missingSchema(ctx); missing {
 			return nil, fmt.Errorf("%w: %q (search_path in the DSN): run `baton migrate`, which creates it, or CREATE SCHEMA %s", driver.ErrNoSchema, schema, pgx.Identifier{schema}.Sanitize())
 		}
@@ -348,9 +351,33 @@ func (d *Driver) CreateSchema(ctx context.Context) (string, error) {
 	return schema, nil
 }
 
-// MigrationStatus implements driver.Driver.
+// MigrationStatus implements driver.Driver. Nothing applied, in a
+// search_path schema the user may not use, is that privilege missing: the
+// server hides the tables of such a schema.
 func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus, error) {
-	return d.migrator.Status(ctx)
+	st, err := d.migrator.Status(ctx)
+	if err == nil && len(st) > 0 && !st[0].Applied {
+		err = d.schemaDenied(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// schemaDenied is a permission error when the search_path schema exists
+// and the user lacks USAGE on it (nil when that cannot be read).
+func (d *Driver) schemaDenied(ctx context.Context) error {
+	schema := d.searchSchema()
+	if schema == "" {
+		return nil
+	}
+	var denied bool
+	err := d.SQL.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1 AND NOT has_schema_privilege(oid, 'USAGE'))`, schema).Scan(&denied)
+	if err != nil || !denied {
+		return nil
+	}
+	return fmt.Errorf("permission denied for schema %s (search_path in the DSN): the user needs USAGE on it", pgx.Identifier{schema}.Sanitize())
 }
 
 // LockFastAcquire implements driver.Driver: one statement on a free lock

@@ -104,17 +104,17 @@ func init() { driver.Register(driver.Adapt(Open), "sqlite") }
 func ParseDSN(dsn string) (string, error) {
 	rest, ok := strings.CutPrefix(dsn, "sqlite:")
 	if !ok {
-		return "", fmt.Errorf("sqlite DSN must start with sqlite: (got %q)", dsn)
+		return "", fmt.Errorf("%w: sqlite DSN must start with sqlite: (got %q)", driver.ErrBadDSN, dsn)
 	}
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
-		return "", fmt.Errorf("sqlite DSN %q: options after ? are not supported", dsn)
+		return "", fmt.Errorf("%w: sqlite DSN %q: options after ? are not supported (docs/dsn.md)", driver.ErrBadDSN, dsn)
 	}
 	if rest == ":memory:" {
 		return rest, nil
 	}
 	rest = strings.TrimPrefix(rest, "//")
 	if rest == "" {
-		return "", fmt.Errorf("sqlite DSN %q names no file", dsn)
+		return "", fmt.Errorf("%w: sqlite DSN %q names no file: write sqlite:PATH or sqlite:///abs/path.db", driver.ErrBadDSN, dsn)
 	}
 	return rest, nil
 }

@@ -311,3 +311,7 @@ func pooledSQLDB(dsn string) (*sql.DB, error) {
 	u.RawQuery = q.Encode()
 	return sql.Open("pgx", u.String())
 }
+
+// BouncerLog returns the path of the test pgbouncer's log file ("" before
+// it started).
+func BouncerLog() string { return bouncer.log }

@@ -5,6 +5,7 @@ package errs
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 )
 
@@ -31,4 +32,21 @@ func (s *Streak) First(err error) bool {
 		return false
 	}
 	return s.on.CompareAndSwap(false, true)
+}
+
+// QuoteMax is how many characters of a name Quote shows.
+const QuoteMax = 80
+
+// Quote quotes a name for an error message as %q does, cut after
+// QuoteMax characters (a 10,000-character name is not echoed whole), with
+// how much was left out.
+func Quote(s string) string {
+	n := 0
+	for i := range s {
+		if n == QuoteMax {
+			return fmt.Sprintf("%q… (%d bytes in all)", s[:i], len(s))
+		}
+		n++
+	}
+	return fmt.Sprintf("%q", s)
 }

@@ -162,8 +162,14 @@ func (m *Migrator) newer(done map[int]int64) error {
 // Up applies every pending migration and returns the full status. When
 // every migration is applied already, that is one query and no lock.
 func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
-	if done, err := m.applied(ctx, m.DB); err == nil && m.complete(done) {
+	done, err := m.applied(ctx, m.DB)
+	switch {
+	case err == nil && m.complete(done):
 		return m.status(done), m.newer(done)
+	case err != nil && !m.noTable(err):
+		// A user who may not read the table (it exists) is told that,
+		// not that it may not create it.
+		return nil, err
 	}
 	if err := m.Locked(ctx, m.applyPending); err != nil {
 		return nil, err
@@ -213,11 +219,24 @@ func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, mig Migration) err
 // Status lists every migration and whether it is applied.
 func (m *Migrator) Status(ctx context.Context) ([]driver.MigrationStatus, error) {
 	done, err := m.applied(ctx, m.DB)
-	if err != nil {
+	switch {
+	case err != nil && m.noTable(err):
 		// No migrations table yet: nothing is applied.
 		done = map[int]int64{}
+	case err != nil:
+		// Not "not installed": a user without privileges, a lost
+		// connection.
+		return nil, err
 	}
 	return m.status(done), nil
+}
+
+// noTable tells whether err is the database's "no such table" for the
+// migrations table (PostgreSQL, MySQL/MariaDB and SQLite say it so).
+func (m *Migrator) noTable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, m.Prefix+"migrations") &&
+		(strings.Contains(s, "does not exist") || strings.Contains(s, "doesn't exist") || strings.Contains(s, "no such table"))
 }
 
 // complete reports whether every migration is in done.
