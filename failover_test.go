@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -145,21 +146,42 @@ func (pp *pgPair) failover(t *testing.T) {
 	}
 }
 
-// failoverUnderLoad runs baton on dsn while failover (which kills the
-// primary and promotes its replica) happens mid-load: an enqueuer pushes
-// messages, two workers handle them, a listener listens, a session holds a
-// write lock and another client waits for it. It checks that every
-// acknowledged enqueue is handled, that the workers and the listener carry
-// on, and that the lock is never granted while the holder from before
-// still counts itself its holder: it heard it lost its session first
-// (holderMustLose), or it still held the lock on the promoted server and
-// released it.
-func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose bool) {
+// failoverCase is a failover for failoverUnderLoad.
+type failoverCase struct {
+	dsn      string
+	failover func() // kills the primary and promotes its replica
+	// holderDSN, when set, is the lock holder's own way to the servers,
+	// through proxies that partition (isolate) and heal it: isolated
+	// from just before the kill until the lock is granted again, the
+	// holder cannot reach the promoted server and hears that it lost its
+	// session only at its local deadline (its lease, 5 s, the longest in
+	// use), so the new lock state must grant nothing before then.
+	holderDSN      string
+	isolate, heal  func()
+	holderMustLose bool // the lock state does not survive the failover
+}
+
+// failoverUnderLoad runs baton while fc.failover happens mid-load: an
+// enqueuer pushes messages, two workers handle them, a listener listens, a
+// session holds a write lock and another client waits for it. It checks
+// that every acknowledged enqueue is handled, that the workers and the
+// listener carry on, and that the lock is never granted while the holder
+// from before still counts itself its holder: it heard it lost its
+// session first (always, with fc.holderMustLose), or it still held the
+// lock on the promoted server and released it.
+func failoverUnderLoad(t *testing.T, fc failoverCase) {
 	const lease = 2 * time.Second
 	opts := baton.Options{Lease: lease, PollInterval: 100 * time.Millisecond}
+	began := time.Now()
+	phase := func(what string) { t.Logf("%v: %s", time.Since(began).Round(time.Millisecond), what) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	prod, holderC, lockerC, listenC := openDSN(t, dsn, opts), openDSN(t, dsn, opts), openDSN(t, dsn, opts), openDSN(t, dsn, opts)
+	dsn, holderMustLose := fc.dsn, fc.holderMustLose
+	prod, lockerC, listenC := openDSN(t, dsn, opts), openDSN(t, dsn, opts), openDSN(t, dsn, opts)
+	holderC := openDSN(t, dsn, opts)
+	if fc.holderDSN != "" {
+		holderC = openDSN(t, fc.holderDSN, baton.Options{Lease: 5 * time.Second, PollInterval: 100 * time.Millisecond})
+	}
 
 	var mu sync.Mutex
 	acked := map[string]bool{}
@@ -213,6 +235,7 @@ func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose
 		}
 	}
 	heard("before")
+	phase("clients open, the listener hears")
 
 	holder := session(t, holderC)
 	hg := mustLock(t, holder, "fo", baton.Write, "x")
@@ -302,8 +325,12 @@ func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose
 	}
 	waitFor("load before the failover", 20*time.Second, func() bool { return len(acked) >= 100 && len(handled) >= 50 })
 
+	phase("load before the failover")
+	if fc.isolate != nil {
+		fc.isolate()
+	}
 	killed := time.Now()
-	failover()
+	fc.failover()
 	promoted := time.Now()
 	mu.Lock()
 	ackedAtPromotion := len(acked)
@@ -312,26 +339,31 @@ func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose
 	var g grant
 	select {
 	case g = <-granted:
-	case <-time.After(4*lease + 10*time.Second):
+	case <-time.After(3 * lease):
 		select {
 		case <-holder.Done():
-			t.Fatal("the holder lost its session and the waiting locker was not granted the lock")
 		default:
-		}
-		if holderMustLose {
-			t.Fatalf("the holder still counts itself the holder %v after the failover", time.Since(killed))
-		}
-		// The lock state survived the failover: the holder still holds
-		// the lock, and lets it go.
-		t.Logf("the holder kept its lock across the failover; releasing it")
-		released.Do(func() { close(releasedC) })
-		if _, err := holder.Release(ctxT(t), "fo"); err != nil {
-			t.Fatalf("the holder, alive after the failover, cannot release: %v", err)
+			if holderMustLose {
+				break
+			}
+			// Alive 3 leases after the kill: the holder renewed its
+			// session on the promoted server, where its lock state
+			// survived. It still holds the lock, and lets it go.
+			t.Logf("the holder kept its lock across the failover; releasing it")
+			released.Do(func() { close(releasedC) })
+			if _, err := holder.Release(ctxT(t), "fo"); err != nil {
+				t.Fatalf("the holder, alive after the failover, cannot release: %v", err)
+			}
 		}
 		select {
 		case g = <-granted:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the lock was not granted within 20 s of the holder's release")
+		case <-time.After(4*lease + 10*time.Second):
+			select {
+			case <-holder.Done():
+				t.Fatalf("the holder lost its session and the waiting locker was not granted the lock %v after the kill", time.Since(killed))
+			default:
+				t.Fatalf("the holder still counts itself the holder %v after the failover", time.Since(killed))
+			}
 		}
 	}
 	if !g.holderKnew {
@@ -349,6 +381,10 @@ func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose
 		}
 	}
 
+	phase("lock granted again")
+	if fc.heal != nil {
+		fc.heal()
+	}
 	waitFor("acknowledged enqueues after the promotion", 30*time.Second, func() bool { return len(acked) >= ackedAtPromotion+50 })
 	close(stopEnq)
 	<-enqDone
@@ -360,7 +396,9 @@ func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose
 		}
 		return true
 	})
+	phase("every acknowledged enqueue handled")
 	heard("after")
+	phase("the listener hears")
 	workersAlive()
 	mu.Lock()
 	twice := 0
@@ -379,8 +417,284 @@ func failoverUnderLoad(t *testing.T, dsn string, failover func(), holderMustLose
 // that names both hosts (target_session_attrs=read-write), carries on on
 // the new primary. The lock state (UNLOGGED tables) does not reach the
 // standby, so the holder from before hears it lost its session before the
-// lock is granted again.
+// lock is granted again: at once when it reaches the new primary, at its
+// local deadline when it is cut off from it.
 func TestFailoverPostgres(t *testing.T) {
-	pp := startPGPair(t)
-	failoverUnderLoad(t, pp.dsn(), func() { pp.failover(t) }, true)
+	t.Run("holder-reaches-the-new-primary", func(t *testing.T) {
+		pp := startPGPair(t)
+		failoverUnderLoad(t, failoverCase{dsn: pp.dsn(), failover: func() { pp.failover(t) }, holderMustLose: true})
+	})
+	t.Run("holder-cut-off", func(t *testing.T) {
+		pp := startPGPair(t)
+		a := newProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.primary.port))
+		b := newProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.standby.port))
+		failoverUnderLoad(t, failoverCase{
+			dsn:            pp.dsn(),
+			failover:       func() { pp.failover(t) },
+			holderDSN:      fmt.Sprintf("postgres://postgres@%s,%s/test?target_session_attrs=read-write", a.ln.Addr(), b.ln.Addr()),
+			isolate:        func() { a.partition(); b.partition() },
+			heal:           func() { a.heal(); b.heal() },
+			holderMustLose: true,
+		})
+	})
+}
+
+// switchProxy forwards TCP connections to its target, which the test
+// changes at a failover: it stands for what points a single-host DSN at
+// the current primary (a virtual IP, a DNS name, MaxScale or ProxySQL).
+type switchProxy struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	target string
+	conns  map[net.Conn]bool
+}
+
+func newSwitchProxy(t *testing.T, target string) *switchProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &switchProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.switchTo("") })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *switchProxy) serve(c net.Conn) {
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	if target == "" {
+		c.Close()
+		return
+	}
+	s, err := net.DialTimeout("tcp", target, 2*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.target != target {
+		p.mu.Unlock()
+		c.Close()
+		s.Close()
+		return
+	}
+	p.conns[c], p.conns[s] = true, true
+	p.mu.Unlock()
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		dst.Close()
+		src.Close()
+		p.mu.Lock()
+		delete(p.conns, dst)
+		delete(p.conns, src)
+		p.mu.Unlock()
+	}
+	go pipe(s, c)
+	go pipe(c, s)
+}
+
+// switchTo closes every forwarded connection and sends new ones to target
+// ("": refuse them).
+func (p *switchProxy) switchTo(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
+func (p *switchProxy) addr() string { return p.ln.Addr().String() }
+
+// mariaPair is a private MariaDB primary with a semi-synchronous replica,
+// each with its own data directory, port and socket; both are killed (by
+// PID) and removed when the test ends.
+type mariaPair struct {
+	primary, replica *privateMaria
+}
+
+func rootDB(t *testing.T, m *privateMaria) *sql.DB {
+	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", m.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// slaveStatus returns the replica's SHOW SLAVE STATUS as text by column.
+func slaveStatus(t *testing.T, db *sql.DB) map[string]string {
+	rows, err := db.Query("SHOW SLAVE STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	if !rows.Next() {
+		return out
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cols {
+		out[c] = string(vals[i])
+	}
+	return out
+}
+
+func startMariaPair(t *testing.T, replicaExtra ...string) *mariaPair {
+	_, err1 := exec.LookPath("mariadb-install-db")
+	_, err2 := exec.LookPath("mariadbd")
+	if err2 != nil {
+		_, err2 = os.Stat("/usr/sbin/mariadbd")
+	}
+	needServerPrograms(t, "MariaDB server programs (mariadb-install-db, mariadbd)", err1 == nil && err2 == nil)
+	// Semi-synchronous replication, built into MariaDB 10.3 and later: a
+	// commit is acknowledged to its client once the replica has it in
+	// its relay log (AFTER_SYNC: nobody sees it before). With grant
+	// tables: a routine made without them has an empty definer, which
+	// the replica refuses.
+	p := newPrivateMaria(t, "--skip-grant-tables=0", "--server-id=1", "--log-bin=primary-bin",
+		"--rpl-semi-sync-master-enabled=ON", "--rpl-semi-sync-master-wait-point=AFTER_SYNC",
+		"--rpl-semi-sync-master-timeout=60000")
+	r := newPrivateMaria(t, append([]string{"--skip-grant-tables=0", "--server-id=2", "--log-bin=replica-bin",
+		"--rpl-semi-sync-slave-enabled=ON"}, replicaExtra...)...)
+	mp := &mariaPair{primary: p, replica: r}
+	rdb := rootDB(t, r)
+	if _, err := rdb.Exec(fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='root', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1", p.port)); err != nil {
+		t.Fatal(err)
+	}
+	mp.startReplication(t)
+	if _, err := rootDB(t, p).Exec("CREATE DATABASE test"); err != nil {
+		t.Fatal(err)
+	}
+	return mp
+}
+
+// startReplication starts the replica's replication and waits until the
+// primary has it as its semi-synchronous replica.
+func (mp *mariaPair) startReplication(t *testing.T) {
+	pdb, rdb := rootDB(t, mp.primary), rootDB(t, mp.replica)
+	if _, err := rdb.Exec("START SLAVE"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var name, clients, status string
+		err := pdb.QueryRow("SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'").Scan(&name, &clients)
+		if err == nil {
+			err = pdb.QueryRow("SHOW STATUS LIKE 'Rpl_semi_sync_master_status'").Scan(&name, &status)
+		}
+		if err == nil && clients == "1" && status == "ON" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica is not a semi-synchronous replica after 30 s: clients %q, status %q, %v; replica: %v", clients, status, err, slaveStatus(t, rdb))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// failover kills the primary with SIGKILL and promotes the replica: it
+// applies what it received, stops replicating and takes writes.
+func (mp *mariaPair) failover(t *testing.T) {
+	mp.primary.stop("kill9")
+	rdb := rootDB(t, mp.replica)
+	st := slaveStatus(t, rdb)
+	var waited int
+	if err := rdb.QueryRow("SELECT MASTER_GTID_WAIT(?, 30)", st["Gtid_IO_Pos"]).Scan(&waited); err != nil || waited != 0 {
+		t.Fatalf("the replica did not apply what it received (%s) within 30 s: %d %v; %v", st["Gtid_IO_Pos"], waited, err, slaveStatus(t, rdb))
+	}
+	if st := slaveStatus(t, rdb); st["Last_SQL_Error"] != "" {
+		t.Fatalf("replication broke before the failover: %s", st["Last_SQL_Error"])
+	}
+	for _, q := range []string{"STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF"} {
+		if _, err := rdb.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestFailoverMariaDB: a MariaDB primary with a semi-synchronous replica
+// is killed with SIGKILL mid-load and the replica promoted; the address
+// baton's DSN names (here a TCP proxy, standing for a virtual IP, a DNS
+// name or MaxScale/ProxySQL) is pointed at the promoted replica, and the
+// same clients carry on: every acknowledged enqueue is handled.
+//
+// The lock state (MEMORY tables) replicates with the rest. On a replica
+// that has run since it was made, it survives the promotion: sessions go
+// on and the holder keeps its lock until it releases it. A restarted
+// replica has lost it (a restart empties MEMORY tables, and with
+// slave_exec_mode=IDEMPOTENT replication goes on without it): on the
+// promoted replica every session from before is lost, and the holder hears
+// it before the lock is granted again.
+func TestFailoverMariaDB(t *testing.T) {
+	t.Run("replica-kept-the-lock-state", func(t *testing.T) {
+		mp := startMariaPair(t)
+		px := newSwitchProxy(t, fmt.Sprintf("127.0.0.1:%d", mp.primary.port))
+		failoverUnderLoad(t, failoverCase{
+			dsn: fmt.Sprintf("mysql://root@%s/test", px.addr()),
+			failover: func() {
+				px.switchTo("")
+				mp.failover(t)
+				px.switchTo(fmt.Sprintf("127.0.0.1:%d", mp.replica.port))
+			},
+		})
+	})
+	t.Run("replica-restarted", func(t *testing.T) {
+		mp := startMariaPair(t, "--slave-exec-mode=IDEMPOTENT")
+		px := newSwitchProxy(t, fmt.Sprintf("127.0.0.1:%d", mp.primary.port))
+		dsn := fmt.Sprintf("mysql://root@%s/test", px.addr())
+		// baton's tables and lock state exist, then the replica restarts.
+		c := openDSN(t, dsn, baton.Options{Lease: 2 * time.Second})
+		mustLock(t, session(t, c), "before", baton.Write, "x")
+		_ = c.Close()
+		mp.replica.stop("fast")
+		mp.replica.start()
+		mp.startReplication(t)
+		h := newProxy(t, px.addr())
+		failoverUnderLoad(t, failoverCase{
+			dsn: dsn,
+			failover: func() {
+				px.switchTo("")
+				mp.failover(t)
+				px.switchTo(fmt.Sprintf("127.0.0.1:%d", mp.replica.port))
+			},
+			holderDSN:      fmt.Sprintf("mysql://root@%s/test", h.ln.Addr()),
+			isolate:        h.partition,
+			heal:           h.heal,
+			holderMustLose: true,
+		})
+	})
 }
