@@ -181,6 +181,7 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 	holderC := openDSN(t, dsn, opts)
 	if fc.holderDSN != "" {
 		holderC = openDSN(t, fc.holderDSN, baton.Options{Lease: 5 * time.Second, PollInterval: 100 * time.Millisecond})
+		t.Cleanup(fc.heal) // before the holder's client closes, also on failure
 	}
 
 	var mu sync.Mutex
