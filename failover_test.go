@@ -136,6 +136,22 @@ func (pp *pgPair) dsn() string {
 		pp.primary.port, pp.standby.port)
 }
 
+// holdBack stops the primary's walsender (SIGSTOP) for a second before
+// the kill, which SIGKILLs it with the primary.
+func (pp *pgPair) holdBack(t *testing.T) {
+	primary := postmasterPID(t, filepath.Join(pp.primary.dir, "data"))
+	out, err := exec.Command("pgrep", "-P", strconv.Itoa(primary), "-f", "walsender").Output()
+	if err != nil {
+		t.Fatalf("find the primary's walsender: %v", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
+	}
+	time.Sleep(time.Second)
+}
+
 // failover kills every process of the primary with SIGKILL and promotes
 // the standby.
 func (pp *pgPair) failover(t *testing.T) {
@@ -148,7 +164,12 @@ func (pp *pgPair) failover(t *testing.T) {
 
 // failoverCase is a failover for failoverUnderLoad.
 type failoverCase struct {
-	dsn      string
+	dsn string
+	// holdBack stops replication for a while: commits then wait for
+	// the replica (synchronous or semi-synchronous replication), and
+	// none is acknowledged that it lacks at the kill. With asynchronous
+	// replication they are, and the test fails.
+	holdBack func()
 	failover func() // kills the primary and promotes its replica
 	// holderDSN, when set, is the lock holder's own way to the servers,
 	// through proxies that partition (isolate) and heal it: isolated
@@ -180,30 +201,43 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 	defer cancel()
 	dsn, holderMustLose := fc.dsn, fc.stateLost
 	prod, lockerC, listenC := openDSN(t, dsn, opts), openDSN(t, dsn, opts), openDSN(t, dsn, opts)
-	holderC := openDSN(t, dsn, opts)
+	// The holder's lease is the longest in use: long enough to outlast
+	// the failover when its renewals reach the promoted server.
+	const holderLease = 5 * time.Second
+	holderOpts := baton.Options{Lease: holderLease, PollInterval: 100 * time.Millisecond}
+	holderDSN := dsn
 	if fc.holderDSN != "" {
-		holderC = openDSN(t, fc.holderDSN, baton.Options{Lease: 5 * time.Second, PollInterval: 100 * time.Millisecond})
+		holderDSN = fc.holderDSN
 		t.Cleanup(fc.heal) // before the holder's client closes, also on failure
 	}
+	holderC := openDSN(t, holderDSN, holderOpts)
 
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	handled := map[string]int{}
-	workDone := make(chan error, 2)
+	workDone := make(chan error, 3)
+	// Messages go to two queues: "fo", worked from the start, and
+	// "backlog", worked only after the promotion, so that every message
+	// acknowledged there before the kill must be on the promoted server.
 	// A claim that committed on the primary (and reached the replica)
 	// while its reply was lost in the kill stays with its session until
 	// its visibility runs out, when that session survives the failover
 	// (MariaDB's replicated lock state): 5 s here, not the default 30 s.
-	for w := 0; w < 2; w++ {
-		wc := openDSN(t, dsn, opts)
+	var workers []*baton.Client
+	work := func(wc *baton.Client, queue string) {
 		go func() {
-			workDone <- wc.Work(ctx, "fo", func(ctx context.Context, m *baton.Message) error {
+			workDone <- wc.Work(ctx, queue, func(ctx context.Context, m *baton.Message) error {
 				mu.Lock()
 				handled[string(m.Payload)]++
 				mu.Unlock()
 				return nil
 			}, baton.WorkerOptions{Concurrency: 2, Visibility: 5 * time.Second})
 		}()
+	}
+	for w := 0; w < 2; w++ {
+		wc := openDSN(t, dsn, opts)
+		workers = append(workers, wc)
+		work(wc, "fo")
 	}
 	workersAlive := func() {
 		t.Helper()
@@ -297,9 +331,10 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 				return
 			default:
 			}
-			p := fmt.Sprint("m", i)
+			queue := []string{"fo", "backlog"}[i%2]
+			p := fmt.Sprint(queue, i)
 			ectx, ecancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := prod.Enqueue(ectx, "fo", []byte(p))
+			_, err := prod.Enqueue(ectx, queue, []byte(p))
 			ecancel()
 			mu.Lock()
 			if err == nil {
@@ -334,9 +369,10 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	waitFor("load before the failover", 20*time.Second, func() bool { return len(acked) >= 100 && len(handled) >= 50 })
+	waitFor("load before the failover", 20*time.Second, func() bool { return len(acked) >= 200 && len(handled) >= 50 })
 
 	phase("load before the failover")
+	fc.holdBack()
 	if fc.isolate != nil {
 		fc.isolate()
 	}
@@ -346,18 +382,20 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 	mu.Lock()
 	ackedAtPromotion := len(acked)
 	mu.Unlock()
+	// The backlog's worker: one of the same clients, after the failover.
+	work(workers[0], "backlog")
 
 	var g grant
 	select {
 	case g = <-granted:
-	case <-time.After(3 * lease):
+	case <-time.After(holderLease + 2*time.Second):
 		select {
 		case <-holder.Done():
 		default:
 			if holderMustLose {
 				break
 			}
-			// Alive 3 leases after the kill: the holder renewed its
+			// Alive a lease after the kill: the holder renewed its
 			// session on the promoted server, where its lock state
 			// survived. It still holds the lock, and lets it go.
 			t.Logf("the holder kept its lock across the failover; releasing it")
@@ -404,7 +442,7 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 			t.Fatal("a session from before is alive on the promoted server, which has none of the lock state")
 		}
 	}
-	waitFor("acknowledged enqueues after the promotion", 30*time.Second, func() bool { return len(acked) >= ackedAtPromotion+50 })
+	waitFor("acknowledged enqueues after the promotion", 30*time.Second, func() bool { return len(acked) >= ackedAtPromotion+100 })
 	close(stopEnq)
 	<-enqDone
 	waitFor("every acknowledged enqueue handled", 30*time.Second, func() bool {
@@ -442,7 +480,7 @@ func TestFailoverPostgres(t *testing.T) {
 	t.Run("holder-reaches-the-new-primary", func(t *testing.T) {
 		t.Parallel()
 		pp := startPGPair(t)
-		failoverUnderLoad(t, failoverCase{dsn: pp.dsn(), failover: func() { pp.failover(t) }, stateLost: true})
+		failoverUnderLoad(t, failoverCase{dsn: pp.dsn(), holdBack: func() { pp.holdBack(t) }, failover: func() { pp.failover(t) }, stateLost: true})
 	})
 	t.Run("holder-cut-off", func(t *testing.T) {
 		t.Parallel()
@@ -451,6 +489,7 @@ func TestFailoverPostgres(t *testing.T) {
 		b := newProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.standby.port))
 		failoverUnderLoad(t, failoverCase{
 			dsn:       pp.dsn(),
+			holdBack:  func() { pp.holdBack(t) },
 			failover:  func() { pp.failover(t) },
 			holderDSN: fmt.Sprintf("postgres://postgres@%s,%s/test?target_session_attrs=read-write", a.ln.Addr(), b.ln.Addr()),
 			isolate:   func() { a.partition(); b.partition() },
@@ -647,6 +686,14 @@ func (mp *mariaPair) startReplication(t *testing.T) {
 	}
 }
 
+// holdBack stops the replica's I/O thread for a second before the kill.
+func (mp *mariaPair) holdBack(t *testing.T) {
+	if _, err := rootDB(t, mp.replica).Exec("STOP SLAVE IO_THREAD"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+}
+
 // failover kills the primary with SIGKILL and promotes the replica: it
 // applies what it received, stops replicating and takes writes.
 func (mp *mariaPair) failover(t *testing.T) {
@@ -686,7 +733,8 @@ func TestFailoverMariaDB(t *testing.T) {
 		mp := startMariaPair(t)
 		px := newSwitchProxy(t, fmt.Sprintf("127.0.0.1:%d", mp.primary.port))
 		failoverUnderLoad(t, failoverCase{
-			dsn: fmt.Sprintf("mysql://root@%s/test", px.addr()),
+			dsn:      fmt.Sprintf("mysql://root@%s/test", px.addr()),
+			holdBack: func() { mp.holdBack(t) },
 			failover: func() {
 				px.switchTo("")
 				mp.failover(t)
@@ -708,7 +756,8 @@ func TestFailoverMariaDB(t *testing.T) {
 		mp.startReplication(t)
 		h := newProxy(t, px.addr())
 		failoverUnderLoad(t, failoverCase{
-			dsn: dsn,
+			dsn:      dsn,
+			holdBack: func() { mp.holdBack(t) },
 			failover: func() {
 				px.switchTo("")
 				mp.failover(t)
