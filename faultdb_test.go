@@ -179,7 +179,14 @@ func newPrivateMaria(t *testing.T, extra ...string) *privateMaria {
 		t.Fatal(err)
 	}
 	m := &privateMaria{t: t, dir: dir, port: freePort(t), extra: extra}
-	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--skip-test-db", "--auth-root-authentication-method=normal"}
+	// A temporary directory of its own: in the shared /tmp, concurrent
+	// installs failed on each other's temporary tables ("Error on delete
+	// of '/tmp/#sql-temptable-...MAI'").
+	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + filepath.Join(dir, "tmp"),
+		"--skip-test-db", "--auth-root-authentication-method=normal"}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
@@ -200,7 +207,7 @@ func newPrivateMaria(t *testing.T, extra ...string) *privateMaria {
 func (m *privateMaria) modes() []string { return []string{"fast", "kill9"} }
 
 func (m *privateMaria) start() {
-	args := []string{"--no-defaults", "--datadir=" + filepath.Join(m.dir, "data"),
+	args := []string{"--no-defaults", "--datadir=" + filepath.Join(m.dir, "data"), "--tmpdir=" + filepath.Join(m.dir, "tmp"),
 		"--port=" + strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--socket=" + filepath.Join(m.dir, "sock"),
 		"--pid-file=" + filepath.Join(m.dir, "pid"), "--skip-grant-tables",
 		"--innodb-buffer-pool-size=64M", "--max-connections=300", "--log-error=" + filepath.Join(m.dir, "log")}
