@@ -74,13 +74,13 @@ func startPrivatePG(t *testing.T) *privatePG {
 	}
 	_ = os.Chmod(dir, 0o777)
 	p := &privatePG{t: t, bin: bin, dir: dir, port: freePort(t)}
-	if out, err := asPostgres(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v: %s", err, out)
-	}
 	t.Cleanup(func() {
 		_ = asPostgres(filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop").Run()
 		_ = os.RemoveAll(dir)
 	})
+	if out, err := asPostgres(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v: %s", err, out)
+	}
 	p.start()
 	return p
 }
@@ -179,6 +179,13 @@ func newPrivateMaria(t *testing.T, extra ...string) *privateMaria {
 		t.Fatal(err)
 	}
 	m := &privateMaria{t: t, dir: dir, port: freePort(t), extra: extra}
+	t.Cleanup(func() {
+		if m.cmd != nil {
+			_ = m.cmd.Process.Kill()
+			<-m.exit
+		}
+		_ = os.RemoveAll(dir)
+	})
 	// A temporary directory of its own: in the shared /tmp, concurrent
 	// installs failed on each other's temporary tables ("Error on delete
 	// of '/tmp/#sql-temptable-...MAI'").
@@ -193,13 +200,6 @@ func newPrivateMaria(t *testing.T, extra ...string) *privateMaria {
 	if out, err := exec.Command("mariadb-install-db", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v: %s", err, out)
 	}
-	t.Cleanup(func() {
-		if m.cmd != nil {
-			_ = m.cmd.Process.Kill()
-			<-m.exit
-		}
-		_ = os.RemoveAll(dir)
-	})
 	m.start()
 	return m
 }
