@@ -137,6 +137,45 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+// TestCancelIgnoredEndsCancelled: a running message is cancelled and its
+// handler ignores its context and returns nil: the message ends cancelled
+// all the same (DESIGN, Jobs: "whatever the handler returns"), its
+// attempt's error saying so, and the observer counts it cancelled.
+func TestCancelIgnoredEndsCancelled(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn)
+		id := enqueue(t, c, "ci", "stubborn")
+		started := make(chan struct{})
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "ci", func(ctx context.Context, m *baton.Message) error {
+				close(started)
+				<-ctx.Done() // told to stop, and returns nil all the same
+				return nil
+			}, baton.WorkerOptions{})
+		}()
+		<-started
+		if err := other.CancelMessage(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the message to finish", func() bool {
+			st := getMessage(t, c, id).State
+			return st == baton.StateCancelled || st == baton.StateCompleted
+		})
+		m := getMessage(t, c, id)
+		if m.State != baton.StateCancelled || m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
+			t.Fatalf("a cancelled message whose handler returned nil: %+v, want cancelled with its attempt's error", m)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // blockedWorker runs a worker of c on queue whose handler waits for its
 // context to end, and returns once the handler runs: with the channel of
 // the cause its context ended with, and a function that stops the worker

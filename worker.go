@@ -482,6 +482,14 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 		// ended (cancelled, timed out): the cause is recorded with it. A
 		// message cancelled while it ran ends cancelled, whatever it returned.
 		cause := context.Cause(mctx)
+		if err == nil && errors.Is(cause, ErrCancelled) {
+			// It ignored the cancellation: the message ends cancelled all
+			// the same (a handler that completed it in its own
+			// transaction, CompleteTx, did so first: nothing is left to
+			// cancel).
+			err = fmt.Errorf("%w while it ran (the handler returned nil)", ErrCancelled)
+			return
+		}
 		if err == nil || cause == nil || errors.Is(err, cause) {
 			return
 		}
