@@ -1170,8 +1170,8 @@ func (c *Client) Messages(ctx context.Context, queue string, state MessageState,
 
 // PauseQueue pauses a queue for every process: its messages stay, waiting
 // and running ones alike, but no claim takes one until ResumeQueue. Running
-// handlers finish; the messages workers claimed ahead of their handlers go
-// back to the queue unstarted, once their processes hear of the pause (a
+// handlers finish; a message whose claim raced the pause goes back to the
+// queue unstarted, once its worker's process hears of the pause (a
 // notification). ErrUnknownQueue if nothing was ever enqueued to it.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	return c.pause(ctx, queue, true)
@@ -1206,7 +1206,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 
 // pauseChannel is the internal channel on which a queue's pause and
 // resumption are announced (the payload is the queue), so that every
-// process's workers stop starting the messages they claimed ahead.
+// process's workers stop starting the messages whose claims raced it.
 const pauseChannel = "#p#"
 
 // pausedQueues are the queues this process knows paused (PauseQueue, or
