@@ -154,6 +154,9 @@ type Message struct {
 	claimBegan time.Time
 	meta       messageMeta // the enqueuer's trace context, the handler timeout
 	event      bool        // Payload is an event in canonical form
+	// held: claimed behind the head of a worker's in-order batch and not
+	// started (driver.ClaimHeld); Session.start starts it.
+	held bool
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -721,7 +724,8 @@ func (s *Session) messages(order []*driver.Message, mode QueueMode) []*Message {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id}
+			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id,
+			held: m.ClaimMode == driver.ClaimHeld}
 		if m.Errors != "" {
 			_ = json.Unmarshal([]byte(m.Errors), &msgs[i].Errors) // best effort: the record is informative
 		}
@@ -886,6 +890,22 @@ func (s *Session) giveBack(ctx context.Context, m *Message) error {
 	}
 	s.c.mq.Wake(m.Queue)
 	return err
+}
+
+// start starts a held claim (Message.held) with a fresh lease of d:
+// ErrNotClaimed when it is no longer this session's or was cancelled.
+func (s *Session) start(ctx context.Context, m *Message, d time.Duration) error {
+	ok, err := s.c.drv.Relaxed().MessageStart(ctx, s.claim(m), int(m.mode), d)
+	if err != nil {
+		return fmt.Errorf("baton: start: %w", err)
+	}
+	if !ok {
+		return notClaimed(m)
+	}
+	m.held = false
+	m.ClaimedUntil = time.Now().Add(d)
+	m.claimedAt = time.Now()
+	return nil
 }
 
 // Fail sends a claimed message to the dead letters at once.

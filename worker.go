@@ -34,11 +34,12 @@ type WorkerOptions struct {
 	// cancelling their contexts (default 10s).
 	Grace time.Duration
 	// Prefetch is ignored: a worker claims only as many messages as it
-	// has idle handlers, so that every claim starts a run at once. A
-	// claim counts an attempt, and a killed worker's claims are runs that
-	// started (messages claimed ahead of busy handlers were charged an
-	// attempt they never ran, and waited behind them while other workers
-	// were idle).
+	// has idle handlers, so that every claim starts a run at once (in
+	// Ordered mode an in-order batch, whose messages behind the running
+	// one count no attempt until each starts). A claim counts an attempt,
+	// and a killed worker's claims are runs that started (messages
+	// claimed ahead of busy handlers were charged an attempt they never
+	// ran, and waited behind them while other workers were idle).
 	//
 	// Deprecated: claims are never made ahead of the handlers.
 	Prefetch int
@@ -229,6 +230,9 @@ type worker struct {
 	broken  atomic.Bool   // Ordered: a message of the current batch failed
 	settled chan struct{} // signalled when open decreases
 	freed   chan struct{} // signalled when busy decreases
+	// runTime: how long the handler's runs take lately (Ordered: sizes
+	// the in-order batches).
+	runTime atomic.Int64
 }
 
 type result struct {
@@ -243,10 +247,39 @@ type result struct {
 // holds its slot, while the database is slow to settle them.
 const resultsBuffer = 256
 
+// maxInOrderBatch bounds an Ordered worker's in-order batch.
+const maxInOrderBatch = 256
+
+// claimMax is how many messages a claim may take with free idle handlers.
+// In Ordered mode (one handler) it is an in-order batch: only one worker
+// can hold an ordered queue anyway, and a batch saves a claim (and the
+// wait for the last acknowledgement) per message. Its messages behind the
+// head are held: each counts as a run only once the handler starts it,
+// and a worker killed meanwhile leaves them untouched. The batch is what
+// the handler runs in a third of the visibility at its recent pace, so
+// that held claims rarely outlive their leases (which are not renewed: a
+// lapsed one goes back to the queue untouched and is claimed again).
+func (w *worker) claimMax(free int) int {
+	if w.o.Mode != Ordered {
+		return free
+	}
+	per := time.Duration(w.runTime.Load())
+	if per <= 0 {
+		return maxInOrderBatch
+	}
+	return int(min(max(int64(w.o.Visibility/3/per), 1), maxInOrderBatch))
+}
+
+// ran records how long a run took: the recent pace decays by half per run
+// towards faster runs, and follows slower ones at once.
+func (w *worker) ran(d time.Duration) {
+	w.runTime.Store(max(int64(d), w.runTime.Load()/2))
+}
+
 func (w *worker) loop(ctx, hctx context.Context) error {
-	// A claim never takes more than the idle handlers: each claimed
-	// message is received by one at once.
-	w.jobs = make(chan *Message, w.o.Concurrency)
+	// A claim never takes more than the idle handlers (or, Ordered, an
+	// in-order batch): each claimed message is received by one at once.
+	w.jobs = make(chan *Message, w.claimMax(w.o.Concurrency))
 	w.results = make(chan result, w.o.Concurrency+resultsBuffer)
 	w.settled = make(chan struct{}, 1)
 	w.freed = make(chan struct{}, 1)
@@ -275,11 +308,11 @@ func (w *worker) openCount() int {
 }
 
 // fetch claims messages whenever a handler is idle, as many as there are
-// idle handlers, until ctx ends or, with Drain, until nothing is ready and
-// nothing is open. Nothing is claimed ahead of the handlers: a claim
-// counts an attempt, which only a run that starts may use (a killed
-// worker's claims were all running), and a message waiting behind a busy
-// handler would wait while other workers are idle.
+// idle handlers (claimMax), until ctx ends or, with Drain, until nothing
+// is ready and nothing is open. Nothing is claimed ahead of the handlers:
+// a claim counts an attempt, which only a run that starts may use (a
+// killed worker's claims were all running), and a message waiting behind
+// a busy handler would wait while other workers are idle.
 func (w *worker) fetch(ctx context.Context) error {
 	w.pausedNotice(ctx)
 	for ctx.Err() == nil {
@@ -298,7 +331,7 @@ func (w *worker) fetch(ctx context.Context) error {
 			wait = 0
 		}
 		began := time.Now()
-		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
+		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: w.claimMax(free), Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
 			Kind: w.o.Kind, inOrderBatch: true})
 		for _, m := range msgs {
 			m.claimBegan = began
@@ -401,6 +434,24 @@ func (w *worker) handler(stop, ctx context.Context) {
 	}
 }
 
+// startHeld starts a held message of an in-order batch; when it cannot,
+// ok is false and r is what to settle: cancelled meanwhile (it ends
+// cancelled, never having run), or no longer ours (its lease ran out and
+// it went back to the queue untouched), or the database did not answer
+// (it goes back untouched when its lease runs out).
+func (w *worker) startHeld(ctx context.Context, m *Message) (r result, ok bool) {
+	err := w.s.start(ctx, m, w.o.Visibility)
+	switch {
+	case err == nil:
+		return result{}, true
+	case errors.Is(err, ErrNotClaimed) && errors.Is(w.c.claimLostCause(ctx, m.ID), ErrCancelled):
+		return result{m: m, err: fmt.Errorf("%w before it started", ErrCancelled)}, false
+	case !errors.Is(err, ErrNotClaimed):
+		w.c.logErr(fmt.Sprintf("start message %d of queue %q", m.ID, m.Queue), err)
+	}
+	return result{m: m, lost: true}, false
+}
+
 // runOne runs the handler on a claimed message, unless it must go back
 // unstarted, and returns the outcome to settle.
 func (w *worker) runOne(stop, ctx context.Context, m *Message) result {
@@ -410,9 +461,16 @@ func (w *worker) runOne(stop, ctx context.Context, m *Message) result {
 		// back unhandled, keeping its place.
 		return result{m: m, unstarted: true}
 	}
-	// A claim that waited for its handler (it should not): renew it
-	// before starting, and skip it if it is no longer ours.
-	if time.Since(m.claimedAt) > w.o.Visibility/3 {
+	if m.held {
+		// Behind the head of an in-order batch: its claim counts as a run
+		// only from here.
+		if r, ok := w.startHeld(ctx, m); !ok {
+			w.broken.Store(true) // the next ones must not run before it
+			return r
+		}
+	} else if time.Since(m.claimedAt) > w.o.Visibility/3 {
+		// A claim that waited for its handler: renew it before starting,
+		// and skip it if it is no longer ours.
 		if err := w.s.Extend(ctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
 			return result{m: m, lost: true}
 		}
@@ -420,6 +478,7 @@ func (w *worker) runOne(stop, ctx context.Context, m *Message) result {
 	began := time.Now()
 	hctx, span := w.c.startProcess(ctx, m)
 	err := w.handle(hctx, m)
+	w.ran(time.Since(began))
 	endSpan(span, err)
 	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
 	if err != nil {
@@ -542,7 +601,13 @@ func (w *worker) settleBatch(batch []result) {
 		switch {
 		case r.lost:
 		case r.unstarted:
-			w.logSettle(r.m, "give back", w.s.giveBack(ctx, r.m))
+			err := w.s.giveBack(ctx, r.m)
+			if errors.Is(err, ErrNotClaimed) {
+				// Cancelled meanwhile (a cancelled claim is not given
+				// back), if it is still ours.
+				err = w.s.cancelled(ctx, r.m, fmt.Errorf("%w before it started", ErrCancelled))
+			}
+			w.logSettle(r.m, "give back", err)
 		case r.err == nil:
 			acks = append(acks, w.s.claim(r.m))
 		case errors.Is(r.err, ErrCancelled):

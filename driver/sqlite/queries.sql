@@ -310,6 +310,13 @@ UPDATE {p}messages
 -- worker then cancels the handler.
 UPDATE {p}messages SET claim_until = {now} + ?1 WHERE id = ?2 AND claimed_by = ?3 AND attempt = ?4 AND state = 'C' AND cancel = 0;
 
+-- name: message_start
+-- Starts a held claim (claim mode 9, a worker's in-order batch): its mode
+-- becomes the given one and its lease runs from now. Arguments: mode,
+-- lease, id, session, attempt.
+UPDATE {p}messages SET claim_mode = ?1, claim_until = {now} + ?2
+ WHERE id = ?3 AND claimed_by = ?4 AND attempt = ?5 AND state = 'C' AND cancel = 0;
+
 -- name: claims_stale
 -- Claims whose lease ran out or whose session is gone: the running
 -- messages of each registered queue, from the ready index (every message
@@ -452,10 +459,11 @@ DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) A
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
--- and the attempt the claim counted is taken back.
+-- and the attempt the claim counted is taken back. Not a cancelled one
+-- (it is finished cancelled instead).
 UPDATE {p}messages
    SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
- WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
 
 -- name: throughput_add
 INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES (?1, {now} / 60000000, ?2, ?3)
