@@ -764,13 +764,19 @@ func notClaimed(m *Message) error {
 }
 
 // Ack marks a claimed message done: it moves to the history as completed
-// (or is deleted when Retention.Completed is negative).
+// (or is deleted when Retention.Completed is negative). A message cancelled
+// while it was claimed (CancelMessage) ends cancelled instead: ErrCancelled.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
 	n, err := s.c.mq.Complete(ctx, s.id, []driver.Claim{s.claim(m)})
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
 	if n == 0 {
+		// Cancelled while it was claimed: it ends cancelled, if the
+		// claim is still this session's.
+		if s.cancelled(ctx, m, fmt.Errorf("%w while it was claimed", ErrCancelled)) == nil {
+			return fmt.Errorf("%w: message %d of queue %q was cancelled while it was claimed; it ends cancelled", ErrCancelled, m.ID, m.Queue)
+		}
 		return notClaimed(m)
 	}
 	s.c.mq.CountFinished(m.Queue, 1, 0)

@@ -597,6 +597,7 @@ func (w *worker) settleBatch(batch []result) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
 	defer cancel()
 	var acks []driver.Claim
+	var acked []*Message
 	for _, r := range batch {
 		switch {
 		case r.lost:
@@ -609,7 +610,7 @@ func (w *worker) settleBatch(batch []result) {
 			}
 			w.logSettle(r.m, "give back", err)
 		case r.err == nil:
-			acks = append(acks, w.s.claim(r.m))
+			acks, acked = append(acks, w.s.claim(r.m)), append(acked, r.m)
 		case errors.Is(r.err, ErrCancelled):
 			w.logSettle(r.m, "cancel", w.s.cancelled(ctx, r.m, r.err))
 		case errors.Is(r.err, ErrPermanent):
@@ -622,12 +623,17 @@ func (w *worker) settleBatch(batch []result) {
 		return
 	}
 	n, err := w.c.mq.Complete(ctx, w.s.id, acks)
-	if err != nil {
-		// One by one, so that a bad batch loses nothing it can keep.
+	if err != nil || n < len(acks) {
+		// One by one, so that a bad batch loses nothing it can keep, and
+		// a message cancelled before its handler heard of it (a claim
+		// the acknowledgement refuses) ends cancelled.
 		n = 0
-		for _, a := range acks {
+		for i, a := range acks {
 			k, err := w.c.mq.Complete(ctx, w.s.id, []driver.Claim{a})
-			w.logSettle(&Message{ID: a.ID, Queue: w.queue}, "complete", err)
+			if err == nil && k == 0 {
+				err = w.s.cancelled(ctx, acked[i], fmt.Errorf("%w while it ran (before its handler heard of it)", ErrCancelled))
+			}
+			w.logSettle(acked[i], "complete", err)
 			n += k
 		}
 	}

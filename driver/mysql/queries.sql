@@ -506,8 +506,9 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = ? AND state = 'D';
 
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs. The plain
--- id list lets the planner use the primary key.
-DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs});
+-- id list lets the planner use the primary key. Not a claim whose message
+-- was asked to stop (cancel): it ends cancelled whatever its handler did.
+DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs});
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
@@ -579,7 +580,7 @@ DELETE FROM {p}messages WHERE id = ? AND state = ?;
 -- would otherwise not lock the rows the delete then takes.
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
-  FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs})
+  FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs})
    FOR UPDATE;
 
 -- name: message_get

@@ -455,8 +455,9 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = $1 AND state = 'D';
 
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs. The plain
--- id list lets the planner use the primary key.
-DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
+-- id list lets the planner use the primary key. Not a claim whose message
+-- was asked to stop (cancel): it ends cancelled whatever its handler did.
+DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
@@ -528,7 +529,7 @@ DELETE FROM {p}messages WHERE id = $1 AND state = $2;
 -- to the history, on the primary key. (PostgreSQL uses message_finish_many instead: one statement.)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
-  FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
+  FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
 
 -- name: message_get
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel FROM {p}messages WHERE id = $1;
