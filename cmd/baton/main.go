@@ -156,9 +156,15 @@ func defaultDSN() string {
 }
 
 func (g *globals) open(ctx context.Context) (*baton.Client, error) {
-	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli"}
+	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli", MaxConns: cliConns}
 	return baton.Open(ctx, g.dsn, opts)
 }
+
+// cliConns bounds the server connections of a command's statements
+// (Options.MaxConns): a process holding its locks holds one connection,
+// one that waits two (the listener), an idle worker two. A fleet of cron
+// jobs waiting on one lock fits the server's max_connections.
+const cliConns = 1
 
 // withClient runs op with a client of the command's database, closed after.
 func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) error {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -128,7 +127,7 @@ func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *
 	if pooled {
 		usePooler(cfg)
 	}
-	db := stdlib.OpenDB(*cfg)
+	db := openDB(cfg)
 	if opts.pooler == poolerAuto {
 		if db, pooled, err = detectPooler(ctx, cfg, db); err != nil {
 			return nil, opts, false, nil, connectErr(cfg, err)
@@ -153,7 +152,7 @@ func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB
 		return db, false, err
 	}
 	usePooler(cfg)
-	return stdlib.OpenDB(*cfg), true, nil
+	return openDB(cfg), true, nil
 }
 
 // connectErr explains a failed connection: a search_path that a pooler
