@@ -70,7 +70,7 @@ func behindPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (bool, e
 	probe.RuntimeParams["synchronous_commit"] = "off"
 	ch := make(chan dialed, 1)
 	go func() {
-		c, err := pgx.ConnectConfig(ctx, probe)
+		c, err := connectDirect(ctx, probe)
 		ch <- dialed{c, err}
 	}()
 	var pa, pb int
