@@ -198,7 +198,8 @@ it when it does not exist); other parameters pass through to the backend's
 driver. Every parameter is listed in docs/dsn.md.
 
 A command that does not wait (queue push, a lock obtained at once) opens one
-connection. bench, migrate, queue redrive and queue purge show a progress
+connection; one that waits for a lock, and baton work, hold two. A server out
+of connection slots is waited for. bench, migrate, queue redrive and queue purge show a progress
 line on stderr when it is a terminal. baton version (or --version) prints the
 version, commit, Go version and linked drivers; baton completion bash|zsh|fish
 prints a shell completion script.
