@@ -149,7 +149,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
 	var status string
 	var holder int64
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return driver.Request{}, err
 	}
@@ -163,7 +163,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 		_ = endFastTx(ctx, c, false)
 		return driver.Request{}, fmt.Errorf("request: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	d.clearAdopted(ctx, holder)
 	r.Status = driver.RequestStatus(status)
 	switch status {
@@ -432,7 +432,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	if p.Name != "" {
 		name = bin(p.Name)
 	}
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -444,7 +444,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 		_ = endFastTx(ctx, c, false)
 		return 0, nil, fmt.Errorf("release: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	out, err := parseReleaseCall(p, identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and
@@ -554,7 +554,7 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 // regrant_call on the fast pool, then afterCall, as releaseSlow does.
 // Each handles what it is given (true), or fails.
 func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (bool, error) {
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -564,7 +564,7 @@ func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (boo
 		_ = endFastTx(ctx, c, false)
 		return false, fmt.Errorf("withdraw requests: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	out, err := parseRemoveCall(identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and

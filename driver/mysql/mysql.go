@@ -737,19 +737,35 @@ func (d *Driver) Prepare(ctx context.Context) error {
 // fastConn returns a connection in a transaction that the caller ends: one
 // of the fast pool, whose first statement opens it, or, before Prepare, one
 // of the main pool after START TRANSACTION.
-func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
+// onMain says which: the caller ends it with doneFast.
+func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, bool, error) {
 	if d.fastPoolDue() {
-		return d.fast.Conn(ctx)
+		c, err := d.fast.Conn(ctx)
+		return c, false, err
 	}
 	c, err := d.SQL.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
 		discard(c)
-		return nil, err
+		return nil, true, err
 	}
-	return c, nil
+	return c, true, nil
+}
+
+// doneFast puts back a connection of fastConn after a call that
+// committed. One of the main pool is committed first: a call that
+// committed nothing (a procedure that found nothing to do) would leave
+// its START TRANSACTION open on a connection that autocommit statements
+// and isolation-level transactions reuse. The fast pool's next statement
+// goes on in its transaction, as it always did.
+func (d *Driver) doneFast(ctx context.Context, c *sql.Conn, onMain bool) {
+	if onMain {
+		_ = endFastTx(ctx, c, true)
+		return
+	}
+	_ = c.Close()
 }
 
 // fastPoolDue reports whether the fast paths use their own pool by now:
