@@ -570,7 +570,7 @@ func (c *Client) wakeWith(granted []driver.Request) {
 // whatever a renewal is blocked on.
 func (c *Client) services() *maintain.Group {
 	hb, lease := c.opts.Heartbeat, c.opts.Lease
-	g := maintain.NewGroup(c.opts.Logger)
+	g := &upkeepGroup{Group: maintain.NewGroup(c.opts.Logger), limited: c.opts.MaxConns > 0, hb: hb}
 	// A renewal that cannot finish before the next tick is no use: the
 	// next one starts afresh on another connection. It also reaps: the
 	// statement that renews lists the dead sessions of others.
@@ -597,7 +597,27 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
 	}})
-	return g
+	return g.Group
+}
+
+// upkeepGroup adds the client's services. In a client with MaxConns
+// they share the pool's few connections with the lease renewal: none may
+// hold one longer than a heartbeat (a statement waiting in the server
+// for a row lock would otherwise keep the renewal waiting for the
+// connection until the session is lost).
+type upkeepGroup struct {
+	*maintain.Group
+	limited bool
+	hb      time.Duration
+}
+
+func (g *upkeepGroup) Add(s maintain.Service) {
+	if g.limited && s.Name != "lease renewal" {
+		if s.Timeout <= 0 || s.Timeout > g.hb {
+			s.Timeout = min(s.Interval, g.hb)
+		}
+	}
+	g.Group.Add(s)
 }
 
 func (c *Client) logf(format string, a ...any) {

@@ -960,7 +960,7 @@ func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Dur
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	if err := d.markSlow(ctx); err != nil {
+	if err := d.markSlow(ctx, c); err != nil {
 		return err
 	}
 	var longest int64
@@ -975,14 +975,19 @@ func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Dur
 
 // markSlow marks every identifier with InnoDB state as the slow path's,
 // one statement each (see fast_engage: no statement that writes the
-// MEMORY table reads InnoDB).
-func (d *Driver) markSlow(ctx context.Context) error {
-	ids, err := d.idents(ctx, "incarnation_slow_idents")
+// MEMORY table reads InnoDB), on c, the connection that holds the
+// migration lock (a client with MaxConns has no other).
+func (d *Driver) markSlow(ctx context.Context, c *sql.Conn) error {
+	rows, err := c.QueryContext(ctx, d.Q("incarnation_slow_idents"))
 	if err != nil {
-		return err
+		return fmt.Errorf("incarnation_slow_idents: %w", err)
+	}
+	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanIdent)
+	if err != nil {
+		return fmt.Errorf("incarnation_slow_idents: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := d.SQL.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
+		if _, err := c.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
 			return fmt.Errorf("fast_engage: %w", err)
 		}
 	}
