@@ -824,5 +824,5 @@ func (d *Driver) LimitConns(n int) {
 	d.limited.Store(true)
 	d.SQL.SetMaxOpenConns(n)
 	d.SQL.SetMaxIdleConns(n)
-	d.lines.Max = int32(n - 1)
+	d.lines.Max = int32(min(n-1, maxLines))
 }

@@ -55,5 +55,5 @@ func (d *Driver) LimitConns(n int) {
 		d.relaxed.SQL.Close()
 		d.relaxed = d.DB
 	}
-	d.lines.Max = int32(n - 1)
+	d.lines.Max = int32(min(n-1, maxLines))
 }
