@@ -211,7 +211,7 @@ func defaultDSN() string {
 }
 
 func (g *globals) open(ctx context.Context) (*baton.Client, error) {
-	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli"}
+	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli", MaxConns: cliConns}
 	if !g.readOnly {
 		return baton.Open(ctx, g.dsn, opts)
 	}
@@ -249,6 +249,12 @@ func notInstalled(st []driver.MigrationStatus) error {
 		return fmt.Errorf("baton's schema in this database is older than this program (%d of %d migrations pending): upgrade it with `baton migrate`", pending, len(st))
 	}
 }
+
+// cliConns bounds the server connections of a command's statements
+// (Options.MaxConns): a process holding its locks holds one connection,
+// one that waits two (the listener), an idle worker two. A fleet of cron
+// jobs waiting on one lock fits the server's max_connections.
+const cliConns = 1
 
 // withClient runs op with a client of the command's database, closed after.
 func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) error {
@@ -289,7 +295,8 @@ say so, and baton migrate installs it (other commands install it on first
 use). Connecting is bounded (5s by default; docs/dsn.md).
 
 A command that does not wait (queue push, a lock obtained at once) opens one
-connection. bench, migrate, queue redrive and queue purge show a progress
+connection; one that waits for a lock, and baton work, hold two. A server out
+of connection slots is waited for. bench, migrate, queue redrive and queue purge show a progress
 line on stderr when it is a terminal. baton version (or --version) prints the
 version, commit, Go version and linked drivers; baton completion bash|zsh|fish
 prints a shell completion script.

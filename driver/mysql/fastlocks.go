@@ -149,7 +149,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
 	var status string
 	var holder int64
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return driver.Request{}, err
 	}
@@ -163,7 +163,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 		_ = endFastTx(ctx, c, false)
 		return driver.Request{}, fmt.Errorf("request: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	d.clearAdopted(ctx, holder)
 	r.Status = driver.RequestStatus(status)
 	switch status {
@@ -431,7 +431,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 	if p.Name != "" {
 		name = bin(p.Name)
 	}
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -443,7 +443,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 		_ = endFastTx(ctx, c, false)
 		return 0, nil, fmt.Errorf("release: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	out, err := parseReleaseCall(p, identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and
@@ -553,7 +553,7 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 // regrant_call on the fast pool, then afterCall, as releaseSlow does.
 // Each handles what it is given (true), or fails.
 func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (bool, error) {
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -563,7 +563,7 @@ func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (boo
 		_ = endFastTx(ctx, c, false)
 		return false, fmt.Errorf("withdraw requests: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	out, err := parseRemoveCall(identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and
@@ -959,7 +959,7 @@ func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Dur
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	if err := d.markSlow(ctx); err != nil {
+	if err := d.markSlow(ctx, c); err != nil {
 		return err
 	}
 	var longest int64
@@ -974,14 +974,19 @@ func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Dur
 
 // markSlow marks every identifier with InnoDB state as the slow path's,
 // one statement each (see fast_engage: no statement that writes the
-// MEMORY table reads InnoDB).
-func (d *Driver) markSlow(ctx context.Context) error {
-	ids, err := d.idents(ctx, "incarnation_slow_idents")
+// MEMORY table reads InnoDB), on c, the connection that holds the
+// migration lock (a client with MaxConns has no other).
+func (d *Driver) markSlow(ctx context.Context, c *sql.Conn) error {
+	rows, err := c.QueryContext(ctx, d.Q("incarnation_slow_idents"))
 	if err != nil {
-		return err
+		return fmt.Errorf("incarnation_slow_idents: %w", err)
+	}
+	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanIdent)
+	if err != nil {
+		return fmt.Errorf("incarnation_slow_idents: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := d.SQL.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
+		if _, err := c.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
 			return fmt.Errorf("fast_engage: %w", err)
 		}
 	}

@@ -115,7 +115,7 @@ func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *
 	if pooled {
 		usePooler(cfg)
 	}
-	db := stdlib.OpenDB(*cfg)
+	db := openDB(cfg)
 	if opts.pooler == poolerAuto {
 		if db, pooled, err = detectPooler(ctx, cfg, db); err != nil {
 			return nil, opts, false, nil, connectErr(ctx, cfg, err)
@@ -178,7 +178,7 @@ func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB
 		return db, false, err
 	}
 	usePooler(cfg)
-	return stdlib.OpenDB(*cfg), true, nil
+	return openDB(cfg), true, nil
 }
 
 // connectErr explains a failed connection: a search_path that a pooler

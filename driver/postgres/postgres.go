@@ -102,6 +102,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	}
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(idleTime)
 	listenCfg := cfg
 	if opts.listenDSN != "" {
 		if listenCfg, err = parseConfig(opts.listenDSN); err != nil {
@@ -122,9 +123,10 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		// for the disk like any other.
 		rcfg.RuntimeParams["synchronous_commit"] = "off"
 	}
-	rdb := stdlib.OpenDB(*rcfg)
+	rdb := openDB(rcfg)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
+	rdb.SetConnMaxIdleTime(idleTime)
 	d, err := newDriver(cfg, listenCfg, pooled, db, rdb, prefix)
 	if err != nil {
 		db.Close()
@@ -811,7 +813,7 @@ func (d *Driver) Relaxed() driver.Tx { return d.relaxed.NoTx() }
 
 // Prepare implements driver.Driver for both pools.
 func (d *Driver) Prepare(ctx context.Context) error {
-	if err := d.DB.Prepare(ctx); err != nil {
+	if err := d.DB.Prepare(ctx); err != nil || d.relaxed == d.DB {
 		return err
 	}
 	return d.relaxed.Prepare(ctx)
@@ -825,6 +827,9 @@ func (d *Driver) Close() error {
 		return nil // the program's *sql.DB
 	case d.shared != nil:
 		return d.shared.Close() // the program's pgx pool stays open
+	}
+	if d.relaxed == d.DB {
+		return d.DB.Close()
 	}
 	return errors.Join(d.relaxed.SQL.Close(), d.DB.Close())
 }
@@ -1043,7 +1048,7 @@ func (l *pgListener) reconnect(ctx context.Context) bool {
 }
 
 func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, d.listenCfg)
+	conn, err := connectDirect(ctx, d.listenCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ const TurnstileClass int32 = 0x62746e31
 // listener's configuration (the DSN's listen_dsn behind a pooler).
 func (d *Driver) newLines() *lines.Set[*pgx.Conn] {
 	return &lines.Set[*pgx.Conn]{
-		Open:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, d.listenCfg) },
+		Open:  func(ctx context.Context) (*pgx.Conn, error) { return connectDirect(ctx, d.listenCfg) },
 		Close: func(ctx context.Context, c *pgx.Conn) { c.Close(ctx) },
 		Max:   maxLines,
 	}
