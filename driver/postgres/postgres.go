@@ -48,6 +48,12 @@ var ownSQL string
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// routines holds one file per stored routine, (re)created by Migrate
+// whenever the file changes.
+//
+//go:embed sql/routines/*.sql
+var routines embed.FS
+
 // Now is PostgreSQL's clock in microseconds.
 const Now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
 
@@ -211,6 +217,10 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	if err != nil {
 		return nil, err
 	}
+	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.lines = d.newLines()
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
@@ -226,7 +236,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
 	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
 	d.migrator = &sqldriver.Migrator{
-		DB: db, Prefix: prefix, Migrations: migs, Now: Now, Numbered: true,
+		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now, Numbered: true,
 		// DDL is transactional: migrate inside one transaction that holds
 		// an advisory lock, so concurrent migrators queue.
 		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN"},

@@ -1,0 +1,6 @@
+-- statement
+CREATE OR REPLACE FUNCTION {p}gate_key(k smallint, n bytea, m bytea) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT hashtextextended(k::text || ':' || encode(n, 'hex') || ':' || encode(m, 'hex'), 7809847782465536322)
+$$;
+-- end

@@ -1,0 +1,6 @@
+-- statement
+CREATE OR REPLACE FUNCTION {p}regrant(k smallint, n bytea, m bytea, channel text) RETURNS integer
+LANGUAGE sql AS $$
+    SELECT coalesce(cardinality(string_to_array(nullif({p}regrant_grants(k, n, m, channel), ''), ',')), 0)
+$$;
+-- end
