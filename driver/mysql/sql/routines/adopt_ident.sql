@@ -1,3 +1,11 @@
+-- {p}adopt_ident adopts an identifier's fast holder under the
+-- identifier's row lock, as the client's adopt did (fastlocks.go): the
+-- row locked (created when missing, as ident_ensure does), the slow path
+-- made the owner of the identifier (fast_engage), the holder made a
+-- request row under its own id unless it is one already, and the fence
+-- and counters made to count what happened outside InnoDB. Its fast row
+-- keeps h_id: the release that deletes the instance clears it, and a
+-- holder left there costs a later adoption a look (INSERT IGNORE).
 DROP PROCEDURE IF EXISTS {p}adopt_ident;
 -- statement
 CREATE PROCEDURE {p}adopt_ident(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256))

@@ -1,5 +1,5 @@
--- Gated identifiers in one call (migration 041). A transaction that
--- holds a lock (Client.LockTx, migration 020) holds the identifier's
+-- Gated identifiers in one call. A transaction that
+-- holds a lock (Client.LockTx) holds the identifier's
 -- gate, the row lock of its {p}lock_gates row, and the identifier is
 -- gated. The slow path's procedures left every gated identifier to the
 -- engine's transaction of several statements (a request answered 'F', a

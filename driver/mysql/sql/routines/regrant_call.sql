@@ -1,3 +1,10 @@
+-- {p}regrant_call hands identifiers on (driver.Driver's LockRegrant: the
+-- engine's look at names a transaction's end may have freed, and at
+-- names it was told to hand on), which was the engine's transaction:
+-- p_idents is a JSON array of [kind, hex namespace, hex name], sorted by
+-- identifier; each row is locked in turn (a missing one has nothing to
+-- hand on) and handed on by {p}release_ident; the call commits. One row
+-- as {p}remove_requests answers (0 requests deleted).
 DROP PROCEDURE IF EXISTS {p}regrant_call;
 -- statement
 CREATE PROCEDURE {p}regrant_call(IN p_idents LONGTEXT)

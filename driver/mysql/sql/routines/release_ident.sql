@@ -1,3 +1,9 @@
+-- {p}release_ident hands one identifier on after a release or a
+-- withdrawal, under its mutex: the waiting requests the rule grants are
+-- granted in queue order (a gated identifier's gate counted), the
+-- counters counted again from the rows, and the identifier handed back to
+-- the fast path when nothing of it is left in the slow path (never a gated
+-- one). Its entry's third member (gated: left to the engine) is always 0.
 DROP PROCEDURE IF EXISTS {p}release_ident;
 -- statement
 CREATE PROCEDURE {p}release_ident(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),

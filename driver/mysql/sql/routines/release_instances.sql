@@ -1,4 +1,29 @@
--- end
+-- {p}release_instances releases the session's instances of one name
+-- (p_name) or of a namespace (p_name NULL), hands each identifier on
+-- ({p}release_ident, in name order), commits, and returns one row: the
+-- instances released, the identifiers and the grants (release_call in
+-- mysql.sql; fastlocks.go's parseReleaseCall reads them). Every slow-path
+-- release is this one call: a MEMORY table's writes cannot be rolled
+-- back, so they must not be spread over a client's round trips.
+--
+-- The identifiers' mutexes are taken first, in name order, before the
+-- session's rows are read for writing (a namespace's names: every name
+-- where the session has a request row or a fast holder to adopt, and only
+-- the rows of names it locked are released). p_signal is what
+-- fast_release_* saw of the session's fast holders the slow path took
+-- over: 3 some perhaps not adopted yet, which are adopted first
+-- ({p}adopt_ident, in name order); 1 adopted ones only; 0 none (no fast
+-- row names the session's instances, and none is cleared). p_limit 0
+-- releases every instance; otherwise, with a name (as
+-- driver.FastReleaseParams' Limit), the newest p_limit (by id, as
+-- sqldriver.ReleaseTaken takes them: the last ones in the index's order).
+-- The fast rows of released holders are cleared last, after every other
+-- write: when every instance went, all of the session's rows the slow
+-- path owns in the scope; otherwise those of the released ids (as
+-- fast_clear_ids) and the rows whose holders are marked adopted (h_id
+-- NULL: fast_adopted), whose h_session only told the release to come
+-- here. The hand-back to the fast path takes the mutex (SKIP LOCKED)
+-- before it reads the counters.
 DROP PROCEDURE IF EXISTS {p}release_instances;
 -- statement
 CREATE PROCEDURE {p}release_instances(IN p_sess VARCHAR(64) CHARACTER SET ascii, IN p_kind INT,

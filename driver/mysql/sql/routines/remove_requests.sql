@@ -1,3 +1,10 @@
+-- {p}remove_requests withdraws requests nobody will wait for (an undone
+-- call's, an ended session's, an orphan's) and hands their identifiers on,
+-- in one call: p_reqs is a JSON array of [id, kind, hex namespace, hex
+-- name]; each identifier's mutex is taken first, in identifier order, the
+-- requests deleted (request rows and fast holders), and each identifier
+-- handed on by {p}release_ident (a gated one too, the gate counted).
+-- Answers one row: the requests deleted, the identifiers and the grants.
 DROP PROCEDURE IF EXISTS {p}remove_requests;
 -- statement
 CREATE PROCEDURE {p}remove_requests(IN p_reqs LONGTEXT)

@@ -1,3 +1,17 @@
+-- {p}request_commit is {p}request and its commit in one call (the
+-- client's COMMIT after the call was one more round trip with the mutex
+-- held; a call that fails leaves its transaction open, for the client to
+-- roll back), with a shortcut for a reader beside other readers: under the
+-- identifier's mutex it grants the reader at once when the rule can only
+-- grant it: the identifier is the slow path's with no fast holder left to
+-- adopt (lock_fast: slow = 1, h_id NULL, which only the slow path under
+-- this mutex changes), no transaction gates it, none of its request rows
+-- is a writer's or waits, and the session is live as {p}request checks
+-- it. The instance is a request row with the next fence as its token, and
+-- the counters are set from the rows just read. Anything else, a writer, a
+-- try, or a row missing, goes to {p}request. (The whole rule is about
+-- 1.2 ms of server time per call on MariaDB 10.11; the redo log's flush
+-- was not the cost.)
 DROP PROCEDURE IF EXISTS {p}request_commit;
 -- statement
 CREATE PROCEDURE {p}request_commit(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),

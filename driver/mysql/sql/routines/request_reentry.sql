@@ -1,3 +1,28 @@
+-- {p}request_reentry grants a re-entry in a few statements. A session
+-- that holds an identifier in a mode that covers its new request
+-- (anything under a write lock, a read under a read lock) is granted
+-- another instance at once, whatever else holds or waits there (DESIGN:
+-- re-entrant locks; lockcore's rule grants it before it looks at the
+-- waiters, and a gate that a transaction holds cannot conflict with it:
+-- the instance held excludes it). By the whole rule ({p}request) that was
+-- about a dozen statements, most of a re-entry's cost on MariaDB.
+--
+-- It is {p}request_commit (same arguments and answer) for a request the
+-- client believes its session's instances cover
+-- (driver.RequestParams.Covered, the engine's record of the session's
+-- grants; a hint: the procedure looks). Under the identifier's mutex (the
+-- row made when missing: a name only the fast path has held), one read of
+-- the fast row and one of the identifier's granted request rows find the
+-- session's covering instance and any other session's conflicting one,
+-- which the rule looks at first (a state no call makes, but the rule's).
+-- With a covering instance and no such conflict, the identifier not gated
+-- (a gate is {p}request's to count) and the session live as {p}request
+-- checks it, the fast holder is adopted as {p}adopt_ident adopts it (two
+-- statements here: the fast path stopped, the holder copied; its id is
+-- answered, for the client to mark it adopted, as {p}request's is), the
+-- new instance is a request row with the next fence and the counters
+-- count both. Otherwise {p}request_commit decides. A request without the
+-- hint never pays for the look.
 DROP PROCEDURE IF EXISTS {p}request_reentry;
 -- statement
 CREATE PROCEDURE {p}request_reentry(IN p_kind INT, IN p_ns VARBINARY(256), IN p_name VARBINARY(256),

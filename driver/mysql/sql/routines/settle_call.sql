@@ -1,5 +1,4 @@
--- The undo of a lock call that may still run, in one call (migration
--- 040). A call whose client was cut off may have a statement still
+-- The undo of a lock call that may still run, in one call. A call whose client was cut off may have a statement still
 -- running in the server; its undo locked the identifiers' rows first, in
 -- the order every call locks them, so that such a statement (which
 -- holds or waits for one of them) ends first, then read the call's
@@ -9,12 +8,12 @@
 -- round trips (the step before the lock state leaves InnoDB: a MEMORY
 -- table's writes cannot be rolled back).
 --
--- Arguments and answer as {p}withdraw_call (migration 039). Each
--- identifier in turn, in order: {p}adopt_ident (migration 038: the row
+-- Arguments and answer as {p}withdraw_call. Each
+-- identifier in turn, in order: {p}adopt_ident (the row
 -- locked, made when missing so that a statement about to make it is
 -- waited for too, the fast path stopped and its holder adopted). Then
 -- {p}withdraw_call finds the call's requests under those locks and
--- hands each identifier on (a gated one too, since migration 041); the
+-- hands each identifier on (a gated one too); the
 -- call commits.
 DROP PROCEDURE IF EXISTS {p}settle_call;
 -- statement

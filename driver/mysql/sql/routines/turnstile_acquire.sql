@@ -1,3 +1,7 @@
+-- {p}turnstile_acquire takes an identifier's turnstile on the session's
+-- line (GET_LOCK: at once when free, else waiting at most p_wait seconds)
+-- and then, if it got it, the lock by fast_acquire's rule: one round trip
+-- on the hand-off's path.
 DROP PROCEDURE IF EXISTS {p}turnstile_acquire;
 -- statement
 CREATE PROCEDURE {p}turnstile_acquire(IN p_t VARCHAR(64) CHARACTER SET ascii, IN p_wait DOUBLE,

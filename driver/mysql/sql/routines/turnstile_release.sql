@@ -1,3 +1,6 @@
+-- {p}turnstile_release releases the session's fast holder of one name as
+-- fast_release_name does and then, when that was all there was to
+-- release, lets the turnstile go: one round trip on the hand-off's path.
 DROP PROCEDURE IF EXISTS {p}turnstile_release;
 -- statement
 CREATE PROCEDURE {p}turnstile_release(IN p_t VARCHAR(64) CHARACTER SET ascii,

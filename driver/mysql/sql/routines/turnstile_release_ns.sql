@@ -1,3 +1,8 @@
+-- {p}turnstile_release_ns releases the session's fast holders of a
+-- namespace as fast_release_ns does and then, when that was all there was
+-- to release, lets the one turnstile the session holds there go (a
+-- session holding several turnstiles in the namespace lets them go one by
+-- one after the release).
 DROP PROCEDURE IF EXISTS {p}turnstile_release_ns;
 -- statement
 CREATE PROCEDURE {p}turnstile_release_ns(IN p_t VARCHAR(64) CHARACTER SET ascii,

@@ -1,3 +1,19 @@
+-- {p}capture is the trigger function on every subscribed table: for each
+-- subscription of the table and the change's action it enqueues one event
+-- message ('ev:' || name) in the writing transaction, wakes the consumers
+-- (NOTIFY, and the notifications table while a consumer behind a
+-- transaction pooler reads it), and names the table as the subscription
+-- did (subscribed_as; schema.table when '').
+--
+-- Canonical event rows (docs/events.md): each row is written in the
+-- table's column order (row_to_json, not to_jsonb, whose keys are sorted),
+-- with the session settings that shape values fixed (timestamps in UTC,
+-- shortest floats, hex bytea), and the bytea and timestamp columns' kinds
+-- named ([name, value, kind] entries) so that baton writes them as base64
+-- and RFC 3339. The rows are built once per change, and only when a
+-- subscription matches. Generic plans: the catalog query would otherwise
+-- be planned again for every row. The function's search_path is fixed, so
+-- it finds baton's tables whatever the writing session's search_path is.
 -- statement
 CREATE OR REPLACE FUNCTION {p}capture() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT SET TimeZone = 'UTC' SET extra_float_digits = 1

@@ -1,4 +1,7 @@
--- {p}fast_acquire_many as in migration 017, never on a gated identifier.
+-- {p}fast_acquire_many takes several names of one namespace in one mode
+-- for a session on the uncontended path (inline holders), all or none,
+-- never on a gated identifier: a name it cannot take there leaves the call
+-- to the engine's slow path.
 -- statement
 CREATE OR REPLACE FUNCTION {p}fast_acquire_many(k smallint, n bytea, names bytea[], nr bigint, nw bigint,
                                      sess text, client text, m text, call bigint)

@@ -2,7 +2,7 @@
 -- request of session sess in mode md: granted now unless another
 -- session's granted instance (g_sess, g_mode) conflicts, or, when sess
 -- holds nothing here, another session's earlier waiting request (w_sess,
--- w_mode) does. {p}regrant and {p}request (migration 018) walk the queue
+-- w_mode) does. {p}regrant_grants and {p}request walk the queue
 -- with it.
 -- statement
 CREATE OR REPLACE FUNCTION {p}grantable(sess text, md text, g_sess text[], g_mode text[], w_sess text[], w_mode text[])

@@ -1,13 +1,16 @@
--- {p}regrant_grants is {p}regrant (migration 020) returning the grants
--- it made, as the NOTIFY payload now writes them
--- ("client:request:token:session:call", comma separated; '' for none;
+-- {p}regrant_grants hands identifier (k, n, m) on after a change: under
+-- its row lock it grants the waiting requests the rule ({p}grantable, a
+-- held transaction gate counted) allows, in queue order, counts the
+-- counters again, notifies on channel, and returns the grants it made as
+-- the NOTIFY payload writes them ("client:request:token:session:call",
+-- comma separated; '' for none;
 -- session and call because request ids start again after a crash empties
 -- the lock state, sessions and calls never do): the releasing process
 -- hands a client of its own its grants at once instead of waiting for the
 -- notification, which still goes to every client. The granted counts come
 -- from the loops over the requests it reads anyway (the same rows the
--- counting subqueries read). {p}regrant stays, as the number of those
--- grants, for clients of an earlier version.
+-- counting subqueries read). {p}regrant answers the number of those
+-- grants.
 -- statement
 CREATE OR REPLACE FUNCTION {p}regrant_grants(k smallint, n bytea, m bytea, channel text) RETURNS text
 LANGUAGE plpgsql AS $$

@@ -1,4 +1,4 @@
--- A withdrawal in one statement (migration 039). The engine deletes
+-- A withdrawal in one statement. The engine deletes
 -- requests that nobody will wait for (an undone call's, an ended
 -- session's, an orphan's) and grants what that frees; that was its
 -- transaction of about eight statements (the identifiers' rows locked,
@@ -8,7 +8,7 @@
 -- (k, n, m: the distinct identifiers, sorted), the requests deleted
 -- (request rows and inline holders, as request_delete deletes them, the
 -- inline holders by their identifiers' keys), and each identifier handed
--- on by {p}regrant_grants (migration 025), which counts its counters
+-- on by {p}regrant_grants, which counts its counters
 -- again from the rows, sees a transaction's gate, and notifies the
 -- grants. Returns the grants ({p}regrant_grants' form, comma separated;
 -- '' for none).

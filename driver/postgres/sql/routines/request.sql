@@ -1,12 +1,14 @@
--- {p}request as in migration 020, with two shortcuts that decide the same:
--- the lock row is read first (inserted only when missing), and a write
--- request from a session with nothing on the identifier, granted or
--- waiting, queues at once when another session's request waits there. The
--- rule would refuse it: that other request is either grantable, and then
--- a conflicting instance of another session, or waiting, and then an
--- earlier conflicting request the newcomer, holding nothing, must queue
--- behind. The full decision, and its reading of every request, is left to
--- the rest.
+-- {p}request decides one lock request under the identifier's row lock by
+-- lockcore's rule ({p}grantable), a held transaction gate ({p}gate_held)
+-- counted as another session's granted instance, with two shortcuts that
+-- decide the same: the lock row is read first (inserted only when
+-- missing), and a write request from a session with nothing on the
+-- identifier, granted or waiting, queues at once when another session's
+-- request waits there. The rule would refuse it: that other request is
+-- either grantable, and then a conflicting instance of another session,
+-- or waiting, and then an earlier conflicting request the newcomer,
+-- holding nothing, must queue behind. The full decision, and its reading
+-- of every request, is left to the rest.
 -- statement
 CREATE OR REPLACE FUNCTION {p}request(k smallint, n bytea, m bytea, sess text, client text, md text, call bigint, try_once boolean)
 RETURNS TABLE (o_id bigint, o_status text, o_token bigint)

@@ -1,5 +1,4 @@
--- The undo of a lock call that may still run, in one call (migration
--- 040). A call whose client was cut off may have a statement still
+-- The undo of a lock call that may still run, in one call. A call whose client was cut off may have a statement still
 -- running in the server (or in a pooler's connection to it); its undo
 -- locked the identifiers' rows first, in the order every call locks
 -- them, so that such a statement (which holds or waits for one of them)
@@ -7,7 +6,7 @@
 -- engine's transaction of about eight statements. {p}settle_call does it
 -- in one: each row made when missing (as ident_ensure does, so that a
 -- statement about to make it is waited for too) and locked, then
--- {p}withdraw_call (migration 039), which finds the call's requests
+-- {p}withdraw_call, which finds the call's requests
 -- under those locks and hands each identifier on. Same arguments and
 -- answer as {p}withdraw_call.
 -- statement

@@ -1,7 +1,10 @@
--- {p}turnstile_acquire as in migration 027, but a wait that ran out as the
--- turnstile came reports it held (found by a contender that waits on
--- behind the turnstile: the session took it again on its next call, and
--- one release left it held).
+-- {p}turnstile_acquire waits inside the server behind an identifier's
+-- turnstile (an advisory lock) for at most wait_ms and then takes the lock
+-- by the fast path's rule. A wait that ran out as the turnstile came
+-- reports it held (found by a contender that waits on behind the
+-- turnstile: the session took it again on its next call, and one release
+-- left it held). {p}turnstile_take is the same without the exception
+-- block.
 -- statement
 CREATE OR REPLACE FUNCTION {p}turnstile_acquire(k smallint, n bytea, m bytea, t1 integer, t2 integer, wait_ms integer,
                                      sess text, client text, call bigint,

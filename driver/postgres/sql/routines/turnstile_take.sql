@@ -1,12 +1,8 @@
--- {p}turnstile_take: {p}turnstile_acquire (migrations 027 and 029)
--- without its exception block. A PL/pgSQL block that catches an error
--- runs in a subtransaction of its own, entered on every wait behind a
--- turnstile: with 8 connections on one lock, the turnstile's statements
--- alone ran at 2,565-2,962 grants per s with it, and at 3,162-3,293
--- without it and with query release_inline's plain UPDATE (docs/
--- benchmarks.md, "The turnstile's statements without a subtransaction").
--- A wait that runs out
--- now raises lock_not_available (55P03) to the client, which then asks
+-- {p}turnstile_take: {p}turnstile_acquire without its exception block.
+-- A PL/pgSQL block that catches an error runs in a subtransaction of its
+-- own, entered on every wait behind a turnstile, which cost the
+-- turnstile's statements about a fifth of their rate. A wait that runs out
+-- raises lock_not_available (55P03) to the client, which then asks
 -- the line whether it holds the turnstile after all (the error can be
 -- raised as the grant comes: query turnstile_held) and goes to the table
 -- either way. lock_timeout is set for the wait alone, and only for the
