@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton/driver"
 )
 
-// TestSlowPathWritesNoInnoDB: since migration 043 a slow-path call keeps
+// TestSlowPathWritesNoInnoDB: a slow-path call keeps
 // its lock state in MEMORY tables and only locks the identifier's mutex
 // row in InnoDB, so its transaction modifies no InnoDB row (and so writes
 // no redo to flush at its commit). A waiter's request and the hand-on to

@@ -84,13 +84,13 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	}
 }
 
-// TestRequestJoinsReaders: migration 037's {p}request_commit grants a
+// TestRequestJoinsReaders: {p}request_commit grants a
 // reader beside readers without {p}request (one procedure call where
 // the whole rule makes two), with the next fence as its token and the
 // counters set from the rows; and leaves every other case to {p}request,
 // whose outcome it must not change: a session that is not live or of
 // another incarnation ('X'), a gated identifier (decided by {p}request
-// with the gate counted, since migration 041: here no transaction holds
+// with the gate counted: here no transaction holds
 // it), and a reader behind a waiting writer ('W' for a try, 'P'
 // otherwise).
 func TestRequestJoinsReaders(t *testing.T) {
@@ -184,7 +184,7 @@ func TestRequestJoinsReaders(t *testing.T) {
 	}
 }
 
-// TestRequestReentersInOneCall: migration 042's {p}request_reentry grants
+// TestRequestReentersInOneCall: {p}request_reentry grants
 // a re-entry (the session's instance covers the request: anything under
 // its write lock, a read under its read lock) without {p}request, with
 // the next fence as its token, the fast holder adopted (a request row
@@ -227,7 +227,7 @@ func TestRequestReentersInOneCall(t *testing.T) {
 	for i, mode := range []string{"W", "R", "W"} {
 		st, token, holder, made := request("s1", mode)
 		// The first also makes the identifier's rows, which only the fast
-		// path had held ({p}ident_take, migration 043).
+		// path had held ({p}ident_take).
 		want := int64(1)
 		if i == 0 {
 			want = 2

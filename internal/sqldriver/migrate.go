@@ -267,9 +267,9 @@ func (m *Migrator) routinesCurrent(ctx context.Context) bool {
 var ErrSchemaNewer = errors.New("the database schema is newer than this program")
 
 // newer refuses a database with migrations this program does not know: a
-// later version may have changed what the lock state means (PostgreSQL's
-// migration 017 keeps a lock's first holder in its identifier row, which
-// an earlier program would not see), so running beside it is not safe.
+// later version may have changed what the lock state means (a lock's
+// first holder kept in a new place, which an earlier program would not
+// see), so running beside it is not safe.
 func (m *Migrator) newer(done applied) error {
 	known := 0
 	for _, mig := range m.Migrations {
