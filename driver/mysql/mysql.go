@@ -67,6 +67,12 @@ var extraSQL string
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// routines holds one file per stored routine, (re)created by Migrate
+// whenever the file changes.
+//
+//go:embed sql/routines/*.sql
+var routines embed.FS
+
 // Now is the database clock in microseconds since the Unix epoch. It counts
 // from UTC_TIMESTAMP so that the session's time zone (and its daylight
 // saving jumps) cannot move it; NOW(6) and UTC_TIMESTAMP(6) have
@@ -553,6 +559,10 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	if err != nil {
 		return err
 	}
+	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	if err != nil {
+		return err
+	}
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "mysql",
 		InsertReturning: false,
@@ -571,7 +581,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	}}
 	d.hotDB = &sqldriver.DB{SQL: d.hot, D: d.DB.D}
 	d.migrator = &sqldriver.Migrator{
-		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
+		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now,
 		Locked: d.migrationLocked,
 	}
 	return nil

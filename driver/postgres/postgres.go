@@ -48,6 +48,12 @@ var ownSQL string
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// routines holds one file per stored routine, (re)created by Migrate
+// whenever the file changes.
+//
+//go:embed sql/routines/*.sql
+var routines embed.FS
+
 // Now is PostgreSQL's clock in microseconds.
 const Now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
 
@@ -213,6 +219,10 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	if err != nil {
 		return nil, err
 	}
+	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.lines = d.newLines()
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
@@ -228,7 +238,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
 	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
 	d.migrator = &sqldriver.Migrator{
-		DB: db, Prefix: prefix, Migrations: migs, Now: Now, Numbered: true,
+		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now, Numbered: true,
 		// DDL is transactional: migrate inside one transaction that holds
 		// an advisory lock, so concurrent migrators queue.
 		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN"},
@@ -589,8 +599,8 @@ func scanGrants(rows pgx.Rows, p driver.FastAcquireParams, n int) (map[string]dr
 	return byName, restarted, nil
 }
 
-// LockRequest implements driver.Requester with the {p}request function
-// (migration 018): one round trip instead of a transaction of seven.
+// LockRequest implements driver.Requester with the {p}request function:
+// one round trip instead of a transaction of seven.
 func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
 	var status string // plain: database/sql converts into it without reflection
@@ -629,8 +639,7 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 
 // LockFastRelease implements driver.Driver in one statement, hand-off to
 // waiters included, so it never reports identifiers to re-examine. A
-// session with request rows releases through {p}release_name (migration
-// 026), a namespace's names in name order (release_ns); one holding only
+// session with request rows releases through {p}release_name, a namespace's names in name order (release_ns); one holding only
 // inline holders by one update of them (release_inline).
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	var name, limit any
@@ -758,7 +767,7 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 }
 
 // LockRequestsRemove implements driver.RequestRemover with one call of
-// {p}remove_requests (migration 039: the identifiers' rows locked in
+// {p}remove_requests (the identifiers' rows locked in
 // order, the requests deleted, each identifier handed on by
 // {p}regrant_grants, which sees transactions' gates itself), its grants
 // handed to clients in this process at once.
@@ -785,8 +794,8 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 }
 
 // LockCallWithdraw implements driver.RequestRemover with one call of
-// {p}withdraw_call (migration 039), or with settle of {p}settle_call
-// (migration 040: the rows locked first), its grants handed to clients
+// {p}withdraw_call, or with settle of {p}settle_call
+// (the rows locked first), its grants handed to clients
 // in this process at once.
 func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident, settle bool) (bool, error) {
 	if len(ids) == 0 {
@@ -1064,8 +1073,8 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 // parsePayload reads a wake-up payload: comma-separated entries, each a
 // client id ("wake up and look") or "client:request:token:session:call"
 // (that request of that session's lock call was granted with that token;
-// before migration 025 without session and call). mine is true when an entry is for clientID;
-// granted is nil when any entry for it asks for a look.
+// from clients of earlier versions without session and call). mine is
+// true when an entry is for clientID; granted is nil when any entry for it asks for a look.
 func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
 	own := payloadEntries(payload, clientID)
 	_, byClient := sqldriver.ByClient(own)

@@ -13,14 +13,13 @@ import (
 	"github.com/batonhq/baton/internal/lines"
 )
 
-// Turnstiles (migration 027, driver.Turnstiles): a session that meets a
+// Turnstiles (driver.Turnstiles): a session that meets a
 // contended write lock waits for it in the server, on a connection of its
 // own (its line, internal/lines), in the lock queue of a session-level
 // advisory lock on the identifier that the lock's holder keeps while it
 // holds it.
 
-// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits,
-// migration 029).
+// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits).
 var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
@@ -77,7 +76,7 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 		TurnstileClass, d.turnstileKey(p.Ident), int32(wait/time.Millisecond), p.SessionID, p.ClientID, p.CallID).
 		Scan(&id, &token, &inc, &held, &waited)
 	if lockTimedOut(err) {
-		// The wait ran out (migration 032): the lock was not taken, and
+		// The wait ran out: the lock was not taken, and
 		// the turnstile may have come as the time ran out.
 		waited = true
 		err = l.Conn.QueryRow(ctx, d.Q("turnstile_held"), TurnstileClass, d.turnstileKey(p.Ident)).Scan(&held)
