@@ -46,7 +46,7 @@ func (h *Holds) begin() {
 
 // end records the end of a call of Claim: what it delivered, or whether
 // it failed.
-func (h *Holds) end(ms []driver.Message, failed bool) {
+func (h *Holds) end(ms []*driver.Message, failed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.claiming--
@@ -93,25 +93,25 @@ var errClaimsMoved = errors.New("a claim of the session was in flight")
 // unknown (Settle) first and after a failure.
 func (e *Engine) ClaimKnown(ctx context.Context, h *Holds, sessionID, queue string, mode claimrule.Mode, kind string, visibility time.Duration, limit int) ([]*driver.Message, time.Duration, error) {
 	if h.due() {
-		// A failure is logged when it happened; this one leaves the
-		// unknown for the next call.
-		_ = e.Settle(ctx, h, sessionID)
+		// A failure leaves the unknown for the next call.
+		sctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+		_ = e.Settle(sctx, h, sessionID)
+		cancel()
 	}
 	h.begin()
 	ms, dueIn, err := e.Claim(ctx, sessionID, queue, mode, kind, visibility, limit)
 	if err == nil && len(ms) > 0 && e.dropReply() {
 		ms, err = nil, errReplyDropped
 	}
-	got := make([]driver.Message, len(ms))
-	for i, m := range ms {
-		got[i] = *m
-	}
-	h.end(got, err != nil)
+	h.end(ms, err != nil)
 	if err != nil && ctx.Err() == nil {
-		// Once at once, then again: a connection that the drop cut may
-		// be idle in the pool, and the first statement on it fails.
-		for try := 0; try < 3 && ctx.Err() == nil; try++ {
-			if e.Settle(ctx, h, sessionID) == nil {
+		// At once, then again: a connection that the drop cut may be
+		// idle in the pool, and the first statement on it fails. Within
+		// a lease: an unreachable database leaves it to the next claim.
+		sctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+		defer cancel()
+		for try := 0; try < 3 && sctx.Err() == nil; try++ {
+			if e.Settle(sctx, h, sessionID) == nil {
 				break
 			}
 		}
