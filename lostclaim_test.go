@@ -1,6 +1,7 @@
 package baton_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -98,6 +99,36 @@ func TestClaimReplyLost(t *testing.T) {
 			if try == 3 || errors.Is(err, baton.ErrNotClaimed) {
 				t.Fatalf("ack of the message the session knew it held: %v", err)
 			}
+		}
+	})
+}
+
+// TestWorkerClaimReplyLost: a worker whose claim committed but lost its
+// reply runs the message at once, at attempt 1, not once the claim's
+// visibility (a minute) has run out, at attempt 2.
+func TestWorkerClaimReplyLost(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		const q = "lostw"
+		id := enqueue(t, c, q, "m")
+		baton.DropClaimReplies(c, 1)
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		ran := make(chan *baton.Message, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, q, func(ctx context.Context, m *baton.Message) error {
+				ran <- m
+				return nil
+			}, baton.WorkerOptions{Visibility: time.Minute})
+		}()
+		m := await(t, ran, 15*time.Second, "the message of the claim whose reply was lost did not run within 15 s")
+		if m.ID != id || m.Attempt != 1 {
+			t.Fatalf("ran message %d at attempt %d, want message %d at attempt 1", m.ID, m.Attempt, id)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }
