@@ -133,3 +133,7 @@ func ScheduleCount(c *Client) int {
 	defer c.mu.Unlock()
 	return len(c.schedules)
 }
+
+// DropClaimReplies makes the client's next n claims that claim something
+// fail once they committed, as if their replies were lost.
+func DropClaimReplies(c *Client, n int) { c.mq.DropClaimReplies(int32(n)) }

@@ -221,9 +221,10 @@ func failoverUnderLoad(t *testing.T, fc failoverCase) {
 	// "backlog", worked only after the promotion, so that every message
 	// acknowledged there before the kill must be on the promoted server.
 	// A claim that committed on the primary (and reached the replica)
-	// while its reply was lost in the kill stays with its session until
-	// its visibility runs out, when that session survives the failover
-	// (MariaDB's replicated lock state): 5 s here, not the default 30 s.
+	// while its reply was lost in the kill goes back once its worker
+	// reaches the promoted server (or, where the session survives the
+	// failover and the worker could not, when its visibility runs out: 5 s
+	// here, not the default 30 s).
 	var workers []*baton.Client
 	work := func(wc *baton.Client, queue string) {
 		go func() {

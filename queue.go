@@ -584,7 +584,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	var wake chan struct{}
 	for {
 		c.claimTries.Add(1)
-		rows, dueIn, err := c.mq.Claim(ctx, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
+		rows, dueIn, err := c.mq.ClaimKnown(ctx, &s.holds, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
 		if err != nil {
 			txn.SettleDeadline(ctx)
 			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
@@ -776,6 +776,7 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
+	s.holds.Settled(s.claim(m))
 	if n == 0 {
 		// Cancelled while it was claimed: it ends cancelled, if the
 		// claim is still this session's.
@@ -862,6 +863,7 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	if err != nil {
 		return fmt.Errorf("baton: retry: %w", err)
 	}
+	s.holds.Settled(s.claim(m))
 	if !ok {
 		// Not ours any more, or cancelled: only then can it be finished.
 		return s.finish(ctx, m, driver.MessageCancelled, &e)
@@ -896,6 +898,9 @@ func claimedCheck(m *Message, what string) error {
 // once, keeping its place; the attempt its claim counted is taken back.
 func (s *Session) giveBack(ctx context.Context, m *Message) error {
 	ok, err := s.c.drv.Relaxed().MessageRelease(ctx, s.claim(m))
+	if err == nil {
+		s.holds.Settled(s.claim(m))
+	}
 	if err == nil && !ok {
 		err = notClaimed(m)
 	}
@@ -947,6 +952,7 @@ func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageSt
 	if err != nil {
 		return fmt.Errorf("baton: finish message: %w", err)
 	}
+	s.holds.Settled(s.claim(m))
 	if !ok {
 		return notClaimed(m)
 	}

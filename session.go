@@ -7,6 +7,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/mq"
 )
 
 // Session is a live participant: every lock belongs to one. Its lease is
@@ -22,6 +23,9 @@ type Session struct {
 	c  *Client
 	id string
 	ls *lease.Session // its lease and life
+	// holds: the claims it knows it holds, to settle one whose reply was
+	// lost.
+	holds mq.Holds
 }
 
 // SessionOptions configure a new session.

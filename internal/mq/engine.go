@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -45,6 +46,8 @@ type Engine struct {
 	wg     sync.WaitGroup
 	// notifyFailing: the wake-up notifications fail (notified).
 	notifyFailing errs.Streak
+	// dropReplies: how many claims' replies to drop (DropClaimReplies).
+	dropReplies atomic.Int32
 
 	mu       sync.Mutex
 	finished map[string][2]int64 // per queue: acked, dead since the last flush
