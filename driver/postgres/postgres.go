@@ -37,6 +37,7 @@ import (
 	"github.com/batonhq/baton/internal/lines"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 //go:embed queries.sql
@@ -88,6 +89,10 @@ type Driver struct {
 	// (turnstile.go); prefix is the tables' (their keys' too).
 	lines  *lines.Set[*pgx.Conn]
 	prefix string
+	// bound bounds the statements of db and rdb (stmtbound); nil on the
+	// program's *sql.DB (OpenDB), whose statements only their contexts
+	// bound.
+	bound *stmtbound.Bound
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -96,7 +101,8 @@ func init() { driver.Register(driver.Adapt(Open), "postgres", "postgresql") }
 
 // Open connects to the database a postgres:// DSN names.
 func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
-	cfg, opts, pooled, db, err := connect(ctx, dsn)
+	b := stmtbound.New("postgres")
+	cfg, opts, pooled, db, err := connect(ctx, dsn, b)
 	if err != nil {
 		return nil, err
 	}
@@ -122,15 +128,17 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		// for the disk like any other.
 		rcfg.RuntimeParams["synchronous_commit"] = "off"
 	}
-	rdb := stdlib.OpenDB(*rcfg)
+	rdb := openDB(rcfg, b)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
 	d, err := newDriver(cfg, listenCfg, pooled, db, rdb, prefix)
 	if err != nil {
 		db.Close()
 		rdb.Close()
+		return nil, err
 	}
-	return d, err
+	d.bound = b
+	return d, nil
 }
 
 // OpenPool opens the backend on a pgx pool the program already has. baton's
@@ -143,7 +151,8 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, prefix string) (*Driver, 
 		return nil, fmt.Errorf("%w: nil pgx pool", driver.ErrBadDSN)
 	}
 	cfg := ownConfig(pool.Config().ConnConfig)
-	db := stdlib.OpenDBFromPool(pool)
+	b := stmtbound.New("postgres at " + hosts(cfg))
+	db := sql.OpenDB(stmtbound.Connector(stdlib.GetPoolConnector(pool), b, false))
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
@@ -154,6 +163,7 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, prefix string) (*Driver, 
 		return nil, err
 	}
 	d.shared = db // closing it releases the pool's connections, not the pool
+	d.bound = b
 	return d, nil
 }
 
@@ -1247,6 +1257,13 @@ func (po *poller) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = po.d.ExecNamed(ctx, nil, "notify_poller_delete", po.clientID)
+}
+
+// SetStatementTimeout implements driver.StatementTimeouts.
+func (d *Driver) SetStatementTimeout(t time.Duration) {
+	if d.bound != nil {
+		d.bound.Set(t)
+	}
 }
 
 // StatementsInServer implements driver.ServerStatements: the engine runs
