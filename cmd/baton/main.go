@@ -236,13 +236,19 @@ func (g *globals) openDriver(ctx context.Context) (driver.Driver, error) {
 // statementTimeoutFromEnv applies BATON_STATEMENT_TIMEOUT when
 // --statement-timeout is not given.
 func (g *globals) statementTimeoutFromEnv(cmd *cobra.Command) error {
+	if g.stmtTimeout < 0 {
+		return usageErr("--statement-timeout %v is negative: use 0 for no bound, or a positive duration", g.stmtTimeout)
+	}
 	v := os.Getenv("BATON_STATEMENT_TIMEOUT")
 	if v == "" || cmd.Flags().Changed("statement-timeout") {
 		return nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
+	if err != nil {
 		return usageErr("BATON_STATEMENT_TIMEOUT %q is not a duration: %s (examples: 0, 10s, 2m)", v, durationProblem(v))
+	}
+	if d < 0 {
+		return usageErr("BATON_STATEMENT_TIMEOUT %q is negative: use 0 for no bound, or a positive duration", v)
 	}
 	g.stmtTimeout = d
 	return nil
