@@ -997,20 +997,45 @@ func (l *pgListener) run(ctx context.Context) {
 		if l.conn == nil && !l.reconnect(ctx) {
 			continue
 		}
-		// No timeout: the engine checks its waiting requests every
-		// interval itself (locks.Service.pollDue). A wake-up here after a
-		// quiet interval never came while the connection heard other
-		// clients' traffic.
-		n, err := l.conn.WaitForNotification(ctx)
+		// The engine checks its waiting requests every interval itself
+		// (locks.Service.pollDue): a wake-up here after a quiet interval
+		// never came while the connection heard other clients' traffic.
+		// The wait is bounded only to check, after listenCheck without a
+		// notification, that the server still answers: a server that
+		// went silent (a network that drops packets) would leave the
+		// listener deaf for ever.
+		wctx, cancel := context.WithTimeout(ctx, listenCheck)
+		n, err := l.conn.WaitForNotification(wctx)
+		quiet := err != nil && ctx.Err() == nil && wctx.Err() != nil
+		cancel()
 		switch {
 		case err == nil:
 			l.deliver(n)
 		case ctx.Err() != nil:
 			return
+		case quiet && !l.conn.IsClosed():
+			if err := l.ping(); err != nil {
+				l.lost(err)
+			}
 		default:
 			l.lost(err)
 		}
 	}
+}
+
+// listenCheck is how long the listener waits for a notification before it
+// checks that the server still answers.
+var listenCheck = time.Minute
+
+// ping checks that the listener's server still answers, within the
+// statement timeout.
+func (l *pgListener) ping() error {
+	ctx, cancel := l.d.bound.Context(context.Background())
+	defer cancel()
+	if err := l.conn.Ping(ctx); err != nil {
+		return l.d.bound.Err(context.Background(), ctx, err)
+	}
+	return nil
 }
 
 // deliver passes a notification on: a baton notification to the
