@@ -195,7 +195,7 @@ func (w *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err != nil {
 		return nil, w.c.b.Err(ctx, bctx, err)
 	}
-	return &stmt{Stmt: st, c: w.c}, nil
+	return &stmt{Stmt: st, c: w.c, conn: w}, nil
 }
 
 func (w *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -304,7 +304,8 @@ func (t *txn) end(stmt string, f func() error) error {
 // stmt is a prepared statement of a bounded connection.
 type stmt struct {
 	driver.Stmt
-	c *connector
+	c    *connector
+	conn *conn
 }
 
 var (
@@ -338,11 +339,14 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	return &rows{Rows: r, b: s.c.b, ctx: ctx, bctx: bctx, cancel: cancel}, nil
 }
 
+// CheckNamedValue is the statement's checker, else its connection's (as
+// database/sql would ask them: pgx's statements have none, their
+// connection converts slices to arrays).
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if c, ok := s.Stmt.(driver.NamedValueChecker); ok {
 		return c.CheckNamedValue(nv)
 	}
-	return driver.ErrSkip
+	return s.conn.CheckNamedValue(nv)
 }
 
 // rows are read within their statement's bound, which ends when they are
