@@ -74,6 +74,18 @@ type Options struct {
 	// Default 30s; negative: no bound but the context's. SQLite, which
 	// has no server, ignores it.
 	StatementTimeout time.Duration
+	// MaxConns, when above 0, bounds the server connections the client's
+	// statements hold at once on PostgreSQL and MySQL/MariaDB (one pool;
+	// a contended write lock's line, docs/operations.md, only from what the
+	// bound leaves, so none at 1). The listener's connection comes on top
+	// while something waits: such a client opens it for a lock wait and
+	// closes it once no lock waits, unless a queue consumer or a Listen
+	// uses it. The baton command runs with 1: a process holding its locks
+	// holds one connection, one that waits two. Default 0: the pools grow
+	// with the calls in flight (up to 32 connections, and 16 more for
+	// claims and acknowledgements on PostgreSQL), and connections left
+	// idle close after a while.
+	MaxConns int
 	// TracerProvider makes the spans of enqueues and handler runs
 	// (OpenTelemetry), for example otel.GetTracerProvider(). Default: none,
 	// nothing is traced.
@@ -114,6 +126,9 @@ func (o *Options) fillTiming() error {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 500 * time.Millisecond
+	}
+	if o.MaxConns < 0 {
+		return fmt.Errorf("%w: MaxConns %d is negative", ErrInvalid, o.MaxConns)
 	}
 	return nil
 }
@@ -197,6 +212,11 @@ type Client struct {
 	listenStart chan struct{} // closed when the start under way ends
 	listenErr   error         // how the last start failed
 	unlistened  bool          // Close stopped the listener: do not start it again
+	// listenKept: a queue consumer or Listen used the listener, which then
+	// runs until Close; otherwise a client with MaxConns closes it once no
+	// lock waits (idleListener, told by lockIdle).
+	listenKept atomic.Bool
+	lockIdle   chan struct{}
 }
 
 // Backend returns the backend's short name: sqlite, postgres or mysql.
@@ -260,10 +280,13 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 			return nil, fmt.Errorf("baton: migrate: %w", err)
 		}
 	}
+	if l, ok := drv.(driver.ConnLimiter); ok && o.MaxConns > 0 {
+		l.LimitConns(o.MaxConns)
+	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
 		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
-		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
+		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1), lockIdle: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
@@ -278,12 +301,18 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
+		if !waiting && o.MaxConns > 0 {
+			select {
+			case c.lockIdle <- struct{}{}:
+			default: // told already
+			}
+		}
 	})
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
 		EndSession: c.endDeadSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
-		PollInterval: o.PollInterval, Listening: c.listening, Closed: c.isShut, Observer: o.Observer,
+		PollInterval: o.PollInterval, Listening: c.lockListening, Closed: c.isShut, Observer: o.Observer,
 		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
 		HandedOn: c.prepareSoon})
 	// The listening connection starts on the first wait or Listen, and
@@ -295,6 +324,10 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	// open took a 10 ms command to 15.
 	c.wg.Add(1)
 	go c.prepareLater()
+	if o.MaxConns > 0 {
+		c.wg.Add(1)
+		go c.idleListener()
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -312,6 +345,13 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 // registering its waiter; anything that happened before the listener ran
 // is caught by the wake it sends once started.
 func (c *Client) listening(ctx context.Context) error {
+	c.listenKept.Store(true)
+	return c.lockListening(ctx)
+}
+
+// lockListening is listening for a lock waiter, whose listener a client
+// with MaxConns closes again once no lock waits (idleListener).
+func (c *Client) lockListening(ctx context.Context) error {
 	started, err := c.kickListener()
 	if started == nil {
 		return err
@@ -330,6 +370,29 @@ func (c *Client) listening(ctx context.Context) error {
 		return ErrClosed
 	}
 	return c.listenErr
+}
+
+// idleListener closes the listener of a client with MaxConns each time
+// no lock waits any more, unless a queue consumer or Listen uses it: a
+// process that got its locks holds its one pool connection only. A
+// waiter that comes meanwhile starts it again (kickListener); one whose
+// start raced with the close is woken by the poll, and its heartbeat
+// starts the listener again.
+func (c *Client) idleListener() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.lockIdle:
+		}
+		c.listenMu.Lock()
+		if c.stopListen != nil && !c.listenKept.Load() && !c.lockWaits.Waiting() {
+			c.stopListen()
+			c.stopListen = nil
+		}
+		c.listenMu.Unlock()
+	}
 }
 
 // prepareSoon has the client's statements prepared now instead of after
@@ -522,7 +585,7 @@ func (c *Client) wakeWith(granted []driver.Request) {
 // whatever a renewal is blocked on.
 func (c *Client) services() *maintain.Group {
 	hb, lease := c.opts.Heartbeat, c.opts.Lease
-	g := maintain.NewGroup(c.opts.Logger)
+	g := &upkeepGroup{Group: maintain.NewGroup(c.opts.Logger), limited: c.opts.MaxConns > 0, hb: hb}
 	// A renewal that cannot finish before the next tick is no use: the
 	// next one starts afresh on another connection. It also reaps: the
 	// statement that renews lists the dead sessions of others.
@@ -549,7 +612,27 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
 	}})
-	return g
+	return g.Group
+}
+
+// upkeepGroup adds the client's services. In a client with MaxConns
+// they share the pool's few connections with the lease renewal: none may
+// hold one longer than a heartbeat (a statement waiting in the server
+// for a row lock would otherwise keep the renewal waiting for the
+// connection until the session is lost).
+type upkeepGroup struct {
+	*maintain.Group
+	limited bool
+	hb      time.Duration
+}
+
+func (g *upkeepGroup) Add(s maintain.Service) {
+	if g.limited && s.Name != "lease renewal" {
+		if s.Timeout <= 0 || s.Timeout > g.hb {
+			s.Timeout = min(s.Interval, g.hb)
+		}
+	}
+	g.Group.Add(s)
 }
 
 func (c *Client) logf(format string, a ...any) {

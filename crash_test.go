@@ -479,8 +479,7 @@ func TestReaperLeavesNothing(t *testing.T) {
 		db := batontest.SQLDB(t, dsn)
 		// Every backend keeps a free lock's first holder outside the
 		// request rows (PostgreSQL and SQLite in the lock's own row,
-		// migrations 017 and 028; MySQL in a MEMORY table, migration
-		// 023); the view shows every request.
+		// MySQL in a MEMORY table); the view shows every request.
 		ph := "?"
 		if b.Name == "postgres" {
 			ph = "$1"
@@ -658,7 +657,7 @@ func holdLockRow(t *testing.T, b batontest.Backend, db *sql.DB, name string) (*s
 	self := "SELECT pg_backend_pid()"
 	waits := "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))"
 	if b.Name == "mysql" {
-		// The identifier's mutex row (migration 043: its lock state is
+		// The identifier's mutex row (its lock state is
 		// in MEMORY tables, which have no row locks).
 		lock = "SELECT 1 FROM baton_lock_mutex WHERE ns = 'cc' AND name = ? FOR UPDATE"
 		self = "SELECT CONNECTION_ID()"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,8 @@ type privatePG struct {
 	bin  string
 	dir  string
 	port int
+	// extra is added to the server's command line (-c name=value ...).
+	extra string
 }
 
 func pgBin() (string, bool) {
@@ -71,13 +74,13 @@ func startPrivatePG(t *testing.T) *privatePG {
 	}
 	_ = os.Chmod(dir, 0o777)
 	p := &privatePG{t: t, bin: bin, dir: dir, port: freePort(t)}
-	if out, err := asPostgres(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v: %s", err, out)
-	}
 	t.Cleanup(func() {
 		_ = asPostgres(filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop").Run()
 		_ = os.RemoveAll(dir)
 	})
+	if out, err := asPostgres(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v: %s", err, out)
+	}
 	p.start()
 	return p
 }
@@ -85,7 +88,7 @@ func startPrivatePG(t *testing.T) *privatePG {
 func (p *privatePG) modes() []string { return []string{"fast", "immediate", "kill9"} }
 
 func (p *privatePG) start() {
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off -c max_connections=200", p.port, p.dir)
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off -c max_connections=200 %s", p.port, p.dir, p.extra)
 	if out, err := asPostgres(filepath.Join(p.bin, "pg_ctl"), "-D", filepath.Join(p.dir, "data"), "-o", opts,
 		"-l", filepath.Join(p.dir, "log"), "-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(p.dir, "log"))
@@ -147,32 +150,13 @@ type privateMaria struct {
 	port int
 	cmd  *exec.Cmd
 	exit chan struct{}
+	// extra is added to mariadbd's command line; it replaces
+	// --skip-log-bin when it names --log-bin.
+	extra []string
 }
 
 func startPrivateMaria(t *testing.T) *privateMaria {
-	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
-		t.Fatal("mariadb-install-db not found: install mariadb-server")
-	}
-	dir, err := os.MkdirTemp("", "baton-maria-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &privateMaria{t: t, dir: dir, port: freePort(t)}
-	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--skip-test-db", "--auth-root-authentication-method=normal"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
-	}
-	if out, err := exec.Command("mariadb-install-db", args...).CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-install-db: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if m.cmd != nil {
-			_ = m.cmd.Process.Kill()
-			<-m.exit
-		}
-		_ = os.RemoveAll(dir)
-	})
-	m.start()
+	m := newPrivateMaria(t)
 	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", m.port))
 	if err != nil {
 		t.Fatal(err)
@@ -184,13 +168,53 @@ func startPrivateMaria(t *testing.T) *privateMaria {
 	return m
 }
 
+// newPrivateMaria installs and starts a private MariaDB with the extra
+// command-line options, with no database of baton's.
+func newPrivateMaria(t *testing.T, extra ...string) *privateMaria {
+	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
+		t.Fatal("mariadb-install-db not found: install mariadb-server")
+	}
+	dir, err := os.MkdirTemp("", "baton-maria-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &privateMaria{t: t, dir: dir, port: freePort(t), extra: extra}
+	t.Cleanup(func() {
+		if m.cmd != nil {
+			_ = m.cmd.Process.Kill()
+			<-m.exit
+		}
+		_ = os.RemoveAll(dir)
+	})
+	// A temporary directory of its own: in the shared /tmp, concurrent
+	// installs failed on each other's temporary tables ("Error on delete
+	// of '/tmp/#sql-temptable-...MAI'").
+	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + filepath.Join(dir, "tmp"),
+		"--skip-test-db", "--auth-root-authentication-method=normal"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	if out, err := exec.Command("mariadb-install-db", args...).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-install-db: %v: %s", err, out)
+	}
+	m.start()
+	return m
+}
+
 func (m *privateMaria) modes() []string { return []string{"fast", "kill9"} }
 
 func (m *privateMaria) start() {
-	args := []string{"--no-defaults", "--datadir=" + filepath.Join(m.dir, "data"),
+	args := []string{"--no-defaults", "--datadir=" + filepath.Join(m.dir, "data"), "--tmpdir=" + filepath.Join(m.dir, "tmp"),
 		"--port=" + strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--socket=" + filepath.Join(m.dir, "sock"),
-		"--pid-file=" + filepath.Join(m.dir, "pid"), "--skip-grant-tables", "--skip-log-bin",
+		"--pid-file=" + filepath.Join(m.dir, "pid"), "--skip-grant-tables",
 		"--innodb-buffer-pool-size=64M", "--max-connections=300", "--log-error=" + filepath.Join(m.dir, "log")}
+	if !slices.ContainsFunc(m.extra, func(a string) bool { return strings.HasPrefix(a, "--log-bin") }) {
+		args = append(args, "--skip-log-bin")
+	}
+	args = append(args, m.extra...)
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}

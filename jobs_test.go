@@ -137,6 +137,101 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+// TestCancelIgnoredEndsCancelled: a running message is cancelled and its
+// handler ignores its context and returns nil: the message ends cancelled
+// all the same (DESIGN, Jobs: "whatever the handler returns"), its
+// attempt's error saying so, and the observer counts it cancelled.
+func TestCancelIgnoredEndsCancelled(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn)
+		id := enqueue(t, c, "ci", "stubborn")
+		started := make(chan struct{})
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "ci", func(ctx context.Context, m *baton.Message) error {
+				close(started)
+				<-ctx.Done() // told to stop, and returns nil all the same
+				return nil
+			}, baton.WorkerOptions{})
+		}()
+		<-started
+		if err := other.CancelMessage(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the message to finish", func() bool {
+			st := getMessage(t, c, id).State
+			return st == baton.StateCancelled || st == baton.StateCompleted
+		})
+		m := getMessage(t, c, id)
+		if m.State != baton.StateCancelled || m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
+			t.Fatalf("a cancelled message whose handler returned nil: %+v, want cancelled with its attempt's error", m)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestCancelUnheardEndsCancelled: a running message is cancelled and its
+// handler returns nil before its process hears of the cancellation (its
+// client misses the notification, and its claim is renewed only every
+// 20 s): the acknowledgement refuses the cancelled claim and the message
+// ends cancelled all the same, not completed. A session's own Ack of a
+// cancelled claim says ErrCancelled and ends it cancelled.
+func TestCancelUnheardEndsCancelled(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		other := openDSN(t, dsn)
+		baton.LoseWakeUps(c, true)
+		id := enqueue(t, c, "cu", "unheard")
+		started, finish := make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Work(ctx, "cu", func(ctx context.Context, m *baton.Message) error {
+				close(started)
+				<-finish
+				if ctx.Err() != nil {
+					t.Errorf("the handler heard of the cancellation: %v", context.Cause(ctx))
+				}
+				return nil
+			}, baton.WorkerOptions{Visibility: time.Minute})
+		}()
+		<-started
+		if err := other.CancelMessage(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+		close(finish)
+		waitFor(t, "the message to finish", func() bool {
+			st := getMessage(t, c, id).State
+			return st == baton.StateCancelled || st == baton.StateCompleted
+		})
+		if m := getMessage(t, c, id); m.State != baton.StateCancelled {
+			t.Fatalf("a message cancelled while its handler ran, which returned nil unaware: %+v, want cancelled", m)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+
+		s := session(t, c)
+		id = enqueue(t, c, "cu", "claimed")
+		ms := claim(t, s, "cu", baton.ClaimOptions{})
+		if err := other.CancelMessage(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, s.Ack(ctxT(t), ms[0]), baton.ErrCancelled)
+		if m := getMessage(t, c, id); m.State != baton.StateCancelled {
+			t.Fatalf("a claimed message cancelled, then acknowledged: %+v, want cancelled", m)
+		}
+	})
+}
+
 // blockedWorker runs a worker of c on queue whose handler waits for its
 // context to end, and returns once the handler runs: with the channel of
 // the cause its context ended with, and a function that stops the worker

@@ -156,6 +156,9 @@ type Message struct {
 	claimBegan time.Time
 	meta       messageMeta // the enqueuer's trace context, the handler timeout
 	event      bool        // Payload is an event in canonical form
+	// held: claimed behind the head of a worker's in-order batch and not
+	// started (driver.ClaimHeld); Session.start starts it.
+	held bool
 }
 
 func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
@@ -726,7 +729,8 @@ func (s *Session) messages(order []*driver.Message, mode QueueMode) []*Message {
 		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
 		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id}
+			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id,
+			held: m.ClaimMode == driver.ClaimHeld}
 		if m.Errors != "" {
 			_ = json.Unmarshal([]byte(m.Errors), &msgs[i].Errors) // best effort: the record is informative
 		}
@@ -765,13 +769,19 @@ func notClaimed(m *Message) error {
 }
 
 // Ack marks a claimed message done: it moves to the history as completed
-// (or is deleted when Retention.Completed is negative).
+// (or is deleted when Retention.Completed is negative). A message cancelled
+// while it was claimed (CancelMessage) ends cancelled instead: ErrCancelled.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
 	n, err := s.c.mq.Complete(ctx, s.id, []driver.Claim{s.claim(m)})
 	if err != nil {
 		return fmt.Errorf("baton: ack: %w", err)
 	}
 	if n == 0 {
+		// Cancelled while it was claimed: it ends cancelled, if the
+		// claim is still this session's.
+		if s.cancelled(ctx, m, fmt.Errorf("%w while it was claimed", ErrCancelled)) == nil {
+			return fmt.Errorf("%w: message %d of queue %q was cancelled while it was claimed; it ends cancelled", ErrCancelled, m.ID, m.Queue)
+		}
 		return notClaimed(m)
 	}
 	s.c.mq.CountFinished(m.Queue, 1, 0)
@@ -891,6 +901,22 @@ func (s *Session) giveBack(ctx context.Context, m *Message) error {
 	}
 	s.c.mq.Wake(m.Queue)
 	return err
+}
+
+// start starts a held claim (Message.held) with a fresh lease of d:
+// ErrNotClaimed when it is no longer this session's or was cancelled.
+func (s *Session) start(ctx context.Context, m *Message, d time.Duration) error {
+	ok, err := s.c.drv.Relaxed().MessageStart(ctx, s.claim(m), int(m.mode), d)
+	if err != nil {
+		return fmt.Errorf("baton: start: %w", err)
+	}
+	if !ok {
+		return notClaimed(m)
+	}
+	m.held = false
+	m.ClaimedUntil = time.Now().Add(d)
+	m.claimedAt = time.Now()
+	return nil
 }
 
 // Fail sends a claimed message to the dead letters at once.
@@ -1175,8 +1201,8 @@ func (c *Client) Messages(ctx context.Context, queue string, state MessageState,
 
 // PauseQueue pauses a queue for every process: its messages stay, waiting
 // and running ones alike, but no claim takes one until ResumeQueue. Running
-// handlers finish; the messages workers claimed ahead of their handlers go
-// back to the queue unstarted, once their processes hear of the pause (a
+// handlers finish; a message whose claim raced the pause goes back to the
+// queue unstarted, once its worker's process hears of the pause (a
 // notification). ErrUnknownQueue if nothing was ever enqueued to it.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	return c.pause(ctx, queue, true)
@@ -1211,7 +1237,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 
 // pauseChannel is the internal channel on which a queue's pause and
 // resumption are announced (the payload is the queue), so that every
-// process's workers stop starting the messages they claimed ahead.
+// process's workers stop starting the messages whose claims raced it.
 const pauseChannel = "#p#"
 
 // pausedQueues are the queues this process knows paused (PauseQueue, or

@@ -156,6 +156,19 @@ func childWorker(dsn, queue, mode, file string) {
 		childMust(err)
 		childReady(fmt.Sprint("claimed ", ms[0].ID))
 	}
+	if mode == "block" || mode == "block-ordered" {
+		// Two handlers (one in order) that say which message they
+		// started and never end, until the test kills the process.
+		opts := baton.WorkerOptions{Concurrency: 2}
+		if mode == "block-ordered" {
+			opts = baton.WorkerOptions{Mode: baton.Ordered}
+		}
+		fmt.Println("ready")
+		childMust(c.Work(ctx, queue, func(ctx context.Context, m *baton.Message) error {
+			fmt.Println("started", m.ID)
+			select {}
+		}, opts))
+	}
 	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		os.Exit(1)
@@ -192,6 +205,58 @@ func TestQueueWorkerKilled(t *testing.T) {
 			t.Fatalf("after the kill: %+v", ms)
 		}
 		ack(t, s, ms...)
+	})
+}
+
+// TestWorkerKilledChargesOnlyStarted: a worker process (two handlers)
+// killed with SIGKILL while a backlog waits held claims only for the
+// messages its handlers started, and only those are charged an attempt:
+// with an attempt limit of 1 they are dead letters (each ran once), and
+// every other message is ready again with no attempt counted and no error
+// recorded (DESIGN, Jobs: attempts count runs that started; a message is
+// never dead-lettered by kills alone). The same for an Ordered worker,
+// which claims an in-order batch: the messages behind the one it runs
+// go back untouched.
+func TestWorkerKilledChargesOnlyStarted(t *testing.T) {
+	t.Run("parallel", func(t *testing.T) { killedChargesOnlyStarted(t, "block", 2) })
+	t.Run("ordered", func(t *testing.T) { killedChargesOnlyStarted(t, "block-ordered", 1) })
+}
+
+func killedChargesOnlyStarted(t *testing.T, mode string, handlers int) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		const n = 10
+		ids := enqueueMany(t, c, "kc", n, func(i int) baton.NewMessage {
+			return baton.NewMessage{Payload: []byte(strconv.Itoa(i)), EnqueueOptions: baton.EnqueueOptions{MaxAttempts: 1}}
+		})
+		child, out := startChild(t, "worker", dsn, "BATON_TEST_QUEUE=kc", "BATON_TEST_MODE="+mode)
+		if line, _ := out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+			t.Fatalf("child said %q", line)
+		}
+		started := map[int64]bool{}
+		for len(started) < handlers {
+			line, err := out.ReadString('\n')
+			var id int64
+			if _, serr := fmt.Sscanf(line, "started %d", &id); serr != nil {
+				t.Fatalf("child said %q (%v)", line, err)
+			}
+			started[id] = true
+		}
+		if st := stats(t, c, "kc"); mode == "block" && st.Claimed != 2 {
+			t.Errorf("a worker with two busy handlers holds %d claims, want 2 (nothing claimed ahead): %+v", st.Claimed, st)
+		}
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		waitFor(t, "the killed worker's claims to come back", func() bool { return stats(t, c, "kc").Claimed == 0 })
+		for _, id := range ids {
+			m := getMessage(t, c, id)
+			switch {
+			case started[id] && (m.State != baton.StateDead || m.Attempt != 1):
+				t.Errorf("message %d, whose handler started: %s after %d attempts, want dead after 1", id, m.State, m.Attempt)
+			case !started[id] && (m.State != baton.StateReady || m.Attempt != 0 || len(m.Errors) != 0):
+				t.Errorf("message %d, never started: %s after %d attempts (%+v), want ready with none", id, m.State, m.Attempt, m.Errors)
+			}
+		}
 	})
 }
 

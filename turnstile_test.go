@@ -133,7 +133,7 @@ func TestLockTurnstileContention(t *testing.T) {
 // (behind a turnstile where the backend has them) and another at once
 // releases both and lets the waited-for name go: another session takes
 // both at once afterwards. (MySQL/MariaDB release the namespace and the
-// turnstile in one call: migration 034.)
+// turnstile in one call: {p}turnstile_release_ns.)
 func TestLockTurnstileReleaseNamespace(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, _ := open(t, b)

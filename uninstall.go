@@ -34,7 +34,7 @@ func (o DBObject) String() string { return driver.Object(o).String() }
 // UninstallReport is what Client.Uninstall found, and did.
 type UninstallReport struct {
 	// Objects are baton's objects, in the order of their removal: every
-	// object its migrations create (the migration tracking table
+	// object its migrations and routine files create (the tracking tables
 	// included), the triggers its subscriptions put on the program's
 	// tables, and on PostgreSQL the schema `baton migrate` created, when
 	// nothing else is in it.

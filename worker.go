@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/maintain"
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error
@@ -34,14 +33,15 @@ type WorkerOptions struct {
 	// Grace is how long a shutdown waits for running handlers before
 	// cancelling their contexts (default 10s).
 	Grace time.Duration
-	// Prefetch is how many messages are claimed ahead of the handlers at
-	// first (default: Concurrency, at least 32; 256 in Ordered mode, where
-	// the batch is run in order by one handler). It grows (up to 256) while
-	// the handlers run dry and shrinks back when prefetched messages wait
-	// long: larger batches mean fewer statements per message, fewer claims
-	// held mean fairer sharing between processes when handlers are slow.
-	// Messages claimed ahead go back to the queue unstarted when it is
-	// paused (PauseQueue) or the worker stops.
+	// Prefetch is ignored: a worker claims only as many messages as it
+	// has idle handlers, so that every claim starts a run at once (in
+	// Ordered mode an in-order batch, whose messages behind the running
+	// one count no attempt until each starts). A claim counts an attempt,
+	// and a killed worker's claims are runs that started (messages
+	// claimed ahead of busy handlers were charged an attempt they never
+	// ran, and waited behind them while other workers were idle).
+	//
+	// Deprecated: claims are never made ahead of the handlers.
 	Prefetch int
 	// Drain makes Work return once no message is ready and none is in
 	// flight (the cron pattern) instead of waiting for more.
@@ -126,14 +126,6 @@ func (o *WorkerOptions) fill(queue string) error {
 	}
 	if o.Grace <= 0 {
 		o.Grace = 10 * time.Second
-	}
-	if o.Prefetch <= 0 {
-		o.Prefetch = max(o.Concurrency, 32)
-		if o.Mode == Ordered {
-			// Only one worker can hold an ordered queue anyway: large
-			// in-order batches cost no fairness and save claims.
-			o.Prefetch = 256
-		}
 	}
 	if o.Name == "" {
 		o.Name = "worker " + queue
@@ -230,14 +222,17 @@ type worker struct {
 	o     WorkerOptions
 	wg    sync.WaitGroup
 
-	jobs    chan *Message // claimed, not yet started
+	jobs    chan *Message // claimed, handed to an idle handler
 	results chan result   // finished, not yet acknowledged
 	mu      sync.Mutex
-	open    int               // claimed and not yet settled (acked, retried, failed)
-	waiting map[*Message]bool // claimed, not yet started: their leases are kept
-	broken  atomic.Bool       // Ordered: a message of the current batch failed
-	ahead   atomic.Int64      // current prefetch, adapted to the handlers' speed
-	settled chan struct{}     // signalled when open decreases
+	open    int           // claimed and not yet settled (acked, retried, failed)
+	busy    int           // claimed and not yet finished by its handler
+	broken  atomic.Bool   // Ordered: a message of the current batch failed
+	settled chan struct{} // signalled when open decreases
+	freed   chan struct{} // signalled when busy decreases
+	// runTime: how long the handler's runs take lately (Ordered: sizes
+	// the in-order batches).
+	runTime atomic.Int64
 }
 
 type result struct {
@@ -247,39 +242,47 @@ type result struct {
 	lost      bool // its claim ran out before it started: nothing to do
 }
 
-// capacity is how many claims the worker keeps: one per handler plus the
-// prefetched ones, so that handlers never wait for a round trip and each
-// claim and acknowledgement carries many messages.
-func (w *worker) capacity() int {
-	return w.o.Concurrency + int(w.ahead.Load())
+// resultsBuffer is how many finished messages may wait for the completer
+// beyond one per handler: a handler whose result does not fit waits, and
+// holds its slot, while the database is slow to settle them.
+const resultsBuffer = 256
+
+// maxInOrderBatch bounds an Ordered worker's in-order batch.
+const maxInOrderBatch = 256
+
+// claimMax is how many messages a claim may take with free idle handlers.
+// In Ordered mode (one handler) it is an in-order batch: only one worker
+// can hold an ordered queue anyway, and a batch saves a claim (and the
+// wait for the last acknowledgement) per message. Its messages behind the
+// head are held: each counts as a run only once the handler starts it,
+// and a worker killed meanwhile leaves them untouched. The batch is what
+// the handler runs in a third of the visibility at its recent pace, so
+// that held claims rarely outlive their leases (which are not renewed: a
+// lapsed one goes back to the queue untouched and is claimed again).
+func (w *worker) claimMax(free int) int {
+	if w.o.Mode != Ordered {
+		return free
+	}
+	per := time.Duration(w.runTime.Load())
+	if per <= 0 {
+		return maxInOrderBatch
+	}
+	return int(min(max(int64(w.o.Visibility/3/per), 1), maxInOrderBatch))
 }
 
-// maxPrefetch bounds the adaptive prefetch.
-const maxPrefetch = 256
-
-// adapt grows the prefetch when the handlers ran dry (the claims could not
-// keep up) and shrinks it back towards the configured one when prefetched
-// messages had to wait long enough for their leases to need renewing.
-func (w *worker) adapt(grow bool) {
-	cur := w.ahead.Load()
-	switch {
-	case grow && cur < maxPrefetch:
-		w.ahead.Store(min(2*cur, maxPrefetch))
-	case !grow && cur > int64(w.o.Prefetch):
-		w.ahead.Store(max(cur/2, int64(w.o.Prefetch)))
-	}
+// ran records how long a run took: the recent pace decays by half per run
+// towards faster runs, and follows slower ones at once.
+func (w *worker) ran(d time.Duration) {
+	w.runTime.Store(max(int64(d), w.runTime.Load()/2))
 }
 
 func (w *worker) loop(ctx, hctx context.Context) error {
-	w.jobs = make(chan *Message, w.capacity())
-	w.results = make(chan result, w.capacity())
+	// A claim never takes more than the idle handlers (or, Ordered, an
+	// in-order batch): each claimed message is received by one at once.
+	w.jobs = make(chan *Message, w.claimMax(w.o.Concurrency))
+	w.results = make(chan result, w.o.Concurrency+resultsBuffer)
 	w.settled = make(chan struct{}, 1)
-	w.waiting = map[*Message]bool{}
-	w.ahead.Store(int64(w.o.Prefetch))
-	keeperDone := make(chan struct{})
-	stopKeeper := make(chan struct{})
-	go func() { defer close(keeperDone); w.keeper(stopKeeper) }()
-	defer func() { close(stopKeeper); <-keeperDone }()
+	w.freed = make(chan struct{}, 1)
 	for i := 0; i < w.o.Concurrency; i++ {
 		w.wg.Add(1)
 		go w.handler(ctx, hctx)
@@ -293,32 +296,42 @@ func (w *worker) loop(ctx, hctx context.Context) error {
 	return err
 }
 
-func (w *worker) openCount() int {
+func (w *worker) counts() (open, busy int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.open
+	return w.open, w.busy
 }
 
-// fetch claims messages whenever the worker has room, until ctx ends or,
-// with Drain, until nothing is ready and nothing is open.
+func (w *worker) openCount() int {
+	open, _ := w.counts()
+	return open
+}
+
+// fetch claims messages whenever a handler is idle, as many as there are
+// idle handlers (claimMax), until ctx ends or, with Drain, until nothing
+// is ready and nothing is open. Nothing is claimed ahead of the handlers:
+// a claim counts an attempt, which only a run that starts may use (a
+// killed worker's claims were all running), and a message waiting behind
+// a busy handler would wait while other workers are idle.
 func (w *worker) fetch(ctx context.Context) error {
+	w.pausedNotice(ctx)
 	for ctx.Err() == nil {
-		free := w.capacity() - w.openCount()
+		openBefore, busy := w.counts()
+		free := w.o.Concurrency - busy
 		if free <= 0 {
 			if err := w.awaitRoom(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		openBefore := w.openCount()
 		wait := Forever
-		if w.o.Drain || openBefore > 0 {
-			// With work open, don't block: claims are retried when
-			// something settles (or after a poll interval).
+		if w.o.Drain {
+			// A drain ends once nothing is ready: don't block. Claims are
+			// retried when something settles (or after a poll interval).
 			wait = 0
 		}
 		began := time.Now()
-		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: free, Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
+		msgs, err := w.s.Claim(ctx, w.queue, ClaimOptions{Max: w.claimMax(free), Wait: wait, Mode: w.o.Mode, Visibility: w.o.Visibility,
 			Kind: w.o.Kind, inOrderBatch: true})
 		for _, m := range msgs {
 			m.claimBegan = began
@@ -329,20 +342,16 @@ func (w *worker) fetch(ctx context.Context) error {
 			}
 			continue
 		}
-		if openBefore == 0 && len(msgs) == free {
-			// The handlers ran dry and the claim was full: claim more.
-			w.adapt(true)
-		}
 		w.dispatch(msgs)
 	}
 	return nil
 }
 
-// awaitRoom waits until an open message settles (the worker has room
-// again), ctx ends (nil) or the session does (its error).
+// awaitRoom waits until a handler is idle again, ctx ends (nil) or the
+// session does (its error).
 func (w *worker) awaitRoom(ctx context.Context) error {
 	select {
-	case <-w.settled:
+	case <-w.freed:
 	case <-ctx.Done():
 	case <-w.s.Done():
 		return w.s.Err()
@@ -375,6 +384,15 @@ func (w *worker) claimFailed(ctx context.Context, err error, openBefore int) (do
 	return false, nil
 }
 
+// pausedNotice logs that the worker's queue is paused when it starts on
+// one: it would otherwise wait without a word (or, draining, end at once).
+func (w *worker) pausedNotice(ctx context.Context) {
+	paused, err := w.c.drv.NoTx().QueuePaused(ctx, w.queue)
+	if err == nil && paused {
+		w.c.opts.Logger.Info("baton: the queue is paused: the worker waits for it to be resumed (baton queue resume, ResumeQueue)", "queue", w.queue)
+	}
+}
+
 // pause waits a poll interval, or less when ch (if any) or ctx fires.
 func (w *worker) pause(ctx context.Context, ch <-chan struct{}) {
 	t := time.NewTimer(w.c.opts.PollInterval)
@@ -386,13 +404,11 @@ func (w *worker) pause(ctx context.Context, ch <-chan struct{}) {
 	}
 }
 
-// dispatch hands claimed messages to the handlers.
+// dispatch hands claimed messages to the idle handlers.
 func (w *worker) dispatch(msgs []*Message) {
 	w.mu.Lock()
 	w.open += len(msgs)
-	for _, m := range msgs {
-		w.waiting[m] = true
-	}
+	w.busy += len(msgs)
 	w.mu.Unlock()
 	// A new in-order batch: everything of the last one is settled.
 	w.broken.Store(false)
@@ -401,73 +417,77 @@ func (w *worker) dispatch(msgs []*Message) {
 	}
 }
 
-// handler runs messages until the jobs run out; once stop ends, the
-// prefetched messages it has not started go back to the queue unhandled.
+// handler runs messages until the jobs run out; once stop ends, a claimed
+// message it has not started goes back to the queue unhandled, its
+// attempt not counted.
 func (w *worker) handler(stop, ctx context.Context) {
 	defer w.wg.Done()
 	for m := range w.jobs {
+		w.results <- w.runOne(stop, ctx, m)
 		w.mu.Lock()
-		delete(w.waiting, m)
+		w.busy--
 		w.mu.Unlock()
-		if stop.Err() != nil || w.broken.Load() || w.c.paused.givesBack(m) {
-			// Shut down, an earlier message of this in-order batch
-			// failed, or the queue was paused: give it back unhandled,
-			// keeping its place.
-			w.results <- result{m: m, unstarted: true}
-			continue
+		select {
+		case w.freed <- struct{}{}:
+		default:
 		}
-		// A prefetched message may have waited: renew its claim before
-		// starting, and skip it if it is no longer ours.
-		if time.Since(m.claimedAt) > w.o.Visibility/3 {
-			if err := w.s.Extend(ctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
-				w.results <- result{m: m, lost: true}
-				continue
-			}
-		}
-		began := time.Now()
-		hctx, span := w.c.startProcess(ctx, m)
-		err := w.handle(hctx, m)
-		endSpan(span, err)
-		w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
-		if err != nil {
-			w.onError(m, err)
-		}
-		if err != nil && w.o.Mode == Ordered {
-			w.broken.Store(true)
-		}
-		w.results <- result{m: m, err: err}
 	}
 }
 
-// keeper renews the leases of claimed messages still waiting for a
-// handler, so that prefetching never lets a claim lapse.
-func (w *worker) keeper(stop chan struct{}) {
-	maintain.Every(stop, w.o.Visibility/4, w.renewWaiting)
+// startHeld starts a held message of an in-order batch; when it cannot,
+// ok is false and r is what to settle: cancelled meanwhile (it ends
+// cancelled, never having run), or no longer ours (its lease ran out and
+// it went back to the queue untouched), or the database did not answer
+// (it goes back untouched when its lease runs out).
+func (w *worker) startHeld(ctx context.Context, m *Message) (r result, ok bool) {
+	err := w.s.start(ctx, m, w.o.Visibility)
+	switch {
+	case err == nil:
+		return result{}, true
+	case errors.Is(err, ErrNotClaimed) && errors.Is(w.c.claimLostCause(ctx, m.ID), ErrCancelled):
+		return result{m: m, err: fmt.Errorf("%w before it started", ErrCancelled)}, false
+	case !errors.Is(err, ErrNotClaimed):
+		w.c.logErr(fmt.Sprintf("start message %d of queue %q", m.ID, m.Queue), err)
+	}
+	return result{m: m, lost: true}, false
 }
 
-// renewWaiting extends the claims of waiting messages a third through
-// their lease.
-func (w *worker) renewWaiting() {
-	// Under the lock: a handler takes a message out of waiting (and then
-	// reads its claim) only once its renewal is done.
-	w.mu.Lock()
-	renewed := false
-	for m := range w.waiting {
-		if time.Since(m.claimedAt) > w.o.Visibility/3 {
-			ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
-			if err := w.s.Extend(ctx, m, w.o.Visibility); err != nil && !errors.Is(err, ErrNotClaimed) {
-				// The handler that takes it finds out whether the claim
-				// lasted (Extend again, before it runs).
-				w.c.logErr(fmt.Sprintf("extend the claim of prefetched message %d of queue %q", m.ID, m.Queue), err)
-			}
-			cancel()
-			renewed = true
+// runOne runs the handler on a claimed message, unless it must go back
+// unstarted, and returns the outcome to settle.
+func (w *worker) runOne(stop, ctx context.Context, m *Message) result {
+	if stop.Err() != nil || w.broken.Load() || w.c.paused.givesBack(m) {
+		// Shut down (a claim that raced the stop), an earlier message of
+		// this in-order batch failed, or the queue was paused: give it
+		// back unhandled, keeping its place.
+		return result{m: m, unstarted: true}
+	}
+	if m.held {
+		// Behind the head of an in-order batch: its claim counts as a run
+		// only from here.
+		if r, ok := w.startHeld(ctx, m); !ok {
+			w.broken.Store(true) // the next ones must not run before it
+			return r
+		}
+	} else if time.Since(m.claimedAt) > w.o.Visibility/3 {
+		// A claim that waited for its handler: renew it before starting,
+		// and skip it if it is no longer ours.
+		if err := w.s.Extend(ctx, m, w.o.Visibility); errors.Is(err, ErrNotClaimed) {
+			return result{m: m, lost: true}
 		}
 	}
-	w.mu.Unlock()
-	if renewed {
-		w.adapt(false) // handlers are slow: hold fewer claims
+	began := time.Now()
+	hctx, span := w.c.startProcess(ctx, m)
+	err := w.handle(hctx, m)
+	w.ran(time.Since(began))
+	endSpan(span, err)
+	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
+	if err != nil {
+		w.onError(m, err)
 	}
+	if err != nil && w.o.Mode == Ordered {
+		w.broken.Store(true)
+	}
+	return result{m: m, err: err}
 }
 
 // handle runs the handler on one message, keeping its claim alive, within
@@ -482,6 +502,14 @@ func (w *worker) handle(ctx context.Context, m *Message) (err error) {
 		// ended (cancelled, timed out): the cause is recorded with it. A
 		// message cancelled while it ran ends cancelled, whatever it returned.
 		cause := context.Cause(mctx)
+		if err == nil && errors.Is(cause, ErrCancelled) {
+			// It ignored the cancellation: the message ends cancelled all
+			// the same (a handler that completed it in its own
+			// transaction, CompleteTx, did so first: nothing is left to
+			// cancel).
+			err = fmt.Errorf("%w while it ran (the handler returned nil)", ErrCancelled)
+			return
+		}
 		if err == nil || cause == nil || errors.Is(err, cause) {
 			return
 		}
@@ -580,13 +608,20 @@ func (w *worker) settleBatch(batch []result) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.c.opts.Lease)
 	defer cancel()
 	var acks []driver.Claim
+	var acked []*Message
 	for _, r := range batch {
 		switch {
 		case r.lost:
 		case r.unstarted:
-			w.logSettle(r.m, "give back", w.s.giveBack(ctx, r.m))
+			err := w.s.giveBack(ctx, r.m)
+			if errors.Is(err, ErrNotClaimed) {
+				// Cancelled meanwhile (a cancelled claim is not given
+				// back), if it is still ours.
+				err = w.s.cancelled(ctx, r.m, fmt.Errorf("%w before it started", ErrCancelled))
+			}
+			w.logSettle(r.m, "give back", err)
 		case r.err == nil:
-			acks = append(acks, w.s.claim(r.m))
+			acks, acked = append(acks, w.s.claim(r.m)), append(acked, r.m)
 		case errors.Is(r.err, ErrCancelled):
 			w.logSettle(r.m, "cancel", w.s.cancelled(ctx, r.m, r.err))
 		case errors.Is(r.err, ErrPermanent):
@@ -599,12 +634,17 @@ func (w *worker) settleBatch(batch []result) {
 		return
 	}
 	n, err := w.c.mq.Complete(ctx, w.s.id, acks)
-	if err != nil {
-		// One by one, so that a bad batch loses nothing it can keep.
+	if err != nil || n < len(acks) {
+		// One by one, so that a bad batch loses nothing it can keep, and
+		// a message cancelled before its handler heard of it (a claim
+		// the acknowledgement refuses) ends cancelled.
 		n = 0
-		for _, a := range acks {
+		for i, a := range acks {
 			k, err := w.c.mq.Complete(ctx, w.s.id, []driver.Claim{a})
-			w.logSettle(&Message{ID: a.ID, Queue: w.queue}, "complete", err)
+			if err == nil && k == 0 {
+				err = w.s.cancelled(ctx, acked[i], fmt.Errorf("%w while it ran (before its handler heard of it)", ErrCancelled))
+			}
+			w.logSettle(acked[i], "complete", err)
 			n += k
 		}
 	}

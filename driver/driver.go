@@ -651,6 +651,13 @@ type Logging interface {
 	SetLogger(l *slog.Logger)
 }
 
+// ConnLimiter is implemented by backends with pools of server
+// connections: the client bounds them (Options.MaxConns) before it runs
+// statements. The listener's connection is not counted.
+type ConnLimiter interface {
+	LimitConns(n int)
+}
+
 // CallerStatements runs statements in the program's own transaction: a
 // *sql.Tx, or an adapter of another driver's (postgres.PgxTx). ScanRow
 // reports no row with an error that matches sql.ErrNoRows.

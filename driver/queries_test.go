@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -89,6 +90,48 @@ func TestSameMigrationNumbers(t *testing.T) {
 			first = nums
 		} else if len(nums) != len(first) {
 			t.Errorf("%s has migrations 001-%03d, sqlite 001-%03d", d, len(nums), len(first))
+		}
+	}
+}
+
+var (
+	routineDef = regexp.MustCompile(`(?i)\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|PROCEDURE)\s+\{p\}([a-z0-9_]+)`)
+	triggerDef = regexp.MustCompile(`(?i)\bCREATE\s+TRIGGER\b`)
+)
+
+// TestOneDefinitionPerRoutine: every stored routine is defined once, in
+// sql/routines/NAME.sql, which defines {p}NAME and nothing else; no
+// migration defines a routine (migrations hold tables, indexes, views and
+// data moves; Migrate re-creates a routine when its file changes).
+func TestOneDefinitionPerRoutine(t *testing.T) {
+	for _, d := range dialects {
+		migs, err := filepath.Glob(filepath.Join(d, "migrations", "*.sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range migs {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := routineDef.FindStringSubmatch(string(src)); m != nil {
+				t.Errorf("%s defines the routine {p}%s: it belongs in %s/sql/routines/%s.sql", f, m[1], d, m[1])
+			}
+		}
+		files, err := filepath.Glob(filepath.Join(d, "sql", "routines", "*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, ok := strings.CutSuffix(filepath.Base(f), ".sql")
+			defs := routineDef.FindAllStringSubmatch(string(src), -1)
+			if !ok || len(defs) != 1 || defs[0][1] != name || triggerDef.MatchString(string(src)) {
+				t.Errorf("%s: want one definition, of {p}%s, and no trigger; found %v", f, name, defs)
+			}
 		}
 	}
 }

@@ -116,6 +116,14 @@ type Claim struct {
 	Attempt   int
 }
 
+// ClaimHeld is the claim mode of a message a worker claimed behind the
+// head of an in-order batch (Ordered mode) and has not started: the
+// attempt its claim counted is provisional. MessageStart makes it a
+// running claim; a recovery (its session ended, its lease ran out) gives
+// it back with that attempt taken back (MessageRelease), since no run of
+// it started.
+const ClaimHeld = 9
+
 // ClaimRef identifies a claim for recovery.
 type ClaimRef struct {
 	ID          int64
@@ -233,8 +241,13 @@ type QueueTx interface {
 	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, e AttemptError) (bool, error)
 	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
 	// MessageRelease gives back a claim that was never handled, taking
-	// back the attempt it counted.
+	// back the attempt it counted; false when the claim is not current or
+	// its message was asked to stop (cancel: MessageFinish it instead).
 	MessageRelease(ctx context.Context, c Claim) (bool, error)
+	// MessageStart starts a held claim (ClaimHeld): its claim mode becomes
+	// mode and its lease runs for d from now; false when the claim is not
+	// current or its message was asked to stop.
+	MessageStart(ctx context.Context, c Claim, mode int, d time.Duration) (bool, error)
 	// MessageFinish moves a claimed message to the history in the state
 	// (MessageCompleted, MessageCancelled or MessageDead), recording e as
 	// its attempt's error when not nil. On a Tx that runs statements on

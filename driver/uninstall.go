@@ -64,10 +64,10 @@ type UninstallParams struct {
 // UninstallReport is what Driver.Uninstall found, and did.
 type UninstallReport struct {
 	// Objects are baton's objects, in the order of their removal: those
-	// its migrations create (the migration tracking table included), the
-	// triggers its subscriptions put on the program's tables, and on
-	// PostgreSQL the schema `baton migrate` created, once nothing else is
-	// in it.
+	// its migrations and routine files create (the tracking tables
+	// included), the triggers its subscriptions put on the program's
+	// tables, and on PostgreSQL the schema `baton migrate` created, once
+	// nothing else is in it.
 	Objects []Object
 	// Kept are objects that carry baton's prefix but that baton does not
 	// create: never touched.

@@ -270,6 +270,7 @@ func defaultDSN() string {
 
 func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 	opts := g.options("baton-cli")
+	opts.MaxConns = cliConns
 	if !g.readOnly {
 		return baton.Open(ctx, g.dsn, opts)
 	}
@@ -307,6 +308,12 @@ func notInstalled(st []driver.MigrationStatus) error {
 		return fmt.Errorf("baton's schema in this database is older than this program (%d of %d migrations pending): upgrade it with `baton migrate`", pending, len(st))
 	}
 }
+
+// cliConns bounds the server connections of a command's statements
+// (Options.MaxConns): a process holding its locks holds one connection,
+// one that waits two (the listener), an idle worker two. A fleet of cron
+// jobs waiting on one lock fits the server's max_connections.
+const cliConns = 1
 
 // withClient runs op with a client of the command's database, closed after.
 func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) error {
@@ -349,7 +356,8 @@ statement once connected (--statement-timeout, 30s by default): a database
 that stops answering fails the command with exit status 69.
 
 A command that does not wait (queue push, a lock obtained at once) opens one
-connection. bench, migrate, queue redrive and queue purge show a progress
+connection; one that waits for a lock, and baton work, hold two. A server out
+of connection slots is waited for. bench, migrate, queue redrive and queue purge show a progress
 line on stderr when it is a terminal. baton version (or --version) prints the
 version, commit, Go version and linked drivers; baton completion bash|zsh|fish
 prints a shell completion script.

@@ -275,6 +275,27 @@ func lines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
+// TestWorkSaysPaused: a worker started on a paused queue says so on
+// stderr (it would otherwise wait, or drain nothing, without a word), and
+// runs nothing until the queue resumes.
+func TestWorkSaysPaused(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		dsn := b.NewDSN(t)
+		pushID(t, dsn, "", "pz", "m")
+		code, _, errs := run(t, dsn, "queue", "pause", "pz")
+		expect(t, code, errs, 0, "")
+		file := filepath.Join(t.TempDir(), "out")
+		code, _, errs = run(t, dsn, "work", "pz", "--drain", "--", "sh", "-c", `cat >> "$0"`, file)
+		expect(t, code, errs, 0, "")
+		if !strings.Contains(errs, "queue is paused") || strings.Count(errs, "paused") != 1 {
+			t.Fatalf("a drain of a paused queue said %q, want one line saying it is paused", errs)
+		}
+		if got, _ := os.ReadFile(file); len(got) != 0 {
+			t.Fatalf("ran %q on a paused queue", got)
+		}
+	})
+}
+
 func TestWorkDrain(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		dsn := b.NewDSN(t)

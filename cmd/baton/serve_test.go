@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -200,12 +201,14 @@ func TestQueueJobCommands(t *testing.T) {
 
 // TestQueueCancelRunningCommand: baton queue cancel stops the command a
 // baton work process runs for the message (another process), and the
-// message ends cancelled, not retried.
+// message ends cancelled, not retried, as the worker says on stderr.
 func TestQueueCancelRunningCommand(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		dsn := b.NewDSN(t)
 		id := pushID(t, dsn, "", "long", "x")
 		w := exec.Command(bin, "--dsn", dsn, "work", "long", "--visibility", "1m", "--", "sh", "-c", "echo started; exec sleep 60")
+		var stderr bytes.Buffer
+		w.Stderr = &stderr
 		out, err := w.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -239,5 +242,8 @@ func TestQueueCancelRunningCommand(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		stopGracefully(t, w)
+		if say := stderr.String(); !strings.Contains(say, "it ends cancelled") || strings.Contains(say, "retrying") {
+			t.Fatalf("the worker's stderr does not say the message ends cancelled:\n%s", say)
+		}
 	})
 }

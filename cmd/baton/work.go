@@ -292,7 +292,7 @@ func watchStopSignals(sigs <-chan os.Signal, grace time.Duration, force chan<- s
 // of BATON_RETRY_BASE, and observed by the metrics when they are served.
 func openWorkerClient(ctx context.Context, g *globals, retry baton.RetryPolicy, obs *workerMetrics) (*baton.Client, error) {
 	copts := g.options("baton-cli")
-	copts.Retry = retry
+	copts.Retry, copts.MaxConns = retry, cliConns
 	if obs != nil {
 		copts.Observer = obs.m
 	}
@@ -309,17 +309,21 @@ func commandHandler(force <-chan struct{}, path string, command []string) baton.
 	return func(ctx context.Context, m *baton.Message) error {
 		err := runMessage(ctx, force, m, path, command)
 		if err != nil {
-			reportFailure(m, err)
+			reportFailure(ctx, m, err)
 		}
 		return err
 	}
 }
 
 // reportFailure says which attempt of a message failed, why, and whether
-// it is retried or goes to the dead letters.
-func reportFailure(m *baton.Message, err error) {
+// it is retried, goes to the dead letters, or ends cancelled (ctx, the
+// handler's context, ended because it was).
+func reportFailure(ctx context.Context, m *baton.Message, err error) {
 	next := "retrying"
-	if m.Attempt >= m.MaxAttempts {
+	switch {
+	case errors.Is(context.Cause(ctx), baton.ErrCancelled):
+		next = "it ends cancelled"
+	case m.Attempt >= m.MaxAttempts:
 		next = "to the dead letters"
 	}
 	fmt.Fprintf(os.Stderr, "baton: work: message %d of %s, attempt %d of %d: %s; %s\n",

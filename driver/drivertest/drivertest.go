@@ -659,9 +659,18 @@ func checkAckOnce(t *testing.T, tx driver.Tx, c driver.Claim) {
 		step{"a claim acknowledged twice", ack(c), false})
 }
 
-// checkRelease: a claim released puts its message back, ready, with its
-// attempt taken back.
+// checkRelease: a claim started (MessageStart, for its attempt only)
+// takes the given claim mode; released, it puts its message back, ready,
+// with its attempt taken back.
 func checkRelease(t *testing.T, tx driver.Tx, c driver.Claim) {
+	ctx := testCtx(t)
+	other := c
+	other.Attempt++
+	wantSteps(t,
+		step{"MessageStart of another attempt", func() (bool, error) { return tx.MessageStart(ctx, other, 1, hour) }, false},
+		step{"MessageStart", func() (bool, error) { return tx.MessageStart(ctx, c, 1, hour) }, true})
+	started := message(t, tx, c.ID)
+	failIf(t, started.ClaimMode != 1 || started.State != driver.MessageClaimed, "started message: %+v, want claimed in mode 1", started)
 	ok, err := tx.MessageRelease(testCtx(t), c)
 	wantDone(t, "MessageRelease", ok, err, true)
 	m := message(t, tx, c.ID)

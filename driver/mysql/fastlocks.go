@@ -21,7 +21,7 @@ import (
 	"github.com/batonhq/baton/internal/txn"
 )
 
-// Uncontended locks live in the MEMORY table {p}lock_fast (migration 023):
+// Uncontended locks live in the MEMORY table {p}lock_fast:
 // an acquire and a release are one autocommit statement each, with no
 // redo-log flush. The slow path (InnoDB rows under the identifier's row
 // lock) takes an identifier over with adopt, and the upkeep hands idle
@@ -120,7 +120,7 @@ func fastHolder(p driver.FastAcquireParams) driver.Request {
 // the lock is not free) as a request row, when the rule grants it at
 // once: {p}request with try-once, which stores nothing otherwise, and the
 // session's incarnation checked as fast_acquire checks it (a gated
-// identifier's gate counted, since migration 041).
+// identifier's gate counted).
 func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	r, err := d.request(ctx, driver.RequestParams{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident,
 		Mode: p.Mode, CallID: p.CallID, TryOnce: true}, p.Incarnation)
@@ -133,14 +133,14 @@ func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) 
 	return r, true, nil
 }
 
-// LockRequest implements driver.Requester: {p}request (migration 024)
+// LockRequest implements driver.Requester: {p}request
 // adopts a fast holder, decides and stores the request in one call.
 func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	return d.request(ctx, p, nil)
 }
 
 // request calls {p}request_commit on a connection of the fast pool,
-// which commits what {p}request did (migration 033: the identifier's row
+// which commits what {p}request did (the identifier's row
 // lock ends with the call, not one round trip later); inc is nil (the
 // session must be live) or the session's incarnation. A call that failed
 // is rolled back. The fast holder it found is marked adopted after the
@@ -149,13 +149,13 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
 	var status string
 	var holder int64
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return driver.Request{}, err
 	}
 	query := "request_call"
 	if p.Covered {
-		query = "reentry_call" // a re-entry first looked for (migration 042)
+		query = "reentry_call" // a re-entry first looked for
 	}
 	err = c.QueryRowContext(ctx, d.Q(query), p.Kind, bin(p.NS), bin(p.Name), p.SessionID, p.ClientID,
 		string(p.Mode), p.CallID, p.TryOnce, inc).Scan(&status, &r.ID, &r.Token, &holder)
@@ -163,7 +163,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 		_ = endFastTx(ctx, c, false)
 		return driver.Request{}, fmt.Errorf("request: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	d.clearAdopted(ctx, holder)
 	r.Status = driver.RequestStatus(status)
 	switch status {
@@ -412,7 +412,7 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 }
 
 // releaseSlow releases the session's instances in InnoDB in one call of
-// {p}release_instances (migration 038: the release, the hand-on of each
+// {p}release_instances (the release, the hand-on of each
 // identifier with waiters and the commit in the server). signal is what
 // fast_release_* saw of the session's fast holders the slow path took
 // over: 3 some perhaps not adopted yet, which the call adopts first
@@ -424,14 +424,14 @@ func (d *Driver) releaseRest(ctx context.Context, p driver.FastReleaseParams, n 
 // path itself (their rows locked by another transaction) are handed back
 // here (demoteLocked: the call's own answer stands in for
 // fast_demote_free's read). The call hands on every identifier itself,
-// gated ones too (migration 041), so none is returned for the engine to
+// gated ones too, so none is returned for the engine to
 // hand on. A call that fails is rolled back.
 func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, signal int64) (int, []driver.Ident, error) {
 	var name any
 	if p.Name != "" {
 		name = bin(p.Name)
 	}
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -443,7 +443,7 @@ func (d *Driver) releaseSlow(ctx context.Context, p driver.FastReleaseParams, si
 		_ = endFastTx(ctx, c, false)
 		return 0, nil, fmt.Errorf("release: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	out, err := parseReleaseCall(p, identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and
@@ -479,10 +479,10 @@ func (d *Driver) afterCall(ctx context.Context, out releaseOutcome) {
 func (d *Driver) AdoptsHolders() {}
 
 // LockRequestsRemove implements driver.RequestRemover with one call of
-// {p}remove_requests (migration 039: the identifiers' rows locked in
+// {p}remove_requests (the identifiers' rows locked in
 // order, their fast holders adopted, the requests deleted and each
 // identifier handed on, committed by the call; removeCall says what
-// follows; a gated identifier too, since migration 041).
+// follows; a gated identifier too).
 func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b driver.Request) int {
@@ -506,7 +506,7 @@ func hexIdent(id driver.Ident) []any {
 }
 
 // LockRegrant implements driver.Driver with one call of
-// {p}regrant_call (migration 041): each identifier's row locked in
+// {p}regrant_call: each identifier's row locked in
 // order and the identifier handed on, a transaction's gate counted,
 // committed by the call; afterwards as LockRequestsRemove.
 func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, error) {
@@ -526,9 +526,9 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 }
 
 // LockCallWithdraw implements driver.RequestRemover with one call of
-// {p}withdraw_call (migration 039), which finds the call's requests and
+// {p}withdraw_call, which finds the call's requests and
 // fast holders itself and withdraws them as {p}remove_requests does, or
-// with settle of {p}settle_call (migration 040: each row locked and its
+// with settle of {p}settle_call (each row locked and its
 // fast holder adopted first); afterwards as LockRequestsRemove.
 func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident, settle bool) (bool, error) {
 	if len(ids) == 0 {
@@ -553,7 +553,7 @@ func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID 
 // regrant_call on the fast pool, then afterCall, as releaseSlow does.
 // Each handles what it is given (true), or fails.
 func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (bool, error) {
-	c, err := d.fastConn(ctx)
+	c, onMain, err := d.fastConn(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -563,7 +563,7 @@ func (d *Driver) removeCall(ctx context.Context, query string, args ...any) (boo
 		_ = endFastTx(ctx, c, false)
 		return false, fmt.Errorf("withdraw requests: %w", err)
 	}
-	_ = c.Close()
+	d.doneFast(ctx, c, onMain)
 	out, err := parseRemoveCall(identsJSON, grantsJSON)
 	if err != nil {
 		// Committed: what could not be read is left to the upkeep and
@@ -595,7 +595,7 @@ type releaseOutcome struct {
 }
 
 // parseReleaseCall reads release_call's identifiers ([hex name, waiting,
-// gated (always 0 since migration 041: the call hands gated identifiers
+// gated (always 0: the call hands gated identifiers
 // on itself), adopted holder id, free: 1 left free, 2 free and handed
 // back to the fast path by the call] each) and grants ([id, session, client,
 // call, token] each) for the release p.
@@ -649,7 +649,7 @@ func parseRemoveCall(identsJSON, grantsJSON []byte) (releaseOutcome, error) {
 // ([hex name, waiting, gated, adopted holder id, free]) of kind and ns.
 func (out *releaseOutcome) addIdent(row []any, kind int, ns string) error {
 	var hexName string
-	var waiting, gated, hid, free int64 // gated: unused since migration 041
+	var waiting, gated, hid, free int64 // gated: always 0
 	if err := scanJSONRow(row, &hexName, &waiting, &gated, &hid, &free); err != nil {
 		return err
 	}
@@ -908,7 +908,7 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 }
 
 // memoryTables are the MEMORY lock state's tables with the size each is
-// made with (migrations 023 and 043 set max_heap_table_size for the
+// made with (the baseline migration sets max_heap_table_size for the
 // connection that makes them). The turnstiles' marks (lock_waits) and the
 // incarnation's row are few: the server's limit does for them.
 var memoryTables = []struct {
@@ -959,7 +959,7 @@ func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Dur
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	if err := d.markSlow(ctx); err != nil {
+	if err := d.markSlow(ctx, c); err != nil {
 		return err
 	}
 	var longest int64
@@ -974,14 +974,19 @@ func (d *Driver) newIncarnation(ctx context.Context, c *sql.Conn, lease time.Dur
 
 // markSlow marks every identifier with InnoDB state as the slow path's,
 // one statement each (see fast_engage: no statement that writes the
-// MEMORY table reads InnoDB).
-func (d *Driver) markSlow(ctx context.Context) error {
-	ids, err := d.idents(ctx, "incarnation_slow_idents")
+// MEMORY table reads InnoDB), on c, the connection that holds the
+// migration lock (a client with MaxConns has no other).
+func (d *Driver) markSlow(ctx context.Context, c *sql.Conn) error {
+	rows, err := c.QueryContext(ctx, d.Q("incarnation_slow_idents"))
 	if err != nil {
-		return err
+		return fmt.Errorf("incarnation_slow_idents: %w", err)
+	}
+	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanIdent)
+	if err != nil {
+		return fmt.Errorf("incarnation_slow_idents: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := d.SQL.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
+		if _, err := c.ExecContext(ctx, d.Q("fast_engage"), id.Kind, bin(id.NS), bin(id.Name), 0); err != nil {
 			return fmt.Errorf("fast_engage: %w", err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGatedInOneCall: the slow path's calls decide a gated identifier
-// themselves (migration 041), a gate that another transaction holds
+// themselves, a gate that another transaction holds
 // counted as a granted instance of nobody's session, where they had left
 // it to the engine's transaction: a request waits behind a write gate
 // (a try is refused) and is granted by LockRegrant once the gate is

@@ -276,10 +276,10 @@ func (d *Driver) track(l *listener, on bool) {
 	d.listeners[l] = true
 }
 
-// register takes a connection from the pool for the listener and records
+// register takes a connection of the listeners' pool and records
 // its id.
 func (l *listener) register(ctx context.Context) (*sql.Conn, error) {
-	conn, err := l.d.SQL.Conn(ctx)
+	conn, err := l.d.listenDB.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}

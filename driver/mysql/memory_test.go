@@ -3,16 +3,14 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-// TestSlowPathWritesNoInnoDB: since migration 043 a slow-path call keeps
+// TestSlowPathWritesNoInnoDB: a slow-path call keeps
 // its lock state in MEMORY tables and only locks the identifier's mutex
 // row in InnoDB, so its transaction modifies no InnoDB row (and so writes
 // no redo to flush at its commit). A waiter's request and the hand-on to
@@ -217,76 +215,5 @@ func TestPurgeUnderMutex(t *testing.T) {
 	}
 	if c, m := rows(); c != 0 || m != 0 {
 		t.Fatalf("after the purge of the mutex row left alone: %d counters rows, %d mutex rows; want none", c, m)
-	}
-}
-
-// TestMigrationMovesLiveState: migration 043 moves a schema's lock state
-// as it is, with holders, waiters and gated identifiers: the requests and
-// counters stay (now in MEMORY tables), the gated flag moves to the mutex
-// rows, and the procedures carry on from there (a release hands on to the
-// waiter stored before the move; a gated identifier is still decided
-// with its gate looked at).
-func TestMigrationMovesLiveState(t *testing.T) {
-	ctx := context.Background()
-	d, err := Open(ctx, newDSN(t), "baton_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	all := d.migrator.Migrations
-	at := slices.IndexFunc(all, func(m sqldriver.Migration) bool { return m.Version == 43 })
-	if at < 0 {
-		t.Fatal("no migration 043")
-	}
-	d.migrator.Migrations = all[:at]
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kind := driver.KindService
-	request := func(sess, name, mode string) (status string, rid, token int64) {
-		t.Helper()
-		var holder int64
-		if err := d.SQL.QueryRowContext(ctx, "CALL baton_request_commit(?, 'mv', ?, ?, 'c', ?, 1, 0, 0)", kind, name, sess, mode).
-			Scan(&status, &rid, &token, &holder); err != nil {
-			t.Fatalf("%s's request on %s: %v", sess, name, err)
-		}
-		return
-	}
-	if st, _, _ := request("s1", "a", "W"); st != "G" {
-		t.Fatalf("s1 before the move: %s, want G", st)
-	}
-	st, waiter, _ := request("s2", "a", "W")
-	if st != "P" {
-		t.Fatalf("s2 before the move: %s, want P", st)
-	}
-	if _, err := d.SQL.ExecContext(ctx, "INSERT INTO baton_lock_idents (kind, ns, name, fence, n_r, n_w, n_p, gated) VALUES (?, 'mv', 'g', 5, 0, 0, 0, 1)", kind); err != nil {
-		t.Fatal(err)
-	}
-
-	d.migrator.Migrations = all
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var nw, np, gatedA, gatedG int
-	if err := d.SQL.QueryRow(`SELECT (SELECT n_w FROM baton_lock_idents WHERE ns = 'mv' AND name = 'a'),
-	       (SELECT n_p FROM baton_lock_idents WHERE ns = 'mv' AND name = 'a'),
-	       (SELECT gated FROM baton_lock_mutex WHERE ns = 'mv' AND name = 'a'),
-	       (SELECT gated FROM baton_lock_mutex WHERE ns = 'mv' AND name = 'g')`).Scan(&nw, &np, &gatedA, &gatedG); err != nil {
-		t.Fatal(err)
-	}
-	if nw != 1 || np != 1 || gatedA != 0 || gatedG != 1 {
-		t.Fatalf("after the move: a's counters %d writers, %d waiting, gated %d; g gated %d; want 1, 1, 0, 1", nw, np, gatedA, gatedG)
-	}
-	var n int
-	var idents, grants string
-	if err := d.SQL.QueryRow("CALL baton_release_instances('s1', ?, 'mv', 'a', 0, 0)", kind).Scan(&n, &idents, &grants); err != nil || n != 1 {
-		t.Fatalf("s1's release after the move: %d, %v; want 1", n, err)
-	}
-	var status string
-	if err := d.SQL.QueryRow("SELECT status FROM baton_lock_requests WHERE id = ?", waiter).Scan(&status); err != nil || status != "G" {
-		t.Fatalf("s2's request, stored before the move, after s1's release: %q, %v; want G", status, err)
-	}
-	if st, _, token := request("s3", "g", "W"); st != "G" || token <= 5 {
-		t.Fatalf("a request on the gated identifier nobody's transaction holds: %s, token %d; want G above 5", st, token)
 	}
 }

@@ -68,6 +68,12 @@ var extraSQL string
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// routines holds one file per stored routine, (re)created by Migrate
+// whenever the file changes.
+//
+//go:embed sql/routines/*.sql
+var routines embed.FS
+
 // Now is the database clock in microseconds since the Unix epoch. It counts
 // from UTC_TIMESTAMP so that the session's time zone (and its daylight
 // saving jumps) cannot move it; NOW(6) and UTC_TIMESTAMP(6) have
@@ -133,6 +139,13 @@ type Driver struct {
 	// lineDB (turnstile.go).
 	lineDB *sql.DB
 	lines  *lines.Set[*sql.Conn]
+	// listenDB is the listeners' pool (listen.go): each holds one of its
+	// connections while it runs, closed when it stops.
+	listenDB *sql.DB
+	// limited: LimitConns bounded the main pool, and everything but the
+	// listener and the lines runs there (the fast paths stay on the main
+	// pool, as a one-shot command's do).
+	limited atomic.Bool
 	// fastReady is set by Prepare, once the client has lived a heartbeat
 	// or waited: before that (a one-shot command) the fast paths use the
 	// main pool with START TRANSACTION, so the process holds one
@@ -417,6 +430,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		d.fast.Close()
 		d.hot.Close()
 		d.lineDB.Close()
+		d.listenDB.Close()
 		return nil, err
 	}
 	return d, nil
@@ -468,6 +482,14 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		return nil, err
 	}
 	d.lineDB, d.lines = lineDB, d.newLines(lineDB)
+	if d.listenDB, err = d.pool(pc, isoVar, true, d.bound); err != nil {
+		db.Close()
+		d.fast.Close()
+		d.hot.Close()
+		d.lineDB.Close()
+		return nil, err
+	}
+	d.listenDB.SetMaxIdleConns(0)
 	return db, nil
 }
 
@@ -488,7 +510,7 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool, b *stmtbound.B
 	if err != nil {
 		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
-	db := sql.OpenDB(conn)
+	db := sql.OpenDB(sqldriver.RetryFull(conn, tooManyConnections))
 	// Keep enough idle connections that bursts of short transactions
 	// do not pay a new handshake each.
 	db.SetMaxIdleConns(16)
@@ -558,6 +580,10 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	if err != nil {
 		return err
 	}
+	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	if err != nil {
+		return err
+	}
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
 		Name:            "mysql",
 		InsertReturning: false,
@@ -576,7 +602,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	}}
 	d.hotDB = &sqldriver.DB{SQL: d.hot, D: d.DB.D}
 	d.migrator = &sqldriver.Migrator{
-		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
+		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now,
 		Locked: d.migrationLocked,
 	}
 	return nil
@@ -589,7 +615,7 @@ func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
-	db := sql.OpenDB(conn)
+	db := sql.OpenDB(sqldriver.RetryFull(conn, tooManyConnections))
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	c, err := db.Conn(ctx)
@@ -662,7 +688,7 @@ func (d *Driver) Close() error {
 			st.Close()
 		}
 	}
-	return errors.Join(d.lineDB.Close(), d.fast.Close(), d.hot.Close(), d.SQL.Close())
+	return errors.Join(d.lineDB.Close(), d.listenDB.Close(), d.fast.Close(), d.hot.Close(), d.SQL.Close())
 }
 
 // running lists the listeners still running.
@@ -769,31 +795,52 @@ const oneShotFastUses = 4
 // paths move to their own pool (a client that lives this long takes locks
 // often enough for the saved round trip to matter).
 func (d *Driver) Prepare(ctx context.Context) error {
-	d.fastReady.Store(true)
+	if !d.limited.Load() {
+		d.fastReady.Store(true)
+	}
 	return d.DB.Prepare(ctx)
 }
 
 // fastConn returns a connection in a transaction that the caller ends: one
 // of the fast pool, whose first statement opens it, or, before Prepare, one
 // of the main pool after START TRANSACTION.
-func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, error) {
+// onMain says which: the caller ends it with doneFast.
+func (d *Driver) fastConn(ctx context.Context) (*sql.Conn, bool, error) {
 	if d.fastPoolDue() {
-		return d.fast.Conn(ctx)
+		c, err := d.fast.Conn(ctx)
+		return c, false, err
 	}
 	c, err := d.SQL.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
 		discard(c)
-		return nil, err
+		return nil, true, err
 	}
-	return c, nil
+	return c, true, nil
+}
+
+// doneFast puts back a connection of fastConn after a call that
+// committed. One of the main pool is committed first: a call that
+// committed nothing (a procedure that found nothing to do) would leave
+// its START TRANSACTION open on a connection that autocommit statements
+// and isolation-level transactions reuse. The fast pool's next statement
+// goes on in its transaction, as it always did.
+func (d *Driver) doneFast(ctx context.Context, c *sql.Conn, onMain bool) {
+	if onMain {
+		_ = endFastTx(ctx, c, true)
+		return
+	}
+	_ = c.Close()
 }
 
 // fastPoolDue reports whether the fast paths use their own pool by now:
 // after Prepare, or from the call after oneShotFastUses on the main pool.
 func (d *Driver) fastPoolDue() bool {
+	if d.limited.Load() {
+		return false
+	}
 	if d.fastReady.Load() || d.fastUses.Add(1) > oneShotFastUses {
 		d.fastReady.Store(true)
 		return true
@@ -822,3 +869,27 @@ func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 // StatementsInServer implements driver.ServerStatements: the engine runs
 // the statements that change the lock state to their end.
 func (d *Driver) StatementsInServer() {}
+
+// tooManyConnections reports a connection the server refused for lack of
+// slots: ER_CON_COUNT_ERROR (1040, max_connections) or
+// ER_TOO_MANY_USER_CONNECTIONS (1203, max_user_connections).
+func tooManyConnections(err error) bool {
+	var me *gomysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203)
+}
+
+// LimitConns implements driver.ConnLimiter: the main pool holds at most n
+// connections (at most n idle) and runs every statement, the fast paths'
+// included (their own pools stay unused); lines take what the bound
+// leaves (none at 1: a contended waiter waits through the tables, woken
+// by the listener). Called before the client runs any statement but its
+// schema check.
+func (d *Driver) LimitConns(n int) {
+	if n <= 0 {
+		return
+	}
+	d.limited.Store(true)
+	d.SQL.SetMaxOpenConns(n)
+	d.SQL.SetMaxIdleConns(n)
+	d.lines.Max = int32(min(n-1, maxLines))
+}

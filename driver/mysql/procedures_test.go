@@ -12,11 +12,21 @@ import (
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-// TestTurnstileProceduresFollowFastPath: migrations 031 and 034's
-// procedures carry copies of the fast path's statements (the uncontended
-// path stays a plain statement, one round trip through the pool). The
-// parts that decide a grant and a release must read as the fast path's
-// do: fast_acquire's ON DUPLICATE KEY UPDATE, fast_release_name's SET and
+// routine reads a routine's file, prefix baton_.
+func routine(t *testing.T, name string) string {
+	t.Helper()
+	body, err := routines.ReadFile("sql/routines/" + name + ".sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(body), "{p}", "baton_")
+}
+
+// TestTurnstileProceduresFollowFastPath: the turnstile procedures carry
+// copies of the fast path's statements (the uncontended path stays a
+// plain statement, one round trip through the pool). The parts that
+// decide a grant and a release must read as the fast path's do:
+// fast_acquire's ON DUPLICATE KEY UPDATE, fast_release_name's SET and
 // fast_release_ns up to its WHERE (its index hint too), the same text
 // once spaces are folded. A change to one without the other fails here.
 func TestTurnstileProceduresFollowFastPath(t *testing.T) {
@@ -24,74 +34,63 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ migration, query, from, to string }{
-		{"031_turnstile_calls", "fast_acquire", "ON DUPLICATE KEY UPDATE", ""},
-		{"031_turnstile_calls", "fast_release_name", "SET h_session", " WHERE"},
-		{"034_turnstile_release_ns", "fast_release_ns", "UPDATE", " WHERE"},
+	for _, c := range []struct{ routine, query, from, to string }{
+		{"turnstile_acquire", "fast_acquire", "ON DUPLICATE KEY UPDATE", ""},
+		{"turnstile_release", "fast_release_name", "SET h_session", " WHERE"},
+		{"turnstile_release_ns", "fast_release_ns", "UPDATE", " WHERE"},
 	} {
-		body, err := migrations.ReadFile("migrations/" + c.migration + ".up.sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		proc := batontest.Fold(strings.ReplaceAll(string(body), "{p}", "baton_"))
+		proc := batontest.Fold(routine(t, c.routine))
 		part := batontest.Clause(t, q[c.query], c.from, c.to)
 		if !strings.Contains(proc, part) {
-			t.Errorf("migration %s's procedures do not carry %s's %q clause as it is now:\n%s", c.migration, c.query, c.from, part)
+			t.Errorf("{p}%s does not carry %s's %q clause as it is now:\n%s", c.routine, c.query, c.from, part)
 		}
 	}
 }
 
-// TestReleaseProcedureFollowsRequest: migrations 035 and 038 (the
-// hand-on, and 038's adoption) carry copies of {p}request's (migration
-// 024) adoption of the fast holder and of its grant rule's bookkeeping,
-// and 038 of fast_clear_ids' SET clause and of the hand-back to the fast
-// path (fast_demote_check's condition, fast_demote's), and 039 of
-// fast_clear_ids' SET clause: the same text
-// once spaces are folded. A change to one without the other fails here.
+// TestReleaseProcedureFollowsRequest: the procedures that hand on, adopt
+// or release carry copies of {p}request's adoption of the fast holder and
+// of its grant rule's bookkeeping, and of fast_clear_ids' SET clause and
+// of the hand-back to the fast path (fast_demote_check's condition,
+// fast_demote's): the same text once spaces are folded. A change to one
+// without the other fails here.
 func TestReleaseProcedureFollowsRequest(t *testing.T) {
 	q, err := sqldriver.ParseQueryFiles("baton_", map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := func(name string) string {
-		body, err := migrations.ReadFile("migrations/" + name + ".up.sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.ReplaceAll(string(body), "{p}", "baton_")
-	}
-	request := read("024_lock_calls")
+	request := routine(t, "request")
 	engage := batontest.Clause(t, request, "INSERT INTO baton_lock_fast (kind, ns, name, fence, slow)", "IF v_ffence > v_fence THEN")
 	adopt := batontest.Clause(t, request, "INSERT IGNORE INTO baton_lock_requests", ";")
 	grants := batontest.Clause(t, request, "IF v_wmode = 'W' AND FIND_IN_SET(v_wsess, v_gw) = 0 THEN", "END LOOP;")
-	for migration, parts := range map[string][]string{
-		"035_release_commit":    {engage, adopt, grants},
-		"038_release_instances": {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
-		"043_memory_state": {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE"),
+	clear := batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")
+	demote := batontest.Clause(t, q["fast_demote"], "h_session = NULL", " WHERE")
+	demoteSlow := batontest.Clause(t, q["fast_demote"], " AND slow = 1", "")
+	for name, parts := range map[string][]string{
+		"release_ident": {engage, adopt, grants},
+		"adopt_ident":   {engage, adopt},
+		"release_instances": {clear, demote, demoteSlow,
 			batontest.Clause(t, q["fast_demote_check"], "li.n_r = 0", " AND NOT EXISTS (SELECT 1 FROM baton_lock_mutex"),
-			batontest.Clause(t, q["fast_demote_check"], "AND NOT EXISTS (SELECT 1 FROM baton_lock_requests", ""),
-			batontest.Clause(t, q["fast_demote"], "h_session = NULL", " WHERE"),
-			batontest.Clause(t, q["fast_demote"], " AND slow = 1", "")},
-		"039_remove_requests": {batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
-		"041_gated_calls":     {engage, adopt, grants, batontest.Clause(t, q["fast_clear_ids"], "SET", " WHERE")},
-		"042_reentry_call":    {adopt},
+			batontest.Clause(t, q["fast_demote_check"], "AND NOT EXISTS (SELECT 1 FROM baton_lock_requests", "")},
+		"remove_requests": {clear, demote},
+		"request_commit":  {demoteSlow},
+		"request_reentry": {adopt},
 	} {
-		proc := batontest.Fold(read(migration))
+		proc := batontest.Fold(routine(t, name))
 		for _, part := range parts {
 			if !strings.Contains(proc, part) {
-				t.Errorf("migration %s's procedures do not carry this clause as it is now:\n%s", migration, part)
+				t.Errorf("{p}%s does not carry this clause as it is now:\n%s", name, part)
 			}
 		}
 	}
 }
 
-// TestRequestJoinsReaders: migration 037's {p}request_commit grants a
+// TestRequestJoinsReaders: {p}request_commit grants a
 // reader beside readers without {p}request (one procedure call where
 // the whole rule makes two), with the next fence as its token and the
 // counters set from the rows; and leaves every other case to {p}request,
 // whose outcome it must not change: a session that is not live or of
 // another incarnation ('X'), a gated identifier (decided by {p}request
-// with the gate counted, since migration 041: here no transaction holds
+// with the gate counted: here no transaction holds
 // it), and a reader behind a waiting writer ('W' for a try, 'P'
 // otherwise).
 func TestRequestJoinsReaders(t *testing.T) {
@@ -185,7 +184,7 @@ func TestRequestJoinsReaders(t *testing.T) {
 	}
 }
 
-// TestRequestReentersInOneCall: migration 042's {p}request_reentry grants
+// TestRequestReentersInOneCall: {p}request_reentry grants
 // a re-entry (the session's instance covers the request: anything under
 // its write lock, a read under its read lock) without {p}request, with
 // the next fence as its token, the fast holder adopted (a request row
@@ -228,7 +227,7 @@ func TestRequestReentersInOneCall(t *testing.T) {
 	for i, mode := range []string{"W", "R", "W"} {
 		st, token, holder, made := request("s1", mode)
 		// The first also makes the identifier's rows, which only the fast
-		// path had held ({p}ident_take, migration 043).
+		// path had held ({p}ident_take).
 		want := int64(1)
 		if i == 0 {
 			want = 2

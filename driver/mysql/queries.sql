@@ -369,6 +369,13 @@ UPDATE {p}messages
 -- worker then cancels the handler.
 UPDATE {p}messages SET claim_until = {now} + ? WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
 
+-- name: message_start
+-- Starts a held claim (claim mode 9, a worker's in-order batch): its mode
+-- becomes the given one and its lease runs from now. Arguments: mode,
+-- lease, id, session, attempt.
+UPDATE {p}messages SET claim_mode = ?, claim_until = {now} + ?
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
+
 -- name: claims_stale
 -- Claims whose lease ran out or whose session is gone.
 SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages m
@@ -499,15 +506,17 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = ? AND state = 'D';
 
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs. The plain
--- id list lets the planner use the primary key.
-DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs});
+-- id list lets the planner use the primary key. Not a claim whose message
+-- was asked to stop (cancel): it ends cancelled whatever its handler did.
+DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs});
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
--- and the attempt the claim counted is taken back.
+-- and the attempt the claim counted is taken back. Not a cancelled one
+-- (it is finished cancelled instead).
 UPDATE {p}messages
    SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
- WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C';
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
 
 -- name: throughput_add
 INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES (?, {now} DIV 60000000, ?, ?)
@@ -571,7 +580,7 @@ DELETE FROM {p}messages WHERE id = ? AND state = ?;
 -- would otherwise not lock the rows the delete then takes.
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
-  FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs})
+  FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs})
    FOR UPDATE;
 
 -- name: message_get

@@ -217,7 +217,7 @@ func worstStatistics(t *testing.T, d *Driver, table, churn string) {
 }
 
 // TestRequestCommitsInCall: the slow path's request call ends holding no
-// row lock (migration 033): right after it, on a connection whose
+// row lock: right after it, on a connection whose
 // transaction is still open, another transaction takes the identifier's
 // row lock without waiting.
 func TestRequestCommitsInCall(t *testing.T) {
@@ -252,7 +252,7 @@ func TestRequestCommitsInCall(t *testing.T) {
 
 // TestTurnstileReleaseNamespace: a namespace's release by a session whose
 // line holds one turnstile there lets it go in the release's own call on
-// the line (migration 034: one procedure call, no RELEASE_LOCK statement
+// the line (one procedure call, no RELEASE_LOCK statement
 // after it); with two turnstiles there both are let go after the
 // release, as before.
 func TestTurnstileReleaseNamespace(t *testing.T) {
@@ -319,7 +319,7 @@ func TestTurnstileReleaseNamespace(t *testing.T) {
 }
 
 // TestReleaseCallHandsOn: the release of a lock others wait for, by name
-// and by namespace, goes through {p}release_commit (migration 035): the
+// and by namespace, goes through {p}release_commit: the
 // waiters are granted in the release's call, front to back by lockcore's
 // rule (a writer behind a writer, then two readers together), the
 // identifier's row is free once the call has returned, and a waiter whose
@@ -463,7 +463,7 @@ func TestFastConflictHeld(t *testing.T) {
 	}
 }
 
-// TestReleaseCallCounts: {p}release_commit (migration 035) releases every
+// TestReleaseCallCounts: {p}release_commit releases every
 // instance of the session in its scope, re-entered ones and readers
 // beside writers included, name by name, counts them, and leaves each
 // identifier's counters as its remaining instances make them; a release
@@ -525,7 +525,7 @@ func TestReleaseCallCounts(t *testing.T) {
 }
 
 // TestReleaseInstancesAdopts: the releases that had stayed the client's
-// transaction are one call of {p}release_instances (migration 038): a
+// transaction are one call of {p}release_instances: a
 // release that must first adopt the session's fast holder (the slow path
 // took the identifier over and nothing adopted the holder yet:
 // fast_release_*'s signal 3), by namespace and with a limit, and a
@@ -675,7 +675,7 @@ func TestReleaseInstancesAdopts(t *testing.T) {
 	}
 }
 
-// TestReleaseHandsBackFree: {p}release_instances (migration 038) hands
+// TestReleaseHandsBackFree: {p}release_instances hands
 // each identifier its release left free back to the fast path after its
 // commit, in the same call (the flag 2 says so, and the client does not
 // do it again), with the fence carried over so that the next fast grant's

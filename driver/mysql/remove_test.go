@@ -9,7 +9,7 @@ import (
 	"github.com/batonhq/baton/driver"
 )
 
-// TestRemoveRequestsCall: {p}remove_requests (migration 039) withdraws
+// TestRemoveRequestsCall: {p}remove_requests withdraws
 // requests in one call: a waiting request (the one behind it stays
 // waiting), a fast holder read through lock_holds and a slow-path grant
 // of another identifier (the waiters behind each are granted with later
@@ -142,7 +142,7 @@ func TestParseRemoveCall(t *testing.T) {
 	}
 }
 
-// TestWithdrawCallFindsFastHolder: {p}withdraw_call (migration 039) finds
+// TestWithdrawCallFindsFastHolder: {p}withdraw_call finds
 // a call's fast holder that no transaction has adopted (no request row
 // names it) as well as its request rows, withdraws both, and answers a
 // call that has nothing there without changing anything.

@@ -19,8 +19,7 @@ import (
 // that the lock's holder keeps while it holds it. The lock itself is the
 // fast path's (lock_fast), granted after the turnstile by the same rule.
 
-// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits,
-// migration 029).
+// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits).
 var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
@@ -83,7 +82,7 @@ func lineTurnstile(held map[driver.Ident]bool, scope driver.Ident) (driver.Ident
 
 // LockTurnstileAcquire implements driver.Turnstiles: the turnstile
 // (taken at once when free, else waited for) and then the fast path's
-// grant, in one call on the line ({p}turnstile_acquire, migration 031).
+// grant, in one call on the line ({p}turnstile_acquire).
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
 	l, wait := d.lines.Claim(ctx, p, wait)
 	if l == nil {
@@ -170,7 +169,7 @@ func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 // releaseOnLine is LockFastRelease of one name whose turnstile the
 // session holds, or of a namespace where it holds one turnstile: the fast
 // release and RELEASE_LOCK in one call on the line ({p}turnstile_release,
-// migration 031; {p}turnstile_release_ns, migration 034), then what the
+// {p}turnstile_release_ns), then what the
 // slow path has left to release, if anything (releaseRest), and the
 // turnstile after it when the call did not let it go. done false: the
 // session holds no such turnstile (or several in the namespace), or the

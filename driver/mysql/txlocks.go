@@ -276,8 +276,10 @@ func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer done()
 	all, err := sqldriver.ScanTxHolds(rows, true)
+	// Its transaction ends before the second read's begins: a client
+	// with one connection (Options.MaxConns) has no other.
+	done()
 	if err != nil {
 		return nil, err
 	}

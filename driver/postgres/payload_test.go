@@ -30,7 +30,7 @@ func TestWakePayloadRoundTrip(t *testing.T) {
 	if mine, _ := parsePayload(ps[0], "c"); mine {
 		t.Fatal("c is not in the payload")
 	}
-	// An entry of a release older than migration 025 (no session, call).
+	// An entry of a release from an earlier version (no session, call).
 	if _, granted := parsePayload("a:5:6", "a"); len(granted) != 1 || granted[0].ID != 5 || granted[0].Token != 6 || granted[0].SessionID != "" {
 		t.Fatalf("old entry read as %+v", granted)
 	}

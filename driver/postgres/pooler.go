@@ -185,15 +185,6 @@ func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB, b *stmtb
 	return openDB(cfg, b), true, nil
 }
 
-// openDB opens a pool of cfg's connections whose statements b bounds
-// (stmtbound; nil: only their contexts do).
-func openDB(cfg *pgx.ConnConfig, b *stmtbound.Bound) *sql.DB {
-	if b == nil {
-		return stdlib.OpenDB(*cfg)
-	}
-	return sql.OpenDB(stmtbound.Connector(stdlib.GetConnector(*cfg), b, false))
-}
-
 // connectErr explains a failed connection: a search_path that a pooler
 // refused, or the real cause of the failure.
 func connectErr(ctx context.Context, cfg *pgx.ConnConfig, err error) error {

@@ -49,6 +49,12 @@ var ownSQL string
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// routines holds one file per stored routine, (re)created by Migrate
+// whenever the file changes.
+//
+//go:embed sql/routines/*.sql
+var routines embed.FS
+
 // Now is PostgreSQL's clock in microseconds.
 const Now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
 
@@ -108,6 +114,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	}
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(idleTime)
 	listenCfg := cfg
 	if opts.listenDSN != "" {
 		if listenCfg, err = parseConfig(opts.listenDSN); err != nil {
@@ -131,6 +138,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	rdb := openDB(rcfg, b)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
+	rdb.SetConnMaxIdleTime(idleTime)
 	d, err := newDriver(cfg, listenCfg, pooled, db, rdb, prefix)
 	if err != nil {
 		db.Close()
@@ -221,6 +229,10 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	if err != nil {
 		return nil, err
 	}
+	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.lines = d.newLines()
 	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
@@ -236,7 +248,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
 	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
 	d.migrator = &sqldriver.Migrator{
-		DB: db, Prefix: prefix, Migrations: migs, Now: Now, Numbered: true,
+		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now, Numbered: true,
 		// DDL is transactional: migrate inside one transaction that holds
 		// an advisory lock, so concurrent migrators queue.
 		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN"},
@@ -597,8 +609,8 @@ func scanGrants(rows pgx.Rows, p driver.FastAcquireParams, n int) (map[string]dr
 	return byName, restarted, nil
 }
 
-// LockRequest implements driver.Requester with the {p}request function
-// (migration 018): one round trip instead of a transaction of seven.
+// LockRequest implements driver.Requester with the {p}request function:
+// one round trip instead of a transaction of seven.
 func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
 	var status string // plain: database/sql converts into it without reflection
@@ -637,8 +649,7 @@ func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, t
 
 // LockFastRelease implements driver.Driver in one statement, hand-off to
 // waiters included, so it never reports identifiers to re-examine. A
-// session with request rows releases through {p}release_name (migration
-// 026), a namespace's names in name order (release_ns); one holding only
+// session with request rows releases through {p}release_name, a namespace's names in name order (release_ns); one holding only
 // inline holders by one update of them (release_inline).
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	var name, limit any
@@ -766,7 +777,7 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 }
 
 // LockRequestsRemove implements driver.RequestRemover with one call of
-// {p}remove_requests (migration 039: the identifiers' rows locked in
+// {p}remove_requests (the identifiers' rows locked in
 // order, the requests deleted, each identifier handed on by
 // {p}regrant_grants, which sees transactions' gates itself), its grants
 // handed to clients in this process at once.
@@ -793,8 +804,8 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 }
 
 // LockCallWithdraw implements driver.RequestRemover with one call of
-// {p}withdraw_call (migration 039), or with settle of {p}settle_call
-// (migration 040: the rows locked first), its grants handed to clients
+// {p}withdraw_call, or with settle of {p}settle_call
+// (the rows locked first), its grants handed to clients
 // in this process at once.
 func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident, settle bool) (bool, error) {
 	if len(ids) == 0 {
@@ -821,7 +832,7 @@ func (d *Driver) Relaxed() driver.Tx { return d.relaxed.NoTx() }
 
 // Prepare implements driver.Driver for both pools.
 func (d *Driver) Prepare(ctx context.Context) error {
-	if err := d.DB.Prepare(ctx); err != nil {
+	if err := d.DB.Prepare(ctx); err != nil || d.relaxed == d.DB {
 		return err
 	}
 	return d.relaxed.Prepare(ctx)
@@ -835,6 +846,9 @@ func (d *Driver) Close() error {
 		return nil // the program's *sql.DB
 	case d.shared != nil:
 		return d.shared.Close() // the program's pgx pool stays open
+	}
+	if d.relaxed == d.DB {
+		return d.DB.Close()
 	}
 	return errors.Join(d.relaxed.SQL.Close(), d.DB.Close())
 }
@@ -1078,7 +1092,7 @@ func (l *pgListener) reconnect(ctx context.Context) bool {
 }
 
 func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, d.listenCfg)
+	conn, err := connectDirect(ctx, d.listenCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -1094,8 +1108,8 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 // parsePayload reads a wake-up payload: comma-separated entries, each a
 // client id ("wake up and look") or "client:request:token:session:call"
 // (that request of that session's lock call was granted with that token;
-// before migration 025 without session and call). mine is true when an entry is for clientID;
-// granted is nil when any entry for it asks for a look.
+// from clients of earlier versions without session and call). mine is
+// true when an entry is for clientID; granted is nil when any entry for it asks for a look.
 func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
 	own := payloadEntries(payload, clientID)
 	_, byClient := sqldriver.ByClient(own)

@@ -411,7 +411,7 @@ SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
 DELETE FROM {p}messages m
  WHERE m.id = ANY (ARRAY(SELECT (c->>0)::bigint FROM jsonb_array_elements($2::jsonb) c))
    AND (m.id, m.attempt) IN (SELECT (c->>0)::bigint, (c->>1)::int FROM jsonb_array_elements($2::jsonb) c)
-   AND m.claimed_by = $1 AND m.state = 'C';
+   AND m.claimed_by = $1 AND m.state = 'C' AND m.cancel = 0;
 
 -- name: message_finish_many_json
 -- Completes many claims of one session in one statement: deletes them
@@ -420,7 +420,7 @@ WITH d AS (
     DELETE FROM {p}messages m
      WHERE m.id = ANY (ARRAY(SELECT (c->>0)::bigint FROM jsonb_array_elements($2::jsonb) c))
        AND (m.id, m.attempt) IN (SELECT (c->>0)::bigint, (c->>1)::int FROM jsonb_array_elements($2::jsonb) c)
-       AND m.claimed_by = $1 AND m.state = 'C'
+       AND m.claimed_by = $1 AND m.state = 'C' AND m.cancel = 0
     RETURNING m.id, m.queue, m.payload, m.priority, m.msg_key, m.attempt, m.max_attempts, m.last_error, m.created_at, m.meta, m.kind, m.errors)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;

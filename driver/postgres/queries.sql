@@ -307,6 +307,13 @@ UPDATE {p}messages
 -- worker then cancels the handler.
 UPDATE {p}messages SET claim_until = {now} + $1::bigint WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C' AND cancel = 0;
 
+-- name: message_start
+-- Starts a held claim (claim mode 9, a worker's in-order batch): its mode
+-- becomes the given one and its lease runs from now. Arguments: mode,
+-- lease, id, session, attempt.
+UPDATE {p}messages SET claim_mode = $1::int, claim_until = {now} + $2::bigint
+ WHERE id = $3 AND claimed_by = $4 AND attempt = $5 AND state = 'C' AND cancel = 0;
+
 -- name: claims_stale
 -- Claims whose lease ran out or whose session is gone: the running
 -- messages of each registered queue, from the ready index (every message
@@ -448,15 +455,17 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = $1 AND state = 'D';
 
 -- name: message_ack_many
 -- Acknowledges many claims of one session: (id, attempt) pairs. The plain
--- id list lets the planner use the primary key.
-DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
+-- id list lets the planner use the primary key. Not a claim whose message
+-- was asked to stop (cancel): it ends cancelled whatever its handler did.
+DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
 
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
--- and the attempt the claim counted is taken back.
+-- and the attempt the claim counted is taken back. Not a cancelled one
+-- (it is finished cancelled instead).
 UPDATE {p}messages
    SET state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL, run_at = {now}, attempt = attempt - 1
- WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C';
+ WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C' AND cancel = 0;
 
 -- name: throughput_add
 INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES ($1, {now} / 60000000, $2, $3)
@@ -520,7 +529,7 @@ DELETE FROM {p}messages WHERE id = $1 AND state = $2;
 -- to the history, on the primary key. (PostgreSQL uses message_finish_many instead: one statement.)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors
-  FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
+  FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
 
 -- name: message_get
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel FROM {p}messages WHERE id = $1;

@@ -14,14 +14,13 @@ import (
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
-// Turnstiles (migration 027, driver.Turnstiles): a session that meets a
+// Turnstiles (driver.Turnstiles): a session that meets a
 // contended write lock waits for it in the server, on a connection of its
 // own (its line, internal/lines), in the lock queue of a session-level
 // advisory lock on the identifier that the lock's holder keeps while it
 // holds it.
 
-// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits,
-// migration 029).
+// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits).
 var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
@@ -37,7 +36,7 @@ const TurnstileClass int32 = 0x62746e31
 // listener's configuration (the DSN's listen_dsn behind a pooler).
 func (d *Driver) newLines() *lines.Set[*pgx.Conn] {
 	return &lines.Set[*pgx.Conn]{
-		Open:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, d.listenCfg) },
+		Open:  func(ctx context.Context) (*pgx.Conn, error) { return connectDirect(ctx, d.listenCfg) },
 		Close: func(ctx context.Context, c *pgx.Conn) { c.Close(ctx) },
 		Max:   maxLines,
 	}
@@ -82,7 +81,7 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 		TurnstileClass, d.turnstileKey(p.Ident), int32(wait/time.Millisecond), p.SessionID, p.ClientID, p.CallID).
 		Scan(&id, &token, &inc, &held, &waited)
 	if lockTimedOut(err) {
-		// The wait ran out (migration 032): the lock was not taken, and
+		// The wait ran out: the lock was not taken, and
 		// the turnstile may have come as the time ran out.
 		waited = true
 		err = l.Conn.QueryRow(ctx, d.Q("turnstile_held"), TurnstileClass, d.turnstileKey(p.Ident)).Scan(&held)

@@ -8,7 +8,7 @@ import (
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-// TestTurnstileTakeFollowsFastPath: migration 032's {p}turnstile_take
+// TestTurnstileTakeFollowsFastPath: {p}turnstile_take
 // carries a copy of the fast path's upsert (the uncontended path stays a
 // plain statement through the pool), and so do query turnstile_acquire
 // (what the function does, as one plain statement) and
@@ -22,15 +22,15 @@ func TestTurnstileTakeFollowsFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := migrations.ReadFile("migrations/032_turnstile_take.up.sql")
+	body, err := routines.ReadFile("sql/routines/turnstile_take.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	upsert := batontest.Clause(t, q["fast_acquire"], "ON CONFLICT (", " RETURNING")
 	for copyName, text := range map[string]string{
-		"migration 032's {p}turnstile_take": batontest.Fold(strings.ReplaceAll(string(body), "{p}", "baton_")),
-		"query turnstile_acquire":           batontest.Fold(q["turnstile_acquire"]),
-		"fast_acquire_many_free":            batontest.Fold(q["fast_acquire_many_free"]),
+		"{p}turnstile_take":       batontest.Fold(strings.ReplaceAll(string(body), "{p}", "baton_")),
+		"query turnstile_acquire": batontest.Fold(q["turnstile_acquire"]),
+		"fast_acquire_many_free":  batontest.Fold(q["fast_acquire_many_free"]),
 	} {
 		if !strings.Contains(text, upsert) {
 			t.Errorf("%s does not carry fast_acquire's ON CONFLICT clause as it is now:\n%s", copyName, upsert)

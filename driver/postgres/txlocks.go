@@ -30,7 +30,7 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 	return nil
 }
 
-// TxGate implements driver.TxLocker with {p}tx_gate (migration 020): one
+// TxGate implements driver.TxLocker with {p}tx_gate: one
 // call, which waits under lock_timeout, checks the sessions in READ
 // COMMITTED and never aborts the caller's transaction.
 func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode driver.LockMode, wait time.Duration, check bool) (bool, error) {

@@ -245,9 +245,9 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	macros := map[string]string{
 		"now": Now,
 		// A new request row's id: the rowid SQLite would choose, but never
-		// below 1, where the inline holders' ids are (migration 028).
+		// below 1, where the inline holders' ids are.
 		"next_id": "max(coalesce((SELECT max(id) FROM " + prefix + "lock_requests), 0), 0) + 1",
-		// An inline holder let go (migration 028): uncounted, its columns
+		// An inline holder let go: uncounted, its columns
 		// cleared.
 		"let_go": "n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'), " +
 			"h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL",
@@ -752,8 +752,7 @@ func (h *hub) pokeAll() {
 }
 
 // LockFastAcquire implements driver.Driver in one autocommit statement
-// on a free identifier: the instance becomes its inline holder
-// (migration 028). A reader beside other readers takes a request row with
+// on a free identifier: the instance becomes its inline holder. A reader beside other readers takes a request row with
 // a second statement; a writer refused by the first needs the slow path.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
 	leave, err := d.hub.writers.Enter(ctx)

@@ -139,7 +139,7 @@ RETURNING id;
 -- message_ack_many with the claims as one JSON array of [id, attempt]
 -- pairs (?2): one statement text whatever their number, prepared once.
 DELETE FROM {p}messages
- WHERE claimed_by = ?1 AND state = 'C'
+ WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
 
@@ -148,7 +148,7 @@ DELETE FROM {p}messages
 -- in one statement: marking them completed moves them to the history (the
 -- trigger of migration 019).
 UPDATE {p}messages SET state = 'K'
- WHERE claimed_by = ?1 AND state = 'C'
+ WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
 

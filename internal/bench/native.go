@@ -250,7 +250,7 @@ func (g *getLock) turnstileWaiting(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// The turnstile's call (driver/mysql, migration 031), waiting in
+	// The turnstile's call (driver/mysql), waiting in
 	// GET_LOCK.
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST

@@ -295,7 +295,16 @@ func (c claim) in(ctx context.Context, tx driver.Tx) ([]driver.Message, time.Dur
 	if err != nil || len(ids) == 0 {
 		return nil, dueIn, err
 	}
-	if _, err := tx.ClaimIDs(ctx, c.session, int(c.mode), c.visibility, ids); err != nil {
+	// An in-order batch (Ordered, a worker's): only its head starts now;
+	// the others are held (driver.ClaimHeld) until the worker starts each.
+	head := ids
+	if c.mode == claimrule.Ordered {
+		head = ids[:1]
+		if _, err := tx.ClaimIDs(ctx, c.session, driver.ClaimHeld, c.visibility, ids[1:]); err != nil {
+			return nil, 0, err
+		}
+	}
+	if _, err := tx.ClaimIDs(ctx, c.session, int(c.mode), c.visibility, head); err != nil {
 		return nil, 0, err
 	}
 	ms, err := tx.MessageByIDs(ctx, ids)
@@ -365,10 +374,20 @@ func RecoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, wh
 }
 
 // recoverClaim gives one claim back, or buries it at its attempt limit, or
-// cancels it when it was cancelled while it ran.
+// cancels it when it was cancelled while it ran. A held claim, which never
+// started, goes back untouched: its provisional attempt taken back, no
+// error recorded.
 func recoverClaim(ctx context.Context, tx driver.Tx, r driver.ClaimRef, why string) (bool, error) {
 	cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
 	e := driver.AttemptError{At: time.Now().UTC(), Attempt: r.Attempt, Error: why}
+	if r.Mode == driver.ClaimHeld {
+		ok, err := tx.MessageRelease(ctx, cl)
+		if err != nil || ok {
+			return ok, err
+		}
+		e.Error = "cancelled before it started"
+		return tx.MessageFinish(ctx, cl, driver.MessageCancelled, &e)
+	}
 	if r.Attempt >= r.MaxAttempts {
 		e.Error = fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why)
 		return tx.MessageFinish(ctx, cl, driver.MessageDead, &e)

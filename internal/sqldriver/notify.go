@@ -154,7 +154,7 @@ func (db *DB) NotifyStatement(channel, payload string) (string, []any) {
 
 // Maintain implements driver.Driver: notifications older than a minute are
 // deleted (listeners read them within a poll interval), and, where the
-// dialect has lock_waits (migration 029; SQLite's 030), the marks of
+// dialect has lock_waits, the marks of
 // contenders whose sessions are gone.
 func (db *DB) Maintain(ctx context.Context) error {
 	if _, ok := db.D.Queries["notify_purge"]; ok {

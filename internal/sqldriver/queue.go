@@ -521,6 +521,11 @@ func (t *Tx) MessageExtend(ctx context.Context, c driver.Claim, d time.Duration)
 	return affected(t.exec(ctx, "message_extend", us(d), c.ID, c.SessionID, c.Attempt))
 }
 
+// MessageStart implements driver.QueueTx.
+func (t *Tx) MessageStart(ctx context.Context, c driver.Claim, mode int, d time.Duration) (bool, error) {
+	return affected(t.exec(ctx, "message_start", mode, us(d), c.ID, c.SessionID, c.Attempt))
+}
+
 // MessageRelease implements driver.QueueTx.
 func (t *Tx) MessageRelease(ctx context.Context, c driver.Claim) (bool, error) {
 	return affected(t.exec(ctx, "message_release", c.ID, c.SessionID, c.Attempt))

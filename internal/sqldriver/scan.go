@@ -60,7 +60,7 @@ func ScanReleased(rows *sql.Rows) ([]driver.Request, error) {
 }
 
 // HolderID is a new inline holder's request id (MySQL's lock_fast,
-// SQLite's migration 028): negative, so that it never meets the request
+// SQLite's lock_idents): negative, so that it never meets the request
 // rows' ids, which start at 1, and sorts before them (the inline holder
 // is its identifier's oldest instance), and random: 62 bits make a
 // collision between holders of one database negligible.

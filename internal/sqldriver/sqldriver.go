@@ -1191,9 +1191,8 @@ func (c callerTx) ScanRow(ctx context.Context, query string, args []any, dest ..
 }
 
 // LockTurnstileWaiting implements driver.Turnstiles for the dialects whose
-// turnstile waits are rows of {p}lock_waits (migration 029 of PostgreSQL
-// and MySQL, 030 of SQLite: the turnstile_wait_mark and
-// turnstile_wait_unmark queries).
+// turnstile waits are rows of {p}lock_waits (the turnstile_wait_mark
+// and turnstile_wait_unmark queries).
 func (db *DB) LockTurnstileWaiting(ctx context.Context, p driver.FastAcquireParams, on bool) error {
 	if !on {
 		_, err := db.ExecNamed(ctx, nil, "turnstile_wait_unmark", p.SessionID, p.CallID)

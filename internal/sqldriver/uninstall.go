@@ -32,17 +32,27 @@ var created = regexp.MustCompile("(?i)\\b(?:CREATE\\s+(?:OR\\s+REPLACE\\s+)?(?:U
 	"(?:TABLE|VIEW|FUNCTION|PROCEDURE|TRIGGER|SEQUENCE|TYPE|EVENT)\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?|RENAME\\s+TO\\s+|RENAME\\s+TABLE\\s+\\S+\\s+TO\\s+)" +
 	"[`\"]?([A-Za-z0-9_]+)")
 
-// Known returns the names of the objects the migrations create that carry
-// the prefix, and the migration tracking table's: the objects Uninstall
-// may remove. Read from the migrations themselves, it keeps up with them.
+// Known returns the names of the objects the migrations and the routine
+// files create that carry the prefix, and the tracking tables': the
+// objects Uninstall may remove. Read from the files themselves, it keeps
+// up with them.
 func (m *Migrator) Known() map[string]bool {
 	out := map[string]bool{m.Prefix + "migrations": true}
-	for _, mig := range m.Migrations {
-		for _, g := range created.FindAllStringSubmatch(mig.Up, -1) {
+	if len(m.Routines) > 0 {
+		out[m.Prefix+"routines"] = true
+	}
+	add := func(src string) {
+		for _, g := range created.FindAllStringSubmatch(src, -1) {
 			if strings.HasPrefix(g[1], m.Prefix) {
 				out[g[1]] = true
 			}
 		}
+	}
+	for _, mig := range m.Migrations {
+		add(mig.Up)
+	}
+	for _, r := range m.Routines {
+		add(r.Up)
 	}
 	return out
 }
@@ -50,8 +60,9 @@ func (m *Migrator) Known() map[string]bool {
 // removalOrder ranks object kinds so that nothing is removed before what
 // depends on it: triggers before the functions they call, views before
 // their tables, routines before the tables whose row types they use,
-// sequences after the tables that own them, types last; the migration
-// tracking table goes after every other table and sequence,
+// sequences after the tables that own them, types last; the tracking
+// tables (routines, then migrations) go after every other table and
+// sequence,
 // so that a removal cut short (MySQL, where DDL is not transactional) is
 // still found by the next one.
 func removalOrder(prefix string, o driver.Object) int {
@@ -65,16 +76,19 @@ func removalOrder(prefix string, o driver.Object) int {
 	case driver.ObjFunction, driver.ObjProcedure:
 		return 3
 	case driver.ObjTable:
-		if o.Name == prefix+"migrations" {
+		switch o.Name {
+		case prefix + "routines":
 			return 6
+		case prefix + "migrations":
+			return 7
 		}
 		return 4
 	case driver.ObjSequence:
 		return 5 // after its table, which owns it
 	case driver.ObjType:
-		return 7
+		return 8
 	}
-	return 8 // the schema
+	return 9 // the schema
 }
 
 // Uninstall implements Driver.Uninstall for the backend's catalog c: it

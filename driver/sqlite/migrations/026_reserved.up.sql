@@ -1,3 +1,0 @@
--- Intentionally empty: PostgreSQL's migration 026 makes its contended
--- release and request leaner. The number stays the same in every dialect.
-SELECT 1;
