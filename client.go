@@ -62,6 +62,18 @@ type Options struct {
 	// Observer receives handler outcomes, lock waits, deadlocks and lost
 	// sessions, for metrics (see the metrics package). Default: none.
 	Observer Observer
+	// StatementTimeout bounds each statement (or short transaction) baton
+	// sends to a database server whose context has no deadline: a server
+	// that stops answering once connected (stopped, behind a network that
+	// drops packets, a stalled proxy) then fails the call with ErrNoAnswer
+	// instead of hanging it for ever. A context with a deadline keeps its
+	// own. Statements that wait in the server by design (the wake-up
+	// listener's, lock waits with a server-side timeout) are bounded by
+	// their wait plus a margin instead, and migrations not at all; waits
+	// for a lock or a message are waits between statements, never cut.
+	// Default 30s; negative: no bound but the context's. SQLite, which
+	// has no server, ignores it.
+	StatementTimeout time.Duration
 	// MaxConns, when above 0, bounds the server connections the client's
 	// statements hold at once on PostgreSQL and MySQL/MariaDB (one pool;
 	// a contended write lock's line, docs/operations.md, only from what the
@@ -258,6 +270,9 @@ func NewClient(ctx context.Context, drv driver.Driver, opts ...Options) (*Client
 func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	if l, ok := drv.(driver.Logging); ok {
 		l.SetLogger(o.Logger) // what the backend logs goes where the client's does
+	}
+	if st, ok := drv.(driver.StatementTimeouts); ok {
+		st.SetStatementTimeout(o.StatementTimeout)
 	}
 	if !o.NoMigrate {
 		if _, err := drv.Migrate(ctx); err != nil {

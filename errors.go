@@ -3,6 +3,7 @@ package baton
 import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // Errors that callers test with errors.Is. Returned errors wrap these with
@@ -37,4 +38,9 @@ var (
 	// ErrSessionsAlive is returned by Uninstall while sessions hold a
 	// live lease: nothing was removed.
 	ErrSessionsAlive = driver.ErrSessionsAlive
+	// ErrNoAnswer is returned when the database server did not answer a
+	// statement within Options.StatementTimeout: it is stopped, out of
+	// reach (a network that drops packets) or stuck. The statement's
+	// outcome is unknown, as for any statement cut off by a context.
+	ErrNoAnswer = stmtbound.ErrNoAnswer
 )

@@ -632,6 +632,19 @@ type Tx interface {
 	WakeClients(ctx context.Context, wake []Request) error
 }
 
+// StatementTimeouts is implemented by backends whose statements run in a
+// database server (PostgreSQL, MySQL/MariaDB): a statement whose context
+// has no deadline is bounded by the timeout (internal/stmtbound; 30s until
+// set), so that a server that stops answering once connected fails it
+// instead of hanging it. 0 restores the default; a negative timeout
+// bounds nothing. Statements that wait in the server by design (lock
+// waits with a server-side timeout, the listener's) are bounded by their
+// wait plus a margin instead, and migrations not at all. The client sets
+// it from Options.StatementTimeout.
+type StatementTimeouts interface {
+	SetStatementTimeout(d time.Duration)
+}
+
 // Logging is implemented by backends that log (a lost LISTEN connection,
 // a transaction pooler found): the client hands them its Options.Logger.
 type Logging interface {

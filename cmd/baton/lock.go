@@ -420,7 +420,7 @@ var migrateActions = map[string]func(context.Context, driver.Driver) ([]driver.M
 
 // runMigrate runs a migrate action and prints every migration's state.
 func runMigrate(ctx context.Context, g *globals, action string) error {
-	d, err := driver.Open(ctx, g.dsn, g.prefix)
+	d, err := g.openDriver(ctx)
 	if err != nil {
 		return err
 	}

@@ -178,6 +178,9 @@ func firstUsageErr(what string, checks ...usageCheck) error {
 }
 
 func isUnavailable(err error) bool {
+	if errors.Is(err, baton.ErrNoAnswer) {
+		return true // connected, then the server stopped answering
+	}
 	s := err.Error()
 	for _, w := range []string{"connection refused", "connect to", "no such host", "i/o timeout", "unable to open database"} {
 		if strings.Contains(s, w) {
@@ -194,6 +197,61 @@ type globals struct {
 	// readOnly: the command only reads (readOnlyCommands), and its client
 	// never installs or upgrades baton's schema.
 	readOnly bool
+	// stmtTimeout bounds each statement once connected
+	// (--statement-timeout, Options.StatementTimeout); 0: no bound.
+	stmtTimeout time.Duration
+}
+
+// defaultStatementTimeout is --statement-timeout's default (as the
+// library's Options.StatementTimeout).
+const defaultStatementTimeout = 30 * time.Second
+
+// statementTimeout is Options.StatementTimeout for --statement-timeout:
+// negative (none) for 0.
+func (g *globals) statementTimeout() time.Duration {
+	if g.stmtTimeout <= 0 {
+		return -1
+	}
+	return g.stmtTimeout
+}
+
+// options are the client options of a command's client named name.
+func (g *globals) options(name string) baton.Options {
+	return baton.Options{Prefix: g.prefix, Name: name, StatementTimeout: g.statementTimeout()}
+}
+
+// openDriver opens the backend alone (no client, no migration), its
+// statements bounded by --statement-timeout.
+func (g *globals) openDriver(ctx context.Context) (driver.Driver, error) {
+	d, err := driver.Open(ctx, g.dsn, g.prefix)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := d.(driver.StatementTimeouts); ok {
+		st.SetStatementTimeout(g.statementTimeout())
+	}
+	return d, nil
+}
+
+// statementTimeoutFromEnv applies BATON_STATEMENT_TIMEOUT when
+// --statement-timeout is not given.
+func (g *globals) statementTimeoutFromEnv(cmd *cobra.Command) error {
+	if g.stmtTimeout < 0 {
+		return usageErr("--statement-timeout %v is negative: use 0 for no bound, or a positive duration", g.stmtTimeout)
+	}
+	v := os.Getenv("BATON_STATEMENT_TIMEOUT")
+	if v == "" || cmd.Flags().Changed("statement-timeout") {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return usageErr("BATON_STATEMENT_TIMEOUT %q is not a duration: %s (examples: 0, 10s, 2m)", v, durationProblem(v))
+	}
+	if d < 0 {
+		return usageErr("BATON_STATEMENT_TIMEOUT %q is negative: use 0 for no bound, or a positive duration", v)
+	}
+	g.stmtTimeout = d
+	return nil
 }
 
 // readOnlyCommands only read: on a database without baton's schema (or an
@@ -211,7 +269,8 @@ func defaultDSN() string {
 }
 
 func (g *globals) open(ctx context.Context) (*baton.Client, error) {
-	opts := baton.Options{Prefix: g.prefix, Name: "baton-cli", MaxConns: cliConns}
+	opts := g.options("baton-cli")
+	opts.MaxConns = cliConns
 	if !g.readOnly {
 		return baton.Open(ctx, g.dsn, opts)
 	}
@@ -219,7 +278,7 @@ func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 		// As baton.Open checks it (driver.Open does not).
 		return nil, fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", baton.ErrInvalid, g.prefix)
 	}
-	drv, err := driver.Open(ctx, g.dsn, g.prefix)
+	drv, err := g.openDriver(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +351,9 @@ everything baton installed in the database, and removes it with --yes.
 The commands that only read (locks, queue stats|list|get|dead, events list,
 migrate status) never install baton's schema: on a database without it they
 say so, and baton migrate installs it (other commands install it on first
-use). Connecting is bounded (5s by default; docs/dsn.md).
+use). Connecting is bounded (5s by default; docs/dsn.md), and so is each
+statement once connected (--statement-timeout, 30s by default): a database
+that stops answering fails the command with exit status 69.
 
 A command that does not wait (queue push, a lock obtained at once) opens one
 connection; one that waits for a lock, and baton work, hold two. A server out
@@ -307,7 +368,11 @@ prints a shell completion script.
 	}
 	root.PersistentFlags().StringVar(&g.dsn, "dsn", defaultDSN(), "database to use (env BATON_DSN)")
 	root.PersistentFlags().StringVar(&g.prefix, "prefix", os.Getenv("BATON_PREFIX"), "table name prefix (env BATON_PREFIX; default baton_)")
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { g.readOnly = readOnlyCommands[cmd.CommandPath()] }
+	root.PersistentFlags().DurationVar(&g.stmtTimeout, "statement-timeout", defaultStatementTimeout, "once connected, bound each statement: a database that stops answering fails the command, exit 69 (env BATON_STATEMENT_TIMEOUT; 0: no bound)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		g.readOnly = readOnlyCommands[cmd.CommandPath()]
+		return g.statementTimeoutFromEnv(cmd)
+	}
 	root.SetFlagErrorFunc(flagErr)
 	for _, add := range commands {
 		root.AddCommand(add(g))

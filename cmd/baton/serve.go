@@ -45,7 +45,9 @@ database cannot be reached; 1 for any other error.`,
 				return err
 			}
 			m := metrics.New()
-			c, err := baton.Open(cmd.Context(), g.dsn, baton.Options{Prefix: g.prefix, Name: "baton-serve", Observer: m})
+			opts := g.options("baton-serve")
+			opts.Observer = m
+			c, err := baton.Open(cmd.Context(), g.dsn, opts)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,7 @@ another error; 64 usage; 69 database unreachable.`,
 // runUninstall lists (and with p.Remove removes) baton's objects on a
 // backend opened without migrating, and prints what it found and did.
 func runUninstall(ctx context.Context, g *globals, p driver.UninstallParams, asJSON bool) error {
-	d, err := driver.Open(ctx, g.dsn, g.prefix)
+	d, err := g.openDriver(ctx)
 	if err != nil {
 		return err
 	}

@@ -291,7 +291,8 @@ func watchStopSignals(sigs <-chan os.Signal, grace time.Duration, force chan<- s
 // openWorkerClient opens the worker's client: as g.open, with the backoff
 // of BATON_RETRY_BASE, and observed by the metrics when they are served.
 func openWorkerClient(ctx context.Context, g *globals, retry baton.RetryPolicy, obs *workerMetrics) (*baton.Client, error) {
-	copts := baton.Options{Prefix: g.prefix, Name: "baton-cli", Retry: retry, MaxConns: cliConns}
+	copts := g.options("baton-cli")
+	copts.Retry, copts.MaxConns = retry, cliConns
 	if obs != nil {
 		copts.Observer = obs.m
 	}

@@ -53,6 +53,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
 	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 //go:embed queries.sql
@@ -100,11 +101,15 @@ type Driver struct {
 	addr      string
 	dbName    string
 	prefix    string
-	server    string // VERSION()
-	mariadb   bool
-	migrator  *sqldriver.Migrator
-	wq        map[string]string // extra.sql
-	pumps     sync.Map          // client id -> *sqldriver.NotifyPump
+	// bound bounds the statements of the main and fast pools
+	// (stmtbound): the hot pool's and the lines' are bounded by their
+	// connections' read and write timeouts.
+	bound    *stmtbound.Bound
+	server   string // VERSION()
+	mariadb  bool
+	migrator *sqldriver.Migrator
+	wq       map[string]string // extra.sql
+	pumps    sync.Map          // client id -> *sqldriver.NotifyPump
 
 	// fast is a second pool, of autocommit=0 connections, for the
 	// uncontended fast paths only: their first statement opens the
@@ -408,7 +413,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{addr: pc.Addr, dbName: pc.DBName, prefix: prefix}
+	d := &Driver{addr: pc.Addr, dbName: pc.DBName, prefix: prefix, bound: stmtbound.New("mysql server at " + pc.Addr)}
 
 	// Probe on a connection without the isolation variable: its name
 	// depends on the server.
@@ -442,7 +447,7 @@ const hotTimeout = 10 * time.Second
 // openPools opens the main pool, checked with one connection, the fast
 // one (d.fast), the hot one (d.hot) and the lines' (d.lineDB).
 func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql.DB, error) {
-	db, err := d.pool(pc, isoVar, true)
+	db, err := d.pool(pc, isoVar, true, d.bound)
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +455,7 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		db.Close()
 		return nil, fmt.Errorf("cannot connect to mysql server at %s: %w", d.addr, err)
 	}
-	if d.fast, err = d.pool(pc, isoVar, false); err != nil {
+	if d.fast, err = d.pool(pc, isoVar, false, d.bound); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -462,14 +467,14 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 	if hc.Driver.WriteTimeout == 0 {
 		hc.Driver.WriteTimeout = hotTimeout
 	}
-	if d.hot, err = d.pool(&hc, isoVar, true); err != nil {
+	if d.hot, err = d.pool(&hc, isoVar, true, nil); err != nil {
 		db.Close()
 		d.fast.Close()
 		return nil, err
 	}
 	// The lines' statements are bounded as the hot pool's (turnstile.go):
 	// their waits in GET_LOCK last at most a second.
-	lineDB, err := d.pool(&hc, isoVar, true)
+	lineDB, err := d.pool(&hc, isoVar, true, nil)
 	if err != nil {
 		db.Close()
 		d.fast.Close()
@@ -477,7 +482,7 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		return nil, err
 	}
 	d.lineDB, d.lines = lineDB, d.newLines(lineDB)
-	if d.listenDB, err = d.pool(pc, isoVar, true); err != nil {
+	if d.listenDB, err = d.pool(pc, isoVar, true, d.bound); err != nil {
 		db.Close()
 		d.fast.Close()
 		d.hot.Close()
@@ -489,8 +494,10 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 }
 
 // pool opens a pool of connections at READ COMMITTED (isoVar is the
-// server's name for the isolation level), in autocommit mode or not.
-func (d *Driver) pool(pc *Config, isoVar string, autocommit bool) (*sql.DB, error) {
+// server's name for the isolation level), in autocommit mode or not,
+// whose statements b bounds (nil: the pools whose connections' read and
+// write timeouts bound them, hotTimeout).
+func (d *Driver) pool(pc *Config, isoVar string, autocommit bool, b *stmtbound.Bound) (*sql.DB, error) {
 	cfg := pc.Driver.Clone()
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
@@ -499,7 +506,7 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool) (*sql.DB, erro
 	if !autocommit {
 		cfg.Params["autocommit"] = "0"
 	}
-	conn, err := newConnector(cfg)
+	conn, err := newConnector(cfg, b)
 	if err != nil {
 		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
@@ -523,26 +530,40 @@ const ConnectTimeout = 5 * time.Second
 type boundedConnector struct {
 	sqldrv.Connector
 	timeout time.Duration
+	addr    string // host:port, for errors
 }
 
 func (c boundedConnector) Connect(ctx context.Context) (sqldrv.Conn, error) {
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
+	if c.timeout <= 0 {
+		return c.Connector.Connect(ctx)
 	}
-	return c.Connector.Connect(ctx)
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	conn, err := c.Connector.Connect(cctx)
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return nil, fmt.Errorf("cannot connect to mysql server at %s: no answer within the connect timeout (%v; timeout in the DSN): %w", c.addr, c.timeout, err)
+	}
+	return conn, err
 }
 
 // newConnector is go-sql-driver's connector for cfg, whose connections are
-// made within cfg.Timeout.
-func newConnector(cfg *gomysql.Config) (sqldrv.Connector, error) {
+// made within cfg.Timeout and whose statements b bounds (stmtbound; nil:
+// only their contexts and cfg's read and write timeouts do).
+func newConnector(cfg *gomysql.Config, b *stmtbound.Bound) (sqldrv.Connector, error) {
 	conn, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return boundedConnector{conn, cfg.Timeout}, nil
+	if b == nil {
+		return boundedConnector{conn, cfg.Timeout, cfg.Addr}, nil
+	}
+	// go-sql-driver's Commit and Rollback are COMMIT and ROLLBACK sent
+	// with no context: sent as statements instead, they are bounded too.
+	return stmtbound.Connector(boundedConnector{conn, cfg.Timeout, cfg.Addr}, b, true), nil
 }
+
+// SetStatementTimeout implements driver.StatementTimeouts.
+func (d *Driver) SetStatementTimeout(t time.Duration) { d.bound.Set(t) }
 
 // setUp reads the queries and migrations and builds the shared
 // implementation on db.
@@ -590,7 +611,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 // probe checks that the server answers, learns its version and the name of
 // the isolation-level variable, and its start time.
 func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
-	conn, err := newConnector(pc.Driver)
+	conn, err := newConnector(pc.Driver, d.bound)
 	if err != nil {
 		return "", fmt.Errorf("mysql %s: %w", d.addr, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // idleTime is how long a pool connection stays open unused: the pools
@@ -26,9 +27,14 @@ func tooManyClients(err error) bool {
 }
 
 // openDB opens a pool on cfg whose new connections wait for a slot while
-// the server has none (sqldriver.RetryFull).
-func openDB(cfg *pgx.ConnConfig) *sql.DB {
-	return sql.OpenDB(sqldriver.RetryFull(stdlib.GetConnector(*cfg), tooManyClients))
+// the server has none (sqldriver.RetryFull), and whose statements b
+// bounds (stmtbound; nil: only their contexts do).
+func openDB(cfg *pgx.ConnConfig, b *stmtbound.Bound) *sql.DB {
+	c := sqldriver.RetryFull(stdlib.GetConnector(*cfg), tooManyClients)
+	if b != nil {
+		c = stmtbound.Connector(c, b, false)
+	}
+	return sql.OpenDB(c)
 }
 
 // connectDirect opens a connection outside the pools (the listener, a

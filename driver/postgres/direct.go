@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // errNotPgx: a pool connection is not pgx's (cannot happen with the pools
@@ -27,12 +29,15 @@ func (d *Driver) direct(ctx context.Context, name string, args []any, scan func(
 		return err
 	}
 	defer c.Close()
-	return c.Raw(func(dc any) error {
-		pc, ok := dc.(*stdlib.Conn)
+	// pgx itself runs the statement: bounded here as the pool's are.
+	bctx, cancel := d.bound.Context(ctx)
+	defer cancel()
+	return d.bound.Err(ctx, bctx, c.Raw(func(dc any) error {
+		pc, ok := stmtbound.Unwrap(dc).(*stdlib.Conn)
 		if !ok {
 			return errNotPgx
 		}
-		rows, err := pc.Conn().Query(ctx, d.DB.Q(name), args...)
+		rows, err := pc.Conn().Query(bctx, d.DB.Q(name), args...)
 		if err != nil {
 			return err
 		}
@@ -42,5 +47,5 @@ func (d *Driver) direct(ctx context.Context, name string, args []any, scan func(
 		}
 		rows.Close()
 		return rows.Err()
-	})
+	}))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // Pooler modes, the DSN parameter pooler=.
@@ -93,7 +94,7 @@ func behindPooler(ctx context.Context, db *sql.DB) (bool, error) {
 	}
 	var announced int64
 	err = c.Raw(func(dc any) error {
-		announced = int64(dc.(*stdlib.Conn).Conn().PgConn().PID())
+		announced = int64(stmtbound.Unwrap(dc).(*stdlib.Conn).Conn().PgConn().PID())
 		return nil
 	})
 	return announced != pid, err
@@ -102,10 +103,13 @@ func behindPooler(ctx context.Context, db *sql.DB) (bool, error) {
 // connect parses a DSN, takes baton's own parameters out, finds out
 // whether a transaction pooler is in between, and opens a pool that works
 // through it, checked with one connection.
-func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *sql.DB, error) {
+func connect(ctx context.Context, dsn string, b *stmtbound.Bound) (*pgx.ConnConfig, options, bool, *sql.DB, error) {
 	cfg, err := parseConfig(dsn)
 	if err != nil {
 		return nil, options{}, false, nil, err
+	}
+	if b != nil {
+		b.Label = "postgres at " + hosts(cfg)
 	}
 	opts, err := takeOptions(cfg)
 	if err != nil {
@@ -115,9 +119,9 @@ func connect(ctx context.Context, dsn string) (*pgx.ConnConfig, options, bool, *
 	if pooled {
 		usePooler(cfg)
 	}
-	db := openDB(cfg)
+	db := openDB(cfg, b)
 	if opts.pooler == poolerAuto {
-		if db, pooled, err = detectPooler(ctx, cfg, db); err != nil {
+		if db, pooled, err = detectPooler(ctx, cfg, db, b); err != nil {
 			return nil, opts, false, nil, connectErr(ctx, cfg, err)
 		}
 	}
@@ -169,7 +173,7 @@ func setsConnectTimeout(dsn string) bool {
 // detectPooler finds out whether db goes through a transaction pooler
 // and, when it does, reopens it for one (the first connection was made
 // for a direct server). On failure it closes db.
-func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB, bool, error) {
+func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB, b *stmtbound.Bound) (*sql.DB, bool, error) {
 	pooled, err := behindPooler(ctx, db)
 	if err != nil || pooled {
 		db.Close()
@@ -178,7 +182,7 @@ func detectPooler(ctx context.Context, cfg *pgx.ConnConfig, db *sql.DB) (*sql.DB
 		return db, false, err
 	}
 	usePooler(cfg)
-	return openDB(cfg), true, nil
+	return openDB(cfg, b), true, nil
 }
 
 // connectErr explains a failed connection: a search_path that a pooler
@@ -214,6 +218,6 @@ func hosts(cfg *pgx.ConnConfig) string {
 // parameters are taken out, and behind a transaction pooler statements are
 // sent unnamed.
 func OpenSQL(ctx context.Context, dsn string) (*sql.DB, error) {
-	_, _, _, db, err := connect(ctx, dsn)
+	_, _, _, db, err := connect(ctx, dsn, nil)
 	return db, err
 }

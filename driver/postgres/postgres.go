@@ -37,6 +37,7 @@ import (
 	"github.com/batonhq/baton/internal/lines"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 //go:embed queries.sql
@@ -94,6 +95,10 @@ type Driver struct {
 	// (turnstile.go); prefix is the tables' (their keys' too).
 	lines  *lines.Set[*pgx.Conn]
 	prefix string
+	// bound bounds the statements of db and rdb (stmtbound); nil on the
+	// program's *sql.DB (OpenDB), whose statements only their contexts
+	// bound.
+	bound *stmtbound.Bound
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -102,7 +107,8 @@ func init() { driver.Register(driver.Adapt(Open), "postgres", "postgresql") }
 
 // Open connects to the database a postgres:// DSN names.
 func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
-	cfg, opts, pooled, db, err := connect(ctx, dsn)
+	b := stmtbound.New("postgres")
+	cfg, opts, pooled, db, err := connect(ctx, dsn, b)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +135,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		// for the disk like any other.
 		rcfg.RuntimeParams["synchronous_commit"] = "off"
 	}
-	rdb := openDB(rcfg)
+	rdb := openDB(rcfg, b)
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
 	rdb.SetConnMaxIdleTime(idleTime)
@@ -137,8 +143,10 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 	if err != nil {
 		db.Close()
 		rdb.Close()
+		return nil, err
 	}
-	return d, err
+	d.bound = b
+	return d, nil
 }
 
 // OpenPool opens the backend on a pgx pool the program already has. baton's
@@ -151,7 +159,8 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, prefix string) (*Driver, 
 		return nil, fmt.Errorf("%w: nil pgx pool", driver.ErrBadDSN)
 	}
 	cfg := ownConfig(pool.Config().ConnConfig)
-	db := stdlib.OpenDBFromPool(pool)
+	b := stmtbound.New("postgres at " + hosts(cfg))
+	db := sql.OpenDB(stmtbound.Connector(stdlib.GetPoolConnector(pool), b, false))
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres at %s:%d: %w", cfg.Host, cfg.Port, connectCause(err))
@@ -162,6 +171,7 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, prefix string) (*Driver, 
 		return nil, err
 	}
 	d.shared = db // closing it releases the pool's connections, not the pool
+	d.bound = b
 	return d, nil
 }
 
@@ -1001,20 +1011,45 @@ func (l *pgListener) run(ctx context.Context) {
 		if l.conn == nil && !l.reconnect(ctx) {
 			continue
 		}
-		// No timeout: the engine checks its waiting requests every
-		// interval itself (locks.Service.pollDue). A wake-up here after a
-		// quiet interval never came while the connection heard other
-		// clients' traffic.
-		n, err := l.conn.WaitForNotification(ctx)
+		// The engine checks its waiting requests every interval itself
+		// (locks.Service.pollDue): a wake-up here after a quiet interval
+		// never came while the connection heard other clients' traffic.
+		// The wait is bounded only to check, after listenCheck without a
+		// notification, that the server still answers: a server that
+		// went silent (a network that drops packets) would leave the
+		// listener deaf for ever.
+		wctx, cancel := context.WithTimeout(ctx, listenCheck)
+		n, err := l.conn.WaitForNotification(wctx)
+		quiet := err != nil && ctx.Err() == nil && wctx.Err() != nil
+		cancel()
 		switch {
 		case err == nil:
 			l.deliver(n)
 		case ctx.Err() != nil:
 			return
+		case quiet && !l.conn.IsClosed():
+			if err := l.ping(); err != nil {
+				l.lost(err)
+			}
 		default:
 			l.lost(err)
 		}
 	}
+}
+
+// listenCheck is how long the listener waits for a notification before it
+// checks that the server still answers.
+var listenCheck = time.Minute
+
+// ping checks that the listener's server still answers, within the
+// statement timeout.
+func (l *pgListener) ping() error {
+	ctx, cancel := l.d.bound.Context(context.Background())
+	defer cancel()
+	if err := l.conn.Ping(ctx); err != nil {
+		return l.d.bound.Err(context.Background(), ctx, err)
+	}
+	return nil
 }
 
 // deliver passes a notification on: a baton notification to the
@@ -1261,6 +1296,13 @@ func (po *poller) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = po.d.ExecNamed(ctx, nil, "notify_poller_delete", po.clientID)
+}
+
+// SetStatementTimeout implements driver.StatementTimeouts.
+func (d *Driver) SetStatementTimeout(t time.Duration) {
+	if d.bound != nil {
+		d.bound.Set(t)
+	}
 }
 
 // StatementsInServer implements driver.ServerStatements: the engine runs

@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lines"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // Turnstiles (driver.Turnstiles): a session that meets a
@@ -70,6 +71,10 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 		return driver.Request{}, false, false, false, nil
 	}
 	defer l.Unlock()
+	// The line is pgx's own connection, outside the bounded pools: its
+	// wait in the server (lock_timeout) plus a margin bounds it.
+	ctx, cancel := d.bound.Context(stmtbound.Wait(ctx, max(wait, 0)))
+	defer cancel()
 	var id, token, inc *int64
 	var held, waited bool
 	err := l.Conn.QueryRow(ctx, d.Q("turnstile_acquire"), p.Kind, []byte(p.NS), []byte(p.Name),
@@ -140,6 +145,8 @@ func (d *Driver) sendOnLine(ctx context.Context, l *lines.Line[*pgx.Conn], b *pg
 	for _, id := range ids {
 		b.Queue("SELECT pg_advisory_unlock($1, $2)", TurnstileClass, d.turnstileKey(id))
 	}
+	ctx, cancel := d.bound.Context(ctx) // pgx's own connection: bounded here
+	defer cancel()
 	br := l.Conn.SendBatch(ctx, b)
 	var err error
 	if first != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // Migration is one embedded, numbered schema change.
@@ -319,7 +320,9 @@ func (m *Migrator) Up(ctx context.Context) ([]driver.MigrationStatus, error) {
 		// not that it may not create it.
 		return nil, err
 	}
-	if err := m.Locked(ctx, m.applyPending); err != nil {
+	// Waiting for another migrator and applying migrations may take as
+	// long as they take: no statement timeout (stmtbound) there.
+	if err := m.Locked(stmtbound.Unbounded(ctx), m.applyPending); err != nil {
 		return nil, err
 	}
 	return m.Status(ctx)
