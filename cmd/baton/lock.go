@@ -134,6 +134,11 @@ func runLocked(ctx context.Context, g *globals, req lockRequest, path string, co
 
 	req.start = time.Now()
 	c, err := openWithin(actx, g, req.timeout)
+	if err != nil && errors.Is(context.Cause(actx), errSignalled) {
+		// A signal cut the connect short: this channel may hear it before
+		// main's, so say so here (exit 130, not 69).
+		return &cliError{code: exitInterrupted, msg: "lock: interrupted while connecting: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -180,16 +185,19 @@ func openWithin(ctx context.Context, g *globals, timeout time.Duration) (*baton.
 // cancelOnSignal returns a context that a signal on sigs cancels (while
 // baton waits for its locks).
 func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, context.CancelFunc) {
-	actx, cancel := context.WithCancel(ctx)
+	actx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
 		case <-sigs:
-			cancel()
+			cancel(errSignalled)
 		case <-actx.Done():
 		}
 	}()
-	return actx, cancel
+	return actx, func() { cancel(nil) }
 }
+
+// errSignalled is the cause of a context cancelled by a signal.
+var errSignalled = errors.New("interrupted by a signal")
 
 // startLocked starts CMD, with the session that holds its locks in its
 // environment and its standard streams baton's own.
