@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,14 +91,12 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`) })
-
 func (o *Options) fill() error {
 	if o.Prefix == "" {
 		o.Prefix = "baton_"
 	}
-	if !prefixRE().MatchString(o.Prefix) {
-		return fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", ErrInvalid, o.Prefix)
+	if err := driver.CheckPrefix(o.Prefix); err != nil {
+		return err
 	}
 	if err := o.fillTiming(); err != nil {
 		return err

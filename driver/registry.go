@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/batonhq/baton/internal/errs"
 )
 
 // Opener opens a backend from a DSN, with baton's table prefix.
@@ -102,6 +104,9 @@ func Open(ctx context.Context, dsn, prefix string) (Driver, error) {
 	if prefix == "" {
 		prefix = "baton_"
 	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, err
+	}
 	if open, ok := Lookup(dsn); ok {
 		return open(ctx, dsn, prefix)
 	}
@@ -109,6 +114,17 @@ func Open(ctx context.Context, dsn, prefix string) (Driver, error) {
 		return nil, fmt.Errorf("%w: %q: the %s backend is not linked into this program: add import _ %q", ErrBadDSN, redact(dsn), Scheme(dsn), pkg)
 	}
 	return nil, fmt.Errorf("%w: %q: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db (registered schemes: %s)", ErrBadDSN, redact(dsn), strings.Join(Schemes(), ", "))
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
+
+// CheckPrefix refuses a table prefix that is not a plain identifier: it
+// is written into every statement's table names.
+func CheckPrefix(prefix string) error {
+	if !prefixRE.MatchString(prefix) {
+		return fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", errs.ErrInvalid, prefix)
+	}
+	return nil
 }
 
 var passwordInDSN = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)

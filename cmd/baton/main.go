@@ -274,10 +274,6 @@ func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 	if !g.readOnly {
 		return baton.Open(ctx, g.dsn, opts)
 	}
-	if g.prefix != "" && !prefixRE.MatchString(g.prefix) {
-		// As baton.Open checks it (driver.Open does not).
-		return nil, fmt.Errorf("%w: table prefix %q: use letters, digits and underscores (at most 31)", baton.ErrInvalid, g.prefix)
-	}
 	drv, err := g.openDriver(ctx)
 	if err != nil {
 		return nil, err
@@ -293,8 +289,6 @@ func (g *globals) open(ctx context.Context) (*baton.Client, error) {
 	opts.NoMigrate = true
 	return baton.NewClient(ctx, drv, opts)
 }
-
-var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,30}$`)
 
 // notInstalled says that baton is not installed, or not up to date, in a
 // database whose migrations are st, and how to install it.

@@ -335,6 +335,8 @@ func TestBadDSNExitsUsage(t *testing.T) {
 	}
 	checkExits(t, []exitCase{
 		{[]string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--prefix", "x-y", "locks"}, exitUsage, "prefix"},
+		{[]string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--prefix", "x-y", "migrate"}, exitUsage, "prefix"},
+		{[]string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--prefix", "x-y", "uninstall"}, exitUsage, "prefix"},
 		{[]string{"--dsn", "mysql://root@127.0.0.1:abc/test", "locks"}, exitUsage, "not a valid URL"},
 		{[]string{"--dsn", "mysql://root@127.0.0.1:3306", "locks"}, exitUsage, "names no database"},
 		{[]string{"--dsn", "sqlite:" + notDB, "locks"}, exitUsage, "not an SQLite database"},
