@@ -268,17 +268,15 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	if l, ok := drv.(driver.Logging); ok {
 		l.SetLogger(o.Logger) // what the backend logs goes where the client's does
 	}
-	if st, ok := drv.(driver.StatementTimeouts); ok {
-		st.SetStatementTimeout(o.StatementTimeout)
-	}
+	drv.SetStatementTimeout(o.StatementTimeout)
 	if !o.NoMigrate {
 		if _, err := drv.Migrate(ctx); err != nil {
 			drv.Close()
 			return nil, fmt.Errorf("baton: migrate: %w", err)
 		}
 	}
-	if l, ok := drv.(driver.ConnLimiter); ok && o.MaxConns > 0 {
-		l.LimitConns(o.MaxConns)
+	if o.MaxConns > 0 {
+		drv.LimitConns(o.MaxConns)
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},

@@ -297,6 +297,19 @@ type Driver interface {
 	// with ErrSessionsAlive while sessions hold a live lease, unless
 	// p.Force. Objects that merely carry the prefix are kept.
 	Uninstall(ctx context.Context, p UninstallParams) (UninstallReport, error)
+
+	// SetStatementTimeout bounds each statement whose context has no
+	// deadline, on a backend with a database server, so that a server that
+	// stops answering once connected fails the statement instead of
+	// hanging it (internal/stmtbound; 30s until set; 0 restores it, a
+	// negative timeout bounds nothing). Waits in the server by design are
+	// bounded by their wait plus a margin, migrations not at all. SQLite
+	// has no server: a no-op there.
+	SetStatementTimeout(d time.Duration)
+	// LimitConns bounds the backend's pools of server connections to n
+	// (Options.MaxConns), before the client runs statements; the
+	// listener's connection is not counted. SQLite: a no-op.
+	LimitConns(n int)
 }
 
 // ListenParams configure Driver.Listen.
@@ -632,30 +645,10 @@ type Tx interface {
 	WakeClients(ctx context.Context, wake []Request) error
 }
 
-// StatementTimeouts is implemented by backends whose statements run in a
-// database server (PostgreSQL, MySQL/MariaDB): a statement whose context
-// has no deadline is bounded by the timeout (internal/stmtbound; 30s until
-// set), so that a server that stops answering once connected fails it
-// instead of hanging it. 0 restores the default; a negative timeout
-// bounds nothing. Statements that wait in the server by design (lock
-// waits with a server-side timeout, the listener's) are bounded by their
-// wait plus a margin instead, and migrations not at all. The client sets
-// it from Options.StatementTimeout.
-type StatementTimeouts interface {
-	SetStatementTimeout(d time.Duration)
-}
-
 // Logging is implemented by backends that log (a lost LISTEN connection,
 // a transaction pooler found): the client hands them its Options.Logger.
 type Logging interface {
 	SetLogger(l *slog.Logger)
-}
-
-// ConnLimiter is implemented by backends with pools of server
-// connections: the client bounds them (Options.MaxConns) before it runs
-// statements. The listener's connection is not counted.
-type ConnLimiter interface {
-	LimitConns(n int)
 }
 
 // CallerStatements runs statements in the program's own transaction: a

@@ -227,9 +227,7 @@ func (g *globals) openDriver(ctx context.Context) (driver.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, ok := d.(driver.StatementTimeouts); ok {
-		st.SetStatementTimeout(g.statementTimeout())
-	}
+	d.SetStatementTimeout(g.statementTimeout())
 	return d, nil
 }
 

@@ -562,7 +562,7 @@ func newConnector(cfg *gomysql.Config, b *stmtbound.Bound) (sqldrv.Connector, er
 	return stmtbound.Connector(boundedConnector{conn, cfg.Timeout, cfg.Addr}, b, true), nil
 }
 
-// SetStatementTimeout implements driver.StatementTimeouts.
+// SetStatementTimeout implements driver.Driver.
 func (d *Driver) SetStatementTimeout(t time.Duration) { d.bound.Set(t) }
 
 // setUp reads the queries and migrations and builds the shared
@@ -878,7 +878,7 @@ func tooManyConnections(err error) bool {
 	return errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203)
 }
 
-// LimitConns implements driver.ConnLimiter: the main pool holds at most n
+// LimitConns implements driver.Driver: the main pool holds at most n
 // connections (at most n idle) and runs every statement, the fast paths'
 // included (their own pools stay unused); lines take what the bound
 // leaves (none at 1: a contended waiter waits through the tables, woken

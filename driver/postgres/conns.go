@@ -45,7 +45,7 @@ func connectDirect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) 
 	})
 }
 
-// LimitConns implements driver.ConnLimiter: the pool holds at most n
+// LimitConns implements driver.Driver: the pool holds at most n
 // connections (at most n idle), claims and acknowledgements share it
 // (their commits then wait for the WAL flush as any other), and lines
 // take what the bound leaves (none at 1: a contended waiter waits

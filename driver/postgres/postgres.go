@@ -1298,7 +1298,7 @@ func (po *poller) stop() {
 	_, _ = po.d.ExecNamed(ctx, nil, "notify_poller_delete", po.clientID)
 }
 
-// SetStatementTimeout implements driver.StatementTimeouts.
+// SetStatementTimeout implements driver.Driver.
 func (d *Driver) SetStatementTimeout(t time.Duration) {
 	if d.bound != nil {
 		d.bound.Set(t)

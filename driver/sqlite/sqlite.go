@@ -309,6 +309,14 @@ func (d *Driver) MigrationStatus(ctx context.Context) ([]driver.MigrationStatus,
 	return d.migrator.Status(ctx)
 }
 
+// SetStatementTimeout implements driver.Driver: SQLite runs in the
+// process, with no server that could stop answering; its busy timeout
+// bounds a wait for the write lock.
+func (d *Driver) SetStatementTimeout(time.Duration) {}
+
+// LimitConns implements driver.Driver: SQLite has no server connections.
+func (d *Driver) LimitConns(int) {}
+
 // SetWaiting implements driver.Driver.
 func (d *Driver) SetWaiting(clientID string, waiting bool) {
 	if v, ok := d.waiting.Load(clientID); ok {
