@@ -70,10 +70,6 @@ type stormConfig struct {
 //     baton and their command's first line, at most cfg.concurrency per
 //     kill, and each run saw BATON_ATTEMPT at least its rank;
 //   - repeated runs are at most the runs kills could interrupt.
-//
-// Before the worker stopped claiming ahead of its handlers, each kill
-// charged an attempt to every message the killed worker had claimed ahead
-// (32 by default), and three kills dead-lettered messages that never ran.
 func killStorm(t *testing.T, cfg stormConfig) {
 	if testing.Short() {
 		t.Skip("kills worker processes for several seconds")
