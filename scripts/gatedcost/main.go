@@ -38,6 +38,16 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
+// bench is what the measurements share: the client, two sessions, the
+// server's admin connection and the cycle count.
+type bench struct {
+	c       *baton.Client
+	a, b    *baton.Session
+	admin   *sql.DB
+	cycles  int
+	counted bool // the server counts statements and fsyncs (MySQL/MariaDB)
+}
+
 func main() {
 	dsn := flag.String("dsn", "", "the database (mysql:// or postgres://)")
 	cycles := flag.Int("cycles", 300, "cycles of each operation")
@@ -57,86 +67,97 @@ func main() {
 		return
 	}
 	defer c.Close()
-	db, err := sql.Open(sqlDriver(u), sqlDSN(u, scratch))
-	if err != nil {
-		log.Print(err)
-		return
-	}
-	defer db.Close()
-	// The name gated: a transaction locks it once and commits.
-	tx, err := db.BeginTx(ctx, nil)
-	if err == nil {
-		err = c.LockTx(ctx, tx, "gc", baton.Write, time.Second, "n")
-	}
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
+	if err := gate(ctx, c, u, scratch); err != nil {
 		log.Print("LockTx: ", err)
 		return
 	}
-	a, err := c.NewSession(ctx)
+	b := &bench{c: c, admin: admin, cycles: *cycles, counted: u.Scheme != "postgres" && u.Scheme != "postgresql"}
+	if b.a, err = c.NewSession(ctx); err == nil {
+		b.b, err = c.NewSession(ctx)
+	}
 	if err != nil {
 		log.Print(err)
 		return
 	}
-	b, err := c.NewSession(ctx)
-	if err != nil {
-		log.Print(err)
-		return
-	}
-	counted := u.Scheme != "postgres" && u.Scheme != "postgresql"
 	fmt.Printf("%-10s %10s %12s %12s\n", "operation", "mean µs", "statements", "fsyncs")
-	// report prints an operation's mean time, and its statements and
-	// fsyncs since before where the server counts them (before nil: the
-	// hand-off, whose loop also polls the lock table).
-	report := func(name string, total time.Duration, before map[string]int64) {
-		line := fmt.Sprintf("%-10s %10.0f", name, float64(total.Microseconds())/float64(*cycles))
-		if counted && before != nil {
-			after := status(ctx, admin)
-			q := after["Questions"] - before["Questions"] - 1
-			f := after["Innodb_data_fsyncs"] - before["Innodb_data_fsyncs"]
-			line += fmt.Sprintf(" %12.1f %12.2f", float64(q)/float64(*cycles), float64(f)/float64(*cycles))
-		}
-		fmt.Println(line)
+	b.pair(ctx)
+	b.handoff(ctx)
+}
+
+// gate leaves the name gated: a transaction locks it once and commits.
+func gate(ctx context.Context, c *baton.Client, u *url.URL, scratch string) error {
+	db, err := sql.Open(sqlDriver(u), sqlDSN(u, scratch))
+	if err != nil {
+		return err
 	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.LockTx(ctx, tx, "gc", baton.Write, time.Second, "n"); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// report prints an operation's mean time, and its statements and fsyncs
+// since before where the server counts them (before nil: the hand-off,
+// whose loop also polls the lock table).
+func (b *bench) report(ctx context.Context, name string, total time.Duration, before map[string]int64) {
+	line := fmt.Sprintf("%-10s %10.0f", name, float64(total.Microseconds())/float64(b.cycles))
+	if b.counted && before != nil {
+		after := status(ctx, b.admin)
+		q := after["Questions"] - before["Questions"] - 1
+		f := after["Innodb_data_fsyncs"] - before["Innodb_data_fsyncs"]
+		line += fmt.Sprintf(" %12.1f %12.2f", float64(q)/float64(b.cycles), float64(f)/float64(b.cycles))
+	}
+	fmt.Println(line)
+}
+
+// pair: Lock and Release by one session, nobody else on the name.
+func (b *bench) pair(ctx context.Context) {
 	var total time.Duration
-	before := status(ctx, admin)
-	for range *cycles {
+	before := status(ctx, b.admin)
+	for range b.cycles {
 		start := time.Now()
-		if _, err := a.Lock(ctx, "gc", baton.Write, time.Second, "n"); err != nil {
-			log.Fatal(err)
-		}
-		if _, err := a.Release(ctx, "gc"); err != nil {
-			log.Fatal(err)
-		}
+		lock(ctx, b.a)
+		release(ctx, b.a)
 		total += time.Since(start)
 	}
-	report("pair", total, before)
-	total = 0
-	for range *cycles {
-		if _, err := a.Lock(ctx, "gc", baton.Write, time.Second, "n"); err != nil {
-			log.Fatal(err)
-		}
+	b.report(ctx, "pair", total, before)
+}
+
+// handoff: b waits for the name, granted by a's release.
+func (b *bench) handoff(ctx context.Context) {
+	var total time.Duration
+	for range b.cycles {
+		lock(ctx, b.a)
 		got := make(chan time.Time, 1)
 		go func() {
-			_, err := b.Lock(ctx, "gc", baton.Write, time.Second, "n")
-			if err != nil {
-				log.Fatal(err)
-			}
+			lock(ctx, b.b)
 			got <- time.Now()
 		}()
-		waitPending(ctx, c, b)
+		waitPending(ctx, b.c, b.b)
 		start := time.Now()
-		if _, err := a.Release(ctx, "gc"); err != nil {
-			log.Fatal(err)
-		}
+		release(ctx, b.a)
 		total += (<-got).Sub(start)
-		if _, err := b.Release(ctx, "gc"); err != nil {
-			log.Fatal(err)
-		}
+		release(ctx, b.b)
 	}
-	report("hand-off", total, nil)
+	b.report(ctx, "hand-off", total, nil)
+}
+
+func lock(ctx context.Context, s *baton.Session) {
+	if _, err := s.Lock(ctx, "gc", baton.Write, time.Second, "n"); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func release(ctx context.Context, s *baton.Session) {
+	if _, err := s.Release(ctx, "gc"); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // waitPending waits until s's lock request shows as waiting.

@@ -67,45 +67,68 @@ func main() {
 		log.Print(err)
 		return
 	}
-	ops := []struct {
-		name string
-		run  func() error
-	}{
+	ops := []op{
 		{"first GetLock", func() error { return get(ctx, s, *timeout) }},
 		{"second GetLock (re-entry)", func() error { return get(ctx, s, *timeout) }},
 		{"first ReleaseLock (one of two)", func() error { return release(ctx, s) }},
 		{"last ReleaseLock", func() error { return release(ctx, s) }},
 	}
-	cycle := func(each func(i int, run func() error) error) {
-		for i, op := range ops {
-			if err := each(i, op.run); err != nil {
-				log.Panicf("%s: %v", op.name, err) // the deferred drops run
-			}
+	for range 50 { // warm-up
+		cycle(ops, func(_ int, run func() error) error { return run() })
+	}
+	took := timed(ops, *cycles)
+	counted := counts(ops, *cycles, db)
+	n := float64(*cycles)
+	for i, op := range ops {
+		fmt.Printf("%-32s %8.0f µs  statements %.2f  redo writes %.2f  fsyncs %.2f\n", op.name,
+			float64(took[i].Microseconds())/n, float64(counted[i]["Questions"])/n,
+			float64(counted[i]["Innodb_log_writes"])/n, float64(counted[i]["Innodb_data_fsyncs"])/n)
+	}
+}
+
+// op is one of the four operations of a cycle.
+type op struct {
+	name string
+	run  func() error
+}
+
+// cycle runs each operation once through each; a failure panics (so that
+// the deferred drops run).
+func cycle(ops []op, each func(i int, run func() error) error) {
+	for i, op := range ops {
+		if err := each(i, op.run); err != nil {
+			log.Panicf("%s: %v", op.name, err)
 		}
 	}
-	for range 50 { // warm-up
-		cycle(func(_ int, run func() error) error { return run() })
-	}
+}
+
+// timed is each operation's total time over n cycles.
+func timed(ops []op, n int) []time.Duration {
 	took := make([]time.Duration, len(ops))
-	for range *cycles {
-		cycle(func(i int, run func() error) error {
+	for range n {
+		cycle(ops, func(i int, run func() error) error {
 			start := time.Now()
 			err := run()
 			took[i] += time.Since(start)
 			return err
 		})
 	}
+	return took
+}
+
+// counts is each operation's server counters over n cycles.
+func counts(ops []op, n int, db *sql.DB) []map[string]int64 {
 	counted := make([]map[string]int64, len(ops))
-	for range *cycles {
-		cycle(func(i int, run func() error) error {
+	for i := range counted {
+		counted[i] = map[string]int64{}
+	}
+	for range n {
+		cycle(ops, func(i int, run func() error) error {
 			before := status(db)
 			if err := run(); err != nil {
 				return err
 			}
 			after := status(db)
-			if counted[i] == nil {
-				counted[i] = map[string]int64{}
-			}
 			for _, k := range counters {
 				counted[i][k] += after[k] - before[k]
 			}
@@ -113,12 +136,7 @@ func main() {
 			return nil
 		})
 	}
-	n := float64(*cycles)
-	for i, op := range ops {
-		fmt.Printf("%-32s %8.0f µs  statements %.2f  redo writes %.2f  fsyncs %.2f\n", op.name,
-			float64(took[i].Microseconds())/n, float64(counted[i]["Questions"])/n,
-			float64(counted[i]["Innodb_log_writes"])/n, float64(counted[i]["Innodb_data_fsyncs"])/n)
-	}
+	return counted
 }
 
 func get(ctx context.Context, s *baton.Session, timeout time.Duration) error {
