@@ -13,46 +13,111 @@ import (
 
 var dialects = []string{"sqlite", "postgres", "mysql"}
 
-var nameLine = regexp.MustCompile(`(?m)^-- name: ([a-z0-9_]+)\s*$`)
+var (
+	nameLine = regexp.MustCompile(`^-- name: ([a-z0-9_]+)\s*$`)
+	onlyLine = regexp.MustCompile(`^-- only ([a-z, ]+): \S`)
+)
 
-func queryNames(t *testing.T, path string) []string {
+// query is where a named query is defined, and the dialects its "-- only"
+// line (the line before its name) says have it; nil when it has none.
+type query struct {
+	file string
+	only []string
+}
+
+// sliceFiles lists a dialect's query files, sql/*.sql, by base name.
+func sliceFiles(t *testing.T, d string) []string {
 	t.Helper()
-	src, err := os.ReadFile(path)
+	paths, err := filepath.Glob(filepath.Join(d, "sql", "*.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, m := range nameLine.FindAllStringSubmatch(string(src), -1) {
-		names = append(names, m[1])
+	var files []string
+	for _, p := range paths {
+		files = append(files, filepath.Base(p))
 	}
-	sort.Strings(names)
-	return names
+	return files
 }
 
-// TestSameQueryNames: every dialect's queries.sql defines the same names,
-// so that a reviewer compares one backend's query with another's by name;
-// what only one dialect has lives in its own file (sqlite.sql, ...) under
-// a name queries.sql does not use.
-func TestSameQueryNames(t *testing.T) {
-	want := queryNames(t, filepath.Join("sqlite", "queries.sql"))
-	if len(want) == 0 {
-		t.Fatal("no queries in sqlite/queries.sql")
+// dialectQueries reads a dialect's query files and reports a name defined
+// twice.
+func dialectQueries(t *testing.T, d string) map[string]query {
+	t.Helper()
+	out := map[string]query{}
+	for _, f := range sliceFiles(t, d) {
+		src, err := os.ReadFile(filepath.Join(d, "sql", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(src), "\n")
+		for i, line := range lines {
+			m := nameLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			q := query{file: f}
+			if i > 0 {
+				if o := onlyLine.FindStringSubmatch(lines[i-1]); o != nil {
+					q.only = strings.Split(o[1], ", ")
+				}
+			}
+			if prev, dup := out[m[1]]; dup {
+				t.Errorf("%s: %s is defined in sql/%s and sql/%s", d, m[1], prev.file, f)
+			}
+			out[m[1]] = q
+		}
 	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no queries in sql/*.sql", d)
+	}
+	return out
+}
+
+// TestSameQueryFiles: every backend has the same query files, one per
+// slice (sql/sessions.sql, sql/locks.sql, ...), and nothing else holds
+// queries. A query several dialects have has the same name and sits in
+// the same file in each, so that a reviewer compares one backend's query
+// with another's by name; a query only some dialects have says which on
+// the line before its name ("-- only postgres, mysql: why"), and a query
+// without that line is in every dialect. No name is defined twice in a
+// backend (the loader refuses that too).
+func TestSameQueryFiles(t *testing.T) {
+	want := sliceFiles(t, dialects[0])
+	where := map[string]map[string]query{} // name -> dialect -> query
 	for _, d := range dialects {
-		got := queryNames(t, filepath.Join(d, "queries.sql"))
-		for _, n := range got {
-			if !slices.Contains(want, n) {
-				t.Errorf("%s/queries.sql defines %s, which sqlite/queries.sql does not (move it to %s/%s.sql)", d, n, d, d)
+		if got := sliceFiles(t, d); !slices.Equal(got, want) {
+			t.Errorf("%s/sql has %v, %s/sql %v", d, got, dialects[0], want)
+		}
+		if loose, _ := filepath.Glob(filepath.Join(d, "*.sql")); len(loose) > 0 {
+			t.Errorf("query files outside %s/sql: %v", d, loose)
+		}
+		for name, q := range dialectQueries(t, d) {
+			if where[name] == nil {
+				where[name] = map[string]query{}
+			}
+			where[name][d] = q
+		}
+	}
+	for name, in := range where {
+		var has, files []string
+		for _, d := range dialects {
+			if q, ok := in[d]; ok {
+				has = append(has, d)
+				if !slices.Contains(files, q.file) {
+					files = append(files, q.file)
+				}
 			}
 		}
-		for _, n := range want {
-			if !slices.Contains(got, n) {
-				t.Errorf("%s/queries.sql lacks %s, which sqlite/queries.sql defines", d, n)
-			}
+		if len(files) > 1 {
+			t.Errorf("%s is in different files: %v in %v", name, files, has)
 		}
-		for _, n := range queryNames(t, filepath.Join(d, d+".sql")) {
-			if slices.Contains(got, n) {
-				t.Errorf("%s is in both %s/queries.sql and %s/%s.sql", n, d, d, d)
+		for _, d := range has {
+			only := in[d].only
+			switch {
+			case only == nil && len(has) < len(dialects):
+				t.Errorf("%s/sql/%s: %s is only in %v; say so on the line before its name (-- only %s: why)", d, in[d].file, name, has, strings.Join(has, ", "))
+			case only != nil && (len(has) == len(dialects) || !slices.Equal(only, has)):
+				t.Errorf("%s/sql/%s: %s says only %v, but %v have it", d, in[d].file, name, only, has)
 			}
 		}
 	}

@@ -25,7 +25,7 @@
 // a statement that reads a sequence number and then SLEEPs for the poll
 // interval; a transaction that grants a lock to another client bumps that
 // client's sequence number and, after commit, interrupts the sleep with
-// KILL QUERY on the connection id the listener registered (see extra.sql
+// KILL QUERY on the connection id the listener registered (see sql/notify.sql
 // and listen.go). Clients of the same process are woken directly.
 package mysql
 
@@ -56,14 +56,11 @@ import (
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
-//go:embed queries.sql
-var queriesSQL string
-
-//go:embed mysql.sql
-var ownSQL string
-
-//go:embed extra.sql
-var extraSQL string
+// queries holds the named queries, one file per slice (sessions, locks,
+// queue, events, notify), the same files in every backend.
+//
+//go:embed sql/*.sql
+var queries embed.FS
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -108,7 +105,7 @@ type Driver struct {
 	server   string // VERSION()
 	mariadb  bool
 	migrator *sqldriver.Migrator
-	wq       map[string]string // extra.sql
+	wq       map[string]string // the wake_* queries of sql/notify.sql
 	pumps    sync.Map          // client id -> *sqldriver.NotifyPump
 
 	// fast is a second pool, of autocommit=0 connections, for the
@@ -569,12 +566,18 @@ func (d *Driver) SetStatementTimeout(t time.Duration) { d.bound.Set(t) }
 // implementation on db.
 func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	macros := map[string]string{"now": Now}
-	q, err := sqldriver.ParseQueryFiles(prefix, macros, stripComments(queriesSQL), stripComments(ownSQL))
+	q, err := sqldriver.LoadQueries(queries, "sql", prefix, macros, stripComments)
 	if err != nil {
 		return fmt.Errorf("mysql queries: %w", err)
 	}
-	if d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, macros); err != nil {
-		return fmt.Errorf("mysql queries: %w", err)
+	// The wake-ups run on the listener's and the waker's own connections:
+	// kept out of the set Prepare prepares.
+	d.wq = map[string]string{}
+	for name, body := range q {
+		if strings.HasPrefix(name, "wake_") {
+			d.wq[name] = body
+			delete(q, name)
+		}
 	}
 	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
@@ -589,7 +592,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		InsertReturning: false,
 		UpdateReturning: false,
 		// MariaDB has DELETE ... RETURNING, but a single-table DELETE
-		// takes no index hint (release_list_ns in queries.sql).
+		// takes no index hint (release_list_ns in sql/locks.sql).
 		DeleteReturning: false,
 		Queries:         q,
 		Wake:            d.wakeClients,

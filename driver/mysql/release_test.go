@@ -18,7 +18,7 @@ import (
 // their worst: a handful of live rows beside many deleted ones that purge
 // has not removed yet (a transaction with an older snapshot holds them),
 // the state in which MariaDB read lock_requests whole in id order and
-// locked every row it passed (queries.sql, release_list_ns). Another
+// locked every row it passed (sql/locks.sql, release_list_ns). Another
 // transaction holds the oldest and the newest reader's request rows
 // locked; the other readers' releases, by name and by namespace, must
 // not wait for them.

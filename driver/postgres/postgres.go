@@ -40,11 +40,11 @@ import (
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
-//go:embed queries.sql
-var queriesSQL string
-
-//go:embed postgres.sql
-var ownSQL string
+// queries holds the named queries, one file per slice (sessions, locks,
+// queue, events, notify), the same files in every backend.
+//
+//go:embed sql/*.sql
+var queries embed.FS
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -221,7 +221,7 @@ func ownConfig(c *pgx.ConnConfig) *pgx.ConnConfig {
 // newDriver builds the driver on its pools: db for everything, rdb for
 // claims and acknowledgements (db again when the program gave its own).
 func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, prefix string) (*Driver, error) {
-	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
+	q, err := sqldriver.LoadQueries(queries, "sql", prefix, map[string]string{"now": Now}, nil)
 	if err != nil {
 		return nil, err
 	}

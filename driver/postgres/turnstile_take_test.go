@@ -18,7 +18,7 @@ import (
 // fast_acquire_many_existing carries fast_acquire_existing's SET clause.
 // A change to one without the other fails here.
 func TestTurnstileTakeFollowsFastPath(t *testing.T) {
-	q, err := sqldriver.ParseQueryFiles("baton_", map[string]string{"now": Now}, queriesSQL, ownSQL)
+	q, err := sqldriver.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

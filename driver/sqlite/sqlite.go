@@ -41,11 +41,11 @@ import (
 	"github.com/batonhq/baton/internal/sqldriver"
 )
 
-//go:embed queries.sql
-var queriesSQL string
-
-//go:embed sqlite.sql
-var ownSQL string
+// queries holds the named queries, one file per slice (sessions, locks,
+// queue, events, notify), the same files in every backend.
+//
+//go:embed sql/*.sql
+var queries embed.FS
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -252,7 +252,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		"let_go": "n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'), " +
 			"h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL",
 	}
-	q, err := sqldriver.ParseQueryFiles(prefix, macros, queriesSQL, ownSQL)
+	q, err := sqldriver.LoadQueries(queries, "sql", prefix, macros, nil)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,14 @@
 // Package sqldriver implements driver.Tx and most of driver.Driver once, on
 // database/sql, for every backend. A backend supplies a Dialect: its named
-// queries (queries.sql, the same names in every dialect, and a file of the
-// dialect's own), its bind-variable
-// style and hooks for the few operations whose shape differs (wake-ups,
-// migration locking, the fast paths).
+// queries (sql/<slice>.sql, the same files and names in every dialect), its
+// bind-variable style and hooks for the few operations whose shape differs
+// (wake-ups, migration locking, the fast paths).
 package sqldriver
 
 import (
 	"fmt"
+	"io/fs"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,8 +17,10 @@ import (
 var nameLine = regexp.MustCompile(`(?m)^-- name: ([a-z0-9_]+)\s*$`)
 
 // ParseQueries splits a query file into named queries. Each query starts at
-// a line "-- name: NAME" and runs to the next such line. Macros are expanded:
-// {p} becomes the table prefix and every key of macros its value.
+// a line "-- name: NAME" and runs to its last line before the next such
+// line that is not a comment (a comment there heads what follows). Macros
+// are expanded: {p} becomes the table prefix and every key of macros its
+// value.
 func ParseQueries(src, prefix string, macros map[string]string) (map[string]string, error) {
 	out := map[string]string{}
 	locs := nameLine.FindAllStringSubmatchIndex(src, -1)
@@ -27,8 +30,7 @@ func ParseQueries(src, prefix string, macros map[string]string) (map[string]stri
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
-		body := strings.TrimSpace(src[loc[1]:end])
-		body = strings.TrimSuffix(body, ";")
+		body := strings.TrimSuffix(trimComments(src[loc[1]:end]), ";")
 		body = strings.ReplaceAll(body, "{p}", prefix)
 		for k, v := range macros {
 			body = strings.ReplaceAll(body, "{"+k+"}", v)
@@ -44,22 +46,51 @@ func ParseQueries(src, prefix string, macros map[string]string) (map[string]stri
 	return out, nil
 }
 
-// ParseQueryFiles parses a dialect's query files (queries.sql, the names
-// every dialect has, then the dialect's own) into one set; a name defined
-// in two files is an error.
-func ParseQueryFiles(prefix string, macros map[string]string, srcs ...string) (map[string]string, error) {
+// trimComments is s without its trailing comment and blank lines, trimmed.
+func trimComments(s string) string {
+	s = strings.TrimSpace(s)
+	for {
+		i := strings.LastIndexByte(s, '\n')
+		if !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "--") {
+			return s
+		}
+		s = strings.TrimSpace(s[:i+1])
+	}
+}
+
+// LoadQueries parses a backend's query files, dir/*.sql in fsys (one per
+// slice), into one set, each file's text passed through clean first when
+// clean is not nil. A name defined twice, in one file or in two, is an
+// error.
+func LoadQueries(fsys fs.FS, dir, prefix string, macros map[string]string, clean func(string) string) (map[string]string, error) {
+	files, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
-	for _, src := range srcs {
-		q, err := ParseQueries(src, prefix, macros)
+	from := map[string]string{}
+	for _, f := range files {
+		src, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
-		for name, body := range q {
-			if _, dup := out[name]; dup {
-				return nil, fmt.Errorf("query %q defined in two files", name)
-			}
-			out[name] = body
+		text := string(src)
+		if clean != nil {
+			text = clean(text)
 		}
+		q, err := ParseQueries(text, prefix, macros)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for name, body := range q {
+			if first, dup := from[name]; dup {
+				return nil, fmt.Errorf("query %q defined in %s and %s", name, first, f)
+			}
+			out[name], from[name] = body, f
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no queries in %s/*.sql", dir)
 	}
 	return out, nil
 }

@@ -1,35 +1,226 @@
--- MySQL/MariaDB's own queries: the ones no other dialect has, because they
--- use what only MySQL/MariaDB offers (the engine uses a query of this file only
--- where the dialect has it, or this driver's own code does). queries.sql
--- holds the queries every dialect has, under the same names
--- (driver/queries_test.go checks both rules).
+-- MySQL/MariaDB: the locks slice's queries.
+-- Each backend has the same files in sql/: a query several dialects have
+-- has one name and one file in all of them; one that only some have is
+-- marked "-- only <dialects>: why" (driver/queries_test.go checks both).
+-- {p} is the table prefix, {now} the current time in microseconds
+-- (database clock). Bind variables are positional "?" only: a value
+-- used twice is passed twice. Transactions run at READ COMMITTED (set
+-- per connection): locking reads and writes see the latest committed
+-- rows, and every plain read sees what was committed when it started.
+--
+-- Every change to an identifier's requests happens under the
+-- identifier's row lock (ident_ensure / ident_lock), so reads made
+-- under it are current. An uncontended identifier has no InnoDB state
+-- at all: its holder is a row of the MEMORY table {p}lock_fast
+-- (migration 023, statements below), which the slow path takes over
+-- under the row lock; listings read {p}lock_holds, the request rows
+-- and those holders.
+--
+-- Both servers evaluate single-table UPDATE and ON DUPLICATE KEY UPDATE
+-- assignments left to right, each seeing the values already assigned
+-- (unless MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode is on); the statements
+-- below give the same result in either order.
 
+-- name: ident_ensure
+-- The identifier's mutex row (migration 043), made when missing. The
+-- engine runs ident_lock first and this only when it found no row, which
+-- {p}ident_read never answers (it makes the row itself, as this does).
+-- Not INSERT IGNORE: on an existing row that takes a shared lock, and
+-- the FOR UPDATE that follows would upgrade it, a classic InnoDB deadlock
+-- between two transactions on the same identifier. The no-op update
+-- takes the exclusive lock at once.
+INSERT INTO {p}lock_mutex (kind, ns, name, gated) VALUES (?, ?, ?, 0)
+ON DUPLICATE KEY UPDATE gated = gated;
+
+-- name: ident_lock
+-- The identifier's mutex taken (its row and its counters made when
+-- missing), then its fence, counters and gated flag: two tables, two
+-- statements (migration 043: no statement on a MEMORY table waits for a
+-- row lock), so a procedure call.
+CALL {p}ident_read(?, ?, ?);
+
+-- name: ident_update
+UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: ident_purge_idle
+-- The candidates only (the driver's PurgeIdle deletes each under its
+-- mutex, {p}purge_ident): rows whose counter is more than a second behind
+-- the clock (a row created again later starts at the clock, above every
+-- token it gave) and nothing holds or waits for, and mutex rows without
+-- counters (a restart empties the MEMORY tables, migration 043) that no
+-- transaction gates.
+SELECT kind, ns, name FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000
+UNION
+SELECT m.kind, m.ns, m.name FROM {p}lock_mutex m
+ WHERE m.gated = 0 AND NOT EXISTS (SELECT 1 FROM {p}lock_idents i WHERE i.kind = m.kind AND i.ns = m.ns AND i.name = m.name);
+
+-- name: fast_acquire_ident
+-- Not used by this driver: its LockFastAcquire is {p}lock_fast's
+-- (migration 023), and the identifier's row is the slow path's, written
+-- only under its mutex (migration 043). Kept, as every dialect has it,
+-- as a statement that never grants (n_r + n_w is 1).
+SELECT fence FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ? AND ? + ? < 0;
+
+-- name: ident_release
+-- No UPDATE ... RETURNING here: n_p = LAST_INSERT_ID(n_p) leaves n_p as it
+-- is and reports it as the statement's insert id, which the MySQL fast
+-- release reads instead of running ident_waiting.
+UPDATE {p}lock_idents SET n_r = n_r - ?, n_w = n_w - ?, n_p = LAST_INSERT_ID(n_p)
+ WHERE kind = ? AND ns = ? AND name = ?;
+
+-- name: release_list_ns
+-- FOR UPDATE: two releases by one session at the same moment must not
+-- both count the same instances. The session's index is forced, here
+-- and in every statement below that locks request rows by a key: the
+-- table holds only waiters and extra instances, so InnoDB's estimate of
+-- its size is a handful of rows while its indexes still hold the entries
+-- of rows deleted but not yet purged, and MariaDB then chose to read the
+-- whole table in id order (or every row), locking each row it passed: a
+-- release waited for every other session's request rows and deadlocked
+-- with other releases (TestReleaseLocksOnlyItsRows, docs/benchmarks.md).
+-- No ORDER BY: read backwards (ORDER BY id DESC), the index's scan locked
+-- the entry before the session's, another session's row; the caller
+-- orders the rows, newest first (sqldriver.ReleaseTaken).
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests FORCE INDEX (lock_requests_session)
+ WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G'
+   FOR UPDATE;
+
+-- name: release_list_name
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests FORCE INDEX (lock_requests_session)
+ WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G'
+   FOR UPDATE;
+
+-- name: request_list_orphans
+-- Requests whose session is gone: a stalled session's statement that landed
+-- after another process reaped it.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds r
+ WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
+ ORDER BY id LIMIT ?;
+
+-- name: request_list
+-- Through {p}lock_holds: read without the row lock (a transaction's wait
+-- for the sessions), a fast holder counts too.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE kind = ? AND ns = ? AND name = ? ORDER BY id;
+
+-- name: request_list_by_session
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = ? ORDER BY id;
+
+-- name: request_list_by_session_kind
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? ORDER BY id;
+
+-- name: request_list_by_session_ns
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
+
+-- name: request_list_call
+-- The requests of one call (session, call) among its identifiers: kind,
+-- namespace, names from the first to the last (a call's names are sorted),
+-- so that the read covers their key range, not every lock row.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = ? AND call_id = ? AND kind = ? AND ns = ? AND name BETWEEN ? AND ? ORDER BY id;
+
+-- name: lock_conflict_held
+-- Whether another session holds the identifier (kind, namespace, name)
+-- in a mode that conflicts with the one given (the fast holder, or a
+-- granted request): a try that would be refused whatever the queue. The
+-- arguments come twice, once for each table. A holder the slow path is
+-- adopting is in one table or both at every moment; one missed between
+-- the two reads only sends the try down the slow path.
+SELECT EXISTS (SELECT 1 FROM {p}lock_fast
+                WHERE kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL
+                  AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'))
+    OR EXISTS (SELECT 1 FROM {p}lock_requests FORCE INDEX (lock_requests_ident)
+                WHERE kind = ? AND ns = ? AND name = ? AND status = 'G'
+                  AND session_id <> ? AND (mode = 'W' OR ? = 'W'));
+
+-- name: request_insert
+-- The value list may refer to a column set earlier in it (status), which
+-- spares passing the status twice.
+INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, {now}, IF(status = 'G', {now}, NULL));
+
+-- name: request_set_status
+-- The constants are joined as a derived table so that granted_at depends
+-- on the new status whatever order the assignments run in.
+UPDATE {p}lock_requests r FORCE INDEX (PRIMARY) JOIN (SELECT ? AS st, ? AS tok) v
+   SET r.granted_at = IF(v.st = 'G', {now}, r.granted_at), r.status = v.st, r.token = v.tok
+ WHERE r.id = ? AND r.status = ?;
+
+-- name: request_delete
+-- The ids as a table joined to the primary key: for "id IN (...)" MariaDB
+-- read every row once the list was about as long as its estimate of the
+-- table (release_list_ns says why), hint or not.
+DELETE r FROM JSON_TABLE(JSON_ARRAY({list}), '$[*]' COLUMNS (id bigint PATH '$')) x
+  STRAIGHT_JOIN {p}lock_requests r FORCE INDEX (PRIMARY) ON r.id = x.id;
+
+-- name: request_statuses
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_requests WHERE id IN ({list});
+
+-- name: wait_graph
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at
+  FROM {p}lock_requests r
+ WHERE EXISTS (SELECT 1 FROM {p}lock_requests p
+                WHERE p.status = 'P' AND p.kind = r.kind AND p.ns = r.ns AND p.name = r.name)
+ ORDER BY r.id;
+
+-- name: detector_lock
+-- The row is inserted by the first migration.
+SELECT v FROM {p}meta WHERE k = 'deadlock' FOR UPDATE;
+
+-- name: lock_info_list
+-- The requests and inline holders ({p}lock_holds), and the contenders
+-- waiting behind a turnstile past its first 25 ms (migration 029), as
+-- waiting write requests, but for a call that holds an instance
+-- already (granted: its listing is deleted after the call returns).
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
+       s.host, s.pid, s.name
+  FROM (SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+          FROM {p}lock_holds
+        UNION ALL
+        SELECT w.id, w.session_id, w.client_id, w.kind, w.ns, w.name, 'W', 'P', w.call_id, 0, w.created_at, NULL
+          FROM {p}lock_waits w
+         WHERE NOT EXISTS (SELECT 1 FROM {p}lock_holds h WHERE h.session_id = w.session_id AND h.call_id = w.call_id)) r
+  JOIN {p}sessions s ON s.id = r.session_id
+ ORDER BY r.kind, r.ns, r.name, r.id;
+
+-- name: user_holder
+SELECT session_id FROM {p}lock_holds
+ WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
+
+-- only mysql: no UPDATE ... RETURNING, so ident_release's count is read.
 -- name: ident_waiting
 SELECT n_p FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
-
--- name: notify_insert
-INSERT INTO {p}notifications (channel, payload, created_at) VALUES (?, ?, {now});
-
 
 -- ---- transaction-scoped locks (migration 020) ----
 -- The gate's locking reads are built in txlocks.go (MariaDB and MySQL
 -- spell a shared NOWAIT lock differently).
 
+-- only postgres, mysql: gates are row flags (SQLite's: the write lock).
 -- name: tx_prepare
 -- Marks the identifier gated (creating its mutex row, migration 043);
 -- affected rows 0 when it was already.
 INSERT INTO {p}lock_mutex (kind, ns, name, gated) VALUES (?, ?, ?, 1)
 ON DUPLICATE KEY UPDATE gated = 1;
 
+-- only mysql: a gate is a row of {p}lock_gates.
 -- name: tx_gate_exists
 -- Not a locking read: a transaction may hold the row.
 SELECT count(*) FROM {p}lock_gates WHERE kind = ? AND ns = ? AND name = ?;
 
+-- only mysql: a gate is a row of {p}lock_gates.
 -- name: tx_gate_ensure
 -- Only when tx_gate_exists found nothing: on an existing row INSERT IGNORE
 -- takes a shared lock, which waits for a transaction holding the gate.
 INSERT IGNORE INTO {p}lock_gates (kind, ns, name) VALUES (?, ?, ?);
 
+-- only postgres, mysql: gates are row flags (SQLite's: the write lock).
 -- name: request_statuses_gated
 -- request_statuses, and whether each request's identifier is gated (a
 -- key lookup each): the client's poll of its waiting requests, one
@@ -39,12 +230,14 @@ SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, 
        COALESCE((SELECT m.gated FROM {p}lock_mutex m WHERE m.kind = r.kind AND m.ns = r.ns AND m.name = r.name), 0) <> 0
   FROM {p}lock_requests r WHERE r.id IN ({list});
 
+-- only postgres, mysql: gates are row flags (SQLite's: the write lock).
 -- name: tx_gated_among
 -- The gated identifiers among some (TxGatedAmong): {keys} stands for one
 -- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key
 -- lookup each).
 SELECT kind, ns, name FROM {p}lock_mutex WHERE gated <> 0 AND ({keys});
 
+-- only mysql: a transaction's hold is a row of {p}lock_txholds.
 -- name: tx_hold_insert
 -- In the caller's transaction: its hold, which other connections see only
 -- reading uncommitted rows while the transaction runs; once it commits the
@@ -52,20 +245,22 @@ SELECT kind, ns, name FROM {p}lock_mutex WHERE gated <> 0 AND ({keys});
 INSERT INTO {p}lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
 VALUES (?, ?, ?, ?, CONNECTION_ID(), ?, ?, ?, {now});
 
+-- only mysql: a transaction's hold is a row of {p}lock_txholds.
 -- name: tx_holds_all
 SELECT id, kind, ns, name, mode, 'G', CONCAT('tx ', txn), host, pid, owner, since FROM {p}lock_txholds ORDER BY id;
 
+-- only mysql: a transaction's hold is a row of {p}lock_txholds.
 -- name: tx_holds_ended
 -- Read committed: the holds of transactions that ended.
 SELECT id FROM {p}lock_txholds ORDER BY id LIMIT 1000;
 
+-- only mysql: a transaction's hold is a row of {p}lock_txholds.
 -- name: tx_holds_delete
--- As request_delete (queries.sql): "id IN (...)" read every row once the
+-- As request_delete (above): "id IN (...)" read every row once the
 -- list was about as long as the table's estimate, and waited for the
 -- running transactions' holds (TestTxHoldsPurgeSkipsRunning).
 DELETE h FROM JSON_TABLE(JSON_ARRAY({list}), '$[*]' COLUMNS (id bigint PATH '$')) x
   STRAIGHT_JOIN {p}lock_txholds h FORCE INDEX (PRIMARY) ON h.id = x.id;
-
 
 -- ---- uncontended locks in MEMORY (migration 023) ----
 -- {p}lock_fast's statements. A row with slow = 0 is only ever changed by
@@ -105,6 +300,7 @@ ON DUPLICATE KEY UPDATE
     h_at      = IF(slow = 0 AND h_id IS NULL, VALUES(h_at), h_at),
     h_id      = IF(slow = 0 AND h_id IS NULL, VALUES(h_id), h_id);
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_conflict_held
 -- Whether another session than the one given holds the identifier (kind,
 -- namespace, name) by the fast path in a mode that conflicts with the one
@@ -113,6 +309,7 @@ SELECT EXISTS (SELECT 1 FROM {p}lock_fast
                 WHERE kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL
                   AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'));
 
+-- only postgres, mysql: many names of a namespace at once.
 -- name: fast_acquire_many
 -- fast_acquire for several names of one namespace; {rows} are the names
 -- and their holder ids (Driver.manyText): on MariaDB picked by position
@@ -136,11 +333,13 @@ ON DUPLICATE KEY UPDATE
     h_at      = IF(slow = 0 AND h_id IS NULL, VALUES(h_at), h_at),
     h_id      = IF(slow = 0 AND h_id IS NULL, VALUES(h_id), h_id);
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_granted
 -- The fast holders of one call: session, kind, ns, call id.
 SELECT name, h_id, fence FROM {p}lock_fast
  WHERE h_session = ? AND kind = ? AND ns = ? AND h_call = ? AND slow = 0;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_undo
 -- Withdraws the fast holders of one call (fast_acquire_many granted only
 -- some): session, kind, ns, call id.
@@ -148,6 +347,7 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
    SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
  WHERE h_session = ? AND kind = ? AND ns = ? AND h_call = ? AND slow = 0;
 
+-- only sqlite, mysql: PostgreSQL has release_name and release_inline.
 -- name: fast_release_name
 -- Releases the session's fast holder of one identifier. A holder the slow
 -- path owns (slow = 1; adopted ones keep h_session, see fast_adopted)
@@ -164,6 +364,7 @@ UPDATE {p}lock_fast
        h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
  WHERE h_session = ? AND kind = ? AND ns = ? AND name = ?;
 
+-- only sqlite, mysql: PostgreSQL has release_ns and release_inline.
 -- name: fast_release_ns
 -- fast_release_name for every identifier of a namespace: session, kind,
 -- ns. (FORCE INDEX: see the section's head.) Migration 034's
@@ -174,6 +375,7 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
        h_mode = IF(slow = 0, NULL, h_mode), h_call = IF(slow = 0, NULL, h_call), h_at = IF(slow = 0, NULL, h_at)
  WHERE h_session = ? AND kind = ? AND ns = ?;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_engage
 -- Under the identifier's InnoDB row lock: the slow path owns the
 -- identifier from now on. A new row's fence is 0: only fast grants move
@@ -189,17 +391,20 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_session)
 INSERT INTO {p}lock_fast (kind, ns, name, fence, slow) VALUES (?, ?, ?, 0, 1)
 ON DUPLICATE KEY UPDATE slow = IF(LAST_INSERT_ID(h_id IS NOT NULL OR fence > ?) >= 0, 1, 1);
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_holder
 -- The row fast_engage left: no fast statement changes it any more.
 SELECT fence, h_id, h_session, h_client, h_mode, h_call, h_at FROM {p}lock_fast
  WHERE kind = ? AND ns = ? AND name = ?;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_adopt
 -- The fast holder as a request row under its own id; affected rows 0 when
 -- it is one already.
 INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'G', ?, ?, ?, ?);
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_clear_ids
 -- Fast holders ({list} of ids) whose request rows are gone: in the
 -- transaction that deletes the rows, before its commit (a holder left
@@ -208,6 +413,7 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder)
    SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
  WHERE h_id IN ({list}) AND slow = 1;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_adopted
 -- Fast holders ({list} of ids) whose adoption committed: h_id goes (later
 -- adoptions need not look), h_session stays, so that the holder's own
@@ -216,11 +422,13 @@ UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder)
 -- back.
 UPDATE {p}lock_fast FORCE INDEX (lock_fast_holder) SET h_id = NULL WHERE h_id IN ({list}) AND slow = 1;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_idle_slow
 -- Identifiers the slow path owns with no fast holder: candidates to hand
 -- back to the fast path (fast_demote).
 SELECT kind, ns, name FROM {p}lock_fast WHERE slow = 1 AND h_id IS NULL LIMIT 200;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_demote_free
 -- Without a lock: 1 when the identifier's counters say nothing of it is
 -- left in InnoDB and the slow path owns it with no fast holder left
@@ -234,6 +442,7 @@ SELECT COUNT(*) FROM {p}lock_idents li
    AND EXISTS (SELECT 1 FROM {p}lock_fast f
                 WHERE f.kind = li.kind AND f.ns = li.ns AND f.name = li.name AND f.slow = 1 AND f.h_id IS NULL);
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_demote_check
 -- Under the identifier's mutex (ident_lock): its fence when nothing of it
 -- is left to the slow path (no holder, no waiter, no gate); no row
@@ -243,6 +452,7 @@ SELECT li.fence FROM {p}lock_idents li
    AND NOT EXISTS (SELECT 1 FROM {p}lock_mutex m WHERE m.kind = li.kind AND m.ns = li.ns AND m.name = li.name AND m.gated <> 0)
    AND NOT EXISTS (SELECT 1 FROM {p}lock_requests r WHERE r.kind = li.kind AND r.ns = li.ns AND r.name = li.name);
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_demote
 -- The fast path owns the identifier again: fence (from InnoDB), kind, ns,
 -- name.
@@ -250,18 +460,22 @@ UPDATE {p}lock_fast
    SET slow = 0, fence = GREATEST(fence, ?), h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_at = NULL
  WHERE kind = ? AND ns = ? AND name = ? AND slow = 1 AND h_id IS NULL;
 
+-- only mysql: the uncontended state in the MEMORY table {p}lock_fast.
 -- name: fast_purge_idle
 -- Free rows whose counter is more than a second behind the clock (a row
 -- made again later starts at the clock, above every token it gave).
 DELETE FROM {p}lock_fast WHERE slow = 0 AND h_id IS NULL AND fence < {now} - 1000000;
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_lease
 -- Records a lease in use: the longest is how long a new incarnation waits.
 INSERT INTO {p}meta (k, v) VALUES ('max_lease_us', ?) ON DUPLICATE KEY UPDATE v = GREATEST(v, VALUES(v));
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_get
 SELECT id, GREATEST(0, lockable_from - {now}) FROM {p}incarnation;
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_slow_idents
 -- Before a new incarnation: identifiers a restart left state for, which
 -- the caller marks as the slow path's (fast_engage): the gated ones (a
@@ -273,6 +487,7 @@ SELECT kind, ns, name FROM {p}lock_mutex WHERE gated = 1
 UNION
 SELECT kind, ns, name FROM {p}lock_idents WHERE n_r > 0 OR n_w > 0 OR n_p > 0;
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_seed_requests
 -- Before a new incarnation: request ids start above every id handed out
 -- before it (a restart empties {p}lock_requests and starts its
@@ -284,17 +499,21 @@ INSERT IGNORE INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, 
 SELECT {now}, '', '', 0, '', '', 'W', 'D', 0, 0, 0 FROM DUAL
  WHERE {now} > (SELECT COALESCE(MAX(id), 0) FROM {p}lock_requests);
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_seed_done
 DELETE FROM {p}lock_requests WHERE session_id = '' AND client_id = '';
 
+-- only mysql: a stored procedure call.
 -- name: purge_ident
 -- One idle identifier deleted under its mutex (ident_purge_idle lists
 -- them): one row, 1 when it went.
 CALL {p}purge_ident(?, ?, ?);
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_max_lease
 SELECT COALESCE(MAX(v), 0) FROM {p}meta WHERE k = 'max_lease_us';
 
+-- only mysql: a restart empties the MEMORY lock state.
 -- name: incarnation_new
 -- A new incarnation, lockable once the longest lease in use (the
 -- argument) has passed. LOW_PRIORITY: the write waits for the statements
@@ -302,6 +521,7 @@ SELECT COALESCE(MAX(v), 0) FROM {p}meta WHERE k = 'max_lease_us';
 -- without holding up later readers.
 INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (1, {now}, {now} + ?);
 
+-- only mysql: a stored procedure call.
 -- name: request_call
 -- Migrations 024 and 033: the slow path's request in one call (kind, ns,
 -- name, session, client, mode, call id, try-once, incarnation or NULL),
@@ -309,6 +529,7 @@ INSERT LOW_PRIORITY IGNORE INTO {p}incarnation (one, id, lockable_from) VALUES (
 -- found.
 CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- only mysql: a stored procedure call.
 -- name: reentry_call
 -- Migration 042: request_call for a request the engine believes the
 -- session's instances cover (driver.RequestParams.Covered): granted in a
@@ -316,6 +537,7 @@ CALL {p}request_commit(?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- arguments and row.
 CALL {p}request_reentry(?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- only mysql: a stored procedure call.
 -- name: release_call
 -- Migration 038: the release of the session's instances of a name, or of
 -- a namespace (name NULL), through InnoDB with its hand-on, committed by
@@ -325,6 +547,7 @@ CALL {p}request_reentry(?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- fastlocks.go reads them).
 CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 
+-- only postgres, mysql: SQLite has no stored routines.
 -- name: remove_call
 -- Migration 039: the withdrawal of requests (a JSON array of [id, kind,
 -- hex namespace, hex name], sorted by identifier) with the hand-on,
@@ -333,12 +556,14 @@ CALL {p}release_instances(?, ?, ?, ?, ?, ?);
 -- reads them).
 CALL {p}remove_requests(?);
 
+-- only postgres, mysql: SQLite has no stored routines.
 -- name: withdraw_call
 -- Migration 039: a lock call's requests withdrawn (session, call, kind,
 -- namespace, its names as a JSON array of hex names, sorted) with the
 -- hand-on, committed by the call; one row as remove_call's.
 CALL {p}withdraw_call(?, ?, ?, ?, ?);
 
+-- only mysql: a stored procedure call.
 -- name: regrant_call
 -- Migration 041: identifiers handed on (a JSON array of [kind, hex
 -- namespace, hex name], sorted), each under its row lock, a
@@ -346,6 +571,7 @@ CALL {p}withdraw_call(?, ?, ?, ?, ?);
 -- remove_call's.
 CALL {p}regrant_call(?);
 
+-- only postgres, mysql: SQLite has no stored routines.
 -- name: settle_call
 -- Migration 040: withdraw_call for a call that may still run, each
 -- identifier's row locked (made when missing) and its fast holder
@@ -366,6 +592,7 @@ DELETE FROM {p}lock_waits WHERE session_id = ? AND call_id = ?;
 -- The marks of sessions that are gone (a process that died waiting).
 DELETE FROM {p}lock_waits WHERE session_id NOT IN (SELECT id FROM {p}sessions);
 
+-- only postgres, mysql: the turnstile and the lock in one round trip.
 -- name: turnstile_acquire
 -- Migration 031: the turnstile and then the lock, on the session's line
 -- (turnstile name, wait in seconds, kind, ns, name, holder id, session,
@@ -374,6 +601,7 @@ DELETE FROM {p}lock_waits WHERE session_id NOT IN (SELECT id FROM {p}sessions);
 -- fast_acquire changed, the fence.
 CALL {p}turnstile_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- only mysql: the turnstile is a named lock, released by a procedure.
 -- name: turnstile_release
 -- Migration 031: fast_release_name and then, when that released all
 -- there was, RELEASE_LOCK, on the session's line (turnstile name,
@@ -381,6 +609,7 @@ CALL {p}turnstile_acquire(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- RELEASE_LOCK's answer or NULL.
 CALL {p}turnstile_release(?, ?, ?, ?, ?);
 
+-- only mysql: the turnstile is a named lock, released by a procedure.
 -- name: turnstile_release_ns
 -- Migration 034: fast_release_ns and then, when that released all there
 -- was, RELEASE_LOCK of the one turnstile the session holds in the

@@ -1,186 +1,11 @@
--- SQLite queries: the same names in every dialect's queries.sql; what
--- only SQLite has is in sqlite.sql.
+-- SQLite: the queue slice's queries.
+-- Each backend has the same files in sql/: a query several dialects have
+-- has one name and one file in all of them; one that only some have is
+-- marked "-- only <dialects>: why" (driver/queries_test.go checks both).
 -- {p} is the table prefix, {now} the current time in microseconds.
 -- Transactions start with BEGIN IMMEDIATE, so the database is locked for
 -- writing from the first statement: row locks are not needed.
-
--- name: session_insert
-INSERT INTO {p}sessions (id, client_id, host, pid, name, created_at, expires_at, hostid)
-VALUES (?1, ?2, ?3, ?4, ?5, {now}, {now} + ?6, ?7);
-
--- name: session_renew
--- Renew the named sessions ({list}, from the second argument on) whose
--- lease has not run out: an expired session is never revived.
-UPDATE {p}sessions SET expires_at = {now} + ?1 WHERE expires_at > {now} AND id IN ({list});
-
--- name: session_list_by_client
-SELECT id FROM {p}sessions WHERE client_id = ? AND expires_at > {now};
-
--- name: session_list
--- Every session, for monitoring.
-SELECT id, client_id, host, pid, name, hostid, created_at, expires_at FROM {p}sessions ORDER BY created_at, id;
-
--- name: session_delete
-DELETE FROM {p}sessions WHERE id = ?;
-
--- name: session_list_reapable
--- Sessions whose lease ran out, and sessions of processes on this host
--- (same boot, same PID namespace), whose PIDs the caller checks; never
--- the caller's own. Arguments: client id, host id, limit.
-SELECT id, pid, expires_at < {now} FROM {p}sessions
- WHERE client_id <> ?1 AND (expires_at < {now} OR (hostid = ?2 AND hostid <> ''))
- ORDER BY expires_at LIMIT ?3;
-
--- name: ident_ensure
-INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
-VALUES (?, ?, ?, {now}, 0, 0, 0) ON CONFLICT (kind, ns, name) DO NOTHING;
-
--- name: ident_lock
-SELECT fence, n_r, n_w, n_p, gated FROM {p}lock_idents WHERE kind = ? AND ns = ? AND name = ?;
-
--- name: ident_update
-UPDATE {p}lock_idents SET fence = ?, n_r = ?, n_w = ?, n_p = ? WHERE kind = ? AND ns = ? AND name = ?;
-
--- name: ident_purge_idle
--- Only rows whose counter is more than a second behind the clock: a row
--- created again later starts at the clock, above every token it gave.
-DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND fence < {now} - 1000000;
-
--- name: fast_acquire_ident
-INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p)
-VALUES (?1, ?2, ?3, {now}, ?4, ?5, 0)
-ON CONFLICT (kind, ns, name) DO UPDATE
-   SET fence = li.fence + 1, n_r = li.n_r + excluded.n_r, n_w = li.n_w + excluded.n_w
- WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0)
-RETURNING fence;
-
--- name: ident_release
-UPDATE {p}lock_idents SET n_r = n_r - ?, n_w = n_w - ? WHERE kind = ? AND ns = ? AND name = ?
-RETURNING n_p;
-
--- name: release_list_ns
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? AND status = 'G' ORDER BY id DESC;
-
--- name: release_list_name
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id DESC;
-
--- name: request_list_orphans
--- Requests whose session is gone: a stalled session's statement that landed
--- after another process reaped it.
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds r
- WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
- ORDER BY id LIMIT ?;
-
--- name: request_list
--- The inline holder (migration 028) and the request rows written out
--- rather than through {p}lock_holds: SQLite merges two ordered arms
--- without sorting (the view costs a sort; this is the hand-on's read).
-SELECT h_id, h_session, h_client, kind, ns, name, h_mode, 'G', h_call, h_token, h_at, h_at
-  FROM {p}lock_idents WHERE kind = ?1 AND ns = ?2 AND name = ?3 AND h_id IS NOT NULL
-UNION ALL
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_requests WHERE kind = ?1 AND ns = ?2 AND name = ?3
-ORDER BY 1;
-
--- name: request_list_by_session
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? ORDER BY id;
-
--- name: request_list_by_session_kind
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? AND kind = ? ORDER BY id;
-
--- name: request_list_by_session_ns
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? AND kind = ? AND ns = ? ORDER BY id;
-
--- name: request_list_call
--- The requests of one call (session, call) among its identifiers: kind,
--- namespace, names from the first to the last (a call's names are sorted),
--- so that the read covers their key range, not every lock row.
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE session_id = ? AND call_id = ? AND kind = ? AND ns = ? AND name BETWEEN ? AND ? ORDER BY id;
-
--- name: lock_conflict_held
--- Whether another session holds the identifier (kind, namespace, name)
--- in a mode that conflicts with the one given (inline, or as a granted
--- request): a try that would be refused whatever the queue. The
--- arguments come twice, once for each table.
-SELECT EXISTS (SELECT 1 FROM {p}lock_idents
-                WHERE kind = ? AND ns = ? AND name = ? AND h_id IS NOT NULL
-                  AND h_session <> ? AND (h_mode = 'W' OR ? = 'W'))
-    OR EXISTS (SELECT 1 FROM {p}lock_requests
-                WHERE kind = ? AND ns = ? AND name = ? AND status = 'G'
-                  AND session_id <> ? AND (mode = 'W' OR ? = 'W'));
-
--- name: request_insert
-INSERT INTO {p}lock_requests (id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
-VALUES ({next_id}, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, {now}, CASE WHEN ?7 = 'G' THEN {now} END)
-RETURNING id;
-
--- name: request_set_status
-UPDATE {p}lock_requests
-   SET status = ?1, token = ?2, granted_at = CASE WHEN ?1 = 'G' THEN {now} ELSE granted_at END
- WHERE id = ?3 AND status = ?4;
-
--- name: request_delete
-DELETE FROM {p}lock_requests WHERE id IN ({list});
-
--- name: request_statuses
-SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-  FROM {p}lock_holds WHERE id IN ({list});
-
--- name: wait_graph
-SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at
-  FROM {p}lock_holds r
- WHERE EXISTS (SELECT 1 FROM {p}lock_requests p
-                WHERE p.status = 'P' AND p.kind = r.kind AND p.ns = r.ns AND p.name = r.name)
- ORDER BY r.id;
-
--- name: detector_lock
-SELECT 1;
-
--- name: lock_info_list
--- The requests and inline holders ({p}lock_holds), and the contenders
--- waiting behind a turnstile past its first 25 ms (migration 030), as
--- waiting write requests, but for a call that holds an instance
--- already (granted: its listing is deleted after the call returns).
-SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
-       s.host, s.pid, s.name
-  FROM (SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
-          FROM {p}lock_holds
-        UNION ALL
-        SELECT w.id, w.session_id, w.client_id, w.kind, w.ns, w.name, 'W', 'P', w.call_id, 0, w.created_at, NULL
-          FROM {p}lock_waits w
-         WHERE NOT EXISTS (SELECT 1 FROM {p}lock_holds h WHERE h.session_id = w.session_id AND h.call_id = w.call_id)) r
-  JOIN {p}sessions s ON s.id = r.session_id
- ORDER BY r.kind, r.ns, r.name, r.id;
-
--- name: user_holder
-SELECT session_id FROM {p}lock_holds
- WHERE kind = ? AND ns = ? AND name = ? AND status = 'G' ORDER BY id LIMIT 1;
-
--- name: notify_max
-SELECT MAX(id) FROM {p}notifications;
-
--- name: notify_read
--- The notifications after the cursor (the first argument; at most 1000 of
--- them) and those of the listed ids still missing below it, in one
--- statement, so from one snapshot, by id: a notification that committed
--- late comes before its sender's next one, read in the same go.
-SELECT id, channel, payload
-  FROM (SELECT id, channel, payload FROM {p}notifications WHERE id > ? ORDER BY id LIMIT 1000) s
-UNION ALL
-SELECT id, channel, payload FROM {p}notifications WHERE id IN ({list})
-ORDER BY id;
-
--- name: notify_purge
-DELETE FROM {p}notifications WHERE created_at < {now} - ?;
-
--- ---- queues ----
+--
 -- Message columns, in the order sqldriver.ScanMessage reads them:
 -- id, queue, payload, priority, msg_key, run_at, order_at, attempt,
 -- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
@@ -479,21 +304,6 @@ SELECT COALESCE(SUM(acked), 0), COALESCE(SUM(dead), 0), {now} % 60000000 FROM {p
 -- name: throughput_purge
 DELETE FROM {p}queue_throughput WHERE bucket < {now} / 60000000 - 60;
 
--- name: subscription_insert
-INSERT INTO {p}subscriptions (name, table_name, subscribed_as, actions, max_attempts, created_at) VALUES (?, ?, ?, ?, ?, {now});
-
--- name: subscription_delete
-DELETE FROM {p}subscriptions WHERE name = ?;
-
--- name: subscription_get
-SELECT name, table_name, COALESCE(NULLIF(subscribed_as, ''), table_name), actions, max_attempts, created_at FROM {p}subscriptions WHERE name = ?;
-
--- name: subscription_list
-SELECT name, table_name, COALESCE(NULLIF(subscribed_as, ''), table_name), actions, max_attempts, created_at FROM {p}subscriptions ORDER BY name;
-
--- name: subscription_count_table
-SELECT COUNT(*) FROM {p}subscriptions WHERE table_name = ?;
-
 -- name: message_mark
 -- Marks a claimed message finished (state K, X or D) inside the
 -- transaction that moves it to the history (message_move, then
@@ -578,3 +388,54 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
 SELECT id, payload FROM {p}messages
  WHERE queue = ? AND state = 'R' AND kind = ?
  ORDER BY priority, order_at, id;
+
+-- only sqlite: a list as one JSON argument, prepared once.
+-- name: queues_ready_json
+-- queues_ready with the queue names as one JSON array (?1): one statement
+-- text, prepared once, for any number of queues.
+SELECT q.name FROM {p}queues q
+ WHERE q.name IN (SELECT value FROM json_each(?1)) AND q.paused = 0
+   AND (SELECT 1 FROM {p}messages m INDEXED BY {p}messages_ready WHERE m.queue = q.name AND m.state = 'R' AND m.run_at <= {now} LIMIT 1) IS NOT NULL;
+
+-- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
+-- name: claim_parallel
+-- A parallel claim in one statement. Arguments: session, mode, lease,
+-- queue, limit, kind ('' for any).
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages INDEXED BY {p}messages_ready
+               WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+               ORDER BY priority, order_at, id LIMIT ?5)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
+
+-- only sqlite: a list as one JSON argument, prepared once.
+-- name: message_insert_json
+-- A batch in one statement. ?1 is a JSON array of the messages, in order:
+-- {"p": payload in hex, "r": priority, "k": key or null, "d": delay in
+-- microseconds, "a": attempt limit, "m": metadata or null, "n": kind or null}; ?2 the queue.
+INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
+SELECT ?2, unhex(json_extract(j.value, '$.p')), json_extract(j.value, '$.r'), json_extract(j.value, '$.k'),
+       {now} + json_extract(j.value, '$.d'), {now} + json_extract(j.value, '$.d'), 0,
+       json_extract(j.value, '$.a'), 'R', '', {now}, json_extract(j.value, '$.m'), json_extract(j.value, '$.n')
+  FROM json_each(?1) AS j ORDER BY j.key
+RETURNING id;
+
+-- only sqlite, postgres: the claims as one JSON argument, prepared once.
+-- name: message_ack_many_json
+-- message_ack_many with the claims as one JSON array of [id, attempt]
+-- pairs (?2): one statement text whatever their number, prepared once.
+DELETE FROM {p}messages
+ WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
+   AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
+   AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- only sqlite, postgres: the claims as one JSON argument, prepared once.
+-- name: message_finish_many_json
+-- Completes claims of one session (the claims as in message_ack_many_json)
+-- in one statement: marking them completed moves them to the history (the
+-- trigger of migration 019).
+UPDATE {p}messages SET state = 'K'
+ WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
+   AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
+   AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);

@@ -1,8 +1,140 @@
--- PostgreSQL's own queries: the ones no other dialect has, because they
--- use what only PostgreSQL offers (the engine uses a query of this file only
--- where the dialect has it, or this driver's own code does). queries.sql
--- holds the queries every dialect has, under the same names
--- (driver/queries_test.go checks both rules).
+-- PostgreSQL: the locks slice's queries.
+-- Each backend has the same files in sql/: a query several dialects have
+-- has one name and one file in all of them; one that only some have is
+-- marked "-- only <dialects>: why" (driver/queries_test.go checks both).
+-- {p} is the table prefix, {now} the current time in microseconds.
+
+-- name: ident_ensure
+INSERT INTO {p}lock_idents (kind, ns, name, fence, n_r, n_w, n_p)
+VALUES ($1, $2, $3, {now}, 0, 0, 0) ON CONFLICT (kind, ns, name) DO NOTHING;
+
+-- name: ident_lock
+SELECT fence, n_r, n_w, n_p, gated FROM {p}lock_idents WHERE kind = $1 AND ns = $2 AND name = $3 FOR UPDATE;
+
+-- name: ident_update
+UPDATE {p}lock_idents SET fence = $1, n_r = $2, n_w = $3, n_p = $4 WHERE kind = $5 AND ns = $6 AND name = $7;
+
+-- name: ident_purge_idle
+-- Only rows whose counter is more than a second behind the clock: a row
+-- created again later starts at the clock, above every token it gave.
+-- Never a gated row (migration 020): LockTx relies on the mark once it
+-- has set it.
+DELETE FROM {p}lock_idents WHERE n_r = 0 AND n_w = 0 AND n_p = 0 AND NOT gated AND fence < {now} - 1000000;
+
+-- name: fast_acquire_ident
+INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p)
+VALUES ($1, $2, $3, {now}, $4, $5, 0)
+ON CONFLICT (kind, ns, name) DO UPDATE
+   SET fence = li.fence + 1, n_r = li.n_r + excluded.n_r, n_w = li.n_w + excluded.n_w
+ WHERE li.n_p = 0 AND li.n_w = 0 AND (excluded.n_w = 0 OR li.n_r = 0) AND NOT li.gated
+RETURNING fence;
+
+-- name: ident_release
+UPDATE {p}lock_idents SET n_r = n_r - $1, n_w = n_w - $2 WHERE kind = $3 AND ns = $4 AND name = $5
+RETURNING n_p;
+
+-- name: release_list_ns
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 AND status = 'G' ORDER BY id DESC;
+
+-- name: release_list_name
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 AND name = $4 AND status = 'G' ORDER BY id DESC;
+
+-- name: request_list_orphans
+-- Requests whose session is gone: a stalled session's statement that landed
+-- after another process reaped it.
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds r
+ WHERE NOT EXISTS (SELECT 1 FROM {p}sessions s WHERE s.id = r.session_id)
+ ORDER BY id LIMIT $1;
+
+-- name: request_list
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE kind = $1 AND ns = $2 AND name = $3 ORDER BY id;
+
+-- name: request_list_by_session
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = $1 ORDER BY id;
+
+-- name: request_list_by_session_kind
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 ORDER BY id;
+
+-- name: request_list_by_session_ns
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = $1 AND kind = $2 AND ns = $3 ORDER BY id;
+
+-- name: request_list_call
+-- The requests of one call ($1 session, $2 call) among its identifiers:
+-- $3 kind, $4 namespace, names from $5 to $6 (a call's names are sorted),
+-- so that the read covers their key range, not every lock row (the inline
+-- holders' columns have no index).
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE session_id = $1 AND call_id = $2 AND kind = $3 AND ns = $4 AND name BETWEEN $5 AND $6 ORDER BY id;
+
+-- name: lock_conflict_held
+-- Whether another session than $4 holds $1 kind, $2 namespace, $3 name
+-- in a mode that conflicts with $5 (inline, or as a granted request):
+-- a try that would be refused whatever the queue.
+SELECT EXISTS (SELECT 1 FROM {p}lock_idents
+                WHERE kind = $1 AND ns = $2 AND name = $3 AND h_id IS NOT NULL
+                  AND h_session <> $4 AND (h_mode = 'W' OR $5::text = 'W'))
+    OR EXISTS (SELECT 1 FROM {p}lock_requests
+                WHERE kind = $1 AND ns = $2 AND name = $3 AND status = 'G'
+                  AND session_id <> $4 AND (mode = 'W' OR $5::text = 'W'));
+
+-- name: request_insert
+INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {now}, CASE WHEN $7::text = 'G' THEN {now} END)
+RETURNING id;
+
+-- name: request_set_status
+UPDATE {p}lock_requests
+   SET status = $1, token = $2, granted_at = CASE WHEN $1::text = 'G' THEN {now} ELSE granted_at END
+ WHERE id = $3 AND status = $4;
+
+-- name: request_delete
+-- Request rows and inline holders (migration 017) alike; the caller has
+-- locked their identifiers and stores their counters afterwards.
+WITH d AS (DELETE FROM {p}lock_requests WHERE id IN ({list}))
+UPDATE {p}lock_idents
+   SET h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL
+ WHERE h_id IN ({list});
+
+-- name: request_statuses
+SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+  FROM {p}lock_holds WHERE id IN ({list});
+
+-- name: wait_graph
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at
+  FROM {p}lock_holds r
+ WHERE EXISTS (SELECT 1 FROM {p}lock_holds p
+                WHERE p.status = 'P' AND p.kind = r.kind AND p.ns = r.ns AND p.name = r.name)
+ ORDER BY r.id;
+
+-- name: detector_lock
+SELECT k FROM {p}meta WHERE k = 'deadlock' FOR UPDATE;
+
+-- name: lock_info_list
+-- The requests and inline holders ({p}lock_holds), and the contenders
+-- waiting behind a turnstile past its first 25 ms (migration 029), as
+-- waiting write requests, but for a call that holds an instance
+-- already (granted: its listing is deleted after the call returns).
+SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, r.call_id, r.token, r.created_at, r.granted_at,
+       s.host, s.pid, s.name
+  FROM (SELECT id, session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at, granted_at
+          FROM {p}lock_holds
+        UNION ALL
+        SELECT w.id, w.session_id, w.client_id, w.kind, w.ns, w.name, 'W', 'P', w.call_id, 0, w.created_at, NULL
+          FROM {p}lock_waits w
+         WHERE NOT EXISTS (SELECT 1 FROM {p}lock_holds h WHERE h.session_id = w.session_id AND h.call_id = w.call_id)) r
+  JOIN {p}sessions s ON s.id = r.session_id
+ ORDER BY r.kind, r.ns, r.name, r.id;
+
+-- name: user_holder
+SELECT session_id FROM {p}lock_holds
+ WHERE kind = $1 AND ns = $2 AND name = $3 AND status = 'G' ORDER BY id LIMIT 1;
 
 -- name: fast_acquire
 -- The uncontended path in one statement, on a free identifier only (no
@@ -33,6 +165,7 @@ ON CONFLICT (kind, ns, name) DO UPDATE
  WHERE li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
 RETURNING li.h_id, li.h_token, COALESCE(li.inc, (SELECT id FROM {p}incarnation));
 
+-- only postgres: crash recovery empties the lock state.
 -- name: ident_incarnation
 -- Sets an identifier row's incarnation (migration 036) where it is not set
 -- and returns it: fast_acquire_existing granted from a row that has none.
@@ -43,6 +176,7 @@ UPDATE {p}lock_idents SET inc = COALESCE(inc, (SELECT id FROM {p}incarnation))
  WHERE kind = $1::smallint AND ns = $2::bytea AND name = $3::bytea
 RETURNING inc;
 
+-- only postgres: fast_acquire as a plain UPDATE, cheaper on PostgreSQL.
 -- name: fast_acquire_existing
 -- fast_acquire for an identifier whose row exists, as a plain UPDATE: the
 -- upsert's INSERT ... SELECT ... ON CONFLICT costs the server about a
@@ -71,6 +205,7 @@ UPDATE {p}lock_idents li
    AND li.n_r = 0 AND li.n_w = 0 AND li.n_p = 0 AND NOT li.gated
 RETURNING li.h_id, li.h_token, li.inc;
 
+-- only sqlite, postgres: a reader beside readers, in one statement.
 -- name: fast_acquire_shared
 -- A reader beside other readers, in one statement (fast_acquire refused
 -- it: the lock is not free): the conditional upsert takes the identifier's
@@ -90,6 +225,7 @@ INSERT INTO {p}lock_requests (session_id, client_id, kind, ns, name, mode, statu
 SELECT $6, $7, $1, $2, $3, $8, 'G', $9, li.fence, {now}, {now} FROM li
 RETURNING id, token, (SELECT id FROM {p}incarnation), (SELECT n_r FROM li);
 
+-- only postgres: crash recovery empties the lock state.
 -- name: incarnation
 -- The lock state's incarnation ({p}incarnation, emptied by crash recovery)
 -- and how long from now until it may grant a lock. Records $1 as a lease in
@@ -106,6 +242,7 @@ ins AS (
 cur AS (SELECT id, lockable_from FROM ins UNION ALL SELECT id, lockable_from FROM {p}incarnation)
 SELECT id, GREATEST(0, lockable_from - {now}) FROM cur LIMIT 1;
 
+-- only postgres: fast_acquire_many without the PL/pgSQL call.
 -- name: fast_acquire_many_free
 -- Several names of one namespace at once when every one is free, as one
 -- plain statement (no PL/pgSQL call): each name's conditional upsert of
@@ -131,6 +268,7 @@ li AS (
     RETURNING li.name, li.h_id, li.h_token)
 SELECT li.name, li.h_id, li.h_token, (SELECT id FROM {p}incarnation), true FROM li;
 
+-- only postgres: fast_acquire_many as a plain UPDATE.
 -- name: fast_acquire_many_existing
 -- fast_acquire_many_free as fast_acquire_existing is fast_acquire: for
 -- names whose rows the driver has seen, one plain UPDATE of the free rows
@@ -152,11 +290,13 @@ WITH li AS (
     RETURNING li.name, li.h_id, li.h_token, li.inc)
 SELECT li.name, li.h_id, li.h_token, li.inc, true FROM li;
 
+-- only postgres, mysql: many names of a namespace at once.
 -- name: fast_acquire_many
 -- Several names of one namespace at once, all or none: see
 -- {p}fast_acquire_many (migration 011).
 SELECT o_name, o_id, o_token, o_incarnation, o_inline FROM {p}fast_acquire_many($1::smallint, $2, $3::bytea[], $4, $5, $6, $7, $8, $9);
 
+-- only postgres, mysql: the turnstile and the lock in one round trip.
 -- name: turnstile_acquire
 -- A contended write lock through its turnstile, on the session's line,
 -- as one plain statement: {p}turnstile_take (migration 032) without the
@@ -207,6 +347,7 @@ li AS (
 SELECT li.h_id, li.h_token, (SELECT id FROM {p}incarnation), w.got > 0, w.got <> 1
   FROM w LEFT JOIN li ON true;
 
+-- only postgres: the turnstile is an advisory lock, read from pg_locks.
 -- name: turnstile_held
 -- Whether this connection holds the two-key advisory lock ($1, $2): a
 -- turnstile's wait that ran out as the lock came reports lock_not_available
@@ -216,11 +357,13 @@ SELECT EXISTS (SELECT 1 FROM pg_locks l
                   AND l.objsubid = 2 AND l.classid::bigint = ($1::bigint + 4294967296) % 4294967296
                   AND l.objid::bigint = ($2::bigint + 4294967296) % 4294967296);
 
+-- only postgres: the slow path's request in one PL/pgSQL call.
 -- name: request
 -- The slow path of one lock request in one call: see {p}request
 -- (migration 018).
 SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6, $7, $8);
 
+-- only postgres: the release and hand-off in PL/pgSQL (MySQL: release_call).
 -- name: release_name
 -- The release of the session's instances of one name (all, or the newest
 -- $5) and the hand-off to waiters, in one pass (migration 026), for a
@@ -231,6 +374,7 @@ SELECT o_id, o_status, o_token FROM {p}request($1::smallint, $2, $3, $4, $5, $6,
 SELECT o_released, o_grants, CASE WHEN o_np > 0 THEN ARRAY[$4::bytea] ELSE '{}'::bytea[] END
   FROM {p}release_name($2::smallint, $3, $4, $1, $5, false, $6);
 
+-- only postgres: the release and hand-off in PL/pgSQL (MySQL: release_call).
 -- name: release_ns
 -- release_name for every name of the namespace the session has an
 -- instance of, in name order (the order in which multi-name calls lock
@@ -244,6 +388,7 @@ SELECT coalesce(sum(r.o_released), 0), coalesce(string_agg(nullif(r.o_grants, ''
         ORDER BY 1) x
  CROSS JOIN LATERAL {p}release_name($2::smallint, $3, x.name, $1, NULL, false, $4) r;
 
+-- only postgres: a reader's release in one statement.
 -- name: release_rows
 -- The release of a session's request rows by the one name in scope that
 -- can hold them (FastReleaseParams.RowsOn: the session's instances
@@ -277,6 +422,7 @@ UPDATE {p}lock_idents li
  WHERE li.kind = $2 AND li.ns = $3 AND li.name = $4 AND c.d_r + c.d_w > 0
 RETURNING c.d_r + c.d_w, li.n_p, CASE WHEN li.n_p > 0 THEN {p}regrant_grants(li.kind, li.ns, li.name, $5) END;
 
+-- only postgres: the release of inline holders with their hand-off.
 -- name: release_inline
 -- The release by a session whose every instance is an inline holder
 -- (FastReleaseParams.InlineOnly; one instance per name, so no limit): one
@@ -296,6 +442,7 @@ UPDATE {p}lock_idents li
  WHERE li.kind = $2 AND li.ns = $3 AND li.h_session = $1
 RETURNING li.name, li.n_p, CASE WHEN li.n_p > 0 THEN {p}regrant_grants(li.kind, li.ns, li.name, $4) END;
 
+-- only sqlite, postgres: MySQL's inline holders are in {p}lock_fast.
 -- name: release_inline_name
 -- release_inline for one name: $1 session, $2 kind, $3 namespace, $4
 -- name, $5 the NOTIFY channel. A query of its own: one that took the name
@@ -308,15 +455,18 @@ UPDATE {p}lock_idents li
  WHERE li.kind = $2 AND li.ns = $3 AND li.name = $4 AND li.h_session = $1
 RETURNING li.name, li.n_p, CASE WHEN li.n_p > 0 THEN {p}regrant_grants(li.kind, li.ns, li.name, $5) END;
 
+-- only postgres: the hand-off in PL/pgSQL (MySQL: regrant_call).
 -- name: regrant
 SELECT {p}regrant_grants($1::smallint, $2, $3, $4);
 
+-- only postgres, mysql: SQLite has no stored routines.
 -- name: remove_call
 -- Migration 039: requests withdrawn ($1 their ids) and their identifiers
 -- ($2 kinds, $3 namespaces, $4 names: distinct, sorted) handed on, the
 -- grants returned as {p}regrant_grants returns them ($5 the channel).
 SELECT {p}remove_requests($1::bigint[], $2::smallint[], $3::bytea[], $4::bytea[], $5);
 
+-- only postgres, mysql: SQLite has no stored routines.
 -- name: withdraw_call
 -- Migration 039: a lock call's requests withdrawn ($1 session, $2 call,
 -- $3 kind, $4 namespace, $5 its names, sorted) and their identifiers
@@ -324,109 +474,16 @@ SELECT {p}remove_requests($1::bigint[], $2::smallint[], $3::bytea[], $4::bytea[]
 -- channel).
 SELECT {p}withdraw_call($1, $2, $3::smallint, $4, $5::bytea[], $6);
 
+-- only postgres, mysql: SQLite has no stored routines.
 -- name: settle_call
 -- Migration 040: withdraw_call for a call that may still run, the
 -- identifiers' rows made when missing and locked first; same arguments
 -- and answer.
 SELECT {p}settle_call($1, $2, $3::smallint, $4, $5::bytea[], $6);
 
--- ---- notifications ----
--- NOTIFY reaches the clients that LISTEN. Clients behind a transaction
--- pooler without listen_dsn cannot: they read {p}notifications instead,
--- registered in {p}notify_pollers while they do.
-
--- name: notify_send
--- NOTIFY, and, in the same statement (it rides in the caller's
--- transaction), the notification in {p}notifications while some client
--- reads from there. Arguments: the NOTIFY channel, the notification's
--- channel, its payload.
-WITH ins AS (
-    INSERT INTO {p}notifications (channel, payload, created_at)
-    SELECT $2::text, $3::text, {now}
-     WHERE EXISTS (SELECT 1 FROM {p}notify_pollers WHERE expires_at > {now})
-)
-SELECT pg_notify($1, $2::text || ' ' || $3::text);
-
--- name: notify_poller_register
--- Arguments: client id, how long the registration runs (microseconds).
-INSERT INTO {p}notify_pollers (client_id, expires_at) VALUES ($1, {now} + $2)
-ON CONFLICT (client_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
-
--- name: notify_poller_delete
-DELETE FROM {p}notify_pollers WHERE client_id = $1;
-
--- ---- queues ----
--- Message columns, in the order sqldriver.ScanMessage reads them:
--- id, queue, payload, priority, msg_key, run_at, order_at, attempt,
--- max_attempts, state, claimed_by, claim_mode, claim_until, last_error,
--- created_at.
-
--- name: message_insert_many
--- Many messages of one queue in one statement, one array element per
--- message: payloads, priorities, keys, whether each has a key, delays,
--- attempt limits, metadata (NULL: none); then the queue, then the kinds (NULL: none). Rows are inserted
--- in the arrays' order, so their ids rise in that order (the caller sorts
--- what RETURNING gives).
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind)
-SELECT $8, u.payload, u.priority, CASE WHEN u.has_key THEN u.msg_key END, {now} + u.delay, {now} + u.delay, 0, u.attempts, 'R', '', {now}, u.meta, u.kind
-  FROM unnest($1::bytea[], $2::int[], $3::text[], $4::bool[], $5::bigint[], $6::int[], $7::text[], $9::text[])
-       WITH ORDINALITY AS u(payload, priority, msg_key, has_key, delay, attempts, meta, kind, ord)
- ORDER BY u.ord
-RETURNING id;
-
--- name: claim_parallel
--- A parallel claim in one statement; SKIP LOCKED lets concurrent claimers
--- pass each other. Arguments: session, mode, lease, queue, limit, kind (''
--- for any).
-UPDATE {p}messages
-   SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
- WHERE id IN (SELECT id FROM {p}messages
-               WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
-                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
-               ORDER BY priority, order_at, id LIMIT $5
-                 FOR UPDATE SKIP LOCKED)
-RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
-
--- name: session_heartbeat
--- The heartbeat in one statement: renew the client's live sessions (never
--- an expired one) and list the sessions of others that may be reaped.
--- Arguments: lease, client id, host id, limit, then the session ids.
-WITH r AS (UPDATE {p}sessions SET expires_at = {now} + $1::bigint
-           WHERE expires_at > {now} AND id IN ({list}) RETURNING id)
-SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
-  FROM (SELECT 1) AS one
-  LEFT JOIN LATERAL (SELECT id, pid, expires_at < {now} AS expired FROM {p}sessions
-                      WHERE client_id <> $2 AND (expires_at < {now} OR (hostid = $3 AND hostid <> ''))
-                      ORDER BY expires_at LIMIT $4) s ON true;
-
-
--- name: message_ack_many_json
--- message_ack_many with the claims as one JSON array of [id, attempt]
--- pairs ($2): one statement text whatever their number, prepared once and
--- planned in a millisecond, where a list of 500 pairs in the text took
--- 8-15 ms to plan and a new prepare per batch size. The ids go through
--- ARRAY(...) so that even a generic plan made while the table looked
--- empty reads them on the primary key (a join with the JSON elements was
--- planned as a nested loop over a sequential scan: 50 ms for 500).
-DELETE FROM {p}messages m
- WHERE m.id = ANY (ARRAY(SELECT (c->>0)::bigint FROM jsonb_array_elements($2::jsonb) c))
-   AND (m.id, m.attempt) IN (SELECT (c->>0)::bigint, (c->>1)::int FROM jsonb_array_elements($2::jsonb) c)
-   AND m.claimed_by = $1 AND m.state = 'C' AND m.cancel = 0;
-
--- name: message_finish_many_json
--- Completes many claims of one session in one statement: deletes them
--- (the claims as in message_ack_many_json) and writes them to the history.
-WITH d AS (
-    DELETE FROM {p}messages m
-     WHERE m.id = ANY (ARRAY(SELECT (c->>0)::bigint FROM jsonb_array_elements($2::jsonb) c))
-       AND (m.id, m.attempt) IN (SELECT (c->>0)::bigint, (c->>1)::int FROM jsonb_array_elements($2::jsonb) c)
-       AND m.claimed_by = $1 AND m.state = 'C' AND m.cancel = 0
-    RETURNING m.id, m.queue, m.payload, m.priority, m.msg_key, m.attempt, m.max_attempts, m.last_error, m.created_at, m.meta, m.kind, m.errors)
-INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
-SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;
-
 -- ---- transaction-scoped locks (migration 020) ----
 
+-- only postgres, mysql: gates are row flags (SQLite's: the write lock).
 -- name: tx_prepare
 -- Marks the identifier gated (creating its row), committed before the
 -- caller's transaction takes the gate; writes nothing when it is already.
@@ -434,13 +491,16 @@ INSERT INTO {p}lock_idents AS li (kind, ns, name, fence, n_r, n_w, n_p, gated)
 VALUES ($1, $2, $3, {now}, 0, 0, 0, true)
 ON CONFLICT (kind, ns, name) DO UPDATE SET gated = true WHERE NOT li.gated;
 
+-- only sqlite, postgres: MySQL builds the gate's locking reads in txlocks.go.
 -- name: tx_gate
 -- In the caller's transaction: its gate, see {p}tx_gate.
 SELECT {p}tx_gate($1::smallint, $2::bytea, $3::bytea, $4::text, $5::integer, $6::boolean);
 
+-- only postgres: a gate is an advisory lock.
 -- name: tx_gate_held
 SELECT coalesce({p}gate_held($1::smallint, $2::bytea, $3::bytea), '');
 
+-- only postgres, mysql: gates are row flags (SQLite's: the write lock).
 -- name: request_statuses_gated
 -- request_statuses, and whether each request's identifier is gated (a
 -- key lookup each): the client's poll of its waiting requests, one
@@ -450,12 +510,14 @@ SELECT r.id, r.session_id, r.client_id, r.kind, r.ns, r.name, r.mode, r.status, 
        COALESCE((SELECT i.gated FROM {p}lock_idents i WHERE i.kind = r.kind AND i.ns = r.ns AND i.name = r.name), false)
   FROM {p}lock_holds r WHERE r.id IN ({list});
 
+-- only postgres, mysql: gates are row flags (SQLite's: the write lock).
 -- name: tx_gated_among
 -- The gated identifiers among some (TxGatedAmong): {keys} stands for one
 -- "(kind = ? AND ns = ? AND name = ?)" per identifier, joined by OR (a key
 -- lookup each).
 SELECT kind, ns, name FROM {p}lock_idents WHERE gated AND ({keys});
 
+-- only postgres: a gate is an advisory lock, read from pg_locks.
 -- name: tx_holds
 -- The gates transactions hold or wait for, from pg_locks (an advisory
 -- lock on a bigint key: classid its high half, objid its low half,
