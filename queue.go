@@ -603,7 +603,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 			// registering: a message committed between the attempt and
 			// the registration is not missed. Claims that find work at
 			// once never register (registering can cost a query).
-			if err := c.listening(ctx); err != nil {
+			if err := c.bus.Listening(ctx); err != nil {
 				return nil, emptyOr(ctx, err)
 			}
 			wake = c.queueWaits.Add(queue)
