@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
@@ -1244,7 +1245,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 // pauseChannel is the internal channel on which a queue's pause and
 // resumption are announced (the payload is the queue), so that every
 // process's workers stop starting the messages whose claims raced it.
-const pauseChannel = "#p#"
+const pauseChannel = bus.Pause
 
 // pausedQueues are the queues this process knows paused (PauseQueue, or
 // pauseChannel), and since when. n mirrors len(since): a worker of a
