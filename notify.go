@@ -8,8 +8,8 @@ import (
 	"github.com/batonhq/baton/internal/notify"
 )
 
-// MaxPayload is the longest notification payload, in bytes: PostgreSQL's
-// NOTIFY limit with room to spare, the same on every backend.
+// MaxPayload is the longest notification payload: 4000 bytes,
+// PostgreSQL's NOTIFY limit with room to spare, the same on every backend.
 const MaxPayload = notify.MaxPayload
 
 // ValidateChannel checks a notification channel name: 1 to 64 letters,
