@@ -17,10 +17,13 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
+	"github.com/batonhq/baton/internal/events"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/mq"
+	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
 )
@@ -163,13 +166,15 @@ type Client struct {
 	leases    *lease.Keeper  // sessions: renewals, reaping
 	locks     *locks.Service // the lock service
 	lockWaits *wake.Locks    // this process's waiting lock requests
-	// deaf drops every wake-up the listener brings (lock grants and
-	// looks, queue wake-ups, cancellations): the tests' lost wake-ups.
-	deaf atomic.Bool
+	// bus is the listener (started by the first waiter) and the router
+	// of what it brings: lock grants, queue wake-ups, cancellations,
+	// pauses, notifications.
+	bus    *bus.Listener
+	notify *notify.Service[Notification] // Notify, Listen
+	events *events.Service               // subscriptions
 
-	mu        sync.Mutex
-	listeners map[*Listener]bool
-	closed    bool
+	mu     sync.Mutex
+	closed bool
 
 	// queues
 	mq          *mq.Engine                        // the queue engine
@@ -202,18 +207,6 @@ type Client struct {
 	// claimTries and queuePolls count the claims of Claim calls and the
 	// polls of pollQueues (the tests' measure of what waiting costs).
 	claimTries, queuePolls atomic.Int64
-
-	// the listener, started by the first waiter (see listening)
-	listenMu    sync.Mutex
-	stopListen  func()        // nil until the listener runs
-	listenStart chan struct{} // closed when the start under way ends
-	listenErr   error         // how the last start failed
-	unlistened  bool          // Close stopped the listener: do not start it again
-	// listenKept: a queue consumer or Listen used the listener, which then
-	// runs until Close; otherwise a client with MaxConns closes it once no
-	// lock waits (idleListener, told by lockIdle).
-	listenKept atomic.Bool
-	lockIdle   chan struct{}
 }
 
 // Backend returns the backend's short name: sqlite, postgres or mysql.
@@ -279,9 +272,9 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		drv.LimitConns(o.MaxConns)
 	}
 	c := &Client{
-		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
+		drv: drv, id: randomID(), opts: o,
 		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
-		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1), lockIdle: make(chan struct{}, 1),
+		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
@@ -296,20 +289,27 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
-		if !waiting && o.MaxConns > 0 {
-			select {
-			case c.lockIdle <- struct{}{}:
-			default: // told already
-			}
+		if !waiting {
+			c.bus.LocksIdle()
 		}
 	})
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
+	c.notify = notify.New(drv, newNotification)
+	c.events = events.New(events.Config{Driver: drv, Register: c.mq.Register, Log: c.logErr})
+	// prepareSoon has the statements prepared now instead of after a
+	// heartbeat (prepareLater).
+	prepareSoon := func() { c.prepareOnce.Do(func() { close(c.prepareNow) }) }
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
 		EndSession: c.endDeadSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
-		PollInterval: o.PollInterval, Listening: c.lockListening, Closed: c.isShut, Observer: o.Observer,
-		Logf: c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
-		HandedOn: c.prepareSoon})
+		PollInterval: o.PollInterval, Closed: c.isShut, Observer: o.Observer,
+		Listening: func(ctx context.Context) error { return c.bus.LockListening(ctx) }, // c.bus is set below
+		Logf:      c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
+		HandedOn: prepareSoon})
+	c.bus = bus.New(bus.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
+		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.logf,
+		Routes: bus.Routes{Locks: c.lockWaits, Look: c.locks.Wake, Queues: c.queueWaits,
+			Cancel: c.onCancelNotification, Pause: c.onPauseNotification, Notify: c.notify.Deliver}})
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits, or hands a lock on to a waiter): a one-shot command (push, a
@@ -319,10 +319,6 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	// open took a 10 ms command to 15.
 	c.wg.Add(1)
 	go c.prepareLater()
-	if o.MaxConns > 0 {
-		c.wg.Add(1)
-		go c.idleListener()
-	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -331,146 +327,6 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c.upkeep = c.services()
 	c.upkeep.Start()
 	return c, nil
-}
-
-// listening starts the driver's listener (wake-ups of lock waiters and
-// queue consumers, notifications, the waiters' safety-net poll) unless it
-// runs already, and returns once it runs, or when ctx ends first (the start
-// then goes on for the next waiter). Every path that waits calls it before
-// registering its waiter; anything that happened before the listener ran
-// is caught by the wake it sends once started.
-func (c *Client) listening(ctx context.Context) error {
-	c.listenKept.Store(true)
-	return c.lockListening(ctx)
-}
-
-// lockListening is listening for a lock waiter, whose listener a client
-// with MaxConns closes again once no lock waits (idleListener).
-func (c *Client) lockListening(ctx context.Context) error {
-	started, err := c.kickListener()
-	if started == nil {
-		return err
-	}
-	select {
-	case <-started:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c.listenMu.Lock()
-	defer c.listenMu.Unlock()
-	if c.stopListen != nil {
-		return nil
-	}
-	if c.unlistened {
-		return ErrClosed
-	}
-	return c.listenErr
-}
-
-// idleListener closes the listener of a client with MaxConns each time
-// no lock waits any more, unless a queue consumer or Listen uses it: a
-// process that got its locks holds its one pool connection only. A
-// waiter that comes meanwhile starts it again (kickListener); one whose
-// start raced with the close is woken by the poll, and its heartbeat
-// starts the listener again.
-func (c *Client) idleListener() {
-	defer c.wg.Done()
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-c.lockIdle:
-		}
-		c.listenMu.Lock()
-		if c.stopListen != nil && !c.listenKept.Load() && !c.lockWaits.Waiting() {
-			c.stopListen()
-			c.stopListen = nil
-		}
-		c.listenMu.Unlock()
-	}
-}
-
-// prepareSoon has the client's statements prepared now instead of after
-// a heartbeat.
-func (c *Client) prepareSoon() {
-	c.prepareOnce.Do(func() { close(c.prepareNow) })
-}
-
-// kickListener starts the driver's listener unless it runs or is starting
-// already, and returns the channel closed when the start ends (nil when it
-// runs, or with ErrClosed after Close).
-func (c *Client) kickListener() (chan struct{}, error) {
-	c.prepareSoon()
-	c.listenMu.Lock()
-	defer c.listenMu.Unlock()
-	switch {
-	case c.stopListen != nil:
-		return nil, nil
-	case c.unlistened:
-		return nil, ErrClosed
-	case c.listenStart == nil:
-		c.listenStart = make(chan struct{})
-		c.wg.Add(1)
-		go c.startListener(c.listenStart)
-	}
-	return c.listenStart, nil
-}
-
-// startListener starts the driver's listener on behalf of every waiter,
-// within a lease per attempt, three attempts a poll interval apart (a busy
-// server can take longer than a short lease to accept one connection); a
-// start that still fails is tried again by the next waiter.
-func (c *Client) startListener(done chan struct{}) {
-	defer c.wg.Done()
-	defer close(done)
-	var stop func()
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			c.logf("start listener: %v; trying again", err)
-			select {
-			case <-c.quit:
-			case <-time.After(c.opts.PollInterval):
-			}
-		}
-		if stop, err = c.listenOnce(); err == nil || isClosed(c.quit) {
-			break
-		}
-	}
-	c.listenMu.Lock()
-	defer c.listenMu.Unlock()
-	c.listenStart = nil
-	switch {
-	case err != nil:
-		c.listenErr = fmt.Errorf("baton: listen: %w", err)
-	case c.unlistened:
-		stop() // Close came first
-	default:
-		c.stopListen, c.listenErr = stop, nil
-		c.wake()
-		c.queueWaits.WakeAll()
-	}
-}
-
-// listenOnce is one attempt to start the driver's listener, within a lease
-// and cancelled by Close.
-func (c *Client) listenOnce() (func(), error) {
-	ctx, cancel := maintain.Until(c.quit, c.opts.Lease)
-	defer cancel()
-	return c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
-}
-
-func isClosed(ch chan struct{}) bool { return maintain.Closed(ch) }
-
-// stopListening stops the listener if it runs, for good; a start under way
-// stops it when it ends.
-func (c *Client) stopListening() {
-	c.listenMu.Lock()
-	defer c.listenMu.Unlock()
-	c.unlistened = true
-	if c.stopListen != nil {
-		c.stopListen()
-	}
 }
 
 // prepareLater prepares the backend's statements once the client has
@@ -522,14 +378,8 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	ls := make([]*Listener, 0, len(c.listeners))
-	for l := range c.listeners {
-		ls = append(ls, l)
-	}
 	c.mu.Unlock()
-	for _, l := range ls {
-		l.Close()
-	}
+	c.notify.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c.logErr("flush throughput counts", c.mq.FlushThroughput(ctx))
@@ -539,7 +389,7 @@ func (c *Client) Close() error {
 	}
 	close(c.quit)
 	c.upkeep.Stop()
-	c.stopListening()
+	c.bus.Close()
 	c.wg.Wait()
 	c.mq.Wait()
 	errs = append(errs, c.drv.Close())
@@ -556,21 +406,6 @@ func randomID() string {
 // transient conflict.
 func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
 	return txn.InTx(ctx, c.drv, fn)
-}
-
-// wake is called by the driver's listener; it never blocks. Grants the
-// backend reported exactly are handed to their waiters at once; anything
-// else makes the wake loop query.
-func (c *Client) wake() { c.wakeWith(nil) }
-
-func (c *Client) wakeWith(granted []driver.Request) {
-	if c.deaf.Load() {
-		return
-	}
-	if len(granted) > 0 && !c.lockWaits.Grant(granted) {
-		return
-	}
-	c.locks.Wake()
 }
 
 // services are the client's background upkeep, each on its own interval
@@ -651,7 +486,7 @@ func (c *Client) heartbeat(ctx context.Context) error {
 		// Lock waiters whose listener could not start (the database was
 		// away) wait on: start it again; its start wakes them. Its only
 		// error is ErrClosed, when the client closes meanwhile.
-		if _, err := c.kickListener(); err != nil {
+		if err := c.bus.Kick(); err != nil {
 			return err
 		}
 	}

@@ -44,3 +44,12 @@ var (
 	// outcome is unknown, as for any statement cut off by a context.
 	ErrNoAnswer = stmtbound.ErrNoAnswer
 )
+
+// Subscription errors.
+var (
+	// ErrUnknownSubscription is returned for a subscription name that does
+	// not exist.
+	ErrUnknownSubscription = errs.ErrUnknownSubscription
+	// ErrSubscriptionExists is returned by Subscribe for a name in use.
+	ErrSubscriptionExists = errs.ErrSubscriptionExists
+)

@@ -92,7 +92,7 @@ func ScheduleNext(s Schedule, t time.Time) (time.Time, error) {
 // LoseWakeUps makes a client drop (on) or take again every wake-up its
 // listener brings: lock grants and looks, queue wake-ups, and
 // cancellations of running messages.
-func LoseWakeUps(c *Client, on bool) { c.deaf.Store(on) }
+func LoseWakeUps(c *Client, on bool) { c.bus.SetDeaf(on) }
 
 // ClaimTries is how many claims the client's Claim calls have run, and
 // QueuePolls how many polls of its waiting consumers it has run.

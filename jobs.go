@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -170,7 +171,7 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 
 // cancelChannel is the internal channel on which cancellations of running
 // messages are announced (the payload is the id).
-const cancelChannel = "#x#"
+const cancelChannel = bus.Cancel
 
 // cancelWake tells every process that a running message was cancelled:
 // this one at once, the others by a notification. A process that misses

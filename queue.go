@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
@@ -603,7 +604,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 			// registering: a message committed between the attempt and
 			// the registration is not missed. Claims that find work at
 			// once never register (registering can cost a query).
-			if err := c.listening(ctx); err != nil {
+			if err := c.bus.Listening(ctx); err != nil {
 				return nil, emptyOr(ctx, err)
 			}
 			wake = c.queueWaits.Add(queue)
@@ -1244,7 +1245,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 // pauseChannel is the internal channel on which a queue's pause and
 // resumption are announced (the payload is the queue), so that every
 // process's workers stop starting the messages whose claims raced it.
-const pauseChannel = "#p#"
+const pauseChannel = bus.Pause
 
 // pausedQueues are the queues this process knows paused (PauseQueue, or
 // pauseChannel), and since when. n mirrors len(since): a worker of a

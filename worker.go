@@ -161,7 +161,7 @@ func (c *Client) workWith(ctx context.Context, s *Session, queue string, handler
 	w := &worker{c: c, s: s, queue: queue, h: h, o: opts}
 	// Cancellations of running messages arrive as notifications (when the
 	// listener cannot start, the lease extensions are the fallback).
-	if err := c.listening(ctx); err != nil && ctx.Err() == nil {
+	if err := c.bus.Listening(ctx); err != nil && ctx.Err() == nil {
 		c.opts.Logger.Warn("baton: worker cannot listen for cancellations; it learns of them at lease renewals", "queue", queue, "error", err)
 	}
 	c.notifyUsers.In()

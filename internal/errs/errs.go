@@ -50,3 +50,9 @@ func Quote(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// The subscriptions' errors; baton's errors.go documents each.
+var (
+	ErrUnknownSubscription = errors.New("baton: unknown subscription")
+	ErrSubscriptionExists  = errors.New("baton: subscription exists")
+)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
@@ -58,9 +59,9 @@ func New(cfg Config) *Engine {
 	return &Engine{cfg: cfg, drv: cfg.Driver, notify: wake.NewCoalescer(), finished: map[string][2]int64{}}
 }
 
-// Channel is the internal notification channel of a queue; '#' keeps it
-// apart from channels users can listen to.
-func Channel(queue string) string { return "#q#" + queue }
+// Channel is the internal notification channel of a queue (see
+// internal/bus).
+func Channel(queue string) string { return bus.QueueChannel(queue) }
 
 // Wake wakes this process's consumers of the queue at once and sends one
 // notification for other processes, never more than one in flight per
