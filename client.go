@@ -23,6 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
+	"github.com/batonhq/baton/internal/worker"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -172,14 +173,13 @@ type Client struct {
 	closed    bool
 
 	// queues
-	mq          *mq.Engine                        // the queue engine
-	queueWaits  *wake.Queues                      // consumers waiting for messages
-	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
-	schedules   map[string]*schedule              // AddSchedule, by name
-	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
-	// paused: the queues this process knows paused; workers start no
-	// claimed message of theirs.
-	paused pausedQueues
+	mq          *mq.Engine           // the queue engine
+	queueWaits  *wake.Queues         // consumers waiting for messages
+	schedules   map[string]*schedule // AddSchedule, by name
+	notifyUsers *wake.Users          // listeners and waiting consumers: notifications on
+	// workers: the handlers of running messages and the queues this
+	// process knows paused (workers start no claimed message of theirs).
+	workers *worker.Registry
 
 	// prepareNow is closed by the first wait: a client that waits lives
 	// long enough for prepared statements to pay off at once.
@@ -280,12 +280,13 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
-		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
+		schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1), lockIdle: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
+	c.workers = newRegistry(c)
 	c.queueWaits = wake.NewQueues(func() {
 		select {
 		case c.queueWaited <- struct{}{}:

@@ -188,13 +188,13 @@ func (l *Listener) forward() {
 func (c *Client) deliver(channel, payload string) {
 	if channel == cancelChannel {
 		if !c.deaf.Load() {
-			c.onCancelNotification(payload)
+			c.workers.OnCancel(payload)
 		}
 		return
 	}
 	if channel == pauseChannel {
 		if !c.deaf.Load() {
-			c.onPauseNotification(payload)
+			c.workers.OnPause(payload)
 		}
 		return
 	}
