@@ -200,8 +200,8 @@ func (w *workSession) Timeout(m *Message) time.Duration {
 		return time.Duration(ms) * time.Millisecond
 	}
 	if w.o.kinds != nil {
-		if k, ok := w.o.kinds.lookup(m.Kind); ok && k.timeout > 0 {
-			return k.timeout
+		if d := w.o.kinds.kinds.Timeout(m.Kind); d > 0 {
+			return d
 		}
 	}
 	return w.o.Timeout
