@@ -388,29 +388,41 @@ func (w *worker[M]) settleBatch(batch []result[M]) {
 	defer cancel()
 	var acked []M
 	for _, r := range batch {
-		switch {
-		case r.lost:
-		case r.unstarted:
-			err := w.s.GiveBack(ctx, r.m)
-			if errors.Is(err, errs.ErrNotClaimed) {
-				// Cancelled meanwhile (a cancelled claim is not given
-				// back), if it is still ours.
-				err = w.s.Cancel(ctx, r.m, fmt.Errorf("%w before it started", errs.ErrCancelled))
-			}
-			w.logSettle(r.m, "give back", err)
-		case r.err == nil:
+		if !r.lost && !r.unstarted && r.err == nil {
 			acked = append(acked, r.m)
-		case errors.Is(r.err, errs.ErrCancelled):
-			w.logSettle(r.m, "cancel", w.s.Cancel(ctx, r.m, r.err))
-		case errors.Is(r.err, errs.ErrPermanent):
-			w.logSettle(r.m, "fail", w.s.Dead(ctx, r.m, r.err))
-		default:
-			w.logSettle(r.m, "retry", w.s.Retry(ctx, r.m, r.err))
+			continue
 		}
+		w.settleOne(ctx, r)
 	}
-	if len(acked) == 0 {
-		return
+	if len(acked) > 0 {
+		w.acknowledge(ctx, acked)
 	}
+}
+
+// settleOne settles a message that did not run to success: gives it
+// back, or ends its failed run cancelled, dead or retried.
+func (w *worker[M]) settleOne(ctx context.Context, r result[M]) {
+	switch {
+	case r.lost:
+	case r.unstarted:
+		err := w.s.GiveBack(ctx, r.m)
+		if errors.Is(err, errs.ErrNotClaimed) {
+			// Cancelled meanwhile (a cancelled claim is not given
+			// back), if it is still ours.
+			err = w.s.Cancel(ctx, r.m, fmt.Errorf("%w before it started", errs.ErrCancelled))
+		}
+		w.logSettle(r.m, "give back", err)
+	case errors.Is(r.err, errs.ErrCancelled):
+		w.logSettle(r.m, "cancel", w.s.Cancel(ctx, r.m, r.err))
+	case errors.Is(r.err, errs.ErrPermanent):
+		w.logSettle(r.m, "fail", w.s.Dead(ctx, r.m, r.err))
+	default:
+		w.logSettle(r.m, "retry", w.s.Retry(ctx, r.m, r.err))
+	}
+}
+
+// acknowledge completes messages that ran to success, in one statement.
+func (w *worker[M]) acknowledge(ctx context.Context, acked []M) {
 	n, err := w.s.Complete(ctx, acked)
 	if err != nil || n < len(acked) {
 		// One by one, so that a bad batch loses nothing it can keep, and
