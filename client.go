@@ -26,6 +26,7 @@ import (
 	"github.com/batonhq/baton/internal/notify"
 	"github.com/batonhq/baton/internal/txn"
 	"github.com/batonhq/baton/internal/wake"
+	"github.com/batonhq/baton/internal/worker"
 )
 
 // Options configure a Client. The zero value is ready to use.
@@ -177,14 +178,13 @@ type Client struct {
 	closed bool
 
 	// queues
-	mq          *mq.Engine                        // the queue engine
-	queueWaits  *wake.Queues                      // consumers waiting for messages
-	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
-	schedules   map[string]*schedule              // AddSchedule, by name
-	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
-	// paused: the queues this process knows paused; workers start no
-	// claimed message of theirs.
-	paused pausedQueues
+	mq          *mq.Engine           // the queue engine
+	queueWaits  *wake.Queues         // consumers waiting for messages
+	schedules   map[string]*schedule // AddSchedule, by name
+	notifyUsers *wake.Users          // listeners and waiting consumers: notifications on
+	// workers: the handlers of running messages and the queues this
+	// process knows paused (workers start no claimed message of theirs).
+	workers *worker.Registry
 
 	// prepareNow is closed by the first wait: a client that waits lives
 	// long enough for prepared statements to pay off at once.
@@ -273,12 +273,13 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o,
-		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
+		schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
 	c.tracing = !off
+	c.workers = newRegistry(c)
 	c.queueWaits = wake.NewQueues(func() {
 		select {
 		case c.queueWaited <- struct{}{}:
@@ -309,7 +310,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	c.bus = bus.New(bus.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
 		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.logf,
 		Routes: bus.Routes{Locks: c.lockWaits, Look: c.locks.Wake, Queues: c.queueWaits,
-			Cancel: c.onCancelNotification, Pause: c.onPauseNotification, Notify: c.notify.Deliver}})
+			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver}})
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits, or hands a lock on to a waiter): a one-shot command (push, a

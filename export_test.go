@@ -104,10 +104,7 @@ func QueuePolls(c *Client) int64 { return c.queuePolls.Load() }
 // QueuePausedHere reports whether the client knows the queue paused (its
 // workers then start none of the messages they claimed ahead).
 func QueuePausedHere(c *Client, queue string) bool {
-	c.paused.mu.Lock()
-	defer c.paused.mu.Unlock()
-	_, paused := c.paused.since[queue]
-	return paused
+	return c.workers.Paused(queue)
 }
 
 // LockChecks, LockGateLooks, LockNetLooks and LockDetections count the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
+	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -25,7 +26,7 @@ var (
 	ErrFinished = errors.New("baton: message already finished")
 	// ErrCancelled is the cause of a handler context cancelled because its
 	// message was cancelled (context.Cause tells it from a shutdown).
-	ErrCancelled = errors.New("baton: message cancelled")
+	ErrCancelled = errs.ErrCancelled
 )
 
 // The states of a message's life.
@@ -164,7 +165,7 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 	})
 	running, err := cancelled(id, state, err)
 	if running {
-		c.cancelWake(id)
+		c.workers.Cancelled(id)
 	}
 	return err
 }
@@ -172,14 +173,6 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 // cancelChannel is the internal channel on which cancellations of running
 // messages are announced (the payload is the id).
 const cancelChannel = bus.Cancel
-
-// cancelWake tells every process that a running message was cancelled:
-// this one at once, the others by a notification. A process that misses
-// it learns at its next lease extension, which a cancelled claim refuses.
-func (c *Client) cancelWake(id int64) {
-	c.cancelLocal(id)
-	c.announce(cancelChannel, strconv.FormatInt(id, 10), "baton: announcing a cancellation", "message", id)
-}
 
 // announce sends an internal notification to every process, after the
 // change it announces committed, within the lease whatever the caller's
@@ -190,64 +183,6 @@ func (c *Client) announce(channel, payload, what string, attrs ...any) {
 	defer cancel()
 	if err := c.drv.Notify(ctx, channel, payload); err != nil {
 		c.opts.Logger.Warn(what, append(attrs, "error", err)...)
-	}
-}
-
-// cancelLocal cancels the handler of a message this process runs, once
-// the database confirms that the message was cancelled: a notification
-// only names an id, and on PostgreSQL another schema's baton shares the
-// channel.
-func (c *Client) cancelLocal(id int64) {
-	c.mu.Lock()
-	stop := c.running[id]
-	c.mu.Unlock()
-	if stop == nil {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
-		defer cancel()
-		m, found, err := c.drv.NoTx().MessageGet(ctx, id)
-		switch {
-		case err != nil:
-			c.opts.Logger.Warn("baton: checking a cancellation (the lease renewal will see it)", "message", id, "error", err)
-		case found && m.CancelRequested:
-			stop(ErrCancelled)
-		}
-	}()
-}
-
-// claimLostCause is why a running message's claim was refused: ErrCancelled
-// when the message was cancelled (a process that missed the notification
-// learns of it here), nil otherwise (its claim ran out: someone else may
-// have it now) or when the database cannot tell.
-func (c *Client) claimLostCause(ctx context.Context, id int64) error {
-	m, found, err := c.drv.NoTx().MessageGet(ctx, id)
-	if err == nil && found && m.CancelRequested {
-		return ErrCancelled
-	}
-	return nil
-}
-
-// onCancelNotification handles a notification of cancelChannel.
-func (c *Client) onCancelNotification(payload string) {
-	if id, err := strconv.ParseInt(payload, 10, 64); err == nil {
-		c.cancelLocal(id)
-	}
-}
-
-// trackRunning registers the handler of a running message for
-// cancellation; the returned function unregisters it.
-func (c *Client) trackRunning(id int64, stop context.CancelCauseFunc) func() {
-	c.mu.Lock()
-	c.running[id] = stop
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		delete(c.running, id)
-		c.mu.Unlock()
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
+
+	"github.com/batonhq/baton/internal/worker"
 )
 
 // ErrUnknownKind: a message's kind has no worker in the Workers that ran
@@ -39,17 +39,11 @@ type KindOptions struct {
 // Workers holds one worker per kind; Client.WorkJobs runs them on a
 // queue. It is safe for concurrent use.
 type Workers struct {
-	mu    sync.RWMutex
-	kinds map[string]kindWorker
-}
-
-type kindWorker struct {
-	handle  Handler
-	timeout time.Duration
+	kinds worker.Kinds[*Message]
 }
 
 // NewWorkers returns an empty set of workers.
-func NewWorkers() *Workers { return &Workers{kinds: map[string]kindWorker{}} }
+func NewWorkers() *Workers { return &Workers{} }
 
 // AddWorker registers handle as the worker of the kind T names. Arguments
 // that do not decode fail the attempt with the decode error. It is an
@@ -71,50 +65,31 @@ func AddWorker[T JobArgs](ws *Workers, handle func(ctx context.Context, job *Job
 	if o.Timeout < 0 {
 		return fmt.Errorf("%w: kind %q: negative timeout %v", ErrInvalid, kind, o.Timeout)
 	}
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if _, dup := ws.kinds[kind]; dup {
-		return fmt.Errorf("%w: kind %q has a worker already", ErrInvalid, kind)
-	}
-	ws.kinds[kind] = kindWorker{timeout: o.Timeout, handle: func(ctx context.Context, m *Message) error {
+	added := ws.kinds.Add(kind, worker.Kind[*Message]{Timeout: o.Timeout, Handle: func(ctx context.Context, m *Message) error {
 		var args T
 		if err := json.Unmarshal(m.Payload, &args); err != nil {
 			return fmt.Errorf("kind %q: the arguments do not decode: %w", kind, err)
 		}
 		return handle(ctx, &Job[T]{Message: m, Args: args})
-	}}
+	}})
+	if !added {
+		return fmt.Errorf("%w: kind %q has a worker already", ErrInvalid, kind)
+	}
 	return nil
 }
 
 // Kinds lists the kinds that have a worker, sorted.
-func (ws *Workers) Kinds() []string {
-	ws.mu.RLock()
-	defer ws.mu.RUnlock()
-	out := make([]string, 0, len(ws.kinds))
-	for k := range ws.kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (ws *Workers) lookup(kind string) (kindWorker, bool) {
-	ws.mu.RLock()
-	defer ws.mu.RUnlock()
-	w, ok := ws.kinds[kind]
-	return w, ok
-}
+func (ws *Workers) Kinds() []string { return ws.kinds.Names() }
 
 // dispatch runs the worker of the message's kind.
 func (ws *Workers) dispatch(ctx context.Context, m *Message) error {
-	w, ok := ws.lookup(m.Kind)
-	if !ok {
-		if m.Kind == "" {
-			return fmt.Errorf("%w: message %d has no kind", ErrUnknownKind, m.ID)
-		}
-		return fmt.Errorf("%w: kind %q (workers: %v)", ErrUnknownKind, m.Kind, ws.Kinds())
+	if h, ok := ws.kinds.Handler(m.Kind); ok {
+		return h(ctx, m)
 	}
-	return w.handle(ctx, m)
+	if m.Kind == "" {
+		return fmt.Errorf("%w: message %d has no kind", ErrUnknownKind, m.ID)
+	}
+	return fmt.Errorf("%w: kind %q (workers: %v)", ErrUnknownKind, m.Kind, ws.Kinds())
 }
 
 // WorkJobs runs the workers on the queue's messages, each message by the

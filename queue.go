@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -30,12 +29,12 @@ import (
 var (
 	// ErrEmpty is returned by Claim when no message could be claimed
 	// before its wait ended.
-	ErrEmpty = errors.New("baton: no message ready")
+	ErrEmpty = errs.ErrEmpty
 	// ErrNotClaimed is returned by Ack, Retry, Fail and Extend when the
 	// session no longer holds the message's claim: its lease ran out or
 	// its session ended, and the message went back to the queue (or to the
 	// dead letters) and may be processed again.
-	ErrNotClaimed = errors.New("baton: message not claimed by this session")
+	ErrNotClaimed = errs.ErrNotClaimed
 	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
 	ErrUnknownQueue = errors.New("baton: unknown queue")
 	// ErrNoMessage is the former name of ErrNotFound.
@@ -45,7 +44,7 @@ var (
 	ErrRunning = errors.New("baton: message is being handled")
 	// ErrPermanent, wrapped in a handler's error, sends the message to the
 	// dead letters at once instead of retrying it.
-	ErrPermanent = errors.New("baton: permanent failure")
+	ErrPermanent = errs.ErrPermanent
 )
 
 // MaxMessagePayload is the largest message payload, in bytes.
@@ -153,7 +152,7 @@ type Message struct {
 	claimedAt time.Time // local clock
 	// claimBegan is when the worker's claim that brought it began (local
 	// clock): a claim that began after a pause was known saw the queue
-	// resumed (pausedQueues.givesBack).
+	// resumed (worker.Registry).
 	claimBegan time.Time
 	meta       messageMeta // the enqueuer's trace context, the handler timeout
 	event      bool        // Payload is an event in canonical form
@@ -1237,7 +1236,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 	if err := pauseResult(queue, found, err); err != nil {
 		return err
 	}
-	c.paused.set(queue, paused)
+	c.workers.SetPaused(queue, paused)
 	c.announce(pauseChannel, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
 	return nil
 }
@@ -1246,72 +1245,6 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 // resumption are announced (the payload is the queue), so that every
 // process's workers stop starting the messages whose claims raced it.
 const pauseChannel = bus.Pause
-
-// pausedQueues are the queues this process knows paused (PauseQueue, or
-// pauseChannel), and since when. n mirrors len(since): a worker of a
-// client that knows no paused queue reads one atomic and takes no lock
-// before each message (givesBack).
-type pausedQueues struct {
-	mu    sync.Mutex
-	since map[string]time.Time
-	n     atomic.Int32
-}
-
-// set records whether queue is paused, as this process knows it.
-func (p *pausedQueues) set(queue string, paused bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.since == nil {
-		p.since = map[string]time.Time{}
-	}
-	if !paused {
-		delete(p.since, queue)
-	} else if _, known := p.since[queue]; !known {
-		p.since[queue] = time.Now()
-	}
-	p.n.Store(int32(len(p.since)))
-}
-
-// onPauseNotification handles a notification of pauseChannel: the
-// database says whether the queue is paused (a notification only names
-// it, and on PostgreSQL another schema's baton shares the channel).
-func (c *Client) onPauseNotification(queue string) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
-		defer cancel()
-		paused, err := c.drv.NoTx().QueuePaused(ctx, queue)
-		if err != nil {
-			c.opts.Logger.Warn("baton: checking a queue's pause", "queue", queue, "error", err)
-			return
-		}
-		c.paused.set(queue, paused)
-	}()
-}
-
-// givesBack reports whether a worker must give m back unstarted: its
-// queue is paused, as far as this process knows. A message whose claim
-// began after the pause was known was claimed from a queue resumed since
-// (claims skip paused queues): the resumption's notification was missed,
-// and the queue is known resumed again.
-func (p *pausedQueues) givesBack(m *Message) bool {
-	if p.n.Load() == 0 {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	since, paused := p.since[m.Queue]
-	switch {
-	case !paused:
-		return false
-	case m.claimBegan.After(since):
-		delete(p.since, m.Queue)
-		p.n.Store(int32(len(p.since)))
-		return false
-	}
-	return true
-}
 
 // RetryNow makes a waiting message (delayed, or backing off before a retry)
 // due at once. ErrRunning while it is being handled, ErrNoMessage when the
