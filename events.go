@@ -15,15 +15,6 @@ import (
 	"github.com/batonhq/baton/internal/errs"
 )
 
-// Subscription errors.
-var (
-	// ErrUnknownSubscription is returned for a subscription name that does
-	// not exist.
-	ErrUnknownSubscription = errors.New("baton: unknown subscription")
-	// ErrSubscriptionExists is returned by Subscribe for a name in use.
-	ErrSubscriptionExists = errors.New("baton: subscription exists")
-)
-
 // Action is a kind of table change.
 type Action string
 

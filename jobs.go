@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,18 +12,6 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/txn"
-)
-
-var (
-	// ErrNotFound: no message has the id (it never existed, was deleted,
-	// or its history was pruned).
-	ErrNotFound = errors.New("baton: message not found")
-	// ErrFinished: the message already finished (completed, cancelled or
-	// dead); nothing was changed.
-	ErrFinished = errors.New("baton: message already finished")
-	// ErrCancelled is the cause of a handler context cancelled because its
-	// message was cancelled (context.Cause tells it from a shutdown).
-	ErrCancelled = errors.New("baton: message cancelled")
 )
 
 // The states of a message's life.

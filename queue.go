@@ -25,28 +25,6 @@ import (
 	"github.com/batonhq/baton/internal/txn"
 )
 
-// Queue errors.
-var (
-	// ErrEmpty is returned by Claim when no message could be claimed
-	// before its wait ended.
-	ErrEmpty = errors.New("baton: no message ready")
-	// ErrNotClaimed is returned by Ack, Retry, Fail and Extend when the
-	// session no longer holds the message's claim: its lease ran out or
-	// its session ended, and the message went back to the queue (or to the
-	// dead letters) and may be processed again.
-	ErrNotClaimed = errors.New("baton: message not claimed by this session")
-	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
-	ErrUnknownQueue = errors.New("baton: unknown queue")
-	// ErrNoMessage is the former name of ErrNotFound.
-	ErrNoMessage = ErrNotFound
-	// ErrRunning: the message is being handled; only waiting messages can
-	// be retried now or deleted.
-	ErrRunning = errors.New("baton: message is being handled")
-	// ErrPermanent, wrapped in a handler's error, sends the message to the
-	// dead letters at once instead of retrying it.
-	ErrPermanent = errors.New("baton: permanent failure")
-)
-
 // MaxMessagePayload is the largest message payload, in bytes.
 const MaxMessagePayload = 1 << 20
 
