@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // Action is a kind of table change.
@@ -141,7 +142,7 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 		return err
 	}
 	var installed *driver.TableInfo
-	err = c.inTx(ctx, func(tx driver.Tx) error {
+	err = txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		installed, err = c.subscribeTx(ctx, tx, s, codes)
 		return err
@@ -149,7 +150,7 @@ func (c *Client) Subscribe(ctx context.Context, s Subscription) error {
 	if err != nil {
 		// DDL commits on MySQL: take back whatever got in.
 		if installed != nil {
-			c.logErr("take back the triggers of a failed subscription "+s.Name, c.undoSubscribe(context.WithoutCancel(ctx), s.Name, *installed))
+			c.log.Err("take back the triggers of a failed subscription "+s.Name, c.undoSubscribe(context.WithoutCancel(ctx), s.Name, *installed))
 		}
 		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrSubscriptionExists) {
 			return err
@@ -239,7 +240,7 @@ func (c *Client) RefreshSubscriptions(ctx context.Context, table string) error {
 	if err != nil {
 		return err
 	}
-	err = c.inTx(ctx, func(tx driver.Tx) error {
+	err = txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		info, err := capturable(ctx, tx, table)
 		if err != nil {
 			return err
@@ -281,7 +282,7 @@ func capturable(ctx context.Context, tx driver.Tx, table string) (driver.TableIn
 // triggers were installed (DDL commits on MySQL), and the triggers unless
 // another subscription uses them.
 func (c *Client) undoSubscribe(ctx context.Context, name string, info driver.TableInfo) error {
-	return c.inTx(ctx, func(tx driver.Tx) error {
+	return txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
 			return err
 		}
@@ -297,7 +298,7 @@ func (c *Client) undoSubscribe(ctx context.Context, name string, info driver.Tab
 // and dead), so that a new subscription of the same name starts empty; the
 // last subscription on a table removes baton's triggers from it.
 func (c *Client) Unsubscribe(ctx context.Context, name string) error {
-	return c.inTx(ctx, func(tx driver.Tx) error {
+	return txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		sub, ok, err := tx.SubscriptionGet(ctx, name)
 		if err != nil {
 			return err
@@ -325,7 +326,7 @@ func (c *Client) Unsubscribe(ctx context.Context, name string) error {
 // Subscriptions lists every subscription.
 func (c *Client) Subscriptions(ctx context.Context) ([]Subscription, error) {
 	var rows []driver.Subscription
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		rows, err = tx.SubscriptionList(ctx)
 		return err

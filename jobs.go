@@ -143,7 +143,7 @@ func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 // is no such message.
 func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 	var state driver.MessageState
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		state, err = tx.MessageCancel(ctx, id)
 		return err

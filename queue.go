@@ -289,7 +289,7 @@ func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessag
 			return ctx, nil, nil, err
 		}
 	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
+	ctx, span, meta := c.spans.startEnqueue(ctx, queue, len(rows))
 	for i := range rows {
 		rows[i].Meta = withTrace(rows[i].Meta, meta)
 	}
@@ -570,7 +570,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		if len(rows) > 0 {
 			return s.messages(rows, opts.Mode), nil
 		}
-		if c.rescue(ctx) {
+		if c.rescuer.Rescue(ctx) {
 			continue // a dead worker's messages may be ready now
 		}
 		if opts.Wait == 0 {
@@ -922,7 +922,7 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
 	var ok bool
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, s.c.drv, func(tx driver.Tx) error {
 		var err error
 		ok, err = tx.MessageFinish(ctx, s.claim(m), state, e)
 		return err
@@ -980,7 +980,7 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 		limit = 100
 	}
 	var rows []driver.DeadLetter
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
 			return err
 		}
@@ -1017,7 +1017,7 @@ func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 	total := 0
 	for {
 		var n int
-		err := c.inTx(ctx, func(tx driver.Tx) error {
+		err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 			if err := c.mustExist(ctx, tx, queue); err != nil {
 				return err
 			}
@@ -1045,7 +1045,7 @@ func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
 		return 0, err
 	}
 	var n int
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
 			return err
 		}
@@ -1095,7 +1095,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	var st driver.QueueStats
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
 			return err
 		}
@@ -1118,7 +1118,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 // Queues lists every queue.
 func (c *Client) Queues(ctx context.Context) ([]string, error) {
 	var out []string
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		out, err = tx.QueueList(ctx)
 		return err
@@ -1206,7 +1206,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 		return err
 	}
 	var found bool
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		found, err = tx.QueuePause(ctx, queue, paused)
 		return err
@@ -1313,7 +1313,7 @@ func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(
 	}
 	var done bool
 	var state driver.MessageState
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		done, state, err = op(tx, ctx, queue, id)
 		return err

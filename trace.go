@@ -95,11 +95,22 @@ func decodeTrace(m traceMeta) trace.SpanContext {
 		TraceFlags: trace.TraceFlags(flags[0]) & trace.FlagsSampled, TraceState: ts, Remote: true})
 }
 
+// spans makes the spans of enqueues and handler runs.
+type spans struct {
+	tracer trace.Tracer
+	on     bool // a TracerProvider other than the default no-op one
+}
+
+func newSpans(tp trace.TracerProvider) spans {
+	_, off := tp.(noop.TracerProvider)
+	return spans{tracer: tp.Tracer(tracerName), on: !off}
+}
+
 // startEnqueue starts the span of an enqueue of n messages to queue and
 // returns the trace context the messages carry (empty when it is not
 // recording and no trace came in).
-func (c *Client) startEnqueue(ctx context.Context, queue string, n int) (context.Context, trace.Span, traceMeta) {
-	ctx, span := c.tracer.Start(ctx, "baton.enqueue "+queue, trace.WithSpanKind(trace.SpanKindProducer),
+func (t spans) startEnqueue(ctx context.Context, queue string, n int) (context.Context, trace.Span, traceMeta) {
+	ctx, span := t.tracer.Start(ctx, "baton.enqueue "+queue, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("messaging.system", "baton"), attribute.String("messaging.destination.name", queue),
 			attribute.Int("messaging.batch.message_count", n)))
 	sc := trace.SpanContextFromContext(ctx)
@@ -120,17 +131,17 @@ func endSpan(span trace.Span, err error) {
 
 // startProcess starts the span of one handler run of m, a child of the
 // enqueue's span when the message carries its context.
-func (c *Client) startProcess(ctx context.Context, m *Message) (context.Context, trace.Span) {
+func (t spans) startProcess(ctx context.Context, m *Message) (context.Context, trace.Span) {
 	if sc := decodeTrace(m.meta.traceMeta); sc.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	if !c.tracing {
+	if !t.on {
 		// The no-op tracer records nothing: the same call without the
 		// name and attributes, which cost an allocation each on every
 		// message.
-		return c.tracer.Start(ctx, "")
+		return t.tracer.Start(ctx, "")
 	}
-	return c.tracer.Start(ctx, "baton.process "+m.Queue, trace.WithSpanKind(trace.SpanKindConsumer),
+	return t.tracer.Start(ctx, "baton.process "+m.Queue, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("messaging.system", "baton"), attribute.String("messaging.destination.name", m.Queue),
 			attribute.String("messaging.message.id", strconv.FormatInt(m.ID, 10)), attribute.Int("baton.attempt", m.Attempt)))
 }

@@ -100,7 +100,7 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 		if !errors.Is(err, ErrSessionLost) || ctx.Err() != nil {
 			return err
 		}
-		c.logf("worker on queue %q: %v; carrying on with a new session", queue, err)
+		c.log.Warnf("worker on queue %q: %v; carrying on with a new session", queue, err)
 		if s, err = c.renewSession(ctx, opts.Name); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -447,7 +447,7 @@ func (w *worker) startHeld(ctx context.Context, m *Message) (r result, ok bool) 
 	case errors.Is(err, ErrNotClaimed) && errors.Is(w.c.claimLostCause(ctx, m.ID), ErrCancelled):
 		return result{m: m, err: fmt.Errorf("%w before it started", ErrCancelled)}, false
 	case !errors.Is(err, ErrNotClaimed):
-		w.c.logErr(fmt.Sprintf("start message %d of queue %q", m.ID, m.Queue), err)
+		w.c.log.Err(fmt.Sprintf("start message %d of queue %q", m.ID, m.Queue), err)
 	}
 	return result{m: m, lost: true}, false
 }
@@ -476,7 +476,7 @@ func (w *worker) runOne(stop, ctx context.Context, m *Message) result {
 		}
 	}
 	began := time.Now()
-	hctx, span := w.c.startProcess(ctx, m)
+	hctx, span := w.c.spans.startProcess(ctx, m)
 	err := w.handle(hctx, m)
 	w.ran(time.Since(began))
 	endSpan(span, err)
