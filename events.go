@@ -325,12 +325,7 @@ func (c *Client) Unsubscribe(ctx context.Context, name string) error {
 
 // Subscriptions lists every subscription.
 func (c *Client) Subscriptions(ctx context.Context) ([]Subscription, error) {
-	var rows []driver.Subscription
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
-		var err error
-		rows, err = tx.SubscriptionList(ctx)
-		return err
-	})
+	rows, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]driver.Subscription, error) { return tx.SubscriptionList(ctx) })
 	if err != nil {
 		return nil, err
 	}

@@ -142,12 +142,7 @@ func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 // finished message is left as it is: ErrFinished. ErrNotFound when there
 // is no such message.
 func (c *Client) CancelMessage(ctx context.Context, id int64) error {
-	var state driver.MessageState
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
-		var err error
-		state, err = tx.MessageCancel(ctx, id)
-		return err
-	})
+	state, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (driver.MessageState, error) { return tx.MessageCancel(ctx, id) })
 	running, err := cancelled(id, state, err)
 	if running {
 		c.cancelWake(id)

@@ -221,12 +221,7 @@ type tickRun struct {
 
 // runSchedule enqueues the schedule's latest due tick, if no process did.
 func (c *Client) runSchedule(ctx context.Context, sc *schedule, now time.Time) error {
-	var run tickRun
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
-		var err error
-		run, err = c.tick(ctx, tx, sc, now)
-		return err
-	})
+	run, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (tickRun, error) { return c.tick(ctx, tx, sc, now) })
 	if err != nil {
 		return err
 	}

@@ -921,12 +921,7 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
-	var ok bool
-	err := txn.InTx(ctx, s.c.drv, func(tx driver.Tx) error {
-		var err error
-		ok, err = tx.MessageFinish(ctx, s.claim(m), state, e)
-		return err
-	})
+	ok, err := txn.InTxV(ctx, s.c.drv, func(tx driver.Tx) (bool, error) { return tx.MessageFinish(ctx, s.claim(m), state, e) })
 	if err != nil {
 		return fmt.Errorf("baton: finish message: %w", err)
 	}
@@ -979,14 +974,11 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	if limit <= 0 {
 		limit = 100
 	}
-	var rows []driver.DeadLetter
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
+	rows, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]driver.DeadLetter, error) {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
+			return nil, err
 		}
-		var err error
-		rows, err = tx.DeadList(ctx, queue, limit)
-		return err
+		return tx.DeadList(ctx, queue, limit)
 	})
 	if err != nil {
 		return nil, err
@@ -1016,14 +1008,11 @@ func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 	}
 	total := 0
 	for {
-		var n int
-		err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
+		n, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (int, error) {
 			if err := c.mustExist(ctx, tx, queue); err != nil {
-				return err
+				return 0, err
 			}
-			var err error
-			n, err = tx.DeadRedrive(ctx, queue)
-			return err
+			return tx.DeadRedrive(ctx, queue)
 		})
 		if err != nil {
 			return total, err
@@ -1044,14 +1033,11 @@ func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	var n int
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
+	n, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (int, error) {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
+			return 0, err
 		}
-		var err error
-		n, err = tx.DeadPurge(ctx, queue)
-		return err
+		return tx.DeadPurge(ctx, queue)
 	})
 	return n, err
 }
@@ -1094,14 +1080,11 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return QueueStats{}, err
 	}
-	var st driver.QueueStats
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
+	st, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (driver.QueueStats, error) {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
+			return driver.QueueStats{}, err
 		}
-		var err error
-		st, err = tx.QueueStats(ctx, queue)
-		return err
+		return tx.QueueStats(ctx, queue)
 	})
 	if err != nil {
 		return QueueStats{}, err
@@ -1117,13 +1100,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 
 // Queues lists every queue.
 func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	var out []string
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
-		var err error
-		out, err = tx.QueueList(ctx)
-		return err
-	})
-	return out, err
+	return txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]string, error) { return tx.QueueList(ctx) })
 }
 
 // MessageState names a state of a message's life (see MessageStates).
@@ -1205,12 +1182,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	var found bool
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
-		var err error
-		found, err = tx.QueuePause(ctx, queue, paused)
-		return err
-	})
+	found, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (bool, error) { return tx.QueuePause(ctx, queue, paused) })
 	if err := pauseResult(queue, found, err); err != nil {
 		return err
 	}
