@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/mq"
+	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/wake"
 )
 
@@ -137,7 +138,7 @@ func (o *Options) fillHooks() {
 		o.Observer = nopObserver{}
 	}
 	if o.TracerProvider == nil {
-		o.TracerProvider = defaultTracerProvider()
+		o.TracerProvider = tracing.DefaultProvider()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -184,7 +185,7 @@ type Client struct {
 	// long enough for prepared statements to pay off at once.
 	prepareNow  chan struct{}
 	prepareOnce sync.Once
-	spans       spans // enqueues' and handler runs' spans
+	spans       tracing.Spans // enqueues' and handler runs' spans
 	log         maintain.Log
 
 	quit    chan struct{}
@@ -281,7 +282,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
 		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1), lockIdle: make(chan struct{}, 1),
-		spans: newSpans(o.TracerProvider), log: maintain.Log{L: o.Logger},
+		spans: tracing.New(o.TracerProvider), log: maintain.Log{L: o.Logger},
 	}
 	c.queueWaits = wake.NewQueues(func() {
 		select {

@@ -22,6 +22,7 @@ import (
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/mq"
+	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -272,7 +273,7 @@ func (c *Client) enqueue(ctx context.Context, queue string, msgs []NewMessage) (
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { endSpan(span, err) }()
+	defer func() { tracing.End(span, err) }()
 	return c.mq.Insert(ctx, queue, rows)
 }
 
@@ -289,7 +290,7 @@ func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessag
 			return ctx, nil, nil, err
 		}
 	}
-	ctx, span, meta := c.spans.startEnqueue(ctx, queue, len(rows))
+	ctx, span, meta := c.spans.StartEnqueue(ctx, queue, len(rows))
 	for i := range rows {
 		rows[i].Meta = withTrace(rows[i].Meta, meta)
 	}
@@ -402,7 +403,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { endSpan(span, err) }()
+	defer func() { tracing.End(span, err) }()
 	if !c.mq.Known(queue) {
 		// In the caller's transaction: on SQLite it holds the only write
 		// lock, so baton's own connection could not register the queue.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/tracing"
 )
 
 // Handler processes one message. Returning nil acknowledges it; an error
@@ -476,10 +477,10 @@ func (w *worker) runOne(stop, ctx context.Context, m *Message) result {
 		}
 	}
 	began := time.Now()
-	hctx, span := w.c.spans.startProcess(ctx, m)
+	hctx, span := w.c.spans.StartProcess(ctx, m.meta.Context, m.Queue, m.ID, m.Attempt)
 	err := w.handle(hctx, m)
 	w.ran(time.Since(began))
-	endSpan(span, err)
+	tracing.End(span, err)
 	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, w.s.Err() != nil && !errors.Is(w.s.Err(), ErrClosed)), time.Since(began))
 	if err != nil {
 		w.onError(m, err)
