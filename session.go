@@ -85,8 +85,12 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	}
 	out := make([]SessionInfo, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, SessionInfo{ID: r.ID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Name), Host: r.Host, PID: r.PID,
-			Name: r.Name, Started: r.CreatedAt, Expires: r.ExpiresAt})
+		out = append(out, sessionInfo(r))
 	}
 	return out, nil
+}
+
+func sessionInfo(r driver.Session) SessionInfo {
+	return SessionInfo{ID: r.ID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Name), Host: r.Host, PID: r.PID,
+		Name: r.Name, Started: r.CreatedAt, Expires: r.ExpiresAt}
 }
