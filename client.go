@@ -186,7 +186,7 @@ type Client struct {
 	prepareNow  chan struct{}
 	prepareOnce sync.Once
 	spans       tracing.Spans // enqueues' and handler runs' spans
-	log         maintain.Log
+	log         maintain.Log  // background failures, to Options.Logger
 
 	quit    chan struct{}
 	upkeep  *maintain.Group
