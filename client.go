@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
@@ -24,7 +23,7 @@ import (
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/notify"
-	"github.com/batonhq/baton/internal/txn"
+	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/wake"
 	"github.com/batonhq/baton/internal/worker"
 )
@@ -143,7 +142,7 @@ func (o *Options) fillHooks() {
 		o.Observer = nopObserver{}
 	}
 	if o.TracerProvider == nil {
-		o.TracerProvider = defaultTracerProvider()
+		o.TracerProvider = tracing.DefaultProvider()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -165,6 +164,7 @@ type Client struct {
 	opts Options
 
 	leases    *lease.Keeper  // sessions: renewals, reaping
+	owner     *lease.Owner   // sessions: ending them, freeing what they hold
 	locks     *locks.Service // the lock service
 	lockWaits *wake.Locks    // this process's waiting lock requests
 	// bus is the listener (started by the first waiter) and the router
@@ -190,13 +190,13 @@ type Client struct {
 	// long enough for prepared statements to pay off at once.
 	prepareNow  chan struct{}
 	prepareOnce sync.Once
-	tracer      trace.Tracer
-	tracing     bool // a TracerProvider other than the default no-op one
+	spans       tracing.Spans // enqueues' and handler runs' spans
+	log         maintain.Log  // background failures, to Options.Logger
 
-	quit       chan struct{}
-	upkeep     *maintain.Group
-	wg         sync.WaitGroup
-	lastRescue time.Time
+	quit    chan struct{}
+	upkeep  *maintain.Group
+	rescuer *maintain.Rescuer // empty claims' rescues
+	wg      sync.WaitGroup
 	// scheduleAdded wakes the scheduler service, idle while there are
 	// no schedules (AddSchedule).
 	scheduleAdded chan struct{}
@@ -275,10 +275,8 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		drv: drv, id: randomID(), opts: o,
 		schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
-		tracer: o.TracerProvider.Tracer(tracerName),
+		spans: tracing.New(o.TracerProvider), log: maintain.Log{L: o.Logger},
 	}
-	_, off := o.TracerProvider.(noop.TracerProvider)
-	c.tracing = !off
 	c.workers = newRegistry(c)
 	c.queueWaits = wake.NewQueues(func() {
 		select {
@@ -286,7 +284,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		default: // the poll is already told
 		}
 	})
-	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.logErr})
+	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
@@ -296,21 +294,31 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	})
 	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
 	c.notify = notify.New(drv, newNotification)
-	c.events = events.New(events.Config{Driver: drv, Register: c.mq.Register, Log: c.logErr})
+	c.events = events.New(events.Config{Driver: drv, Register: c.mq.Register, Log: c.log.Err})
 	// prepareSoon has the statements prepared now instead of after a
-	// heartbeat (prepareLater).
+	// heartbeat.
 	prepareSoon := func() { c.prepareOnce.Do(func() { close(c.prepareNow) }) }
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
-		EndSession: c.endDeadSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
+		EndSession:  func(ctx context.Context, id string) error { return c.owner.EndDead(ctx, id) },
+		Ended:       func(id string) { c.lockWaits.EndSession(id); c.locks.SessionEnded(id) }, // its waiters answered, its turnstile line closed
+		SessionLost: o.Observer.SessionLost, Log: c.log.Err})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
-		PollInterval: o.PollInterval, Closed: c.isShut, Observer: o.Observer,
+		PollInterval: o.PollInterval, Observer: o.Observer,
 		Listening: func(ctx context.Context) error { return c.bus.LockListening(ctx) }, // c.bus is set below
-		Logf:      c.logf, Log: c.logErr, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
-		HandedOn: prepareSoon})
+		Logf:      c.log.Warnf, Log: c.log.Err, Host: c.leases.Host(), PID: c.leases.PID(), Owner: o.Name,
+		HandedOn: prepareSoon, Closed: func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.closed
+		}})
 	c.bus = bus.New(bus.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
-		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.logf,
+		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.log.Warnf,
 		Routes: bus.Routes{Locks: c.lockWaits, Look: c.locks.Wake, Queues: c.queueWaits,
 			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver}})
+	c.owner = lease.NewOwner(lease.OwnerConfig{Driver: drv, Release: c.locks.CloseSession, Withdraw: c.locks.WithdrawSession,
+		DropLocks: c.locks.DropSession, ReturnClaims: mq.RecoverSession, Wake: c.mq.Wake})
+	c.rescuer = maintain.NewRescuer(maintain.RescuerConfig{PollInterval: o.PollInterval, ListReapable: c.leases.ListReapable,
+		Reap: c.leases.Reap, RecoverStale: c.mq.RecoverStale, Log: c.log.Err})
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits, or hands a lock on to a waiter): a one-shot command (push, a
@@ -319,34 +327,38 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	// SQLite, where preparing is in-process, preparing every statement at
 	// open took a 10 ms command to 15.
 	c.wg.Add(1)
-	go c.prepareLater()
+	go func() {
+		defer c.wg.Done()
+		maintain.After(c.quit, c.prepareNow, o.Heartbeat, func(ctx context.Context) {
+			// Unprepared statements still run (prepared on use where the
+			// backend does that): a failure costs speed, not correctness.
+			c.log.Err("prepare statements", drv.Prepare(ctx))
+		})
+	}()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		c.locks.Run(c.quit)
 	}()
-	c.upkeep = c.services()
+	c.upkeep = maintain.Upkeep(maintain.Config{Driver: drv, Logger: o.Logger, Heartbeat: o.Heartbeat, Lease: o.Lease,
+		PollInterval: o.PollInterval, Limited: o.MaxConns > 0,
+		Renew: c.leases.Renew, Renewed: func() error {
+			if !c.lockWaits.Waiting() {
+				return nil
+			}
+			// Lock waiters whose listener could not start (the database
+			// was away) wait on: start it again; its start wakes them.
+			// Its only error is ErrClosed, when the client closes
+			// meanwhile.
+			return c.bus.Kick()
+		},
+		EndAbandoned: c.leases.EndAbandoned, SweepOrphans: c.locks.SweepOrphans, RecoverStale: c.mq.RecoverStale,
+		FlushThroughput: c.mq.FlushThroughput, PruneHistory: c.pruneHistory,
+		Scheduler:         maintain.Job{Run: c.runSchedules, Idle: c.noSchedules, Resume: c.scheduleAdded},
+		ConsumerPoll:      maintain.Job{Run: c.pollQueues, Idle: func() bool { return !c.queueWaits.Waiting() }, Resume: c.queueWaited},
+		ConsumerPollEvery: consumerPoll * o.PollInterval})
 	c.upkeep.Start()
 	return c, nil
-}
-
-// prepareLater prepares the backend's statements once the client has
-// lived for a heartbeat; Close cancels it.
-func (c *Client) prepareLater() {
-	defer c.wg.Done()
-	t := time.NewTimer(c.opts.Heartbeat)
-	defer t.Stop()
-	select {
-	case <-c.quit:
-		return
-	case <-t.C:
-	case <-c.prepareNow:
-	}
-	ctx, cancel := maintain.Until(c.quit, 0)
-	defer cancel()
-	// Unprepared statements still run (prepared on use where the backend
-	// does that): a failure costs speed, not correctness.
-	c.logErr("prepare statements", c.drv.Prepare(ctx))
 }
 
 // MigrationStatus describes one of baton's schema migrations.
@@ -383,10 +395,10 @@ func (c *Client) Close() error {
 	c.notify.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c.logErr("flush throughput counts", c.mq.FlushThroughput(ctx))
+	c.log.Err("flush throughput counts", c.mq.FlushThroughput(ctx))
 	var errs []error
 	for _, s := range c.leases.Close() {
-		errs = append(errs, c.closeSession(ctx, s))
+		errs = append(errs, c.owner.Close(ctx, s))
 	}
 	close(c.quit)
 	c.upkeep.Stop()
@@ -401,211 +413,4 @@ func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// inTx runs fn in a transaction, again when the database reports a
-// transient conflict.
-func (c *Client) inTx(ctx context.Context, fn func(tx driver.Tx) error) error {
-	return txn.InTx(ctx, c.drv, fn)
-}
-
-// services are the client's background upkeep, each on its own interval
-// (see internal/maintain): a slow sweep never delays a lease renewal, and
-// every failure goes to Options.Logger. Loss is not decided here: each
-// session's own local deadline fires on its own (see internal/lease),
-// whatever a renewal is blocked on.
-func (c *Client) services() *maintain.Group {
-	hb, lease := c.opts.Heartbeat, c.opts.Lease
-	g := &upkeepGroup{Group: maintain.NewGroup(c.opts.Logger), limited: c.opts.MaxConns > 0, hb: hb}
-	// A renewal that cannot finish before the next tick is no use: the
-	// next one starts afresh on another connection. It also reaps: the
-	// statement that renews lists the dead sessions of others.
-	g.Add(maintain.Service{Name: "lease renewal", Interval: hb, Run: c.heartbeat})
-	g.Add(maintain.Service{Name: "lost-session cleanup", Interval: hb, Timeout: lease, Run: c.leases.EndAbandoned})
-	g.Add(maintain.Service{Name: "claim rescuer", Interval: 5 * hb, Timeout: lease, Run: func(ctx context.Context) error {
-		_, err := c.mq.RecoverStale(ctx)
-		return err
-	}})
-	g.Add(maintain.Service{Name: "orphan sweeper", Interval: 10 * hb, Timeout: lease, Run: c.locks.SweepOrphans})
-	g.Add(maintain.Service{Name: "throughput flush", Interval: 10 * hb, Timeout: lease, Run: c.mq.FlushThroughput})
-	g.Add(maintain.Service{Name: "idle lock-row purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
-		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
-	}})
-	g.Add(maintain.Service{Name: "backend upkeep", Interval: time.Minute, Timeout: lease, Run: c.drv.Maintain})
-	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
-		return c.drv.NoTx().ThroughputPurge(ctx)
-	}})
-	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules,
-		Idle: c.noSchedules, Resume: c.scheduleAdded})
-	g.Add(maintain.Service{Name: "consumer poll", Interval: consumerPoll * c.opts.PollInterval, Timeout: lease, Run: c.pollQueues,
-		Idle: func() bool { return !c.queueWaits.Waiting() }, Resume: c.queueWaited})
-	g.Add(maintain.Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: c.pruneHistory})
-	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
-		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
-	}})
-	return g.Group
-}
-
-// upkeepGroup adds the client's services. In a client with MaxConns
-// they share the pool's few connections with the lease renewal: none may
-// hold one longer than a heartbeat (a statement waiting in the server
-// for a row lock would otherwise keep the renewal waiting for the
-// connection until the session is lost).
-type upkeepGroup struct {
-	*maintain.Group
-	limited bool
-	hb      time.Duration
-}
-
-func (g *upkeepGroup) Add(s maintain.Service) {
-	if g.limited && s.Name != "lease renewal" {
-		if s.Timeout <= 0 || s.Timeout > g.hb {
-			s.Timeout = min(s.Interval, g.hb)
-		}
-	}
-	g.Group.Add(s)
-}
-
-func (c *Client) logf(format string, a ...any) {
-	c.opts.Logger.Warn("baton: " + fmt.Sprintf(format, a...))
-}
-
-// logErr logs err, if any, as the failure of what.
-func (c *Client) logErr(what string, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		c.logf("%s: %v", what, err)
-	}
-}
-
-// heartbeat renews this client's sessions and reaps dead sessions of
-// others (internal/lease), and restarts the listener lock waiters need.
-func (c *Client) heartbeat(ctx context.Context) error {
-	if err := c.leases.Renew(ctx); err != nil {
-		return err
-	}
-	if c.lockWaits.Waiting() {
-		// Lock waiters whose listener could not start (the database was
-		// away) wait on: start it again; its start wakes them. Its only
-		// error is ErrClosed, when the client closes meanwhile.
-		if err := c.bus.Kick(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rescueGap is how many poll intervals pass at least between two rescues
-// of a client. A long-running client's lease renewal ends dead sessions
-// every heartbeat and its claim rescuer runs every five; an idle worker's
-// empty claims (one after each of its own renewals, on SQLite) rescued
-// every time, three statements a second for nothing.
-const rescueGap = 5
-
-// rescue frees what dead sessions hold and returns stale claims to their
-// queues, at most once per rescueGap poll intervals per client. Claims that
-// find nothing call it, so that a process that runs only now and then (a
-// cron drain) picks up a killed worker's messages without waiting for some
-// long-running process to reap them. It reports whether it freed anything.
-func (c *Client) rescue(ctx context.Context) bool {
-	c.mu.Lock()
-	if !c.lastRescue.IsZero() && time.Since(c.lastRescue) < rescueGap*c.opts.PollInterval {
-		c.mu.Unlock()
-		return false
-	}
-	c.lastRescue = time.Now()
-	c.mu.Unlock()
-	refs, err := c.leases.ListReapable(ctx)
-	if err != nil {
-		c.logErr("look for dead sessions", err)
-		return false
-	}
-	n := c.leases.Reap(ctx, refs)
-	m, err := c.mq.RecoverStale(ctx)
-	c.logErr("recover stale claims", err)
-	return n+m > 0
-}
-
-// closeSession ends a live session and deletes it at once, releasing what
-// it holds (Session.Close, Client.Close); an ended one is left as it is.
-func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
-	if !s.End(ErrClosed) {
-		return nil
-	}
-	c.releaseOwn(ctx, s)
-	if s.Rows.Any() {
-		// Waiting requests, or instances in request rows, may be left.
-		c.locks.WithdrawSession(ctx, s.ID())
-	}
-	if err := c.endSession(ctx, s.ID()); err != nil {
-		return fmt.Errorf("baton: close session: %w", err)
-	}
-	return nil
-}
-
-// releaseOwn releases, before a closing session's row goes, the
-// namespaces where its own calls were granted locks (lease.Own), each by
-// the release a caller's Release runs: one statement where the instances
-// are fast-path holders. endSession's transaction would take each
-// instance through the slow path (on MySQL/MariaDB adopted into InnoDB
-// first, a commit's flush), and still catches whatever this leaves:
-// an error here is only logged, and ends the releases (a database in
-// trouble is not asked once per namespace before the delete).
-func (c *Client) releaseOwn(ctx context.Context, s *lease.Session) {
-	for _, scope := range s.Own.Scopes() {
-		if ctx.Err() != nil {
-			return
-		}
-		if _, err := c.locks.Release(ctx, s, driver.FastReleaseParams{Kind: scope.Kind, NS: scope.NS}); err != nil {
-			c.logErr("release a closing session's locks", err)
-			return
-		}
-	}
-}
-
-// sessionEnded runs when a session of this client ends, however: its
-// waiters are answered and its line for turnstiles closed.
-func (c *Client) sessionEnded(id string) {
-	c.lockWaits.EndSession(id)
-	c.locks.SessionEnded(id)
-}
-
-// endDeadSession ends a session that a client gave up on or reaped
-// (lease.Keeper's EndSession): its requests are withdrawn in the
-// backend's one call first, where it has one (locks.WithdrawSession: on
-// MySQL/MariaDB a reaped holder's locks had been the engine's
-// transaction of about eight statements), then endSession deletes it,
-// catching what is left in its transaction.
-func (c *Client) endDeadSession(ctx context.Context, id string) error {
-	c.locks.WithdrawSession(ctx, id)
-	return c.endSession(ctx, id)
-}
-
-// endSession deletes a session and every request it has, granting what that
-// frees, and gives its claimed messages back to their queues.
-func (c *Client) endSession(ctx context.Context, id string) error {
-	var queues []string
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		rs, err := tx.LockRequestListBySession(ctx, id, -1, "")
-		if err != nil {
-			return err
-		}
-		if err := c.locks.RemoveRequests(ctx, tx, rs); err != nil {
-			return err
-		}
-		if queues, err = mq.RecoverSession(ctx, tx, id); err != nil {
-			return err
-		}
-		return tx.SessionDelete(ctx, id)
-	})
-	for _, q := range queues {
-		c.mq.Wake(q)
-	}
-	return err
-}
-
-// isShut reports whether Close has begun.
-func (c *Client) isShut() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
 }

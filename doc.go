@@ -15,8 +15,10 @@
 //	import _ "github.com/batonhq/baton/driver/mysql"    // mysql://, mariadb://
 //
 // Everything builds without cgo; driver/sqlite/cgo is an opt-in SQLite
-// backend on mattn/go-sqlite3. Work that must be coordinated happens in a Session: a live
-// participant with a lease that the client's heartbeat renews. Every lock
+// backend on mattn/go-sqlite3.
+//
+// Work that must be coordinated happens in a Session: a live participant
+// with a lease that the client's heartbeat renews. Every lock
 // and every claimed message belongs to a session; when the session ends
 // (Close) or dies (its process is killed, or it loses the database for
 // longer than its lease), everything it held is released or handed back,

@@ -1,6 +1,8 @@
 package baton
 
 import (
+	"errors"
+
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/stmtbound"
@@ -44,6 +46,46 @@ var (
 	// outcome is unknown, as for any statement cut off by a context.
 	ErrNoAnswer = stmtbound.ErrNoAnswer
 )
+
+// Message errors.
+var (
+	// ErrNotFound: no message has the id (it never existed, was deleted,
+	// or its history was pruned).
+	ErrNotFound = errors.New("baton: message not found")
+	// ErrFinished: the message already finished (completed, cancelled or
+	// dead); nothing was changed.
+	ErrFinished = errors.New("baton: message already finished")
+	// ErrCancelled is the cause of a handler context cancelled because its
+	// message was cancelled (context.Cause tells it from a shutdown).
+	ErrCancelled = errs.ErrCancelled
+)
+
+// Queue errors.
+var (
+	// ErrEmpty is returned by Claim when no message could be claimed
+	// before its wait ended.
+	ErrEmpty = errs.ErrEmpty
+	// ErrNotClaimed is returned by Ack, Retry, Fail and Extend when the
+	// session no longer holds the message's claim: its lease ran out or
+	// its session ended, and the message went back to the queue (or to the
+	// dead letters) and may be processed again.
+	ErrNotClaimed = errs.ErrNotClaimed
+	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
+	ErrUnknownQueue = errors.New("baton: unknown queue")
+	// ErrNoMessage is the former name of ErrNotFound.
+	ErrNoMessage = ErrNotFound
+	// ErrRunning: the message is being handled; only waiting messages can
+	// be retried now or deleted.
+	ErrRunning = errors.New("baton: message is being handled")
+	// ErrPermanent, wrapped in a handler's error, sends the message to the
+	// dead letters at once instead of retrying it.
+	ErrPermanent = errs.ErrPermanent
+)
+
+// ErrUnknownKind: a message's kind has no worker in the Workers that ran
+// it. The attempt fails (it is retried, and ends in the dead letters at its
+// attempt limit): a message is never dropped.
+var ErrUnknownKind = errors.New("baton: no worker for the message's kind")
 
 // Subscription errors.
 var (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/locks"
+	"github.com/batonhq/baton/internal/tracing"
 )
 
 // BeforeLockRegister makes every waiting Lock call run f with its
@@ -75,7 +76,9 @@ func QueueWaiters(c *Client, queue string) int {
 
 // TraceParentValid reports whether a message's traceparent would be
 // followed (the W3C form baton writes and reads).
-func TraceParentValid(tp string) bool { return decodeTrace(traceMeta{TraceParent: tp}).IsValid() }
+func TraceParentValid(tp string) bool {
+	return tracing.Decode(tracing.Context{TraceParent: tp}).IsValid()
+}
 
 // PruneHistory runs one pass of the history pruner.
 func PruneHistory(ctx context.Context, c *Client) error { return c.pruneHistory(ctx) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,20 +12,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
-	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
-)
-
-var (
-	// ErrNotFound: no message has the id (it never existed, was deleted,
-	// or its history was pruned).
-	ErrNotFound = errors.New("baton: message not found")
-	// ErrFinished: the message already finished (completed, cancelled or
-	// dead); nothing was changed.
-	ErrFinished = errors.New("baton: message already finished")
-	// ErrCancelled is the cause of a handler context cancelled because its
-	// message was cancelled (context.Cause tells it from a shutdown).
-	ErrCancelled = errs.ErrCancelled
 )
 
 // The states of a message's life.
@@ -157,12 +143,7 @@ func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 // finished message is left as it is: ErrFinished. ErrNotFound when there
 // is no such message.
 func (c *Client) CancelMessage(ctx context.Context, id int64) error {
-	var state driver.MessageState
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		state, err = tx.MessageCancel(ctx, id)
-		return err
-	})
+	state, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (driver.MessageState, error) { return tx.MessageCancel(ctx, id) })
 	running, err := cancelled(id, state, err)
 	if running {
 		c.workers.Cancelled(id)

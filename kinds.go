@@ -3,17 +3,11 @@ package baton
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/internal/worker"
 )
-
-// ErrUnknownKind: a message's kind has no worker in the Workers that ran
-// it. The attempt fails (it is retried, and ends in the dead letters at its
-// attempt limit): a message is never dropped.
-var ErrUnknownKind = errors.New("baton: no worker for the message's kind")
 
 // JobArgs are the typed arguments of a kind of message, stored as its JSON
 // payload. Kind names the kind (1 to 64 letters, digits, '_', '.', ':' or

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // Mode is a lock mode.
@@ -214,7 +215,7 @@ func (c *Client) IsUsedLock(ctx context.Context, name string) (sessionID string,
 	if err != nil {
 		return "", false, err
 	}
-	err = c.inTx(ctx, func(tx driver.Tx) error {
+	err = txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		sessionID, used, err = tx.LockUserHolder(ctx, id.Name)
 		return err
 	})

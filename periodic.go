@@ -13,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // MissedTicks says what a schedule does about ticks no process was there
@@ -220,12 +221,7 @@ type tickRun struct {
 
 // runSchedule enqueues the schedule's latest due tick, if no process did.
 func (c *Client) runSchedule(ctx context.Context, sc *schedule, now time.Time) error {
-	var run tickRun
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		run, err = c.tick(ctx, tx, sc, now)
-		return err
-	})
+	run, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (tickRun, error) { return c.tick(ctx, tx, sc, now) })
 	if err != nil {
 		return err
 	}

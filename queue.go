@@ -22,29 +22,8 @@ import (
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/mq"
+	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/txn"
-)
-
-// Queue errors.
-var (
-	// ErrEmpty is returned by Claim when no message could be claimed
-	// before its wait ended.
-	ErrEmpty = errs.ErrEmpty
-	// ErrNotClaimed is returned by Ack, Retry, Fail and Extend when the
-	// session no longer holds the message's claim: its lease ran out or
-	// its session ended, and the message went back to the queue (or to the
-	// dead letters) and may be processed again.
-	ErrNotClaimed = errs.ErrNotClaimed
-	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
-	ErrUnknownQueue = errors.New("baton: unknown queue")
-	// ErrNoMessage is the former name of ErrNotFound.
-	ErrNoMessage = ErrNotFound
-	// ErrRunning: the message is being handled; only waiting messages can
-	// be retried now or deleted.
-	ErrRunning = errors.New("baton: message is being handled")
-	// ErrPermanent, wrapped in a handler's error, sends the message to the
-	// dead letters at once instead of retrying it.
-	ErrPermanent = errs.ErrPermanent
 )
 
 // MaxMessagePayload is the largest message payload, in bytes.
@@ -294,7 +273,7 @@ func (c *Client) enqueue(ctx context.Context, queue string, msgs []NewMessage) (
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { endSpan(span, err) }()
+	defer func() { tracing.End(span, err) }()
 	return c.mq.Insert(ctx, queue, rows)
 }
 
@@ -311,7 +290,7 @@ func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessag
 			return ctx, nil, nil, err
 		}
 	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
+	ctx, span, meta := c.spans.StartEnqueue(ctx, queue, len(rows))
 	for i := range rows {
 		rows[i].Meta = withTrace(rows[i].Meta, meta)
 	}
@@ -424,7 +403,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { endSpan(span, err) }()
+	defer func() { tracing.End(span, err) }()
 	if !c.mq.Known(queue) {
 		// In the caller's transaction: on SQLite it holds the only write
 		// lock, so baton's own connection could not register the queue.
@@ -592,7 +571,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		if len(rows) > 0 {
 			return s.messages(rows, opts.Mode), nil
 		}
-		if c.rescue(ctx) {
+		if c.rescuer.Rescue(ctx) {
 			continue // a dead worker's messages may be ready now
 		}
 		if opts.Wait == 0 {
@@ -943,12 +922,7 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
-	var ok bool
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		ok, err = tx.MessageFinish(ctx, s.claim(m), state, e)
-		return err
-	})
+	ok, err := txn.InTxV(ctx, s.c.drv, func(tx driver.Tx) (bool, error) { return tx.MessageFinish(ctx, s.claim(m), state, e) })
 	if err != nil {
 		return fmt.Errorf("baton: finish message: %w", err)
 	}
@@ -1001,14 +975,11 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	if limit <= 0 {
 		limit = 100
 	}
-	var rows []driver.DeadLetter
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	rows, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]driver.DeadLetter, error) {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
+			return nil, err
 		}
-		var err error
-		rows, err = tx.DeadList(ctx, queue, limit)
-		return err
+		return tx.DeadList(ctx, queue, limit)
 	})
 	if err != nil {
 		return nil, err
@@ -1038,14 +1009,11 @@ func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 	}
 	total := 0
 	for {
-		var n int
-		err := c.inTx(ctx, func(tx driver.Tx) error {
+		n, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (int, error) {
 			if err := c.mustExist(ctx, tx, queue); err != nil {
-				return err
+				return 0, err
 			}
-			var err error
-			n, err = tx.DeadRedrive(ctx, queue)
-			return err
+			return tx.DeadRedrive(ctx, queue)
 		})
 		if err != nil {
 			return total, err
@@ -1066,14 +1034,11 @@ func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	var n int
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	n, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (int, error) {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
+			return 0, err
 		}
-		var err error
-		n, err = tx.DeadPurge(ctx, queue)
-		return err
+		return tx.DeadPurge(ctx, queue)
 	})
 	return n, err
 }
@@ -1116,14 +1081,11 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return QueueStats{}, err
 	}
-	var st driver.QueueStats
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	st, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (driver.QueueStats, error) {
 		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
+			return driver.QueueStats{}, err
 		}
-		var err error
-		st, err = tx.QueueStats(ctx, queue)
-		return err
+		return tx.QueueStats(ctx, queue)
 	})
 	if err != nil {
 		return QueueStats{}, err
@@ -1139,13 +1101,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 
 // Queues lists every queue.
 func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	var out []string
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		out, err = tx.QueueList(ctx)
-		return err
-	})
-	return out, err
+	return txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]string, error) { return tx.QueueList(ctx) })
 }
 
 // MessageState names a state of a message's life (see MessageStates).
@@ -1227,12 +1183,7 @@ func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	var found bool
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		found, err = tx.QueuePause(ctx, queue, paused)
-		return err
-	})
+	found, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (bool, error) { return tx.QueuePause(ctx, queue, paused) })
 	if err := pauseResult(queue, found, err); err != nil {
 		return err
 	}
@@ -1269,7 +1220,7 @@ func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(
 	}
 	var done bool
 	var state driver.MessageState
-	err := c.inTx(ctx, func(tx driver.Tx) error {
+	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
 		var err error
 		done, state, err = op(tx, ctx, queue, id)
 		return err

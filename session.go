@@ -8,6 +8,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/mq"
+	"github.com/batonhq/baton/internal/txn"
 )
 
 // Session is a live participant: every lock belongs to one. Its lease is
@@ -61,7 +62,7 @@ func (s *Session) Done() <-chan struct{} { return s.ls.Done() }
 func (s *Session) Err() error { return s.ls.Err() }
 
 // Close ends the session and releases every lock it holds, at once.
-func (s *Session) Close(ctx context.Context) error { return s.c.closeSession(ctx, s.ls) }
+func (s *Session) Close(ctx context.Context) error { return s.c.owner.Close(ctx, s.ls) }
 
 // SessionInfo is one session of any process, as monitoring shows it.
 type SessionInfo struct {
@@ -78,19 +79,18 @@ type SessionInfo struct {
 
 // Sessions lists every session of every process, oldest first.
 func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
-	var rows []driver.Session
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		rows, err = tx.SessionList(ctx)
-		return err
-	})
+	rows, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]driver.Session, error) { return tx.SessionList(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("baton: sessions: %w", err)
 	}
 	out := make([]SessionInfo, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, SessionInfo{ID: r.ID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Name), Host: r.Host, PID: r.PID,
-			Name: r.Name, Started: r.CreatedAt, Expires: r.ExpiresAt})
+		out = append(out, sessionInfo(r))
 	}
 	return out, nil
+}
+
+func sessionInfo(r driver.Session) SessionInfo {
+	return SessionInfo{ID: r.ID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Name), Host: r.Host, PID: r.PID,
+		Name: r.Name, Started: r.CreatedAt, Expires: r.ExpiresAt}
 }

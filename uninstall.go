@@ -66,8 +66,7 @@ func (c *Client) Uninstall(ctx context.Context, opts UninstallOptions) (Uninstal
 		out.Kept = append(out.Kept, DBObject(o))
 	}
 	for _, s := range r.Sessions {
-		out.Sessions = append(out.Sessions, SessionInfo{ID: s.ID, Owner: fmt.Sprintf("%s:%d/%s", s.Host, s.PID, s.Name),
-			Host: s.Host, PID: s.PID, Name: s.Name, Started: s.CreatedAt, Expires: s.ExpiresAt})
+		out.Sessions = append(out.Sessions, sessionInfo(s))
 	}
 	if err != nil {
 		return out, fmt.Errorf("baton: uninstall: %w", err)

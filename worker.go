@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/worker"
 )
 
@@ -208,7 +209,7 @@ func (w *workSession) Timeout(m *Message) time.Duration {
 }
 
 func (w *workSession) Begin(ctx context.Context, m *Message) (context.Context, trace.Span) {
-	return w.c.startProcess(ctx, m)
+	return w.c.spans.StartProcess(ctx, m.meta.Context, m.Queue, m.ID, m.Attempt)
 }
 
 // Handle runs the handler, recovering a panic as an error with its stack.
@@ -224,7 +225,7 @@ func (w *workSession) Handle(ctx context.Context, m *Message) (err error) {
 // End ends a run's span, tells the Observer and calls the error hook of a
 // failed attempt.
 func (w *workSession) End(span trace.Span, m *Message, err error, began time.Time) {
-	endSpan(span, err)
+	tracing.End(span, err)
 	lost := w.Err() != nil && !errors.Is(w.Err(), ErrClosed)
 	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, lost), time.Since(began))
 	if err != nil {

@@ -57,3 +57,19 @@ func SettleDeadline(ctx context.Context) {
 		<-ctx.Done()
 	}
 }
+
+// InTxV is InTx for a fn that returns a value: the value of the attempt
+// that committed, or the zero value with the error.
+func InTxV[T any](ctx context.Context, d driver.Driver, fn func(tx driver.Tx) (T, error)) (T, error) {
+	var v T
+	err := InTx(ctx, d, func(tx driver.Tx) error {
+		var err error
+		v, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}

@@ -1,0 +1,114 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/driver/sqlite"
+	"github.com/batonhq/baton/internal/batontest"
+	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/lease"
+)
+
+// steps records what an Owner asks of what sessions hold, in order.
+type steps struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *steps) add(step string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, step)
+}
+
+func (s *steps) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.got
+	s.got = nil
+	return out
+}
+
+// TestOwnerEndsSessions: closing a session releases what it holds, then
+// deletes its row in one transaction that drops its locks and returns its
+// claims, and wakes their queues; a second close does nothing. A dead
+// session's requests are withdrawn before the delete.
+func TestOwnerEndsSessions(t *testing.T) {
+	ctx := context.Background()
+	d, err := sqlite.Open(ctx, batontest.SQLiteDSN(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var st steps
+	var dropErr error
+	o := lease.NewOwner(lease.OwnerConfig{Driver: d,
+		Release:  func(_ context.Context, s *lease.Session) { st.add("release " + s.ID()) },
+		Withdraw: func(_ context.Context, id string) { st.add("withdraw " + id) },
+		DropLocks: func(_ context.Context, _ driver.Tx, id string) error {
+			st.add("drop locks " + id)
+			return dropErr
+		},
+		ReturnClaims: func(_ context.Context, _ driver.Tx, id string) ([]string, error) {
+			st.add("return claims " + id)
+			return []string{"q"}, nil
+		},
+		Wake: func(q string) { st.add("wake " + q) }})
+	k := lease.NewKeeper(lease.Config{Driver: d, ClientID: "client", Lease: 10 * time.Second, Heartbeat: 3 * time.Second,
+		EndSession: o.EndDead, SessionLost: func() {}, Log: func(string, error) {}})
+	live := func(id string) bool {
+		ids, err := d.NoTx().SessionListByClient(ctx, "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(ids, id)
+	}
+
+	s, err := k.Begin(ctx, "s1", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"release s1", "drop locks s1", "return claims s1", "wake q"}
+	if got := st.take(); !slices.Equal(got, want) {
+		t.Fatalf("close: %q, want %q", got, want)
+	}
+	if live("s1") || !errors.Is(s.Err(), errs.ErrClosed) {
+		t.Fatalf("closed session: row kept %v, err %v", live("s1"), s.Err())
+	}
+	if err := o.Close(ctx, s); err != nil || len(st.take()) != 0 {
+		t.Fatalf("second close: %v", err)
+	}
+
+	if _, err := k.Begin(ctx, "s2", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.EndDead(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"withdraw s2", "drop locks s2", "return claims s2", "wake q"}
+	if got := st.take(); !slices.Equal(got, want) || live("s2") {
+		t.Fatalf("end dead: %q, want %q; row kept %v", got, want, live("s2"))
+	}
+
+	// A failed delete keeps the row and says so.
+	s3, err := k.Begin(ctx, "s3", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropErr = errors.New("away")
+	if err := o.Close(ctx, s3); !errors.Is(err, dropErr) || !live("s3") {
+		t.Fatalf("close with a failing drop: %v; row kept %v", err, live("s3"))
+	}
+}
