@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -543,69 +542,6 @@ func TestStaleRegistrationNeverInterrupted(t *testing.T) {
 	}
 }
 
-// freezer is a TCP proxy whose traffic can be held (a network that drops
-// packets without closing anything).
-type freezer struct {
-	ln   net.Listener
-	gate sync.RWMutex
-}
-
-func newFreezer(t *testing.T, target string) *freezer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{ln: ln}
-	var conns []net.Conn
-	var mu sync.Mutex
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				f.gate.RLock()
-				_, werr := dst.Write(buf[:n])
-				f.gate.RUnlock()
-				if werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		dst.Close()
-		src.Close()
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, s)
-			mu.Unlock()
-			go pipe(s, c)
-			go pipe(c, s)
-		}
-	}()
-	return f
-}
-
 // TestSafetyNetWhileStuck: with the listener's statement stuck on a frozen
 // network, the notifications are still read once per interval (the lock
 // waits are the engine's poll's); when the network comes back the
@@ -616,22 +552,22 @@ func TestSafetyNetWhileStuck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFreezer(t, u.Host)
-	u.Host = f.ln.Addr().String()
+	f := batontest.NewProxy(t, u.Host)
+	u.Host = f.Addr()
 	d := openDriver(t, u.String())
 	l, w := remoteListener(t, d, "client-1", 200*time.Millisecond)
-	f.gate.Lock()
+	f.Partition()
 	// While the connection is stuck the safety net keeps reading (every
 	// 200ms interval): wait for three reads.
 	n := w.nets.Load()
 	for deadline := time.Now().Add(20 * time.Second); w.nets.Load()-n < 3; {
 		if time.Now().After(deadline) {
-			f.gate.Unlock()
+			f.Heal()
 			t.Fatalf("%d reads of the notifications while stuck, want the safety net's", w.nets.Load()-n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.gate.Unlock()
+	f.Heal()
 	n = w.quiet()
 	wakeFrom(t, openDriver(t, dsn), "client-1")
 	w.waitWake(t, n, 5*time.Second)
