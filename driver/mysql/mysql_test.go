@@ -397,6 +397,26 @@ func TestWakeAcrossProcesses(t *testing.T) {
 	w2.waitWake(t, n2, 5*time.Second)
 }
 
+// TestWakeWhileOwnPoolBusy: a client bounded to one connection (MaxConns
+// 1, as the baton command runs) wakes another process's listener while a
+// statement of its own holds that connection: the KILL QUERY has a
+// connection of its own, so a KILL the server is slow to carry out never
+// keeps the client's statements (its lease renewal) waiting, nor they it.
+func TestWakeWhileOwnPoolBusy(t *testing.T) {
+	d1, d2 := twoProcesses(t)
+	d2.LimitConns(1)
+	// A 20 s poll: only an interruption wakes the listener in time.
+	l, w := remoteListener(t, d1, "client-1", 20*time.Second)
+	c, err := d2.SQL.Conn(context.Background()) // the pool's only one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := w.quiet()
+	d2.interrupt([]int64{l.connID.Load()})
+	w.waitWake(t, n, 5*time.Second)
+}
+
 // TestWakeNothingOnRollback: a wake-up is sent only on commit.
 func TestWakeNothingOnRollback(t *testing.T) {
 	d1, d2 := twoProcesses(t)
