@@ -82,8 +82,11 @@ type Options struct {
 	// bound leaves, so none at 1). The listener's connection comes on top
 	// while something waits: such a client opens it for a lock wait and
 	// closes it once no lock waits, unless a queue consumer or a Listen
-	// uses it. The baton command runs with 1: a process holding its locks
-	// holds one connection, one that waits two. Default 0: the pools grow
+	// uses it. On MySQL/MariaDB the connection that wakes other
+	// processes (KILL QUERY) comes on top too while it wakes them, and
+	// closes after a few idle seconds. The baton command runs with 1: a
+	// process holding its locks holds one connection, one that waits
+	// two. Default 0: the pools grow
 	// with the calls in flight (up to 32 connections, and 16 more for
 	// claims and acknowledgements on PostgreSQL), and connections left
 	// idle close after a while.

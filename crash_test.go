@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,167 +165,6 @@ func killedHolder(t *testing.T, remote bool) {
 	})
 }
 
-// proxy is a TCP proxy whose connections can be cut, to simulate a network
-// failure between a client and its database.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	down   bool
-	// gate is closed while bytes flow; during a partition it is open
-	// and every byte waits (connections stay up, as when a network drops
-	// packets silently).
-	gate chan struct{}
-	// replyDelay holds every chunk from the server to the client this
-	// long (ns) after it arrived, in order: replies come late, requests
-	// reach the server at once (delayReplies).
-	replyDelay atomic.Int64
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, gate: make(chan struct{})}
-	close(p.gate)
-	t.Cleanup(func() { ln.Close(); p.heal(); p.cut(true) })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			down := p.down
-			p.mu.Unlock()
-			if down {
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.down {
-				// Cut while this one was being dialled: it would
-				// have outlived the cut, a live connection through
-				// an outage.
-				p.mu.Unlock()
-				c.Close()
-				s.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go p.pipe(s, c)
-			go p.pipeReplies(c, s)
-		}
-	}()
-	return p
-}
-
-// cut closes every proxied connection; with down, new ones are refused
-// until restore.
-func (p *proxy) cut(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// pipe copies src to dst, holding every chunk while partitioned.
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			gate := p.gate
-			p.mu.Unlock()
-			<-gate
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// pipeReplies copies the server's bytes (src) to the client (dst) as pipe
-// does, each chunk held until replyDelay after it was read.
-func (p *proxy) pipeReplies(dst, src net.Conn) {
-	type chunk struct {
-		b   []byte
-		due time.Time
-	}
-	out := make(chan chunk, 4096)
-	go func() {
-		defer close(out)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				out <- chunk{append([]byte(nil), buf[:n]...), time.Now().Add(time.Duration(p.replyDelay.Load()))}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer dst.Close()
-	for c := range out {
-		time.Sleep(time.Until(c.due))
-		p.mu.Lock()
-		gate := p.gate
-		p.mu.Unlock()
-		<-gate
-		if _, err := dst.Write(c.b); err != nil {
-			src.Close()
-			for range out {
-			}
-			return
-		}
-	}
-}
-
-// delayReplies holds every byte from the server d before the client gets
-// it (0: none), as a slow or distant network would on the way back.
-func (p *proxy) delayReplies(d time.Duration) { p.replyDelay.Store(int64(d)) }
-
-// partition stops every byte in both directions without closing anything.
-func (p *proxy) partition() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gate = make(chan struct{})
-}
-
-// heal lets the held bytes through.
-func (p *proxy) heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.gate:
-	default:
-		close(p.gate)
-	}
-}
-
-func (p *proxy) restore() {
-	p.mu.Lock()
-	p.down = false
-	p.mu.Unlock()
-}
-
 // serverDSN is for tests of the network between client and server: it
 // skips the test on SQLite (embedded: why there is nothing to test) and
 // returns the DSN of a fresh database with a client on it.
@@ -342,13 +178,13 @@ func serverDSN(t *testing.T, b batontest.Backend, why string) string {
 }
 
 // viaProxy returns dsn through a proxy of its own, which the test can cut.
-func viaProxy(t *testing.T, dsn string) (string, *proxy) {
+func viaProxy(t *testing.T, dsn string) (string, *batontest.Proxy) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProxy(t, u.Host)
-	u.Host = p.ln.Addr().String()
+	p := batontest.NewProxy(t, u.Host)
+	u.Host = p.Addr()
 	return u.String(), p
 }
 
@@ -370,7 +206,7 @@ func TestNetworkLoss(t *testing.T) {
 		mustLock(t, s1, "net", baton.Write, "x")
 
 		// A blip shorter than the lease is survived.
-		p.cut(false)
+		p.Cut(false)
 		time.Sleep(300 * time.Millisecond)
 		select {
 		case <-s1.Done():
@@ -381,7 +217,7 @@ func TestNetworkLoss(t *testing.T) {
 		wantErr(t, err, baton.ErrTimeout)
 
 		// A long outage loses the session; the lock then passes on.
-		p.cut(true)
+		p.Cut(true)
 		got := async(s2, "net", baton.Write, baton.Forever, "x")
 		select {
 		case <-s1.Done():
@@ -390,7 +226,7 @@ func TestNetworkLoss(t *testing.T) {
 		}
 		wantErr(t, s1.Err(), baton.ErrSessionLost)
 		mustRecv(t, got)
-		p.restore()
+		p.Restore()
 		_, err = s1.Lock(ctxT(t), "net", baton.Write, 0, "z")
 		wantErr(t, err, baton.ErrSessionLost)
 		// The client itself recovers: new sessions work once the network is back.
@@ -591,7 +427,7 @@ func TestLockCallConnectionCut(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			p.cut(false)
+			p.Cut(false)
 			// Time for the client to see the cut (and perhaps try again on
 			// a new connection) while the row is still held.
 			time.Sleep(200 * time.Millisecond)

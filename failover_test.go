@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // needServerPrograms fails the test when a database server's programs are
@@ -487,15 +488,15 @@ func TestFailoverPostgres(t *testing.T) {
 	t.Run("holder-cut-off", func(t *testing.T) {
 		t.Parallel()
 		pp := startPGPair(t)
-		a := newProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.primary.port))
-		b := newProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.standby.port))
+		a := batontest.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.primary.port))
+		b := batontest.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", pp.standby.port))
 		failoverUnderLoad(t, failoverCase{
 			dsn:       pp.dsn(),
 			holdBack:  func() { pp.holdBack(t) },
 			failover:  func() { pp.failover(t) },
-			holderDSN: fmt.Sprintf("postgres://postgres@%s,%s/test?target_session_attrs=read-write", a.ln.Addr(), b.ln.Addr()),
-			isolate:   func() { a.partition(); b.partition() },
-			heal:      func() { a.heal(); b.heal() },
+			holderDSN: fmt.Sprintf("postgres://postgres@%s,%s/test?target_session_attrs=read-write", a.Addr(), b.Addr()),
+			isolate:   func() { a.Partition(); b.Partition() },
+			heal:      func() { a.Heal(); b.Heal() },
 			stateLost: true,
 		})
 	})
@@ -768,7 +769,7 @@ func TestFailoverMariaDB(t *testing.T) {
 		if _, err := session(t, c).Lock(ctxT(t), "before", baton.Write, 10*time.Second, "x", "z"); err != nil {
 			t.Fatal(err)
 		}
-		h := newProxy(t, px.addr())
+		h := batontest.NewProxy(t, px.addr())
 		failoverUnderLoad(t, failoverCase{
 			dsn:      dsn,
 			holdBack: func() { mp.holdBack(t) },
@@ -777,9 +778,9 @@ func TestFailoverMariaDB(t *testing.T) {
 				mp.failover(t)
 				px.switchTo(fmt.Sprintf("127.0.0.1:%d", mp.replica.port))
 			},
-			holderDSN: fmt.Sprintf("mysql://root@%s/test", h.ln.Addr()),
-			isolate:   h.partition,
-			heal:      h.heal,
+			holderDSN: fmt.Sprintf("mysql://root@%s/test", h.Addr()),
+			isolate:   h.Partition,
+			heal:      h.Heal,
 			stateLost: true,
 		})
 	})

@@ -159,14 +159,14 @@ func TestOwnerHearsLostFirstSlowReplies(t *testing.T) {
 		for round := 0; round < 2; round++ {
 			pdsn, p := viaProxy(t, dsn)
 			cut := openDSN(t, pdsn, opts)
-			t.Cleanup(func() { p.delayReplies(0) }) // before the client closes, should the test fail
+			t.Cleanup(func() { p.DelayReplies(0) }) // before the client closes, should the test fail
 			lostAt, grantedAt := loseToWaiter(t, cut, other, waiter, "slow", func() {
 				// Renewals first run at full speed (the first one
 				// opens the connection they use); then the replies
 				// slow down, and once a renewal or two came back
 				// late, renewals stop.
 				time.Sleep(heartbeat + 200*time.Millisecond)
-				p.delayReplies(reply)
+				p.DelayReplies(reply)
 				time.Sleep(heartbeat + 2*reply + 300*time.Millisecond)
 				baton.SwitchRenewals(cut, true)
 			})
@@ -177,7 +177,7 @@ func TestOwnerHearsLostFirstSlowReplies(t *testing.T) {
 			if _, err := waiter.Release(ctxT(t), "slow"); err != nil {
 				t.Fatal(err)
 			}
-			p.delayReplies(0)
+			p.DelayReplies(0)
 			_ = cut.Close()
 		}
 	})
@@ -351,12 +351,12 @@ func TestPartitionedHolder(t *testing.T) {
 		for round := 0; round < 5; round++ {
 			pdsn, p := viaProxy(t, dsn)
 			cut := openDSN(t, pdsn, opts)
-			lostAt, grantedAt := loseToWaiter(t, cut, other, waiter, "part", p.partition)
+			lostAt, grantedAt := loseToWaiter(t, cut, other, waiter, "part", p.Partition)
 			if !lostAt.Before(grantedAt) {
 				t.Fatalf("round %d: two holders: the partitioned holder heard it lost the lock %v after the waiter was granted", round, lostAt.Sub(grantedAt))
 			}
 			t.Logf("round %d: holder stopped %v before the waiter was granted", round, grantedAt.Sub(lostAt))
-			p.heal()
+			p.Heal()
 			retry(t, "a new session after the partition healed", func() error {
 				s, err := cut.NewSession(ctxT(t))
 				if err == nil {

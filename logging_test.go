@@ -84,9 +84,9 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 		// is ended by the outage instead, and polled by nobody.
 		checks(1, "a check of the waiting request before the outage")
 		for outage := 1; outage <= 2; outage++ {
-			p.cut(true)
+			p.Cut(true)
 			checks(3, "checks during the outage")
-			p.restore()
+			p.Restore()
 			// A check that works ends the streak of failures.
 			waitFor(t, "a check that works", func() bool {
 				ls, err := c.Locks(ctxT(t))

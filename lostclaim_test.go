@@ -22,7 +22,7 @@ func TestClaimReplyLost(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		dsn := b.NewDSN(t)
 		cdsn := dsn
-		var p *proxy
+		var p *batontest.Proxy
 		if b.Name != "sqlite" {
 			cdsn, p = viaProxy(t, dsn)
 		}
@@ -45,7 +45,7 @@ func TestClaimReplyLost(t *testing.T) {
 				t.Fatalf("the claim whose reply was dropped returned %d messages", len(ms))
 			}
 		} else {
-			p.delayReplies(2 * time.Second)
+			p.DelayReplies(2 * time.Second)
 			got := make(chan error, 1)
 			go func() {
 				_, err := s.Claim(ctxT(t), q, co)
@@ -66,8 +66,8 @@ func TestClaimReplyLost(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			p.delayReplies(0)
-			p.cut(false)
+			p.DelayReplies(0)
+			p.Cut(false)
 			if err := recv(t, got); err == nil {
 				t.Fatal("the claim whose connection was cut returned no error")
 			} else {

@@ -331,9 +331,9 @@ func TestQueueConsumerSurvivesOutage(t *testing.T) {
 			}
 		}()
 		time.Sleep(300 * time.Millisecond)
-		p.cut(true)
+		p.Cut(true)
 		time.Sleep(2 * time.Second)
-		p.restore()
+		p.Restore()
 		enqueue(t, producer, "outage", "after the restart")
 		if err := await(t, got, 20*time.Second, "consumer did not recover"); err != nil {
 			t.Fatal(err)

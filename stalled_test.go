@@ -27,7 +27,7 @@ func TestStalledServer(t *testing.T) {
 		// while the test looks, so the enqueue's statement, not a new
 		// connection's handshake, is what the server leaves unanswered.
 		c := openDSN(t, pdsn, baton.Options{StatementTimeout: time.Second, Lease: time.Minute})
-		t.Cleanup(p.heal) // before the client's Close
+		t.Cleanup(p.Heal) // before the client's Close
 		if _, err := c.Enqueue(ctxT(t), "stalled", []byte("before")); err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestStalledServer(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		p.partition()
+		p.Partition()
 		for _, call := range []struct {
 			name string
 			run  func(context.Context) error
@@ -70,7 +70,7 @@ func TestStalledServer(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s through a stalled server: no error", call.name)
 				}
-				if addr := p.ln.Addr().String(); !strings.Contains(err.Error(), addr) {
+				if addr := p.Addr(); !strings.Contains(err.Error(), addr) {
 					t.Errorf("%s: the error does not name the server %s: %v", call.name, addr, err)
 				}
 				t.Logf("%s: failed after %v: %v", call.name, time.Since(start).Round(time.Millisecond), err)

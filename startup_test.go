@@ -82,22 +82,7 @@ func batonObjects(t *testing.T, b batontest.Backend, db *sql.DB) []string {
 		"mysql": `SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'baton!_%' ESCAPE '!'
 			UNION ALL SELECT routine_name FROM information_schema.routines WHERE routine_schema = DATABASE() AND routine_name LIKE 'baton!_%' ESCAPE '!'`,
 	}[b.Name]
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	out := batontest.Strings(t, db, q)
 	slices.Sort(out)
 	return out
 }

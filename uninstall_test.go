@@ -57,22 +57,7 @@ func catalogNames(t *testing.T, b batontest.Backend, db *sql.DB) (prefixed, orde
 			`SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'orders'`},
 	}[b.Name]
 	strs := func(q string) []string {
-		rows, err := db.Query(q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		out := batontest.Strings(t, db, q)
 		slices.Sort(out)
 		return out
 	}

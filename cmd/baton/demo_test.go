@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"os/exec"
 	"slices"
@@ -23,23 +22,7 @@ func catalog(t *testing.T, db *sql.DB, backend string) []string {
 			UNION ALL SELECT CONCAT('trigger ', trigger_name) FROM information_schema.triggers WHERE trigger_schema = DATABASE()
 			UNION ALL SELECT CONCAT('routine ', routine_name) FROM information_schema.routines WHERE routine_schema = DATABASE() ORDER BY 1`,
 	}[backend]
-	rows, err := db.QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return batontest.Strings(t, db, q)
 }
 
 // TestDemoCleansUp: `baton demo` on a user's database runs every scenario

@@ -303,7 +303,8 @@ func notInstalled(st []driver.MigrationStatus) error {
 
 // cliConns bounds the server connections of a command's statements
 // (Options.MaxConns): a process holding its locks holds one connection,
-// one that waits two (the listener), an idle worker two. A fleet of cron
+// one that waits two (the listener), an idle worker two (on MySQL/MariaDB
+// one more for a moment while it wakes other processes). A fleet of cron
 // jobs waiting on one lock fits the server's max_connections.
 const cliConns = 1
 

@@ -126,28 +126,61 @@ func (d *Driver) wakeOne(ctx context.Context, q querier, start int64, clientID s
 	return []int64{id}, nil
 }
 
-// interrupt sends KILL QUERY to listener connections, asynchronously, on
-// pooled connections: the releasing call does not wait for it. A listener
-// connection is always held by its listener, never in a pool, so this never
-// targets the connection it runs on. Errors are ignored: the connection may
-// be gone (error 1094), or belong to another database user (1095, the
-// waker lacks CONNECTION_ADMIN); the listener's poll interval bounds the
-// delay then.
+// interrupt sends KILL QUERY to listener connections, asynchronously: the
+// releasing call does not wait for it. A listener connection is always
+// held by its listener, never in a pool, so this never targets the
+// connection it runs on. Errors are ignored: the connection may be gone
+// (error 1094), or belong to another database user (1095, the waker lacks
+// CONNECTION_ADMIN); the listener's poll interval bounds the delay then.
+//
+// One goroutine sends them, one at a time, on a connection of its own
+// (killDB), and a connection asked for again before its turn is
+// interrupted once. On MariaDB a KILL QUERY of a connection in SLEEP()
+// can take the server seconds while other connections sleep too (the
+// listeners of other clients), and while it runs a second KILL of the
+// same connection keeps new connections to the whole server waiting:
+// concurrent KILLs made connects exceed the connect timeout. On its own
+// connection a slow KILL holds back no statement of the client (with
+// MaxConns 1, the lease renewal).
 func (d *Driver) interrupt(conns []int64) {
 	d.bgMu.Lock()
 	defer d.bgMu.Unlock()
 	if d.closed {
 		return
 	}
+	if d.kills == nil {
+		d.kills = make(map[int64]struct{}, len(conns))
+	}
+	for _, id := range conns {
+		d.kills[id] = struct{}{}
+	}
+	if d.killing {
+		return
+	}
+	d.killing = true
 	d.bg.Add(1)
-	go func() {
-		defer d.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, id := range conns {
-			d.killQuery(ctx, id)
+	go d.sendKills()
+}
+
+// sendKills sends the KILLs interrupt asked for until none is left.
+func (d *Driver) sendKills() {
+	defer d.bg.Done()
+	for {
+		d.bgMu.Lock()
+		ids := d.kills
+		d.kills = nil
+		if len(ids) == 0 {
+			d.killing = false
+			d.bgMu.Unlock()
+			return
 		}
-	}()
+		d.bgMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for id := range ids {
+			_, _ = d.killDB.ExecContext(ctx, "KILL QUERY "+strconv.FormatInt(id, 10))
+		}
+		cancel()
+	}
 }
 
 // killQuery interrupts the statement running on a connection. The id is an

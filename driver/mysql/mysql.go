@@ -156,8 +156,14 @@ type Driver struct {
 	// run and must never be interrupted.
 	serverStart atomic.Int64
 
-	bgMu      sync.Mutex
-	bg        sync.WaitGroup // KILL QUERY goroutines
+	bgMu sync.Mutex
+	bg   sync.WaitGroup // KILL QUERY goroutines
+	// killDB is the pool of the wake-ups' KILL QUERY (interrupt): one
+	// connection, closed when idle; kills are the listener connections
+	// still to interrupt, killing whether a goroutine sends them.
+	killDB    *sql.DB
+	kills     map[int64]struct{}
+	killing   bool
 	closed    bool
 	listeners map[*listener]bool
 }
@@ -428,6 +434,7 @@ func Open(ctx context.Context, dsn, prefix string) (*Driver, error) {
 		d.hot.Close()
 		d.lineDB.Close()
 		d.listenDB.Close()
+		d.killDB.Close()
 		return nil, err
 	}
 	return d, nil
@@ -487,6 +494,17 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		return nil, err
 	}
 	d.listenDB.SetMaxIdleConns(0)
+	if d.killDB, err = d.pool(pc, isoVar, true, d.bound); err != nil {
+		db.Close()
+		d.fast.Close()
+		d.hot.Close()
+		d.lineDB.Close()
+		d.listenDB.Close()
+		return nil, err
+	}
+	d.killDB.SetMaxOpenConns(1)
+	d.killDB.SetMaxIdleConns(1)
+	d.killDB.SetConnMaxIdleTime(killIdle)
 	return db, nil
 }
 
@@ -514,6 +532,10 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool, b *stmtbound.B
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
+
+// killIdle is how long the wake-ups' connection (killDB) stays open idle:
+// a burst of wake-ups reuses it, a quiet client closes it.
+const killIdle = 5 * time.Second
 
 // ConnectTimeout bounds the making of a connection (dial, handshake,
 // login, session settings) where the DSN sets no timeout: a server that
@@ -691,7 +713,7 @@ func (d *Driver) Close() error {
 			st.Close()
 		}
 	}
-	return errors.Join(d.lineDB.Close(), d.listenDB.Close(), d.fast.Close(), d.hot.Close(), d.SQL.Close())
+	return errors.Join(d.killDB.Close(), d.lineDB.Close(), d.listenDB.Close(), d.fast.Close(), d.hot.Close(), d.SQL.Close())
 }
 
 // running lists the listeners still running.

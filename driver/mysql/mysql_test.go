@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -398,6 +397,26 @@ func TestWakeAcrossProcesses(t *testing.T) {
 	w2.waitWake(t, n2, 5*time.Second)
 }
 
+// TestWakeWhileOwnPoolBusy: a client bounded to one connection (MaxConns
+// 1, as the baton command runs) wakes another process's listener while a
+// statement of its own holds that connection: the KILL QUERY has a
+// connection of its own, so a KILL the server is slow to carry out never
+// keeps the client's statements (its lease renewal) waiting, nor they it.
+func TestWakeWhileOwnPoolBusy(t *testing.T) {
+	d1, d2 := twoProcesses(t)
+	d2.LimitConns(1)
+	// A 20 s poll: only an interruption wakes the listener in time.
+	l, w := remoteListener(t, d1, "client-1", 20*time.Second)
+	c, err := d2.SQL.Conn(context.Background()) // the pool's only one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := w.quiet()
+	d2.interrupt([]int64{l.connID.Load()})
+	w.waitWake(t, n, 5*time.Second)
+}
+
 // TestWakeNothingOnRollback: a wake-up is sent only on commit.
 func TestWakeNothingOnRollback(t *testing.T) {
 	d1, d2 := twoProcesses(t)
@@ -543,69 +562,6 @@ func TestStaleRegistrationNeverInterrupted(t *testing.T) {
 	}
 }
 
-// freezer is a TCP proxy whose traffic can be held (a network that drops
-// packets without closing anything).
-type freezer struct {
-	ln   net.Listener
-	gate sync.RWMutex
-}
-
-func newFreezer(t *testing.T, target string) *freezer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{ln: ln}
-	var conns []net.Conn
-	var mu sync.Mutex
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				f.gate.RLock()
-				_, werr := dst.Write(buf[:n])
-				f.gate.RUnlock()
-				if werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		dst.Close()
-		src.Close()
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, s)
-			mu.Unlock()
-			go pipe(s, c)
-			go pipe(c, s)
-		}
-	}()
-	return f
-}
-
 // TestSafetyNetWhileStuck: with the listener's statement stuck on a frozen
 // network, the notifications are still read once per interval (the lock
 // waits are the engine's poll's); when the network comes back the
@@ -616,22 +572,22 @@ func TestSafetyNetWhileStuck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFreezer(t, u.Host)
-	u.Host = f.ln.Addr().String()
+	f := batontest.NewProxy(t, u.Host)
+	u.Host = f.Addr()
 	d := openDriver(t, u.String())
 	l, w := remoteListener(t, d, "client-1", 200*time.Millisecond)
-	f.gate.Lock()
+	f.Partition()
 	// While the connection is stuck the safety net keeps reading (every
 	// 200ms interval): wait for three reads.
 	n := w.nets.Load()
 	for deadline := time.Now().Add(20 * time.Second); w.nets.Load()-n < 3; {
 		if time.Now().After(deadline) {
-			f.gate.Unlock()
+			f.Heal()
 			t.Fatalf("%d reads of the notifications while stuck, want the safety net's", w.nets.Load()-n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.gate.Unlock()
+	f.Heal()
 	n = w.quiet()
 	wakeFrom(t, openDriver(t, dsn), "client-1")
 	w.waitWake(t, n, 5*time.Second)

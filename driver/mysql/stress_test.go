@@ -147,17 +147,8 @@ func TestStressCounters(t *testing.T) {
 
 // leftRows describes the request rows of name, one per line.
 func leftRows(t *testing.T, db *sql.DB, name string) string {
-	rows, err := db.Query("SELECT CONCAT_WS(' ', id, session_id, client_id, mode, status, call_id, token) FROM baton_lock_requests WHERE name = ? ORDER BY id", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
+	for _, line := range batontest.Strings(t, db, "SELECT CONCAT_WS(' ', id, session_id, client_id, mode, status, call_id, token) FROM baton_lock_requests WHERE name = ? ORDER BY id", name) {
 		out.WriteString("\n\t" + line)
 	}
 	return out.String()
