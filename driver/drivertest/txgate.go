@@ -9,7 +9,7 @@ import (
 )
 
 // callerTx is a transaction of the driver's own pool standing for a
-// program's (the sqldriver-based backends' Tx offers one).
+// program's (the sqlbase-based backends' Tx offers one).
 func callerTx(t *testing.T, d driver.Driver) (driver.Tx, driver.CallerTx) {
 	t.Helper()
 	tx, err := d.Begin(testCtx(t))

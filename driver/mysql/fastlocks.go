@@ -17,7 +17,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -58,7 +58,7 @@ func (d *Driver) rowHot(ctx context.Context, name string, args ...any) *sql.Row 
 // onHot is where execHot and rowHot run the named statement, and in which
 // context: prepared on the hot pool, in ctx without its end, once the
 // fast paths use it; otherwise as text on the main pool, in ctx.
-func (d *Driver) onHot(ctx context.Context, name string) (*sqldriver.DB, context.Context) {
+func (d *Driver) onHot(ctx context.Context, name string) (*sqlbase.DB, context.Context) {
 	if d.fastPoolDue() {
 		d.hotDB.PrepareNamed(ctx, name)
 		return d.hotDB, context.WithoutCancel(ctx)
@@ -112,7 +112,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 // fastHolder is the fast holder p proposes, with a new holder id; the
 // statement that grants it sets its token.
 func fastHolder(p driver.FastAcquireParams) driver.Request {
-	return driver.Request{ID: sqldriver.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
+	return driver.Request{ID: sqlbase.HolderID(), SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 }
 
@@ -182,7 +182,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
 	hids := make(map[string]int64, len(names))
 	for _, n := range names {
-		hids[n] = sqldriver.HolderID()
+		hids[n] = sqlbase.HolderID()
 	}
 	var granted map[string]driver.Request
 	var err error
@@ -730,7 +730,7 @@ func scanJSONRow(row []any, dest ...any) error {
 }
 
 // identLock takes an identifier's InnoDB row lock in the transaction on
-// q, creating the row when it is missing (as sqldriver's LockIdentLock).
+// q, creating the row when it is missing (as sqlbase's LockIdentLock).
 func (d *Driver) identLock(ctx context.Context, q querier, id driver.Ident) (driver.IdentState, error) {
 	st := driver.IdentState{Ident: id}
 	args := []any{id.Kind, bin(id.NS), bin(id.Name)}
@@ -785,7 +785,7 @@ func (d *Driver) adopt(ctx context.Context, q querier, st *driver.IdentState) (i
 		if n, err := res.RowsAffected(); err != nil {
 			return 0, err
 		} else if n == 1 {
-			nr, nw := sqldriver.ModeCounts(driver.LockMode(mode.String))
+			nr, nw := sqlbase.ModeCounts(driver.LockMode(mode.String))
 			st.Readers, st.Writers, changed = st.Readers+int64(nr), st.Writers+int64(nw), true
 		}
 	}
@@ -832,7 +832,7 @@ func (d *Driver) holdersGone(ctx context.Context, q querier, query string, ids [
 
 // adoptInTx is the dialect's Adopt hook: adopt in the engine's
 // transaction, the holder's fast row cleared after its commit.
-func (d *Driver) adoptInTx(ctx context.Context, t *sqldriver.Tx, st *driver.IdentState) error {
+func (d *Driver) adoptInTx(ctx context.Context, t *sqlbase.Tx, st *driver.IdentState) error {
 	adopted, err := d.adopt(ctx, t.Tx, st)
 	if adopted != 0 {
 		t.AfterCommit(func() { d.clearAdopted(ctx, adopted) })
@@ -843,7 +843,7 @@ func (d *Driver) adoptInTx(ctx context.Context, t *sqldriver.Tx, st *driver.Iden
 // demoteAfter is the dialect's Updated hook: an identifier the slow path
 // left with nothing in InnoDB goes back to the fast path once the
 // transaction has committed.
-func (d *Driver) demoteAfter(ctx context.Context, t *sqldriver.Tx, st driver.IdentState) {
+func (d *Driver) demoteAfter(ctx context.Context, t *sqlbase.Tx, st driver.IdentState) {
 	if st.Readers == 0 && st.Writers == 0 && st.Waiting == 0 && !st.Gated {
 		t.AfterCommit(func() { _, _ = d.demote(context.WithoutCancel(ctx), st.Ident) })
 	}
@@ -851,7 +851,7 @@ func (d *Driver) demoteAfter(ctx context.Context, t *sqldriver.Tx, st driver.Ide
 
 // clearDeleted is the dialect's Deleted hook: the fast holders among
 // deleted requests (negative ids) are gone too, in the same transaction.
-func (d *Driver) clearDeleted(ctx context.Context, t *sqldriver.Tx, ids []int64) error {
+func (d *Driver) clearDeleted(ctx context.Context, t *sqlbase.Tx, ids []int64) error {
 	return d.clearHolders(ctx, t.Tx, ids)
 }
 
@@ -860,7 +860,7 @@ func (d *Driver) clearDeleted(ctx context.Context, t *sqldriver.Tx, ids []int64)
 // t's transaction, or in one of its own (txn.InTx) when t has none
 // (NoTx: an autocommit statement would let the mutex go before the
 // delete).
-func (d *Driver) purgeIdle(ctx context.Context, t *sqldriver.Tx) (n int, err error) {
+func (d *Driver) purgeIdle(ctx context.Context, t *sqlbase.Tx) (n int, err error) {
 	if t.Tx == nil {
 		err = txn.InTx(ctx, d, func(tx driver.Tx) (err error) {
 			n, err = tx.LockIdentPurgeIdle(ctx)
@@ -981,7 +981,7 @@ func (d *Driver) markSlow(ctx context.Context, c *sql.Conn) error {
 	if err != nil {
 		return fmt.Errorf("incarnation_slow_idents: %w", err)
 	}
-	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanIdent)
+	ids, err := sqlbase.ScanAll(rows, sqlbase.ScanIdent)
 	if err != nil {
 		return fmt.Errorf("incarnation_slow_idents: %w", err)
 	}
@@ -999,7 +999,7 @@ func (d *Driver) idents(ctx context.Context, query string) ([]driver.Ident, erro
 	if err != nil {
 		return nil, err
 	}
-	out, err := sqldriver.ScanAll(rows, sqldriver.ScanIdent)
+	out, err := sqlbase.ScanAll(rows, sqlbase.ScanIdent)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", query, err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/batonhq/baton/driver"
 
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/maintain"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // local holds the wake functions of the clients listening in this process,
@@ -36,7 +36,7 @@ type localClient struct {
 
 // wakeClients is the dialect's Wake: the clients of grants and looks the
 // engine made in t (wakeGranted).
-func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
+func (d *Driver) wakeClients(ctx context.Context, t *sqlbase.Tx, wake []driver.Request) error {
 	after, err := d.wakeGranted(ctx, t.Tx, wake)
 	if after != nil && err == nil {
 		t.AfterCommit(after)
@@ -53,7 +53,7 @@ func (d *Driver) wakeClients(ctx context.Context, t *sqldriver.Tx, wake []driver
 // func still tells the clients of this process, for a caller whose grants
 // are committed already (releaseCall); one in the transaction drops it.
 func (d *Driver) wakeGranted(ctx context.Context, q querier, grants []driver.Request) (func(), error) {
-	order, byClient := sqldriver.ByClient(grants)
+	order, byClient := sqlbase.ByClient(grants)
 	var remote []string
 	var tell []func()
 	for _, id := range order {
@@ -96,7 +96,7 @@ func (d *Driver) wakeRemote(ctx context.Context, q querier, remote []string) ([]
 	}
 	// Sorted, so that concurrent wakers lock the rows in one order.
 	sort.Strings(remote)
-	args := sqldriver.StringArgs(remote)
+	args := sqlbase.StringArgs(remote)
 	if _, err := q.ExecContext(ctx, list(d.wq["wake_many"], len(remote)), args...); err != nil {
 		return nil, fmt.Errorf("wake_many: %w", err)
 	}
@@ -104,7 +104,7 @@ func (d *Driver) wakeRemote(ctx context.Context, q querier, remote []string) ([]
 	if err != nil {
 		return nil, fmt.Errorf("wake_conns: %w", err)
 	}
-	conns, err := sqldriver.ScanAll(rows, sqldriver.ScanInt64)
+	conns, err := sqlbase.ScanAll(rows, sqlbase.ScanInt64)
 	if err != nil {
 		return nil, fmt.Errorf("wake_conns: %w", err)
 	}
@@ -192,7 +192,7 @@ type listener struct {
 func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
 	// KILL QUERY carries no payload: every wake-up makes the engine query,
 	// and the notification pump read.
-	pump := sqldriver.StartPump(d.DB, p.Notify)
+	pump := sqlbase.StartPump(d.DB, p.Notify)
 	wake := func() { p.Wake(nil); pump.Poke() }
 	l, err := d.listen(ctx, p.ClientID, wake, pump.Poke, p.Wake, p.Interval)
 	if err != nil {
@@ -206,7 +206,7 @@ func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), err
 // SetNotifying implements driver.Driver.
 func (d *Driver) SetNotifying(clientID string, on bool) {
 	if v, ok := d.pumps.Load(clientID); ok {
-		v.(*sqldriver.NotifyPump).SetOn(on)
+		v.(*sqlbase.NotifyPump).SetOn(on)
 	}
 }
 
@@ -229,20 +229,20 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 
 // wakeAll wakes, once t commits, every client that has a listener
 // registered.
-func (d *Driver) wakeAll(ctx context.Context, t *sqldriver.Tx) error {
+func (d *Driver) wakeAll(ctx context.Context, t *sqlbase.Tx) error {
 	rows, err := t.Tx.QueryContext(ctx, d.wq["wake_all_clients"])
 	if err != nil {
 		return fmt.Errorf("wake_all_clients: %w", err)
 	}
-	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanString)
+	ids, err := sqlbase.ScanAll(rows, sqlbase.ScanString)
 	if err != nil {
 		return err
 	}
-	return d.wakeClients(ctx, t, sqldriver.Looks(ids))
+	return d.wakeClients(ctx, t, sqlbase.Looks(ids))
 }
 
 func (d *Driver) listen(ctx context.Context, clientID string, wake, net func(), grant func([]driver.Request), interval time.Duration) (*listener, error) {
-	l := &listener{d: d, clientID: clientID, wake: wake, net: net, interval: sqldriver.DefaultInterval(interval), done: make(chan struct{})}
+	l := &listener{d: d, clientID: clientID, wake: wake, net: net, interval: sqlbase.DefaultInterval(interval), done: make(chan struct{})}
 	l.local = &localClient{wake: wake, grant: grant}
 	local.Store(clientID, l.local)
 	// Registrations left by processes that died before the server's last

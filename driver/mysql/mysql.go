@@ -11,7 +11,7 @@
 // the connection's system variables (tx_isolation on MariaDB before 11.1,
 // transaction_isolation elsewhere; the name is probed at Open). The
 // engine's named queries run as server-side prepared statements (see
-// sqldriver.DB.Prepare); other statements have their parameters
+// sqlbase.DB.Prepare); other statements have their parameters
 // interpolated by go-sql-driver (one round trip instead of prepare,
 // execute and close) unless the DSN says interpolateParams=false.
 //
@@ -51,8 +51,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
@@ -95,7 +94,7 @@ const (
 
 // Driver is the MySQL/MariaDB backend.
 type Driver struct {
-	*sqldriver.DB
+	*sqlbase.DB
 	txCleaned atomic.Int64 // unix nanoseconds of the last deleteEnded by TxPrepare
 	gates     sync.Map     // identifiers known to have a gate row (never deleted)
 	addr      string
@@ -107,9 +106,9 @@ type Driver struct {
 	bound    *stmtbound.Bound
 	server   string // VERSION()
 	mariadb  bool
-	migrator *sqldriver.Migrator
+	migrator *sqlbase.Migrator
 	wq       map[string]string // extra.sql
-	pumps    sync.Map          // client id -> *sqldriver.NotifyPump
+	pumps    sync.Map          // client id -> *sqlbase.NotifyPump
 
 	// fast is a second pool, of autocommit=0 connections, for the
 	// uncontended fast paths only: their first statement opens the
@@ -128,7 +127,7 @@ type Driver struct {
 	// context costs every statement"). hotDB holds its prepared
 	// statements.
 	hot   *sql.DB
-	hotDB *sqldriver.DB
+	hotDB *sqlbase.DB
 	// many holds MariaDB's many-name acquire prepared on the hot pool,
 	// by the number of names (manyStmt); noSeq: the server has no
 	// Sequence engine, and that acquire reads its names from a derived
@@ -138,7 +137,7 @@ type Driver struct {
 	// lines are the sessions' own connections for turnstiles, from
 	// lineDB (turnstile.go).
 	lineDB *sql.DB
-	lines  *lines.Set[*sql.Conn]
+	lines  *sqlbase.Lines[*sql.Conn]
 	// listenDB is the listeners' pool (listen.go): each holds one of its
 	// connections while it runs, closed when it stops.
 	listenDB *sql.DB
@@ -510,7 +509,7 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool, b *stmtbound.B
 	if err != nil {
 		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
-	db := sql.OpenDB(sqldriver.RetryFull(conn, tooManyConnections))
+	db := sql.OpenDB(sqlbase.RetryFull(conn, tooManyConnections))
 	// Keep enough idle connections that bursts of short transactions
 	// do not pay a new handshake each.
 	db.SetMaxIdleConns(16)
@@ -569,22 +568,22 @@ func (d *Driver) SetStatementTimeout(t time.Duration) { d.bound.Set(t) }
 // implementation on db.
 func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	macros := map[string]string{"now": Now}
-	q, err := sqldriver.ParseQueryFiles(prefix, macros, stripComments(queriesSQL), stripComments(ownSQL))
+	q, err := sqlbase.ParseQueryFiles(prefix, macros, stripComments(queriesSQL), stripComments(ownSQL))
 	if err != nil {
 		return fmt.Errorf("mysql queries: %w", err)
 	}
-	if d.wq, err = sqldriver.ParseQueries(stripComments(extraSQL), prefix, macros); err != nil {
+	if d.wq, err = sqlbase.ParseQueries(stripComments(extraSQL), prefix, macros); err != nil {
 		return fmt.Errorf("mysql queries: %w", err)
 	}
-	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	migs, err := sqlbase.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
 		return err
 	}
-	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	rts, err := sqlbase.LoadRoutines(routines, "sql/routines", prefix)
 	if err != nil {
 		return err
 	}
-	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "mysql",
 		InsertReturning: false,
 		UpdateReturning: false,
@@ -600,8 +599,8 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Updated:         d.demoteAfter,
 		PurgeIdle:       d.purgeIdle,
 	}}
-	d.hotDB = &sqldriver.DB{SQL: d.hot, D: d.DB.D}
-	d.migrator = &sqldriver.Migrator{
+	d.hotDB = &sqlbase.DB{SQL: d.hot, D: d.DB.D}
+	d.migrator = &sqlbase.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now,
 		Locked: d.migrationLocked,
 	}
@@ -615,7 +614,7 @@ func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
-	db := sql.OpenDB(sqldriver.RetryFull(conn, tooManyConnections))
+	db := sql.OpenDB(sqlbase.RetryFull(conn, tooManyConnections))
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	c, err := db.Conn(ctx)

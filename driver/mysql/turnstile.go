@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 // Turnstiles (driver.Turnstiles): a session that meets a contended write
 // lock waits for it in the server, on a connection of its own (its line,
-// internal/lines), in GET_LOCK's queue for a named lock on the identifier
+// sqlbase.Lines), in GET_LOCK's queue for a named lock on the identifier
 // that the lock's holder keeps while it holds it. The lock itself is the
 // fast path's (lock_fast), granted after the turnstile by the same rule.
 
-// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits).
+// LockTurnstileWaiting comes from the embedded sqlbase.DB (lock_waits).
 var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
@@ -29,10 +29,10 @@ const maxLines = 64
 // newLines makes the driver's lines on a pool of their own (autocommit),
 // whose connections are discarded, never reused, when a line closes: a
 // connection's named locks go with it.
-func (d *Driver) newLines(db *sql.DB) *lines.Set[*sql.Conn] {
+func (d *Driver) newLines(db *sql.DB) *sqlbase.Lines[*sql.Conn] {
 	db.SetMaxOpenConns(maxLines)
 	db.SetMaxIdleConns(0)
-	return &lines.Set[*sql.Conn]{
+	return &sqlbase.Lines[*sql.Conn]{
 		Open: func(ctx context.Context) (*sql.Conn, error) { return db.Conn(ctx) },
 		Close: func(_ context.Context, c *sql.Conn) {
 			_ = c.Raw(func(any) error { return sqldrv.ErrBadConn })

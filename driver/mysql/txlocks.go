@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
@@ -179,7 +179,7 @@ var gateErrs = map[uint16]error{
 // row in tx, exclusive first, whose lock stays until tx ends (a
 // transaction that takes the gate after sees the grant tx makes).
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (driver.LockMode, error) {
-	t := tx.(*sqldriver.Tx).Tx
+	t := tx.(*sqlbase.Tx).Tx
 	args := []any{id.Kind, []byte(id.NS), []byte(id.Name)}
 	switch busy, err := d.gateBusy(ctx, t, driver.ModeWrite, args); {
 	case err != nil:
@@ -213,12 +213,12 @@ func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode driver.LockMode, 
 
 // LockRequestStatusesGated implements driver.GatedStatuses.
 func (d *Driver) LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
-	return sqldriver.StatusesGated(ctx, d.DB, ids)
+	return sqlbase.StatusesGated(ctx, d.DB, ids)
 }
 
 // TxGatedAmong implements driver.TxLocker.
 func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
-	return sqldriver.GatedAmong(ctx, d.DB, ids)
+	return sqlbase.GatedAmong(ctx, d.DB, ids)
 }
 
 // TxHoldCaller implements driver.TxLocker: the hold is a row the
@@ -243,7 +243,7 @@ func (d *Driver) deleteEnded(ctx context.Context) error {
 	for id := range ended {
 		ids = append(ids, id)
 	}
-	q := sqldriver.ExpandList(d.Q("tx_holds_delete"), false, 1, len(ids))
+	q := sqlbase.ExpandList(d.Q("tx_holds_delete"), false, 1, len(ids))
 	if _, err := d.SQL.ExecContext(ctx, q, ids...); err != nil {
 		return fmt.Errorf("tx_holds_delete: %w", err)
 	}
@@ -257,7 +257,7 @@ func (d *Driver) endedHolds(ctx context.Context) (map[int64]bool, error) {
 		return nil, err
 	}
 	defer done()
-	ids, err := sqldriver.ScanAll(rows, sqldriver.ScanInt64)
+	ids, err := sqlbase.ScanAll(rows, sqlbase.ScanInt64)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := sqldriver.ScanTxHolds(rows, true)
+	all, err := sqlbase.ScanTxHolds(rows, true)
 	// Its transaction ends before the second read's begins: a client
 	// with one connection (Options.MaxConns) has no other.
 	done()

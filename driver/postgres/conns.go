@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
@@ -27,10 +27,10 @@ func tooManyClients(err error) bool {
 }
 
 // openDB opens a pool on cfg whose new connections wait for a slot while
-// the server has none (sqldriver.RetryFull), and whose statements b
+// the server has none (sqlbase.RetryFull), and whose statements b
 // bounds (stmtbound; nil: only their contexts do).
 func openDB(cfg *pgx.ConnConfig, b *stmtbound.Bound) *sql.DB {
-	c := sqldriver.RetryFull(stdlib.GetConnector(*cfg), tooManyClients)
+	c := sqlbase.RetryFull(stdlib.GetConnector(*cfg), tooManyClients)
 	if b != nil {
 		c = stmtbound.Connector(c, b, false)
 	}
@@ -40,7 +40,7 @@ func openDB(cfg *pgx.ConnConfig, b *stmtbound.Bound) *sql.DB {
 // connectDirect opens a connection outside the pools (the listener, a
 // line), waiting for a slot as openDB's do.
 func connectDirect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
-	return sqldriver.WhileFull(ctx, tooManyClients, func(ctx context.Context) (*pgx.Conn, error) {
+	return sqlbase.WhileFull(ctx, tooManyClients, func(ctx context.Context) (*pgx.Conn, error) {
 		return pgx.ConnectConfig(ctx, cfg)
 	})
 }

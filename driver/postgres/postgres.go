@@ -34,9 +34,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/maintain"
-	"github.com/batonhq/baton/internal/sqldriver"
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
@@ -60,21 +59,21 @@ const Now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
 
 // Driver is the PostgreSQL backend.
 type Driver struct {
-	*sqldriver.DB
+	*sqlbase.DB
 	cfg       *pgx.ConnConfig
 	channel   string // lock wake-ups
 	notifyCh  string // notifications: payload "channel payload"
-	migrator  *sqldriver.Migrator
+	migrator  *sqlbase.Migrator
 	notifying sync.Map // client id -> *atomic.Bool
-	relaxed   *sqldriver.DB
+	relaxed   *sqlbase.DB
 	// seen holds identifiers whose lock row this driver has seen, whose
 	// uncontended acquire is an update (fast_acquire_existing).
-	seen sqldriver.IdentSet
+	seen sqlbase.IdentSet
 	// joined holds identifiers where this driver's last reader joined
 	// other readers (fast_acquire_shared granted it beside them): the next
 	// reader goes there first, without the inline attempt that readers
 	// beside readers always fail.
-	joined sqldriver.IdentSet
+	joined sqlbase.IdentSet
 	// pooled is true behind a transaction-pooling proxy (PgBouncer in
 	// transaction mode): no named server-side statements, no session
 	// settings, and LISTEN only through listenCfg.
@@ -93,7 +92,7 @@ type Driver struct {
 	pollers sync.Map // client id -> *poller
 	// lines are the sessions' own connections for turnstiles
 	// (turnstile.go); prefix is the tables' (their keys' too).
-	lines  *lines.Set[*pgx.Conn]
+	lines  *sqlbase.Lines[*pgx.Conn]
 	prefix string
 	// bound bounds the statements of db and rdb (stmtbound); nil on the
 	// program's *sql.DB (OpenDB), whose statements only their contexts
@@ -221,21 +220,21 @@ func ownConfig(c *pgx.ConnConfig) *pgx.ConnConfig {
 // newDriver builds the driver on its pools: db for everything, rdb for
 // claims and acknowledgements (db again when the program gave its own).
 func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, prefix string) (*Driver, error) {
-	q, err := sqldriver.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
+	q, err := sqlbase.ParseQueryFiles(prefix, map[string]string{"now": Now}, queriesSQL, ownSQL)
 	if err != nil {
 		return nil, err
 	}
-	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	migs, err := sqlbase.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
 		return nil, err
 	}
-	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	rts, err := sqlbase.LoadRoutines(routines, "sql/routines", prefix)
 	if err != nil {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.lines = d.newLines()
-	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "postgres",
 		Numbered:        true,
 		InsertReturning: true,
@@ -245,13 +244,13 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 		IsRetryable:     IsRetryable,
 		Events:          events(prefix),
 	}}
-	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
+	d.relaxed = &sqlbase.DB{SQL: rdb, D: d.DB.D}
 	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
-	d.migrator = &sqldriver.Migrator{
+	d.migrator = &sqlbase.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now, Numbered: true,
 		// DDL is transactional: migrate inside one transaction that holds
 		// an advisory lock, so concurrent migrators queue.
-		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN"},
+		Locked: sqlbase.LockedInTx(db, driver.Statement{Query: "BEGIN"},
 			driver.Statement{Query: "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.' || $1))", Args: []any{prefix + "migrate"}}),
 	}
 	return d, nil
@@ -263,7 +262,7 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 // a look as the client's id (once per client); payloads stay under
 // NOTIFY's 8000 bytes. Clients in this process are handed their grants
 // right after the commit, as a release's are (handLocal).
-func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
+func (d *Driver) wake(ctx context.Context, t *sqlbase.Tx, wake []driver.Request) error {
 	payloads := wakePayloads(wake, 7000)
 	for _, payload := range payloads {
 		if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, payload); err != nil {
@@ -407,7 +406,7 @@ func (d *Driver) schemaDenied(ctx context.Context) error {
 // reader beside other readers (a request row). A writer refused by the
 // first needs the slow path: the second would refuse it too.
 func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	nr, nw := sqldriver.ModeCounts(p.Mode)
+	nr, nw := sqlbase.ModeCounts(p.Mode)
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
 		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
 	// The mode as a plain string: pgx encodes a named string type by
@@ -518,7 +517,7 @@ func stale(want int64, inc *int64) bool {
 // former found a row missing or lost a race); {p}fast_acquire_many for
 // readers refused there, which may join other readers.
 func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	nr, nw := sqldriver.ModeCounts(p.Mode)
+	nr, nw := sqlbase.ModeCounts(p.Mode)
 	bnames := make([][]byte, len(names))
 	for i, n := range names {
 		bnames[i] = []byte(n)
@@ -858,8 +857,8 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 	if len(p.SessionIDs) == 0 {
 		return d.DB.SessionHeartbeat(ctx, p)
 	}
-	q := sqldriver.ExpandList(d.Q("session_heartbeat"), true, 5, len(p.SessionIDs))
-	args := append([]any{p.Lease.Microseconds(), p.ClientID, p.HostID, p.Limit}, sqldriver.StringArgs(p.SessionIDs)...)
+	q := sqlbase.ExpandList(d.Q("session_heartbeat"), true, 5, len(p.SessionIDs))
+	args := append([]any{p.Lease.Microseconds(), p.ClientID, p.HostID, p.Limit}, sqlbase.StringArgs(p.SessionIDs)...)
 	rows, err := d.SQL.QueryContext(ctx, q, args...)
 	if err != nil {
 		return 0, nil, err
@@ -953,7 +952,7 @@ func handLocal(payloads []string) {
 	for _, payload := range payloads {
 		entries = append(entries, payloadEntries(payload, "")...)
 	}
-	order, byClient := sqldriver.ByClient(entries)
+	order, byClient := sqlbase.ByClient(entries)
 	for _, client := range order {
 		v, ok := local.Load(client)
 		if gs := byClient[client]; ok && gs != nil {
@@ -980,7 +979,7 @@ func (d *Driver) listenBy(ctx context.Context, p driver.ListenParams) (func(), e
 		d.notifying.Delete(p.ClientID)
 		return nil, err
 	}
-	l := &pgListener{d: d, p: p, notifying: notifying, conn: conn, failing: sqldriver.Failing{Log: d.Logger()}}
+	l := &pgListener{d: d, p: p, notifying: notifying, conn: conn, failing: sqlbase.Failing{Log: d.Logger()}}
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -997,8 +996,8 @@ type pgListener struct {
 	d         *Driver
 	p         driver.ListenParams
 	notifying *atomic.Bool
-	conn      *pgx.Conn         // nil while disconnected
-	failing   sqldriver.Failing // the connection is lost (logged once until back)
+	conn      *pgx.Conn       // nil while disconnected
+	failing   sqlbase.Failing // the connection is lost (logged once until back)
 }
 
 func (l *pgListener) run(ctx context.Context) {
@@ -1112,7 +1111,7 @@ func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
 // true when an entry is for clientID; granted is nil when any entry for it asks for a look.
 func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
 	own := payloadEntries(payload, clientID)
-	_, byClient := sqldriver.ByClient(own)
+	_, byClient := sqlbase.ByClient(own)
 	return len(own) > 0, byClient[clientID]
 }
 
@@ -1176,13 +1175,13 @@ func connectCause(err error) error {
 // while the client is registered as a reader there (senders then store
 // them); both are said once.
 func (d *Driver) pollOnly(p driver.ListenParams) func() {
-	interval := sqldriver.DefaultInterval(p.Interval)
+	interval := sqlbase.DefaultInterval(p.Interval)
 	d.listenWarn.Do(func() {
 		d.Logger().Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
 			interval.String() + " and baton notifications (Listen) are delivered from a table, polled every " + interval.String() +
 			"; add listen_dsn=<a direct postgres:// DSN, URL-encoded> for wake-ups on commit")
 	})
-	po := &poller{d: d, clientID: p.ClientID, ttl: pollerTTL(interval), pump: sqldriver.StartPump(d.DB, p.Notify), failing: sqldriver.Failing{Log: d.Logger()}}
+	po := &poller{d: d, clientID: p.ClientID, ttl: pollerTTL(interval), pump: sqlbase.StartPump(d.DB, p.Notify), failing: sqlbase.Failing{Log: d.Logger()}}
 	d.pollers.Store(p.ClientID, po)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -1221,13 +1220,13 @@ type poller struct {
 	d        *Driver
 	clientID string
 	ttl      time.Duration
-	pump     *sqldriver.NotifyPump
+	pump     *sqlbase.NotifyPump
 
 	mu      sync.Mutex
 	on      bool
 	stopped bool
-	until   time.Time         // the registration runs at least until then
-	failing sqldriver.Failing // the last registration failed (said once)
+	until   time.Time       // the registration runs at least until then
+	failing sqlbase.Failing // the last registration failed (said once)
 }
 
 // setOn turns reading on or off. Turning it on registers the client

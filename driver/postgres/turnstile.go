@@ -10,17 +10,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
 // Turnstiles (driver.Turnstiles): a session that meets a
 // contended write lock waits for it in the server, on a connection of its
-// own (its line, internal/lines), in the lock queue of a session-level
+// own (its line, sqlbase.Lines), in the lock queue of a session-level
 // advisory lock on the identifier that the lock's holder keeps while it
 // holds it.
 
-// LockTurnstileWaiting comes from the embedded sqldriver.DB (lock_waits).
+// LockTurnstileWaiting comes from the embedded sqlbase.DB (lock_waits).
 var _ driver.Turnstiles = (*Driver)(nil)
 
 // maxLines bounds the lines open at once in one driver: past it, sessions
@@ -34,8 +34,8 @@ const TurnstileClass int32 = 0x62746e31
 
 // newLines makes the driver's lines: direct connections with the
 // listener's configuration (the DSN's listen_dsn behind a pooler).
-func (d *Driver) newLines() *lines.Set[*pgx.Conn] {
-	return &lines.Set[*pgx.Conn]{
+func (d *Driver) newLines() *sqlbase.Lines[*pgx.Conn] {
+	return &sqlbase.Lines[*pgx.Conn]{
 		Open:  func(ctx context.Context) (*pgx.Conn, error) { return connectDirect(ctx, d.listenCfg) },
 		Close: func(ctx context.Context, c *pgx.Conn) { c.Close(ctx) },
 		Max:   maxLines,
@@ -140,7 +140,7 @@ func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 // server session (a transaction pooler in between), and turnstiles are
 // turned off for good. On an error the line is closed. Called with the
 // line held.
-func (d *Driver) sendOnLine(ctx context.Context, l *lines.Line[*pgx.Conn], b *pgx.Batch, ids []driver.Ident, first func(pgx.Rows) error) error {
+func (d *Driver) sendOnLine(ctx context.Context, l *sqlbase.Line[*pgx.Conn], b *pgx.Batch, ids []driver.Ident, first func(pgx.Rows) error) error {
 	n := b.Len()
 	for _, id := range ids {
 		b.Queue("SELECT pg_advisory_unlock($1, $2)", TurnstileClass, d.turnstileKey(id))

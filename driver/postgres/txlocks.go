@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 var (
@@ -71,7 +71,7 @@ var gateAnswers = map[string]struct {
 // transaction-level lock of tx.
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (driver.LockMode, error) {
 	var mode driver.LockMode
-	err := tx.(*sqldriver.Tx).Row(ctx, "tx_gate_held", id.Kind, []byte(id.NS), []byte(id.Name)).Scan(&mode)
+	err := tx.(*sqlbase.Tx).Row(ctx, "tx_gate_held", id.Kind, []byte(id.NS), []byte(id.Name)).Scan(&mode)
 	if err != nil {
 		return "", fmt.Errorf("tx_gate_held: %w", err)
 	}
@@ -80,12 +80,12 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 
 // LockRequestStatusesGated implements driver.GatedStatuses.
 func (d *Driver) LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
-	return sqldriver.StatusesGated(ctx, d.DB, ids)
+	return sqlbase.StatusesGated(ctx, d.DB, ids)
 }
 
 // TxGatedAmong implements driver.TxLocker.
 func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
-	return sqldriver.GatedAmong(ctx, d.DB, ids)
+	return sqlbase.GatedAmong(ctx, d.DB, ids)
 }
 
 // TxHoldCaller implements driver.TxLocker: pg_locks lists the gates.
@@ -97,5 +97,5 @@ func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqldriver.ScanTxHolds(rows, false)
+	return sqlbase.ScanTxHolds(rows, false)
 }

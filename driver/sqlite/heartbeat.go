@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 // beat is the lease renewal's own connection to a file database. On the
@@ -39,7 +39,7 @@ type beat struct {
 // use: nil for an in-memory database, while it cannot open (the next use
 // tries again), and after Close.
 type side struct {
-	db     atomic.Pointer[sqldriver.DB]
+	db     atomic.Pointer[sqlbase.DB]
 	mu     sync.Mutex // held while it opens or closes
 	closed bool
 	// noWait sets no busy timeout once it is open: a statement that meets
@@ -49,7 +49,7 @@ type side struct {
 }
 
 // get returns the connection, opening it if it is not open yet.
-func (s *side) get(d *Driver) *sqldriver.DB {
+func (s *side) get(d *Driver) *sqlbase.DB {
 	if db := s.db.Load(); db != nil || d.memory {
 		return db
 	}
@@ -161,7 +161,7 @@ func (d *Driver) startCheckpointer(ctx context.Context) {
 // checkpointLoop checkpoints on side when checkpoints.tick says so, until
 // ctx ends. A tick saw commits when side's data_version moved (version
 // nil: it cannot tell, and counts a commit).
-func (d *Driver) checkpointLoop(ctx context.Context, side *sqldriver.DB, version *sql.Stmt) {
+func (d *Driver) checkpointLoop(ctx context.Context, side *sqlbase.DB, version *sql.Stmt) {
 	if version != nil {
 		defer version.Close()
 	}
@@ -221,7 +221,7 @@ func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams)
 	return n, refs, err
 }
 
-func (d *Driver) beatDB() *sqldriver.DB { return d.beat.get(d) }
+func (d *Driver) beatDB() *sqlbase.DB { return d.beat.get(d) }
 
 // QueuesReady implements driver.Driver on the status reads' connection
 // (LockRequestStatuses), with the names as one JSON array (one statement
@@ -239,7 +239,7 @@ func (d *Driver) QueuesReady(ctx context.Context, queues []string) ([]string, er
 		return nil, err
 	}
 	rows, err := db.QueryNamed(context.WithoutCancel(ctx), nil, "queues_ready_json", string(list))
-	return sqldriver.ScanNames("queues_ready_json", rows, err)
+	return sqlbase.ScanNames("queues_ready_json", rows, err)
 }
 
 // LockRequestStatuses implements driver.Driver on a connection of its own
@@ -273,7 +273,7 @@ func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int6
 	if err != nil {
 		return nil, err
 	}
-	rs, err := sqldriver.ScanRequests(rows)
+	rs, err := sqlbase.ScanRequests(rows)
 	if err != nil {
 		return nil, fmt.Errorf("request_statuses_json: %w", err)
 	}
@@ -290,7 +290,7 @@ func (d *Driver) LockRequestStatuses(ctx context.Context, ids []int64) (map[int6
 // (startCheckpointer: a commit on it would otherwise checkpoint in its
 // turn). It does not touch the driver: it runs while other goroutines
 // read d.path.
-func (d *Driver) openSide(noWait bool) *sqldriver.DB {
+func (d *Driver) openSide(noWait bool) *sqlbase.DB {
 	db, err := openOne(d.flavor, fileConnString(d.path))
 	if err != nil {
 		return nil
@@ -313,7 +313,7 @@ func (d *Driver) openSide(noWait bool) *sqldriver.DB {
 			}
 		}
 	}
-	return &sqldriver.DB{SQL: db, D: d.DB.D}
+	return &sqlbase.DB{SQL: db, D: d.DB.D}
 }
 
 // Close implements driver.Driver: the main connection, the renewal's, the

@@ -37,8 +37,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 //go:embed queries.sql
@@ -62,15 +61,15 @@ const Now = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
 
 // Driver is the SQLite backend.
 type Driver struct {
-	*sqldriver.DB
+	*sqlbase.DB
 	flavor   Flavor
 	path     string
 	memory   bool
-	migrator *sqldriver.Migrator
+	migrator *sqlbase.Migrator
 	hub      *hub
 	prefix   string
-	lines    *lines.Set[struct{}] // turnstiles' sessions (turnstile.go)
-	waiting  sync.Map             // clientID -> *listenState
+	lines    *sqlbase.Lines[struct{}] // turnstiles' sessions (turnstile.go)
+	waiting  sync.Map                 // clientID -> *listenState
 	beat     beat
 	reader   side // waiters' status reads (LockRequestStatuses)
 	hot      side // the uncontended lock statements (quickly)
@@ -78,7 +77,7 @@ type Driver struct {
 	// other readers (fast_acquire_shared): the next reader goes there
 	// first, without the inline attempt that readers beside readers
 	// always fail; a refusal there unmarks the identifier.
-	joined sqldriver.IdentSet
+	joined sqlbase.IdentSet
 }
 
 // listenState is what SetWaiting and SetNotifying change for one client's
@@ -86,7 +85,7 @@ type Driver struct {
 type listenState struct {
 	waiting atomic.Bool
 	poke    chan struct{} // cuts an idle sleep short when a waiter appears
-	pump    *sqldriver.NotifyPump
+	pump    *sqlbase.NotifyPump
 }
 
 func (st *listenState) hurry() {
@@ -252,18 +251,18 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		"let_go": "n_r = n_r - (h_mode = 'R'), n_w = n_w - (h_mode = 'W'), " +
 			"h_id = NULL, h_session = NULL, h_client = NULL, h_mode = NULL, h_call = NULL, h_token = NULL, h_at = NULL",
 	}
-	q, err := sqldriver.ParseQueryFiles(prefix, macros, queriesSQL, ownSQL)
+	q, err := sqlbase.ParseQueryFiles(prefix, macros, queriesSQL, ownSQL)
 	if err != nil {
 		return err
 	}
-	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	migs, err := sqlbase.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
 		return err
 	}
 	d.hub = hubFor(d.path)
 	d.prefix = prefix
 	d.lines = d.newLines()
-	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "sqlite",
 		FinishMoves:     true,
 		PrepareOnUse:    true,
@@ -271,7 +270,7 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		UpdateReturning: true,
 		DeleteReturning: true,
 		Queries:         q,
-		Wake: func(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
+		Wake: func(ctx context.Context, t *sqlbase.Tx, wake []driver.Request) error {
 			t.AfterCommit(func() { d.hub.wake(wake) })
 			return nil
 		},
@@ -280,11 +279,11 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Adopt:       d.adopt,
 		Writers:     d.hub.writers,
 	}}
-	d.migrator = &sqldriver.Migrator{
+	d.migrator = &sqlbase.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Now: Now,
 		// An immediate transaction holds SQLite's write lock; DDL is
 		// transactional, so concurrent migrators queue behind it.
-		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN IMMEDIATE"}),
+		Locked: sqlbase.LockedInTx(db, driver.Statement{Query: "BEGIN IMMEDIATE"}),
 	}
 	return nil
 }
@@ -351,7 +350,7 @@ func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
 // commits.
 func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error) {
 	clientID := p.ClientID
-	st := &listenState{poke: make(chan struct{}, 1), pump: sqldriver.StartPump(d.DB, p.Notify)}
+	st := &listenState{poke: make(chan struct{}, 1), pump: sqlbase.StartPump(d.DB, p.Notify)}
 	d.waiting.Store(clientID, st)
 	d.hub.add(clientID, hubEntry{wake: p.Wake, poke: st.pump.Poke})
 	stopHub := func() { d.hub.remove(clientID); d.waiting.Delete(clientID); st.pump.Stop() }
@@ -382,7 +381,7 @@ func (d *Driver) Listen(_ context.Context, p driver.ListenParams) (func(), error
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &versionWatch{p: p, st: st, version: version, changes: d.watchFiles(ctx, strings.EqualFold(mode, "wal")), last: -1, lastWake: time.Now(),
-		failing: sqldriver.Failing{Log: d.Logger()}}
+		failing: sqlbase.Failing{Log: d.Logger()}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -405,9 +404,9 @@ type versionWatch struct {
 	changes  <-chan bool // a write event, true when the watch paused after it; nil: no file events, poll
 	last     int64       // the last data_version seen (-1: none yet)
 	lastWake time.Time
-	burst    time.Time         // until then, look every millisecond
-	lastLook time.Time         // the last data_version check
-	failing  sqldriver.Failing // the last look failed (logged once until it works)
+	burst    time.Time       // until then, look every millisecond
+	lastLook time.Time       // the last data_version check
+	failing  sqlbase.Failing // the last look failed (logged once until it works)
 }
 
 // wait is how long to sleep before the next look.
@@ -696,8 +695,8 @@ type hub struct {
 	mu      sync.RWMutex
 	clients map[string]hubEntry
 	// writers queues this process's writers of the file: transactions
-	// (sqldriver.Dialect.Writers) and the lock fast paths' statements.
-	writers *sqldriver.Gate
+	// (sqlbase.Dialect.Writers) and the lock fast paths' statements.
+	writers *sqlbase.Gate
 	// turnstiles are the file's turnstiles in this process (turnstile.go).
 	turnstiles turnstiles
 }
@@ -719,7 +718,7 @@ func hubFor(path string) *hub {
 	defer hubsMu.Unlock()
 	h := hubs[path]
 	if h == nil {
-		h = &hub{clients: map[string]hubEntry{}, writers: sqldriver.NewGate()}
+		h = &hub{clients: map[string]hubEntry{}, writers: sqlbase.NewGate()}
 		hubs[path] = h
 	}
 	return h
@@ -741,7 +740,7 @@ func (h *hub) remove(id string) {
 // when any of its entries is not a grant (the entries as WakeClients
 // takes them).
 func (h *hub) wake(wake []driver.Request) {
-	order, byClient := sqldriver.ByClient(wake)
+	order, byClient := sqlbase.ByClient(wake)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for _, id := range order {
@@ -775,7 +774,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	args := []any{p.SessionID, p.ClientID, p.Kind, []byte(p.NS), []byte(p.Name), string(p.Mode), p.CallID}
 	// shared is the reader's request row beside granted readers.
 	shared := func() error {
-		err := d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
+		err := d.quickly(ctx, nil, func(ctx context.Context, db *sqlbase.DB) error {
 			return db.RowNamed(ctx, nil, "fast_acquire_shared", args...).Scan(&r.ID, &r.Token)
 		})
 		if err == nil {
@@ -795,8 +794,8 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 			return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
 		}
 	}
-	inline := append(args, sqldriver.HolderID())
-	err = d.quickly(ctx, nil, func(ctx context.Context, db *sqldriver.DB) error {
+	inline := append(args, sqlbase.HolderID())
+	err = d.quickly(ctx, nil, func(ctx context.Context, db *sqlbase.DB) error {
 		return db.RowNamed(ctx, nil, "fast_acquire", inline...).Scan(&r.ID, &r.Token)
 	})
 	if errors.Is(err, sql.ErrNoRows) && p.Mode == driver.ModeRead && !joining {
@@ -815,7 +814,7 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 // change the identifier's requests, its inline holder becomes a request
 // row under the same id, so the slow path sees only request rows. The
 // counters and the fence (st) stay as they are: they counted it already.
-func (d *Driver) adopt(ctx context.Context, t *sqldriver.Tx, st *driver.IdentState) error {
+func (d *Driver) adopt(ctx context.Context, t *sqlbase.Tx, st *driver.IdentState) error {
 	if st.Readers == 0 && st.Writers == 0 {
 		return nil // nothing granted, so no inline holder
 	}
@@ -858,7 +857,7 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 // LockReleaseTx implements driver.TxReleaser: the same statements in the
 // engine's transaction.
 func (d *Driver) LockReleaseTx(ctx context.Context, tx driver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	t, ok := tx.(*sqldriver.Tx)
+	t, ok := tx.(*sqlbase.Tx)
 	if !ok {
 		return 0, nil, fmt.Errorf("sqlite: LockReleaseTx: a transaction of another driver (%T)", tx)
 	}
@@ -878,7 +877,7 @@ func (d *Driver) LockReleaseTx(ctx context.Context, tx driver.Tx, p driver.FastR
 // release of the newest few instances of a name (p.Limit) that may find
 // request rows moves the inline holder among them first, in one
 // transaction (releaseNewest).
-func (d *Driver) release(ctx context.Context, t *sqldriver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+func (d *Driver) release(ctx context.Context, t *sqlbase.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	if p.Limit > 0 && !p.InlineOnly {
 		return d.releaseNewest(ctx, t, p)
 	}
@@ -957,7 +956,7 @@ func scanInline(rows *sql.Rows, p driver.FastReleaseParams) (int, []driver.Ident
 // releaseNewest releases the newest p.Limit instances of a name in t (nil:
 // a transaction of its own): the inline holder moved among the request
 // rows first (adopt), then the newest deleted.
-func (d *Driver) releaseNewest(ctx context.Context, t *sqldriver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
+func (d *Driver) releaseNewest(ctx context.Context, t *sqlbase.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	if t != nil {
 		if err := d.adoptIdent(ctx, t.Tx, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}); err != nil {
 			return 0, nil, err
@@ -988,7 +987,7 @@ func (d *Driver) releaseRows(ctx context.Context, tx *sql.Tx, p driver.FastRelea
 	var n int
 	var waiting []driver.Ident
 	var inline int64
-	name, args := "fast_release_name", []any{p.SessionID, p.Kind, []byte(p.NS), sqldriver.ReleaseLimit(p), []byte(p.Name)}
+	name, args := "fast_release_name", []any{p.SessionID, p.Kind, []byte(p.NS), sqlbase.ReleaseLimit(p), []byte(p.Name)}
 	if p.Name == "" {
 		name, args = "fast_release_ns", args[:4]
 	}
@@ -1005,7 +1004,7 @@ func (d *Driver) releaseRows(ctx context.Context, tx *sql.Tx, p driver.FastRelea
 // quickRows runs the named query through quickly and hands its rows to
 // scan, which closes them.
 func (d *Driver) quickRows(ctx context.Context, tx *sql.Tx, scan func(*sql.Rows) error, name string, args ...any) error {
-	return d.quickly(ctx, tx, func(ctx context.Context, db *sqldriver.DB) error {
+	return d.quickly(ctx, tx, func(ctx context.Context, db *sqlbase.DB) error {
 		rows, err := db.QueryNamed(ctx, tx, name, args...)
 		if err != nil {
 			return err
@@ -1025,7 +1024,7 @@ func (d *Driver) quickRows(ctx context.Context, tx *sql.Tx, scan func(*sql.Rows)
 // gate of this process's writers (entered in ctx), and untilFree's tries
 // while another process holds the write lock. An in-memory database has
 // no hot connection: f runs on the main one, in ctx.
-func (d *Driver) quickly(ctx context.Context, tx *sql.Tx, f func(ctx context.Context, db *sqldriver.DB) error) error {
+func (d *Driver) quickly(ctx context.Context, tx *sql.Tx, f func(ctx context.Context, db *sqlbase.DB) error) error {
 	if tx == nil {
 		if db := d.hot.get(d); db != nil {
 			quiet := context.WithoutCancel(ctx)

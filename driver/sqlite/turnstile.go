@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 // Turnstiles (driver.Turnstiles) in the process: the sessions of one
@@ -106,8 +106,8 @@ func (ts *turnstiles) unref(k turnstileKey, t *turnstile) {
 // newLines makes the driver's lines: a session's bookkeeping only (the
 // turnstiles it holds; lines.Set's one call at a time), with no
 // connection, in any number; a closing line gives its turnstiles back.
-func (d *Driver) newLines() *lines.Set[struct{}] {
-	return &lines.Set[struct{}]{
+func (d *Driver) newLines() *sqlbase.Lines[struct{}] {
+	return &sqlbase.Lines[struct{}]{
 		Open:  func(context.Context) (struct{}, error) { return struct{}{}, nil },
 		Close: func(context.Context, struct{}) {},
 		Max:   1 << 30,
@@ -174,7 +174,7 @@ func (d *Driver) letGo(sessionID string, scope driver.Ident) {
 
 // giveTaken gives back the turnstiles in scope that line l holds (its
 // lock held).
-func (d *Driver) giveTaken(l *lines.Line[struct{}], scope driver.Ident) {
+func (d *Driver) giveTaken(l *sqlbase.Line[struct{}], scope driver.Ident) {
 	for _, id := range l.Take(scope) {
 		d.hub.turnstiles.give(d.turnstileKey(id))
 	}

@@ -1,4 +1,4 @@
-package sqldriver
+package sqlbase
 
 import (
 	"crypto/rand"

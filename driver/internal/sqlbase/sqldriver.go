@@ -1,4 +1,4 @@
-package sqldriver
+package sqlbase
 
 import (
 	"cmp"
@@ -329,7 +329,7 @@ type execQuerier interface {
 func (t *Tx) q() execQuerier {
 	if t.caller != nil {
 		// A method that reads several rows: not one of CallerQueueTx's.
-		panic("baton/sqldriver: a statement that cannot run in the caller's transaction")
+		panic("baton/sqlbase: a statement that cannot run in the caller's transaction")
 	}
 	if t.Tx == nil {
 		return t.db.SQL

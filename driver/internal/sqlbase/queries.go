@@ -1,10 +1,10 @@
-// Package sqldriver implements driver.Tx and most of driver.Driver once, on
+// Package sqlbase implements driver.Tx and most of driver.Driver once, on
 // database/sql, for every backend. A backend supplies a Dialect: its named
 // queries (queries.sql, the same names in every dialect, and a file of the
 // dialect's own), its bind-variable
 // style and hooks for the few operations whose shape differs (wake-ups,
 // migration locking, the fast paths).
-package sqldriver
+package sqlbase
 
 import (
 	"fmt"

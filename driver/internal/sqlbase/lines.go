@@ -1,10 +1,11 @@
-// Package lines keeps the sessions' lines for turnstiles
-// (driver.Turnstiles): one connection of a session's own, outside the
-// pool, with the identifiers whose turnstile it holds. A backend says
-// how to open and close its connections; this package keeps at most Max
-// lines at once, waits a second after a failed connection before trying
-// again, and closes a line on any error, which lets its turnstiles go.
-package lines
+package sqlbase
+
+// The sessions' lines for turnstiles (driver.Turnstiles): one
+// connection of a session's own, outside the pool, with the identifiers
+// whose turnstile it holds. A backend says how to open and close its
+// connections; Lines keeps at most Max lines at once, waits a second
+// after a failed connection before trying again, and closes a line on
+// any error, which lets its turnstiles go.
 
 import (
 	"context"
@@ -17,8 +18,8 @@ import (
 	"github.com/batonhq/baton/driver"
 )
 
-// Set is a backend's lines, by session id.
-type Set[C any] struct {
+// Lines is a backend's lines, by session id.
+type Lines[C any] struct {
 	// Open connects a new line; Close closes one (within a second).
 	Open  func(ctx context.Context) (C, error)
 	Close func(ctx context.Context, c C)
@@ -40,7 +41,7 @@ type Set[C any] struct {
 // Conn and Held are valid only then.
 type Line[C any] struct {
 	mu   sync.Mutex
-	set  *Set[C]
+	set  *Lines[C]
 	Conn C
 	open bool
 	Held map[driver.Ident]bool
@@ -48,12 +49,12 @@ type Line[C any] struct {
 
 // TurnOff turns turnstiles off for good (the lines do not keep their
 // server sessions); true the first time.
-func (s *Set[C]) TurnOff() bool { return s.off.CompareAndSwap(false, true) }
+func (s *Lines[C]) TurnOff() bool { return s.off.CompareAndSwap(false, true) }
 
 // get returns the session's line, opening it when the session has none;
 // nil when turnstiles are off, every line is in use, or a connection
 // failed less than a second ago.
-func (s *Set[C]) get(ctx context.Context, sessionID string) *Line[C] {
+func (s *Lines[C]) get(ctx context.Context, sessionID string) *Line[C] {
 	if s.off.Load() {
 		return nil
 	}
@@ -92,7 +93,7 @@ func (s *Set[C]) get(ctx context.Context, sessionID string) *Line[C] {
 // below 0; the engine has cut it to end before its call does (a
 // statement cut off costs the connection, so the statement runs in a
 // context without the call's deadline).
-func (s *Set[C]) Claim(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (*Line[C], time.Duration) {
+func (s *Lines[C]) Claim(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (*Line[C], time.Duration) {
 	if p.Mode != driver.ModeWrite {
 		return nil, 0
 	}
@@ -109,7 +110,7 @@ func (s *Set[C]) Claim(ctx context.Context, p driver.FastAcquireParams, wait tim
 }
 
 // Find returns the session's line, nil when it has none.
-func (s *Set[C]) Find(sessionID string) *Line[C] {
+func (s *Lines[C]) Find(sessionID string) *Line[C] {
 	if v, ok := s.lines.Load(sessionID); ok {
 		return v.(*Line[C])
 	}
@@ -117,7 +118,7 @@ func (s *Set[C]) Find(sessionID string) *Line[C] {
 }
 
 // End closes the session's line, if it has one.
-func (s *Set[C]) End(sessionID string) {
+func (s *Lines[C]) End(sessionID string) {
 	v, ok := s.lines.LoadAndDelete(sessionID)
 	if !ok {
 		return
@@ -130,14 +131,14 @@ func (s *Set[C]) End(sessionID string) {
 }
 
 // CloseAll closes every line (the driver closes).
-func (s *Set[C]) CloseAll() {
+func (s *Lines[C]) CloseAll() {
 	s.lines.Range(func(k, _ any) bool {
 		s.End(k.(string))
 		return true
 	})
 }
 
-func (s *Set[C]) closeConn(c C) {
+func (s *Lines[C]) closeConn(c C) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	s.Close(ctx, c)
@@ -165,7 +166,7 @@ func (l *Line[C]) Fail() {
 }
 
 // Holds reports whether the session's line holds a turnstile in scope.
-func (s *Set[C]) Holds(sessionID string, scope driver.Ident) bool {
+func (s *Lines[C]) Holds(sessionID string, scope driver.Ident) bool {
 	l := s.Find(sessionID)
 	if l == nil {
 		return false
