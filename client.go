@@ -265,9 +265,7 @@ func NewClient(ctx context.Context, drv driver.Driver, opts ...Options) (*Client
 
 // start migrates (unless o.NoMigrate) and starts the client on drv.
 func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
-	if l, ok := drv.(driver.Logging); ok {
-		l.SetLogger(o.Logger) // what the backend logs goes where the client's does
-	}
+	drv.SetLogger(o.Logger) // what the backend logs goes where the client's does
 	drv.SetStatementTimeout(o.StatementTimeout)
 	if !o.NoMigrate {
 		if _, err := drv.Migrate(ctx); err != nil {
@@ -294,7 +292,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	})
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.logErr})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
-		drv.SetWaiting(c.id, waiting)
+		drv.Notifier().SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
 		if !waiting && o.MaxConns > 0 {
 			select {
@@ -303,7 +301,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 			}
 		}
 	})
-	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
+	c.notifyUsers = wake.NewUsers(func(on bool) { drv.Notifier().SetNotifying(c.id, on) })
 	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
 		EndSession: c.endDeadSession, Ended: c.sessionEnded, SessionLost: o.Observer.SessionLost, Log: c.logErr})
 	c.locks = locks.New(locks.Config{Driver: drv, ClientID: c.id, Waits: c.lockWaits, Lease: o.Lease,
@@ -457,7 +455,7 @@ func (c *Client) startListener(done chan struct{}) {
 func (c *Client) listenOnce() (func(), error) {
 	ctx, cancel := maintain.Until(c.quit, c.opts.Lease)
 	defer cancel()
-	return c.drv.Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
+	return c.drv.Notifier().Listen(ctx, driver.ListenParams{ClientID: c.id, Wake: c.wakeWith, Notify: c.deliver, Interval: c.opts.PollInterval})
 }
 
 func isClosed(ch chan struct{}) bool { return maintain.Closed(ch) }
@@ -595,7 +593,7 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "idle lock-row purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
 	}})
-	g.Add(maintain.Service{Name: "backend upkeep", Interval: time.Minute, Timeout: lease, Run: c.drv.Maintain})
+	g.Add(maintain.Service{Name: "backend upkeep", Interval: time.Minute, Timeout: lease, Run: c.drv.Notifier().Maintain})
 	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.drv.NoTx().ThroughputPurge(ctx)
 	}})

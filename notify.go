@@ -52,7 +52,7 @@ func (c *Client) Notify(ctx context.Context, channel, payload string) error {
 	if err := validateNotification(channel, payload); err != nil {
 		return err
 	}
-	if err := c.drv.Notify(ctx, channel, payload); err != nil {
+	if err := c.drv.Notifier().Notify(ctx, channel, payload); err != nil {
 		return fmt.Errorf("baton: notify: %w", err)
 	}
 	return nil

@@ -102,7 +102,7 @@ func lockRow(t *testing.T, tx driver.Tx, id driver.Ident) driver.IdentState {
 // LockRequestStatuses does (the zero request when it is gone).
 func requestStatus(t *testing.T, d driver.Driver, id int64) driver.Request {
 	t.Helper()
-	st, err := d.LockRequestStatuses(testCtx(t), []int64{id})
+	st, err := d.Locks().LockRequestStatuses(testCtx(t), []int64{id})
 	must(t, err)
 	return st[id]
 }
@@ -156,7 +156,7 @@ func sessionRequests(t *testing.T, d driver.Driver, session string) []driver.Req
 // lock, without an error.
 func wantFastAcquire(t *testing.T, d driver.Driver, p driver.FastAcquireParams, want bool, what string) {
 	t.Helper()
-	_, ok, err := d.LockFastAcquire(testCtx(t), p)
+	_, ok, err := d.Locks().LockFastAcquire(testCtx(t), p)
 	wantDone(t, what, ok, err, want)
 }
 
@@ -164,7 +164,7 @@ func wantFastAcquire(t *testing.T, d driver.Driver, p driver.FastAcquireParams, 
 // ("": every name) by the fast path.
 func fastRelease(t *testing.T, d driver.Driver, session, name string) (n int, waiting []driver.Ident) {
 	t.Helper()
-	n, waiting, err := d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: session, Kind: driver.KindService, NS: "ns", Name: name})
+	n, waiting, err := d.Locks().LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: session, Kind: driver.KindService, NS: "ns", Name: name})
 	must(t, err)
 	return n, waiting
 }

@@ -214,14 +214,14 @@ func testHeartbeat(t *testing.T, d driver.Driver) {
 	newSession(t, d, "a1", "A", hour)
 	newSession(t, d, "a2", "A", hour)
 	newSession(t, d, "b1", "B", -time.Second)
-	renewed, reap, err := d.SessionHeartbeat(ctx, driver.HeartbeatParams{
+	renewed, reap, err := d.Sessions().SessionHeartbeat(ctx, driver.HeartbeatParams{
 		ClientID: "A", HostID: "", SessionIDs: []string{"a1", "a2", "b1"}, Lease: hour, Limit: 10,
 	})
 	must(t, err)
 	failIf(t, renewed != 2, "heartbeat renewed %d, want 2 (b1 is expired and another client's)", renewed)
 	wantReapable(t, "heartbeat reapable", reap, map[string]bool{"b1": true})
 	// No sessions to renew: still lists what may be reaped.
-	renewed, reap, err = d.SessionHeartbeat(ctx, driver.HeartbeatParams{ClientID: "A", Lease: hour, Limit: 10})
+	renewed, reap, err = d.Sessions().SessionHeartbeat(ctx, driver.HeartbeatParams{ClientID: "A", Lease: hour, Limit: 10})
 	must(t, err)
 	failIf(t, renewed != 0 || len(reap) != 1, "heartbeat without sessions: renewed %d, reapable %+v", renewed, reap)
 }
@@ -354,7 +354,7 @@ func checkRequestStatuses(t *testing.T, d driver.Driver, g1, p2 driver.Request) 
 		step{"a status changed from a value it did not have", func() (bool, error) {
 			return tx.LockRequestSetStatus(ctx, p2.ID, driver.StatusPending, driver.StatusDeadlock, 0)
 		}, false})
-	st, err := d.LockRequestStatuses(ctx, []int64{g1.ID, p2.ID, 999999})
+	st, err := d.Locks().LockRequestStatuses(ctx, []int64{g1.ID, p2.ID, 999999})
 	must(t, err)
 	failIf(t, len(st) != 2 || grantOf(st[p2.ID]) != grant{driver.StatusGranted, 13}, "LockRequestStatuses = %+v", st)
 	must(t, tx.LockRequestDelete(ctx, []int64{g1.ID, p2.ID}))
@@ -379,21 +379,21 @@ func testFastPath(t *testing.T, d driver.Driver) {
 	failIf(t, r2.Token == r.Token, "two grants share the fencing token %d", r.Token)
 	n, waiting := fastRelease(t, d, "s1", "a")
 	failIf(t, n != 1 || len(waiting) != 0, "fast release: %d released, waiters on %v; want 1 and none", n, waiting)
-	r3, ok, err := d.LockFastAcquire(testCtx(t), fastParams("s2", "B", identA, driver.ModeWrite))
+	r3, ok, err := d.Locks().LockFastAcquire(testCtx(t), fastParams("s2", "B", identA, driver.ModeWrite))
 	must(t, err)
 	failIf(t, !ok || r3.Token <= r.Token, "after the release: granted %v with token %d (the first grant had %d: tokens only rise)", ok, r3.Token, r.Token)
 	// Release of a whole namespace.
 	n, _ = fastRelease(t, d, "s2", "")
 	failIf(t, n != 2, "namespace release freed %d, want 2 (a and b)", n)
 	wantNoRequests(t, d, "s2", "left after release")
-	if m, ok := d.(driver.ManyAcquirer); ok {
-		checkAcquireMany(t, d, m)
+	if d.Locks().AcquiresMany() {
+		checkAcquireMany(t, d, d.Locks())
 	}
 }
 
 // checkAcquireMany: several free names at once, and none of a set of
 // which one is taken.
-func checkAcquireMany(t *testing.T, d driver.Driver, m driver.ManyAcquirer) {
+func checkAcquireMany(t *testing.T, d driver.Driver, m driver.Locks) {
 	ctx := testCtx(t)
 	names := []string{"m1", "m2", "m3"}
 	p := fastParams("s1", "A", driver.Ident{Kind: driver.KindService, NS: "many"}, driver.ModeWrite)
@@ -429,7 +429,7 @@ func testFastReleaseWaiters(t *testing.T, d driver.Driver) {
 	}
 	failIf(t, !slices.Equal(waiting, []driver.Ident{identA}), "fast release reports waiters on %v, want [a]", waiting)
 	wantFastAcquire(t, d, fastParams("s3", "C", identA, driver.ModeRead), false, "fast acquire jumped a queued waiter")
-	handled, err := d.LockRegrant(testCtx(t), []driver.Ident{identA})
+	handled, err := d.Locks().LockRegrant(testCtx(t), []driver.Ident{identA})
 	must(t, err)
 	failIf(t, handled && !granted(), "LockRegrant left the only waiter of a free lock waiting")
 }
@@ -459,8 +459,8 @@ func testNotify(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
 	got, woken := listenTo(t, d)
 	notifyUntilHeard(t, d, got)
-	must(t, d.Notify(ctx, "ch", "one"))
-	must(t, d.Notify(ctx, "other", "two"))
+	must(t, d.Notifier().Notify(ctx, "ch", "one"))
+	must(t, d.Notifier().Notify(ctx, "other", "two"))
 	for _, want := range [][2]string{{"ch", "one"}, {"other", "two"}} {
 		n := await(t, got, fmt.Sprintf("%q", want))
 		failIf(t, n != want, "received %q, want %q (commit order)", n, want)
@@ -482,7 +482,7 @@ func testNotify(t *testing.T, d driver.Driver) {
 			"the listener was handed %+v, want the grant %+v", gs, grant)
 		break
 	}
-	q, args := d.NotifyStatement("ch", "p")
+	q, args := d.Notifier().NotifyStatement("ch", "p")
 	failIf(t, q == "" || len(args) == 0, "NotifyStatement = %q %v", q, args)
 }
 
@@ -501,7 +501,7 @@ func notifyUntilHeard(t *testing.T, d driver.Driver, got chan [2]string) {
 // notifyHeard sends a notification and reports whether the listener
 // received one within 200 ms.
 func notifyHeard(t *testing.T, d driver.Driver, got chan [2]string) bool {
-	must(t, d.Notify(testCtx(t), "ch", "hello"))
+	must(t, d.Notifier().Notify(testCtx(t), "ch", "hello"))
 	select {
 	case n := <-got:
 		failIf(t, n != [2]string{"ch", "hello"}, "received %q", n)
@@ -529,7 +529,7 @@ func await[T any](t *testing.T, ch <-chan T, what string) T {
 func listenTo(t *testing.T, d driver.Driver) (got chan [2]string, woken chan []driver.Request) {
 	got = make(chan [2]string, 16)
 	woken = make(chan []driver.Request, 16)
-	stop, err := d.Listen(testCtx(t), driver.ListenParams{
+	stop, err := d.Notifier().Listen(testCtx(t), driver.ListenParams{
 		ClientID: "L",
 		Wake: func(granted []driver.Request) {
 			select {
@@ -550,8 +550,8 @@ func listenTo(t *testing.T, d driver.Driver) (got chan [2]string, woken chan []d
 	})
 	must(t, err)
 	t.Cleanup(stop)
-	d.SetNotifying("L", true)
-	d.SetWaiting("L", true)
+	d.Notifier().SetNotifying("L", true)
+	d.Notifier().SetWaiting("L", true)
 	return got, woken
 }
 
@@ -843,24 +843,24 @@ func testQueuesReady(t *testing.T, d driver.Driver) {
 	}
 	put("other", 0)
 	asked := []string{"due", "delayed", "running", "paused", "empty", "unknown"}
-	got, err := d.QueuesReady(ctx, asked)
+	got, err := d.Queue().QueuesReady(ctx, asked)
 	must(t, err)
 	failIf(t, !slices.Equal(got, []string{"due"}), "QueuesReady(%q) = %q, want only [due]", asked, got)
 	ok, err = tx.QueuePause(ctx, "paused", false)
 	wantDone(t, "QueuePause(false)", ok, err, true)
 	paused, err := tx.QueuePaused(ctx, "paused")
 	failIf(t, paused || err != nil, "QueuePaused after the resume = %v, %v", paused, err)
-	got, err = d.QueuesReady(ctx, []string{"paused", "other"})
+	got, err = d.Queue().QueuesReady(ctx, []string{"paused", "other"})
 	must(t, err)
 	slices.Sort(got)
 	failIf(t, !slices.Equal(got, []string{"other", "paused"}), "QueuesReady after the resume = %q, want [other paused]", got)
-	got, err = d.QueuesReady(ctx, nil)
+	got, err = d.Queue().QueuesReady(ctx, nil)
 	failIf(t, err != nil || len(got) != 0, "QueuesReady of no queue = %q, %v", got, err)
 }
 
 func testHousekeeping(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
-	must(t, d.Maintain(ctx))
+	must(t, d.Notifier().Maintain(ctx))
 	tx := d.NoTx()
 	must(t, tx.QueueRegister(ctx, "q"))
 	holder, reserved, err := tx.UniqueReserve(ctx, "q", "u", 1, nil)
@@ -880,9 +880,9 @@ func testHousekeeping(t *testing.T, d driver.Driver) {
 
 // checkStatements: the statements a program runs in its own transaction.
 func checkStatements(t *testing.T, d driver.Driver) {
-	q, args := d.QueueRegisterStatement("q2")
+	q, args := d.Queue().QueueRegisterStatement("q2")
 	failIf(t, q == "" || len(args) == 0, "QueueRegisterStatement = %q %v", q, args)
-	q, args, _ = d.EnqueueStatement(driver.NewMessage{Queue: "q2", Payload: []byte("p"), MaxAttempts: 1})
+	q, args, _ = d.Queue().EnqueueStatement(driver.NewMessage{Queue: "q2", Payload: []byte("p"), MaxAttempts: 1})
 	failIf(t, q == "" || len(args) == 0, "EnqueueStatement = %q %v", q, args)
 }
 

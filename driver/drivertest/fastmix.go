@@ -39,7 +39,7 @@ func testFastPathSeen(t *testing.T, d driver.Driver) {
 // on id in mode.
 func wantConflict(t *testing.T, d driver.Driver, session string, id driver.Ident, mode driver.LockMode, want bool) {
 	t.Helper()
-	held, err := d.LockConflictHeld(testCtx(t), session, id, mode)
+	held, err := d.Locks().LockConflictHeld(testCtx(t), session, id, mode)
 	must(t, err)
 	failIf(t, held != want, "LockConflictHeld(%s, %v, %s) = %v, want %v", session, id, mode, held, want)
 }
@@ -53,7 +53,7 @@ func fastAcquire(t *testing.T, d driver.Driver, session string, id driver.Ident,
 // fastAcquireWith is fastAcquire with the parameters given.
 func fastAcquireWith(t *testing.T, d driver.Driver, p driver.FastAcquireParams) driver.Request {
 	t.Helper()
-	r, ok, err := d.LockFastAcquire(testCtx(t), p)
+	r, ok, err := d.Locks().LockFastAcquire(testCtx(t), p)
 	must(t, err)
 	failIf(t, !ok, "fast acquire of %v (%s) by %s refused", p.Ident, p.Mode, p.SessionID)
 	return r
@@ -74,7 +74,7 @@ func checkFastSeen(t *testing.T, d driver.Driver, first, other, again driver.Req
 	call, err := tx.LockRequestListCall(ctx, "s1", 1, []driver.Ident{identA})
 	must(t, err)
 	wantIDs(t, "LockRequestListCall(s1)", reqIDs(call), first.ID, again.ID)
-	st, err := d.LockRequestStatuses(ctx, []int64{first.ID, again.ID})
+	st, err := d.Locks().LockRequestStatuses(ctx, []int64{first.ID, again.ID})
 	must(t, err)
 	failIf(t, len(st) != 2 || grantOf(st[first.ID]) != grantOf(want), "LockRequestStatuses = %+v", st)
 	l := lockInfo(t, tx, 3, first.ID)
@@ -83,7 +83,7 @@ func checkFastSeen(t *testing.T, d driver.Driver, first, other, again driver.Req
 
 // checkFastReleaseOrder: RELEASE_LOCK's order, the newest instance first.
 func checkFastReleaseOrder(t *testing.T, d driver.Driver, first driver.Request) {
-	n, _, err := d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "ns", Name: "a", Limit: 1})
+	n, _, err := d.Locks().LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s1", Kind: driver.KindService, NS: "ns", Name: "a", Limit: 1})
 	must(t, err)
 	mine := sessionRequests(t, d, "s1")
 	failIf(t, n != 1 || !slices.Equal(reqIDs(mine), []int64{first.ID}), "releasing one instance freed %d and left %+v, want the oldest (%d) left", n, mine, first.ID)
@@ -109,7 +109,7 @@ func releaseAll(t *testing.T, d driver.Driver, session string) {
 	if len(waiting) == 0 {
 		return
 	}
-	if handled, err := d.LockRegrant(testCtx(t), waiting); err != nil || !handled {
+	if handled, err := d.Locks().LockRegrant(testCtx(t), waiting); err != nil || !handled {
 		regrantInTx(t, d, waiting)
 	}
 }
@@ -143,7 +143,7 @@ func checkInlineRelease(t *testing.T, d driver.Driver) {
 	if r := fastAcquire(t, d, "s3", c, driver.ModeWrite); !r.Inline {
 		return
 	}
-	n, _, err := d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s3", Kind: driver.KindService, NS: "inline", InlineOnly: true})
+	n, _, err := d.Locks().LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s3", Kind: driver.KindService, NS: "inline", InlineOnly: true})
 	must(t, err)
 	failIf(t, n != 1, "an inline-only release freed %d instances, want 1", n)
 	fastAcquire(t, d, "s1", c, driver.ModeWrite)
@@ -153,7 +153,7 @@ func checkInlineRelease(t *testing.T, d driver.Driver) {
 	o := driver.Ident{Kind: driver.KindService, NS: "inline2", Name: "o"}
 	fastAcquire(t, d, "s3", o, driver.ModeWrite)
 	inTx(t, d, func(tx driver.Tx) { lockRow(t, tx, o) })
-	n, _, err = d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s3", Kind: o.Kind, NS: o.NS, InlineOnly: true})
+	n, _, err = d.Locks().LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: "s3", Kind: o.Kind, NS: o.NS, InlineOnly: true})
 	must(t, err)
 	failIf(t, n != 1, "an inline-only release of a holder a transaction took over freed %d instances, want 1", n)
 	fastAcquire(t, d, "s2", o, driver.ModeWrite)
@@ -164,7 +164,7 @@ func checkInlineRelease(t *testing.T, d driver.Driver) {
 	fastAcquire(t, d, "s2", m, driver.ModeRead)
 	fastAcquire(t, d, "s3", m, driver.ModeRead)
 	for _, s := range []string{"s3", "s2"} {
-		n, _, err = d.LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: s, Kind: m.Kind, NS: m.NS})
+		n, _, err = d.Locks().LockFastRelease(testCtx(t), driver.FastReleaseParams{SessionID: s, Kind: m.Kind, NS: m.NS})
 		must(t, err)
 		failIf(t, n != map[string]int{"s3": 2, "s2": 1}[s], "releasing %s's reads of %v freed %d instances", s, m, n)
 	}

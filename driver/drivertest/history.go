@@ -271,9 +271,7 @@ func testUniqueStates(t *testing.T, d driver.Driver) {
 	n, err := tx.MessageFinishMany(ctx, "w", claimsOf(claimed, "w"))
 	wantCount(t, "MessageFinishMany", n, err, 1)
 	wantKeyHeld(t, tx, id, "completed", heldIn{false, nil}, heldIn{true, []string{"completed"}}, heldIn{false, []string{"cancelled", "dead"}})
-	if ui, ok := d.(driver.UniqueInserter); ok {
-		checkInsertUnique(t, tx, ui, id)
-	}
+	checkInsertUnique(t, tx, d.Queue(), id)
 }
 
 // heldIn says whether the unique key holds against an enqueue naming the
@@ -297,7 +295,7 @@ func wantKeyHeld(t *testing.T, tx driver.Tx, id int64, when string, cases ...hel
 // checkInsertUnique: one statement for a new key, where the backend has
 // it: the message and its key together, nothing at all when the key
 // exists. Message id is the queue's one other message, finished.
-func checkInsertUnique(t *testing.T, tx driver.Tx, ui driver.UniqueInserter, id int64) {
+func checkInsertUnique(t *testing.T, tx driver.Tx, ui driver.Queue, id int64) {
 	ctx := testCtx(t)
 	m := driver.NewMessage{Queue: "uq", Payload: []byte("one"), MaxAttempts: 3, UniqueKey: "fresh"}
 	id2, inserted, err := ui.MessageInsertUnique(ctx, m)

@@ -13,17 +13,14 @@ import (
 	"github.com/batonhq/baton/internal/lockcore"
 )
 
-// testRequester holds a backend's one-call slow path (driver.Requester) to
+// testRequester holds a backend's one-call slow path (driver.Locks.LockRequest) to
 // the rule of lockcore.Grants: on random queues of granted, waiting and
 // withdrawn requests (some granted by the fast path, however the backend
 // stores those), a new request is granted exactly when Grants would grant
 // it behind them, is stored as the rule says, and moves the counters and
 // the fence as the engine's own transaction would.
 func testRequester(t *testing.T, d driver.Driver) {
-	rq, ok := d.(driver.Requester)
-	if !ok {
-		t.Skipf("%s takes the slow path in the engine's transaction", d.Name())
-	}
+	rq := d.Locks()
 	for _, s := range ruleSessions {
 		newSession(t, d, s, "C"+s, hour)
 	}
@@ -124,7 +121,7 @@ func identSnapshot(t *testing.T, d driver.Driver, id driver.Ident) (state driver
 // checkRequestRule makes a random request on id's queue and holds the
 // outcome to lockcore.Grants: refused when it must wait and may not, else
 // granted exactly when the rule says, stored, and counted on the lock row.
-func checkRequestRule(t *testing.T, d driver.Driver, rq driver.Requester, round string, id driver.Ident, s string, mode driver.LockMode, tryOnce bool) {
+func checkRequestRule(t *testing.T, d driver.Driver, rq driver.Locks, round string, id driver.Ident, s string, mode driver.LockMode, tryOnce bool) {
 	ctx := testCtx(t)
 	state, before := identSnapshot(t, d, id)
 	candidate := driver.Request{ID: math.MaxInt64, SessionID: s, ClientID: "C" + s, Ident: id, Mode: mode, Status: driver.StatusPending}
@@ -135,6 +132,9 @@ func checkRequestRule(t *testing.T, d driver.Driver, rq driver.Requester, round 
 	covered := len(before)%2 == 0
 	r, err := rq.LockRequest(ctx, driver.RequestParams{SessionID: s, ClientID: "C" + s, Ident: id, Mode: mode, CallID: 5, TryOnce: tryOnce,
 		Covered: covered})
+	if errors.Is(err, driver.ErrRequestInTx) {
+		t.Skipf("%s takes the slow path in the engine's transaction", d.Name())
+	}
 	after, lerr := d.NoTx().LockRequestList(ctx, []driver.Ident{id})
 	must(t, lerr)
 	if !want && tryOnce {
@@ -177,7 +177,7 @@ func checkRowAfter(t *testing.T, d driver.Driver, round string, before driver.Id
 // and the lock row counting them. A backend may hand on in the release
 // itself (PostgreSQL's statement, MySQL's transaction), which this holds
 // to the same rule; one whose release runs in a transaction of the
-// engine's (driver.TxReleaser, SQLite) is held to it that way in every
+// engine's (driver.Locks.ReleasesInTx, SQLite) is held to it that way in every
 // other round.
 func testReleaseRule(t *testing.T, d driver.Driver) {
 	for _, s := range ruleSessions {
@@ -210,7 +210,7 @@ func testReleaseRule(t *testing.T, d driver.Driver) {
 
 // checkHandOn releases session s's instances of id and checks the
 // hand-off (testReleaseRule); false when s held none (nothing checked).
-// With inOneTx a driver.TxReleaser releases and hands on in one
+// With inOneTx a backend that ReleasesInTx releases and hands on in one
 // transaction.
 func checkHandOn(t *testing.T, d driver.Driver, round string, id driver.Ident, s string, inOneTx bool) bool {
 	state, before := identSnapshot(t, d, id)
@@ -220,7 +220,7 @@ func checkHandOn(t *testing.T, d driver.Driver, round string, id driver.Ident, s
 	}
 	rest := slices.DeleteFunc(slices.Clone(before), mine)
 	want := lockcore.Grants(rest)
-	if tr, ok := d.(driver.TxReleaser); ok && inOneTx {
+	if tr := d.Locks(); tr.ReleasesInTx() && inOneTx {
 		// The release and the hand-off in one transaction, as the engine
 		// does once it found the identifier contended.
 		inTx(t, d, func(tx driver.Tx) {
@@ -231,7 +231,7 @@ func checkHandOn(t *testing.T, d driver.Driver, round string, id driver.Ident, s
 			}
 		})
 	} else if _, waiting := fastRelease(t, d, s, id.Name); len(waiting) > 0 {
-		if handled, err := d.LockRegrant(testCtx(t), waiting); err != nil || !handled {
+		if handled, err := d.Locks().LockRegrant(testCtx(t), waiting); err != nil || !handled {
 			must(t, err)
 			regrantInTx(t, d, waiting)
 		}
@@ -266,7 +266,7 @@ func checkRuleAfter(t *testing.T, d driver.Driver, round, what string, id driver
 }
 
 // testRemoveRule holds a backend's withdrawal in one call
-// (driver.RequestRemover) to the rule: on random queues of two
+// (driver.Locks.RemovesInOneCall) to the rule: on random queues of two
 // identifiers (some holders granted by the fast path, however the backend
 // stores those), a random set of requests of both, whatever their status,
 // is deleted in one call (with a request gone already); in every other
@@ -277,8 +277,8 @@ func checkRuleAfter(t *testing.T, d driver.Driver, round, what string, id driver
 // other requests there, the waiters lockcore.Grants grants behind them
 // granted with rising tokens, the lock row counting them.
 func testRemoveRule(t *testing.T, d driver.Driver) {
-	rr, ok := d.(driver.RequestRemover)
-	if !ok {
+	rr := d.Locks()
+	if !rr.RemovesInOneCall() {
 		t.Skipf("%s withdraws requests in the engine's transaction", d.Name())
 	}
 	for _, s := range ruleSessions {
@@ -299,7 +299,7 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 				// Granted or refused, as the queue has it.
 				p := fastParams(caller, "C"+caller, id, ruleModes[rnd.IntN(2)])
 				p.CallID = call
-				_, _, err := d.LockFastAcquire(testCtx(t), p)
+				_, _, err := d.Locks().LockFastAcquire(testCtx(t), p)
 				must(t, err)
 			}
 			if byCall && rnd.IntN(2) == 0 {
@@ -353,8 +353,8 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 // withdrawal that looked for the call's requests before it had the rows'
 // locks would find only the fast holder and leave the grant behind.
 func testSettleCall(t *testing.T, d driver.Driver) {
-	rr, ok := d.(driver.RequestRemover)
-	if !ok {
+	rr := d.Locks()
+	if !rr.RemovesInOneCall() {
 		t.Skipf("%s withdraws requests in the engine's transaction", d.Name())
 	}
 	newSession(t, d, "s1", "Cs1", hour)

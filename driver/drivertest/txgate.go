@@ -45,10 +45,7 @@ func gate(t *testing.T, tl driver.TxLocker, ct driver.CallerTx, id driver.Ident,
 // its mode until the transaction ends, the identifier marked gated, listed
 // by TxHolds), and a session's instance refusing it.
 func testTxGate(t *testing.T, d driver.Driver) {
-	tl, ok := d.(driver.TxLocker)
-	if !ok {
-		t.Skip("no transaction-scoped locks")
-	}
+	tl := d.Locks()
 	id := driver.Ident{Kind: driver.KindService, NS: "tx", Name: "g"}
 	for _, mode := range []driver.LockMode{driver.ModeWrite, driver.ModeRead} {
 		tx, ct := callerTx(t, d)
@@ -63,8 +60,8 @@ func testTxGate(t *testing.T, d driver.Driver) {
 }
 
 // checkGatedFound: the poll of waiting requests finds the gated names
-// among theirs, by TxGatedAmong and, where the driver has it, with the
-// requests' statuses (GatedStatuses).
+// among theirs, by TxGatedAmong and with the requests' statuses
+// (LockRequestStatusesGated).
 func checkGatedFound(t *testing.T, d driver.Driver, tl driver.TxLocker) {
 	if tl.TxGateSerial() {
 		return // no session waits while a transaction holds a gate
@@ -82,11 +79,7 @@ func checkGatedFound(t *testing.T, d driver.Driver, tl driver.TxLocker) {
 		got, err := tl.TxGatedAmong(testCtx(t), []driver.Ident{gated, free})
 		must(t, err)
 		failIf(t, !sameIdents(got, want), "TxGatedAmong %s: %v, want %v", when, got, want)
-		gs, ok := d.(driver.GatedStatuses)
-		if !ok {
-			return
-		}
-		st, got, err := gs.LockRequestStatusesGated(testCtx(t), ids)
+		st, got, err := d.Locks().LockRequestStatusesGated(testCtx(t), ids)
 		must(t, err)
 		failIf(t, len(st) != 2 || st[ids[0]].Status != driver.StatusPending || st[ids[1]].Ident != free,
 			"LockRequestStatusesGated %s: statuses %+v, want both pending requests", when, st)

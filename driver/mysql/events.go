@@ -153,3 +153,12 @@ var baseRules = map[string]valueRule{
 }
 
 var geoJSON = valueRule{"ST_AsGeoJSON({v})", "j"}
+
+var _ driver.Events = (*Driver)(nil)
+
+// Events implements driver.Driver: the driver itself.
+func (d *Driver) Events() driver.Events { return d }
+
+// RefreshesInPlace implements driver.Events: MariaDB replaces a trigger
+// in place (CREATE OR REPLACE TRIGGER); MySQL cannot.
+func (d *Driver) RefreshesInPlace() bool { return d.mariadb }

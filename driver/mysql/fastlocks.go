@@ -27,11 +27,6 @@ import (
 // lock) takes an identifier over with adopt, and the upkeep hands idle
 // ones back (demoteIdle).
 
-var (
-	_ driver.Incarnations = (*Driver)(nil)
-	_ driver.ManyAcquirer = (*Driver)(nil)
-)
-
 // querier is what *sql.Tx and *sql.Conn have in common.
 type querier interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
@@ -133,7 +128,7 @@ func (d *Driver) acquireShared(ctx context.Context, p driver.FastAcquireParams) 
 	return r, true, nil
 }
 
-// LockRequest implements driver.Requester: {p}request
+// LockRequest implements driver.Locks: {p}request
 // adopts a fast holder, decides and stores the request in one call.
 func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	return d.request(ctx, p, nil)
@@ -175,7 +170,7 @@ func (d *Driver) request(ctx context.Context, p driver.RequestParams, inc any) (
 	return r, nil
 }
 
-// LockFastAcquireMany implements driver.ManyAcquirer: fast_acquire for
+// LockFastAcquireMany implements driver.Locks: fast_acquire for
 // every name in one statement, then the grants read back. When only some
 // were granted they are withdrawn; one the slow path took over meanwhile
 // cannot be, and the engine is told so (driver.ErrPartialGrant).
@@ -472,13 +467,7 @@ func (d *Driver) afterCall(ctx context.Context, out releaseOutcome) {
 	}
 }
 
-// AdoptsHolders implements driver.HolderAdopter: the slow path adopts a
-// fast holder into InnoDB, and a release with a limit clears the fast
-// row's session of an adopted holder (release_instances), so that a
-// fast release would no longer find its way to the instance.
-func (d *Driver) AdoptsHolders() {}
-
-// LockRequestsRemove implements driver.RequestRemover with one call of
+// LockRequestsRemove implements driver.Locks with one call of
 // {p}remove_requests (the identifiers' rows locked in
 // order, their fast holders adopted, the requests deleted and each
 // identifier handed on, committed by the call; removeCall says what
@@ -525,7 +514,7 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 	return d.removeCall(ctx, "regrant_call", string(arg))
 }
 
-// LockCallWithdraw implements driver.RequestRemover with one call of
+// LockCallWithdraw implements driver.Locks with one call of
 // {p}withdraw_call, which finds the call's requests and
 // fast holders itself and withdraws them as {p}remove_requests does, or
 // with settle of {p}settle_call (each row locked and its
@@ -882,7 +871,7 @@ func (d *Driver) purgeIdle(ctx context.Context, t *sqlbase.Tx) (n int, err error
 	return n, nil
 }
 
-// Incarnation implements driver.Incarnations: a server restart empties
+// Incarnation implements driver.Sessions: a server restart empties
 // the MEMORY lock state, while holders of the lost state may still count
 // themselves holders until their leases run out. The first session after
 // it starts the new incarnation (newIncarnation).

@@ -865,10 +865,6 @@ func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 	return nil
 }
 
-// StatementsInServer implements driver.ServerStatements: the engine runs
-// the statements that change the lock state to their end.
-func (d *Driver) StatementsInServer() {}
-
 // tooManyConnections reports a connection the server refused for lack of
 // slots: ER_CON_COUNT_ERROR (1040, max_connections) or
 // ER_TOO_MANY_USER_CONNECTIONS (1203, max_user_connections).
@@ -892,3 +888,7 @@ func (d *Driver) LimitConns(n int) {
 	d.SQL.SetMaxIdleConns(n)
 	d.lines.Max = int32(min(n-1, maxLines))
 }
+
+// Embedded implements driver.Driver: the statements run in the server:
+// the engine runs those that change the lock state to their end.
+func (d *Driver) Embedded() bool { return false }

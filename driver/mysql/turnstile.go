@@ -20,8 +20,6 @@ import (
 // fast path's (lock_fast), granted after the turnstile by the same rule.
 
 // LockTurnstileWaiting comes from the embedded sqlbase.DB (lock_waits).
-var _ driver.Turnstiles = (*Driver)(nil)
-
 // maxLines bounds the lines open at once in one driver: past it, sessions
 // wait through the table.
 const maxLines = 64
@@ -80,7 +78,7 @@ func lineTurnstile(held map[driver.Ident]bool, scope driver.Ident) (driver.Ident
 	return one, n == 1
 }
 
-// LockTurnstileAcquire implements driver.Turnstiles: the turnstile
+// LockTurnstileAcquire implements driver.Locks: the turnstile
 // (taken at once when free, else waited for) and then the fast path's
 // grant, in one call on the line ({p}turnstile_acquire).
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
@@ -133,12 +131,12 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	return r, ok, waited, true, nil
 }
 
-// LockTurnstileDrop implements driver.Turnstiles.
+// LockTurnstileDrop implements driver.Locks.
 func (d *Driver) LockTurnstileDrop(ctx context.Context, sessionID string, id driver.Ident) {
 	d.letGo(ctx, sessionID, id)
 }
 
-// LockTurnstileEnd implements driver.Turnstiles.
+// LockTurnstileEnd implements driver.Locks.
 func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 
 // letGo releases the session's turnstiles in scope (its Name empty: the
@@ -161,7 +159,7 @@ func (d *Driver) letGo(ctx context.Context, sessionID string, scope driver.Ident
 	}
 }
 
-// LockTurnstileHeld implements driver.Turnstiles.
+// LockTurnstileHeld implements driver.Locks.
 func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 	return d.lines.Holds(sessionID, scope)
 }

@@ -14,11 +14,6 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
-var (
-	_ driver.TxLocker      = (*Driver)(nil)
-	_ driver.GatedStatuses = (*Driver)(nil)
-)
-
 // errLockNowait is MySQL 8's answer to a NOWAIT locking read that would
 // wait (MariaDB answers errLockWaitTimeout).
 const errLockNowait = 3572
@@ -26,13 +21,13 @@ const errLockNowait = 3572
 // maxLockWait is innodb_lock_wait_timeout's largest value, in seconds.
 const maxLockWait = 1073741824
 
-// TxGateChecks implements driver.TxLocker: never: a read in the caller's
+// TxGateChecks implements driver.Locks: never: a read in the caller's
 // transaction may see an old snapshot. The engine readies the identifier
 // (TxPrepare) before every gate: a locking read of a missing gate row
 // would take a gap lock that the row's insertion then waits for.
 func (d *Driver) TxGateChecks() bool { return false }
 
-// TxGateSerial implements driver.TxLocker: the gates are row locks of
+// TxGateSerial implements driver.Locks: the gates are row locks of
 // {p}lock_gates; other writers go on.
 func (d *Driver) TxGateSerial() bool { return false }
 
@@ -51,7 +46,7 @@ func (d *Driver) gateQuery(mode driver.LockMode, nowait bool) string {
 	return "SELECT 1 FROM " + d.prefix + "lock_gates WHERE kind = ? AND ns = ? AND name = ?" + lock
 }
 
-// TxPrepare implements driver.TxLocker: the identifier's row gated, then
+// TxPrepare implements driver.Locks: the identifier's row gated, then
 // the gate row (created before any transaction locks it), once per
 // identifier and driver: both stay.
 func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
@@ -103,7 +98,7 @@ func (d *Driver) prepareGate(ctx context.Context, id driver.Ident) error {
 	return nil
 }
 
-// TxGate implements driver.TxLocker: the gate row locked by the caller's
+// TxGate implements driver.Locks: the gate row locked by the caller's
 // transaction, waiting under innodb_lock_wait_timeout (whole seconds) and
 // restoring it. The engine checks the sessions (a read in the caller's
 // transaction could see an old snapshot).
@@ -175,7 +170,7 @@ var gateErrs = map[uint16]error{
 	errLockDeadlock:    driver.ErrGateDeadlock,
 }
 
-// TxGateHeld implements driver.TxLocker: NOWAIT locking reads of the gate
+// TxGateHeld implements driver.Locks: NOWAIT locking reads of the gate
 // row in tx, exclusive first, whose lock stays until tx ends (a
 // transaction that takes the gate after sees the grant tx makes).
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (driver.LockMode, error) {
@@ -211,17 +206,17 @@ func (d *Driver) gateBusy(ctx context.Context, t *sql.Tx, mode driver.LockMode, 
 	return false, err
 }
 
-// LockRequestStatusesGated implements driver.GatedStatuses.
+// LockRequestStatusesGated implements driver.Locks.
 func (d *Driver) LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
 	return sqlbase.StatusesGated(ctx, d.DB, ids)
 }
 
-// TxGatedAmong implements driver.TxLocker.
+// TxGatedAmong implements driver.Locks.
 func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
 	return sqlbase.GatedAmong(ctx, d.DB, ids)
 }
 
-// TxHoldCaller implements driver.TxLocker: the hold is a row the
+// TxHoldCaller implements driver.Locks: the hold is a row the
 // caller's transaction inserts, seen by TxHolds while the transaction
 // runs, and removed by the rollback or, once committed, by TxHolds or a
 // later TxPrepare (at most once a second).
@@ -268,7 +263,7 @@ func (d *Driver) endedHolds(ctx context.Context) (map[int64]bool, error) {
 	return out, nil
 }
 
-// TxHolds implements driver.TxLocker: the rows read uncommitted, less the
+// TxHolds implements driver.Locks: the rows read uncommitted, less the
 // committed ones (read afterwards, so a transaction that ends in between
 // is left out), are the holds of running transactions.
 func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {

@@ -62,3 +62,12 @@ func describe(ctx context.Context, t *sqlbase.Tx, table string) (driver.TableInf
 		ORDER BY array_position(i.indkey::int2[], a.attnum)`, quoted(info.Name))
 	return info, err == nil, err
 }
+
+var _ driver.Events = (*Driver)(nil)
+
+// Events implements driver.Driver: the driver itself.
+func (d *Driver) Events() driver.Events { return d }
+
+// RefreshesInPlace implements driver.Events: the triggers are replaced
+// in the transaction.
+func (d *Driver) RefreshesInPlace() bool { return true }

@@ -511,7 +511,7 @@ func stale(want int64, inc *int64) bool {
 	return want != 0 && (inc == nil || *inc != want)
 }
 
-// LockFastAcquireMany implements driver.ManyAcquirer, in one statement
+// LockFastAcquireMany implements driver.Locks, in one statement
 // when every name is free: fast_acquire_many_existing when the driver has
 // seen every name's row, else fast_acquire_many_free (also after the
 // former found a row missing or lost a race); {p}fast_acquire_many for
@@ -608,7 +608,7 @@ func scanGrants(rows pgx.Rows, p driver.FastAcquireParams, n int) (map[string]dr
 	return byName, restarted, nil
 }
 
-// LockRequest implements driver.Requester with the {p}request function:
+// LockRequest implements driver.Locks with the {p}request function:
 // one round trip instead of a transaction of seven.
 func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
@@ -627,7 +627,7 @@ func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (drive
 	return r, nil
 }
 
-// Incarnation implements driver.Incarnations: crash recovery empties the
+// Incarnation implements driver.Sessions: crash recovery empties the
 // UNLOGGED lock tables while holders of the lost state may still count
 // themselves holders until their leases run out.
 func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, time.Duration, error) {
@@ -775,7 +775,7 @@ func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, err
 	return true, nil
 }
 
-// LockRequestsRemove implements driver.RequestRemover with one call of
+// LockRequestsRemove implements driver.Locks with one call of
 // {p}remove_requests (the identifiers' rows locked in
 // order, the requests deleted, each identifier handed on by
 // {p}regrant_grants, which sees transactions' gates itself), its grants
@@ -802,7 +802,7 @@ func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (b
 	return true, nil
 }
 
-// LockCallWithdraw implements driver.RequestRemover with one call of
+// LockCallWithdraw implements driver.Locks with one call of
 // {p}withdraw_call, or with settle of {p}settle_call
 // (the rows locked first), its grants handed to clients
 // in this process at once.
@@ -1304,6 +1304,6 @@ func (d *Driver) SetStatementTimeout(t time.Duration) {
 	}
 }
 
-// StatementsInServer implements driver.ServerStatements: the engine runs
-// the statements that change the lock state to their end.
-func (d *Driver) StatementsInServer() {}
+// Embedded implements driver.Driver: the statements run in the server:
+// the engine runs those that change the lock state to their end.
+func (d *Driver) Embedded() bool { return false }

@@ -21,8 +21,6 @@ import (
 // holds it.
 
 // LockTurnstileWaiting comes from the embedded sqlbase.DB (lock_waits).
-var _ driver.Turnstiles = (*Driver)(nil)
-
 // maxLines bounds the lines open at once in one driver: past it, sessions
 // wait through the table, as behind a pooler.
 const maxLines = 64
@@ -61,7 +59,7 @@ func (d *Driver) turnstileKey(id driver.Ident) int32 {
 	return TurnstileKey(d.prefix, id)
 }
 
-// LockTurnstileAcquire implements driver.Turnstiles.
+// LockTurnstileAcquire implements driver.Locks.
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
 	if d.noDirect() {
 		return driver.Request{}, false, false, false, nil
@@ -113,7 +111,7 @@ func lockTimedOut(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
-// LockTurnstileDrop implements driver.Turnstiles.
+// LockTurnstileDrop implements driver.Locks.
 func (d *Driver) LockTurnstileDrop(ctx context.Context, sessionID string, id driver.Ident) {
 	l := d.lines.Find(sessionID)
 	if l == nil {
@@ -126,12 +124,12 @@ func (d *Driver) LockTurnstileDrop(ctx context.Context, sessionID string, id dri
 	}
 }
 
-// LockTurnstileHeld implements driver.Turnstiles.
+// LockTurnstileHeld implements driver.Locks.
 func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 	return d.lines.Holds(sessionID, scope)
 }
 
-// LockTurnstileEnd implements driver.Turnstiles.
+// LockTurnstileEnd implements driver.Locks.
 func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 
 // sendOnLine runs b on the line, its first statement's rows read by first

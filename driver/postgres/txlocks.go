@@ -10,19 +10,14 @@ import (
 	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
-var (
-	_ driver.TxLocker      = (*Driver)(nil)
-	_ driver.GatedStatuses = (*Driver)(nil)
-)
-
-// TxGateChecks implements driver.TxLocker: in READ COMMITTED.
+// TxGateChecks implements driver.Locks: in READ COMMITTED.
 func (d *Driver) TxGateChecks() bool { return true }
 
-// TxGateSerial implements driver.TxLocker: PostgreSQL's gates are
+// TxGateSerial implements driver.Locks: PostgreSQL's gates are
 // transaction-level advisory locks; other writers go on.
 func (d *Driver) TxGateSerial() bool { return false }
 
-// TxPrepare implements driver.TxLocker: the identifier's row, gated.
+// TxPrepare implements driver.Locks: the identifier's row, gated.
 func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 	if _, err := d.ExecNamed(ctx, nil, "tx_prepare", id.Kind, []byte(id.NS), []byte(id.Name)); err != nil {
 		return fmt.Errorf("tx_prepare: %w", err)
@@ -30,7 +25,7 @@ func (d *Driver) TxPrepare(ctx context.Context, id driver.Ident) error {
 	return nil
 }
 
-// TxGate implements driver.TxLocker with {p}tx_gate: one
+// TxGate implements driver.Locks with {p}tx_gate: one
 // call, which waits under lock_timeout, checks the sessions in READ
 // COMMITTED and never aborts the caller's transaction.
 func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident, mode driver.LockMode, wait time.Duration, check bool) (bool, error) {
@@ -67,7 +62,7 @@ var gateAnswers = map[string]struct {
 	"deadlock":  {false, driver.ErrGateDeadlock},
 }
 
-// TxGateHeld implements driver.TxLocker: {p}gate_held's probe is a
+// TxGateHeld implements driver.Locks: {p}gate_held's probe is a
 // transaction-level lock of tx.
 func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) (driver.LockMode, error) {
 	var mode driver.LockMode
@@ -78,20 +73,20 @@ func (d *Driver) TxGateHeld(ctx context.Context, tx driver.Tx, id driver.Ident) 
 	return mode, nil
 }
 
-// LockRequestStatusesGated implements driver.GatedStatuses.
+// LockRequestStatusesGated implements driver.Locks.
 func (d *Driver) LockRequestStatusesGated(ctx context.Context, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
 	return sqlbase.StatusesGated(ctx, d.DB, ids)
 }
 
-// TxGatedAmong implements driver.TxLocker.
+// TxGatedAmong implements driver.Locks.
 func (d *Driver) TxGatedAmong(ctx context.Context, ids []driver.Ident) ([]driver.Ident, error) {
 	return sqlbase.GatedAmong(ctx, d.DB, ids)
 }
 
-// TxHoldCaller implements driver.TxLocker: pg_locks lists the gates.
+// TxHoldCaller implements driver.Locks: pg_locks lists the gates.
 func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) error { return nil }
 
-// TxHolds implements driver.TxLocker from pg_locks.
+// TxHolds implements driver.Locks from pg_locks.
 func (d *Driver) TxHolds(ctx context.Context) ([]driver.LockInfo, error) {
 	rows, err := d.QueryNamed(ctx, nil, "tx_holds")
 	if err != nil {

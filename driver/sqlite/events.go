@@ -104,3 +104,12 @@ func kind(declared string) string {
 	}
 	return ""
 }
+
+var _ driver.Events = (*Driver)(nil)
+
+// Events implements driver.Driver: the driver itself.
+func (d *Driver) Events() driver.Events { return d }
+
+// RefreshesInPlace implements driver.Events: the triggers are replaced
+// in a transaction.
+func (d *Driver) RefreshesInPlace() bool { return true }

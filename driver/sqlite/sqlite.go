@@ -854,7 +854,7 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	return d.release(ctx, nil, p)
 }
 
-// LockReleaseTx implements driver.TxReleaser: the same statements in the
+// LockReleaseTx implements driver.Locks: the same statements in the
 // engine's transaction.
 func (d *Driver) LockReleaseTx(ctx context.Context, tx driver.Tx, p driver.FastReleaseParams) (int, []driver.Ident, error) {
 	t, ok := tx.(*sqlbase.Tx)
@@ -1090,3 +1090,6 @@ func scanReleased(rows *sql.Rows) (int, []driver.Ident, int64, error) {
 	}
 	return n, waiting, inline, nil
 }
+
+// Embedded implements driver.Driver: the database runs in the process.
+func (d *Driver) Embedded() bool { return true }

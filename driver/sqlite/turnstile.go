@@ -21,8 +21,6 @@ import (
 // behind it waits at most the bound the engine gives, and the lock is
 // still granted by the fast path's rule.
 
-var _ driver.Turnstiles = (*Driver)(nil)
-
 // turnstileKey is a turnstile: the table prefix and the identifier (one
 // file may hold several prefixes' tables).
 type turnstileKey struct {
@@ -124,7 +122,7 @@ func (d *Driver) turnstileKey(id driver.Ident) turnstileKey {
 	return turnstileKey{prefix: d.prefix, id: id}
 }
 
-// LockTurnstileAcquire implements driver.Turnstiles: the turnstile (taken
+// LockTurnstileAcquire implements driver.Locks: the turnstile (taken
 // at once when free, else waited for), then the fast path's grant.
 func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireParams, wait time.Duration) (driver.Request, bool, bool, bool, error) {
 	l, wait := d.lines.Claim(ctx, p, wait)
@@ -147,15 +145,15 @@ func (d *Driver) LockTurnstileAcquire(ctx context.Context, p driver.FastAcquireP
 	return r, ok, waited, true, nil
 }
 
-// LockTurnstileDrop implements driver.Turnstiles.
+// LockTurnstileDrop implements driver.Locks.
 func (d *Driver) LockTurnstileDrop(_ context.Context, sessionID string, id driver.Ident) {
 	d.letGo(sessionID, id)
 }
 
-// LockTurnstileEnd implements driver.Turnstiles.
+// LockTurnstileEnd implements driver.Locks.
 func (d *Driver) LockTurnstileEnd(sessionID string) { d.lines.End(sessionID) }
 
-// LockTurnstileHeld implements driver.Turnstiles.
+// LockTurnstileHeld implements driver.Locks.
 func (d *Driver) LockTurnstileHeld(sessionID string, scope driver.Ident) bool {
 	return d.lines.Holds(sessionID, scope)
 }

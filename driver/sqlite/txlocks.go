@@ -11,12 +11,10 @@ import (
 	"modernc.org/sqlite"
 )
 
-var _ driver.TxLocker = (*Driver)(nil)
-
-// TxGateChecks implements driver.TxLocker: always: the transaction holding the write lock sees the latest state.
+// TxGateChecks implements driver.Locks: always: the transaction holding the write lock sees the latest state.
 func (d *Driver) TxGateChecks() bool { return true }
 
-// TxGateSerial implements driver.TxLocker: on SQLite a transaction's gate
+// TxGateSerial implements driver.Locks: on SQLite a transaction's gate
 // is the database's write lock, which excludes every other writer (and
 // every session's grant) until the transaction ends; nobody else can see
 // inside it, so no identifier is gated and nothing is recorded.
@@ -26,7 +24,7 @@ func (d *Driver) TxGateSerial() bool { return true }
 // snapshot older than the database; it can never write.
 const sqliteBusySnapshot = 517
 
-// TxGate implements driver.TxLocker: a write in the caller's transaction
+// TxGate implements driver.Locks: a write in the caller's transaction
 // takes the write lock (see takeWriteLock); then, in the same
 // transaction, which now sees the latest state, the sessions' instances
 // (always: no session could release while the transaction holds it).
@@ -44,7 +42,7 @@ func (d *Driver) TxGate(ctx context.Context, tx driver.CallerTx, id driver.Ident
 	return true, nil
 }
 
-// TxPrepare implements driver.TxLocker: nothing to ready.
+// TxPrepare implements driver.Locks: nothing to ready.
 func (d *Driver) TxPrepare(context.Context, driver.Ident) error { return nil }
 
 // takeWriteLock writes in the caller's transaction, again while another
@@ -83,18 +81,18 @@ func (d *Driver) writeLockErr(err error) error {
 	return errBusy
 }
 
-// TxGateHeld implements driver.TxLocker: never gated.
+// TxGateHeld implements driver.Locks: never gated.
 func (d *Driver) TxGateHeld(context.Context, driver.Tx, driver.Ident) (driver.LockMode, error) {
 	return "", nil
 }
 
-// TxGatedAmong implements driver.TxLocker: never gated.
+// TxGatedAmong implements driver.Locks: never gated.
 func (d *Driver) TxGatedAmong(context.Context, []driver.Ident) ([]driver.Ident, error) {
 	return nil, nil
 }
 
-// TxHoldCaller implements driver.TxLocker: nothing is recorded.
+// TxHoldCaller implements driver.Locks: nothing is recorded.
 func (d *Driver) TxHoldCaller(context.Context, driver.CallerTx, driver.TxHold) error { return nil }
 
-// TxHolds implements driver.TxLocker: nothing is recorded.
+// TxHolds implements driver.Locks: nothing is recorded.
 func (d *Driver) TxHolds(context.Context) ([]driver.LockInfo, error) { return nil, nil }

@@ -34,7 +34,7 @@ type Session struct {
 
 	// Incarnation is the lock state's incarnation the session began in,
 	// and Lockable the local moment before which it may not be granted a
-	// lock (see driver.Incarnations); zero where the backend keeps lock
+	// lock (see driver.Sessions.Incarnation); zero where the backend keeps lock
 	// state through crashes.
 	Incarnation int64
 	Lockable    time.Time

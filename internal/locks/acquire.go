@@ -182,18 +182,17 @@ func manyNames(ids []driver.Ident) (names []string, ok bool) {
 }
 
 // acquireMany takes several free names of one namespace in one round trip
-// where the backend can (driver.ManyAcquirer); ok false sends the call
+// where the backend can (driver.Locks.AcquiresMany); ok false sends the call
 // down the name-by-name path (nothing was taken).
 func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode driver.LockMode) ([]driver.Request, bool, error) {
-	ma, can := l.drv.(driver.ManyAcquirer)
 	names, one := manyNames(ids)
-	if !can || !one {
+	if !l.many || !one {
 		return nil, false, nil
 	}
 	s.Rows.Begin(ids...)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	rs, ok, err := ma.LockFastAcquireMany(sctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
+	rs, ok, err := l.lk.LockFastAcquireMany(sctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
 		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.Incarnation}, names)
 	// On an error, rows may have been stored all the same.
 	stored := err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline })
@@ -276,7 +275,7 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 }
 
 // turnstileAcquire is acquireOne's attempt on a contended write lock
-// through its turnstile, where the backend has them (driver.Turnstiles):
+// through its turnstile (driver.Turnstiles):
 // it waits up to wait in the server for the holder's release (0: a call
 // that tries once takes only a free turnstile), then takes the lock if it
 // is free. ok false: the table decides (the
@@ -284,10 +283,6 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 // there: the contenders after it wait in the server). A grant made
 // without waiting counts towards forgetting the contention hint.
 func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, wait time.Duration) (r driver.Request, ok, usable bool, err error) {
-	ts, can := l.drv.(driver.Turnstiles)
-	if !can {
-		return driver.Request{}, false, false, nil
-	}
 	// The wait ends a millisecond before the call does; the statement
 	// runs to its end (statement).
 	if dl, ok := ctx.Deadline(); ok {
@@ -296,7 +291,7 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	l.contentionSteps.Add(1)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	r, ok, waited, usable, err := ts.LockTurnstileAcquire(sctx, driver.FastAcquireParams{
+	r, ok, waited, usable, err := l.lk.LockTurnstileAcquire(sctx, driver.FastAcquireParams{
 		SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call, Incarnation: s.Incarnation},
 		wait)
 	switch {
@@ -316,8 +311,8 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	return r, ok, true, nil
 }
 
-// turnstileWaits is acquireOne's wait behind the identifier's turnstile,
-// where the backend has them: turnstileWait at first (nothing, for a call
+// turnstileWaits is acquireOne's wait behind the identifier's turnstile:
+// turnstileWait at first (nothing, for a call
 // that tries once); then, while the call may wait on (mayWaitOn: its
 // session holds nothing and makes no other call, so no cycle can pass
 // through its wait), on in slices of turnstileSlice until it gets the
@@ -331,7 +326,6 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 	if tryOnce {
 		wait = 0
 	}
-	ts, _ := l.drv.(driver.Turnstiles)
 	began := time.Now()
 	p := driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call}
 	marked := false
@@ -361,7 +355,7 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 			// with the rest.
 			marked = true
 			sctx, cancel := l.statement(ctx)
-			err := ts.LockTurnstileWaiting(sctx, p, true)
+			err := l.lk.LockTurnstileWaiting(sctx, p, true)
 			cancel()
 			if err != nil {
 				return driver.Request{}, false, true, nil // the table decides, and shows the wait
@@ -390,7 +384,7 @@ func (l *Service) SetTurnstileOn(d time.Duration) { l.turnstileOn.Store(int64(d)
 func (l *Service) unlist(ctx context.Context, p driver.FastAcquireParams) {
 	mctx, cancel := l.cleanup(ctx)
 	defer cancel()
-	l.cfg.Log("forget a wait behind a turnstile", l.drv.(driver.Turnstiles).LockTurnstileWaiting(mctx, p, false))
+	l.cfg.Log("forget a wait behind a turnstile", l.lk.LockTurnstileWaiting(mctx, p, false))
 }
 
 // unlistLater is unlist on a goroutine of its own, for a granted call
@@ -418,29 +412,23 @@ func (l *Service) mayWaitOn(ctx context.Context, s *lease.Session) bool {
 }
 
 // dropTurnstile lets the session's turnstile on id go after a failed
-// call, where the backend has turnstiles.
+// call.
 func (l *Service) dropTurnstile(s *lease.Session, id driver.Ident) {
-	if ts, can := l.drv.(driver.Turnstiles); can {
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
-		defer cancel()
-		ts.LockTurnstileDrop(ctx, s.ID(), id)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+	defer cancel()
+	l.lk.LockTurnstileDrop(ctx, s.ID(), id)
 }
 
-// turnstileHeld reports whether the session holds a turnstile in scope,
-// where the backend has them: its release is then the backend's
+// turnstileHeld reports whether the session holds a turnstile in scope:
+// its release is then the backend's
 // LockFastRelease, which lets them go.
 func (l *Service) turnstileHeld(s *lease.Session, scope driver.Ident) bool {
-	ts, can := l.drv.(driver.Turnstiles)
-	return can && ts.LockTurnstileHeld(s.ID(), scope)
+	return l.lk.LockTurnstileHeld(s.ID(), scope)
 }
 
-// SessionEnded closes the session's line for turnstiles, where the
-// backend has them.
+// SessionEnded closes the session's line for turnstiles.
 func (l *Service) SessionEnded(id string) {
-	if ts, can := l.drv.(driver.Turnstiles); can {
-		ts.LockTurnstileEnd(id)
-	}
+	l.lk.LockTurnstileEnd(id)
 }
 
 // fastAcquire is acquireOne's fast attempt; ok is false when the slow
@@ -453,7 +441,7 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	err := l.retrying(ctx, func() (err error) {
-		r, ok, err = l.drv.LockFastAcquire(sctx, driver.FastAcquireParams{
+		r, ok, err = l.lk.LockFastAcquire(sctx, driver.FastAcquireParams{
 			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
 		return err
 	})
@@ -476,7 +464,7 @@ func (l *Service) conflictHeld(ctx context.Context, s *lease.Session, id driver.
 	l.contentionSteps.Add(1)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	held, err := l.drv.LockConflictHeld(sctx, s.ID(), id, mode)
+	held, err := l.lk.LockConflictHeld(sctx, s.ID(), id, mode)
 	return err == nil && held
 }
 
@@ -502,21 +490,18 @@ func (l *Service) heldAgainst(ctx context.Context, s *lease.Session, ids []drive
 }
 
 // requestSlow stores a request decided under the identifier's row lock:
-// in one call where the backend can (driver.Requester), otherwise (or
-// when the call leaves it to the engine) in a transaction of the engine's
-// own (request).
+// in one call where the backend can (driver.Locks.LockRequest), otherwise
+// (ErrRequestInTx: the call leaves it to the engine) in a transaction of
+// the engine's own (request).
 func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, covered bool) (driver.Request, error) {
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	if rq, ok := l.drv.(driver.Requester); ok {
-		req, err := l.requestOne(ctx, sctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
-			CallID: call, TryOnce: tryOnce, Covered: covered})
-		if !errors.Is(err, driver.ErrRequestInTx) {
-			return req, err
-		}
+	req, err := l.requestOne(ctx, sctx, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
+		CallID: call, TryOnce: tryOnce, Covered: covered})
+	if !errors.Is(err, driver.ErrRequestInTx) {
+		return req, err
 	}
-	var req driver.Request
-	err := l.inTxUntil(ctx, sctx, func(tx driver.Tx) error {
+	err = l.inTxUntil(ctx, sctx, func(tx driver.Tx) error {
 		// Anew on each try: a retried transaction starts from scratch.
 		req = driver.Request{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
 			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
@@ -527,10 +512,10 @@ func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64,
 
 // requestOne is requestSlow through the backend's one call, run in sctx
 // (statement) and tried again only while ctx lasts.
-func (l *Service) requestOne(ctx, sctx context.Context, rq driver.Requester, p driver.RequestParams) (driver.Request, error) {
+func (l *Service) requestOne(ctx, sctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	var req driver.Request
 	err := l.retrying(ctx, func() (err error) {
-		req, err = rq.LockRequest(sctx, p)
+		req, err = l.lk.LockRequest(sctx, p)
 		return err
 	})
 	switch {
@@ -693,14 +678,14 @@ func inDoubt(err error) bool {
 }
 
 // withdrawCall withdraws the requests of a call in the backend's one
-// call where it has one (driver.RequestRemover's LockCallWithdraw, told
+// call where it has one (driver.Locks.LockCallWithdraw, told
 // whether a statement of the call may still run: settle): false leaves
 // the withdrawal to undoCall's transaction (the backend has no such
 // call, it left the withdrawal to the engine, or the call failed before
 // its commit).
 func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, settle bool) bool {
-	return l.inOneCall(ctx, "withdraw a lock call in one call", func(sctx context.Context, rr driver.RequestRemover) (bool, error) {
-		return rr.LockCallWithdraw(sctx, s.ID(), call, ids, settle)
+	return l.inOneCall(ctx, "withdraw a lock call in one call", func(sctx context.Context) (bool, error) {
+		return l.lk.LockCallWithdraw(sctx, s.ID(), call, ids, settle)
 	})
 }
 

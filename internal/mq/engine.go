@@ -75,7 +75,7 @@ func (e *Engine) Wake(queue string) {
 		defer e.wg.Done()
 		for again := true; again; again = e.notify.Done(queue) {
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
-			e.notified(e.drv.Notify(ctx, Channel(queue), ""))
+			e.notified(e.drv.Notifier().Notify(ctx, Channel(queue), ""))
 			cancel()
 		}
 	}()
@@ -200,13 +200,10 @@ func (e *Engine) insertOne(ctx context.Context, queue string, rows []driver.NewM
 }
 
 // insertUniqueOne enqueues a single message with a new unique key in one
-// statement where the backend can (driver.UniqueInserter); ok is false
-// when the key exists or the backend cannot, and a transaction decides.
+// statement (driver.Queue.MessageInsertUnique); ok is false when the key
+// exists, and a transaction decides.
 func (e *Engine) insertUniqueOne(ctx context.Context, queue string, row driver.NewMessage) (int64, bool, error) {
-	ui, can := e.drv.(driver.UniqueInserter)
-	if !can {
-		return 0, false, nil
-	}
+	ui := e.drv.Queue()
 	var id int64
 	var ok bool
 	err := txn.Retrying(ctx, e.drv, func() (err error) {

@@ -853,7 +853,7 @@ func (db *DB) CompleteStatements(c driver.Claim, keep bool) []driver.Statement {
 		db.claimsStatement("message_ack_many", c.SessionID, claims)}
 }
 
-// MessageInsertUnique implements driver.UniqueInserter in one statement
+// MessageInsertUnique implements driver.Queue in one statement
 // (message_insert_unique): no row, or id 0, when the key exists and
 // nothing was done.
 func (db *DB) MessageInsertUnique(ctx context.Context, m driver.NewMessage) (int64, bool, error) {

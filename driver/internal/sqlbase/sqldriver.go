@@ -89,7 +89,7 @@ type DB struct {
 	log    atomic.Pointer[slog.Logger]
 }
 
-// SetLogger implements driver.Logging: what the backend logs goes to l.
+// SetLogger implements driver.Driver: what the backend logs goes to l.
 func (db *DB) SetLogger(l *slog.Logger) { db.log.Store(l) }
 
 // Logger is the backend's logger: the client's (SetLogger), else
@@ -667,7 +667,7 @@ func RequestStatuses(ctx context.Context, q Querier, db *DB, ids []int64) (map[i
 	return out, err
 }
 
-// StatusesGated serves driver.GatedStatuses for a dialect whose
+// StatusesGated serves driver.Locks' LockRequestStatusesGated for a dialect whose
 // request_statuses_gated query adds to request_statuses' columns whether
 // the request's identifier is gated.
 func StatusesGated(ctx context.Context, db *DB, ids []int64) (map[int64]driver.Request, []driver.Ident, error) {
@@ -1030,8 +1030,41 @@ func (db *DB) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (i
 	return n, refs, err
 }
 
-// LockRegrant implements driver.Driver: no shortcut by default.
+// LockRegrant implements driver.Locks: no shortcut by default.
 func (db *DB) LockRegrant(context.Context, []driver.Ident) (bool, error) { return false, nil }
+
+// LockFastAcquireMany implements driver.Locks for a backend that does
+// not acquire many names at once (AcquiresMany false): never called.
+func (db *DB) LockFastAcquireMany(context.Context, driver.FastAcquireParams, []string) ([]driver.Request, bool, error) {
+	return nil, false, nil
+}
+
+// LockRequest implements driver.Locks with no one-call slow path: the
+// engine decides in its own transaction.
+func (db *DB) LockRequest(context.Context, driver.RequestParams) (driver.Request, error) {
+	return driver.Request{}, driver.ErrRequestInTx
+}
+
+// LockRequestsRemove implements driver.Locks for a backend that does not
+// withdraw in one call (RemovesInOneCall false): nothing handled.
+func (db *DB) LockRequestsRemove(context.Context, []driver.Request) (bool, error) { return false, nil }
+
+// LockCallWithdraw implements driver.Locks as LockRequestsRemove does.
+func (db *DB) LockCallWithdraw(context.Context, string, int64, []driver.Ident, bool) (bool, error) {
+	return false, nil
+}
+
+// LockReleaseTx implements driver.Locks for a backend that does not
+// release in the engine's transaction (ReleasesInTx false): never called.
+func (db *DB) LockReleaseTx(context.Context, driver.Tx, driver.FastReleaseParams) (int, []driver.Ident, error) {
+	return 0, nil, errors.New("baton/sqlbase: LockReleaseTx of a backend that does not release in a transaction")
+}
+
+// Incarnation implements driver.Sessions for a backend whose lock state
+// survives a crash: 0, and no wait.
+func (db *DB) Incarnation(context.Context, time.Duration) (int64, time.Duration, error) {
+	return 0, 0, nil
+}
 
 // IsRetryable implements driver.Driver.
 func (db *DB) IsRetryable(err error) bool {
@@ -1092,7 +1125,7 @@ func StringArgs(v []string) []any {
 	return out
 }
 
-// GatedAmong implements driver.TxLocker's TxGatedAmong for the backends
+// GatedAmong implements driver.Locks's TxGatedAmong for the backends
 // that mark gated identifiers in lock_idents (tx_gated_among): one
 // statement for up to gatedBatch identifiers, a key lookup each.
 func GatedAmong(ctx context.Context, db *DB, ids []driver.Ident) ([]driver.Ident, error) {
@@ -1190,7 +1223,7 @@ func (c callerTx) ScanRow(ctx context.Context, query string, args []any, dest ..
 	return c.tx.QueryRowContext(ctx, query, args...).Scan(dest...)
 }
 
-// LockTurnstileWaiting implements driver.Turnstiles for the dialects whose
+// LockTurnstileWaiting implements driver.Locks for the dialects whose
 // turnstile waits are rows of {p}lock_waits (the turnstile_wait_mark
 // and turnstile_wait_unmark queries).
 func (db *DB) LockTurnstileWaiting(ctx context.Context, p driver.FastAcquireParams, on bool) error {
