@@ -593,7 +593,7 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "idle lock-row purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.LockIdentPurgeIdle(ctx); return err })
 	}})
-	g.Add(maintain.Service{Name: "backend upkeep", Interval: time.Minute, Timeout: lease, Run: c.drv.Notifier().Maintain})
+	g.Add(maintain.Service{Name: "backend upkeep", Interval: time.Minute, Timeout: lease, Run: c.drv.Maintain})
 	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.drv.NoTx().ThroughputPurge(ctx)
 	}})

@@ -87,6 +87,11 @@ type Driver interface {
 	// has no server: a no-op there.
 	SetStatementTimeout(d time.Duration)
 
+	// Maintain does periodic housekeeping of every slice (old
+	// notifications, idle lock state); every client calls it about once a
+	// minute.
+	Maintain(ctx context.Context) error
+
 	// LimitConns bounds the backend's pools of server connections to n
 	// (Options.MaxConns), before the client runs statements; the
 	// listener's connection is not counted. SQLite: a no-op.

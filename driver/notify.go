@@ -29,10 +29,6 @@ type Notifier interface {
 	// NotifyStatement is the statement that sends a notification inside
 	// the caller's transaction, with its arguments.
 	NotifyStatement(channel, payload string) (query string, args []any)
-
-	// Maintain does periodic housekeeping (old notifications); every
-	// client calls it about once a minute.
-	Maintain(ctx context.Context) error
 }
 
 // ListenParams configure Driver.Listen.

@@ -860,7 +860,7 @@ func testQueuesReady(t *testing.T, d driver.Driver) {
 
 func testHousekeeping(t *testing.T, d driver.Driver) {
 	ctx := testCtx(t)
-	must(t, d.Notifier().Maintain(ctx))
+	must(t, d.Maintain(ctx))
 	tx := d.NoTx()
 	must(t, tx.QueueRegister(ctx, "q"))
 	holder, reserved, err := tx.UniqueReserve(ctx, "q", "u", 1, nil)

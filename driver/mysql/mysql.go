@@ -26,7 +26,7 @@
 // interval; a transaction that grants a lock to another client bumps that
 // client's sequence number and, after commit, interrupts the sleep with
 // KILL QUERY on the connection id the listener registered (see extra.sql
-// and listen.go). Clients of the same process are woken directly.
+// and notify.go). Clients of the same process are woken directly.
 package mysql
 
 import (
@@ -117,7 +117,7 @@ type Driver struct {
 	// transaction is ever left open in the pool. Nothing else may use it.
 	fast *sql.DB
 	// hot is a third pool, autocommit like the main one, for the fast
-	// paths' statements once fastReady (fastlocks.go, execHot): they run
+	// paths' statements once fastReady (locks.go, execHot): they run
 	// there with a context that cannot end, bounded instead by the
 	// connections' read and write timeouts (hotTimeout, or the DSN's
 	// readTimeout and writeTimeout). A context that can end costs
@@ -135,10 +135,10 @@ type Driver struct {
 	many  [manyPrepared + 1]atomic.Pointer[sql.Stmt]
 	noSeq atomic.Bool
 	// lines are the sessions' own connections for turnstiles, from
-	// lineDB (turnstile.go).
+	// lineDB (locks.go).
 	lineDB *sql.DB
 	lines  *sqlbase.Lines[*sql.Conn]
-	// listenDB is the listeners' pool (listen.go): each holds one of its
+	// listenDB is the listeners' pool (notify.go): each holds one of its
 	// connections while it runs, closed when it stops.
 	listenDB *sql.DB
 	// limited: LimitConns bounded the main pool, and everything but the
@@ -471,7 +471,7 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		d.fast.Close()
 		return nil, err
 	}
-	// The lines' statements are bounded as the hot pool's (turnstile.go):
+	// The lines' statements are bounded as the hot pool's (locks.go):
 	// their waits in GET_LOCK last at most a second.
 	lineDB, err := d.pool(&hc, isoVar, true, nil)
 	if err != nil {

@@ -1,6 +1,8 @@
 package postgres
 
-import "github.com/batonhq/baton/driver"
+import (
+	"github.com/batonhq/baton/driver"
+)
 
 var _ driver.Queue = (*Driver)(nil)
 

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/driver/internal/sqlbase"
-	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // errLockNowait is MySQL 8's answer to a NOWAIT locking read that would
