@@ -868,3 +868,29 @@ func (db *DB) MessageInsertUnique(ctx context.Context, m driver.NewMessage) (int
 	}
 	return id, id != 0, nil
 }
+
+// CallerQueueTx implements driver.Driver: the queue control statements in
+// the program's own transaction.
+func (db *DB) CallerQueueTx(c driver.CallerStatements) driver.CallerQueueTx {
+	return &Tx{db: db, caller: c}
+}
+
+// callerRow is a row read in the program's own transaction (Tx.caller).
+type callerRow struct {
+	ctx  context.Context
+	c    driver.CallerStatements
+	q    string
+	args []any
+}
+
+func (r callerRow) Scan(dest ...any) error { return r.c.ScanRow(r.ctx, r.q, r.args, dest...) }
+
+// QueuesReady implements driver.Driver.
+func (db *DB) QueuesReady(ctx context.Context, queues []string) ([]string, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	q := expandList(db.Q("queues_ready"), db.D.Numbered, 1, len(queues))
+	rows, err := (&Tx{db: db}).listed(ctx, q, len(queues)).QueryContext(ctx, q, StringArgs(queues)...)
+	return ScanNames("queues_ready", rows, err)
+}
