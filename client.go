@@ -532,7 +532,7 @@ func (c *Client) Close() error {
 	defer cancel()
 	c.logErr("flush throughput counts", c.mq.FlushThroughput(ctx))
 	var errs []error
-	for _, s := range c.leases.Close() {
+	for _, s := range c.locks.Sessions(c.leases.Close()) {
 		errs = append(errs, c.closeSession(ctx, s))
 	}
 	close(c.quit)
@@ -689,7 +689,7 @@ func (c *Client) rescue(ctx context.Context) bool {
 
 // closeSession ends a live session and deletes it at once, releasing what
 // it holds (Session.Close, Client.Close); an ended one is left as it is.
-func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
+func (c *Client) closeSession(ctx context.Context, s *locks.Session) error {
 	if !s.End(ErrClosed) {
 		return nil
 	}
@@ -705,14 +705,14 @@ func (c *Client) closeSession(ctx context.Context, s *lease.Session) error {
 }
 
 // releaseOwn releases, before a closing session's row goes, the
-// namespaces where its own calls were granted locks (lease.Own), each by
+// namespaces where its own calls were granted locks (locks.Own), each by
 // the release a caller's Release runs: one statement where the instances
 // are fast-path holders. endSession's transaction would take each
 // instance through the slow path (on MySQL/MariaDB adopted into InnoDB
 // first, a commit's flush), and still catches whatever this leaves:
 // an error here is only logged, and ends the releases (a database in
 // trouble is not asked once per namespace before the delete).
-func (c *Client) releaseOwn(ctx context.Context, s *lease.Session) {
+func (c *Client) releaseOwn(ctx context.Context, s *locks.Session) {
 	for _, scope := range s.Own.Scopes() {
 		if ctx.Err() != nil {
 			return

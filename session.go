@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/mq"
 )
 
@@ -22,7 +22,7 @@ import (
 type Session struct {
 	c  *Client
 	id string
-	ls *lease.Session // its lease and life
+	ls *locks.Session // its lease and life, and its lock calls' records
 	// holds: the claims it knows it holds, to settle one whose reply was
 	// lost.
 	holds mq.Holds
@@ -47,7 +47,7 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	if err != nil {
 		return nil, err
 	}
-	return &Session{c: c, id: ls.ID(), ls: ls}, nil
+	return &Session{c: c, id: ls.ID(), ls: c.locks.Begin(ls)}, nil
 }
 
 // ID returns the session's id, as shown in monitoring and by IsUsedLock.

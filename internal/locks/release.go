@@ -6,13 +6,12 @@ import (
 	"sort"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/lockcore"
 )
 
 // Release releases the session's instances p names and hands what that
 // frees to waiters; it returns how many instances it released.
-func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
+func (l *Service) Release(ctx context.Context, s *Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
 	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
 	// A granted wait's listing still being deleted goes first: once the
@@ -191,7 +190,7 @@ func (l *Service) inOneCall(ctx context.Context, what string, call func(sctx con
 // is left (a request stored meanwhile). It reads them first (on MariaDB
 // a read of the lock_holds view costs about a fifth of a millisecond),
 // so its caller asks only for a session that may have rows
-// (lease.Rows.Any).
+// (Rows.Any).
 func (l *Service) WithdrawSession(ctx context.Context, id string) {
 	if !l.removes {
 		return

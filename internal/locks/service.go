@@ -97,6 +97,8 @@ type Service struct {
 	// background are the goroutines calls left behind (unlistLater);
 	// Run's end waits for them.
 	background tasks
+	// sessions are the live sessions (Begin).
+	sessions sessions
 	// gates: the names waiting requests wait on, for the client's poll of
 	// transactions' gates (watchGate).
 	gates gateWatch
