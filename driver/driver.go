@@ -1,7 +1,9 @@
-// Package driver defines the interface between baton's engine (the root
-// package) and one database backend. Each backend lives in its own package
-// below this one (driver/sqlite, driver/postgres, driver/mysql) and asserts at
-// compile time that it satisfies Driver.
+// Package driver defines the interface between baton's engine and one
+// database backend. Each backend lives in its own package below this one
+// (driver/sqlite, driver/postgres, driver/mysql) and asserts at compile
+// time that it satisfies Driver and each slice's interface: Sessions,
+// Locks, Queue, Events and Notifier, one file each here (sessions.go,
+// locks.go, queue.go, events.go, notify.go).
 //
 // The engine owns the semantics (who gets a lock, who is a deadlock victim);
 // a driver owns the SQL. Methods are verb-first and grouped by noun
@@ -103,16 +105,16 @@ type Driver interface {
 
 	// Embedded reports whether the database runs in the process (SQLite):
 	// false for a backend whose statements run in a database server
-	// (PostgreSQL, MySQL/MariaDB). A statement whose client
-	// stops waiting for it (its context ended, which closes the connection)
-	// may still commit in the server afterwards: a lock request or holder so
-	// written would outlive the withdrawal of the call that wrote it. The
-	// engine therefore runs the statements that change the lock state to
-	// their end, bounded by the lease (or the caller's deadline, when later)
-	// and not by the caller's context, whose deadline it keeps by bounding the waits in the server (the turnstile's)
-	// and by checking it between statements. An embedded database (SQLite)
-	// ends a cut statement before it returns, so its statements keep the
-	// caller's context.
+	// (PostgreSQL, MySQL/MariaDB). A statement whose client stops waiting
+	// for it (its context ended, which closes the connection) may still
+	// commit in the server afterwards: a lock request or holder so written
+	// would outlive the withdrawal of the call that wrote it. The engine
+	// therefore runs the statements that change the lock state to their
+	// end, bounded by the lease (or the caller's deadline, when later) and
+	// not by the caller's context, whose deadline it keeps by bounding the
+	// waits in the server (the turnstile's) and by checking it between
+	// statements. An embedded database (SQLite) ends a cut statement
+	// before it returns, so its statements keep the caller's context.
 	Embedded() bool
 
 	// The slices: each accessor returns the backend's part for one slice

@@ -389,7 +389,7 @@ type TxLocker interface {
 	TxHolds(ctx context.Context) ([]LockInfo, error)
 }
 
-// FastAcquireParams are the inputs of Driver.LockFastAcquire.
+// FastAcquireParams are the inputs of Locks.LockFastAcquire.
 type FastAcquireParams struct {
 	SessionID string
 	ClientID  string
@@ -397,11 +397,11 @@ type FastAcquireParams struct {
 	Mode   LockMode
 	CallID int64
 	// Incarnation is the lock state's incarnation the session began in
-	// (see Incarnations); 0 when the driver does not implement it.
+	// (see Sessions.Incarnation); 0 where it survives a crash.
 	Incarnation int64
 }
 
-// RequestParams are the inputs of Requester.LockRequest.
+// RequestParams are the inputs of Locks.LockRequest.
 type RequestParams struct {
 	SessionID string
 	ClientID  string
@@ -417,7 +417,7 @@ type RequestParams struct {
 	Covered bool
 }
 
-// FastReleaseParams are the inputs of Driver.LockFastRelease.
+// FastReleaseParams are the inputs of Locks.LockFastRelease.
 type FastReleaseParams struct {
 	SessionID string
 	Kind      int

@@ -31,7 +31,7 @@ type Notifier interface {
 	NotifyStatement(channel, payload string) (query string, args []any)
 }
 
-// ListenParams configure Driver.Listen.
+// ListenParams configure Notifier.Listen.
 type ListenParams struct {
 	ClientID string
 	// Wake is called (from any goroutine) whenever lock state may have

@@ -65,7 +65,7 @@ type CallerStatements interface {
 }
 
 // CallerQueueTx is the part of QueueTx that runs in the program's own
-// transaction (Driver.CallerQueueTx): the client's ...Tx variants of the
+// transaction (Queue.CallerQueueTx): the client's ...Tx variants of the
 // queue control calls and of a claimed message's operations.
 type CallerQueueTx interface {
 	QueueExists(ctx context.Context, name string) (bool, error)

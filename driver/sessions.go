@@ -28,7 +28,7 @@ type SessionRef struct {
 	Expired bool
 }
 
-// HeartbeatParams are the inputs of Driver.SessionHeartbeat.
+// HeartbeatParams are the inputs of Sessions.SessionHeartbeat.
 type HeartbeatParams struct {
 	ClientID string
 	HostID   string

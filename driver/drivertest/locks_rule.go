@@ -13,12 +13,13 @@ import (
 	"github.com/batonhq/baton/internal/lockcore"
 )
 
-// testRequester holds a backend's one-call slow path (driver.Locks.LockRequest) to
-// the rule of lockcore.Grants: on random queues of granted, waiting and
-// withdrawn requests (some granted by the fast path, however the backend
-// stores those), a new request is granted exactly when Grants would grant
-// it behind them, is stored as the rule says, and moves the counters and
-// the fence as the engine's own transaction would.
+// testRequester holds a backend's one-call slow path
+// (driver.Locks.LockRequest) to the rule of lockcore.Grants: on random
+// queues of granted, waiting and withdrawn requests (some granted by the
+// fast path, however the backend stores those), a new request is granted
+// exactly when Grants would grant it behind them, is stored as the rule
+// says, and moves the counters and the fence as the engine's own
+// transaction would. A backend without one (ErrRequestInTx) is skipped.
 func testRequester(t *testing.T, d driver.Driver) {
 	rq := d.Locks()
 	for _, s := range ruleSessions {

@@ -457,7 +457,7 @@ func (l *Service) fastAcquire(ctx context.Context, s *Session, call int64, id dr
 }
 
 // conflictHeld reports whether another session holds id against a
-// request in mode (driver.Driver.LockConflictHeld): a try refused whatever
+// request in mode (driver.Locks.LockConflictHeld): a try refused whatever
 // the queue, with one read that stores nothing, where the turnstile, the
 // request and the withdrawal took three to six round trips. An error
 // answers false: the slow path decides, and reports the trouble.
