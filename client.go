@@ -261,9 +261,7 @@ func NewClient(ctx context.Context, drv driver.Driver, opts ...Options) (*Client
 
 // start migrates (unless o.NoMigrate) and starts the client on drv.
 func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
-	if l, ok := drv.(driver.Logging); ok {
-		l.SetLogger(o.Logger) // what the backend logs goes where the client's does
-	}
+	drv.SetLogger(o.Logger) // what the backend logs goes where the client's does
 	drv.SetStatementTimeout(o.StatementTimeout)
 	if !o.NoMigrate {
 		if _, err := drv.Migrate(ctx); err != nil {
@@ -289,13 +287,13 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	})
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
-		drv.SetWaiting(c.id, waiting)
+		drv.Notifier().SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
 		if !waiting {
 			c.bus.LocksIdle()
 		}
 	})
-	c.notifyUsers = wake.NewUsers(func(on bool) { drv.SetNotifying(c.id, on) })
+	c.notifyUsers = wake.NewUsers(func(on bool) { drv.Notifier().SetNotifying(c.id, on) })
 	c.notify = notify.New(drv, newNotification)
 	c.events = events.New(events.Config{Driver: drv, Register: c.mq.Register, Log: c.log.Err})
 	// prepareSoon has the statements prepared now instead of after a

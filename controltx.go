@@ -29,13 +29,13 @@ func (c *Client) callerQueue(tx Execer, what string) (driver.CallerQueueTx, erro
 	if err != nil {
 		return nil, err
 	}
-	return c.drv.CallerQueueTx(ct), nil
+	return c.drv.Queue().CallerQueueTx(ct), nil
 }
 
 // notifyIn sends an internal notification in tx: it goes out with tx's
 // commit.
 func (c *Client) notifyIn(ctx context.Context, tx Execer, channel, payload string) error {
-	q, args := c.drv.NotifyStatement(channel, payload)
+	q, args := c.drv.Notifier().NotifyStatement(channel, payload)
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("baton: notify: %w", err)
 	}

@@ -162,7 +162,7 @@ const cancelChannel = bus.Cancel
 func (c *Client) announce(channel, payload, what string, attrs ...any) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Lease)
 	defer cancel()
-	if err := c.drv.Notify(ctx, channel, payload); err != nil {
+	if err := c.drv.Notifier().Notify(ctx, channel, payload); err != nil {
 		c.opts.Logger.Warn(what, append(attrs, "error", err)...)
 	}
 }
@@ -435,7 +435,7 @@ func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
 	if err := claimedCheck(m, "CompleteTx"); err != nil {
 		return err
 	}
-	stmts := c.drv.CompleteStatements(claimOf(m), c.keepCompleted())
+	stmts := c.drv.Queue().CompleteStatements(claimOf(m), c.keepCompleted())
 	var n int64
 	for _, st := range stmts {
 		res, err := tx.ExecContext(ctx, st.Query, st.Args...)

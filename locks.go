@@ -251,16 +251,14 @@ func (c *Client) Locks(ctx context.Context) ([]LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tl, ok := c.drv.(driver.TxLocker); ok {
-		holds, err := tl.TxHolds(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, holds...)
-		slices.SortStableFunc(rows, func(a, b driver.LockInfo) int {
-			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.NS, b.NS), cmp.Compare(a.Name, b.Name))
-		})
+	holds, err := c.drv.Locks().TxHolds(ctx)
+	if err != nil {
+		return nil, err
 	}
+	rows = append(rows, holds...)
+	slices.SortStableFunc(rows, func(a, b driver.LockInfo) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.NS, b.NS), cmp.Compare(a.Name, b.Name))
+	})
 	out := make([]LockInfo, 0, len(rows))
 	for _, r := range rows {
 		li := LockInfo{Type: "LOCKING SERVICE", Namespace: r.NS, Name: r.Name, Mode: "SHARED", Status: "PENDING",

@@ -604,7 +604,7 @@ func TestReleaseLockOneOfSeveral(t *testing.T) {
 // TestReleaseLockKeepsOldest: a release of one instance of a re-entered
 // user-level lock (RELEASE_LOCK, DESIGN § Locks) takes the newest one and
 // keeps the first, with its token, in monitoring. (The order is the
-// release's own, sqldriver.ReleaseTaken: MySQL's release_list queries no
+// release's own, sqlbase.ReleaseTaken: MySQL's release_list queries no
 // longer order the rows.)
 func TestReleaseLockKeepsOldest(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {

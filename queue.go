@@ -347,7 +347,7 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 	if err := ValidateKind(kind); err != nil {
 		return nil, nil, err
 	}
-	q, args := c.drv.WaitingStatement(queue, kind)
+	q, args := c.drv.Queue().WaitingStatement(queue, kind)
 	switch t := tx.(type) {
 	case payloadsQuerier:
 		return t.QueryIDPayloads(ctx, q, args...)
@@ -407,7 +407,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []
 	if !c.mq.Known(queue) {
 		// In the caller's transaction: on SQLite it holds the only write
 		// lock, so baton's own connection could not register the queue.
-		rq, rargs := c.drv.QueueRegisterStatement(queue)
+		rq, rargs := c.drv.Queue().QueueRegisterStatement(queue)
 		if _, err := tx.ExecContext(ctx, rq, rargs...); err != nil {
 			return nil, nil, fmt.Errorf("baton: enqueue: register queue: %w", err)
 		}
@@ -418,7 +418,7 @@ func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []
 			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
 	}
-	nq, nargs := c.drv.NotifyStatement(mq.Channel(queue), "")
+	nq, nargs := c.drv.Notifier().NotifyStatement(mq.Channel(queue), "")
 	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
 		return nil, nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
 	}
@@ -434,7 +434,7 @@ func (c *Client) insertUniqueTx(ctx context.Context, tx Execer, queue string, m 
 		id, err = c.insertTx(ctx, tx, m)
 		return id, false, err
 	}
-	st := c.drv.UniqueStatements(queue, m.UniqueKey, m.UniqueExpires)
+	st := c.drv.Queue().UniqueStatements(queue, m.UniqueKey, m.UniqueExpires)
 	res, err := tx.ExecContext(ctx, st.Insert.Query, st.Insert.Args...)
 	if err != nil {
 		return 0, false, fmt.Errorf("unique key: %w", err)
@@ -488,7 +488,7 @@ var errNoRows = errors.New("cannot read rows")
 // insertTx inserts one message in the caller's transaction and returns its
 // id when the transaction type can say it.
 func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
-	q, args, returnsID := c.drv.EnqueueStatement(m)
+	q, args, returnsID := c.drv.Queue().EnqueueStatement(m)
 	var id int64
 	switch {
 	case returnsID:
@@ -653,7 +653,7 @@ func (c *Client) pollQueues(ctx context.Context) error {
 		return nil
 	}
 	c.queuePolls.Add(1)
-	ready, err := c.drv.QueuesReady(ctx, names)
+	ready, err := c.drv.Queue().QueuesReady(ctx, names)
 	if err != nil {
 		return fmt.Errorf("poll the queues of waiting consumers: %w", err)
 	}

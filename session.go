@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/txn"
 )
@@ -23,7 +23,7 @@ import (
 type Session struct {
 	c  *Client
 	id string
-	ls *lease.Session // its lease and life
+	ls *locks.Session // its lease and life, and its lock calls' records
 	// holds: the claims it knows it holds, to settle one whose reply was
 	// lost.
 	holds mq.Holds
@@ -48,7 +48,7 @@ func (c *Client) NewSession(ctx context.Context, opts ...SessionOptions) (*Sessi
 	if err != nil {
 		return nil, err
 	}
-	return &Session{c: c, id: ls.ID(), ls: ls}, nil
+	return &Session{c: c, id: ls.ID(), ls: c.locks.Begin(ls)}, nil
 }
 
 // ID returns the session's id, as shown in monitoring and by IsUsedLock.
@@ -62,7 +62,7 @@ func (s *Session) Done() <-chan struct{} { return s.ls.Done() }
 func (s *Session) Err() error { return s.ls.Err() }
 
 // Close ends the session and releases every lock it holds, at once.
-func (s *Session) Close(ctx context.Context) error { return s.c.owner.Close(ctx, s.ls) }
+func (s *Session) Close(ctx context.Context) error { return s.c.owner.Close(ctx, s.ls.Session) }
 
 // SessionInfo is one session of any process, as monitoring shows it.
 type SessionInfo struct {

@@ -6,6 +6,16 @@ import (
 	"time"
 )
 
+// Events is the events slice of a backend. Change capture's
+// subscriptions and triggers are changed in the engine's transactions
+// (Tx's EventsTx); what is left here is what the backend can do.
+type Events interface {
+	// RefreshesInPlace reports whether CaptureRefresh replaces a table's
+	// triggers with no moment when its changes go uncaptured (false:
+	// MySQL, whose CaptureRefresh answers ErrNoRefresh).
+	RefreshesInPlace() bool
+}
+
 // TableInfo describes an application table for change capture.
 type TableInfo struct {
 	// Name is the table as the registry stores it: "schema.table" on

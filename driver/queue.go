@@ -2,9 +2,89 @@ package driver
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"time"
 )
+
+// Queue is the queue slice of a backend, outside any transaction (QueueTx
+// has the statements inside one, CallerQueueTx those in the program's).
+type Queue interface {
+	// QueuesReady returns which of queues (registered, not paused) have
+	// a waiting message due now, outside any transaction, whatever the
+	// mode or kind of their consumers: a consumer it wakes may still find
+	// nothing it may claim. It is the poll of a client's waiting consumers
+	// (one statement for all of them, every five poll intervals while any
+	// waits), so it reads at most one index entry per queue that has one
+	// due.
+	QueuesReady(ctx context.Context, queues []string) ([]string, error)
+
+	// CallerQueueTx returns the queue control statements that run in the
+	// program's own transaction c.
+	CallerQueueTx(c CallerStatements) CallerQueueTx
+
+	// QueueRegisterStatement registers a queue inside the caller's
+	// transaction.
+	QueueRegisterStatement(name string) (query string, args []any)
+
+	// EnqueueStatement is the statement that inserts a message inside the
+	// caller's transaction, with its arguments; returnsID says whether it
+	// returns the new id as a row (otherwise: the result's LastInsertId).
+	EnqueueStatement(m NewMessage) (query string, args []any, returnsID bool)
+
+	// UniqueStatements are the statements that reserve the unique key of
+	// queue (expiring at expiresAt, microseconds; 0 for none) inside the
+	// caller's transaction.
+	UniqueStatements(queue, key string, expiresAt int64) UniqueStatements
+
+	// WaitingStatement is the statement that lists the waiting messages of
+	// a kind in a queue inside the caller's transaction: rows of id and
+	// payload, in claim order.
+	WaitingStatement(queue, kind string) (query string, args []any)
+
+	// CompleteStatements are the statements that complete a claim inside
+	// the caller's transaction: to the history when keep is set, deleted
+	// otherwise. The last one affects one row when the claim was current,
+	// none otherwise.
+	CompleteStatements(c Claim, keep bool) []Statement
+
+	// MessageInsertUnique enqueues a message with a unique key nobody
+	// holds in one statement, outside any transaction: it inserts m
+	// (m.UniqueKey set, for a registered queue) and takes its key when the
+	// key is new; inserted is false, with nothing done, when the key
+	// exists: whether it still holds is then UniqueReserve's to decide.
+	MessageInsertUnique(ctx context.Context, m NewMessage) (id int64, inserted bool, err error)
+}
+
+// CallerStatements runs statements in the program's own transaction: a
+// *sql.Tx, or an adapter of another driver's (postgres.PgxTx). ScanRow
+// reports no row with an error that matches sql.ErrNoRows.
+type CallerStatements interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	ScanRow(ctx context.Context, query string, args []any, dest ...any) error
+}
+
+// CallerQueueTx is the part of QueueTx that runs in the program's own
+// transaction (Queue.CallerQueueTx): the client's ...Tx variants of the
+// queue control calls and of a claimed message's operations.
+type CallerQueueTx interface {
+	QueueExists(ctx context.Context, name string) (bool, error)
+	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
+	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
+	DeadPurge(ctx context.Context, queue string) (int, error)
+	// DeadRedriveAll re-drives every dead letter of queue at once (in
+	// batches DeadRedrive reads their ids first, which the caller's
+	// transaction cannot): it marks them, copies the marked ones to the
+	// queue, ready now, and deletes them, so that a message that dies
+	// meanwhile is neither copied nor deleted.
+	DeadRedriveAll(ctx context.Context, queue string) (int, error)
+	// The claimed message's operations (QueueTx's).
+	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, e AttemptError) (bool, error)
+	MessageFinish(ctx context.Context, c Claim, state MessageState, e *AttemptError) (bool, error)
+	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
+}
 
 // Message states as stored: a message waits (ready, or scheduled when its
 // run-at is in the future) or runs in the messages table; once finished it
@@ -296,16 +376,6 @@ type QueueTx interface {
 	ScheduleAdvance(ctx context.Context, name string, tick int64) (bool, error)
 	// ThroughputPurge deletes counts older than an hour.
 	ThroughputPurge(ctx context.Context) error
-}
-
-// UniqueInserter is implemented by drivers that enqueue a message with a
-// unique key nobody holds in one statement, outside any transaction.
-type UniqueInserter interface {
-	// MessageInsertUnique inserts m (m.UniqueKey set, for a registered
-	// queue) and takes its key when the key is new; inserted is false,
-	// with nothing done, when the key exists: whether it still holds is
-	// then UniqueReserve's to decide.
-	MessageInsertUnique(ctx context.Context, m NewMessage) (id int64, inserted bool, err error)
 }
 
 // UniqueHolds is QueueTx.UniqueReserve's rule: whether a unique key still

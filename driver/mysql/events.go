@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 func ident(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
@@ -19,8 +19,8 @@ func lit(s string) string {
 // next wake-up. Each row is written as [name, value, kind] columns for
 // baton to put in canonical form (see baton's eventjson.go), in the table's
 // order (MySQL's JSON objects would sort their keys).
-func events(prefix string, mariadb bool) *sqldriver.EventsDialect {
-	ev := sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
+func events(prefix string, mariadb bool) *sqlbase.EventsDialect {
+	ev := sqlbase.RowTriggers(prefix, describe, captureTrigger, ident)
 	ev.Refresh = func(ti driver.TableInfo) ([]string, error) {
 		if !mariadb {
 			// DDL commits: a drop and a create would leave a moment
@@ -38,14 +38,14 @@ func events(prefix string, mariadb bool) *sqldriver.EventsDialect {
 
 // describe finds a table of the current database: its columns and their
 // types in the table's order, and its primary key.
-func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+func describe(ctx context.Context, t *sqlbase.Tx, table string) (driver.TableInfo, bool, error) {
 	info := driver.TableInfo{Name: table}
 	rows, err := t.Query(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS
 			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
 	if err != nil {
 		return info, false, err
 	}
-	cols, err := sqldriver.ScanAll(rows, scanColumn)
+	cols, err := sqlbase.ScanAll(rows, scanColumn)
 	if err != nil || len(cols) == 0 {
 		return info, false, err
 	}
@@ -58,7 +58,7 @@ func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableI
 }
 
 // scanColumn reads a column's name and type.
-func scanColumn(sc sqldriver.Scanner) ([2]string, error) {
+func scanColumn(sc sqlbase.Scanner) ([2]string, error) {
 	var c [2]string
 	err := sc.Scan(&c[0], &c[1])
 	return c, err
@@ -67,9 +67,9 @@ func scanColumn(sc sqldriver.Scanner) ([2]string, error) {
 // captureTrigger is the row trigger of one action on a table: it enqueues
 // the change for every subscription of the table that captures the
 // action, and writes the notification row that wakes its consumers.
-func captureTrigger(prefix string, ti driver.TableInfo, a sqldriver.CaptureAction) string {
+func captureTrigger(prefix string, ti driver.TableInfo, a sqlbase.CaptureAction) string {
 	obj := func(cols []string, row string) string {
-		return sqldriver.RowArray("JSON_ARRAY", ti, cols, func(c, typ string) string {
+		return sqlbase.RowArray("JSON_ARRAY", ti, cols, func(c, typ string) string {
 			return column(c, typ, row)
 		})
 	}
@@ -82,7 +82,7 @@ func captureTrigger(prefix string, ti driver.TableInfo, a sqldriver.CaptureActio
 	}
 	pk := obj(ti.PK, a.Row)
 	where := " FROM " + prefix + "subscriptions s WHERE s.table_name = " + lit(ti.Name) + " AND LOCATE('" + a.Code + "', s.actions) > 0;\n"
-	return "CREATE TRIGGER " + ident(sqldriver.TriggerName(prefix, ti.Name, a.Code)) +
+	return "CREATE TRIGGER " + ident(sqlbase.TriggerName(prefix, ti.Name, a.Code)) +
 		" AFTER " + a.Event + " ON " + ident(ti.Name) + " FOR EACH ROW BEGIN\n" +
 		"INSERT INTO " + prefix + "messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n" +
 		"SELECT CONCAT('ev:', s.name), CONVERT(JSON_OBJECT('subscription', s.name, 'table', " + lit(ti.Name) + ", 'action', '" + a.Action + "', " +
@@ -153,3 +153,12 @@ var baseRules = map[string]valueRule{
 }
 
 var geoJSON = valueRule{"ST_AsGeoJSON({v})", "j"}
+
+var _ driver.Events = (*Driver)(nil)
+
+// Events implements driver.Driver: the driver itself.
+func (d *Driver) Events() driver.Events { return d }
+
+// RefreshesInPlace implements driver.Events: MariaDB replaces a trigger
+// in place (CREATE OR REPLACE TRIGGER); MySQL cannot.
+func (d *Driver) RefreshesInPlace() bool { return d.mariadb }

@@ -11,7 +11,7 @@
 // the connection's system variables (tx_isolation on MariaDB before 11.1,
 // transaction_isolation elsewhere; the name is probed at Open). The
 // engine's named queries run as server-side prepared statements (see
-// sqldriver.DB.Prepare); other statements have their parameters
+// sqlbase.DB.Prepare); other statements have their parameters
 // interpolated by go-sql-driver (one round trip instead of prepare,
 // execute and close) unless the DSN says interpolateParams=false.
 //
@@ -26,7 +26,7 @@
 // interval; a transaction that grants a lock to another client bumps that
 // client's sequence number and, after commit, interrupts the sleep with
 // KILL QUERY on the connection id the listener registered (see sql/notify.sql
-// and listen.go). Clients of the same process are woken directly.
+// and notify.go). Clients of the same process are woken directly.
 package mysql
 
 import (
@@ -51,8 +51,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
@@ -92,7 +91,7 @@ const (
 
 // Driver is the MySQL/MariaDB backend.
 type Driver struct {
-	*sqldriver.DB
+	*sqlbase.DB
 	txCleaned atomic.Int64 // unix nanoseconds of the last deleteEnded by TxPrepare
 	gates     sync.Map     // identifiers known to have a gate row (never deleted)
 	addr      string
@@ -104,9 +103,9 @@ type Driver struct {
 	bound    *stmtbound.Bound
 	server   string // VERSION()
 	mariadb  bool
-	migrator *sqldriver.Migrator
+	migrator *sqlbase.Migrator
 	wq       map[string]string // the wake_* queries of sql/notify.sql
-	pumps    sync.Map          // client id -> *sqldriver.NotifyPump
+	pumps    sync.Map          // client id -> *sqlbase.NotifyPump
 
 	// fast is a second pool, of autocommit=0 connections, for the
 	// uncontended fast paths only: their first statement opens the
@@ -115,7 +114,7 @@ type Driver struct {
 	// transaction is ever left open in the pool. Nothing else may use it.
 	fast *sql.DB
 	// hot is a third pool, autocommit like the main one, for the fast
-	// paths' statements once fastReady (fastlocks.go, execHot): they run
+	// paths' statements once fastReady (locks.go, execHot): they run
 	// there with a context that cannot end, bounded instead by the
 	// connections' read and write timeouts (hotTimeout, or the DSN's
 	// readTimeout and writeTimeout). A context that can end costs
@@ -125,7 +124,7 @@ type Driver struct {
 	// context costs every statement"). hotDB holds its prepared
 	// statements.
 	hot   *sql.DB
-	hotDB *sqldriver.DB
+	hotDB *sqlbase.DB
 	// many holds MariaDB's many-name acquire prepared on the hot pool,
 	// by the number of names (manyStmt); noSeq: the server has no
 	// Sequence engine, and that acquire reads its names from a derived
@@ -133,10 +132,10 @@ type Driver struct {
 	many  [manyPrepared + 1]atomic.Pointer[sql.Stmt]
 	noSeq atomic.Bool
 	// lines are the sessions' own connections for turnstiles, from
-	// lineDB (turnstile.go).
+	// lineDB (locks.go).
 	lineDB *sql.DB
-	lines  *lines.Set[*sql.Conn]
-	// listenDB is the listeners' pool (listen.go): each holds one of its
+	lines  *sqlbase.Lines[*sql.Conn]
+	// listenDB is the listeners' pool (notify.go): each holds one of its
 	// connections while it runs, closed when it stops.
 	listenDB *sql.DB
 	// limited: LimitConns bounded the main pool, and everything but the
@@ -476,7 +475,7 @@ func (d *Driver) openPools(ctx context.Context, pc *Config, isoVar string) (*sql
 		d.fast.Close()
 		return nil, err
 	}
-	// The lines' statements are bounded as the hot pool's (turnstile.go):
+	// The lines' statements are bounded as the hot pool's (locks.go):
 	// their waits in GET_LOCK last at most a second.
 	lineDB, err := d.pool(&hc, isoVar, true, nil)
 	if err != nil {
@@ -525,7 +524,7 @@ func (d *Driver) pool(pc *Config, isoVar string, autocommit bool, b *stmtbound.B
 	if err != nil {
 		return nil, fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
-	db := sql.OpenDB(sqldriver.RetryFull(conn, tooManyConnections))
+	db := sql.OpenDB(sqlbase.RetryFull(conn, tooManyConnections))
 	// Keep enough idle connections that bursts of short transactions
 	// do not pay a new handshake each.
 	db.SetMaxIdleConns(16)
@@ -588,7 +587,7 @@ func (d *Driver) SetStatementTimeout(t time.Duration) { d.bound.Set(t) }
 // implementation on db.
 func (d *Driver) setUp(db *sql.DB, prefix string) error {
 	macros := map[string]string{"now": Now}
-	q, err := sqldriver.LoadQueries(queries, "sql", prefix, macros, stripComments)
+	q, err := sqlbase.LoadQueries(queries, "sql", prefix, macros, stripComments)
 	if err != nil {
 		return fmt.Errorf("mysql queries: %w", err)
 	}
@@ -601,15 +600,15 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 			delete(q, name)
 		}
 	}
-	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	migs, err := sqlbase.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
 		return err
 	}
-	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	rts, err := sqlbase.LoadRoutines(routines, "sql/routines", prefix)
 	if err != nil {
 		return err
 	}
-	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "mysql",
 		InsertReturning: false,
 		UpdateReturning: false,
@@ -625,8 +624,8 @@ func (d *Driver) setUp(db *sql.DB, prefix string) error {
 		Updated:         d.demoteAfter,
 		PurgeIdle:       d.purgeIdle,
 	}}
-	d.hotDB = &sqldriver.DB{SQL: d.hot, D: d.DB.D}
-	d.migrator = &sqldriver.Migrator{
+	d.hotDB = &sqlbase.DB{SQL: d.hot, D: d.DB.D}
+	d.migrator = &sqlbase.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now,
 		Locked: d.migrationLocked,
 	}
@@ -640,7 +639,7 @@ func (d *Driver) probe(ctx context.Context, pc *Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("mysql %s: %w", d.addr, err)
 	}
-	db := sql.OpenDB(sqldriver.RetryFull(conn, tooManyConnections))
+	db := sql.OpenDB(sqlbase.RetryFull(conn, tooManyConnections))
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	c, err := db.Conn(ctx)
@@ -891,10 +890,6 @@ func endFastTx(ctx context.Context, c *sql.Conn, commit bool) error {
 	return nil
 }
 
-// StatementsInServer implements driver.ServerStatements: the engine runs
-// the statements that change the lock state to their end.
-func (d *Driver) StatementsInServer() {}
-
 // tooManyConnections reports a connection the server refused for lack of
 // slots: ER_CON_COUNT_ERROR (1040, max_connections) or
 // ER_TOO_MANY_USER_CONNECTIONS (1203, max_user_connections).
@@ -918,3 +913,7 @@ func (d *Driver) LimitConns(n int) {
 	d.SQL.SetMaxIdleConns(n)
 	d.lines.Max = int32(min(n-1, maxLines))
 }
+
+// Embedded implements driver.Driver: the statements run in the server:
+// the engine runs those that change the lock state to their end.
+func (d *Driver) Embedded() bool { return false }

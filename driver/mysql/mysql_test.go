@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/batontest"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 func TestParseDSN(t *testing.T) {
@@ -157,7 +157,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	})
 	d := openDriver(t, dsn)
 	var n int
-	want, err := sqldriver.LoadMigrations(migrations, "migrations", "baton_")
+	want, err := sqlbase.LoadMigrations(migrations, "migrations", "baton_")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func (w *wakeCounter) quiet() int64 {
 func wakeFrom(t *testing.T, d *Driver, clientIDs ...string) {
 	t.Helper()
 	batontest.DriverTx(t, d, func(ctx context.Context, tx driver.Tx) error {
-		return tx.WakeClients(ctx, sqldriver.Looks(clientIDs))
+		return tx.WakeClients(ctx, sqlbase.Looks(clientIDs))
 	})
 }
 

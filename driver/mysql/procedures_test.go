@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/batontest"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // routine reads a routine's file, prefix baton_.
@@ -30,7 +30,7 @@ func routine(t *testing.T, name string) string {
 // fast_release_ns up to its WHERE (its index hint too), the same text
 // once spaces are folded. A change to one without the other fails here.
 func TestTurnstileProceduresFollowFastPath(t *testing.T) {
-	q, err := sqldriver.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
+	q, err := sqlbase.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestTurnstileProceduresFollowFastPath(t *testing.T) {
 // fast_demote's): the same text once spaces are folded. A change to one
 // without the other fails here.
 func TestReleaseProcedureFollowsRequest(t *testing.T) {
-	q, err := sqldriver.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
+	q, err := sqlbase.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

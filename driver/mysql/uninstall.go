@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 // Uninstall implements driver.Driver. MySQL commits each DDL statement by
 // itself: a removal cut short leaves the rest listed (the migration
 // tracking table last), and running it again finishes it.
 func (d *Driver) Uninstall(ctx context.Context, p driver.UninstallParams) (driver.UninstallReport, error) {
-	return d.migrator.Uninstall(ctx, sqldriver.Catalog{
+	return d.migrator.Uninstall(ctx, sqlbase.Catalog{
 		List: d.catalog,
 		Drop: dropStatement,
 		// A DROP waits for the tables' metadata locks a while (a
@@ -29,28 +29,28 @@ var tableKinds = map[string]string{"VIEW": driver.ObjView, "SEQUENCE": driver.Ob
 // catalog lists the tables, views, sequences (MariaDB), routines and
 // events of the DSN's database that carry the prefix, and its triggers
 // that carry it: a trigger is baton's when the capture names it on its
-// table (sqldriver.TriggerName), or when the migrations create it on one
+// table (sqlbase.TriggerName), or when the migrations create it on one
 // of their tables.
 func (d *Driver) catalog(ctx context.Context, conn *sql.Conn, known func(string) bool) (ours, others []driver.Object, err error) {
 	var db sql.NullString
 	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db); err != nil || !db.Valid {
 		return nil, nil, err
 	}
-	look := func(q string, scan func(sqldriver.Scanner) (driver.Object, bool, error)) {
+	look := func(q string, scan func(sqlbase.Scanner) (driver.Object, bool, error)) {
 		if err != nil {
 			return
 		}
-		err = sqldriver.EachRow(ctx, conn, q, nil, func(sc sqldriver.Scanner) error {
+		err = sqlbase.EachRow(ctx, conn, q, nil, func(sc sqlbase.Scanner) error {
 			o, mine, err := scan(sc)
 			o.Schema = db.String
 			if strings.HasPrefix(o.Name, d.prefix) || mine {
-				sqldriver.Split(&ours, &others, o, mine || known(o.Name) && (o.Table == "" || known(o.Table)))
+				sqlbase.Split(&ours, &others, o, mine || known(o.Name) && (o.Table == "" || known(o.Table)))
 			}
 			return err
 		})
 	}
 	look(`SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`,
-		func(sc sqldriver.Scanner) (driver.Object, bool, error) {
+		func(sc sqlbase.Scanner) (driver.Object, bool, error) {
 			var o driver.Object
 			var typ string
 			err := sc.Scan(&o.Name, &typ)
@@ -60,19 +60,19 @@ func (d *Driver) catalog(ctx context.Context, conn *sql.Conn, known func(string)
 			return o, false, err
 		})
 	look(`SELECT ROUTINE_NAME, LOWER(ROUTINE_TYPE) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()`,
-		func(sc sqldriver.Scanner) (driver.Object, bool, error) {
+		func(sc sqlbase.Scanner) (driver.Object, bool, error) {
 			var o driver.Object
 			err := sc.Scan(&o.Name, &o.Kind)
 			return o, false, err
 		})
 	look(`SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()`,
-		func(sc sqldriver.Scanner) (driver.Object, bool, error) {
+		func(sc sqlbase.Scanner) (driver.Object, bool, error) {
 			o := driver.Object{Kind: driver.ObjTrigger}
 			err := sc.Scan(&o.Name, &o.Table)
-			return o, sqldriver.IsCaptureTrigger(d.prefix, o.Name, o.Table), err
+			return o, sqlbase.IsCaptureTrigger(d.prefix, o.Name, o.Table), err
 		})
 	look(`SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = DATABASE()`,
-		func(sc sqldriver.Scanner) (driver.Object, bool, error) {
+		func(sc sqlbase.Scanner) (driver.Object, bool, error) {
 			o := driver.Object{Kind: driver.ObjEvent}
 			err := sc.Scan(&o.Name)
 			return o, false, err

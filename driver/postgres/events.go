@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -20,8 +20,8 @@ func quoted(table string) string {
 
 // events is PostgreSQL's change capture: one trigger per table on the
 // generic {p}capture function, with the primary key columns as arguments.
-func events(prefix string) *sqldriver.EventsDialect {
-	return &sqldriver.EventsDialect{
+func events(prefix string) *sqlbase.EventsDialect {
+	return &sqlbase.EventsDialect{
 		Describe: describe,
 		Install: func(ti driver.TableInfo) []string {
 			args := make([]string, len(ti.PK))
@@ -40,14 +40,14 @@ func events(prefix string) *sqldriver.EventsDialect {
 // describe finds a table (or a partitioned one) by its name on the
 // search_path, and its primary key in the key's order; the table's name
 // comes back qualified by its schema.
-func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+func describe(ctx context.Context, t *sqlbase.Tx, table string) (driver.TableInfo, bool, error) {
 	var info driver.TableInfo
 	rows, err := t.Query(ctx, `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.oid = to_regclass($1) AND c.relkind IN ('r', 'p')`, quoted(table))
 	if err != nil {
 		return info, false, err
 	}
-	names, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (string, error) {
+	names, err := sqlbase.ScanAll(rows, func(sc sqlbase.Scanner) (string, error) {
 		var schema, name string
 		err := sc.Scan(&schema, &name)
 		return schema + "." + name, err
@@ -62,3 +62,12 @@ func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableI
 		ORDER BY array_position(i.indkey::int2[], a.attnum)`, quoted(info.Name))
 	return info, err == nil, err
 }
+
+var _ driver.Events = (*Driver)(nil)
+
+// Events implements driver.Driver: the driver itself.
+func (d *Driver) Events() driver.Events { return d }
+
+// RefreshesInPlace implements driver.Events: the triggers are replaced
+// in the transaction.
+func (d *Driver) RefreshesInPlace() bool { return true }

@@ -24,7 +24,7 @@ func TestFastAcquireManyRace(t *testing.T) {
 	if _, err := d.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	many := d.(driver.ManyAcquirer)
+	many := d.Locks()
 	p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Mode: driver.ModeWrite, CallID: 7,
 		Ident: driver.Ident{Kind: 1, NS: "m"}}
 	names := []string{"a", "b", "c"}
@@ -32,7 +32,7 @@ func TestFastAcquireManyRace(t *testing.T) {
 	if _, ok, err := many.LockFastAcquireMany(ctx, p, names); err != nil || !ok {
 		t.Fatalf("the free names: %v, %v", ok, err)
 	}
-	if _, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "m", InlineOnly: true}); err != nil {
+	if _, _, err := d.Locks().LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: 1, NS: "m", InlineOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,9 +47,9 @@ func TestFastAcquireManyRace(t *testing.T) {
 
 // raceMany is TestFastAcquireManyRace's race once, "b" free again after
 // it; a driver of its own when !seen.
-func raceMany(t *testing.T, ctx context.Context, db *sql.DB, dsn string, many driver.ManyAcquirer, p driver.FastAcquireParams, names []string, seen bool) {
+func raceMany(t *testing.T, ctx context.Context, db *sql.DB, dsn string, many driver.Locks, p driver.FastAcquireParams, names []string, seen bool) {
 	if !seen {
-		many = batontest.Driver(t, dsn).(driver.ManyAcquirer)
+		many = batontest.Driver(t, dsn).Locks()
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

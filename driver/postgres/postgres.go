@@ -21,11 +21,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,9 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lines"
-	"github.com/batonhq/baton/internal/maintain"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/stmtbound"
 )
 
@@ -60,21 +55,21 @@ const Now = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
 
 // Driver is the PostgreSQL backend.
 type Driver struct {
-	*sqldriver.DB
+	*sqlbase.DB
 	cfg       *pgx.ConnConfig
 	channel   string // lock wake-ups
 	notifyCh  string // notifications: payload "channel payload"
-	migrator  *sqldriver.Migrator
+	migrator  *sqlbase.Migrator
 	notifying sync.Map // client id -> *atomic.Bool
-	relaxed   *sqldriver.DB
+	relaxed   *sqlbase.DB
 	// seen holds identifiers whose lock row this driver has seen, whose
 	// uncontended acquire is an update (fast_acquire_existing).
-	seen sqldriver.IdentSet
+	seen sqlbase.IdentSet
 	// joined holds identifiers where this driver's last reader joined
 	// other readers (fast_acquire_shared granted it beside them): the next
 	// reader goes there first, without the inline attempt that readers
 	// beside readers always fail.
-	joined sqldriver.IdentSet
+	joined sqlbase.IdentSet
 	// pooled is true behind a transaction-pooling proxy (PgBouncer in
 	// transaction mode): no named server-side statements, no session
 	// settings, and LISTEN only through listenCfg.
@@ -92,8 +87,8 @@ type Driver struct {
 	// instead of LISTEN (pollOnly), by client id.
 	pollers sync.Map // client id -> *poller
 	// lines are the sessions' own connections for turnstiles
-	// (turnstile.go); prefix is the tables' (their keys' too).
-	lines  *lines.Set[*pgx.Conn]
+	// (locks.go); prefix is the tables' (their keys' too).
+	lines  *sqlbase.Lines[*pgx.Conn]
 	prefix string
 	// bound bounds the statements of db and rdb (stmtbound); nil on the
 	// program's *sql.DB (OpenDB), whose statements only their contexts
@@ -221,21 +216,21 @@ func ownConfig(c *pgx.ConnConfig) *pgx.ConnConfig {
 // newDriver builds the driver on its pools: db for everything, rdb for
 // claims and acknowledgements (db again when the program gave its own).
 func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, prefix string) (*Driver, error) {
-	q, err := sqldriver.LoadQueries(queries, "sql", prefix, map[string]string{"now": Now}, nil)
+	q, err := sqlbase.LoadQueries(queries, "sql", prefix, map[string]string{"now": Now}, nil)
 	if err != nil {
 		return nil, err
 	}
-	migs, err := sqldriver.LoadMigrations(migrations, "migrations", prefix)
+	migs, err := sqlbase.LoadMigrations(migrations, "migrations", prefix)
 	if err != nil {
 		return nil, err
 	}
-	rts, err := sqldriver.LoadRoutines(routines, "sql/routines", prefix)
+	rts, err := sqlbase.LoadRoutines(routines, "sql/routines", prefix)
 	if err != nil {
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
 	d.lines = d.newLines()
-	d.DB = &sqldriver.DB{SQL: db, D: &sqldriver.Dialect{
+	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "postgres",
 		Numbered:        true,
 		InsertReturning: true,
@@ -245,64 +240,16 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 		IsRetryable:     IsRetryable,
 		Events:          events(prefix),
 	}}
-	d.relaxed = &sqldriver.DB{SQL: rdb, D: d.DB.D}
+	d.relaxed = &sqlbase.DB{SQL: rdb, D: d.DB.D}
 	d.DB.NoPrepare, d.relaxed.NoPrepare = pooled, pooled
-	d.migrator = &sqldriver.Migrator{
+	d.migrator = &sqlbase.Migrator{
 		DB: db, Prefix: prefix, Migrations: migs, Routines: rts, Now: Now, Numbered: true,
 		// DDL is transactional: migrate inside one transaction that holds
 		// an advisory lock, so concurrent migrators queue.
-		Locked: sqldriver.LockedInTx(db, driver.Statement{Query: "BEGIN"},
+		Locked: sqlbase.LockedInTx(db, driver.Statement{Query: "BEGIN"},
 			driver.Statement{Query: "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.' || $1))", Args: []any{prefix + "migrate"}}),
 	}
 	return d, nil
-}
-
-// wake is the dialect's Wake: NOTIFY the clients, which PostgreSQL
-// delivers when the transaction commits. A grant travels as
-// "client:request:token:session:call" (its waiter needs no status read),
-// a look as the client's id (once per client); payloads stay under
-// NOTIFY's 8000 bytes. Clients in this process are handed their grants
-// right after the commit, as a release's are (handLocal).
-func (d *Driver) wake(ctx context.Context, t *sqldriver.Tx, wake []driver.Request) error {
-	payloads := wakePayloads(wake, 7000)
-	for _, payload := range payloads {
-		if _, err := t.Tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", d.channel, payload); err != nil {
-			return fmt.Errorf("notify: %w", err)
-		}
-	}
-	t.AfterCommit(func() { handLocal(payloads) })
-	return nil
-}
-
-// wakePayloads writes wake's entries (parsePayload's format) into
-// comma-separated payloads of at most about max bytes each.
-func wakePayloads(wake []driver.Request, max int) []string {
-	var out []string
-	var b strings.Builder
-	looked := map[string]bool{}
-	for _, w := range wake {
-		entry := w.ClientID
-		if w.ID != 0 {
-			entry += ":" + strconv.FormatInt(w.ID, 10) + ":" + strconv.FormatInt(w.Token, 10) + ":" + w.SessionID +
-				":" + strconv.FormatInt(w.CallID, 10)
-		} else if looked[w.ClientID] {
-			continue
-		} else {
-			looked[w.ClientID] = true
-		}
-		if b.Len() > 0 && b.Len()+1+len(entry) > max {
-			out = append(out, b.String())
-			b.Reset()
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(entry)
-	}
-	if b.Len() > 0 {
-		out = append(out, b.String())
-	}
-	return out
 }
 
 // IsRetryable reports deadlocks and serialization failures.
@@ -402,431 +349,6 @@ func (d *Driver) schemaDenied(ctx context.Context) error {
 	return fmt.Errorf("permission denied for schema %s (search_path in the DSN): the user needs USAGE on it", pgx.Identifier{schema}.Sanitize())
 }
 
-// LockFastAcquire implements driver.Driver: one statement on a free lock
-// (the instance is the lock row's inline holder), a second one for a
-// reader beside other readers (a request row). A writer refused by the
-// first needs the slow path: the second would refuse it too.
-func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams) (driver.Request, bool, error) {
-	nr, nw := sqldriver.ModeCounts(p.Mode)
-	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode,
-		Status: driver.StatusGranted, CallID: p.CallID, Inline: true}
-	// The mode as a plain string: pgx encodes a named string type by
-	// reflection, on every call.
-	args := []any{p.Kind, []byte(p.NS), []byte(p.Name), nr, nw, p.SessionID, p.ClientID, string(p.Mode), p.CallID}
-	var inc *int64
-	found := false
-	scan := func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(&r.ID, &r.Token, &inc); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if p.Mode == driver.ModeRead && d.joined.Has(p.Ident) {
-		return d.joinReaders(ctx, r, p, args)
-	}
-	seen := d.seen.Has(p.Ident)
-	if seen {
-		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
-			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
-		}
-		if found && inc == nil && p.Incarnation != 0 {
-			// The row's incarnation is not set yet (ident_incarnation);
-			// no row: a crash emptied the lock state, and inc stays nil.
-			err := d.RowNamed(ctx, nil, "ident_incarnation", args[:3]...).Scan(&inc)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				// Granted, unchecked: the engine withdraws the call, as
-				// after any statement that may have written.
-				return driver.Request{}, false, fmt.Errorf("ident_incarnation: %w", err)
-			}
-		}
-	}
-	if !found && !(seen && p.Mode == driver.ModeRead) {
-		// Not seen, or a writer refused: the lock is taken, or the row is
-		// gone (the upkeep deleted it), which only the upsert tells
-		// apart. Refused there too, the lock is taken, and the engine's
-		// contention hint keeps its next calls off the fast path. (A
-		// reader goes on to fast_acquire_shared, an upsert as well.)
-		if err := d.direct(ctx, "fast_acquire", args, scan); err != nil {
-			return driver.Request{}, false, fmt.Errorf("fast_acquire: %w", err)
-		}
-		d.seen.Add(p.Ident)
-	}
-	if !found && p.Mode == driver.ModeRead {
-		return d.joinReaders(ctx, r, p, args)
-	}
-	return outcome(r, found, p.Incarnation, inc)
-}
-
-// outcome is LockFastAcquire's answer once its statements ran: refused
-// unless one granted r (found), and ErrServerRestarted for a grant from
-// lock state that a crash emptied after the session began (its
-// incarnation want; inc the grant's), which the caller gives up with
-// the session.
-func outcome(r driver.Request, found bool, want int64, inc *int64) (driver.Request, bool, error) {
-	switch {
-	case !found:
-		return driver.Request{}, false, nil
-	case stale(want, inc):
-		return r, false, driver.ErrServerRestarted
-	}
-	return r, true, nil
-}
-
-// joinReaders is LockFastAcquire for a reader beside other readers
-// (fast_acquire_shared): r granted as a request row, or refused. The
-// identifier is marked joined while the readers it joins are others, so
-// that the next reader of this driver comes here first; a reader that
-// found itself alone, or was refused, unmarks it.
-func (d *Driver) joinReaders(ctx context.Context, r driver.Request, p driver.FastAcquireParams, args []any) (driver.Request, bool, error) {
-	var inc *int64
-	var readers int64
-	found := false
-	err := d.direct(ctx, "fast_acquire_shared", args, func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(&r.ID, &r.Token, &inc, &readers); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return driver.Request{}, false, fmt.Errorf("fast_acquire_shared: %w", err)
-	}
-	if found && readers > 1 {
-		d.joined.Add(p.Ident)
-	} else {
-		d.joined.Remove(p.Ident)
-	}
-	r.Inline = false
-	return outcome(r, found, p.Incarnation, inc)
-}
-
-// stale reports whether a grant came from lock state of another
-// incarnation (inc, nil when the lock state has none) than the session's
-// (want, 0 when the engine does not check).
-func stale(want int64, inc *int64) bool {
-	return want != 0 && (inc == nil || *inc != want)
-}
-
-// LockFastAcquireMany implements driver.ManyAcquirer, in one statement
-// when every name is free: fast_acquire_many_existing when the driver has
-// seen every name's row, else fast_acquire_many_free (also after the
-// former found a row missing or lost a race); {p}fast_acquire_many for
-// readers refused there, which may join other readers.
-func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquireParams, names []string) ([]driver.Request, bool, error) {
-	nr, nw := sqldriver.ModeCounts(p.Mode)
-	bnames := make([][]byte, len(names))
-	for i, n := range names {
-		bnames[i] = []byte(n)
-	}
-	var byName map[string]driver.Request
-	var restarted bool
-	args := []any{p.Kind, []byte(p.NS), bnames, nr, nw, p.SessionID, p.ClientID, string(p.Mode), p.CallID}
-	scan := func(rows pgx.Rows) (err error) {
-		byName, restarted, err = scanGrants(rows, p, len(names))
-		return err
-	}
-	seen := d.seen.HasAll(p.Kind, p.NS, names)
-	if seen {
-		if err := d.direct(ctx, "fast_acquire_many_existing", args, scan); err != nil {
-			return nil, false, fmt.Errorf("fast_acquire_many_existing: %w", err)
-		}
-		if len(byName) > 0 && len(byName) < len(names) {
-			// A row is missing, or a name was taken meanwhile: the
-			// upsert below tells which.
-			if err := d.undoMany(ctx, p, byName); err != nil {
-				return nil, false, err
-			}
-			byName = nil
-		}
-	}
-	if len(byName) == 0 && !(seen && p.Mode == driver.ModeRead) {
-		// Not seen, or writers refused (a reader refused goes on to the
-		// function below, which makes missing rows as well).
-		if err := d.direct(ctx, "fast_acquire_many_free", args, scan); err != nil {
-			return nil, false, fmt.Errorf("fast_acquire_many_free: %w", err)
-		}
-		d.seen.AddAll(p.Kind, p.NS, names)
-	}
-	switch {
-	case len(byName) > 0 && len(byName) < len(names):
-		return nil, false, d.undoMany(ctx, p, byName)
-	case len(byName) == 0 && p.Mode == driver.ModeRead:
-		// {p}fast_acquire_many's second way: readers beside readers. (A
-		// writer it would refuse as the statement before did.)
-		if err := d.direct(ctx, "fast_acquire_many", args, scan); err != nil {
-			return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
-		}
-	}
-	if len(byName) == 0 {
-		return nil, false, nil
-	}
-	out := make([]driver.Request, len(names))
-	for i, n := range names {
-		out[i] = byName[n]
-	}
-	if restarted {
-		return out, false, driver.ErrServerRestarted
-	}
-	return out, true, nil
-}
-
-// undoMany releases the inline holders a many-name statement granted
-// when it could not grant every name (another call took one between its
-// read and its write, or a row was missing); those it cannot release are
-// the engine's to remove (driver.ErrPartialGrant).
-func (d *Driver) undoMany(ctx context.Context, p driver.FastAcquireParams, granted map[string]driver.Request) error {
-	for name := range granted {
-		if _, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: p.SessionID, Kind: p.Kind, NS: p.NS,
-			Name: name, InlineOnly: true}); err != nil {
-			return errors.Join(driver.ErrPartialGrant, err)
-		}
-	}
-	return nil
-}
-
-// scanGrants reads fast_acquire_many's rows, the granted requests by
-// name; restarted is set when a grant came from lock state of another
-// incarnation than the session's.
-func scanGrants(rows pgx.Rows, p driver.FastAcquireParams, n int) (map[string]driver.Request, bool, error) {
-	byName := make(map[string]driver.Request, n)
-	restarted := false
-	for rows.Next() {
-		var name []byte
-		var inc *int64
-		r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Mode: p.Mode, Status: driver.StatusGranted, CallID: p.CallID}
-		if err := rows.Scan(&name, &r.ID, &r.Token, &inc, &r.Inline); err != nil {
-			return nil, false, err
-		}
-		r.Ident = driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)}
-		byName[r.Name] = r
-		restarted = restarted || stale(p.Incarnation, inc)
-	}
-	return byName, restarted, nil
-}
-
-// LockRequest implements driver.Requester with the {p}request function:
-// one round trip instead of a transaction of seven.
-func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (driver.Request, error) {
-	r := driver.Request{SessionID: p.SessionID, ClientID: p.ClientID, Ident: p.Ident, Mode: p.Mode, CallID: p.CallID}
-	var status string // plain: database/sql converts into it without reflection
-	err := d.RowNamed(ctx, nil, "request", p.Kind, []byte(p.NS), []byte(p.Name), p.SessionID, p.ClientID, string(p.Mode), p.CallID, p.TryOnce).
-		Scan(&r.ID, &status, &r.Token)
-	r.Status = driver.RequestStatus(status)
-	switch {
-	case err != nil:
-		return driver.Request{}, fmt.Errorf("request: %w", err)
-	case r.Status == "X":
-		return driver.Request{}, driver.ErrNoSession
-	case r.Status == "W":
-		return driver.Request{}, driver.ErrWouldWait
-	}
-	return r, nil
-}
-
-// Incarnation implements driver.Incarnations: crash recovery empties the
-// UNLOGGED lock tables while holders of the lost state may still count
-// themselves holders until their leases run out.
-func (d *Driver) Incarnation(ctx context.Context, lease time.Duration) (int64, time.Duration, error) {
-	var id, waitUS int64
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		// No row: another session wrote the new incarnation after this
-		// statement's snapshot; the next one sees it.
-		if err = d.RowNamed(ctx, nil, "incarnation", lease.Microseconds()).Scan(&id, &waitUS); !errors.Is(err, sql.ErrNoRows) {
-			break
-		}
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("incarnation: %w", err)
-	}
-	return id, time.Duration(waitUS) * time.Microsecond, nil
-}
-
-// LockFastRelease implements driver.Driver in one statement, hand-off to
-// waiters included, so it never reports identifiers to re-examine. A
-// session with request rows releases through {p}release_name, a namespace's names in name order (release_ns); one holding only
-// inline holders by one update of them (release_inline).
-func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	var name, limit any
-	if p.Name != "" {
-		name = []byte(p.Name)
-	}
-	if p.Limit > 0 {
-		limit = p.Limit
-	}
-	var query string
-	var args []any
-	switch {
-	case p.InlineOnly && p.Name != "":
-		query, args = "release_inline_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
-	case p.InlineOnly:
-		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
-	case p.Name != "":
-		query, args = "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}
-	case p.Limit == 0:
-		query, args = "release_ns", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
-	default:
-		return 0, nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
-	}
-	var n int
-	var grants []string
-	var contended [][]byte
-	scan := func(rows pgx.Rows) error {
-		for rows.Next() {
-			var g string
-			if err := rows.Scan(&n, &g, &contended); err != nil {
-				return err
-			}
-			grants = append(grants, g)
-		}
-		return nil
-	}
-	if p.InlineOnly {
-		// A row per name released (release_inline).
-		scan = func(rows pgx.Rows) error {
-			for rows.Next() {
-				var name []byte
-				var waiters int
-				var g *string
-				if err := rows.Scan(&name, &waiters, &g); err != nil {
-					return err
-				}
-				n++
-				if waiters > 0 {
-					contended = append(contended, name)
-				}
-				if g != nil {
-					grants = append(grants, *g)
-				}
-			}
-			return nil
-		}
-	}
-	if p.RowsOn != "" && !p.InlineOnly && p.Limit == 0 && !d.lines.Holds(p.SessionID, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}) {
-		// A session with turnstiles in scope releases on its line below.
-		if n, done, err := d.releaseRows(ctx, p); done || err != nil {
-			return n, nil, err
-		}
-	}
-	done, err := d.releaseOnLine(ctx, p, query, args, scan)
-	if !done || err != nil {
-		// No turnstile to let go, or the line failed (closed now, which
-		// let them go): the release through the pool, which releases
-		// what the failed one may not have.
-		n, grants, contended = 0, nil, nil
-		err = d.direct(ctx, query, args, scan)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	handLocal(grants)
-	if p.Contended != nil {
-		for _, name := range contended {
-			p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
-		}
-	}
-	return n, nil, nil
-}
-
-// releaseRows is LockFastRelease by release_rows: the session's request
-// rows on p.RowsOn in one statement. done false when it released nothing
-// or the session has an inline holder in the namespace: the caller's
-// statement then does the release.
-func (d *Driver) releaseRows(ctx context.Context, p driver.FastReleaseParams) (n int, done bool, err error) {
-	var np int64
-	var grants *string
-	scan := func(rows pgx.Rows) error {
-		for rows.Next() {
-			done = true
-			if err := rows.Scan(&n, &np, &grants); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	args := []any{p.SessionID, p.Kind, []byte(p.NS), []byte(p.RowsOn), d.channel}
-	if err := d.direct(ctx, "release_rows", args, scan); err != nil || !done {
-		return 0, false, err
-	}
-	if grants != nil {
-		handLocal([]string{*grants})
-	}
-	if np > 0 && p.Contended != nil {
-		p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.RowsOn})
-	}
-	return n, true, nil
-}
-
-// LockRegrant implements driver.Driver with the {p}regrant_grants
-// function: one statement per identifier, its grants handed to clients in
-// this process at once.
-func (d *Driver) LockRegrant(ctx context.Context, ids []driver.Ident) (bool, error) {
-	for _, id := range ids {
-		var grants string
-		if err := d.RowNamed(ctx, nil, "regrant", id.Kind, []byte(id.NS), []byte(id.Name), d.channel).Scan(&grants); err != nil {
-			return true, err
-		}
-		handLocal([]string{grants})
-	}
-	return true, nil
-}
-
-// LockRequestsRemove implements driver.RequestRemover with one call of
-// {p}remove_requests (the identifiers' rows locked in
-// order, the requests deleted, each identifier handed on by
-// {p}regrant_grants, which sees transactions' gates itself), its grants
-// handed to clients in this process at once.
-func (d *Driver) LockRequestsRemove(ctx context.Context, rs []driver.Request) (bool, error) {
-	ids := make([]int64, len(rs))
-	var idents []driver.Ident
-	for i, r := range rs {
-		ids[i] = r.ID
-		idents = append(idents, r.Ident)
-	}
-	slices.SortFunc(idents, driver.Ident.Compare)
-	idents = slices.Compact(idents)
-	kinds := make([]int16, len(idents))
-	nss, names := make([][]byte, len(idents)), make([][]byte, len(idents))
-	for i, id := range idents {
-		kinds[i], nss[i], names[i] = int16(id.Kind), []byte(id.NS), []byte(id.Name)
-	}
-	var grants string
-	if err := d.RowNamed(ctx, nil, "remove_call", ids, kinds, nss, names, d.channel).Scan(&grants); err != nil {
-		return false, err
-	}
-	handLocal([]string{grants})
-	return true, nil
-}
-
-// LockCallWithdraw implements driver.RequestRemover with one call of
-// {p}withdraw_call, or with settle of {p}settle_call
-// (the rows locked first), its grants handed to clients
-// in this process at once.
-func (d *Driver) LockCallWithdraw(ctx context.Context, sessionID string, callID int64, ids []driver.Ident, settle bool) (bool, error) {
-	if len(ids) == 0 {
-		return true, nil
-	}
-	names := make([][]byte, len(ids))
-	for i, id := range ids {
-		names[i] = []byte(id.Name)
-	}
-	var grants string
-	query := "withdraw_call"
-	if settle {
-		query = "settle_call"
-	}
-	if err := d.RowNamed(ctx, nil, query, sessionID, callID, ids[0].Kind, []byte(ids[0].NS), names, d.channel).Scan(&grants); err != nil {
-		return false, err
-	}
-	handLocal([]string{grants})
-	return true, nil
-}
-
 // Relaxed implements driver.Driver on the pool without synchronous commit.
 func (d *Driver) Relaxed() driver.Tx { return d.relaxed.NoTx() }
 
@@ -853,451 +375,6 @@ func (d *Driver) Close() error {
 	return errors.Join(d.relaxed.SQL.Close(), d.DB.Close())
 }
 
-// SessionHeartbeat implements driver.Driver in one statement.
-func (d *Driver) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
-	if len(p.SessionIDs) == 0 {
-		return d.DB.SessionHeartbeat(ctx, p)
-	}
-	q := sqldriver.ExpandList(d.Q("session_heartbeat"), true, 5, len(p.SessionIDs))
-	args := append([]any{p.Lease.Microseconds(), p.ClientID, p.HostID, p.Limit}, sqldriver.StringArgs(p.SessionIDs)...)
-	rows, err := d.SQL.QueryContext(ctx, q, args...)
-	if err != nil {
-		return 0, nil, err
-	}
-	return scanHeartbeat(rows)
-}
-
-// scanHeartbeat reads session_heartbeat's rows, and closes them: each has
-// the number of sessions renewed and a reapable session, if any.
-func scanHeartbeat(rows *sql.Rows) (int, []driver.SessionRef, error) {
-	defer rows.Close()
-	n := 0
-	var refs []driver.SessionRef
-	for rows.Next() {
-		var id sql.NullString
-		var pid sql.NullInt64
-		var expired sql.NullBool
-		if err := rows.Scan(&n, &id, &pid, &expired); err != nil {
-			return 0, nil, err
-		}
-		if id.Valid {
-			refs = append(refs, driver.SessionRef{ID: id.String, PID: int(pid.Int64), Expired: expired.Bool})
-		}
-	}
-	return n, refs, rows.Err()
-}
-
-// SetWaiting implements driver.Driver; LISTEN needs no hint.
-func (d *Driver) SetWaiting(string, bool) {}
-
-// SetNotifying implements driver.Driver.
-func (d *Driver) SetNotifying(clientID string, on bool) {
-	if v, ok := d.notifying.Load(clientID); ok {
-		v.(*atomic.Bool).Store(on)
-	}
-	if v, ok := d.pollers.Load(clientID); ok {
-		v.(*poller).setOn(on)
-	}
-}
-
-// Notify implements driver.Driver with NOTIFY, delivered by PostgreSQL in
-// commit order, never on rollback; the same statement also stores the
-// notification for clients that read it from the table (NotifyStatement).
-func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
-	if _, err := d.ExecNamed(ctx, nil, "notify_send", d.notifyArgs(channel, payload)...); err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
-	return nil
-}
-
-// NotifyStatement implements driver.Driver: NOTIFY for the clients that
-// LISTEN and, while some client reads notifications from the table
-// (behind a transaction pooler without listen_dsn), an insert there, in
-// one statement.
-func (d *Driver) NotifyStatement(channel, payload string) (string, []any) {
-	return d.Q("notify_send"), d.notifyArgs(channel, payload)
-}
-
-func (d *Driver) notifyArgs(channel, payload string) []any {
-	return []any{d.notifyCh, channel, payload}
-}
-
-// Listen implements driver.Driver with LISTEN on a dedicated connection.
-// It reconnects after errors and calls wake at least once per interval.
-func (d *Driver) Listen(ctx context.Context, p driver.ListenParams) (func(), error) {
-	stop, err := d.listenBy(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	w := &localWake{wake: p.Wake}
-	local.Store(p.ClientID, w)
-	return func() { local.CompareAndDelete(p.ClientID, w); stop() }, nil
-}
-
-// local holds the wake functions of the clients listening in this
-// process, by client id (random, so unique across databases): a release in
-// the same process hands them its grants as soon as it returns (handLocal);
-// the NOTIFY that follows (or comes first) finds their waiters answered,
-// which wake.Locks recognises as the same grant.
-var local sync.Map // client id -> *localWake
-
-type localWake struct {
-	wake func(granted []driver.Request)
-}
-
-// handLocal hands the grants of payloads (parsePayload's format; an empty
-// one has none) to the clients listening in this process; a client with a
-// look in them waits for its NOTIFY.
-func handLocal(payloads []string) {
-	var entries []driver.Request
-	for _, payload := range payloads {
-		entries = append(entries, payloadEntries(payload, "")...)
-	}
-	order, byClient := sqldriver.ByClient(entries)
-	for _, client := range order {
-		v, ok := local.Load(client)
-		if gs := byClient[client]; ok && gs != nil {
-			v.(*localWake).wake(gs)
-		}
-	}
-}
-
-// noDirect reports that the driver has no direct connection to the
-// server: behind a transaction pooler with no listen_dsn, LISTEN and
-// turnstiles, which need a server session of their own, cannot work.
-func (d *Driver) noDirect() bool { return d.pooled && d.listenCfg == d.cfg }
-
-// listenBy starts the client's listener: LISTEN on a connection of its
-// own, or polling behind a transaction pooler without listen_dsn.
-func (d *Driver) listenBy(ctx context.Context, p driver.ListenParams) (func(), error) {
-	if d.noDirect() {
-		return d.pollOnly(p), nil
-	}
-	notifying := &atomic.Bool{}
-	d.notifying.Store(p.ClientID, notifying)
-	conn, err := d.listen(ctx)
-	if err != nil {
-		d.notifying.Delete(p.ClientID)
-		return nil, err
-	}
-	l := &pgListener{d: d, p: p, notifying: notifying, conn: conn, failing: sqldriver.Failing{Log: d.Logger()}}
-	lctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.run(lctx)
-	}()
-	return func() { cancel(); <-done; d.notifying.Delete(p.ClientID) }, nil
-}
-
-// pgListener is one client's LISTEN connection: it passes notifications
-// on, and reconnects after errors (waking the client, since anything
-// could have happened while disconnected).
-type pgListener struct {
-	d         *Driver
-	p         driver.ListenParams
-	notifying *atomic.Bool
-	conn      *pgx.Conn         // nil while disconnected
-	failing   sqldriver.Failing // the connection is lost (logged once until back)
-}
-
-func (l *pgListener) run(ctx context.Context) {
-	defer func() {
-		if l.conn != nil {
-			l.conn.Close(context.Background())
-		}
-	}()
-	for ctx.Err() == nil {
-		if l.conn == nil && !l.reconnect(ctx) {
-			continue
-		}
-		// The engine checks its waiting requests every interval itself
-		// (locks.Service.pollDue): a wake-up here after a quiet interval
-		// never came while the connection heard other clients' traffic.
-		// The wait is bounded only to check, after listenCheck without a
-		// notification, that the server still answers: a server that
-		// went silent (a network that drops packets) would leave the
-		// listener deaf for ever.
-		wctx, cancel := context.WithTimeout(ctx, listenCheck)
-		n, err := l.conn.WaitForNotification(wctx)
-		quiet := err != nil && ctx.Err() == nil && wctx.Err() != nil
-		cancel()
-		switch {
-		case err == nil:
-			l.deliver(n)
-		case ctx.Err() != nil:
-			return
-		case quiet && !l.conn.IsClosed():
-			if err := l.ping(); err != nil {
-				l.lost(err)
-			}
-		default:
-			l.lost(err)
-		}
-	}
-}
-
-// listenCheck is how long the listener waits for a notification before it
-// checks that the server still answers.
-var listenCheck = time.Minute
-
-// ping checks that the listener's server still answers, within the
-// statement timeout.
-func (l *pgListener) ping() error {
-	ctx, cancel := l.d.bound.Context(context.Background())
-	defer cancel()
-	if err := l.conn.Ping(ctx); err != nil {
-		return l.d.bound.Err(context.Background(), ctx, err)
-	}
-	return nil
-}
-
-// deliver passes a notification on: a baton notification to the
-// client's listeners, a grant or wake-up to the client it names.
-func (l *pgListener) deliver(n *pgconn.Notification) {
-	if n.Channel == l.d.notifyCh {
-		if l.notifying.Load() {
-			ch, payload, _ := strings.Cut(n.Payload, " ")
-			l.p.Notify(ch, payload)
-		}
-		return
-	}
-	if mine, granted := parsePayload(n.Payload, l.p.ClientID); mine {
-		l.p.Wake(granted)
-	}
-}
-
-// lost drops a broken connection; run reconnects after an interval.
-func (l *pgListener) lost(err error) {
-	l.failing.Failed(context.Background(), "baton: postgres: the LISTEN connection failed; waiters fall back on the poll interval until it is back (logged once until it works again): "+err.Error())
-	l.conn.Close(context.Background())
-	l.conn = nil
-}
-
-// reconnect waits an interval and connects again; false when it could not
-// (or ctx ended).
-func (l *pgListener) reconnect(ctx context.Context) bool {
-	if !maintain.Sleep(ctx, l.p.Interval) {
-		return false
-	}
-	conn, err := l.d.listen(ctx)
-	if err != nil {
-		l.failing.Failed(ctx, "baton: postgres: reconnecting the LISTEN connection failed (logged once until it works again): "+err.Error())
-		return false
-	}
-	l.failing.Worked("baton: postgres: the LISTEN connection works again")
-	l.conn = conn
-	l.p.Wake(nil) // anything could have happened while disconnected
-	return true
-}
-
-func (d *Driver) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := connectDirect(ctx, d.listenCfg)
-	if err != nil {
-		return nil, err
-	}
-	for _, ch := range []string{d.channel, d.notifyCh} {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
-			conn.Close(context.Background())
-			return nil, err
-		}
-	}
-	return conn, nil
-}
-
-// parsePayload reads a wake-up payload: comma-separated entries, each a
-// client id ("wake up and look") or "client:request:token:session:call"
-// (that request of that session's lock call was granted with that token;
-// from clients of earlier versions without session and call). mine is
-// true when an entry is for clientID; granted is nil when any entry for it asks for a look.
-func parsePayload(payload, clientID string) (mine bool, granted []driver.Request) {
-	own := payloadEntries(payload, clientID)
-	_, byClient := sqldriver.ByClient(own)
-	return len(own) > 0, byClient[clientID]
-}
-
-// payloadEntries reads a payload's entries as WakeClients entries (a
-// look has no ID), only those of clientID unless it is empty.
-func payloadEntries(payload, clientID string) []driver.Request {
-	var out []driver.Request
-	for payload != "" {
-		var entry string
-		entry, payload, _ = strings.Cut(payload, ",")
-		client, rest, hinted := strings.Cut(entry, ":")
-		if clientID != "" && client != clientID {
-			continue
-		}
-		r, ok := parseGrant(rest)
-		if !hinted || !ok {
-			r = driver.Request{}
-		}
-		r.ClientID = client
-		out = append(out, r)
-	}
-	return out
-}
-
-// parseGrant reads "request:token" of a payload's entry; false when it
-// is not that.
-func parseGrant(s string) (driver.Request, bool) {
-	idText, rest, _ := strings.Cut(s, ":")
-	tokenText, rest, _ := strings.Cut(rest, ":")
-	session, callText, withCall := strings.Cut(rest, ":")
-	id, err1 := strconv.ParseInt(idText, 10, 64)
-	token, err2 := strconv.ParseInt(tokenText, 10, 64)
-	r := driver.Request{ID: id, SessionID: session, Status: driver.StatusGranted, Token: token}
-	var err3 error
-	if withCall {
-		r.CallID, err3 = strconv.ParseInt(callText, 10, 64)
-	}
-	return r, err1 == nil && err2 == nil && err3 == nil
-}
-
-// connectCause picks the real cause out of a failed connection: with
-// sslmode=prefer (the default) pgx tries TLS first and then plain text, and
-// joins both failures, so the first words of its message are often
-// "tls error: server refused TLS connection" although the plain-text attempt
-// failed for the reason that matters (unknown role, missing database).
-func connectCause(err error) error {
-	var joined interface{ Unwrap() []error }
-	if errors.As(err, &joined) {
-		if errs := joined.Unwrap(); len(errs) > 0 {
-			return errs[len(errs)-1]
-		}
-	}
-	return err
-}
-
-// pollOnly stands in for LISTEN behind a transaction pooler with no
-// listen_dsn: LISTEN through the pooler would run on a server connection
-// that goes back to the pool and hear nothing. Waiters are woken every
-// interval instead (lock hand-off and queue wake-ups take up to an
-// interval), and notifications are read from the table every interval,
-// while the client is registered as a reader there (senders then store
-// them); both are said once.
-func (d *Driver) pollOnly(p driver.ListenParams) func() {
-	interval := sqldriver.DefaultInterval(p.Interval)
-	d.listenWarn.Do(func() {
-		d.Logger().Warn("baton: PostgreSQL behind a transaction pooler and no listen_dsn in the DSN: LISTEN cannot work, so waiters poll every " +
-			interval.String() + " and baton notifications (Listen) are delivered from a table, polled every " + interval.String() +
-			"; add listen_dsn=<a direct postgres:// DSN, URL-encoded> for wake-ups on commit")
-	})
-	po := &poller{d: d, clientID: p.ClientID, ttl: pollerTTL(interval), pump: sqldriver.StartPump(d.DB, p.Notify), failing: sqldriver.Failing{Log: d.Logger()}}
-	d.pollers.Store(p.ClientID, po)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	every := func(f func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			maintain.Every(stop, interval, f)
-		}()
-	}
-	every(func() { p.Wake(nil); po.pump.Poke() })
-	// Apart, so that a slow renewal never delays a wake-up.
-	every(func() { po.renew(stop) })
-	return func() {
-		close(stop)
-		wg.Wait()
-		d.pollers.Delete(p.ClientID)
-		po.stop()
-	}
-}
-
-// pollerTTL is how long a reader's registration runs: many intervals, so
-// that a few failed renewals (a database under load) lose nothing, and at
-// least half a minute, so that renewing costs little.
-func pollerTTL(interval time.Duration) time.Duration {
-	return max(10*interval, 30*time.Second)
-}
-
-// poller reads one client's notifications from {p}notifications. While it
-// reads (SetNotifying on) it keeps the client registered in
-// {p}notify_pollers, renewed when a third of the registration has run;
-// once it stops reading the registration runs out by itself (a client
-// whose listeners come and go, a queue consumer between claims, does not
-// write at each change), and it is deleted when listening stops.
-type poller struct {
-	d        *Driver
-	clientID string
-	ttl      time.Duration
-	pump     *sqldriver.NotifyPump
-
-	mu      sync.Mutex
-	on      bool
-	stopped bool
-	until   time.Time         // the registration runs at least until then
-	failing sqldriver.Failing // the last registration failed (said once)
-}
-
-// setOn turns reading on or off. Turning it on registers the client
-// before placing the reader's cursor, so that every notification sent
-// after it returns is stored for the client.
-func (po *poller) setOn(on bool) {
-	po.mu.Lock()
-	defer po.mu.Unlock()
-	if po.stopped {
-		return
-	}
-	po.on = on
-	if on {
-		po.registerLocked(nil)
-	}
-	po.pump.SetOn(on)
-}
-
-// renew extends the registration when it is due, while reading.
-func (po *poller) renew(stop <-chan struct{}) {
-	po.mu.Lock()
-	defer po.mu.Unlock()
-	if po.on && !po.stopped {
-		po.registerLocked(stop)
-	}
-}
-
-// registerLocked registers the client, or extends its registration, when
-// a third of it has run; stop, when it closes, cuts the statement short.
-func (po *poller) registerLocked(stop <-chan struct{}) {
-	if time.Until(po.until) > po.ttl*2/3 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(po.ttl/3, 10*time.Second))
-	defer cancel()
-	if stop != nil {
-		go cancelOn(ctx, stop, cancel)
-	}
-	start := time.Now()
-	if _, err := po.d.ExecNamed(ctx, nil, "notify_poller_register", po.clientID, po.ttl.Microseconds()); err != nil {
-		// Said even when stop cut it short.
-		po.failing.Failed(context.Background(), "baton: registering as a reader of the notifications table failed (logged once until it works again; notifications may be missed meanwhile): "+err.Error())
-		return
-	}
-	po.failing.Worked("baton: registering as a reader of the notifications table works again")
-	// The server counts from a moment after start: the registration runs
-	// at least this long.
-	po.until = start.Add(po.ttl)
-}
-
-// cancelOn cancels ctx when stop closes first.
-func cancelOn(ctx context.Context, stop <-chan struct{}, cancel context.CancelFunc) {
-	select {
-	case <-stop:
-		cancel()
-	case <-ctx.Done():
-	}
-}
-
-// stop ends reading and deletes the registration.
-func (po *poller) stop() {
-	po.mu.Lock()
-	defer po.mu.Unlock()
-	po.stopped = true
-	po.pump.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = po.d.ExecNamed(ctx, nil, "notify_poller_delete", po.clientID)
-}
-
 // SetStatementTimeout implements driver.Driver.
 func (d *Driver) SetStatementTimeout(t time.Duration) {
 	if d.bound != nil {
@@ -1305,6 +382,96 @@ func (d *Driver) SetStatementTimeout(t time.Duration) {
 	}
 }
 
-// StatementsInServer implements driver.ServerStatements: the engine runs
-// the statements that change the lock state to their end.
-func (d *Driver) StatementsInServer() {}
+// Embedded implements driver.Driver: the statements run in the server:
+// the engine runs those that change the lock state to their end.
+func (d *Driver) Embedded() bool { return false }
+
+// idleTime is how long a pool connection stays open unused: the pools
+// grow with the calls in flight and shrink back once a burst is over.
+const idleTime = 30 * time.Second
+
+// tooManyClients reports a connection the server refused for lack of
+// slots: SQLSTATE 53300 (too_many_connections: "sorry, too many clients
+// already", or the slots left are reserved).
+func tooManyClients(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "53300"
+}
+
+// openDB opens a pool on cfg whose new connections wait for a slot while
+// the server has none (sqlbase.RetryFull), and whose statements b
+// bounds (stmtbound; nil: only their contexts do).
+func openDB(cfg *pgx.ConnConfig, b *stmtbound.Bound) *sql.DB {
+	c := sqlbase.RetryFull(stdlib.GetConnector(*cfg), tooManyClients)
+	if b != nil {
+		c = stmtbound.Connector(c, b, false)
+	}
+	return sql.OpenDB(c)
+}
+
+// connectDirect opens a connection outside the pools (the listener, a
+// line), waiting for a slot as openDB's do.
+func connectDirect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	return sqlbase.WhileFull(ctx, tooManyClients, func(ctx context.Context) (*pgx.Conn, error) {
+		return pgx.ConnectConfig(ctx, cfg)
+	})
+}
+
+// LimitConns implements driver.Driver: the pool holds at most n
+// connections (at most n idle), claims and acknowledgements share it
+// (their commits then wait for the WAL flush as any other), and lines
+// take what the bound leaves (none at 1: a contended waiter waits
+// through the tables, woken by the listener). Called before the client
+// runs any statement but its schema check.
+func (d *Driver) LimitConns(n int) {
+	if n <= 0 || d.borrowed || d.shared != nil {
+		return // the program's pool is the program's to size
+	}
+	d.DB.SQL.SetMaxOpenConns(n)
+	d.DB.SQL.SetMaxIdleConns(n)
+	if d.relaxed.SQL != d.DB.SQL {
+		d.relaxed.SQL.Close()
+		d.relaxed = d.DB
+	}
+	d.lines.Max = int32(min(n-1, maxLines))
+}
+
+// errNotPgx: a pool connection is not pgx's (cannot happen with the pools
+// this driver opens or accepts; checked all the same).
+var errNotPgx = errors.New("postgres: a pool connection is not a pgx connection")
+
+// direct runs a named query on one of the pool's connections through pgx
+// itself and hands its rows to scan, which must read them all. The lock
+// fast path goes this way: database/sql starts a goroutine for every query
+// made with a cancellable context (to close its rows when the context
+// ends), and that hand-off between threads is a measurable part of a
+// statement that takes a tenth of a millisecond. pgx watches the context
+// itself without one. The statement is prepared once per connection by
+// pgx's statement cache (described only, behind a transaction pooler: the
+// connection's own QueryExecMode decides).
+func (d *Driver) direct(ctx context.Context, name string, args []any, scan func(pgx.Rows) error) error {
+	c, err := d.DB.SQL.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// pgx itself runs the statement: bounded here as the pool's are.
+	bctx, cancel := d.bound.Context(ctx)
+	defer cancel()
+	return d.bound.Err(ctx, bctx, c.Raw(func(dc any) error {
+		pc, ok := stmtbound.Unwrap(dc).(*stdlib.Conn)
+		if !ok {
+			return errNotPgx
+		}
+		rows, err := pc.Conn().Query(bctx, d.DB.Q(name), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}))
+}

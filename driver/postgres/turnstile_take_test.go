@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 	"github.com/batonhq/baton/internal/batontest"
-	"github.com/batonhq/baton/internal/sqldriver"
 )
 
 // TestTurnstileTakeFollowsFastPath: {p}turnstile_take
@@ -18,7 +18,7 @@ import (
 // fast_acquire_many_existing carries fast_acquire_existing's SET clause.
 // A change to one without the other fails here.
 func TestTurnstileTakeFollowsFastPath(t *testing.T) {
-	q, err := sqldriver.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
+	q, err := sqlbase.LoadQueries(queries, "sql", "baton_", map[string]string{"now": Now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

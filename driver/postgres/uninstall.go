@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 // schemaMarker is the comment `baton migrate` puts on a schema it
@@ -18,7 +18,7 @@ const schemaMarker = "created by baton migrate"
 // Uninstall implements driver.Driver. baton's schema is the connection's
 // current_schema(), the first schema of the search_path that exists.
 func (d *Driver) Uninstall(ctx context.Context, p driver.UninstallParams) (driver.UninstallReport, error) {
-	return d.migrator.Uninstall(ctx, sqldriver.Catalog{
+	return d.migrator.Uninstall(ctx, sqlbase.Catalog{
 		List: d.catalog,
 		Drop: dropStatement,
 		// A removal waits for locks a while, never for ever: a long
@@ -40,7 +40,7 @@ func (d *Driver) catalog(ctx context.Context, conn *sql.Conn, known func(string)
 	if err := conn.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil || !schema.Valid {
 		return nil, nil, err // no schema of the search_path exists: nothing is installed
 	}
-	add := func(o driver.Object, mine bool) { sqldriver.Split(&ours, &others, o, mine) }
+	add := func(o driver.Object, mine bool) { sqlbase.Split(&ours, &others, o, mine) }
 	for _, look := range []func(context.Context, *sql.Conn, string, func(string) bool, func(driver.Object, bool)) error{
 		d.relations, d.routines, d.triggers, d.types,
 	} {
@@ -60,12 +60,12 @@ const ns = "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
 // relations finds the tables, views and sequences; a sequence that a
 // table owns is baton's when the table is.
 func (d *Driver) relations(ctx context.Context, conn *sql.Conn, schema string, known func(string) bool, add func(driver.Object, bool)) error {
-	return sqldriver.EachRow(ctx, conn, `SELECT c.relname, c.relkind::text, coalesce(o.relname, '') FROM pg_class c
+	return sqlbase.EachRow(ctx, conn, `SELECT c.relname, c.relkind::text, coalesce(o.relname, '') FROM pg_class c
 		LEFT JOIN pg_depend dep ON c.relkind = 'S' AND dep.classid = 'pg_class'::regclass AND dep.objid = c.oid
 			AND dep.refclassid = 'pg_class'::regclass AND dep.deptype IN ('a', 'i')
 		LEFT JOIN pg_class o ON o.oid = dep.refobjid
 		WHERE c.relnamespace = `+ns+` AND c.relkind IN ('r', 'p', 'f', 'v', 'm', 'S') AND starts_with(c.relname, $1)`,
-		[]any{d.prefix}, func(sc sqldriver.Scanner) error {
+		[]any{d.prefix}, func(sc sqlbase.Scanner) error {
 			var name, kind, owner string
 			err := sc.Scan(&name, &kind, &owner)
 			add(driver.Object{Kind: relKinds[kind], Schema: schema, Name: name}, known(name) || owner != "" && known(owner))
@@ -76,8 +76,8 @@ func (d *Driver) relations(ctx context.Context, conn *sql.Conn, schema string, k
 // routines finds the functions and procedures, with their argument
 // types.
 func (d *Driver) routines(ctx context.Context, conn *sql.Conn, schema string, known func(string) bool, add func(driver.Object, bool)) error {
-	return sqldriver.EachRow(ctx, conn, `SELECT p.proname, p.prokind::text, pg_get_function_identity_arguments(p.oid) FROM pg_proc p
-		WHERE p.pronamespace = `+ns+` AND starts_with(p.proname, $1)`, []any{d.prefix}, func(sc sqldriver.Scanner) error {
+	return sqlbase.EachRow(ctx, conn, `SELECT p.proname, p.prokind::text, pg_get_function_identity_arguments(p.oid) FROM pg_proc p
+		WHERE p.pronamespace = `+ns+` AND starts_with(p.proname, $1)`, []any{d.prefix}, func(sc sqlbase.Scanner) error {
 		o := driver.Object{Kind: driver.ObjFunction, Schema: schema}
 		var kind string
 		err := sc.Scan(&o.Name, &kind, &o.Args)
@@ -95,13 +95,13 @@ func (d *Driver) routines(ctx context.Context, conn *sql.Conn, schema string, kn
 // table's trigger (tgparentid) go with it.
 func (d *Driver) triggers(ctx context.Context, conn *sql.Conn, _ string, known func(string) bool, add func(driver.Object, bool)) error {
 	capture := d.prefix + "capture"
-	return sqldriver.EachRow(ctx, conn, `SELECT t.tgname, n.nspname, c.relname, p.proname, p.pronamespace = `+ns+`,
+	return sqlbase.EachRow(ctx, conn, `SELECT t.tgname, n.nspname, c.relname, p.proname, p.pronamespace = `+ns+`,
 		c.relnamespace = `+ns+` FROM pg_trigger t
 		JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		JOIN pg_proc p ON p.oid = t.tgfoid
 		WHERE NOT t.tgisinternal AND t.tgparentid = 0
 		  AND (starts_with(t.tgname, $1) OR p.pronamespace = `+ns+` AND starts_with(p.proname, $1))`,
-		[]any{d.prefix}, func(sc sqldriver.Scanner) error {
+		[]any{d.prefix}, func(sc sqlbase.Scanner) error {
 			o := driver.Object{Kind: driver.ObjTrigger}
 			var fn string
 			var fnOurs, tableOurs bool
@@ -115,10 +115,10 @@ func (d *Driver) triggers(ctx context.Context, conn *sql.Conn, _ string, known f
 // types finds the types made by CREATE TYPE or CREATE DOMAIN (not the
 // row types of tables, which go with them).
 func (d *Driver) types(ctx context.Context, conn *sql.Conn, schema string, known func(string) bool, add func(driver.Object, bool)) error {
-	return sqldriver.EachRow(ctx, conn, `SELECT t.typname FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
+	return sqlbase.EachRow(ctx, conn, `SELECT t.typname FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
 		WHERE t.typnamespace = `+ns+` AND starts_with(t.typname, $1)
 		  AND (t.typtype IN ('e', 'd', 'r', 'm') OR t.typtype = 'c' AND c.relkind = 'c')`,
-		[]any{d.prefix}, func(sc sqldriver.Scanner) error {
+		[]any{d.prefix}, func(sc sqlbase.Scanner) error {
 			o := driver.Object{Kind: driver.ObjType, Schema: schema}
 			err := sc.Scan(&o.Name)
 			add(o, known(o.Name))

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -16,8 +16,8 @@ func lit(s string) string   { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'
 // written as [name, value, kind] columns for baton to put in canonical form
 // (see baton's eventjson.go): a blob, in any column, as hex digits (JSON
 // cannot hold one), and the kind named after the declared type.
-func events(prefix string) *sqldriver.EventsDialect {
-	return sqldriver.RowTriggers(prefix, describe, captureTrigger, ident)
+func events(prefix string) *sqlbase.EventsDialect {
+	return sqlbase.RowTriggers(prefix, describe, captureTrigger, ident)
 }
 
 // tableColumn is a row of pragma_table_info: a column's name, declared
@@ -29,12 +29,12 @@ type tableColumn struct {
 
 // describe finds a table: its columns and their declared types, in the
 // table's order, and its primary key.
-func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableInfo, bool, error) {
+func describe(ctx context.Context, t *sqlbase.Tx, table string) (driver.TableInfo, bool, error) {
 	rows, err := t.Query(ctx, "SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", table)
 	if err != nil {
 		return driver.TableInfo{}, false, err
 	}
-	cols, err := sqldriver.ScanAll(rows, func(sc sqldriver.Scanner) (tableColumn, error) {
+	cols, err := sqlbase.ScanAll(rows, func(sc sqlbase.Scanner) (tableColumn, error) {
 		var c tableColumn
 		err := sc.Scan(&c.name, &c.typ, &c.pk)
 		return c, err
@@ -56,9 +56,9 @@ func describe(ctx context.Context, t *sqldriver.Tx, table string) (driver.TableI
 // captureTrigger is the row trigger of one action on a table: it enqueues
 // the change for every subscription of the table that captures the
 // action.
-func captureTrigger(prefix string, ti driver.TableInfo, a sqldriver.CaptureAction) string {
+func captureTrigger(prefix string, ti driver.TableInfo, a sqlbase.CaptureAction) string {
 	obj := func(cols []string, row string) string {
-		return sqldriver.RowArray("json_array", ti, cols, func(c, typ string) string { return entry(c, typ, row) })
+		return sqlbase.RowArray("json_array", ti, cols, func(c, typ string) string { return entry(c, typ, row) })
 	}
 	newRow, oldRow := "NULL", "NULL"
 	if a.Code != "D" {
@@ -68,7 +68,7 @@ func captureTrigger(prefix string, ti driver.TableInfo, a sqldriver.CaptureActio
 		oldRow = "json(" + obj(ti.Columns, "OLD") + ")"
 	}
 	pk := obj(ti.PK, a.Row)
-	return "CREATE TRIGGER " + ident(sqldriver.TriggerName(prefix, ti.Name, a.Code)) +
+	return "CREATE TRIGGER " + ident(sqlbase.TriggerName(prefix, ti.Name, a.Code)) +
 		" AFTER " + a.Event + " ON " + ident(ti.Name) + " BEGIN\n" +
 		"INSERT INTO " + prefix + "messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at)\n" +
 		"SELECT 'ev:' || s.name, CAST(json_object('subscription', s.name, 'table', " + lit(ti.Name) + ", 'action', '" + a.Action + "', " +
@@ -104,3 +104,12 @@ func kind(declared string) string {
 	}
 	return ""
 }
+
+var _ driver.Events = (*Driver)(nil)
+
+// Events implements driver.Driver: the driver itself.
+func (d *Driver) Events() driver.Events { return d }
+
+// RefreshesInPlace implements driver.Events: the triggers are replaced
+// in a transaction.
+func (d *Driver) RefreshesInPlace() bool { return true }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/sqldriver"
+	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
 // TestPumpReportsFailedRead: a notification pump whose read failed says
@@ -18,7 +18,7 @@ func TestPumpReportsFailedRead(t *testing.T) {
 	ctx := context.Background()
 	d := openMigrated(t, filepath.Join(t.TempDir(), "pump.db"))
 	got := make(chan string, 10)
-	p := sqldriver.StartPump(d.DB, func(_, payload string) { got <- payload })
+	p := sqlbase.StartPump(d.DB, func(_, payload string) { got <- payload })
 	defer p.Stop()
 	p.SetOn(true)
 	until := func(what string, cond func() bool) {

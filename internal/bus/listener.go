@@ -202,7 +202,7 @@ func (l *Listener) start(done chan struct{}) {
 func (l *Listener) listenOnce() (func(), error) {
 	ctx, cancel := maintain.Until(l.cfg.Quit, l.cfg.Lease)
 	defer cancel()
-	return l.cfg.Driver.Listen(ctx, driver.ListenParams{ClientID: l.cfg.ClientID, Wake: l.Wake, Notify: l.Deliver, Interval: l.cfg.PollInterval})
+	return l.cfg.Driver.Notifier().Listen(ctx, driver.ListenParams{ClientID: l.cfg.ClientID, Wake: l.Wake, Notify: l.Deliver, Interval: l.cfg.PollInterval})
 }
 
 // Close stops the listener if it runs, for good (a start under way stops

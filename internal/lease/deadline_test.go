@@ -40,9 +40,17 @@ type slowRenewals struct {
 	reply time.Duration
 }
 
-func (d slowRenewals) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
-	n, refs, err := d.Driver.SessionHeartbeat(ctx, p)
-	d.clk.set(d.clk.Now().Add(d.reply))
+// Sessions is the driver's, with slowRenewals' heartbeat.
+func (d slowRenewals) Sessions() driver.Sessions { return slowSessions{d.Driver.Sessions(), d} }
+
+type slowSessions struct {
+	driver.Sessions
+	d slowRenewals
+}
+
+func (s slowSessions) SessionHeartbeat(ctx context.Context, p driver.HeartbeatParams) (int, []driver.SessionRef, error) {
+	n, refs, err := s.Sessions.SessionHeartbeat(ctx, p)
+	s.d.clk.set(s.d.clk.Now().Add(s.d.reply))
 	return n, refs, err
 }
 

@@ -113,17 +113,15 @@ func (k *Keeper) Begin(ctx context.Context, id, name string) (*Session, error) {
 	return s, nil
 }
 
-// insert reads the lock state's incarnation where the backend has one,
+// insert reads the lock state's incarnation (0 where it survives a crash),
 // then inserts the session's row.
 func (k *Keeper) insert(ctx context.Context, s *Session, name string, start time.Time) error {
 	d := k.cfg.Driver
-	if inc, ok := d.(driver.Incarnations); ok {
-		id, wait, err := inc.Incarnation(ctx, k.lease)
-		if err != nil {
-			return err
-		}
-		s.Incarnation, s.Lockable = id, start.Add(wait)
+	id, wait, err := d.Sessions().Incarnation(ctx, k.lease)
+	if err != nil {
+		return err
 	}
+	s.Incarnation, s.Lockable = id, start.Add(wait)
 	row := driver.Session{ID: s.id, ClientID: k.cfg.ClientID, Host: k.host, PID: k.pid, Name: name, HostID: k.hostID}
 	return txn.InTx(ctx, d, func(tx driver.Tx) error { return tx.SessionInsert(ctx, row, k.lease) })
 }
@@ -208,7 +206,7 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		ids[i] = s.id
 	}
 	start := k.cfg.Now()
-	n, refs, err := k.cfg.Driver.SessionHeartbeat(ctx, driver.HeartbeatParams{
+	n, refs, err := k.cfg.Driver.Sessions().SessionHeartbeat(ctx, driver.HeartbeatParams{
 		ClientID: k.cfg.ClientID, HostID: k.hostID, SessionIDs: ids, Lease: k.lease, Limit: 100})
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ package lease
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/internal/errs"
@@ -34,27 +33,10 @@ type Session struct {
 
 	// Incarnation is the lock state's incarnation the session began in,
 	// and Lockable the local moment before which it may not be granted a
-	// lock (see driver.Incarnations); zero where the backend keeps lock
+	// lock (see driver.Sessions.Incarnation); zero where the backend keeps lock
 	// state through crashes.
 	Incarnation int64
 	Lockable    time.Time
-	// Rows records where the session may have request rows.
-	Rows Rows
-	// Own records what the session's calls were granted (a hint for
-	// re-entries).
-	Own Own
-	// Held counts the instances the session was granted and has not
-	// released, as its own calls saw them (a release whose outcome is
-	// unknown leaves them counted), and Calls its lock calls under way:
-	// a session that holds nothing and makes no other call cannot be in a
-	// deadlock, whatever it waits for.
-	Held  atomic.Int64
-	Calls atomic.Int32
-	// Unlisting is read-locked while a listing of a granted wait
-	// (behind a turnstile) is being deleted: a release of the session
-	// locks it first, so that no such listing outlives the instance that
-	// hides it from monitoring.
-	Unlisting sync.RWMutex
 }
 
 // ID is the session's id.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/lockcore"
 	"github.com/batonhq/baton/internal/txn"
 )
@@ -57,7 +56,7 @@ const turnstileOn = time.Second
 // session in one mode, all or none: timeout 0 tries once, a positive one
 // bounds the call, a negative one waits until ctx ends. On failure the call
 // holds nothing it took.
-func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) ([]driver.Request, error) {
+func (l *Service) Acquire(ctx context.Context, s *Session, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) ([]driver.Request, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -80,7 +79,7 @@ func (l *Service) Acquire(ctx context.Context, s *lease.Session, ids []driver.Id
 	return rs, err
 }
 
-func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) ([]driver.Request, error) {
+func (l *Service) acquireAll(ctx context.Context, s *Session, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) ([]driver.Request, error) {
 	tryOnce := timeout == 0
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -116,7 +115,7 @@ func (l *Service) acquireAll(ctx context.Context, s *lease.Session, ids []driver
 }
 
 // acquireEach takes the identifiers one after the other.
-func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode driver.LockMode, tryOnce bool) ([]driver.Request, error) {
+func (l *Service) acquireEach(ctx context.Context, s *Session, call int64, ids []driver.Ident, mode driver.LockMode, tryOnce bool) ([]driver.Request, error) {
 	out := make([]driver.Request, 0, len(ids))
 	for _, id := range ids {
 		r, err := l.acquireOne(ctx, s, call, id, mode, tryOnce, len(ids) == 1)
@@ -132,7 +131,7 @@ func (l *Service) acquireEach(ctx context.Context, s *lease.Session, call int64,
 // sees: the session's end when the withdrawal gave the session up (the
 // outcome of a statement cut off by a lost connection is unknown, so the
 // call's requests may exist), err otherwise.
-func (l *Service) undo(s *lease.Session, call int64, ids []driver.Ident, err error) error {
+func (l *Service) undo(s *Session, call int64, ids []driver.Ident, err error) error {
 	// Only a server can still run a statement whose caller has returned;
 	// an embedded database (SQLite) ended it before.
 	l.undoCall(s, call, ids, l.detach && inDoubt(err))
@@ -145,7 +144,7 @@ func (l *Service) undo(s *lease.Session, call int64, ids []driver.Ident, err err
 // awaitLockable waits until the session may be granted locks: after a
 // restart of a server whose lock state a crash empties, not before holders
 // of the previous incarnation have stopped counting themselves holders.
-func (l *Service) awaitLockable(ctx context.Context, s *lease.Session, tryOnce bool) error {
+func (l *Service) awaitLockable(ctx context.Context, s *Session, tryOnce bool) error {
 	wait := time.Until(s.Lockable)
 	if wait <= 0 {
 		return nil
@@ -182,18 +181,17 @@ func manyNames(ids []driver.Ident) (names []string, ok bool) {
 }
 
 // acquireMany takes several free names of one namespace in one round trip
-// where the backend can (driver.ManyAcquirer); ok false sends the call
+// where the backend can (driver.Locks.AcquiresMany); ok false sends the call
 // down the name-by-name path (nothing was taken).
-func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, mode driver.LockMode) ([]driver.Request, bool, error) {
-	ma, can := l.drv.(driver.ManyAcquirer)
+func (l *Service) acquireMany(ctx context.Context, s *Session, call int64, ids []driver.Ident, mode driver.LockMode) ([]driver.Request, bool, error) {
 	names, one := manyNames(ids)
-	if !can || !one {
+	if !l.many || !one {
 		return nil, false, nil
 	}
 	s.Rows.Begin(ids...)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	rs, ok, err := ma.LockFastAcquireMany(sctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
+	rs, ok, err := l.lk.LockFastAcquireMany(sctx, driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID,
 		Ident: ids[0], Mode: mode, CallID: call, Incarnation: s.Incarnation}, names)
 	// On an error, rows may have been stored all the same.
 	stored := err != nil || slices.ContainsFunc(rs, func(r driver.Request) bool { return !r.Inline })
@@ -221,7 +219,7 @@ func (l *Service) acquireMany(ctx context.Context, s *lease.Session, call int64,
 // goes straight to the request (see contention). A write lock that one
 // call takes alone and waits for goes through its turnstile first, where
 // the backend has them (turnstileAcquire).
-func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, alone bool) (driver.Request, error) {
+func (l *Service) acquireOne(ctx context.Context, s *Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, alone bool) (driver.Request, error) {
 	// A re-entry (the session holds id in a mode that covers this one)
 	// is refused by its own holder on the fast path, passes the
 	// contention read and gets nothing from the turnstile: it goes to the
@@ -276,18 +274,14 @@ func (l *Service) acquireOne(ctx context.Context, s *lease.Session, call int64, 
 }
 
 // turnstileAcquire is acquireOne's attempt on a contended write lock
-// through its turnstile, where the backend has them (driver.Turnstiles):
+// through its turnstile (driver.Turnstiles):
 // it waits up to wait in the server for the holder's release (0: a call
 // that tries once takes only a free turnstile), then takes the lock if it
 // is free. ok false: the table decides (the
 // session may hold the turnstile meanwhile, and keeps it while it waits
 // there: the contenders after it wait in the server). A grant made
 // without waiting counts towards forgetting the contention hint.
-func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, wait time.Duration) (r driver.Request, ok, usable bool, err error) {
-	ts, can := l.drv.(driver.Turnstiles)
-	if !can {
-		return driver.Request{}, false, false, nil
-	}
+func (l *Service) turnstileAcquire(ctx context.Context, s *Session, call int64, id driver.Ident, wait time.Duration) (r driver.Request, ok, usable bool, err error) {
 	// The wait ends a millisecond before the call does; the statement
 	// runs to its end (statement).
 	if dl, ok := ctx.Deadline(); ok {
@@ -296,7 +290,7 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	l.contentionSteps.Add(1)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	r, ok, waited, usable, err := ts.LockTurnstileAcquire(sctx, driver.FastAcquireParams{
+	r, ok, waited, usable, err := l.lk.LockTurnstileAcquire(sctx, driver.FastAcquireParams{
 		SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call, Incarnation: s.Incarnation},
 		wait)
 	switch {
@@ -316,8 +310,8 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 	return r, ok, true, nil
 }
 
-// turnstileWaits is acquireOne's wait behind the identifier's turnstile,
-// where the backend has them: turnstileWait at first (nothing, for a call
+// turnstileWaits is acquireOne's wait behind the identifier's turnstile:
+// turnstileWait at first (nothing, for a call
 // that tries once); then, while the call may wait on (mayWaitOn: its
 // session holds nothing and makes no other call, so no cycle can pass
 // through its wait), on in slices of turnstileSlice until it gets the
@@ -326,12 +320,11 @@ func (l *Service) turnstileAcquire(ctx context.Context, s *lease.Session, call i
 // queue, once formed, keeps later contenders refused and hands on
 // through a transaction. turnstileAcquire cuts each wait to end before
 // ctx does. ok false: the table decides.
-func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int64, id driver.Ident, tryOnce bool) (r driver.Request, ok, usable bool, err error) {
+func (l *Service) turnstileWaits(ctx context.Context, s *Session, call int64, id driver.Ident, tryOnce bool) (r driver.Request, ok, usable bool, err error) {
 	wait := turnstileWait
 	if tryOnce {
 		wait = 0
 	}
-	ts, _ := l.drv.(driver.Turnstiles)
 	began := time.Now()
 	p := driver.FastAcquireParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: driver.ModeWrite, CallID: call}
 	marked := false
@@ -361,7 +354,7 @@ func (l *Service) turnstileWaits(ctx context.Context, s *lease.Session, call int
 			// with the rest.
 			marked = true
 			sctx, cancel := l.statement(ctx)
-			err := ts.LockTurnstileWaiting(sctx, p, true)
+			err := l.lk.LockTurnstileWaiting(sctx, p, true)
 			cancel()
 			if err != nil {
 				return driver.Request{}, false, true, nil // the table decides, and shows the wait
@@ -390,14 +383,14 @@ func (l *Service) SetTurnstileOn(d time.Duration) { l.turnstileOn.Store(int64(d)
 func (l *Service) unlist(ctx context.Context, p driver.FastAcquireParams) {
 	mctx, cancel := l.cleanup(ctx)
 	defer cancel()
-	l.cfg.Log("forget a wait behind a turnstile", l.drv.(driver.Turnstiles).LockTurnstileWaiting(mctx, p, false))
+	l.cfg.Log("forget a wait behind a turnstile", l.lk.LockTurnstileWaiting(mctx, p, false))
 }
 
 // unlistLater is unlist on a goroutine of its own, for a granted call
 // (the lock listings leave out the wait of a call that holds an
-// instance): the session's releases wait for it (lease.Session.
+// instance): the session's releases wait for it (Session.
 // Unlisting), and so does Run's end.
-func (l *Service) unlistLater(ctx context.Context, s *lease.Session, p driver.FastAcquireParams) {
+func (l *Service) unlistLater(ctx context.Context, s *Session, p driver.FastAcquireParams) {
 	s.Unlisting.RLock()
 	l.background.run(func() {
 		defer s.Unlisting.RUnlock()
@@ -410,7 +403,7 @@ func (l *Service) unlistLater(ctx context.Context, s *lease.Session, p driver.Fa
 // is live, holds nothing and makes no other call (no cycle can pass
 // through such a wait, so the deadlock detector need not see it), and
 // not within two milliseconds of its deadline.
-func (l *Service) mayWaitOn(ctx context.Context, s *lease.Session) bool {
+func (l *Service) mayWaitOn(ctx context.Context, s *Session) bool {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*time.Millisecond {
 		return false
 	}
@@ -418,34 +411,30 @@ func (l *Service) mayWaitOn(ctx context.Context, s *lease.Session) bool {
 }
 
 // dropTurnstile lets the session's turnstile on id go after a failed
-// call, where the backend has turnstiles.
-func (l *Service) dropTurnstile(s *lease.Session, id driver.Ident) {
-	if ts, can := l.drv.(driver.Turnstiles); can {
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
-		defer cancel()
-		ts.LockTurnstileDrop(ctx, s.ID(), id)
-	}
+// call.
+func (l *Service) dropTurnstile(s *Session, id driver.Ident) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+	defer cancel()
+	l.lk.LockTurnstileDrop(ctx, s.ID(), id)
 }
 
-// turnstileHeld reports whether the session holds a turnstile in scope,
-// where the backend has them: its release is then the backend's
+// turnstileHeld reports whether the session holds a turnstile in scope:
+// its release is then the backend's
 // LockFastRelease, which lets them go.
-func (l *Service) turnstileHeld(s *lease.Session, scope driver.Ident) bool {
-	ts, can := l.drv.(driver.Turnstiles)
-	return can && ts.LockTurnstileHeld(s.ID(), scope)
+func (l *Service) turnstileHeld(s *Session, scope driver.Ident) bool {
+	return l.lk.LockTurnstileHeld(s.ID(), scope)
 }
 
-// SessionEnded closes the session's line for turnstiles, where the
-// backend has them.
+// SessionEnded forgets an ended session and closes its line for
+// turnstiles.
 func (l *Service) SessionEnded(id string) {
-	if ts, can := l.drv.(driver.Turnstiles); can {
-		ts.LockTurnstileEnd(id)
-	}
+	l.forget(id)
+	l.lk.LockTurnstileEnd(id)
 }
 
 // fastAcquire is acquireOne's fast attempt; ok is false when the slow
 // path must decide.
-func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode) (driver.Request, bool, error) {
+func (l *Service) fastAcquire(ctx context.Context, s *Session, call int64, id driver.Ident, mode driver.LockMode) (driver.Request, bool, error) {
 	var r driver.Request
 	var ok bool
 	l.contentionSteps.Add(1)
@@ -453,7 +442,7 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	err := l.retrying(ctx, func() (err error) {
-		r, ok, err = l.drv.LockFastAcquire(sctx, driver.FastAcquireParams{
+		r, ok, err = l.lk.LockFastAcquire(sctx, driver.FastAcquireParams{
 			SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode, CallID: call, Incarnation: s.Incarnation})
 		return err
 	})
@@ -468,15 +457,15 @@ func (l *Service) fastAcquire(ctx context.Context, s *lease.Session, call int64,
 }
 
 // conflictHeld reports whether another session holds id against a
-// request in mode (driver.Driver.LockConflictHeld): a try refused whatever
+// request in mode (driver.Locks.LockConflictHeld): a try refused whatever
 // the queue, with one read that stores nothing, where the turnstile, the
 // request and the withdrawal took three to six round trips. An error
 // answers false: the slow path decides, and reports the trouble.
-func (l *Service) conflictHeld(ctx context.Context, s *lease.Session, id driver.Ident, mode driver.LockMode) bool {
+func (l *Service) conflictHeld(ctx context.Context, s *Session, id driver.Ident, mode driver.LockMode) bool {
 	l.contentionSteps.Add(1)
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	held, err := l.drv.LockConflictHeld(sctx, s.ID(), id, mode)
+	held, err := l.lk.LockConflictHeld(sctx, s.ID(), id, mode)
 	return err == nil && held
 }
 
@@ -488,7 +477,7 @@ func (l *Service) conflictHeld(ctx context.Context, s *lease.Session, id driver.
 // earlier names' grants: nine round trips for two names, against one. A
 // name found free of conflicting holders loses its hint, so that a stale
 // one costs a single read.
-func (l *Service) heldAgainst(ctx context.Context, s *lease.Session, ids []driver.Ident, mode driver.LockMode) bool {
+func (l *Service) heldAgainst(ctx context.Context, s *Session, ids []driver.Ident, mode driver.LockMode) bool {
 	for _, id := range ids {
 		if !l.contended.has(id) {
 			continue
@@ -502,21 +491,18 @@ func (l *Service) heldAgainst(ctx context.Context, s *lease.Session, ids []drive
 }
 
 // requestSlow stores a request decided under the identifier's row lock:
-// in one call where the backend can (driver.Requester), otherwise (or
-// when the call leaves it to the engine) in a transaction of the engine's
-// own (request).
-func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, covered bool) (driver.Request, error) {
+// in one call where the backend can (driver.Locks.LockRequest), otherwise
+// (ErrRequestInTx: the call leaves it to the engine) in a transaction of
+// the engine's own (request).
+func (l *Service) requestSlow(ctx context.Context, s *Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, covered bool) (driver.Request, error) {
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	if rq, ok := l.drv.(driver.Requester); ok {
-		req, err := l.requestOne(ctx, sctx, rq, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
-			CallID: call, TryOnce: tryOnce, Covered: covered})
-		if !errors.Is(err, driver.ErrRequestInTx) {
-			return req, err
-		}
+	req, err := l.requestOne(ctx, sctx, driver.RequestParams{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
+		CallID: call, TryOnce: tryOnce, Covered: covered})
+	if !errors.Is(err, driver.ErrRequestInTx) {
+		return req, err
 	}
-	var req driver.Request
-	err := l.inTxUntil(ctx, sctx, func(tx driver.Tx) error {
+	err = l.inTxUntil(ctx, sctx, func(tx driver.Tx) error {
 		// Anew on each try: a retried transaction starts from scratch.
 		req = driver.Request{SessionID: s.ID(), ClientID: l.cfg.ClientID, Ident: id, Mode: mode,
 			Status: driver.StatusPending, CallID: call, ID: math.MaxInt64}
@@ -527,10 +513,10 @@ func (l *Service) requestSlow(ctx context.Context, s *lease.Session, call int64,
 
 // requestOne is requestSlow through the backend's one call, run in sctx
 // (statement) and tried again only while ctx lasts.
-func (l *Service) requestOne(ctx, sctx context.Context, rq driver.Requester, p driver.RequestParams) (driver.Request, error) {
+func (l *Service) requestOne(ctx, sctx context.Context, p driver.RequestParams) (driver.Request, error) {
 	var req driver.Request
 	err := l.retrying(ctx, func() (err error) {
-		req, err = rq.LockRequest(sctx, p)
+		req, err = l.lk.LockRequest(sctx, p)
 		return err
 	})
 	switch {
@@ -602,7 +588,7 @@ var BeforeRegister atomic.Pointer[func(sessionID string)]
 // victim, the session's end or ctx. looks is the count of status-check
 // wake-ups read before the request began; detectIn is when to look for a
 // cycle.
-func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.Request, looks int64, detectIn time.Duration) (driver.Request, error) {
+func (l *Service) awaitGrant(ctx context.Context, s *Session, req driver.Request, looks int64, detectIn time.Duration) (driver.Request, error) {
 	// The waiter is registered only now that the request is committed (a
 	// status check on another connection must find it). A grant that came
 	// in between found no waiter and asked for a look (wake.Locks.Grant):
@@ -648,7 +634,7 @@ func (l *Service) awaitGrant(ctx context.Context, s *lease.Session, req driver.R
 }
 
 // answered turns the answer to a waiting request into Lock's result.
-func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
+func answered(s *Session, r, req driver.Request) (driver.Request, error) {
 	switch r.Status {
 	case driver.StatusGranted:
 		r.Ident, r.Mode, r.SessionID = req.Ident, req.Mode, s.ID() // a hint carries only id and token
@@ -664,7 +650,7 @@ func answered(s *lease.Session, r, req driver.Request) (driver.Request, error) {
 }
 
 // failure maps an error during acquisition to what the caller sees.
-func failure(ctx context.Context, s *lease.Session, err error) error {
+func failure(ctx context.Context, s *Session, err error) error {
 	txn.SettleDeadline(ctx)
 	if errors.Is(err, errs.ErrTimeout) || errors.Is(context.Cause(ctx), errs.ErrTimeout) {
 		return fmt.Errorf("%w", errs.ErrTimeout)
@@ -693,14 +679,14 @@ func inDoubt(err error) bool {
 }
 
 // withdrawCall withdraws the requests of a call in the backend's one
-// call where it has one (driver.RequestRemover's LockCallWithdraw, told
+// call where it has one (driver.Locks.LockCallWithdraw, told
 // whether a statement of the call may still run: settle): false leaves
 // the withdrawal to undoCall's transaction (the backend has no such
 // call, it left the withdrawal to the engine, or the call failed before
 // its commit).
-func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64, ids []driver.Ident, settle bool) bool {
-	return l.inOneCall(ctx, "withdraw a lock call in one call", func(sctx context.Context, rr driver.RequestRemover) (bool, error) {
-		return rr.LockCallWithdraw(sctx, s.ID(), call, ids, settle)
+func (l *Service) withdrawCall(ctx context.Context, s *Session, call int64, ids []driver.Ident, settle bool) bool {
+	return l.inOneCall(ctx, "withdraw a lock call in one call", func(sctx context.Context) (bool, error) {
+		return l.lk.LockCallWithdraw(sctx, s.ID(), call, ids, settle)
 	})
 }
 
@@ -717,7 +703,7 @@ func (l *Service) withdrawCall(ctx context.Context, s *lease.Session, call int64
 // The identifiers' rows are then locked first, in the order every call
 // locks them: such a statement holds or waits for one of them, so the
 // withdrawal waits for it and then sees what it wrote.
-func (l *Service) undoCall(s *lease.Session, call int64, ids []driver.Ident, settle bool) {
+func (l *Service) undoCall(s *Session, call int64, ids []driver.Ident, settle bool) {
 	if s.Err() != nil {
 		return // ended: the client deletes everything it had
 	}

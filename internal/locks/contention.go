@@ -10,9 +10,9 @@ import (
 // contended, so that its next call on one takes the path that pays off
 // under contention: an acquisition goes straight to its request (a fast
 // attempt would be refused), a release hands on in its own transaction
-// (driver.TxReleaser). A hint is only a choice of path, never of outcome:
-// both paths decide by the same rule, so a stale hint costs a little time
-// and is dropped by the call that finds it wrong.
+// (driver.Locks.ReleasesInTx). A hint is only a choice of path, never of
+// outcome: both paths decide by the same rule, so a stale hint costs a
+// little time and is dropped by the call that finds it wrong.
 type contention struct {
 	mu sync.Mutex
 	m  map[driver.Ident]uint8 // the hint, with its quiet count

@@ -6,13 +6,12 @@ import (
 	"sort"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/lockcore"
 )
 
 // Release releases the session's instances p names and hands what that
 // frees to waiters; it returns how many instances it released.
-func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastReleaseParams) (n int, err error) {
+func (l *Service) Release(ctx context.Context, s *Session, p driver.FastReleaseParams) (n int, err error) {
 	p.SessionID = s.ID()
 	p.Contended = func(id driver.Ident) { l.contended.set(id, true) }
 	// A granted wait's listing still being deleted goes first: once the
@@ -48,12 +47,11 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 		// next release of the name is one statement), unless an
 		// acquisition began or ended meanwhile (Clear's gen) or the
 		// backend may have moved the holder into a row
-		// (driver.HolderAdopter).
-		_, adopts := l.drv.(driver.HolderAdopter)
+		// (driver.Locks.AdoptsHolders).
 		defer func() {
 			if err != nil {
 				s.Own.Forget(released(p))
-			} else if s.Own.Released(released(p), n) && !adopts {
+			} else if s.Own.Released(released(p), n) && !l.adopts {
 				s.Rows.Clear(released(p), gen)
 			}
 		}()
@@ -61,21 +59,21 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 	// A release cut off could commit after the call reports it failed.
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
-	if tr, ok := l.drv.(driver.TxReleaser); ok && l.contended.has(released(p)) {
+	if l.releasesInTx && l.contended.has(released(p)) {
 		switch {
 		case !l.turnstileHeld(s, released(p)):
-			return l.releaseHandingOn(ctx, sctx, tr, p)
+			return l.releaseHandingOn(ctx, sctx, p)
 		case !l.detach:
 			// An embedded database's turnstiles are in the process: let
 			// go after the commit at no cost, rather than release apart
 			// from the hand-on (LockFastRelease, then a transaction).
 			defer l.dropTurnstile(s, released(p))
-			return l.releaseHandingOn(ctx, sctx, tr, p)
+			return l.releaseHandingOn(ctx, sctx, p)
 		}
 	}
 	var waiting []driver.Ident
 	err = l.retrying(ctx, func() (err error) {
-		n, waiting, err = l.drv.LockFastRelease(sctx, p)
+		n, waiting, err = l.lk.LockFastRelease(sctx, p)
 		return err
 	})
 	if err != nil {
@@ -97,14 +95,15 @@ func (l *Service) Release(ctx context.Context, s *lease.Session, p driver.FastRe
 }
 
 // releaseHandingOn is Release where the last release of these names found
-// waiters, on a backend without LockRegrant: the release and the grants it
+// waiters, on a backend that releases in the engine's transaction
+// (driver.Locks.ReleasesInTx): the release and the grants it
 // allows in one transaction, one commit, whose statements run in sctx
 // (statement).
-func (l *Service) releaseHandingOn(ctx, sctx context.Context, tr driver.TxReleaser, p driver.FastReleaseParams) (int, error) {
+func (l *Service) releaseHandingOn(ctx, sctx context.Context, p driver.FastReleaseParams) (int, error) {
 	var n int
 	var waiting []driver.Ident
 	err := l.inTxUntil(ctx, sctx, func(tx driver.Tx) (err error) {
-		if n, waiting, err = tr.LockReleaseTx(sctx, tx, p); err != nil || len(waiting) == 0 {
+		if n, waiting, err = l.lk.LockReleaseTx(sctx, tx, p); err != nil || len(waiting) == 0 {
 			return err
 		}
 		states, err := tx.LockIdentLock(sctx, waiting)
@@ -151,33 +150,32 @@ func (l *Service) RemoveRequests(ctx context.Context, tx driver.Tx, rs []driver.
 }
 
 // removeInCall withdraws rs in the backend's one call where it has one
-// (driver.RequestRemover): done false leaves them to the caller's
+// (driver.Locks.RemovesInOneCall): done false leaves them to the caller's
 // transaction (the backend has no such call, it left the withdrawal to
 // the engine, or the call failed before its commit), which reads them
 // again.
 func (l *Service) removeInCall(ctx context.Context, rs []driver.Request) bool {
-	return l.inOneCall(ctx, "withdraw lock requests in one call", func(sctx context.Context, rr driver.RequestRemover) (bool, error) {
+	return l.inOneCall(ctx, "withdraw lock requests in one call", func(sctx context.Context) (bool, error) {
 		if len(rs) == 0 {
 			return true, nil
 		}
-		return rr.LockRequestsRemove(sctx, rs)
+		return l.lk.LockRequestsRemove(sctx, rs)
 	})
 }
 
-// inOneCall runs call (a withdrawal through driver.RequestRemover, which
+// inOneCall runs call (a withdrawal in the backend's one call, which
 // commits in the server and so runs to its end: statement) where the
 // backend has one, tried again while ctx lasts; an error is logged (what
 // names it). done false: the backend has no such call, it left the
 // withdrawal to the engine, or the call failed before its commit.
-func (l *Service) inOneCall(ctx context.Context, what string, call func(sctx context.Context, rr driver.RequestRemover) (bool, error)) (done bool) {
-	rr, ok := l.drv.(driver.RequestRemover)
-	if !ok {
+func (l *Service) inOneCall(ctx context.Context, what string, call func(sctx context.Context) (bool, error)) (done bool) {
+	if !l.removes {
 		return false
 	}
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	err := l.retrying(ctx, func() (err error) {
-		done, err = call(sctx, rr)
+		done, err = call(sctx)
 		return err
 	})
 	if err != nil {
@@ -192,9 +190,9 @@ func (l *Service) inOneCall(ctx context.Context, what string, call func(sctx con
 // is left (a request stored meanwhile). It reads them first (on MariaDB
 // a read of the lock_holds view costs about a fifth of a millisecond),
 // so its caller asks only for a session that may have rows
-// (lease.Rows.Any).
+// (Rows.Any).
 func (l *Service) WithdrawSession(ctx context.Context, id string) {
-	if _, ok := l.drv.(driver.RequestRemover); !ok {
+	if !l.removes {
 		return
 	}
 	if rs, err := l.drv.NoTx().LockRequestListBySession(ctx, id, -1, ""); err == nil {
@@ -236,7 +234,7 @@ func (l *Service) SweepOrphans(ctx context.Context) error {
 func (l *Service) regrantNow(ctx context.Context, idents []driver.Ident) error {
 	handled := true
 	err := l.retrying(ctx, func() (err error) {
-		if handled, err = l.drv.LockRegrant(ctx, idents); !handled {
+		if handled, err = l.lk.LockRegrant(ctx, idents); !handled {
 			return nil
 		}
 		return err

@@ -64,6 +64,7 @@ type Config struct {
 type Service struct {
 	cfg    Config
 	drv    driver.Driver
+	lk     driver.Locks // drv.Locks()
 	wakeCh chan struct{}
 	// poll asks Run for a check of the waiting requests at least once per
 	// PollInterval while some wait (pollDue); polling says it is armed.
@@ -72,9 +73,11 @@ type Service struct {
 	poll           *time.Timer
 	polling, ended atomic.Bool
 	lastCheck      atomic.Int64
-	// detach: the driver's statements run in a server
-	// (driver.ServerStatements; see statement).
+	// detach: the driver's statements run in a server (not
+	// driver.Driver.Embedded; see statement).
 	detach bool
+	// What the backend's locks can do (driver.Locks' capabilities).
+	many, removes, releasesInTx, adopts bool
 
 	mu sync.Mutex
 	// lastNet: the poll's last look for deadlocks (checkWaiters).
@@ -94,6 +97,8 @@ type Service struct {
 	// background are the goroutines calls left behind (unlistLater);
 	// Run's end waits for them.
 	background tasks
+	// sessions are the live sessions (Begin).
+	sessions sessions
 	// gates: the names waiting requests wait on, for the client's poll of
 	// transactions' gates (watchGate).
 	gates gateWatch
@@ -172,8 +177,9 @@ func (t *tasks) close() {
 
 // New makes the service; Run must run for waits to be answered.
 func New(cfg Config) *Service {
-	_, detach := cfg.Driver.(driver.ServerStatements)
-	l := &Service{cfg: cfg, drv: cfg.Driver, wakeCh: make(chan struct{}, 1), detach: detach}
+	lk := cfg.Driver.Locks()
+	l := &Service{cfg: cfg, drv: cfg.Driver, lk: lk, wakeCh: make(chan struct{}, 1), detach: !cfg.Driver.Embedded(),
+		many: lk.AcquiresMany(), removes: lk.RemovesInOneCall(), releasesInTx: lk.ReleasesInTx(), adopts: lk.AdoptsHolders()}
 	l.poll = time.AfterFunc(time.Hour, l.pollDue)
 	l.poll.Stop()
 	return l
@@ -181,7 +187,7 @@ func New(cfg Config) *Service {
 
 // statement returns the context for the statements that change the lock
 // state on behalf of a call whose context is ctx. Where they run in a
-// server (driver.ServerStatements), it is ctx without its end, bounded by
+// server (not driver.Driver.Embedded), it is ctx without its end, bounded by
 // the later of the lease and ctx's deadline instead: a statement cut off
 // by the call's deadline could still commit there after the call has
 // withdrawn what it wrote, leaving a request or a holder that nobody
@@ -305,9 +311,9 @@ const netEvery = 5
 
 // checkWaiters reads the status of every waiting request of this process in
 // one query and hands granted, aborted or vanished requests to their
-// waiters; with a driver that can say so in the same query
-// (driver.GatedStatuses), it also hands the names a transaction's gate
-// holds up to the poll of gates (gateWatch). Every netEvery poll
+// waiters, and the names a transaction's gate holds, which the same
+// query finds (driver.Locks.LockRequestStatusesGated), to the poll of
+// gates (gateWatch). Every netEvery poll
 // intervals it also looks for deadlocks, in case the request that closed
 // a cycle could not run detection itself.
 func (l *Service) checkWaiters() {
@@ -328,13 +334,9 @@ func (l *Service) checkWaiters() {
 	l.checks.Add(1)
 	var st map[int64]driver.Request
 	var err error
-	if gs, ok := l.drv.(driver.GatedStatuses); ok {
-		var gated []driver.Ident
-		if st, gated, err = gs.LockRequestStatusesGated(ctx, ids); err == nil {
-			l.gatesSeen(gated)
-		}
-	} else {
-		st, err = l.drv.LockRequestStatuses(ctx, ids)
+	var gated []driver.Ident
+	if st, gated, err = l.lk.LockRequestStatusesGated(ctx, ids); err == nil {
+		l.gatesSeen(gated)
 	}
 	if err == nil {
 		l.cfg.Waits.Settle(snap, st)

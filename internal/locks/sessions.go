@@ -8,7 +8,7 @@ import (
 )
 
 // CloseSession frees, before a closing session's row goes, the
-// namespaces where its own calls were granted locks (lease.Own), each by
+// namespaces where its own calls were granted locks (Session.Own), each by
 // the release a caller's Release runs: one statement where the instances
 // are fast-path holders. The delete's transaction (DropSession) would
 // take each instance through the slow path (on MySQL/MariaDB adopted
@@ -17,7 +17,8 @@ import (
 // in trouble is not asked once per namespace before the delete). Then
 // the session's waiting requests are withdrawn where it may have request
 // rows.
-func (l *Service) CloseSession(ctx context.Context, s *lease.Session) {
+func (l *Service) CloseSession(ctx context.Context, ls *lease.Session) {
+	s := l.Sessions([]*lease.Session{ls})[0]
 	l.releaseOwn(ctx, s)
 	if s.Rows.Any() {
 		// Waiting requests, or instances in request rows, may be left.
@@ -25,7 +26,7 @@ func (l *Service) CloseSession(ctx context.Context, s *lease.Session) {
 	}
 }
 
-func (l *Service) releaseOwn(ctx context.Context, s *lease.Session) {
+func (l *Service) releaseOwn(ctx context.Context, s *Session) {
 	for _, scope := range s.Own.Scopes() {
 		if ctx.Err() != nil {
 			return

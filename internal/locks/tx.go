@@ -18,10 +18,7 @@ import (
 // transaction ct, all or none (see baton.Client.LockTx): a transaction's
 // locks end with it.
 func (l *Service) LockTx(ctx context.Context, ct driver.CallerTx, ids []driver.Ident, mode driver.LockMode, timeout time.Duration) error {
-	tl, ok := l.drv.(driver.TxLocker)
-	if !ok {
-		return fmt.Errorf("%w: the %s backend has no transaction-scoped locks", errs.ErrInvalid, l.drv.Name())
-	}
+	tl := l.lk
 	tryOnce := timeout == 0
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -267,11 +264,10 @@ func txLockFailure(ctx context.Context, err error) error {
 // (nobody's session; none when no transaction does), to be ranked with
 // the identifier's requests by lockcore.Grants.
 func (l *Service) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentState) ([]driver.Request, error) {
-	tl, ok := l.drv.(driver.TxLocker)
-	if !st.Gated || !ok {
+	if !st.Gated {
 		return nil, nil
 	}
-	mode, err := tl.TxGateHeld(ctx, tx, st.Ident)
+	mode, err := l.lk.TxGateHeld(ctx, tx, st.Ident)
 	if err != nil || mode == "" {
 		return nil, err
 	}
@@ -283,10 +279,10 @@ func (l *Service) gateRows(ctx context.Context, tx driver.Tx, st driver.IdentSta
 // wakes nobody, so the gated names among those waited on are handed on
 // (regrantNow) every txPoll until their waits end. Which names are gated
 // comes with the statuses' poll, once per poll interval
-// (driver.GatedStatuses: gatesSeen), and from a look of the loop's own at
-// the names, all in one statement (TxGatedAmong), txPoll after a name is
-// first waited on (most waits are over by then; a driver without
-// GatedStatuses gets that look once per poll interval too). It costs
+// (driver.Locks.LockRequestStatusesGated: gatesSeen), and from a look of
+// the loop's own at the names, all in one statement (TxGatedAmong),
+// txPoll after a name is first waited on (most waits are over by then).
+// It costs
 // nothing while nothing waits, and is per client, not per waiting
 // request (DESIGN, Notifications).
 type gateWatch struct {
@@ -314,8 +310,7 @@ func (l *Service) gatesSeen(gated []driver.Ident) {
 // watchGate registers a request waiting on id with the client's poll of
 // gates, until the returned stop is called.
 func (l *Service) watchGate(id driver.Ident) (stop func()) {
-	tl, ok := l.drv.(driver.TxLocker)
-	if !ok || tl.TxGateSerial() {
+	if l.lk.TxGateSerial() {
 		return func() {}
 	}
 	g := &l.gates
@@ -331,7 +326,7 @@ func (l *Service) watchGate(id driver.Ident) (stop func()) {
 	}
 	if !g.running {
 		g.running = true
-		go l.gateLoop(tl)
+		go l.gateLoop()
 	}
 	g.mu.Unlock()
 	return func() {
@@ -354,10 +349,8 @@ func (g *gateWatch) kickLocked() {
 
 // gateLoop is gateWatch's loop, until no request waits or the client
 // closes.
-func (l *Service) gateLoop(tl driver.TxLocker) {
+func (l *Service) gateLoop() {
 	g := &l.gates
-	_, statuses := tl.(driver.GatedStatuses)
-	looked := time.Now() // the first look is a fresh name's, txPoll after it
 	var handed time.Time // the last regrantNow
 	var failing errs.Streak
 	for {
@@ -372,7 +365,7 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 			names = append(names, id)
 		}
 		now := time.Now()
-		look := g.fresh && now.Sub(g.freshAt) >= txPoll || !statuses && now.Sub(looked) >= l.cfg.PollInterval
+		look := g.fresh && now.Sub(g.freshAt) >= txPoll
 		if look {
 			g.fresh = false
 		}
@@ -389,9 +382,8 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
 		var err error
 		if look {
-			looked = now
 			l.gateLooks.Add(1)
-			if gated, err = tl.TxGatedAmong(ctx, names); err == nil {
+			if gated, err = l.lk.TxGatedAmong(ctx, names); err == nil {
 				g.mu.Lock()
 				g.gated = gated
 				g.mu.Unlock()
@@ -406,9 +398,6 @@ func (l *Service) gateLoop(tl driver.TxLocker) {
 			l.cfg.Log("check transactions' gates of waiting lock requests (said once until it works again)", err)
 		}
 
-		if !statuses {
-			wait = min(wait, l.cfg.PollInterval-time.Since(looked))
-		}
 		if len(gated) > 0 {
 			wait = min(wait, txPoll-time.Since(handed))
 		}

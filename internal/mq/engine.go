@@ -42,7 +42,9 @@ type Config struct {
 type Engine struct {
 	cfg    Config
 	drv    driver.Driver
-	known  sync.Map // queue name -> true once registered by this process
+	queue  driver.Queue    // drv.Queue()
+	notif  driver.Notifier // drv.Notifier()
+	known  sync.Map        // queue name -> true once registered by this process
 	notify *wake.Coalescer
 	wg     sync.WaitGroup
 	// notifyFailing: the wake-up notifications fail (notified).
@@ -56,7 +58,8 @@ type Engine struct {
 
 // New makes the engine.
 func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg, drv: cfg.Driver, notify: wake.NewCoalescer(), finished: map[string][2]int64{}}
+	return &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: wake.NewCoalescer(),
+		finished: map[string][2]int64{}}
 }
 
 // Channel is the internal notification channel of a queue (see
@@ -76,7 +79,7 @@ func (e *Engine) Wake(queue string) {
 		defer e.wg.Done()
 		for again := true; again; again = e.notify.Done(queue) {
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
-			e.notified(e.drv.Notify(ctx, Channel(queue), ""))
+			e.notified(e.notif.Notify(ctx, Channel(queue), ""))
 			cancel()
 		}
 	}()
@@ -201,13 +204,10 @@ func (e *Engine) insertOne(ctx context.Context, queue string, rows []driver.NewM
 }
 
 // insertUniqueOne enqueues a single message with a new unique key in one
-// statement where the backend can (driver.UniqueInserter); ok is false
-// when the key exists or the backend cannot, and a transaction decides.
+// statement (driver.Queue.MessageInsertUnique); ok is false when the key
+// exists, and a transaction decides.
 func (e *Engine) insertUniqueOne(ctx context.Context, queue string, row driver.NewMessage) (int64, bool, error) {
-	ui, can := e.drv.(driver.UniqueInserter)
-	if !can {
-		return 0, false, nil
-	}
+	ui := e.queue
 	var id int64
 	var ok bool
 	err := txn.Retrying(ctx, e.drv, func() (err error) {

@@ -73,7 +73,7 @@ func (s *Service[T]) Send(ctx context.Context, channel, payload string) error {
 	if err := Validate(channel, payload); err != nil {
 		return err
 	}
-	if err := s.drv.Notify(ctx, channel, payload); err != nil {
+	if err := s.drv.Notifier().Notify(ctx, channel, payload); err != nil {
 		return fmt.Errorf("baton: notify: %w", err)
 	}
 	return nil
@@ -85,7 +85,7 @@ func (s *Service[T]) SendTx(ctx context.Context, tx Execer, channel, payload str
 	if err := Validate(channel, payload); err != nil {
 		return err
 	}
-	q, args := s.drv.NotifyStatement(channel, payload)
+	q, args := s.drv.Notifier().NotifyStatement(channel, payload)
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("baton: notify: %w", err)
 	}
