@@ -43,11 +43,11 @@ import (
 
 	"github.com/batonhq/baton"
 	_ "github.com/batonhq/baton/driver/sqlite" // the sqlite: scheme
-	"github.com/batonhq/baton/internal/bench"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
 type record struct {
-	bench.Record
+	benchrec.Record
 	System string `json:"system"`
 	Round  int    `json:"round"`
 }
@@ -136,7 +136,7 @@ func runCase(ctx context.Context, dir, name string, n, round int) ([]record, err
 	if round%2 == 0 {
 		order = []string{"baton", "goqite"}
 	}
-	got := map[string]bench.Record{}
+	got := map[string]benchrec.Record{}
 	for _, sys := range order {
 		path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.db", sys, name, round))
 		s, err := open(ctx, sys, path)
@@ -148,7 +148,7 @@ func runCase(ctx context.Context, dir, name string, n, round int) ([]record, err
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sys, err)
 		}
-		got[sys] = bench.NewLatencyRecord(name, "sqlite", lat)
+		got[sys] = benchrec.NewLatencyRecord(name, "sqlite", lat)
 	}
 	q, b := got["goqite"], got["baton"]
 	b.Baseline, b.BaselineOpsPerSec, b.BaselineP50us = "goqite", q.OpsPerSec, q.P50us

@@ -44,12 +44,13 @@ import (
 
 	"github.com/batonhq/baton"
 	_ "github.com/batonhq/baton/driver/postgres" // the postgres:// scheme
-	"github.com/batonhq/baton/internal/bench"
+	"github.com/batonhq/baton/internal/benchq"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
-// record is bench.Record with the system measured.
+// record is benchrec.Record with the system measured.
 type record struct {
-	bench.Record
+	benchrec.Record
 	System string `json:"system"`
 }
 
@@ -67,7 +68,7 @@ type config struct {
 func main() {
 	def := os.Getenv("BATON_TEST_POSTGRES")
 	if def == "" {
-		def = bench.DefaultPostgres
+		def = benchrec.DefaultPostgres
 	}
 	var cfg config
 	var asJSON bool
@@ -129,7 +130,7 @@ func splitInts(s string) []int {
 // as soon as it is known.
 func run(ctx context.Context, cfg config, emit func(record)) ([]record, error) {
 	var out []record
-	add := func(river, baton bench.Record, latency bool) {
+	add := func(river, baton benchrec.Record, latency bool) {
 		r := record{Record: river, System: "river"}
 		b := record{Record: baton, System: "baton"}
 		b.Baseline = "river"
@@ -260,39 +261,39 @@ func batonOpen(ctx context.Context, cfg config, n int) ([]*baton.Client, func(),
 	return cs, closeAll, nil
 }
 
-func batonDrain(ctx context.Context, cfg config, workers int) (bench.Record, error) {
+func batonDrain(ctx context.Context, cfg config, workers int) (benchrec.Record, error) {
 	cs, closeAll, err := batonOpen(ctx, cfg, 1)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer closeAll()
-	n, elapsed, err := bench.Drain(ctx, cs[0], "drain", cfg.messages, workers, cfg.bound)
+	n, elapsed, err := benchq.Drain(ctx, cs[0], "drain", cfg.messages, workers, cfg.bound)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
-	return bench.NewThroughputRecord("", "postgres", n, elapsed), nil
+	return benchrec.NewThroughputRecord("", "postgres", n, elapsed), nil
 }
 
-func batonLatency(ctx context.Context, cfg config) (bench.Record, error) {
+func batonLatency(ctx context.Context, cfg config) (benchrec.Record, error) {
 	cs, closeAll, err := batonOpen(ctx, cfg, 2)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer closeAll()
-	lat, _, err := bench.EnqueueStartLatency(ctx, cs[0], cs[1], "latency", cfg.rounds, cfg.bound)
+	lat, _, err := benchq.EnqueueStartLatency(ctx, cs[0], cs[1], "latency", cfg.rounds, cfg.bound)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
-	return bench.NewLatencyRecord("latency", "postgres", lat), nil
+	return benchrec.NewLatencyRecord("latency", "postgres", lat), nil
 }
 
 // batonInsertMany enqueues cfg.insertMany messages with EnqueueMany in
 // batches of 1000, one transaction each, as fast as it can; the queue must
 // then hold them all.
-func batonInsertMany(ctx context.Context, cfg config) (bench.Record, error) {
+func batonInsertMany(ctx context.Context, cfg config) (benchrec.Record, error) {
 	cs, closeAll, err := batonOpen(ctx, cfg, 1)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer closeAll()
 	batch := make([]baton.NewMessage, 0, 1000)
@@ -303,18 +304,18 @@ func batonInsertMany(ctx context.Context, cfg config) (bench.Record, error) {
 			batch = append(batch, baton.NewMessage{Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 		}
 		if _, err := cs[0].EnqueueMany(ctx, "insert", batch); err != nil {
-			return bench.Record{}, err
+			return benchrec.Record{}, err
 		}
 	}
 	elapsed := time.Since(start)
 	st, err := cs[0].Stats(ctx, "insert")
 	if err != nil {
-		return bench.Record{}, fmt.Errorf("count the messages: %w", err)
+		return benchrec.Record{}, fmt.Errorf("count the messages: %w", err)
 	}
 	if err := wantRows("messages", st.Ready+st.Scheduled, cfg.insertMany); err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
-	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, elapsed), nil
+	return benchrec.NewThroughputRecord("", "postgres", cfg.insertMany, elapsed), nil
 }
 
 // wantRows fails a case whose rows, counted after its run (untimed), are
@@ -332,15 +333,15 @@ func wantRows(what string, got int64, n int) error {
 // riverInsertMany inserts cfg.insertMany jobs in batches of 1000 with
 // InsertMany, or InsertManyFast (COPY) when fast; the job table must then
 // hold them all.
-func riverInsertMany(ctx context.Context, cfg config, fast bool) (bench.Record, error) {
+func riverInsertMany(ctx context.Context, cfg config, fast bool) (benchrec.Record, error) {
 	pool, name, cleanup, err := riverSetup(ctx, cfg)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer cleanup()
 	client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(name, 0, nil))
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	batch := make([]river.InsertManyParams, 0, 1000)
 	start := time.Now()
@@ -355,18 +356,18 @@ func riverInsertMany(ctx context.Context, cfg config, fast bool) (bench.Record, 
 			_, err = client.InsertMany(ctx, batch)
 		}
 		if err != nil {
-			return bench.Record{}, err
+			return benchrec.Record{}, err
 		}
 	}
 	elapsed := time.Since(start)
 	var got int64
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{name, "river_job"}.Sanitize()).Scan(&got); err != nil {
-		return bench.Record{}, fmt.Errorf("count the jobs: %w", err)
+		return benchrec.Record{}, fmt.Errorf("count the jobs: %w", err)
 	}
 	if err := wantRows("jobs", got, cfg.insertMany); err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
-	return bench.NewThroughputRecord("", "postgres", cfg.insertMany, elapsed), nil
+	return benchrec.NewThroughputRecord("", "postgres", cfg.insertMany, elapsed), nil
 }
 
 type benchArgs struct {
@@ -430,20 +431,20 @@ func riverConfig(schema string, workers int, w *river.Workers) *river.Config {
 // jobs (as River's own benchmark does, through its event subscription, so
 // that completion is counted, not just work) until all are done or the
 // bound passes.
-func riverDrain(ctx context.Context, cfg config, workers int) (bench.Record, error) {
+func riverDrain(ctx context.Context, cfg config, workers int) (benchrec.Record, error) {
 	pool, name, cleanup, err := riverSetup(ctx, cfg)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer cleanup()
 	ws := river.NewWorkers()
 	river.AddWorker(ws, river.WorkFunc(func(context.Context, *river.Job[benchArgs]) error { return nil }))
 	client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(name, workers, ws))
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	if err := riverBacklog(ctx, client, cfg.messages); err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	events, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: cfg.messages + 1000,
@@ -452,21 +453,21 @@ func riverDrain(ctx context.Context, cfg config, workers int) (bench.Record, err
 	defer cancelSub()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	done, failed, end := countFinished(ctx, events, cfg.messages, cfg.bound)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := client.Stop(stopCtx); err != nil {
-		return bench.Record{}, fmt.Errorf("stop: %w", err)
+		return benchrec.Record{}, fmt.Errorf("stop: %w", err)
 	}
 	if ctx.Err() != nil {
-		return bench.Record{}, ctx.Err()
+		return benchrec.Record{}, ctx.Err()
 	}
 	if failed > 0 {
-		return bench.Record{}, fmt.Errorf("%d jobs failed", failed)
+		return benchrec.Record{}, fmt.Errorf("%d jobs failed", failed)
 	}
-	return bench.NewThroughputRecord("", "postgres", done, end.Sub(start)), nil
+	return benchrec.NewThroughputRecord("", "postgres", done, end.Sub(start)), nil
 }
 
 // riverBacklog inserts n jobs with InsertMany in batches of 1000.
@@ -514,10 +515,10 @@ func countFinished(ctx context.Context, events <-chan *river.Event, n int, bound
 // riverLatency measures from Insert on one client to the worker of a
 // second, idle client starting: as baton's latency case, rounds 10ms
 // apart after 5 uncounted ones.
-func riverLatency(ctx context.Context, cfg config) (bench.Record, error) {
+func riverLatency(ctx context.Context, cfg config) (benchrec.Record, error) {
 	pool, name, cleanup, err := riverSetup(ctx, cfg)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer cleanup()
 	started := make(chan time.Time, 1)
@@ -531,22 +532,22 @@ func riverLatency(ctx context.Context, cfg config) (bench.Record, error) {
 	}))
 	consumer, err := river.NewClient(riverpgxv5.New(pool), riverConfig(name, 1, ws))
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	// The producer: an insert-only client on a pool of its own, as in
 	// another process.
 	pdsn, _ := withSearchPath(cfg.dsn, name)
 	ppool, err := pgxpool.New(ctx, pdsn)
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer ppool.Close()
 	producer, err := river.NewClient(riverpgxv5.New(ppool), riverConfig(name, 0, nil))
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	if err := consumer.Start(ctx); err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -558,9 +559,9 @@ func riverLatency(ctx context.Context, cfg config) (bench.Record, error) {
 		return err
 	})
 	if err != nil {
-		return bench.Record{}, err
+		return benchrec.Record{}, err
 	}
-	return bench.NewLatencyRecord("latency", "postgres", lat), nil
+	return benchrec.NewLatencyRecord("latency", "postgres", lat), nil
 }
 
 // latencyRounds runs insert rounds 10ms apart, 5 uncounted then up to

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/batonhq/baton/internal/bench"
+	"github.com/batonhq/baton/cmd/baton/internal/bench"
 )
 
 func benchCmd(g *globals) *cobra.Command {

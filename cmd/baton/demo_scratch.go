@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/cmd/baton/internal/bench"
 	"github.com/batonhq/baton/driver/postgres"
 	"github.com/batonhq/baton/driver/sqlite"
-	"github.com/batonhq/baton/internal/bench"
 )
 
 // The demo on a database given with --dsn keeps to tables of its own: every

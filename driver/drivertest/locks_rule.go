@@ -291,32 +291,7 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 	for round := range 120 {
 		ids := []driver.Ident{{Kind: driver.KindService, NS: "rm", Name: fmt.Sprint(round, "a")}, {Kind: driver.KindService, NS: "rm", Name: fmt.Sprint(round, "b")}}
 		byCall, caller := round%2 == 1, ruleSessions[rnd.IntN(3)]
-		states := make([]driver.IdentState, len(ids))
-		rests := make([][]driver.Request, len(ids))
-		var gone []driver.Request
-		for i, id := range ids {
-			fillRandomQueue(t, d, rnd, id)
-			if byCall && rnd.IntN(2) == 0 {
-				// Granted or refused, as the queue has it.
-				p := fastParams(caller, "C"+caller, id, ruleModes[rnd.IntN(2)])
-				p.CallID = call
-				_, _, err := d.Locks().LockFastAcquire(testCtx(t), p)
-				must(t, err)
-			}
-			if byCall && rnd.IntN(2) == 0 {
-				r := driver.Request{SessionID: caller, ClientID: "C" + caller, Ident: id, Mode: ruleModes[rnd.IntN(2)], Status: ruleStatuses[rnd.IntN(4)], CallID: call}
-				inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
-			}
-			var before []driver.Request
-			states[i], before = identSnapshot(t, d, id)
-			for _, r := range before {
-				if byCall && r.SessionID == caller && r.CallID == call || !byCall && rnd.IntN(2) == 0 {
-					gone = append(gone, r)
-				} else {
-					rests[i] = append(rests[i], r)
-				}
-			}
-		}
+		states, rests, gone := removeRoundQueues(t, d, rnd, ids, byCall, caller, call)
 		removed += len(gone)
 		named := gone // the identifiers looked at
 		var handled bool
@@ -344,6 +319,41 @@ func testRemoveRule(t *testing.T, d driver.Driver) {
 		}
 	}
 	failIf(t, removed < 100, "only %d requests withdrawn in 120 rounds", removed)
+}
+
+// removeRoundQueues fills a random queue for each of ids and splits its
+// requests into those a round of testRemoveRule withdraws (gone) and
+// the rest (rests, by identifier), beside each identifier's state
+// before. In a round that withdraws a lock call's requests (byCall) the
+// queues get some of the call's own (caller's) requests, a fast holder
+// and a request row, and gone is the call's; otherwise a random half.
+func removeRoundQueues(t *testing.T, d driver.Driver, rnd *rand.Rand, ids []driver.Ident, byCall bool, caller string, call int64) (states []driver.IdentState, rests [][]driver.Request, gone []driver.Request) {
+	states = make([]driver.IdentState, len(ids))
+	rests = make([][]driver.Request, len(ids))
+	for i, id := range ids {
+		fillRandomQueue(t, d, rnd, id)
+		if byCall && rnd.IntN(2) == 0 {
+			// Granted or refused, as the queue has it.
+			p := fastParams(caller, "C"+caller, id, ruleModes[rnd.IntN(2)])
+			p.CallID = call
+			_, _, err := d.Locks().LockFastAcquire(testCtx(t), p)
+			must(t, err)
+		}
+		if byCall && rnd.IntN(2) == 0 {
+			r := driver.Request{SessionID: caller, ClientID: "C" + caller, Ident: id, Mode: ruleModes[rnd.IntN(2)], Status: ruleStatuses[rnd.IntN(4)], CallID: call}
+			inTx(t, d, func(tx driver.Tx) { storeRequest(t, tx, r) })
+		}
+		var before []driver.Request
+		states[i], before = identSnapshot(t, d, id)
+		for _, r := range before {
+			if byCall && r.SessionID == caller && r.CallID == call || !byCall && rnd.IntN(2) == 0 {
+				gone = append(gone, r)
+			} else {
+				rests[i] = append(rests[i], r)
+			}
+		}
+	}
+	return states, rests, gone
 }
 
 // testSettleCall: the undo of a lock call that may still run

@@ -65,18 +65,8 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 	}
 	seen := d.seen.Has(p.Ident)
 	if seen {
-		if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
-			return driver.Request{}, false, fmt.Errorf("fast_acquire_existing: %w", err)
-		}
-		if found && inc == nil && p.Incarnation != 0 {
-			// The row's incarnation is not set yet (ident_incarnation);
-			// no row: a crash emptied the lock state, and inc stays nil.
-			err := d.RowNamed(ctx, nil, "ident_incarnation", args[:3]...).Scan(&inc)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				// Granted, unchecked: the engine withdraws the call, as
-				// after any statement that may have written.
-				return driver.Request{}, false, fmt.Errorf("ident_incarnation: %w", err)
-			}
+		if err := d.acquireExisting(ctx, args, scan, &found, &inc, p.Incarnation); err != nil {
+			return driver.Request{}, false, err
 		}
 	}
 	if !found && !(seen && p.Mode == driver.ModeRead) {
@@ -94,6 +84,27 @@ func (d *Driver) LockFastAcquire(ctx context.Context, p driver.FastAcquireParams
 		return d.joinReaders(ctx, r, p, args)
 	}
 	return outcome(r, found, p.Incarnation, inc)
+}
+
+// acquireExisting is LockFastAcquire on a lock whose row the driver has
+// seen (fast_acquire_existing, scanned by scan into found and inc), and
+// the row's incarnation for a grant when the session checks it (want)
+// and the row has none yet.
+func (d *Driver) acquireExisting(ctx context.Context, args []any, scan func(pgx.Rows) error, found *bool, inc **int64, want int64) error {
+	if err := d.direct(ctx, "fast_acquire_existing", args, scan); err != nil {
+		return fmt.Errorf("fast_acquire_existing: %w", err)
+	}
+	if *found && *inc == nil && want != 0 {
+		// The row's incarnation is not set yet (ident_incarnation);
+		// no row: a crash emptied the lock state, and inc stays nil.
+		err := d.RowNamed(ctx, nil, "ident_incarnation", args[:3]...).Scan(inc)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			// Granted, unchecked: the engine withdraws the call, as
+			// after any statement that may have written.
+			return fmt.Errorf("ident_incarnation: %w", err)
+		}
+	}
+	return nil
 }
 
 // outcome is LockFastAcquire's answer once its statements ran: refused
@@ -168,16 +179,8 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 	}
 	seen := d.seen.HasAll(p.Kind, p.NS, names)
 	if seen {
-		if err := d.direct(ctx, "fast_acquire_many_existing", args, scan); err != nil {
-			return nil, false, fmt.Errorf("fast_acquire_many_existing: %w", err)
-		}
-		if len(byName) > 0 && len(byName) < len(names) {
-			// A row is missing, or a name was taken meanwhile: the
-			// upsert below tells which.
-			if err := d.undoMany(ctx, p, byName); err != nil {
-				return nil, false, err
-			}
-			byName = nil
+		if err := d.acquireManyExisting(ctx, p, args, scan, &byName, len(names)); err != nil {
+			return nil, false, err
 		}
 	}
 	if len(byName) == 0 && !(seen && p.Mode == driver.ModeRead) {
@@ -198,6 +201,31 @@ func (d *Driver) LockFastAcquireMany(ctx context.Context, p driver.FastAcquirePa
 			return nil, false, fmt.Errorf("fast_acquire_many: %w", err)
 		}
 	}
+	return grantsInOrder(names, byName, restarted)
+}
+
+// acquireManyExisting is LockFastAcquireMany on names whose rows the
+// driver has seen (fast_acquire_many_existing, scanned by scan into
+// byName). A grant of some of the n names only is undone and byName
+// emptied: a row is missing, or a name was taken meanwhile, which the
+// upsert after it tells apart.
+func (d *Driver) acquireManyExisting(ctx context.Context, p driver.FastAcquireParams, args []any, scan func(pgx.Rows) error, byName *map[string]driver.Request, n int) error {
+	if err := d.direct(ctx, "fast_acquire_many_existing", args, scan); err != nil {
+		return fmt.Errorf("fast_acquire_many_existing: %w", err)
+	}
+	if len(*byName) > 0 && len(*byName) < n {
+		if err := d.undoMany(ctx, p, *byName); err != nil {
+			return err
+		}
+		*byName = nil
+	}
+	return nil
+}
+
+// grantsInOrder is LockFastAcquireMany's answer: the grants of byName in
+// the order of names, refused when there are none, ErrServerRestarted
+// when a grant came from lock state of another incarnation (restarted).
+func grantsInOrder(names []string, byName map[string]driver.Request, restarted bool) ([]driver.Request, bool, error) {
 	if len(byName) == 0 {
 		return nil, false, nil
 	}
@@ -269,60 +297,17 @@ func (d *Driver) LockRequest(ctx context.Context, p driver.RequestParams) (drive
 // session with request rows releases through {p}release_name, a namespace's names in name order (release_ns); one holding only
 // inline holders by one update of them (release_inline).
 func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams) (int, []driver.Ident, error) {
-	var name, limit any
-	if p.Name != "" {
-		name = []byte(p.Name)
-	}
-	if p.Limit > 0 {
-		limit = p.Limit
-	}
-	var query string
-	var args []any
-	switch {
-	case p.InlineOnly && p.Name != "":
-		query, args = "release_inline_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}
-	case p.InlineOnly:
-		query, args = "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
-	case p.Name != "":
-		query, args = "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}
-	case p.Limit == 0:
-		query, args = "release_ns", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}
-	default:
-		return 0, nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
+	query, args, err := d.releaseStatement(p)
+	if err != nil {
+		return 0, nil, err
 	}
 	var n int
 	var grants []string
 	var contended [][]byte
-	scan := func(rows pgx.Rows) error {
-		for rows.Next() {
-			var g string
-			if err := rows.Scan(&n, &g, &contended); err != nil {
-				return err
-			}
-			grants = append(grants, g)
-		}
-		return nil
-	}
+	scan := func(rows pgx.Rows) error { return scanReleased(rows, &n, &grants, &contended) }
 	if p.InlineOnly {
 		// A row per name released (release_inline).
-		scan = func(rows pgx.Rows) error {
-			for rows.Next() {
-				var name []byte
-				var waiters int
-				var g *string
-				if err := rows.Scan(&name, &waiters, &g); err != nil {
-					return err
-				}
-				n++
-				if waiters > 0 {
-					contended = append(contended, name)
-				}
-				if g != nil {
-					grants = append(grants, *g)
-				}
-			}
-			return nil
-		}
+		scan = func(rows pgx.Rows) error { return scanReleasedInline(rows, &n, &grants, &contended) }
 	}
 	if p.RowsOn != "" && !p.InlineOnly && p.Limit == 0 && !d.lines.Holds(p.SessionID, driver.Ident{Kind: p.Kind, NS: p.NS, Name: p.Name}) {
 		// A session with turnstiles in scope releases on its line below.
@@ -343,11 +328,74 @@ func (d *Driver) LockFastRelease(ctx context.Context, p driver.FastReleaseParams
 	}
 	handLocal(grants)
 	if p.Contended != nil {
-		for _, name := range contended {
-			p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
-		}
+		reportContended(p, contended)
 	}
 	return n, nil, nil
+}
+
+// releaseStatement is LockFastRelease's statement for p and its
+// arguments.
+func (d *Driver) releaseStatement(p driver.FastReleaseParams) (string, []any, error) {
+	var name, limit any
+	if p.Name != "" {
+		name = []byte(p.Name)
+	}
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	switch {
+	case p.InlineOnly && p.Name != "":
+		return "release_inline_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, d.channel}, nil
+	case p.InlineOnly:
+		return "release_inline", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}, nil
+	case p.Name != "":
+		return "release_name", []any{p.SessionID, p.Kind, []byte(p.NS), name, limit, d.channel}, nil
+	case p.Limit == 0:
+		return "release_ns", []any{p.SessionID, p.Kind, []byte(p.NS), d.channel}, nil
+	}
+	return "", nil, errors.New("postgres: a release with a limit names its lock (FastReleaseParams.Limit)")
+}
+
+// scanReleased reads the rows of release_name and release_ns: the
+// instances released (n), the grants to hand on and the names that have
+// waiters (contended).
+func scanReleased(rows pgx.Rows, n *int, grants *[]string, contended *[][]byte) error {
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(n, &g, contended); err != nil {
+			return err
+		}
+		*grants = append(*grants, g)
+	}
+	return nil
+}
+
+// scanReleasedInline reads release_inline's rows, one per name released,
+// into what scanReleased reads.
+func scanReleasedInline(rows pgx.Rows, n *int, grants *[]string, contended *[][]byte) error {
+	for rows.Next() {
+		var name []byte
+		var waiters int
+		var g *string
+		if err := rows.Scan(&name, &waiters, &g); err != nil {
+			return err
+		}
+		*n++
+		if waiters > 0 {
+			*contended = append(*contended, name)
+		}
+		if g != nil {
+			*grants = append(*grants, *g)
+		}
+	}
+	return nil
+}
+
+// reportContended tells p.Contended of each name that has waiters.
+func reportContended(p driver.FastReleaseParams, contended [][]byte) {
+	for _, name := range contended {
+		p.Contended(driver.Ident{Kind: p.Kind, NS: p.NS, Name: string(name)})
+	}
 }
 
 // releaseRows is LockFastRelease by release_rows: the session's request

@@ -247,6 +247,14 @@ func (l *Service) acquireOne(ctx context.Context, s *Session, call int64, id dri
 		// The turnstile keeps the hint (turnstileAcquire forgets it).
 		contended = contended && !usable
 	}
+	return l.requestAndWait(ctx, s, call, id, mode, tryOnce, reentry, contended, began)
+}
+
+// requestAndWait is acquireOne's request decided under the identifier's
+// row lock and, unless it is granted at once or refused, the wait for its
+// grant. contended is the contention hint acquireOne leaves set, which a
+// grant at once clears; began is when acquireOne left the fast path.
+func (l *Service) requestAndWait(ctx context.Context, s *Session, call int64, id driver.Ident, mode driver.LockMode, tryOnce, reentry, contended bool, began time.Time) (driver.Request, error) {
 	if ctx.Err() != nil {
 		// Over (its statements ran to their end): store no request.
 		return driver.Request{}, failure(ctx, s, ctx.Err())

@@ -60,15 +60,8 @@ func (l *Service) Release(ctx context.Context, s *Session, p driver.FastReleaseP
 	sctx, cancel := l.statement(ctx)
 	defer cancel()
 	if l.releasesInTx && l.contended.has(released(p)) {
-		switch {
-		case !l.turnstileHeld(s, released(p)):
-			return l.releaseHandingOn(ctx, sctx, p)
-		case !l.detach:
-			// An embedded database's turnstiles are in the process: let
-			// go after the commit at no cost, rather than release apart
-			// from the hand-on (LockFastRelease, then a transaction).
-			defer l.dropTurnstile(s, released(p))
-			return l.releaseHandingOn(ctx, sctx, p)
+		if n, done, err := l.releaseContendedInTx(ctx, sctx, s, p); done {
+			return n, err
 		}
 	}
 	var waiting []driver.Ident
@@ -79,19 +72,48 @@ func (l *Service) Release(ctx context.Context, s *Session, p driver.FastReleaseP
 	if err != nil {
 		return 0, fmt.Errorf("baton: release: %w", err)
 	}
+	if err := l.handOnReleased(sctx, p, waiting); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// releaseContendedInTx is Release of contended names on a backend that
+// releases in the engine's transaction (driver.Locks.ReleasesInTx): the
+// release handing on in one transaction (releaseHandingOn) unless the
+// session holds the names' turnstile on a server (done false: the
+// release goes apart from the hand-on).
+func (l *Service) releaseContendedInTx(ctx, sctx context.Context, s *Session, p driver.FastReleaseParams) (n int, done bool, err error) {
+	switch {
+	case !l.turnstileHeld(s, released(p)):
+		n, err = l.releaseHandingOn(ctx, sctx, p)
+		return n, true, err
+	case !l.detach:
+		// An embedded database's turnstiles are in the process: let
+		// go after the commit at no cost, rather than release apart
+		// from the hand-on (LockFastRelease, then a transaction).
+		defer l.dropTurnstile(s, released(p))
+		n, err = l.releaseHandingOn(ctx, sctx, p)
+		return n, true, err
+	}
+	return 0, false, nil
+}
+
+// handOnReleased marks the identifiers LockFastRelease reports to
+// re-examine (waiting) contended and, when there are some, hands them on
+// in sctx, whatever the call's context does: the instances are released.
+func (l *Service) handOnReleased(sctx context.Context, p driver.FastReleaseParams, waiting []driver.Ident) error {
 	for _, id := range waiting {
 		l.contended.set(id, true)
 	}
 	if len(waiting) > 0 {
 		l.handedOn()
 		l.contended.set(released(p), true)
-		// Released: the hand-on runs to its end whatever the call's
-		// context does.
 		if err := l.regrantNow(sctx, waiting); err != nil {
-			return n, fmt.Errorf("baton: release: %w", err)
+			return fmt.Errorf("baton: release: %w", err)
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // releaseHandingOn is Release where the last release of these names found

@@ -347,6 +347,30 @@ func (g *gateWatch) kickLocked() {
 	}
 }
 
+// gateRound runs gateLoop's statements of one round: when look, the
+// look for which of the names wait behind a transaction's gate (gated,
+// kept for the next rounds); then, at most once per txPoll (handed: the
+// last time), the hand-on of the gated ones. It returns the gated names.
+func (l *Service) gateRound(names, gated []driver.Ident, look bool, handed *time.Time) ([]driver.Ident, error) {
+	g := &l.gates
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
+	var err error
+	if look {
+		l.gateLooks.Add(1)
+		if gated, err = l.lk.TxGatedAmong(ctx, names); err == nil {
+			g.mu.Lock()
+			g.gated = gated
+			g.mu.Unlock()
+		}
+	}
+	if err == nil && len(gated) > 0 && time.Since(*handed) >= txPoll {
+		*handed = time.Now()
+		err = l.regrantNow(ctx, gated)
+	}
+	cancel()
+	return gated, err
+}
+
 // gateLoop is gateWatch's loop, until no request waits or the client
 // closes.
 func (l *Service) gateLoop() {
@@ -379,21 +403,7 @@ func (l *Service) gateLoop() {
 		gated := slices.Clone(g.gated)
 		g.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Lease)
-		var err error
-		if look {
-			l.gateLooks.Add(1)
-			if gated, err = l.lk.TxGatedAmong(ctx, names); err == nil {
-				g.mu.Lock()
-				g.gated = gated
-				g.mu.Unlock()
-			}
-		}
-		if err == nil && len(gated) > 0 && time.Since(handed) >= txPoll {
-			handed = time.Now()
-			err = l.regrantNow(ctx, gated)
-		}
-		cancel()
+		gated, err := l.gateRound(names, gated, look, &handed)
 		if failing.First(err) {
 			l.cfg.Log("check transactions' gates of waiting lock requests (said once until it works again)", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
 // The child protocol, one line per message on the child's stdin and stdout:
@@ -225,9 +226,9 @@ func (r *runner) handoffProcess(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := latencyRecord(CaseHandoffProcess, r.cfg.Backend, summarize(lat))
+	rec := benchrec.LatencyRecord(CaseHandoffProcess, r.cfg.Backend, benchrec.Summarize(lat))
 	if nat := r.native(); nat != nil && r.nativeHandoff != nil {
-		rec.withLatencyBaseline(nat.name(), *r.nativeHandoff)
+		rec.WithLatencyBaseline(nat.name(), *r.nativeHandoff)
 	}
 	return rec, nil
 }

@@ -47,40 +47,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os/exec"
 	"slices"
 	"time"
+
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
-// Record is the result of one benchmark case on one backend. Baseline
-// fields are empty when the case has no native counterpart on the backend.
-type Record struct {
-	// Name is the case: one of Cases (or of QueueCases, EventCases for
-	// the queue's and the events' benchmarks).
-	Name string `json:"name"`
-	// Backend is sqlite, postgres or mysql.
-	Backend string `json:"backend"`
-	// Ops is how many operations (pairs, hand-offs, acquisitions, detected
-	// deadlocks) were measured.
-	Ops int `json:"ops"`
-	// OpsPerSec is the throughput; for latency cases 1 ÷ mean latency.
-	OpsPerSec float64 `json:"ops_per_sec"`
-	// P50us and P99us are latency percentiles in microseconds; absent for
-	// cases that measure throughput only (drains).
-	P50us float64 `json:"p50_us,omitempty"`
-	P99us float64 `json:"p99_us,omitempty"`
-	// Baseline names the native primitive measured in the same run.
-	Baseline string `json:"baseline,omitempty"`
-	// BaselineOpsPerSec and BaselineP50us are the baseline's figures.
-	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec,omitempty"`
-	BaselineP50us     float64 `json:"baseline_p50_us,omitempty"`
-	// Ratio compares baton with the baseline: ops/s ÷ baseline ops/s for
-	// throughput cases (lock_pair, multi10, try_held, reenter, contend8, readers8:
-	// above 1 is faster), p50 ÷ baseline p50 for latency cases (handoff,
-	// handoff_process, handoff_waited, handoff_table: above 1 is slower).
-	Ratio float64 `json:"ratio,omitempty"`
-}
+// Record is the result of one benchmark case on one backend.
+type Record = benchrec.Record
 
 // Case names, in the order Run runs them.
 const (
@@ -225,7 +200,7 @@ type runner struct {
 	sc  *scratch
 	// nativeHandoff is the baseline measured by the handoff case, which
 	// handoff_process reuses.
-	nativeHandoff *stats
+	nativeHandoff *benchrec.Stats
 }
 
 // caseFunc returns the function of a case, or nil when the case does not
@@ -259,69 +234,4 @@ func (r *runner) caseFunc(name string) func(context.Context) (*Record, error) {
 		return r.deadlockDetect
 	}
 	return nil
-}
-
-// stats summarises latency samples.
-type stats struct {
-	n        int
-	p50, p99 float64 // µs
-	mean     float64 // µs
-}
-
-func summarize(d []time.Duration) stats {
-	if len(d) == 0 {
-		return stats{}
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	var sum time.Duration
-	for _, v := range s {
-		sum += v
-	}
-	return stats{
-		n:    len(s),
-		p50:  us(percentile(s, 0.50)),
-		p99:  us(percentile(s, 0.99)),
-		mean: us(sum) / float64(len(s)),
-	}
-}
-
-// percentile returns the nearest-rank percentile of sorted samples.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// round keeps figures readable in JSON: 3 significant decimals.
-func round(v float64) float64 {
-	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return v
-	}
-	return math.Round(v*1000) / 1000
-}
-
-// latencyRecord builds the record of a latency case.
-func latencyRecord(name, backend string, st stats) *Record {
-	rec := &Record{Name: name, Backend: backend, Ops: st.n, P50us: round(st.p50), P99us: round(st.p99)}
-	if st.mean > 0 {
-		rec.OpsPerSec = round(1e6 / st.mean)
-	}
-	return rec
-}
-
-// withLatencyBaseline adds a latency baseline: ratio = p50 ÷ baseline p50.
-func (rec *Record) withLatencyBaseline(name string, st stats) {
-	rec.Baseline = name
-	rec.BaselineP50us = round(st.p50)
-	if st.mean > 0 {
-		rec.BaselineOpsPerSec = round(1e6 / st.mean)
-	}
-	if st.p50 > 0 {
-		rec.Ratio = round(rec.P50us / st.p50)
-	}
 }

@@ -42,10 +42,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/benchq"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
 // Queue case names, in the order RunQueue runs them.
@@ -82,14 +83,8 @@ type QueueConfig struct {
 	Progress func(caseName string)
 }
 
-const (
-	// latencyRounds is how many rounds the latency cases aim for.
-	latencyRounds = 200
-	// latencyWarmup rounds are run first and not counted.
-	latencyWarmup = 5
-	// enqueueBatch is the EnqueueMany batch of the drain backlog.
-	enqueueBatch = 1000
-)
+// latencyRounds is how many rounds the latency cases aim for.
+const latencyRounds = 200
 
 // RunQueue runs the queue cases on the backend and returns their records,
 // like Run.
@@ -189,11 +184,11 @@ func drainCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) (
 		workers = cfg.Workers
 	}
 	recs, err := withClients(ctx, sc, 1, func(cs []*baton.Client) ([]Record, error) {
-		n, elapsed, err := Drain(ctx, cs[0], "drain", cfg.Messages, workers, cfg.Duration)
+		n, elapsed, err := benchq.Drain(ctx, cs[0], "drain", cfg.Messages, workers, cfg.Duration)
 		if err != nil {
 			return nil, err
 		}
-		return []Record{NewThroughputRecord(name, cfg.Backend, n, elapsed)}, nil
+		return []Record{benchrec.NewThroughputRecord(name, cfg.Backend, n, elapsed)}, nil
 	})
 	if err != nil || cfg.Backend != "postgres" {
 		return recs, err
@@ -202,7 +197,7 @@ func drainCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) (
 	if err != nil {
 		return recs, fmt.Errorf("baseline skip_locked_raw: %w", err)
 	}
-	recs[0].WithThroughputBaseline("skip_locked_raw", NewThroughputRecord("", "", rn, relapsed).OpsPerSec)
+	recs[0].WithThroughputBaseline("skip_locked_raw", benchrec.NewThroughputRecord("", "", rn, relapsed).OpsPerSec)
 	return recs, nil
 }
 
@@ -224,13 +219,13 @@ func latencyCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string)
 		n = 1
 	}
 	return withClients(ctx, sc, n, func(cs []*baton.Client) ([]Record, error) {
-		fromCall, fromCommit, err := EnqueueStartLatency(ctx, cs[0], cs[len(cs)-1], "latency", latencyRounds, cfg.Duration)
+		fromCall, fromCommit, err := benchq.EnqueueStartLatency(ctx, cs[0], cs[len(cs)-1], "latency", latencyRounds, cfg.Duration)
 		if err != nil {
 			return nil, err
 		}
-		recs := []Record{NewLatencyRecord(name, cfg.Backend, fromCall)}
+		recs := []Record{benchrec.NewLatencyRecord(name, cfg.Backend, fromCall)}
 		if name == CaseLatency {
-			recs = append(recs, NewLatencyRecord(CaseLatencyCommit, cfg.Backend, fromCommit))
+			recs = append(recs, benchrec.NewLatencyRecord(CaseLatencyCommit, cfg.Backend, fromCommit))
 		}
 		return recs, nil
 	})
@@ -242,91 +237,8 @@ func notifyLatencyCase(ctx context.Context, cfg QueueConfig, sc *scratch, name s
 		if err != nil {
 			return nil, err
 		}
-		return []Record{NewLatencyRecord(name, cfg.Backend, lat)}, nil
+		return []Record{benchrec.NewLatencyRecord(name, cfg.Backend, lat)}, nil
 	})
-}
-
-// NewThroughputRecord is the record of ops operations in elapsed.
-func NewThroughputRecord(name, backend string, ops int, elapsed time.Duration) Record {
-	rec := Record{Name: name, Backend: backend, Ops: ops}
-	if elapsed > 0 {
-		rec.OpsPerSec = round(float64(ops) / elapsed.Seconds())
-	}
-	return rec
-}
-
-// WithThroughputBaseline adds a throughput baseline: ratio = ops/s ÷
-// baseline ops/s.
-func (rec *Record) WithThroughputBaseline(name string, opsPerSec float64) {
-	rec.Baseline = name
-	rec.BaselineOpsPerSec = round(opsPerSec)
-	if opsPerSec > 0 {
-		rec.Ratio = round(rec.OpsPerSec / opsPerSec)
-	}
-}
-
-// NewLatencyRecord is the record of latency samples: p50, p99 and 1 ÷ the
-// mean as ops_per_sec.
-func NewLatencyRecord(name, backend string, lat []time.Duration) Record {
-	return *latencyRecord(name, backend, summarize(lat))
-}
-
-// benchPayload is a small JSON payload, as applications send.
-func benchPayload(i int) []byte { return []byte(`{"n":` + strconv.Itoa(i) + `}`) }
-
-// startedBound is how long a drain may take to handle its first message.
-const startedBound = time.Minute
-
-// Drain enqueues n messages to queue in batches of 1000 (EnqueueMany; not
-// timed), then drains the queue with c.Work at the given concurrency and a
-// handler that does nothing. It returns how many messages were handled and
-// how long Work ran. A drain still running bound after its first message
-// was handled is stopped there, gracefully. A drain that ends with
-// messages left over (or unhandled) is an error.
-func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
-	batch := make([]baton.NewMessage, 0, enqueueBatch)
-	for i := 0; i < n; {
-		batch = batch[:0]
-		for ; i < n && len(batch) < enqueueBatch; i++ {
-			batch = append(batch, baton.NewMessage{Payload: benchPayload(i)})
-		}
-		if _, err := c.EnqueueMany(ctx, queue, batch); err != nil {
-			return 0, 0, fmt.Errorf("enqueue the backlog: %w", err)
-		}
-	}
-	var handled atomic.Int64
-	// The bound runs from the first message handled, so that a worker
-	// slow to start (a loaded machine) still drains some: a bound from
-	// Work's start left drain_1 at 0 messages in 200 ms under a full test
-	// run's load. startedBound stands in when none is ever handled.
-	wctx, cancel := context.WithTimeout(ctx, bound+startedBound)
-	defer cancel()
-	var bounded sync.Once
-	t0 := time.Now()
-	err := c.Work(wctx, queue, func(context.Context, *baton.Message) error {
-		handled.Add(1)
-		bounded.Do(func() { time.AfterFunc(bound, cancel) })
-		return nil
-	}, baton.WorkerOptions{Concurrency: workers, Drain: true, Name: "baton-bench drain"})
-	elapsed := time.Since(t0)
-	if err != nil {
-		return 0, 0, fmt.Errorf("work: %w", err)
-	}
-	if ctx.Err() != nil {
-		return 0, 0, ctx.Err()
-	}
-	h := int(handled.Load())
-	if wctx.Err() == nil {
-		// Drained to the end: everything handled once, nothing left.
-		st, err := c.Stats(ctx, queue)
-		if err != nil {
-			return 0, 0, err
-		}
-		if h != n || st.Unfinished()+st.Dead != 0 {
-			return 0, 0, fmt.Errorf("drain of %d messages handled %d and left %+v", n, h, st)
-		}
-	}
-	return h, elapsed, nil
 }
 
 // enqueueConsume enqueues one message per call on producer for d while
@@ -354,7 +266,7 @@ func enqueueConsume(ctx context.Context, backend string, producer, consumer *bat
 	start := time.Now()
 	for i := 0; time.Since(start) < d; i++ {
 		t0 := time.Now()
-		if _, err := producer.Enqueue(ctx, queue, benchPayload(i)); err != nil {
+		if _, err := producer.Enqueue(ctx, queue, benchq.Payload(i)); err != nil {
 			cancel()
 			<-werr
 			return nil, fmt.Errorf("enqueue: %w", err)
@@ -372,9 +284,9 @@ func enqueueConsume(ctx context.Context, backend string, producer, consumer *bat
 			if err := <-werr; err != nil {
 				return nil, fmt.Errorf("work: %w", err)
 			}
-			st := summarize(lat)
-			rec := NewThroughputRecord(CaseEnqueueConsume, backend, n, at.Sub(start))
-			rec.P50us, rec.P99us = round(st.p50), round(st.p99)
+			st := benchrec.Summarize(lat)
+			rec := benchrec.NewThroughputRecord(CaseEnqueueConsume, backend, n, at.Sub(start))
+			rec.P50us, rec.P99us = benchrec.Round(st.P50), benchrec.Round(st.P99)
 			return &rec, nil
 		}
 		if time.Now().After(deadline) {
@@ -384,69 +296,6 @@ func enqueueConsume(ctx context.Context, backend string, producer, consumer *bat
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// EnqueueStartLatency measures the time from calling Enqueue on producer
-// to the start of the handler of consumer's Work (concurrency 1), which
-// waits idle on an empty queue before each round: rounds rounds 10 ms
-// apart, after 5 uncounted ones, stopping early after bound (at least 5
-// counted). producer and consumer may be the same client. It returns each
-// round's latency from the Enqueue call and from its return (the commit;
-// negative when the handler started before Enqueue returned).
-func EnqueueStartLatency(ctx context.Context, producer, consumer *baton.Client, queue string, rounds int, bound time.Duration) (fromCall, fromCommit []time.Duration, err error) {
-	started := make(chan time.Time, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	werr := make(chan error, 1)
-	go func() {
-		werr <- consumer.Work(wctx, queue, func(context.Context, *baton.Message) error {
-			select {
-			case started <- time.Now():
-			default:
-			}
-			return nil
-		}, baton.WorkerOptions{Name: "baton-bench idle consumer"})
-	}()
-	stop := func() error {
-		cancel()
-		return <-werr
-	}
-	var begin time.Time
-	for i := 0; ; i++ {
-		counted := i - latencyWarmup
-		if counted == 0 {
-			begin = time.Now()
-		}
-		if counted >= rounds || (counted >= minRounds && time.Since(begin) >= bound) {
-			break
-		}
-		// The previous handler has returned; let its ack finish and the
-		// consumer go back to waiting.
-		time.Sleep(10 * time.Millisecond)
-		t0 := time.Now()
-		_, err := producer.Enqueue(ctx, queue, benchPayload(i))
-		t1 := time.Now()
-		if err != nil {
-			_ = stop()
-			return nil, nil, fmt.Errorf("enqueue: %w", err)
-		}
-		select {
-		case at := <-started:
-			if counted >= 0 {
-				fromCall = append(fromCall, at.Sub(t0))
-				fromCommit = append(fromCommit, at.Sub(t1))
-			}
-		case err := <-werr:
-			cancel()
-			return nil, nil, fmt.Errorf("consumer stopped: %v", err)
-		case <-time.After(10 * time.Second):
-			_ = stop()
-			return nil, nil, fmt.Errorf("round %d: the handler did not start within 10s of the enqueue", i+1)
-		}
-	}
-	if err := stop(); err != nil {
-		return nil, nil, fmt.Errorf("work: %w", err)
-	}
-	return fromCall, fromCommit, nil
 }
 
 // warmUpListener notifies until one arrives (the first may be sent before

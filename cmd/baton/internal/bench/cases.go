@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
 // openClients opens n baton clients on the scratch database, each as a
@@ -222,9 +223,9 @@ func (r *runner) reenter(ctx context.Context) (*Record, error) {
 // throughputRecord is a throughput case's record: calls per s over the
 // time they took in all, and their latency percentiles.
 func (r *runner) throughputRecord(name string, lat []time.Duration, elapsed time.Duration) *Record {
-	st := summarize(lat)
-	return &Record{Name: name, Backend: r.cfg.Backend, Ops: st.n,
-		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	st := benchrec.Summarize(lat)
+	return &Record{Name: name, Backend: r.cfg.Backend, Ops: st.N,
+		OpsPerSec: benchrec.Round(float64(st.N) / elapsed.Seconds()), P50us: benchrec.Round(st.P50), P99us: benchrec.Round(st.P99)}
 }
 
 // throughputBaseline measures op on one native connection, when the
@@ -249,12 +250,12 @@ func (r *runner) throughputOn(ctx context.Context, nat nativeLock, rec *Record, 
 	if err != nil {
 		return rec, fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
-	nst := summarize(nlat)
+	nst := benchrec.Summarize(nlat)
 	rec.Baseline = nat.name() + suffix
-	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
-	rec.BaselineP50us = round(nst.p50)
+	rec.BaselineOpsPerSec = benchrec.Round(float64(nst.N) / nelapsed.Seconds())
+	rec.BaselineP50us = benchrec.Round(nst.P50)
 	if rec.BaselineOpsPerSec > 0 {
-		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
+		rec.Ratio = benchrec.Round(rec.OpsPerSec / rec.BaselineOpsPerSec)
 	}
 	return rec, nil
 }
@@ -457,7 +458,7 @@ func (r *runner) handoffTable(ctx context.Context) (*Record, error) {
 // the waiter queued for pause before each release (its session holding
 // another lock, in another namespace, when holdOther is set), then the
 // native one, whose summary it returns too (nil without a baseline).
-func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.Duration, holdOther bool) (*Record, *stats, error) {
+func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.Duration, holdOther bool) (*Record, *benchrec.Stats, error) {
 	cs, ss, closeAll, err := r.openSessions(ctx, 2)
 	if err != nil {
 		return nil, nil, err
@@ -477,7 +478,7 @@ func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.D
 	if err != nil {
 		return nil, nil, err
 	}
-	rec := latencyRecord(caseName, r.cfg.Backend, summarize(lat))
+	rec := benchrec.LatencyRecord(caseName, r.cfg.Backend, benchrec.Summarize(lat))
 	closeAll()
 
 	nat := r.native()
@@ -489,8 +490,8 @@ func (r *runner) handoffAfter(ctx context.Context, caseName string, pause time.D
 	if err != nil {
 		return rec, nil, fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
-	nst := summarize(nlat)
-	rec.withLatencyBaseline(nat.name(), nst)
+	nst := benchrec.Summarize(nlat)
+	rec.WithLatencyBaseline(nat.name(), nst)
 	return rec, &nst, nil
 }
 
@@ -582,9 +583,9 @@ func (r *runner) contend8Mode(ctx context.Context, name string, mode baton.Mode)
 	if err != nil {
 		return nil, err
 	}
-	st := summarize(lat)
-	rec := &Record{Name: name, Backend: r.cfg.Backend, Ops: st.n,
-		OpsPerSec: round(float64(st.n) / elapsed.Seconds()), P50us: round(st.p50), P99us: round(st.p99)}
+	st := benchrec.Summarize(lat)
+	rec := &Record{Name: name, Backend: r.cfg.Backend, Ops: st.N,
+		OpsPerSec: benchrec.Round(float64(st.N) / elapsed.Seconds()), P50us: benchrec.Round(st.P50), P99us: benchrec.Round(st.P99)}
 	if nat == nil {
 		return rec, nil
 	}
@@ -627,15 +628,15 @@ func contendNative(ctx, wctx context.Context, nat nativeLock, workers int, d tim
 	if err != nil {
 		return fmt.Errorf("baseline %s: %w", nat.name(), err)
 	}
-	nst := summarize(nlat)
+	nst := benchrec.Summarize(nlat)
 	rec.Baseline = nat.name()
 	if shared {
 		rec.Baseline += "_shared"
 	}
-	rec.BaselineOpsPerSec = round(float64(nst.n) / nelapsed.Seconds())
-	rec.BaselineP50us = round(nst.p50)
+	rec.BaselineOpsPerSec = benchrec.Round(float64(nst.N) / nelapsed.Seconds())
+	rec.BaselineP50us = benchrec.Round(nst.P50)
 	if rec.BaselineOpsPerSec > 0 {
-		rec.Ratio = round(rec.OpsPerSec / rec.BaselineOpsPerSec)
+		rec.Ratio = benchrec.Round(rec.OpsPerSec / rec.BaselineOpsPerSec)
 	}
 	return nil
 }
@@ -709,7 +710,7 @@ func (r *runner) deadlockDetect(ctx context.Context) (*Record, error) {
 		}
 		lat = append(lat, d)
 	}
-	return latencyRecord(CaseDeadlockDetect, r.cfg.Backend, summarize(lat)), nil
+	return benchrec.LatencyRecord(CaseDeadlockDetect, r.cfg.Backend, benchrec.Summarize(lat)), nil
 }
 
 func deadlockRound(ctx context.Context, c1 *baton.Client, s1, s2 *baton.Session) (time.Duration, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
 // EventsConfig configures RunEvents.
@@ -168,7 +169,7 @@ func runEventsCase(ctx context.Context, cfg EventsConfig, name string) (Record, 
 	if err != nil {
 		return Record{}, err
 	}
-	rec := NewThroughputRecord(name, cfg.Backend, int(n.Load()), elapsed)
+	rec := benchrec.NewThroughputRecord(name, cfg.Backend, int(n.Load()), elapsed)
 	naive, err := naiveLoop(ctx, db, cfg.Backend, cfg.Rows, 4*cfg.Duration)
 	if err != nil {
 		return rec, fmt.Errorf("naive loop: %w", err)
@@ -268,7 +269,7 @@ func writerOverhead(ctx context.Context, cfg EventsConfig, c *baton.Client, db *
 	if err != nil {
 		return Record{}, err
 	}
-	rec := NewThroughputRecord("writer_overhead", cfg.Backend, n, el)
+	rec := benchrec.NewThroughputRecord("writer_overhead", cfg.Backend, n, el)
 	rec.WithThroughputBaseline("no_subscription", float64(bn)/bel.Seconds())
 	return rec, nil
 }

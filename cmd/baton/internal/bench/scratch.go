@@ -19,12 +19,7 @@ import (
 
 	"github.com/batonhq/baton"
 	"github.com/batonhq/baton/driver/sqlite"
-)
-
-// Default servers, the same as the test suite's.
-const (
-	DefaultPostgres = "postgres://postgres@127.0.0.1:5432/test"
-	DefaultMySQL    = "mysql://root@127.0.0.1:3306/test"
+	"github.com/batonhq/baton/internal/benchrec"
 )
 
 // DefaultServer returns the server DSN used for a backend when none is
@@ -39,9 +34,9 @@ func DefaultServer(backend string) string {
 	}
 	switch backend {
 	case "postgres":
-		return env("BATON_TEST_POSTGRES", DefaultPostgres)
+		return env("BATON_TEST_POSTGRES", benchrec.DefaultPostgres)
 	case "mysql":
-		return env("BATON_TEST_MYSQL", DefaultMySQL)
+		return env("BATON_TEST_MYSQL", benchrec.DefaultMySQL)
 	}
 	return ""
 }
