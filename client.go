@@ -175,7 +175,6 @@ type Client struct {
 	mq          *mq.Engine                        // the queue engine
 	queueWaits  *wake.Queues                      // consumers waiting for messages
 	running     map[int64]context.CancelCauseFunc // handlers of running messages, by message id
-	schedules   map[string]*schedule              // AddSchedule, by name
 	notifyUsers *wake.Users                       // listeners and waiting consumers: notifications on
 	// paused: the queues this process knows paused; workers start no
 	// claimed message of theirs.
@@ -192,16 +191,12 @@ type Client struct {
 	upkeep     *maintain.Group
 	wg         sync.WaitGroup
 	lastRescue time.Time
-	// scheduleAdded wakes the scheduler service, idle while there are
-	// no schedules (AddSchedule).
-	scheduleAdded chan struct{}
-	// queueWaited wakes the poll of waiting consumers (pollQueues), idle
-	// while none waits; queuePoll is its state.
+	// queueWaited wakes the poll of waiting consumers
+	// (mq.Engine.PollWaiting), idle while none waits.
 	queueWaited chan struct{}
-	queuePoll   queuePoll
-	// claimTries and queuePolls count the claims of Claim calls and the
-	// polls of pollQueues (the tests' measure of what waiting costs).
-	claimTries, queuePolls atomic.Int64
+	// claimTries counts the claims of Claim calls (the tests' measure of
+	// what waiting costs).
+	claimTries atomic.Int64
 
 	// the listener, started by the first waiter (see listening)
 	listenMu    sync.Mutex
@@ -280,8 +275,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o, listeners: map[*Listener]bool{},
-		running: map[int64]context.CancelCauseFunc{}, schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
-		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1), lockIdle: make(chan struct{}, 1),
+		running: map[int64]context.CancelCauseFunc{}, quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1), lockIdle: make(chan struct{}, 1),
 		tracer: o.TracerProvider.Tracer(tracerName),
 	}
 	_, off := o.TracerProvider.(noop.TracerProvider)
@@ -292,7 +286,8 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		default: // the poll is already told
 		}
 	})
-	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.logErr})
+	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.logErr,
+		Retention: mq.Retention(o.Retention)})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
@@ -599,11 +594,9 @@ func (c *Client) services() *maintain.Group {
 	g.Add(maintain.Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.drv.NoTx().ThroughputPurge(ctx)
 	}})
-	g.Add(maintain.Service{Name: "scheduler", Interval: c.opts.PollInterval, Timeout: lease, Run: c.runSchedules,
-		Idle: c.noSchedules, Resume: c.scheduleAdded})
-	g.Add(maintain.Service{Name: "consumer poll", Interval: consumerPoll * c.opts.PollInterval, Timeout: lease, Run: c.pollQueues,
-		Idle: func() bool { return !c.queueWaits.Waiting() }, Resume: c.queueWaited})
-	g.Add(maintain.Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: c.pruneHistory})
+	g.Add(c.mq.Scheduler().Service(c.opts.PollInterval, lease))
+	g.Add(c.mq.PollService(c.opts.PollInterval, lease, c.queueWaited))
+	g.Add(c.mq.PrunerService(5 * lease))
 	g.Add(maintain.Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return c.inTx(ctx, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
 	}})

@@ -76,7 +76,7 @@ func (c *Client) NotifyTx(ctx context.Context, tx Execer, channel, payload strin
 	if err := validateNotification(channel, payload); err != nil {
 		return err
 	}
-	return c.notifyIn(ctx, tx, channel, payload)
+	return c.mq.NotifyIn(ctx, tx, channel, payload)
 }
 
 // Listener receives the notifications of some channels, from the moment

@@ -2,7 +2,6 @@ package baton
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
@@ -34,14 +31,19 @@ var (
 	// session no longer holds the message's claim: its lease ran out or
 	// its session ended, and the message went back to the queue (or to the
 	// dead letters) and may be processed again.
-	ErrNotClaimed = errors.New("baton: message not claimed by this session")
+	ErrNotClaimed = errs.ErrNotClaimed
 	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
-	ErrUnknownQueue = errors.New("baton: unknown queue")
+	ErrUnknownQueue = errs.ErrUnknownQueue
+	// ErrDuplicate is returned by Enqueue, EnqueueTx and EnqueueJob(Tx)
+	// when the message's unique key (EnqueueOptions.UniqueKey) holds:
+	// nothing was added, and the id returned with it is the message that
+	// holds the key.
+	ErrDuplicate = errs.ErrDuplicate
 	// ErrNoMessage is the former name of ErrNotFound.
 	ErrNoMessage = ErrNotFound
 	// ErrRunning: the message is being handled; only waiting messages can
 	// be retried now or deleted.
-	ErrRunning = errors.New("baton: message is being handled")
+	ErrRunning = errs.ErrRunning
 	// ErrPermanent, wrapped in a handler's error, sends the message to the
 	// dead letters at once instead of retrying it.
 	ErrPermanent = errors.New("baton: permanent failure")
@@ -98,7 +100,7 @@ type EnqueueOptions struct {
 	// enqueued with the same key waits or runs (with UniquePeriod: until
 	// the period in which it was enqueued ends, whatever became of it),
 	// enqueuing the key again adds nothing and returns that message's id
-	// (EnqueueUnique also says it was a duplicate). At most 255 bytes.
+	// (with ErrDuplicate from Enqueue and EnqueueTx). At most 255 bytes.
 	UniqueKey string
 	// UniquePeriod holds UniqueKey for the period (aligned on the Unix
 	// epoch, by the enqueuer's clock) in which the message was enqueued;
@@ -161,7 +163,8 @@ type Message struct {
 	held bool
 }
 
-func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
+// newMessage checks one message to enqueue and converts it to a row.
+func newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return driver.NewMessage{}, err
 	}
@@ -254,74 +257,72 @@ func ValidateKind(kind string) error {
 }
 
 // Enqueue adds one message to a queue and returns its id. Consumers waiting
-// on the queue, in any process, wake once it commits.
+// on the queue, in any process, wake once it commits. When the message's
+// unique key holds (EnqueueOptions.UniqueKey), nothing is added: the id is
+// the holder's, with ErrDuplicate.
 func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
-	var o EnqueueOptions
+	return first(c.enqueue(ctx, nil, queue, []NewMessage{{Payload: payload, EnqueueOptions: firstOption(opts)}}))
+}
+
+// EnqueueMany adds messages to a queue in one transaction, all or none. A
+// message whose unique key holds is not added: its id is the holder's.
+func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+	ids, _, err := c.enqueue(ctx, nil, queue, msgs)
+	return ids, err
+}
+
+// firstOption is the options given, if any.
+func firstOption(opts []EnqueueOptions) EnqueueOptions {
 	if len(opts) > 0 {
-		o = opts[0]
+		return opts[0]
 	}
-	ids, err := c.EnqueueMany(ctx, queue, []NewMessage{{Payload: payload, EnqueueOptions: o}})
-	if err != nil {
+	return EnqueueOptions{}
+}
+
+// first is the outcome of enqueuing one message: its id, or the holder's
+// with ErrDuplicate.
+func first(ids []int64, dups []bool, err error) (int64, error) {
+	switch {
+	case err != nil:
 		return 0, err
+	case dups[0]:
+		return ids[0], fmt.Errorf("%w: message %d holds the unique key", ErrDuplicate, ids[0])
 	}
 	return ids[0], nil
 }
 
-// EnqueueMany adds messages to a queue in one transaction, all or none.
-func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
-	ids, _, err := c.enqueue(ctx, queue, msgs)
-	return ids, err
-}
-
-// EnqueueUnique enqueues one message with a unique key (opts.UniqueKey)
-// and says whether it was a duplicate: then nothing was added and id is the
-// message that holds the key.
-func (c *Client) EnqueueUnique(ctx context.Context, queue string, payload []byte, opts EnqueueOptions) (int64, bool, error) {
-	if opts.UniqueKey == "" {
-		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a unique key", ErrInvalid)
-	}
-	ids, dups, err := c.enqueue(ctx, queue, []NewMessage{{Payload: payload, EnqueueOptions: opts}})
-	if err != nil {
-		return 0, false, err
-	}
-	return ids[0], dups[0], nil
-}
-
-// enqueue checks the messages, then inserts them under an enqueue span
-// whose trace context they carry.
-func (c *Client) enqueue(ctx context.Context, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
-	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
+// enqueue checks the messages, then inserts them (in the caller's
+// transaction tx, if not nil) under an enqueue span whose trace context
+// they carry, and says which were duplicates of a unique key's holder.
+func (c *Client) enqueue(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
+	rows, err := newMessages(queue, msgs)
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
 	defer func() { endSpan(span, err) }()
+	for i := range rows {
+		rows[i].Meta = withTrace(rows[i].Meta, meta)
+	}
+	if tx != nil {
+		return c.mq.InsertTx(ctx, tx, queue, rows)
+	}
 	return c.mq.Insert(ctx, queue, rows)
 }
 
-// newMessages checks messages to enqueue and starts the enqueue's span;
-// the rows carry its trace context. The caller ends the span.
-func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessage) (context.Context, trace.Span, []driver.NewMessage, error) {
+// newMessages checks messages to enqueue and converts them to rows.
+func newMessages(queue string, msgs []NewMessage) ([]driver.NewMessage, error) {
 	if len(msgs) == 0 {
-		return ctx, nil, nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
+		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
 	}
 	rows := make([]driver.NewMessage, len(msgs))
 	for i, m := range msgs {
 		var err error
-		if rows[i], err = c.newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
-			return ctx, nil, nil, err
+		if rows[i], err = newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
+			return nil, err
 		}
 	}
-	ctx, span, meta := c.startEnqueue(ctx, queue, len(rows))
-	for i := range rows {
-		rows[i].Meta = withTrace(rows[i].Meta, meta)
-	}
-	return ctx, span, rows, nil
-}
-
-// rowQuerier is what EnqueueTx uses, when the caller's transaction has it
-// (*sql.Tx does), to read the new id.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	return rows, nil
 }
 
 // EnqueueTx adds a message inside the caller's transaction, on the same
@@ -331,28 +332,11 @@ type rowQuerier interface {
 // PostgreSQL's notification lock at commit), within a millisecond or so on
 // SQLite, and within the consumers' poll interval on MySQL/MariaDB. It
 // returns the new id (0 if tx can only execute statements and the backend
-// reports ids in rows).
+// reports ids in rows). When the message's unique key holds, nothing is
+// added: the id is the holder's, with ErrDuplicate, and the key's row
+// stays locked until tx ends.
 func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
-	var o EnqueueOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	ids, err := c.EnqueueManyTx(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: o}})
-	if err != nil {
-		return 0, err
-	}
-	return ids[0], nil
-}
-
-// rowsQuerier reads rows: *sql.Tx has it.
-type rowsQuerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// payloadsQuerier reads rows of an id and a payload: the adapters of other
-// transaction types (postgres.PgxTx) have it.
-type payloadsQuerier interface {
-	QueryIDPayloads(ctx context.Context, query string, args ...any) ([]int64, [][]byte, error)
+	return first(c.enqueue(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: firstOption(opts)}}))
 }
 
 // WaitingTx lists the waiting messages (scheduled, ready or retrying) of
@@ -368,27 +352,7 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 	if err := ValidateKind(kind); err != nil {
 		return nil, nil, err
 	}
-	q, args := c.drv.WaitingStatement(queue, kind)
-	switch t := tx.(type) {
-	case payloadsQuerier:
-		return t.QueryIDPayloads(ctx, q, args...)
-	case rowsQuerier:
-		rows, err := t.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("baton: waiting messages: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var p []byte
-			if err := rows.Scan(&id, &p); err != nil {
-				return nil, nil, fmt.Errorf("baton: waiting messages: %w", err)
-			}
-			ids, payloads = append(ids, id), append(payloads, p)
-		}
-		return ids, payloads, rows.Err()
-	}
-	return nil, nil, fmt.Errorf("%w: %T %w (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx, errNoRows)
+	return c.mq.WaitingTx(ctx, tx, queue, kind)
 }
 
 // EnqueueManyTx adds messages inside the caller's transaction, all of them
@@ -398,133 +362,8 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 // whose unique key holds is not added: its id is the holder's, and the
 // key's row stays locked until tx ends.
 func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) ([]int64, error) {
-	ids, _, err := c.enqueueTx(ctx, tx, queue, msgs)
+	ids, _, err := c.enqueue(ctx, tx, queue, msgs)
 	return ids, err
-}
-
-// EnqueueUniqueTx is EnqueueUnique in the caller's transaction (see
-// EnqueueTx): it enqueues one message with a unique key (opts.UniqueKey)
-// and says whether it was a duplicate: then nothing was added and id is
-// the message that holds the key.
-func (c *Client) EnqueueUniqueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts EnqueueOptions) (int64, bool, error) {
-	if opts.UniqueKey == "" {
-		return 0, false, fmt.Errorf("%w: EnqueueUniqueTx needs a unique key", ErrInvalid)
-	}
-	ids, dups, err := c.enqueueTx(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: opts}})
-	if err != nil {
-		return 0, false, err
-	}
-	return ids[0], dups[0], nil
-}
-
-// enqueueTx inserts messages in the caller's transaction and says which
-// were duplicates of a unique key's holder.
-func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
-	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { endSpan(span, err) }()
-	if !c.mq.Known(queue) {
-		// In the caller's transaction: on SQLite it holds the only write
-		// lock, so baton's own connection could not register the queue.
-		rq, rargs := c.drv.QueueRegisterStatement(queue)
-		if _, err := tx.ExecContext(ctx, rq, rargs...); err != nil {
-			return nil, nil, fmt.Errorf("baton: enqueue: register queue: %w", err)
-		}
-	}
-	ids, dups = make([]int64, len(rows)), make([]bool, len(rows))
-	for i, m := range rows {
-		if ids[i], dups[i], err = c.insertUniqueTx(ctx, tx, queue, m); err != nil {
-			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
-		}
-	}
-	nq, nargs := c.drv.NotifyStatement(mq.Channel(queue), "")
-	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
-		return nil, nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
-	}
-	return ids, dups, nil
-}
-
-// insertUniqueTx inserts m in the caller's transaction, taking its unique
-// key first if it has one: when the key holds, it inserts nothing and
-// returns the holder's id, dup true (the key's row stays locked until tx
-// ends, so concurrent enqueues of the key wait for it).
-func (c *Client) insertUniqueTx(ctx context.Context, tx Execer, queue string, m driver.NewMessage) (id int64, dup bool, err error) {
-	if m.UniqueKey == "" {
-		id, err = c.insertTx(ctx, tx, m)
-		return id, false, err
-	}
-	st := c.drv.UniqueStatements(queue, m.UniqueKey, m.UniqueExpires)
-	res, err := tx.ExecContext(ctx, st.Insert.Query, st.Insert.Args...)
-	if err != nil {
-		return 0, false, fmt.Errorf("unique key: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, false, err
-	} else if n != 1 {
-		var holder int64
-		var period, over int
-		var state string
-		if err := scanRow(ctx, tx, st.Get, &holder, &period, &over, &state); err != nil {
-			return 0, false, fmt.Errorf("unique key: %w", err)
-		}
-		if driver.UniqueHolds(period == 1, over == 1, state, m.UniqueStates) {
-			return holder, true, nil
-		}
-	}
-	if id, err = c.insertTx(ctx, tx, m); err != nil {
-		return 0, false, err
-	}
-	if id == 0 {
-		return 0, false, fmt.Errorf("%w: a unique key in the caller's transaction needs the new id: give a *sql.Tx or postgres.PgxTx", ErrInvalid)
-	}
-	set := st.Set(id)
-	_, err = tx.ExecContext(ctx, set.Query, set.Args...)
-	return id, false, err
-}
-
-// rowScanner reads one row: the adapters of other transaction types
-// (postgres.PgxTx) have it.
-type rowScanner interface {
-	ScanRow(ctx context.Context, query string, args []any, dest ...any) error
-}
-
-// scanRow runs a statement that returns one row in the caller's
-// transaction and scans it into dest.
-func scanRow(ctx context.Context, tx Execer, st driver.Statement, dest ...any) error {
-	switch t := tx.(type) {
-	case rowScanner:
-		return t.ScanRow(ctx, st.Query, st.Args, dest...)
-	case rowQuerier:
-		return t.QueryRowContext(ctx, st.Query, st.Args...).Scan(dest...)
-	}
-	return fmt.Errorf("%w: %T %w (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx, errNoRows)
-}
-
-// errNoRows: the caller's transaction type can execute statements but not
-// read rows.
-var errNoRows = errors.New("cannot read rows")
-
-// insertTx inserts one message in the caller's transaction and returns its
-// id when the transaction type can say it.
-func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
-	q, args, returnsID := c.drv.EnqueueStatement(m)
-	var id int64
-	switch {
-	case returnsID:
-		err := scanRow(ctx, tx, driver.Statement{Query: q, Args: args}, &id)
-		if errors.Is(err, errNoRows) {
-			_, err = tx.ExecContext(ctx, q, args...) // an Execer that reads nothing
-		}
-		return id, err
-	}
-	res, err := tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	id, _ = res.LastInsertId()
-	return id, nil
 }
 
 // ClaimOptions qualify a claim.
@@ -642,7 +481,7 @@ func emptyOr(ctx context.Context, err error) error {
 }
 
 // awaitWork waits for a wake-up of the queue: a notification, the
-// client's poll of its waiting consumers (pollQueues), which covers a lost
+// client's poll of its waiting consumers (mq.Engine.PollWaiting), which covers a lost
 // one, or the time its next message is due (dueIn, when known).
 func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.Duration) error {
 	var due <-chan time.Time
@@ -660,65 +499,6 @@ func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.
 		return emptyOr(ctx, ctx.Err())
 	}
 	return nil
-}
-
-// pollQueues is the poll of this client's waiting consumers, every
-// consumerPoll poll intervals while any waits: one statement for all of
-// their queues (QueuesReady), whatever the number of consumers, and a
-// wake-up for the consumers of each queue that has a message due. A
-// wake-up is a hint (DESIGN, Notifications): this is the path that covers
-// a lost one.
-func (c *Client) pollQueues(ctx context.Context) error {
-	names := c.queueWaits.Names()
-	if len(names) == 0 {
-		return nil
-	}
-	c.queuePolls.Add(1)
-	ready, err := c.drv.QueuesReady(ctx, names)
-	if err != nil {
-		return fmt.Errorf("poll the queues of waiting consumers: %w", err)
-	}
-	for _, q := range c.queuePoll.due(ready) {
-		c.queueWaits.Wake(q)
-	}
-	return nil
-}
-
-// consumerPoll is how many poll intervals apart pollQueues runs: a lost
-// wake-up costs a consumer at most that many, as when each waiting Claim
-// looked again on its own that often. Every interval cost an idle SQLite
-// worker a fifth more CPU: a read after another connection's commit (the
-// lease renewal's, every second) reads the pages it changed again.
-const consumerPoll = 5
-
-// queuePoll is what pollQueues remembers between its polls: for how many
-// polls in a row each queue has had a message due while consumers waited
-// on it. A queue that stays so is one whose due messages its consumers may
-// not take yet (an ordered queue whose head runs, keys in flight, another
-// kind): its consumers are woken on the first poll of such a run and then
-// on every pollRetake-th, so that they claim again (in case the end of
-// what held them back sent a wake-up that was lost) without claiming on
-// every poll for nothing.
-type queuePoll struct{ runs map[string]int }
-
-// pollRetake is how many polls apart pollQueues wakes the consumers of a
-// queue that stays due while they wait.
-const pollRetake = 2
-
-// due takes the queues found due by a poll and returns those whose
-// consumers to wake.
-func (p *queuePoll) due(ready []string) []string {
-	runs := make(map[string]int, len(ready))
-	var wake []string
-	for _, q := range ready {
-		n := p.runs[q] + 1
-		runs[q] = n
-		if (n-1)%pollRetake == 0 {
-			wake = append(wake, q)
-		}
-	}
-	p.runs = runs
-	return wake
 }
 
 // messages converts claimed rows to Messages in serving order.
@@ -764,9 +544,7 @@ func claimOf(m *Message) driver.Claim {
 	return driver.Claim{ID: m.ID, SessionID: m.sessionID, Attempt: m.Attempt}
 }
 
-func notClaimed(m *Message) error {
-	return fmt.Errorf("%w: message %d of queue %q", ErrNotClaimed, m.ID, m.Queue)
-}
+func notClaimed(m *Message) error { return mq.NotClaimed(m.ID, m.Queue) }
 
 // Ack marks a claimed message done: it moves to the history as completed
 // (or is deleted when Retention.Completed is negative). A message cancelled
@@ -1001,15 +779,7 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	if limit <= 0 {
 		limit = 100
 	}
-	var rows []driver.DeadLetter
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
-		}
-		var err error
-		rows, err = tx.DeadList(ctx, queue, limit)
-		return err
-	})
+	rows, err := c.mq.DeadLetters(ctx, queue, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1022,43 +792,13 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	return out, nil
 }
 
-func (c *Client) mustExist(ctx context.Context, tx driver.Tx, queue string) error {
-	ok, err := tx.QueueExists(ctx, queue)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
-	}
-	return err
-}
-
 // Redrive moves every dead letter of a queue back to it, with its attempts
 // reset, and returns how many.
 func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	total := 0
-	for {
-		var n int
-		err := c.inTx(ctx, func(tx driver.Tx) error {
-			if err := c.mustExist(ctx, tx, queue); err != nil {
-				return err
-			}
-			var err error
-			n, err = tx.DeadRedrive(ctx, queue)
-			return err
-		})
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n == 0 {
-			break
-		}
-	}
-	if total > 0 {
-		c.mq.Wake(queue)
-	}
-	return total, nil
+	return c.mq.Redrive(ctx, queue)
 }
 
 // PurgeDead deletes every dead letter of a queue and returns how many.
@@ -1066,16 +806,7 @@ func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	var n int
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
-		}
-		var err error
-		n, err = tx.DeadPurge(ctx, queue)
-		return err
-	})
-	return n, err
+	return c.mq.PurgeDead(ctx, queue)
 }
 
 // QueueStats are the counts of one queue.
@@ -1098,7 +829,7 @@ type QueueStats struct {
 	// database planner's estimate (PostgreSQL, MySQL/MariaDB), so that
 	// stats cost the same for a queue of millions. SQLite counts exactly.
 	Estimated bool `json:"estimated,omitempty"`
-	// Paused: the queue is paused (PauseQueue); its messages wait.
+	// Paused: the queue is paused (SetQueuePaused); its messages wait.
 	Paused bool `json:"paused,omitempty"`
 	// Throughput is messages finished (acknowledged or dead-lettered) per
 	// second over the last five minutes or so, as processes report them
@@ -1116,15 +847,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return QueueStats{}, err
 	}
-	var st driver.QueueStats
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return err
-		}
-		var err error
-		st, err = tx.QueueStats(ctx, queue)
-		return err
-	})
+	st, err := c.mq.Stats(ctx, queue)
 	if err != nil {
 		return QueueStats{}, err
 	}
@@ -1138,15 +861,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 }
 
 // Queues lists every queue.
-func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	var out []string
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		out, err = tx.QueueList(ctx)
-		return err
-	})
-	return out, err
-}
+func (c *Client) Queues(ctx context.Context) ([]string, error) { return c.mq.Queues(ctx) }
 
 // MessageState names a state of a message's life (see MessageStates).
 type MessageState string
@@ -1181,72 +896,33 @@ type MessageInfo struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
-// Messages lists up to limit (1 to 1000) messages of a queue in one state
-// from the position after ("" for the start; the second result of an
-// earlier call): ready and running ones in the order workers claim them
-// (priority, then age), scheduled and retrying ones by due time, finished
-// ones newest first. It returns the position
-// after the last message listed, "" when there is no more. Pages are read
-// along an index: a page deep in a queue of millions costs what the first
-// one does. ListMessages lists across queues, states and kinds.
-func (c *Client) Messages(ctx context.Context, queue string, state MessageState, after string, limit int) ([]MessageInfo, string, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return nil, "", err
-	}
-	if _, err := ParseMessageState(string(state)); err != nil {
-		return nil, "", err
-	}
-	if limit < 1 || limit > 1000 {
-		return nil, "", fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, limit)
-	}
-	if err := txn.Retrying(ctx, c.drv, func() error { return c.mustExist(ctx, c.drv.NoTx(), queue) }); err != nil {
-		return nil, "", err
-	}
-	return c.listOne(ctx, segment{queue, state}, "", after, limit)
-}
-
-// PauseQueue pauses a queue for every process: its messages stay, waiting
-// and running ones alike, but no claim takes one until ResumeQueue. Running
-// handlers finish; a message whose claim raced the pause goes back to the
-// queue unstarted, once its worker's process hears of the pause (a
-// notification). ErrUnknownQueue if nothing was ever enqueued to it.
-func (c *Client) PauseQueue(ctx context.Context, queue string) error {
-	return c.pause(ctx, queue, true)
-}
-
-// ResumeQueue resumes a paused queue; its consumers wake at once.
-func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
-	if err := c.pause(ctx, queue, false); err != nil {
-		return err
-	}
-	c.mq.Wake(queue)
-	return nil
-}
-
-func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
+// SetQueuePaused pauses (paused true) or resumes a queue for every
+// process. A paused queue's messages stay, waiting and running ones alike,
+// but no claim takes one until it is resumed. Running handlers finish; a
+// message whose claim raced the pause goes back to the queue unstarted,
+// once its worker's process hears of the pause (a notification). A
+// resumed queue's consumers wake at once. ErrUnknownQueue if nothing was
+// ever enqueued to it.
+func (c *Client) SetQueuePaused(ctx context.Context, queue string, paused bool) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	var found bool
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		found, err = tx.QueuePause(ctx, queue, paused)
-		return err
-	})
-	if err := pauseResult(queue, found, err); err != nil {
+	if err := c.mq.SetPaused(ctx, queue, paused); err != nil {
 		return err
 	}
 	c.paused.set(queue, paused)
 	c.announce(pauseChannel, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
+	if !paused {
+		c.mq.Wake(queue)
+	}
 	return nil
 }
 
 // pauseChannel is the internal channel on which a queue's pause and
-// resumption are announced (the payload is the queue), so that every
-// process's workers stop starting the messages whose claims raced it.
-const pauseChannel = "#p#"
+// resumption are announced.
+const pauseChannel = mq.PauseChannel
 
-// pausedQueues are the queues this process knows paused (PauseQueue, or
+// pausedQueues are the queues this process knows paused (SetQueuePaused, or
 // pauseChannel), and since when. n mirrors len(since): a worker of a
 // client that knows no paused queue reads one atomic and takes no lock
 // before each message (givesBack).
@@ -1316,29 +992,17 @@ func (p *pausedQueues) givesBack(m *Message) bool {
 // due at once. ErrRunning while it is being handled, ErrNoMessage when the
 // queue has no such message.
 func (c *Client) RetryNow(ctx context.Context, queue string, id int64) error {
-	if err := c.onWaiting(ctx, queue, id, driver.QueueTx.MessageRetryNow); err != nil {
+	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	c.mq.Wake(queue)
-	return nil
+	return c.mq.RetryNow(ctx, queue, id)
 }
 
 // DeleteMessage deletes a waiting message. ErrRunning while it is being
 // handled, ErrNoMessage when the queue has no such message.
 func (c *Client) DeleteMessage(ctx context.Context, queue string, id int64) error {
-	return c.onWaiting(ctx, queue, id, driver.QueueTx.MessageDeleteWaiting)
-}
-
-func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(driver.QueueTx, context.Context, string, int64) (bool, driver.MessageState, error)) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	var done bool
-	var state driver.MessageState
-	err := c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		done, state, err = op(tx, ctx, queue, id)
-		return err
-	})
-	return onWaitingResult(queue, id, done, state, err)
+	return c.mq.DeleteWaiting(ctx, queue, id)
 }

@@ -33,6 +33,8 @@ type Config struct {
 	// KeepCompleted: completed messages go to the history (else they are
 	// deleted).
 	KeepCompleted bool
+	// Retention is how long the history pruner keeps finished messages.
+	Retention Retention
 	// Log logs a failure of background work (nil: none is logged).
 	Log func(what string, err error)
 }
@@ -51,12 +53,23 @@ type Engine struct {
 
 	mu       sync.Mutex
 	finished map[string][2]int64 // per queue: acked, dead since the last flush
+
+	// poll is PollWaiting's state, polls counts its runs.
+	poll  queuePoll
+	polls atomic.Int64
+	// sched enqueues the ticks of the periodic schedules.
+	sched *Scheduler
 }
 
 // New makes the engine.
 func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg, drv: cfg.Driver, notify: wake.NewCoalescer(), finished: map[string][2]int64{}}
+	e := &Engine{cfg: cfg, drv: cfg.Driver, notify: wake.NewCoalescer(), finished: map[string][2]int64{}}
+	e.sched = NewScheduler(e)
+	return e
 }
+
+// Scheduler is the engine's scheduler of periodic schedules.
+func (e *Engine) Scheduler() *Scheduler { return e.sched }
 
 // Channel is the internal notification channel of a queue; '#' keeps it
 // apart from channels users can listen to.
