@@ -550,12 +550,11 @@ func notClaimed(m *Message) error { return mq.NotClaimed(m.ID, m.Queue) }
 // (or is deleted when Retention.Completed is negative). A message cancelled
 // while it was claimed (CancelMessage) ends cancelled instead: ErrCancelled.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	n, err := s.c.mq.Complete(ctx, s.id, []driver.Claim{s.claim(m)})
+	done, err := s.c.mq.Ack(ctx, &s.holds, s.claim(m), m.Queue)
 	if err != nil {
-		return fmt.Errorf("baton: ack: %w", err)
+		return err
 	}
-	s.holds.Settled(s.claim(m))
-	if n == 0 {
+	if !done {
 		// Cancelled while it was claimed: it ends cancelled, if the
 		// claim is still this session's.
 		if s.cancelled(ctx, m, fmt.Errorf("%w while it was claimed", ErrCancelled)) == nil {
@@ -563,7 +562,6 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 		}
 		return notClaimed(m)
 	}
-	s.c.mq.CountFinished(m.Queue, 1, 0)
 	return nil
 }
 
@@ -637,19 +635,12 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	if dead {
 		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
-	ok, err := s.c.drv.Relaxed().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, e)
-	if err != nil {
-		return fmt.Errorf("baton: retry: %w", err)
+	ok, err := s.c.mq.Retry(ctx, &s.holds, s.claim(m), m.Queue, delay, m.mode == Parallel, e)
+	if err != nil || ok {
+		return err
 	}
-	s.holds.Settled(s.claim(m))
-	if !ok {
-		// Not ours any more, or cancelled: only then can it be finished.
-		return s.finish(ctx, m, driver.MessageCancelled, &e)
-	}
-	if delay <= 0 {
-		s.c.mq.Wake(m.Queue)
-	}
-	return nil
+	// Not ours any more, or cancelled: only then can it be finished.
+	return s.finish(ctx, m, driver.MessageCancelled, &e)
 }
 
 // retryError is the record of m's failed attempt, for a retry, and
@@ -675,26 +666,14 @@ func claimedCheck(m *Message, what string) error {
 // giveBack returns a claimed message that was never handled to its queue at
 // once, keeping its place; the attempt its claim counted is taken back.
 func (s *Session) giveBack(ctx context.Context, m *Message) error {
-	ok, err := s.c.drv.Relaxed().MessageRelease(ctx, s.claim(m))
-	if err == nil {
-		s.holds.Settled(s.claim(m))
-	}
-	if err == nil && !ok {
-		err = notClaimed(m)
-	}
-	s.c.mq.Wake(m.Queue)
-	return err
+	return s.c.mq.Release(ctx, &s.holds, s.claim(m), m.Queue)
 }
 
 // start starts a held claim (Message.held) with a fresh lease of d:
 // ErrNotClaimed when it is no longer this session's or was cancelled.
 func (s *Session) start(ctx context.Context, m *Message, d time.Duration) error {
-	ok, err := s.c.drv.Relaxed().MessageStart(ctx, s.claim(m), int(m.mode), d)
-	if err != nil {
-		return fmt.Errorf("baton: start: %w", err)
-	}
-	if !ok {
-		return notClaimed(m)
+	if err := s.c.mq.Start(ctx, s.claim(m), m.Queue, int(m.mode), d); err != nil {
+		return err
 	}
 	m.held = false
 	m.ClaimedUntil = time.Now().Add(d)
@@ -721,35 +700,13 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
-	var ok bool
-	err := s.c.inTx(ctx, func(tx driver.Tx) error {
-		var err error
-		ok, err = tx.MessageFinish(ctx, s.claim(m), state, e)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("baton: finish message: %w", err)
-	}
-	s.holds.Settled(s.claim(m))
-	if !ok {
-		return notClaimed(m)
-	}
-	if state == driver.MessageDead {
-		s.c.mq.CountFinished(m.Queue, 0, 1)
-	}
-	// The next message of an ordered queue or of this key may go now.
-	s.c.mq.Wake(m.Queue)
-	return nil
+	return s.c.mq.Finish(ctx, &s.holds, s.claim(m), m.Queue, state, e)
 }
 
 // Extend renews a claim's lease for d from now.
 func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error {
-	ok, err := s.c.drv.Relaxed().MessageExtend(ctx, s.claim(m), d)
-	if err != nil {
-		return fmt.Errorf("baton: extend: %w", err)
-	}
-	if !ok {
-		return notClaimed(m)
+	if err := s.c.mq.Extend(ctx, s.claim(m), m.Queue, d); err != nil {
+		return err
 	}
 	m.ClaimedUntil = time.Now().Add(d)
 	m.claimedAt = time.Now()
