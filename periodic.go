@@ -3,10 +3,7 @@ package baton
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/robfig/cron/v3"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/mq"
@@ -87,44 +84,10 @@ func (c *Client) RemoveSchedule(name string) { c.mq.Scheduler().Remove(name) }
 
 // clock parses the schedule's timing into its next-tick function.
 func (s Schedule) clock() (func(time.Time) time.Time, error) {
-	switch {
-	case s.Cron != "" && s.Every != 0:
-		return nil, fmt.Errorf("%w: schedule %q: give Cron or Every, not both", ErrInvalid, s.Name)
-	case s.Every != 0:
-		if s.Every < time.Millisecond {
-			return nil, fmt.Errorf("%w: schedule %q: Every %v: give at least 1ms", ErrInvalid, s.Name, s.Every)
-		}
-		if s.TimeZone != "" {
-			return nil, fmt.Errorf("%w: schedule %q: TimeZone applies to Cron only", ErrInvalid, s.Name)
-		}
-		every := s.Every.Microseconds()
-		return func(t time.Time) time.Time { return time.UnixMicro((t.UnixMicro()/every + 1) * every) }, nil
-	case s.Cron == "":
-		return nil, fmt.Errorf("%w: schedule %q: give Cron or Every", ErrInvalid, s.Name)
-	}
-	loc := time.UTC
-	if s.TimeZone != "" {
-		var err error
-		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-			return nil, fmt.Errorf("%w: schedule %q: TimeZone %q: %v", ErrInvalid, s.Name, s.TimeZone, err)
-		}
-	}
-	if f := strings.Fields(s.Cron); len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
-		return nil, fmt.Errorf("%w: schedule %q: Cron %q: give the time zone in TimeZone", ErrInvalid, s.Name, s.Cron)
-	}
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-	sched, err := parser.Parse(s.Cron)
-	if err != nil {
-		return nil, fmt.Errorf("%w: schedule %q: Cron %q: %v", ErrInvalid, s.Name, s.Cron, err)
-	}
-	// The parser reads the fields in the host's zone (time.Local) unless
-	// told otherwise: hosts in different zones would tick differently.
-	if spec, ok := sched.(*cron.SpecSchedule); ok {
-		spec.Location = loc
-	}
-	return sched.Next, nil
+	return mq.Clock(s.Name, s.Cron, s.TimeZone, s.Every)
 }
 
+// check validates the schedule's name, queue, payload and options.
 func (s Schedule) check() error {
 	if err := ValidateKind(s.Name); err != nil {
 		return fmt.Errorf("%w: schedule name %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
