@@ -287,7 +287,14 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		}
 	})
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.logErr,
-		Retention: mq.Retention(o.Retention)})
+		Retention: mq.Retention(o.Retention), Tries: &c.claimTries, Rescue: c.rescue, Listening: c.listening,
+		Notifying: func(on bool) {
+			if on {
+				c.notifyUsers.In()
+			} else {
+				c.notifyUsers.Out()
+			}
+		}})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait

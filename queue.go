@@ -19,14 +19,13 @@ import (
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/mq"
-	"github.com/batonhq/baton/internal/txn"
 )
 
 // Queue errors.
 var (
 	// ErrEmpty is returned by Claim when no message could be claimed
 	// before its wait ended.
-	ErrEmpty = errors.New("baton: no message ready")
+	ErrEmpty = errs.ErrEmpty
 	// ErrNotClaimed is returned by Ack, Retry, Fail and Extend when the
 	// session no longer holds the message's claim: its lease ran out or
 	// its session ended, and the message went back to the queue (or to the
@@ -414,47 +413,12 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	if err := s.ls.Check(); err != nil {
 		return nil, err
 	}
-	c := s.c
-	if opts.Wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.Wait, ErrEmpty)
-		defer cancel()
+	rows, err := s.c.mq.ClaimWaiting(ctx, &s.holds, s, mq.Request{Session: s.id, Queue: queue, Mode: claimrule.Mode(opts.Mode),
+		Kind: opts.Kind, Visibility: opts.Visibility, Max: opts.Max, Wait: opts.Wait})
+	if err != nil {
+		return nil, err
 	}
-	var wake chan struct{}
-	for {
-		c.claimTries.Add(1)
-		rows, dueIn, err := c.mq.ClaimKnown(ctx, &s.holds, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
-		if err != nil {
-			txn.SettleDeadline(ctx)
-			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
-		}
-		if len(rows) > 0 {
-			return s.messages(rows, opts.Mode), nil
-		}
-		if c.rescue(ctx) {
-			continue // a dead worker's messages may be ready now
-		}
-		if opts.Wait == 0 {
-			return nil, ErrEmpty
-		}
-		if wake == nil {
-			// Wait only once registered, and try again right after
-			// registering: a message committed between the attempt and
-			// the registration is not missed. Claims that find work at
-			// once never register (registering can cost a query).
-			if err := c.listening(ctx); err != nil {
-				return nil, emptyOr(ctx, err)
-			}
-			wake = c.queueWaits.Add(queue)
-			c.notifyUsers.In()
-			defer c.notifyUsers.Out()
-			defer c.queueWaits.Remove(queue, wake)
-			continue
-		}
-		if err := s.awaitWork(ctx, wake, dueIn); err != nil {
-			return nil, err
-		}
-	}
+	return s.messages(rows, opts.Mode), nil
 }
 
 // fill validates the options of a claim on queue and fills in defaults.
@@ -469,36 +433,6 @@ func (o ClaimOptions) fill(queue string) (ClaimOptions, error) {
 		o.Visibility = 30 * time.Second
 	}
 	return o, o.check()
-}
-
-// emptyOr is ErrEmpty when ctx ended because a claim's wait ran out, err
-// otherwise.
-func emptyOr(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
-		return ErrEmpty
-	}
-	return err
-}
-
-// awaitWork waits for a wake-up of the queue: a notification, the
-// client's poll of its waiting consumers (mq.Engine.PollWaiting), which covers a lost
-// one, or the time its next message is due (dueIn, when known).
-func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.Duration) error {
-	var due <-chan time.Time
-	if dueIn > 0 {
-		t := time.NewTimer(dueIn)
-		defer t.Stop()
-		due = t.C
-	}
-	select {
-	case <-wake:
-	case <-due:
-	case <-s.Done():
-		return s.Err()
-	case <-ctx.Done():
-		return emptyOr(ctx, ctx.Err())
-	}
-	return nil
 }
 
 // messages converts claimed rows to Messages in serving order.

@@ -4,6 +4,7 @@ import "errors"
 
 // The queue's errors; baton's queue.go and jobs.go document each.
 var (
+	ErrEmpty        = errors.New("baton: no message ready")
 	ErrNotClaimed   = errors.New("baton: message not claimed by this session")
 	ErrUnknownQueue = errors.New("baton: unknown queue")
 	ErrRunning      = errors.New("baton: message is being handled")

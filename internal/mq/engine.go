@@ -37,6 +37,15 @@ type Config struct {
 	Retention Retention
 	// Log logs a failure of background work (nil: none is logged).
 	Log func(what string, err error)
+
+	// What a waiting claim needs of its client: Tries counts the claims
+	// of ClaimWaiting; Rescue recovers dead workers' claims and says
+	// whether it did; Listening starts the wake-up listener; Notifying
+	// says a consumer starts (true) or stops waiting for notifications.
+	Tries     *atomic.Int64
+	Rescue    func(ctx context.Context) bool
+	Listening func(ctx context.Context) error
+	Notifying func(on bool)
 }
 
 // Engine is one client's queue engine.
