@@ -1,7 +1,10 @@
 // Package mq is baton's message queue engine: inserting messages (unique keys,
-// one statement where the backend can), claiming them by the mode's rule
-// (internal/claimrule), completing and recovering claims, the wake-ups of
-// consumers in this process and others, and the throughput counts. It
+// one statement where the backend can, or in the caller's transaction),
+// claiming them by the mode's rule (internal/claimrule) and waiting for
+// them, settling and recovering claims, the control calls (Caller in the
+// caller's transaction), dead letters, stats and listings, the wake-ups of
+// consumers in this process and others and their poll, the periodic
+// schedules (Scheduler), the history pruner and the throughput counts. It
 // works on the driver's rows; the root package validates, traces and turns
 // rows into Messages.
 package mq
