@@ -11,7 +11,7 @@ import (
 )
 
 // TestClaimTx: a claimed message retried, failed or extended in the
-// caller's transaction (RetryTx, RetryAfterTx, FailTx, ExtendTx), and a
+// caller's transaction (RetryTx, with or without a delay, FailTx, ExtendTx), and a
 // queue's dead letters re-driven there (RedriveTx), change nothing if it
 // rolls back and act once it commits (DESIGN, Interfaces: every operation
 // that writes has a variant in the caller's transaction); the worker's own
@@ -39,7 +39,7 @@ func TestClaimTx(t *testing.T) {
 		r, f := one("cq", "retry"), one("cq", "fail")
 		for _, commit := range []bool{false, true} {
 			tx := begin(t, db)
-			if err := c.RetryAfterTx(ctx, tx, r, time.Hour, errors.New("try later")); err != nil {
+			if err := c.RetryTx(ctx, tx, r, errors.New("try later"), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.FailTx(ctx, tx, f, "broken for good"); err != nil {
@@ -145,12 +145,12 @@ func TestClaimTx(t *testing.T) {
 		}()
 		waitFor(t, "the consumer to wait", func() bool { return baton.QueueWaiters(consumerC, "wq") == 1 })
 		tx = begin(t, db)
-		if err := c.RetryAfterTx(ctx, tx, w, 0, errors.New("again now")); err != nil {
+		if err := c.RetryTx(ctx, tx, w, errors.New("again now"), 0); err != nil {
 			t.Fatal(err)
 		}
 		stillWaiting(t, got, 300*time.Millisecond, "a consumer, with the message retried in an open transaction")
 		endTx(t, tx, true)
-		if err := await(t, got, 5*time.Second, "the consumer, after RetryAfterTx committed"); err != nil {
+		if err := await(t, got, 5*time.Second, "the consumer, after RetryTx committed"); err != nil {
 			t.Fatal(err)
 		}
 

@@ -181,10 +181,9 @@ type Client struct {
 	closed bool
 
 	// queues
-	mq          *mq.Engine           // the queue engine
-	queueWaits  *wake.Queues         // consumers waiting for messages
-	schedules   map[string]*schedule // AddSchedule, by name
-	notifyUsers *wake.Users          // listeners and waiting consumers: notifications on
+	mq          *mq.Engine   // the queue engine
+	queueWaits  *wake.Queues // consumers waiting for messages
+	notifyUsers *wake.Users  // listeners and waiting consumers: notifications on
 	// workers: the handlers of running messages and the queues this
 	// process knows paused (workers start no claimed message of theirs).
 	workers *worker.Registry
@@ -200,16 +199,12 @@ type Client struct {
 	upkeep  *maintain.Group
 	rescuer *maintain.Rescuer // empty claims' rescues
 	wg      sync.WaitGroup
-	// scheduleAdded wakes the scheduler service, idle while there are
-	// no schedules (AddSchedule).
-	scheduleAdded chan struct{}
-	// queueWaited wakes the poll of waiting consumers (pollQueues), idle
-	// while none waits; queuePoll is its state.
+	// queueWaited wakes the poll of waiting consumers
+	// (mq.Engine.PollWaiting), idle while none waits.
 	queueWaited chan struct{}
-	queuePoll   queuePoll
-	// claimTries and queuePolls count the claims of Claim calls and the
-	// polls of pollQueues (the tests' measure of what waiting costs).
-	claimTries, queuePolls atomic.Int64
+	// claimTries counts the claims of Claim calls (the tests' measure of
+	// what waiting costs).
+	claimTries atomic.Int64
 }
 
 // Backend returns the backend's short name: sqlite, postgres or mysql.
@@ -274,7 +269,6 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o,
-		schedules: map[string]*schedule{}, scheduleAdded: make(chan struct{}, 1),
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
 		spans: tracing.New(o.TracerProvider), log: maintain.Log{L: o.Logger},
 	}
@@ -285,7 +279,17 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		default: // the poll is already told
 		}
 	})
-	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err})
+	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err,
+		Retention: mq.Retention(o.Retention), Tries: &c.claimTries,
+		Rescue:    func(ctx context.Context) bool { return c.rescuer.Rescue(ctx) }, // c.rescuer is set below
+		Listening: func(ctx context.Context) error { return c.bus.Listening(ctx) }, // c.bus too
+		Notifying: func(on bool) {
+			if on {
+				c.notifyUsers.In()
+			} else {
+				c.notifyUsers.Out()
+			}
+		}})
 	c.lockWaits = wake.NewLocks(func(waiting bool) {
 		drv.Notifier().SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
@@ -354,10 +358,9 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 			return c.bus.Kick()
 		},
 		EndAbandoned: c.leases.EndAbandoned, SweepOrphans: c.locks.SweepOrphans, RecoverStale: c.mq.RecoverStale,
-		FlushThroughput: c.mq.FlushThroughput, PruneHistory: c.pruneHistory,
-		Scheduler:         maintain.Job{Run: c.runSchedules, Idle: c.noSchedules, Resume: c.scheduleAdded},
-		ConsumerPoll:      maintain.Job{Run: c.pollQueues, Idle: func() bool { return !c.queueWaits.Waiting() }, Resume: c.queueWaited},
-		ConsumerPollEvery: consumerPoll * o.PollInterval})
+		FlushThroughput: c.mq.FlushThroughput,
+		Services: []maintain.Service{c.mq.Scheduler().Service(o.PollInterval, o.Lease),
+			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease)}})
 	c.upkeep.Start()
 	return c, nil
 }

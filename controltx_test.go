@@ -49,7 +49,7 @@ func TestControlTx(t *testing.T) {
 		// Pause and resume, and the dead letters.
 		for _, commit := range []bool{false, true} {
 			tx := begin(t, db)
-			if err := c.PauseQueueTx(ctx, tx, "ctl"); err != nil {
+			if err := c.SetQueuePausedTx(ctx, tx, "ctl", true); err != nil {
 				t.Fatal(err)
 			}
 			endTx(t, tx, commit)
@@ -58,12 +58,12 @@ func TestControlTx(t *testing.T) {
 			}
 		}
 		tx := begin(t, db)
-		if err := c.ResumeQueueTx(ctx, tx, "ctl"); err != nil {
+		if err := c.SetQueuePausedTx(ctx, tx, "ctl", false); err != nil {
 			t.Fatal(err)
 		}
 		endTx(t, tx, true)
 		if stats(t, c, "ctl").Paused {
-			t.Fatal("still paused after ResumeQueueTx committed")
+			t.Fatal("still paused after SetQueuePausedTx resumed it")
 		}
 		s := session(t, c)
 		enqueue(t, c, "dq", "dead")
@@ -128,7 +128,7 @@ func TestControlTx(t *testing.T) {
 		// Bad calls.
 		tx = begin(t, db)
 		wantErr(t, c.CancelMessageTx(ctx, tx, running+1000), baton.ErrNotFound)
-		wantErr(t, c.PauseQueueTx(ctx, tx, "nosuchqueue"), baton.ErrUnknownQueue)
+		wantErr(t, c.SetQueuePausedTx(ctx, tx, "nosuchqueue", true), baton.ErrUnknownQueue)
 		endTx(t, tx, false)
 		wantErr(t, c.DeleteMessageTx(ctx, db, "ctl", del), baton.ErrInvalid)
 		wantErr(t, c.CancelMessageTx(ctx, nil, del), baton.ErrInvalid)
@@ -155,7 +155,7 @@ func TestControlTxPgx(t *testing.T) {
 		if err := c.CancelMessageTx(ctx, ptx, can); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.PauseQueueTx(ctx, ptx, "pq"); err != nil {
+		if err := c.SetQueuePausedTx(ctx, ptx, "pq", true); err != nil {
 			t.Fatal(err)
 		}
 		if getMessage(t, c, can).State != baton.StateReady {

@@ -51,10 +51,10 @@ var (
 var (
 	// ErrNotFound: no message has the id (it never existed, was deleted,
 	// or its history was pruned).
-	ErrNotFound = errors.New("baton: message not found")
+	ErrNotFound = errs.ErrNotFound
 	// ErrFinished: the message already finished (completed, cancelled or
 	// dead); nothing was changed.
-	ErrFinished = errors.New("baton: message already finished")
+	ErrFinished = errs.ErrFinished
 	// ErrCancelled is the cause of a handler context cancelled because its
 	// message was cancelled (context.Cause tells it from a shutdown).
 	ErrCancelled = errs.ErrCancelled
@@ -71,12 +71,17 @@ var (
 	// dead letters) and may be processed again.
 	ErrNotClaimed = errs.ErrNotClaimed
 	// ErrUnknownQueue is returned for a queue nothing was ever enqueued to.
-	ErrUnknownQueue = errors.New("baton: unknown queue")
+	ErrUnknownQueue = errs.ErrUnknownQueue
+	// ErrDuplicate is returned by Enqueue, EnqueueTx and EnqueueJob(Tx)
+	// when the message's unique key (EnqueueOptions.UniqueKey) holds:
+	// nothing was added, and the id returned with it is the message that
+	// holds the key.
+	ErrDuplicate = errs.ErrDuplicate
 	// ErrNoMessage is the former name of ErrNotFound.
 	ErrNoMessage = ErrNotFound
 	// ErrRunning: the message is being handled; only waiting messages can
 	// be retried now or deleted.
-	ErrRunning = errors.New("baton: message is being handled")
+	ErrRunning = errs.ErrRunning
 	// ErrPermanent, wrapped in a handler's error, sends the message to the
 	// dead letters at once instead of retrying it.
 	ErrPermanent = errs.ErrPermanent

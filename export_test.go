@@ -2,11 +2,11 @@ package baton
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/locks"
+	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/tracing"
 )
 
@@ -33,27 +33,21 @@ func SwitchRenewals(c *Client, off bool) { c.leases.SwitchRenewals(off) }
 // a turnstile before it joins the table (0: the default second).
 func SetTurnstileOn(c *Client, d time.Duration) { c.locks.SetTurnstileOn(d) }
 
-// BeforeScheduleAdvance makes every schedule tick run f with its client
-// and the schedule's name between reading the schedule's last tick and
-// advancing it, in the tick's transaction (nil: nothing).
-func BeforeScheduleAdvance(f func(c *Client, name string)) {
+// BeforeScheduleAdvance makes every schedule tick run f with the
+// schedule's name between reading the schedule's last tick and advancing
+// it, in the tick's transaction (nil: nothing).
+func BeforeScheduleAdvance(f func(name string)) {
 	if f == nil {
-		beforeScheduleAdvance.Store(nil)
+		mq.BeforeAdvance.Store(nil)
 		return
 	}
-	beforeScheduleAdvance.Store(&f)
+	mq.BeforeAdvance.Store(&f)
 }
 
 // RunScheduleAt runs one tick of the client's schedule as if the time were
 // now: it enqueues the latest tick due then, unless a process did.
 func RunScheduleAt(ctx context.Context, c *Client, name string, now time.Time) error {
-	c.mu.Lock()
-	sc := c.schedules[name]
-	c.mu.Unlock()
-	if sc == nil {
-		return fmt.Errorf("no schedule %q", name)
-	}
-	return c.runSchedule(ctx, sc, now)
+	return c.mq.Scheduler().RunAt(ctx, name, now)
 }
 
 // SessionsLost is how many sessions the client has reported lost.
@@ -81,7 +75,7 @@ func TraceParentValid(tp string) bool {
 }
 
 // PruneHistory runs one pass of the history pruner.
-func PruneHistory(ctx context.Context, c *Client) error { return c.pruneHistory(ctx) }
+func PruneHistory(ctx context.Context, c *Client) error { return c.mq.PruneHistory(ctx) }
 
 // ScheduleNext is the tick of a schedule after t.
 func ScheduleNext(s Schedule, t time.Time) (time.Time, error) {
@@ -102,7 +96,7 @@ func LoseWakeUps(c *Client, on bool) { c.bus.SetDeaf(on) }
 func ClaimTries(c *Client) int64 { return c.claimTries.Load() }
 
 // QueuePolls: see ClaimTries.
-func QueuePolls(c *Client) int64 { return c.queuePolls.Load() }
+func QueuePolls(c *Client) int64 { return c.mq.Polls() }
 
 // QueuePausedHere reports whether the client knows the queue paused (its
 // workers then start none of the messages they claimed ahead).
@@ -128,11 +122,7 @@ func LockContentionSteps(c *Client) int64 { return c.locks.ContentionSteps() }
 func SkipOwnDeadlockSearch(c *Client, off bool) { c.locks.SkipOwnSearch(off) }
 
 // ScheduleCount is how many schedules the client has registered.
-func ScheduleCount(c *Client) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.schedules)
-}
+func ScheduleCount(c *Client) int { return c.mq.Scheduler().Len() }
 
 // DropClaimReplies makes the client's next n claims that claim something
 // fail once they committed, as if their replies were lost.

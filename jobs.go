@@ -5,14 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/bus"
-	"github.com/batonhq/baton/internal/txn"
+	"github.com/batonhq/baton/internal/mq"
 )
 
 // The states of a message's life.
@@ -30,11 +27,6 @@ const (
 
 // MessageStates lists every state, in the order of a message's life.
 var MessageStates = []MessageState{StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
-
-// finishedStates maps the history's states to the stored ones.
-var finishedStates = map[MessageState]driver.MessageState{
-	StateCompleted: driver.MessageCompleted, StateCancelled: driver.MessageCancelled, StateDead: driver.MessageDead,
-}
 
 // ParseMessageState checks a state name.
 func ParseMessageState(s string) (MessageState, error) {
@@ -76,9 +68,6 @@ func (r *Retention) fill() {
 	def(&r.Dead, 7*24*time.Hour)
 }
 
-// keepCompleted says whether completed messages go to the history.
-func (c *Client) keepCompleted() bool { return c.opts.Retention.Completed > 0 }
-
 // infoOf converts a stored message to what monitoring shows.
 func infoOf(m driver.Message, now time.Time) MessageInfo {
 	payload, key, _ := eventPayload(m.Queue, m.Payload, m.Key)
@@ -97,42 +86,14 @@ func infoOf(m driver.Message, now time.Time) MessageInfo {
 }
 
 // stateOf names a stored message's state.
-func stateOf(m driver.Message, now time.Time) MessageState {
-	switch m.State {
-	case driver.MessageClaimed:
-		return StateRunning
-	case driver.MessageCompleted:
-		return StateCompleted
-	case driver.MessageCancelled:
-		return StateCancelled
-	case driver.MessageDead:
-		return StateDead
-	}
-	switch {
-	case !m.RunAt.After(now):
-		return StateReady
-	case m.Attempt > 0:
-		return StateRetrying
-	}
-	return StateScheduled
-}
+func stateOf(m driver.Message, now time.Time) MessageState { return MessageState(mq.StateName(m, now)) }
 
 // Message reads a message by id, whatever its state (a finished one while
 // its history is kept). ErrNotFound when there is none.
 func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
-	var m driver.Message
-	var found bool
-	// Outside any transaction, like the listings: a message only ever moves
-	// from the queue to the history, and MessageGet reads the queue first.
-	err := txn.Retrying(ctx, c.drv, func() (err error) {
-		m, found, err = c.drv.NoTx().MessageGet(ctx, id)
-		return err
-	})
+	m, err := c.mq.Get(ctx, id)
 	if err != nil {
-		return MessageInfo{}, fmt.Errorf("baton: message %d: %w", id, err)
-	}
-	if !found {
-		return MessageInfo{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+		return MessageInfo{}, err
 	}
 	return infoOf(m, time.Now()), nil
 }
@@ -143,8 +104,7 @@ func (c *Client) Message(ctx context.Context, id int64) (MessageInfo, error) {
 // finished message is left as it is: ErrFinished. ErrNotFound when there
 // is no such message.
 func (c *Client) CancelMessage(ctx context.Context, id int64) error {
-	state, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (driver.MessageState, error) { return tx.MessageCancel(ctx, id) })
-	running, err := cancelled(id, state, err)
+	running, err := c.mq.Cancel(ctx, id)
 	if running {
 		c.workers.Cancelled(id)
 	}
@@ -153,7 +113,7 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 
 // cancelChannel is the internal channel on which cancellations of running
 // messages are announced (the payload is the id).
-const cancelChannel = bus.Cancel
+const cancelChannel = mq.CancelChannel
 
 // announce sends an internal notification to every process, after the
 // change it announces committed, within the lease whatever the caller's
@@ -205,13 +165,14 @@ func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo
 	if o.State != "" {
 		states = []MessageState{o.State}
 	}
-	var segs []segment
+	var segs []mq.Segment
 	for _, q := range queues {
 		for _, s := range states {
-			segs = append(segs, segment{q, s})
+			segs = append(segs, mq.Segment{Queue: q, State: string(s)})
 		}
 	}
-	return c.listSegments(ctx, segs, o)
+	rows, next, err := c.mq.List(ctx, segs, o.Kind, o.After, o.Limit)
+	return infos(rows), next, err
 }
 
 func (o ListOptions) check() error {
@@ -231,120 +192,6 @@ func (o ListOptions) check() error {
 	return nil
 }
 
-// segment is one queue and state of a listing.
-type segment struct {
-	queue string
-	state MessageState
-}
-
-// listSegments reads pages from the segments in turn, from the one the
-// position names, until the page is full.
-func (c *Client) listSegments(ctx context.Context, segs []segment, o ListOptions) ([]MessageInfo, string, error) {
-	start, pos, err := parsePosition(segs, o.After)
-	if err != nil {
-		return nil, "", err
-	}
-	var out []MessageInfo
-	for i := start; i < len(segs); i++ {
-		page, next, err := c.listOne(ctx, segs[i], o.Kind, pos, o.Limit-len(out))
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, page...)
-		pos = ""
-		switch {
-		case next != "":
-			return out, segs[i].queue + "/" + string(segs[i].state) + "/" + next, nil
-		case len(out) == o.Limit && i+1 < len(segs):
-			return out, segs[i+1].queue + "/" + string(segs[i+1].state) + "/", nil
-		}
-	}
-	return out, "", nil
-}
-
-// parsePosition finds the segment a position names and the position in it.
-func parsePosition(segs []segment, after string) (int, string, error) {
-	if after == "" {
-		return 0, "", nil
-	}
-	parts := strings.SplitN(after, "/", 3)
-	if len(parts) == 3 {
-		for i, s := range segs {
-			if s.queue == parts[0] && string(s.state) == parts[1] {
-				return i, parts[2], nil
-			}
-		}
-	}
-	return 0, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, after)
-}
-
-// listOne reads up to limit messages of one queue and state after pos.
-func (c *Client) listOne(ctx context.Context, s segment, kind, pos string, limit int) ([]MessageInfo, string, error) {
-	if stored, ok := finishedStates[s.state]; ok {
-		return c.listHistory(ctx, s.queue, stored, kind, pos, limit)
-	}
-	f := driver.ListFilter{Queue: s.queue, State: driver.MessageReady, Kind: kind, Limit: limit + 1}
-	yes, no := true, false
-	switch s.state {
-	case StateRunning:
-		f.State = driver.MessageClaimed
-	case StateReady:
-		f.Due = &yes
-	case StateScheduled:
-		f.Due, f.Retried = &no, &no
-	case StateRetrying:
-		f.Due, f.Retried = &no, &yes
-	}
-	if pos != "" {
-		if _, err := fmt.Sscanf(pos, "%d.%d.%d", &f.After.Priority, &f.After.OrderAt, &f.After.ID); err != nil {
-			return nil, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, pos)
-		}
-	}
-	return c.readPage(ctx, limit, func(tx driver.Tx) ([]driver.Message, error) { return tx.MessageList(ctx, f) },
-		func(last driver.Message) string {
-			if f.Due != nil && !*f.Due { // by due time
-				return fmt.Sprintf("0.%d.%d", last.RunAt.UnixMicro(), last.ID)
-			}
-			return fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
-		})
-}
-
-// readPage reads a page of limit messages (read asks for one more, which
-// says whether there is a next page) and the position after it.
-func (c *Client) readPage(ctx context.Context, limit int, read func(driver.Tx) ([]driver.Message, error),
-	position func(last driver.Message) string) ([]MessageInfo, string, error) {
-	var rows []driver.Message
-	// One statement, outside any transaction: a listing never waits for
-	// SQLite's write lock (a program's open transaction may hold it).
-	err := txn.Retrying(ctx, c.drv, func() (err error) {
-		rows, err = read(c.drv.NoTx())
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("baton: list messages: %w", err)
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = position(rows[limit-1])
-	}
-	return infos(rows), next, nil
-}
-
-// listHistory reads up to limit finished messages, newest first.
-func (c *Client) listHistory(ctx context.Context, queue string, state driver.MessageState, kind, pos string, limit int) ([]MessageInfo, string, error) {
-	var before int64
-	if pos != "" {
-		var err error
-		if before, err = strconv.ParseInt(pos, 10, 64); err != nil || before <= 0 {
-			return nil, "", fmt.Errorf("%w: position %q is not one this listing returned", ErrInvalid, pos)
-		}
-	}
-	return c.readPage(ctx, limit, func(tx driver.Tx) ([]driver.Message, error) {
-		return tx.HistoryList(ctx, queue, state, kind, before, limit+1)
-	}, func(last driver.Message) string { return strconv.FormatInt(last.ID, 10) })
-}
-
 func infos(rows []driver.Message) []MessageInfo {
 	now := time.Now()
 	out := make([]MessageInfo, len(rows))
@@ -352,32 +199,6 @@ func infos(rows []driver.Message) []MessageInfo {
 		out[i] = infoOf(m, now)
 	}
 	return out
-}
-
-// pruneBatch is how many finished messages one prune statement deletes.
-const pruneBatch = 1000
-
-// pruneHistory is the history pruner: it deletes finished messages past
-// their retention, in batches, at most 50 batches a run (the next run goes
-// on), so that it never holds locks long.
-func (c *Client) pruneHistory(ctx context.Context) error {
-	r := c.opts.Retention
-	for _, p := range []struct {
-		state driver.MessageState
-		keep  time.Duration
-	}{{driver.MessageCompleted, r.Completed}, {driver.MessageCancelled, r.Cancelled}, {driver.MessageDead, r.Dead}} {
-		keep := max(p.keep, 0)
-		for range 50 {
-			n, err := c.drv.NoTx().HistoryPrune(ctx, p.state, keep, pruneBatch)
-			if err != nil {
-				return err
-			}
-			if n < pruneBatch {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // messageInfoJSON is MessageInfo's JSON form: the payload as text when it
@@ -435,19 +256,5 @@ func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
 	if err := claimedCheck(m, "CompleteTx"); err != nil {
 		return err
 	}
-	stmts := c.drv.Queue().CompleteStatements(claimOf(m), c.keepCompleted())
-	var n int64
-	for _, st := range stmts {
-		res, err := tx.ExecContext(ctx, st.Query, st.Args...)
-		if err != nil {
-			return fmt.Errorf("baton: complete: %w", err)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return fmt.Errorf("baton: complete: %w", err)
-		}
-	}
-	if n != 1 {
-		return notClaimed(m)
-	}
-	return nil
+	return c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue)
 }

@@ -121,7 +121,7 @@ func JobMessage(args JobArgs, opts ...EnqueueOptions) (NewMessage, error) {
 
 // EnqueueJob enqueues a message of args' kind with args as its JSON
 // payload, and returns its id. With opts.UniqueKey, a duplicate returns the
-// id of the message holding the key (see EnqueueUnique to tell).
+// id of the message holding the key with ErrDuplicate (see Enqueue).
 func (c *Client) EnqueueJob(ctx context.Context, queue string, args JobArgs, opts ...EnqueueOptions) (int64, error) {
 	m, err := JobMessage(args, opts...)
 	if err != nil {

@@ -14,11 +14,11 @@ import (
 
 // TestPauseStopsNewRuns: pausing a queue stops every process's workers
 // from starting more messages (DESIGN, Jobs: in-flight work finishes,
-// nothing new starts), by PauseQueue and by PauseQueueTx from another
+// nothing new starts), by SetQueuePaused and by SetQueuePausedTx from another
 // client: the running handler finishes, and the worker, which holds a
 // claim only for what its handlers run, claims nothing more: the other
 // messages stay in the queue, in their places, their attempts not
-// counted; once the queue resumes (ResumeQueueTx, ResumeQueue) they all
+// counted; once the queue resumes (SetQueuePausedTx, SetQueuePaused) they all
 // run. A worker whose client missed the resumption finds out from its
 // next claim, which only a resumed queue answers.
 func TestPauseStopsNewRuns(t *testing.T) {
@@ -76,11 +76,11 @@ func TestPauseStopsNewRuns(t *testing.T) {
 			})
 			if tx {
 				t0 := begin(t, db)
-				if err := c.PauseQueueTx(ctx, t0, "pq"); err != nil {
+				if err := c.SetQueuePausedTx(ctx, t0, "pq", true); err != nil {
 					t.Fatal(err)
 				}
 				endTx(t, t0, true)
-			} else if err := c.PauseQueue(ctx, "pq"); err != nil {
+			} else if err := c.SetQueuePaused(ctx, "pq", true); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the worker's client to know the queue paused", func() bool { return baton.QueuePausedHere(wc, "pq") })
@@ -108,12 +108,12 @@ func TestPauseStopsNewRuns(t *testing.T) {
 			}
 
 			if tx {
-				if err := c.ResumeQueue(ctx, "pq"); err != nil {
+				if err := c.SetQueuePaused(ctx, "pq", false); err != nil {
 					t.Fatal(err)
 				}
 			} else {
 				t0 := begin(t, db)
-				if err := c.ResumeQueueTx(ctx, t0, "pq"); err != nil {
+				if err := c.SetQueuePausedTx(ctx, t0, "pq", false); err != nil {
 					t.Fatal(err)
 				}
 				endTx(t, t0, true)
@@ -130,14 +130,14 @@ func TestPauseStopsNewRuns(t *testing.T) {
 		// A missed resumption: the worker's client is deaf while the queue
 		// resumes; its next claim, begun after the pause, finds messages,
 		// and they run.
-		if err := c.PauseQueue(ctx, "pq"); err != nil {
+		if err := c.SetQueuePaused(ctx, "pq", true); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the worker's client to know the queue paused", func() bool { return baton.QueuePausedHere(wc, "pq") })
 		baton.LoseWakeUps(wc, true)
 		base := count()
 		enqueue(t, c, "pq", "after")
-		if err := c.ResumeQueue(ctx, "pq"); err != nil {
+		if err := c.SetQueuePaused(ctx, "pq", false); err != nil {
 			t.Fatal(err)
 		}
 		close(release) // not blocked: the first message of the round runs at once

@@ -1,19 +1,12 @@
 package baton
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/txn"
+	"github.com/batonhq/baton/internal/mq"
 )
 
 // MissedTicks says what a schedule does about ticks no process was there
@@ -68,17 +61,11 @@ type Schedule struct {
 	Missed MissedTicks
 }
 
-// schedule is a registered Schedule with its clock.
-type schedule struct {
-	s    Schedule
-	next func(time.Time) time.Time // the tick after t
-	due  time.Time                 // the next tick as last seen (zero: read the database)
-}
-
 // AddSchedule registers a schedule in this client; the client's scheduler
 // enqueues its ticks while the client is open. An invalid cron expression,
 // time zone, interval, payload (empty or too long: what Enqueue refuses) or
-// option is an error naming the field, and registers nothing. Adding a schedule of the same name replaces it.
+// option is an error naming the field, and registers nothing. Adding a
+// schedule of the same name replaces it.
 func (c *Client) AddSchedule(s Schedule) error {
 	next, err := s.clock()
 	if err != nil {
@@ -87,71 +74,20 @@ func (c *Client) AddSchedule(s Schedule) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	c.schedules[s.Name] = &schedule{s: s, next: next}
-	c.mu.Unlock()
-	select {
-	case c.scheduleAdded <- struct{}{}: // the scheduler stops while there are none
-	default:
-	}
+	c.mq.Scheduler().Add(mq.Schedule{Name: s.Name, Queue: s.Queue, Next: next, SkipMissed: s.Missed == SkipMissed, Message: s.message})
 	return nil
-}
-
-// noSchedules tells the scheduler it has nothing to do.
-func (c *Client) noSchedules() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.schedules) == 0
 }
 
 // RemoveSchedule stops this client enqueuing the schedule's ticks. A tick
 // this client is enqueuing at that moment still lands.
-func (c *Client) RemoveSchedule(name string) {
-	c.mu.Lock()
-	delete(c.schedules, name)
-	c.mu.Unlock()
-}
+func (c *Client) RemoveSchedule(name string) { c.mq.Scheduler().Remove(name) }
 
 // clock parses the schedule's timing into its next-tick function.
 func (s Schedule) clock() (func(time.Time) time.Time, error) {
-	switch {
-	case s.Cron != "" && s.Every != 0:
-		return nil, fmt.Errorf("%w: schedule %q: give Cron or Every, not both", ErrInvalid, s.Name)
-	case s.Every != 0:
-		if s.Every < time.Millisecond {
-			return nil, fmt.Errorf("%w: schedule %q: Every %v: give at least 1ms", ErrInvalid, s.Name, s.Every)
-		}
-		if s.TimeZone != "" {
-			return nil, fmt.Errorf("%w: schedule %q: TimeZone applies to Cron only", ErrInvalid, s.Name)
-		}
-		every := s.Every.Microseconds()
-		return func(t time.Time) time.Time { return time.UnixMicro((t.UnixMicro()/every + 1) * every) }, nil
-	case s.Cron == "":
-		return nil, fmt.Errorf("%w: schedule %q: give Cron or Every", ErrInvalid, s.Name)
-	}
-	loc := time.UTC
-	if s.TimeZone != "" {
-		var err error
-		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-			return nil, fmt.Errorf("%w: schedule %q: TimeZone %q: %v", ErrInvalid, s.Name, s.TimeZone, err)
-		}
-	}
-	if f := strings.Fields(s.Cron); len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
-		return nil, fmt.Errorf("%w: schedule %q: Cron %q: give the time zone in TimeZone", ErrInvalid, s.Name, s.Cron)
-	}
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-	sched, err := parser.Parse(s.Cron)
-	if err != nil {
-		return nil, fmt.Errorf("%w: schedule %q: Cron %q: %v", ErrInvalid, s.Name, s.Cron, err)
-	}
-	// The parser reads the fields in the host's zone (time.Local) unless
-	// told otherwise: hosts in different zones would tick differently.
-	if spec, ok := sched.(*cron.SpecSchedule); ok {
-		spec.Location = loc
-	}
-	return sched.Next, nil
+	return mq.Clock(s.Name, s.Cron, s.TimeZone, s.Every)
 }
 
+// check validates the schedule's name, queue, payload and options.
 func (s Schedule) check() error {
 	if err := ValidateKind(s.Name); err != nil {
 		return fmt.Errorf("%w: schedule name %q: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, s.Name)
@@ -185,120 +121,18 @@ func (s Schedule) check() error {
 	return s.Options.check()
 }
 
-// runSchedules is the scheduler service: it enqueues the due ticks of
-// every schedule of this client. A schedule costs a query only when its
-// next tick, as last seen, has come.
-func (c *Client) runSchedules(ctx context.Context) error {
-	now := time.Now()
-	var errs []error
-	for _, sc := range c.dueSchedules(now) {
-		if err := c.runSchedule(ctx, sc, now); err != nil {
-			errs = append(errs, fmt.Errorf("schedule %q: %w", sc.s.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// dueSchedules lists the schedules whose next tick may have come, by name.
-func (c *Client) dueSchedules(now time.Time) []*schedule {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*schedule
-	for _, sc := range c.schedules {
-		if sc.due.IsZero() || !now.Before(sc.due) {
-			out = append(out, sc)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].s.Name < out[j].s.Name })
-	return out
-}
-
-// tickRun is what one run of a schedule decided.
-type tickRun struct {
-	due      time.Time // the next tick after this run
-	enqueued bool
-}
-
-// runSchedule enqueues the schedule's latest due tick, if no process did.
-func (c *Client) runSchedule(ctx context.Context, sc *schedule, now time.Time) error {
-	run, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (tickRun, error) { return c.tick(ctx, tx, sc, now) })
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	sc.due = run.due
-	c.mu.Unlock()
-	if run.enqueued {
-		c.mq.Wake(sc.s.Queue)
-	}
-	return nil
-}
-
-// tick is runSchedule's transaction.
-func (c *Client) tick(ctx context.Context, tx driver.Tx, sc *schedule, now time.Time) (tickRun, error) {
-	last, found, err := tx.ScheduleLast(ctx, sc.s.Name)
-	if err != nil {
-		return tickRun{}, err
-	}
-	if !found {
-		// A new schedule: its first tick is the next one.
-		return tickRun{due: sc.next(now)}, tx.ScheduleEnsure(ctx, sc.s.Name, now.UnixMicro())
-	}
-	latest, missed := latestTick(sc.next, time.UnixMicro(last), now)
-	if latest.IsZero() {
-		return tickRun{due: sc.next(time.UnixMicro(last))}, nil
-	}
-	run := tickRun{due: sc.next(latest)}
-	if h := beforeScheduleAdvance.Load(); h != nil {
-		(*h)(c, sc.s.Name)
-	}
-	advanced, err := tx.ScheduleAdvance(ctx, sc.s.Name, latest.UnixMicro())
-	if err != nil || !advanced {
-		return run, err // another process enqueued it
-	}
-	if sc.s.Missed == SkipMissed && missed > 0 {
-		return run, nil // the latest tick came after a missed one: late too
-	}
-	m, err := sc.message(c, latest, missed)
-	if err == nil {
-		err = c.mq.Register(ctx, tx, sc.s.Queue)
-	}
-	if err == nil {
-		_, err = tx.MessageInsert(ctx, m)
-	}
-	run.enqueued = err == nil
-	return run, err
-}
-
-// beforeScheduleAdvance, where set, runs in every tick's transaction
-// between reading the schedule's last tick and advancing it (tests: another
-// process's tick made to come in between, every time).
-var beforeScheduleAdvance atomic.Pointer[func(c *Client, name string)]
-
-// latestTick is the latest tick after last and at or before now, and how
-// many ticks before it were due too (missed); zero when none is due.
-func latestTick(next func(time.Time) time.Time, last, now time.Time) (time.Time, int) {
-	var latest time.Time
-	n := 0
-	for t := next(last); !t.IsZero() && !t.After(now) && n < 1_000_000; t = next(t) {
-		latest = t
-		n++
-	}
-	return latest, max(n-1, 0)
-}
-
 // message is the message of a tick.
-func (sc *schedule) message(c *Client, tick time.Time, missed int) (driver.NewMessage, error) {
-	payload, o := sc.s.Payload, sc.s.Options
+func (s Schedule) message(tick time.Time, missed int) (driver.NewMessage, error) {
+	payload, o := s.Payload, s.Options
 	switch {
-	case sc.s.Args != nil:
-		m, err := JobMessage(sc.s.Args, o)
+	case s.Args != nil:
+		m, err := JobMessage(s.Args, o)
 		if err != nil {
 			return driver.NewMessage{}, err
 		}
 		payload, o = m.Payload, m.EnqueueOptions
 	case payload == nil:
-		payload, _ = json.Marshal(map[string]any{"schedule": sc.s.Name, "tick": tick.UTC().Format(time.RFC3339Nano), "missed": missed})
+		payload, _ = json.Marshal(map[string]any{"schedule": s.Name, "tick": tick.UTC().Format(time.RFC3339Nano), "missed": missed})
 	}
-	return c.newMessage(sc.s.Queue, payload, o)
+	return newMessage(s.Queue, payload, o)
 }

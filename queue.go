@@ -2,7 +2,6 @@ package baton
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,16 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/tracing"
-	"github.com/batonhq/baton/internal/txn"
 )
 
 // MaxMessagePayload is the largest message payload, in bytes.
@@ -77,7 +72,7 @@ type EnqueueOptions struct {
 	// enqueued with the same key waits or runs (with UniquePeriod: until
 	// the period in which it was enqueued ends, whatever became of it),
 	// enqueuing the key again adds nothing and returns that message's id
-	// (EnqueueUnique also says it was a duplicate). At most 255 bytes.
+	// (with ErrDuplicate from Enqueue and EnqueueTx). At most 255 bytes.
 	UniqueKey string
 	// UniquePeriod holds UniqueKey for the period (aligned on the Unix
 	// epoch, by the enqueuer's clock) in which the message was enqueued;
@@ -131,7 +126,7 @@ type Message struct {
 	claimedAt time.Time // local clock
 	// claimBegan is when the worker's claim that brought it began (local
 	// clock): a claim that began after a pause was known saw the queue
-	// resumed (worker.Registry).
+	// resumed (pausedQueues.givesBack).
 	claimBegan time.Time
 	meta       messageMeta // the enqueuer's trace context, the handler timeout
 	event      bool        // Payload is an event in canonical form
@@ -140,7 +135,8 @@ type Message struct {
 	held bool
 }
 
-func (c *Client) newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
+// newMessage checks one message to enqueue and converts it to a row.
+func newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return driver.NewMessage{}, err
 	}
@@ -233,74 +229,72 @@ func ValidateKind(kind string) error {
 }
 
 // Enqueue adds one message to a queue and returns its id. Consumers waiting
-// on the queue, in any process, wake once it commits.
+// on the queue, in any process, wake once it commits. When the message's
+// unique key holds (EnqueueOptions.UniqueKey), nothing is added: the id is
+// the holder's, with ErrDuplicate.
 func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
-	var o EnqueueOptions
+	return first(c.enqueue(ctx, nil, queue, []NewMessage{{Payload: payload, EnqueueOptions: firstOption(opts)}}))
+}
+
+// EnqueueMany adds messages to a queue in one transaction, all or none. A
+// message whose unique key holds is not added: its id is the holder's.
+func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+	ids, _, err := c.enqueue(ctx, nil, queue, msgs)
+	return ids, err
+}
+
+// firstOption is the options given, if any.
+func firstOption(opts []EnqueueOptions) EnqueueOptions {
 	if len(opts) > 0 {
-		o = opts[0]
+		return opts[0]
 	}
-	ids, err := c.EnqueueMany(ctx, queue, []NewMessage{{Payload: payload, EnqueueOptions: o}})
-	if err != nil {
+	return EnqueueOptions{}
+}
+
+// first is the outcome of enqueuing one message: its id, or the holder's
+// with ErrDuplicate.
+func first(ids []int64, dups []bool, err error) (int64, error) {
+	switch {
+	case err != nil:
 		return 0, err
+	case dups[0]:
+		return ids[0], fmt.Errorf("%w: message %d holds the unique key", ErrDuplicate, ids[0])
 	}
 	return ids[0], nil
 }
 
-// EnqueueMany adds messages to a queue in one transaction, all or none.
-func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
-	ids, _, err := c.enqueue(ctx, queue, msgs)
-	return ids, err
-}
-
-// EnqueueUnique enqueues one message with a unique key (opts.UniqueKey)
-// and says whether it was a duplicate: then nothing was added and id is the
-// message that holds the key.
-func (c *Client) EnqueueUnique(ctx context.Context, queue string, payload []byte, opts EnqueueOptions) (int64, bool, error) {
-	if opts.UniqueKey == "" {
-		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a unique key", ErrInvalid)
-	}
-	ids, dups, err := c.enqueue(ctx, queue, []NewMessage{{Payload: payload, EnqueueOptions: opts}})
-	if err != nil {
-		return 0, false, err
-	}
-	return ids[0], dups[0], nil
-}
-
-// enqueue checks the messages, then inserts them under an enqueue span
-// whose trace context they carry.
-func (c *Client) enqueue(ctx context.Context, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
-	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
+// enqueue checks the messages, then inserts them (in the caller's
+// transaction tx, if not nil) under an enqueue span whose trace context
+// they carry, and says which were duplicates of a unique key's holder.
+func (c *Client) enqueue(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
+	rows, err := newMessages(queue, msgs)
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx, span, meta := c.spans.StartEnqueue(ctx, queue, len(rows))
 	defer func() { tracing.End(span, err) }()
+	for i := range rows {
+		rows[i].Meta = withTrace(rows[i].Meta, meta)
+	}
+	if tx != nil {
+		return c.mq.InsertTx(ctx, tx, queue, rows)
+	}
 	return c.mq.Insert(ctx, queue, rows)
 }
 
-// newMessages checks messages to enqueue and starts the enqueue's span;
-// the rows carry its trace context. The caller ends the span.
-func (c *Client) newMessages(ctx context.Context, queue string, msgs []NewMessage) (context.Context, trace.Span, []driver.NewMessage, error) {
+// newMessages checks messages to enqueue and converts them to rows.
+func newMessages(queue string, msgs []NewMessage) ([]driver.NewMessage, error) {
 	if len(msgs) == 0 {
-		return ctx, nil, nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
+		return nil, fmt.Errorf("%w: no message to enqueue", ErrInvalid)
 	}
 	rows := make([]driver.NewMessage, len(msgs))
 	for i, m := range msgs {
 		var err error
-		if rows[i], err = c.newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
-			return ctx, nil, nil, err
+		if rows[i], err = newMessage(queue, m.Payload, m.EnqueueOptions); err != nil {
+			return nil, err
 		}
 	}
-	ctx, span, meta := c.spans.StartEnqueue(ctx, queue, len(rows))
-	for i := range rows {
-		rows[i].Meta = withTrace(rows[i].Meta, meta)
-	}
-	return ctx, span, rows, nil
-}
-
-// rowQuerier is what EnqueueTx uses, when the caller's transaction has it
-// (*sql.Tx does), to read the new id.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	return rows, nil
 }
 
 // EnqueueTx adds a message inside the caller's transaction, on the same
@@ -310,28 +304,11 @@ type rowQuerier interface {
 // PostgreSQL's notification lock at commit), within a millisecond or so on
 // SQLite, and within the consumers' poll interval on MySQL/MariaDB. It
 // returns the new id (0 if tx can only execute statements and the backend
-// reports ids in rows).
+// reports ids in rows). When the message's unique key holds, nothing is
+// added: the id is the holder's, with ErrDuplicate, and the key's row
+// stays locked until tx ends.
 func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
-	var o EnqueueOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	ids, err := c.EnqueueManyTx(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: o}})
-	if err != nil {
-		return 0, err
-	}
-	return ids[0], nil
-}
-
-// rowsQuerier reads rows: *sql.Tx has it.
-type rowsQuerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// payloadsQuerier reads rows of an id and a payload: the adapters of other
-// transaction types (postgres.PgxTx) have it.
-type payloadsQuerier interface {
-	QueryIDPayloads(ctx context.Context, query string, args ...any) ([]int64, [][]byte, error)
+	return first(c.enqueue(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: firstOption(opts)}}))
 }
 
 // WaitingTx lists the waiting messages (scheduled, ready or retrying) of
@@ -347,27 +324,7 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 	if err := ValidateKind(kind); err != nil {
 		return nil, nil, err
 	}
-	q, args := c.drv.Queue().WaitingStatement(queue, kind)
-	switch t := tx.(type) {
-	case payloadsQuerier:
-		return t.QueryIDPayloads(ctx, q, args...)
-	case rowsQuerier:
-		rows, err := t.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, nil, fmt.Errorf("baton: waiting messages: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			var p []byte
-			if err := rows.Scan(&id, &p); err != nil {
-				return nil, nil, fmt.Errorf("baton: waiting messages: %w", err)
-			}
-			ids, payloads = append(ids, id), append(payloads, p)
-		}
-		return ids, payloads, rows.Err()
-	}
-	return nil, nil, fmt.Errorf("%w: %T %w (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx, errNoRows)
+	return c.mq.WaitingTx(ctx, tx, queue, kind)
 }
 
 // EnqueueManyTx adds messages inside the caller's transaction, all of them
@@ -377,133 +334,8 @@ func (c *Client) WaitingTx(ctx context.Context, tx Execer, queue, kind string) (
 // whose unique key holds is not added: its id is the holder's, and the
 // key's row stays locked until tx ends.
 func (c *Client) EnqueueManyTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) ([]int64, error) {
-	ids, _, err := c.enqueueTx(ctx, tx, queue, msgs)
+	ids, _, err := c.enqueue(ctx, tx, queue, msgs)
 	return ids, err
-}
-
-// EnqueueUniqueTx is EnqueueUnique in the caller's transaction (see
-// EnqueueTx): it enqueues one message with a unique key (opts.UniqueKey)
-// and says whether it was a duplicate: then nothing was added and id is
-// the message that holds the key.
-func (c *Client) EnqueueUniqueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts EnqueueOptions) (int64, bool, error) {
-	if opts.UniqueKey == "" {
-		return 0, false, fmt.Errorf("%w: EnqueueUniqueTx needs a unique key", ErrInvalid)
-	}
-	ids, dups, err := c.enqueueTx(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: opts}})
-	if err != nil {
-		return 0, false, err
-	}
-	return ids[0], dups[0], nil
-}
-
-// enqueueTx inserts messages in the caller's transaction and says which
-// were duplicates of a unique key's holder.
-func (c *Client) enqueueTx(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
-	ctx, span, rows, err := c.newMessages(ctx, queue, msgs)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { tracing.End(span, err) }()
-	if !c.mq.Known(queue) {
-		// In the caller's transaction: on SQLite it holds the only write
-		// lock, so baton's own connection could not register the queue.
-		rq, rargs := c.drv.Queue().QueueRegisterStatement(queue)
-		if _, err := tx.ExecContext(ctx, rq, rargs...); err != nil {
-			return nil, nil, fmt.Errorf("baton: enqueue: register queue: %w", err)
-		}
-	}
-	ids, dups = make([]int64, len(rows)), make([]bool, len(rows))
-	for i, m := range rows {
-		if ids[i], dups[i], err = c.insertUniqueTx(ctx, tx, queue, m); err != nil {
-			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
-		}
-	}
-	nq, nargs := c.drv.Notifier().NotifyStatement(mq.Channel(queue), "")
-	if _, err := tx.ExecContext(ctx, nq, nargs...); err != nil {
-		return nil, nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
-	}
-	return ids, dups, nil
-}
-
-// insertUniqueTx inserts m in the caller's transaction, taking its unique
-// key first if it has one: when the key holds, it inserts nothing and
-// returns the holder's id, dup true (the key's row stays locked until tx
-// ends, so concurrent enqueues of the key wait for it).
-func (c *Client) insertUniqueTx(ctx context.Context, tx Execer, queue string, m driver.NewMessage) (id int64, dup bool, err error) {
-	if m.UniqueKey == "" {
-		id, err = c.insertTx(ctx, tx, m)
-		return id, false, err
-	}
-	st := c.drv.Queue().UniqueStatements(queue, m.UniqueKey, m.UniqueExpires)
-	res, err := tx.ExecContext(ctx, st.Insert.Query, st.Insert.Args...)
-	if err != nil {
-		return 0, false, fmt.Errorf("unique key: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, false, err
-	} else if n != 1 {
-		var holder int64
-		var period, over int
-		var state string
-		if err := scanRow(ctx, tx, st.Get, &holder, &period, &over, &state); err != nil {
-			return 0, false, fmt.Errorf("unique key: %w", err)
-		}
-		if driver.UniqueHolds(period == 1, over == 1, state, m.UniqueStates) {
-			return holder, true, nil
-		}
-	}
-	if id, err = c.insertTx(ctx, tx, m); err != nil {
-		return 0, false, err
-	}
-	if id == 0 {
-		return 0, false, fmt.Errorf("%w: a unique key in the caller's transaction needs the new id: give a *sql.Tx or postgres.PgxTx", ErrInvalid)
-	}
-	set := st.Set(id)
-	_, err = tx.ExecContext(ctx, set.Query, set.Args...)
-	return id, false, err
-}
-
-// rowScanner reads one row: the adapters of other transaction types
-// (postgres.PgxTx) have it.
-type rowScanner interface {
-	ScanRow(ctx context.Context, query string, args []any, dest ...any) error
-}
-
-// scanRow runs a statement that returns one row in the caller's
-// transaction and scans it into dest.
-func scanRow(ctx context.Context, tx Execer, st driver.Statement, dest ...any) error {
-	switch t := tx.(type) {
-	case rowScanner:
-		return t.ScanRow(ctx, st.Query, st.Args, dest...)
-	case rowQuerier:
-		return t.QueryRowContext(ctx, st.Query, st.Args...).Scan(dest...)
-	}
-	return fmt.Errorf("%w: %T %w (give a *sql.Tx or postgres.PgxTx)", ErrInvalid, tx, errNoRows)
-}
-
-// errNoRows: the caller's transaction type can execute statements but not
-// read rows.
-var errNoRows = errors.New("cannot read rows")
-
-// insertTx inserts one message in the caller's transaction and returns its
-// id when the transaction type can say it.
-func (c *Client) insertTx(ctx context.Context, tx Execer, m driver.NewMessage) (int64, error) {
-	q, args, returnsID := c.drv.Queue().EnqueueStatement(m)
-	var id int64
-	switch {
-	case returnsID:
-		err := scanRow(ctx, tx, driver.Statement{Query: q, Args: args}, &id)
-		if errors.Is(err, errNoRows) {
-			_, err = tx.ExecContext(ctx, q, args...) // an Execer that reads nothing
-		}
-		return id, err
-	}
-	res, err := tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	id, _ = res.LastInsertId()
-	return id, nil
 }
 
 // ClaimOptions qualify a claim.
@@ -554,47 +386,12 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 	if err := s.ls.Check(); err != nil {
 		return nil, err
 	}
-	c := s.c
-	if opts.Wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, opts.Wait, ErrEmpty)
-		defer cancel()
+	rows, err := s.c.mq.ClaimWaiting(ctx, &s.holds, s, mq.Request{Session: s.id, Queue: queue, Mode: claimrule.Mode(opts.Mode),
+		Kind: opts.Kind, Visibility: opts.Visibility, Max: opts.Max, Wait: opts.Wait})
+	if err != nil {
+		return nil, err
 	}
-	var wake chan struct{}
-	for {
-		c.claimTries.Add(1)
-		rows, dueIn, err := c.mq.ClaimKnown(ctx, &s.holds, s.id, queue, claimrule.Mode(opts.Mode), opts.Kind, opts.Visibility, opts.Max)
-		if err != nil {
-			txn.SettleDeadline(ctx)
-			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
-		}
-		if len(rows) > 0 {
-			return s.messages(rows, opts.Mode), nil
-		}
-		if c.rescuer.Rescue(ctx) {
-			continue // a dead worker's messages may be ready now
-		}
-		if opts.Wait == 0 {
-			return nil, ErrEmpty
-		}
-		if wake == nil {
-			// Wait only once registered, and try again right after
-			// registering: a message committed between the attempt and
-			// the registration is not missed. Claims that find work at
-			// once never register (registering can cost a query).
-			if err := c.bus.Listening(ctx); err != nil {
-				return nil, emptyOr(ctx, err)
-			}
-			wake = c.queueWaits.Add(queue)
-			c.notifyUsers.In()
-			defer c.notifyUsers.Out()
-			defer c.queueWaits.Remove(queue, wake)
-			continue
-		}
-		if err := s.awaitWork(ctx, wake, dueIn); err != nil {
-			return nil, err
-		}
-	}
+	return s.messages(rows, opts.Mode), nil
 }
 
 // fill validates the options of a claim on queue and fills in defaults.
@@ -609,95 +406,6 @@ func (o ClaimOptions) fill(queue string) (ClaimOptions, error) {
 		o.Visibility = 30 * time.Second
 	}
 	return o, o.check()
-}
-
-// emptyOr is ErrEmpty when ctx ended because a claim's wait ran out, err
-// otherwise.
-func emptyOr(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrEmpty) {
-		return ErrEmpty
-	}
-	return err
-}
-
-// awaitWork waits for a wake-up of the queue: a notification, the
-// client's poll of its waiting consumers (pollQueues), which covers a lost
-// one, or the time its next message is due (dueIn, when known).
-func (s *Session) awaitWork(ctx context.Context, wake chan struct{}, dueIn time.Duration) error {
-	var due <-chan time.Time
-	if dueIn > 0 {
-		t := time.NewTimer(dueIn)
-		defer t.Stop()
-		due = t.C
-	}
-	select {
-	case <-wake:
-	case <-due:
-	case <-s.Done():
-		return s.Err()
-	case <-ctx.Done():
-		return emptyOr(ctx, ctx.Err())
-	}
-	return nil
-}
-
-// pollQueues is the poll of this client's waiting consumers, every
-// consumerPoll poll intervals while any waits: one statement for all of
-// their queues (QueuesReady), whatever the number of consumers, and a
-// wake-up for the consumers of each queue that has a message due. A
-// wake-up is a hint (DESIGN, Notifications): this is the path that covers
-// a lost one.
-func (c *Client) pollQueues(ctx context.Context) error {
-	names := c.queueWaits.Names()
-	if len(names) == 0 {
-		return nil
-	}
-	c.queuePolls.Add(1)
-	ready, err := c.drv.Queue().QueuesReady(ctx, names)
-	if err != nil {
-		return fmt.Errorf("poll the queues of waiting consumers: %w", err)
-	}
-	for _, q := range c.queuePoll.due(ready) {
-		c.queueWaits.Wake(q)
-	}
-	return nil
-}
-
-// consumerPoll is how many poll intervals apart pollQueues runs: a lost
-// wake-up costs a consumer at most that many, as when each waiting Claim
-// looked again on its own that often. Every interval cost an idle SQLite
-// worker a fifth more CPU: a read after another connection's commit (the
-// lease renewal's, every second) reads the pages it changed again.
-const consumerPoll = 5
-
-// queuePoll is what pollQueues remembers between its polls: for how many
-// polls in a row each queue has had a message due while consumers waited
-// on it. A queue that stays so is one whose due messages its consumers may
-// not take yet (an ordered queue whose head runs, keys in flight, another
-// kind): its consumers are woken on the first poll of such a run and then
-// on every pollRetake-th, so that they claim again (in case the end of
-// what held them back sent a wake-up that was lost) without claiming on
-// every poll for nothing.
-type queuePoll struct{ runs map[string]int }
-
-// pollRetake is how many polls apart pollQueues wakes the consumers of a
-// queue that stays due while they wait.
-const pollRetake = 2
-
-// due takes the queues found due by a poll and returns those whose
-// consumers to wake.
-func (p *queuePoll) due(ready []string) []string {
-	runs := make(map[string]int, len(ready))
-	var wake []string
-	for _, q := range ready {
-		n := p.runs[q] + 1
-		runs[q] = n
-		if (n-1)%pollRetake == 0 {
-			wake = append(wake, q)
-		}
-	}
-	p.runs = runs
-	return wake
 }
 
 // messages converts claimed rows to Messages in serving order.
@@ -743,20 +451,17 @@ func claimOf(m *Message) driver.Claim {
 	return driver.Claim{ID: m.ID, SessionID: m.sessionID, Attempt: m.Attempt}
 }
 
-func notClaimed(m *Message) error {
-	return fmt.Errorf("%w: message %d of queue %q", ErrNotClaimed, m.ID, m.Queue)
-}
+func notClaimed(m *Message) error { return mq.NotClaimed(m.ID, m.Queue) }
 
 // Ack marks a claimed message done: it moves to the history as completed
 // (or is deleted when Retention.Completed is negative). A message cancelled
 // while it was claimed (CancelMessage) ends cancelled instead: ErrCancelled.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	n, err := s.c.mq.Complete(ctx, s.id, []driver.Claim{s.claim(m)})
+	done, err := s.c.mq.Ack(ctx, &s.holds, s.claim(m), m.Queue)
 	if err != nil {
-		return fmt.Errorf("baton: ack: %w", err)
+		return err
 	}
-	s.holds.Settled(s.claim(m))
-	if n == 0 {
+	if !done {
 		// Cancelled while it was claimed: it ends cancelled, if the
 		// claim is still this session's.
 		if s.cancelled(ctx, m, fmt.Errorf("%w while it was claimed", ErrCancelled)) == nil {
@@ -764,7 +469,6 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 		}
 		return notClaimed(m)
 	}
-	s.c.mq.CountFinished(m.Queue, 1, 0)
 	return nil
 }
 
@@ -838,19 +542,12 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	if dead {
 		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
-	ok, err := s.c.drv.Relaxed().MessageRetry(ctx, s.claim(m), max(delay, 0), m.mode == Parallel, e)
-	if err != nil {
-		return fmt.Errorf("baton: retry: %w", err)
+	ok, err := s.c.mq.Retry(ctx, &s.holds, s.claim(m), m.Queue, delay, m.mode == Parallel, e)
+	if err != nil || ok {
+		return err
 	}
-	s.holds.Settled(s.claim(m))
-	if !ok {
-		// Not ours any more, or cancelled: only then can it be finished.
-		return s.finish(ctx, m, driver.MessageCancelled, &e)
-	}
-	if delay <= 0 {
-		s.c.mq.Wake(m.Queue)
-	}
-	return nil
+	// Not ours any more, or cancelled: only then can it be finished.
+	return s.finish(ctx, m, driver.MessageCancelled, &e)
 }
 
 // retryError is the record of m's failed attempt, for a retry, and
@@ -876,26 +573,14 @@ func claimedCheck(m *Message, what string) error {
 // giveBack returns a claimed message that was never handled to its queue at
 // once, keeping its place; the attempt its claim counted is taken back.
 func (s *Session) giveBack(ctx context.Context, m *Message) error {
-	ok, err := s.c.drv.Relaxed().MessageRelease(ctx, s.claim(m))
-	if err == nil {
-		s.holds.Settled(s.claim(m))
-	}
-	if err == nil && !ok {
-		err = notClaimed(m)
-	}
-	s.c.mq.Wake(m.Queue)
-	return err
+	return s.c.mq.Release(ctx, &s.holds, s.claim(m), m.Queue)
 }
 
 // start starts a held claim (Message.held) with a fresh lease of d:
 // ErrNotClaimed when it is no longer this session's or was cancelled.
 func (s *Session) start(ctx context.Context, m *Message, d time.Duration) error {
-	ok, err := s.c.drv.Relaxed().MessageStart(ctx, s.claim(m), int(m.mode), d)
-	if err != nil {
-		return fmt.Errorf("baton: start: %w", err)
-	}
-	if !ok {
-		return notClaimed(m)
+	if err := s.c.mq.Start(ctx, s.claim(m), m.Queue, int(m.mode), d); err != nil {
+		return err
 	}
 	m.held = false
 	m.ClaimedUntil = time.Now().Add(d)
@@ -922,30 +607,13 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
-	ok, err := txn.InTxV(ctx, s.c.drv, func(tx driver.Tx) (bool, error) { return tx.MessageFinish(ctx, s.claim(m), state, e) })
-	if err != nil {
-		return fmt.Errorf("baton: finish message: %w", err)
-	}
-	s.holds.Settled(s.claim(m))
-	if !ok {
-		return notClaimed(m)
-	}
-	if state == driver.MessageDead {
-		s.c.mq.CountFinished(m.Queue, 0, 1)
-	}
-	// The next message of an ordered queue or of this key may go now.
-	s.c.mq.Wake(m.Queue)
-	return nil
+	return s.c.mq.Finish(ctx, &s.holds, s.claim(m), m.Queue, state, e)
 }
 
 // Extend renews a claim's lease for d from now.
 func (s *Session) Extend(ctx context.Context, m *Message, d time.Duration) error {
-	ok, err := s.c.drv.Relaxed().MessageExtend(ctx, s.claim(m), d)
-	if err != nil {
-		return fmt.Errorf("baton: extend: %w", err)
-	}
-	if !ok {
-		return notClaimed(m)
+	if err := s.c.mq.Extend(ctx, s.claim(m), m.Queue, d); err != nil {
+		return err
 	}
 	m.ClaimedUntil = time.Now().Add(d)
 	m.claimedAt = time.Now()
@@ -975,12 +643,7 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]driver.DeadLetter, error) {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return nil, err
-		}
-		return tx.DeadList(ctx, queue, limit)
-	})
+	rows, err := c.mq.DeadLetters(ctx, queue, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -993,40 +656,13 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	return out, nil
 }
 
-func (c *Client) mustExist(ctx context.Context, tx driver.Tx, queue string) error {
-	ok, err := tx.QueueExists(ctx, queue)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
-	}
-	return err
-}
-
 // Redrive moves every dead letter of a queue back to it, with its attempts
 // reset, and returns how many.
 func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	total := 0
-	for {
-		n, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (int, error) {
-			if err := c.mustExist(ctx, tx, queue); err != nil {
-				return 0, err
-			}
-			return tx.DeadRedrive(ctx, queue)
-		})
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n == 0 {
-			break
-		}
-	}
-	if total > 0 {
-		c.mq.Wake(queue)
-	}
-	return total, nil
+	return c.mq.Redrive(ctx, queue)
 }
 
 // PurgeDead deletes every dead letter of a queue and returns how many.
@@ -1034,13 +670,7 @@ func (c *Client) PurgeDead(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
 	}
-	n, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (int, error) {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return 0, err
-		}
-		return tx.DeadPurge(ctx, queue)
-	})
-	return n, err
+	return c.mq.PurgeDead(ctx, queue)
 }
 
 // QueueStats are the counts of one queue.
@@ -1063,7 +693,7 @@ type QueueStats struct {
 	// database planner's estimate (PostgreSQL, MySQL/MariaDB), so that
 	// stats cost the same for a queue of millions. SQLite counts exactly.
 	Estimated bool `json:"estimated,omitempty"`
-	// Paused: the queue is paused (PauseQueue); its messages wait.
+	// Paused: the queue is paused (SetQueuePaused); its messages wait.
 	Paused bool `json:"paused,omitempty"`
 	// Throughput is messages finished (acknowledged or dead-lettered) per
 	// second over the last five minutes or so, as processes report them
@@ -1081,12 +711,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return QueueStats{}, err
 	}
-	st, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (driver.QueueStats, error) {
-		if err := c.mustExist(ctx, tx, queue); err != nil {
-			return driver.QueueStats{}, err
-		}
-		return tx.QueueStats(ctx, queue)
-	})
+	st, err := c.mq.Stats(ctx, queue)
 	if err != nil {
 		return QueueStats{}, err
 	}
@@ -1100,9 +725,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 }
 
 // Queues lists every queue.
-func (c *Client) Queues(ctx context.Context) ([]string, error) {
-	return txn.InTxV(ctx, c.drv, func(tx driver.Tx) ([]string, error) { return tx.QueueList(ctx) })
-}
+func (c *Client) Queues(ctx context.Context) ([]string, error) { return c.mq.Queues(ctx) }
 
 // MessageState names a state of a message's life (see MessageStates).
 type MessageState string
@@ -1137,93 +760,47 @@ type MessageInfo struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
-// Messages lists up to limit (1 to 1000) messages of a queue in one state
-// from the position after ("" for the start; the second result of an
-// earlier call): ready and running ones in the order workers claim them
-// (priority, then age), scheduled and retrying ones by due time, finished
-// ones newest first. It returns the position
-// after the last message listed, "" when there is no more. Pages are read
-// along an index: a page deep in a queue of millions costs what the first
-// one does. ListMessages lists across queues, states and kinds.
-func (c *Client) Messages(ctx context.Context, queue string, state MessageState, after string, limit int) ([]MessageInfo, string, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return nil, "", err
-	}
-	if _, err := ParseMessageState(string(state)); err != nil {
-		return nil, "", err
-	}
-	if limit < 1 || limit > 1000 {
-		return nil, "", fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, limit)
-	}
-	if err := txn.Retrying(ctx, c.drv, func() error { return c.mustExist(ctx, c.drv.NoTx(), queue) }); err != nil {
-		return nil, "", err
-	}
-	return c.listOne(ctx, segment{queue, state}, "", after, limit)
-}
-
-// PauseQueue pauses a queue for every process: its messages stay, waiting
-// and running ones alike, but no claim takes one until ResumeQueue. Running
-// handlers finish; a message whose claim raced the pause goes back to the
-// queue unstarted, once its worker's process hears of the pause (a
-// notification). ErrUnknownQueue if nothing was ever enqueued to it.
-func (c *Client) PauseQueue(ctx context.Context, queue string) error {
-	return c.pause(ctx, queue, true)
-}
-
-// ResumeQueue resumes a paused queue; its consumers wake at once.
-func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
-	if err := c.pause(ctx, queue, false); err != nil {
-		return err
-	}
-	c.mq.Wake(queue)
-	return nil
-}
-
-func (c *Client) pause(ctx context.Context, queue string, paused bool) error {
+// SetQueuePaused pauses (paused true) or resumes a queue for every
+// process. A paused queue's messages stay, waiting and running ones alike,
+// but no claim takes one until it is resumed. Running handlers finish; a
+// message whose claim raced the pause goes back to the queue unstarted,
+// once its worker's process hears of the pause (a notification). A
+// resumed queue's consumers wake at once. ErrUnknownQueue if nothing was
+// ever enqueued to it.
+func (c *Client) SetQueuePaused(ctx context.Context, queue string, paused bool) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	found, err := txn.InTxV(ctx, c.drv, func(tx driver.Tx) (bool, error) { return tx.QueuePause(ctx, queue, paused) })
-	if err := pauseResult(queue, found, err); err != nil {
+	if err := c.mq.SetPaused(ctx, queue, paused); err != nil {
 		return err
 	}
 	c.workers.SetPaused(queue, paused)
 	c.announce(pauseChannel, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
+	if !paused {
+		c.mq.Wake(queue)
+	}
 	return nil
 }
 
 // pauseChannel is the internal channel on which a queue's pause and
-// resumption are announced (the payload is the queue), so that every
-// process's workers stop starting the messages whose claims raced it.
-const pauseChannel = bus.Pause
+// resumption are announced.
+const pauseChannel = mq.PauseChannel
 
 // RetryNow makes a waiting message (delayed, or backing off before a retry)
 // due at once. ErrRunning while it is being handled, ErrNoMessage when the
 // queue has no such message.
 func (c *Client) RetryNow(ctx context.Context, queue string, id int64) error {
-	if err := c.onWaiting(ctx, queue, id, driver.QueueTx.MessageRetryNow); err != nil {
+	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	c.mq.Wake(queue)
-	return nil
+	return c.mq.RetryNow(ctx, queue, id)
 }
 
 // DeleteMessage deletes a waiting message. ErrRunning while it is being
 // handled, ErrNoMessage when the queue has no such message.
 func (c *Client) DeleteMessage(ctx context.Context, queue string, id int64) error {
-	return c.onWaiting(ctx, queue, id, driver.QueueTx.MessageDeleteWaiting)
-}
-
-func (c *Client) onWaiting(ctx context.Context, queue string, id int64, op func(driver.QueueTx, context.Context, string, int64) (bool, driver.MessageState, error)) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	var done bool
-	var state driver.MessageState
-	err := txn.InTx(ctx, c.drv, func(tx driver.Tx) error {
-		var err error
-		done, state, err = op(tx, ctx, queue, id)
-		return err
-	})
-	return onWaitingResult(queue, id, done, state, err)
+	return c.mq.DeleteWaiting(ctx, queue, id)
 }

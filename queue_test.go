@@ -618,7 +618,7 @@ func TestMessagesList(t *testing.T) {
 		var got []string
 		after := ""
 		for pages := 0; ; pages++ {
-			ms, next, err := c.Messages(ctxT(t), "lq", baton.StateReady, after, 2)
+			ms, next, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "lq", State: baton.StateReady, After: after, Limit: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -639,23 +639,23 @@ func TestMessagesList(t *testing.T) {
 		if strings.Join(got, ",") != "a,b,c,p1" {
 			t.Fatalf("ready in claim order: %v, want a,b,c,p1", got)
 		}
-		sched, next, err := c.Messages(ctxT(t), "lq", baton.StateScheduled, "", 10)
+		sched, next, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "lq", State: baton.StateScheduled, Limit: 10})
 		if err != nil || next != "" || len(sched) != 1 || string(sched[0].Payload) != "later" || !sched[0].RunAt.After(time.Now().Add(50*time.Minute)) {
 			t.Fatalf("scheduled: %+v %q %v", sched, next, err)
 		}
-		cl, _, err := c.Messages(ctxT(t), "lq", baton.StateClaimed, "", 10)
+		cl, _, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "lq", State: baton.StateClaimed, Limit: 10})
 		if err != nil || len(cl) != 1 || cl[0].ClaimedBy != s.ID() || cl[0].Attempt != 1 || cl[0].ClaimedUntil.IsZero() {
 			t.Fatalf("claimed: %+v %v", cl, err)
 		}
-		for _, bad := range []func() error{
-			func() error { _, _, err := c.Messages(ctxT(t), "lq", "gone", "", 10); return err },
-			func() error { _, _, err := c.Messages(ctxT(t), "lq", baton.StateReady, "x.y", 10); return err },
-			func() error { _, _, err := c.Messages(ctxT(t), "lq", baton.StateReady, "", 0); return err },
-		} {
-			wantErr(t, bad(), baton.ErrInvalid)
+		for _, bad := range []baton.ListOptions{{Queue: "lq", State: "gone", Limit: 10},
+			{Queue: "lq", State: baton.StateReady, After: "x.y", Limit: 10}, {Queue: "lq", State: baton.StateReady, Limit: 1001}} {
+			_, _, err := c.ListMessages(ctxT(t), bad)
+			wantErr(t, err, baton.ErrInvalid)
 		}
-		_, _, err = c.Messages(ctxT(t), "nope", baton.StateReady, "", 10)
-		wantErr(t, err, baton.ErrUnknownQueue)
+		// A queue nothing was enqueued to lists nothing.
+		if ms, next, err := c.ListMessages(ctxT(t), baton.ListOptions{Queue: "nope", State: baton.StateReady, Limit: 10}); err != nil || len(ms) != 0 || next != "" {
+			t.Fatalf("an unknown queue listed %v %q %v", ms, next, err)
+		}
 	})
 }
 
@@ -789,7 +789,7 @@ func TestPauseQueue(t *testing.T) {
 		other := openDSN(t, dsn, baton.Options{PollInterval: 50 * time.Millisecond})
 		ctx := ctxT(t)
 		enqueue(t, c, "pq", "one", baton.EnqueueOptions{Key: "k"})
-		if err := c.PauseQueue(ctx, "pq"); err != nil {
+		if err := c.SetQueuePaused(ctx, "pq", true); err != nil {
 			t.Fatal(err)
 		}
 		if st := stats(t, c, "pq"); !st.Paused || st.Ready != 1 {
@@ -813,7 +813,7 @@ func TestPauseQueue(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if err := c.ResumeQueue(ctx, "pq"); err != nil {
+		if err := c.SetQueuePaused(ctx, "pq", false); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -827,8 +827,8 @@ func TestPauseQueue(t *testing.T) {
 		if st := stats(t, c, "pq"); st.Paused {
 			t.Fatalf("resumed stats %+v", st)
 		}
-		wantErr(t, c.PauseQueue(ctx, "never-used"), baton.ErrUnknownQueue)
-		if err := c.ResumeQueue(ctx, "pq"); err != nil { // already running: no error
+		wantErr(t, c.SetQueuePaused(ctx, "never-used", true), baton.ErrUnknownQueue)
+		if err := c.SetQueuePaused(ctx, "pq", false); err != nil { // already running: no error
 			t.Fatal(err)
 		}
 	})

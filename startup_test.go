@@ -374,8 +374,8 @@ func TestEnqueueInPgxTx(t *testing.T) {
 			if err != nil || len(ids) != 2 || ids[0] == 0 || ids[1] <= ids[0] {
 				t.Fatalf("EnqueueManyTx in a pgx transaction: %v %v", ids, err)
 			}
-			if again, err := c.EnqueueTx(ctxT(t), ptx, "pgxq", []byte("dup"), u); err != nil || again != ids[0] {
-				t.Fatalf("EnqueueTx of a unique key the pgx transaction took: %d %v, want %d", again, err, ids[0])
+			if again, err := c.EnqueueTx(ctxT(t), ptx, "pgxq", []byte("dup"), u); !errors.Is(err, baton.ErrDuplicate) || again != ids[0] {
+				t.Fatalf("EnqueueTx of a unique key the pgx transaction took: %d %v, want %d with ErrDuplicate", again, err, ids[0])
 			}
 			if err := c.NotifyTx(ctxT(t), ptx, "tx", fmt.Sprint(commit)); err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/mq"
 )
 
 // LockTx takes locks on every name in the namespace inside the caller's
@@ -104,5 +105,5 @@ func (t callerTx) ExecContext(ctx context.Context, query string, args ...any) (s
 }
 
 func (t callerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
-	return scanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
+	return mq.ScanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
 }

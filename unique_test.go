@@ -17,6 +17,22 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
+// enqueueUnique enqueues one message (in tx, if not nil) and says whether
+// it was a duplicate: ErrDuplicate, the id its holder's.
+func enqueueUnique(ctx context.Context, c *baton.Client, tx baton.Execer, queue string, payload []byte, o baton.EnqueueOptions) (int64, bool, error) {
+	var id int64
+	var err error
+	if tx != nil {
+		id, err = c.EnqueueTx(ctx, tx, queue, payload, o)
+	} else {
+		id, err = c.Enqueue(ctx, queue, payload, o)
+	}
+	if errors.Is(err, baton.ErrDuplicate) {
+		return id, true, nil
+	}
+	return id, false, err
+}
+
 // TestUniqueMessages: a unique key holds while its message waits or runs;
 // with a period, until the period ends, whatever became of the message;
 // with states, while its message is in one of them.
@@ -25,16 +41,16 @@ func TestUniqueMessages(t *testing.T) {
 		c, dsn := openQ(t, b)
 		ctx := ctxT(t)
 		u := baton.EnqueueOptions{UniqueKey: "report:42"}
-		id1, dup, err := c.EnqueueUnique(ctx, "uq", []byte("a"), u)
+		id1, dup, err := enqueueUnique(ctx, c, nil, "uq", []byte("a"), u)
 		if err != nil || dup || id1 == 0 {
 			t.Fatalf("first: %d %v %v", id1, dup, err)
 		}
-		id2, dup, err := c.EnqueueUnique(ctx, "uq", []byte("b"), u)
+		id2, dup, err := enqueueUnique(ctx, c, nil, "uq", []byte("b"), u)
 		if err != nil || !dup || id2 != id1 {
 			t.Fatalf("second: %d %v %v, want the first's id %d and a duplicate", id2, dup, err, id1)
 		}
-		if id, err := c.Enqueue(ctx, "uq", []byte("c"), u); err != nil || id != id1 {
-			t.Fatalf("Enqueue of the key: %d %v, want %d", id, err, id1)
+		if id, err := c.Enqueue(ctx, "uq", []byte("c"), u); !errors.Is(err, baton.ErrDuplicate) || id != id1 {
+			t.Fatalf("Enqueue of the key: %d %v, want %d with ErrDuplicate", id, err, id1)
 		}
 		ids, err := c.EnqueueMany(ctx, "uq", []baton.NewMessage{{Payload: []byte("d"), EnqueueOptions: u}, {Payload: []byte("e"), EnqueueOptions: baton.EnqueueOptions{UniqueKey: "other"}}})
 		if err != nil || ids[0] != id1 || ids[1] == id1 {
@@ -46,12 +62,12 @@ func TestUniqueMessages(t *testing.T) {
 			t.Fatalf("queue holds %v, want a,e", payloads(ms))
 		}
 		// Running: the key still holds.
-		if _, dup, _ := c.EnqueueUnique(ctx, "uq", []byte("f"), u); !dup {
+		if _, dup, _ := enqueueUnique(ctx, c, nil, "uq", []byte("f"), u); !dup {
 			t.Fatal("a running message's key did not hold")
 		}
 		ack(t, s, ms...)
 		// Gone: the key is free again.
-		id3, dup, err := c.EnqueueUnique(ctx, "uq", []byte("g"), u)
+		id3, dup, err := enqueueUnique(ctx, c, nil, "uq", []byte("g"), u)
 		if err != nil || dup || id3 == id1 {
 			t.Fatalf("after the holder finished: %d %v %v", id3, dup, err)
 		}
@@ -65,25 +81,25 @@ func TestUniqueMessages(t *testing.T) {
 			{"period", "up", baton.EnqueueOptions{UniqueKey: "daily", UniquePeriod: 24 * time.Hour}},
 			{"states with StateCompleted", "uc", baton.EnqueueOptions{UniqueKey: "once", UniqueStates: []baton.MessageState{baton.StateCompleted, baton.StateReady, baton.StateRunning}}},
 		} {
-			id, dup, err := c.EnqueueUnique(ctx, k.q, []byte("first"), k.o)
+			id, dup, err := enqueueUnique(ctx, c, nil, k.q, []byte("first"), k.o)
 			if err != nil || dup {
 				t.Fatalf("%s: %d %v %v", k.what, id, dup, err)
 			}
 			first[k.q] = id
 			ack(t, s, claim(t, s, k.q, baton.ClaimOptions{})...)
-			if again, dup, err := c.EnqueueUnique(ctx, k.q, []byte("again"), k.o); err != nil || !dup || again != id {
+			if again, dup, err := enqueueUnique(ctx, c, nil, k.q, []byte("again"), k.o); err != nil || !dup || again != id {
 				t.Fatalf("%s, after the message finished: %d %v %v, want a duplicate of %d", k.what, again, dup, err, id)
 			}
 		}
 		// An enqueue under the default states does not see the completed
 		// holder.
 		cid := first["uc"]
-		if id, dup, err := c.EnqueueUnique(ctx, "uc", []byte("l"), baton.EnqueueOptions{UniqueKey: "once"}); err != nil || dup || id == cid {
+		if id, dup, err := enqueueUnique(ctx, c, nil, "uc", []byte("l"), baton.EnqueueOptions{UniqueKey: "once"}); err != nil || dup || id == cid {
 			t.Fatalf("a completed holder under the default states: %d %v %v, want a new message", id, dup, err)
 		}
 		for _, bad := range []baton.EnqueueOptions{{UniquePeriod: time.Hour}, {UniqueKey: strings.Repeat("k", 256)}, {UniqueKey: "k", UniquePeriod: -time.Second},
 			{UniqueKey: "k", UniqueStates: []baton.MessageState{"finished"}}, {UniqueStates: []baton.MessageState{baton.StateReady}}} {
-			_, _, err := c.EnqueueUnique(ctx, "uq", []byte("x"), bad)
+			_, _, err := enqueueUnique(ctx, c, nil, "uq", []byte("x"), bad)
 			wantErr(t, err, baton.ErrInvalid)
 		}
 		checkUniqueInTx(t, c, batontest.SQLDB(t, dsn))
@@ -113,12 +129,12 @@ func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 		}
 		dupOf := func(what, q string, id int64, o baton.EnqueueOptions) {
 			t.Helper()
-			got, dup, err := c.EnqueueUnique(ctx, q, []byte("again"), o)
+			got, dup, err := enqueueUnique(ctx, c, nil, q, []byte("again"), o)
 			if err != nil || !dup || got != id {
 				t.Fatalf("%s: enqueue of its key gave %d, duplicate %v, %v; want a duplicate of %d", what, got, dup, err, id)
 			}
-			if got, err := c.Enqueue(ctx, q, []byte("again"), o); err != nil || got != id {
-				t.Fatalf("%s: Enqueue of its key gave %d, %v; want the holder %d", what, got, err, id)
+			if got, err := c.Enqueue(ctx, q, []byte("again"), o); !errors.Is(err, baton.ErrDuplicate) || got != id {
+				t.Fatalf("%s: Enqueue of its key gave %d, %v; want the holder %d with ErrDuplicate", what, got, err, id)
 			}
 			// In the caller's transaction (the key's state is read
 			// there by the dialect's own statement).
@@ -127,8 +143,8 @@ func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			if got, dup, err := c.EnqueueUniqueTx(ctx, tx, q, []byte("again"), o); err != nil || !dup || got != id {
-				t.Fatalf("%s: EnqueueUniqueTx of its key gave %d, duplicate %v, %v; want a duplicate of %d", what, got, dup, err, id)
+			if got, dup, err := enqueueUnique(ctx, c, tx, q, []byte("again"), o); err != nil || !dup || got != id {
+				t.Fatalf("%s: EnqueueTx of its key gave %d, duplicate %v, %v; want a duplicate of %d", what, got, dup, err, id)
 			}
 			if err := tx.Rollback(); err != nil {
 				t.Fatal(err)
@@ -137,7 +153,7 @@ func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 
 		// Scheduled.
 		later := baton.EnqueueOptions{UniqueKey: "later", Delay: time.Hour}
-		id, dup, err := c.EnqueueUnique(ctx, "us", []byte("first"), later)
+		id, dup, err := enqueueUnique(ctx, c, nil, "us", []byte("first"), later)
 		if err != nil || dup {
 			t.Fatalf("first: %d %v %v", id, dup, err)
 		}
@@ -150,7 +166,7 @@ func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 			baton.EnqueueOptions{UniqueKey: "later", UniqueStates: []baton.MessageState{baton.StateScheduled}})
 
 		// Retrying.
-		id, dup, err = c.EnqueueUnique(ctx, "ur", []byte("first"), baton.EnqueueOptions{UniqueKey: "again"})
+		id, dup, err = enqueueUnique(ctx, c, nil, "ur", []byte("first"), baton.EnqueueOptions{UniqueKey: "again"})
 		if err != nil || dup {
 			t.Fatalf("first: %d %v %v", id, dup, err)
 		}
@@ -172,7 +188,7 @@ func TestUniqueWhileScheduledOrRetrying(t *testing.T) {
 		// States that leave the holder's out: a new message.
 		for q, key := range map[string]string{"us": "later", "ur": "again"} {
 			o := baton.EnqueueOptions{UniqueKey: key, UniqueStates: []baton.MessageState{baton.StateReady, baton.StateRunning}}
-			got, dup, err := c.EnqueueUnique(ctx, q, []byte("new"), o)
+			got, dup, err := enqueueUnique(ctx, c, nil, q, []byte("new"), o)
 			if err != nil || dup || got == 0 {
 				t.Fatalf("queue %s, states ready and running beside a waiting holder: %d %v %v, want a new message", q, got, dup, err)
 			}
@@ -201,17 +217,14 @@ func checkUniqueInTx(t *testing.T, c *baton.Client, db *sql.DB) {
 		if err != nil || ids[0] != id || ids[1] == id {
 			t.Fatalf("EnqueueManyTx of the key again in the transaction: %v %v, want %d first", ids, err, id)
 		}
-		// EnqueueUniqueTx says which: a duplicate of the key's holder,
+		// EnqueueTx says which (ErrDuplicate): a duplicate of the key's holder,
 		// and a new message for a new key.
-		if got, dup, err := c.EnqueueUniqueTx(ctx, tx, "utx", []byte("b2"), u); err != nil || !dup || got != id {
-			t.Fatalf("EnqueueUniqueTx of the key again: %d %v %v, want a duplicate of %d", got, dup, err, id)
+		if got, dup, err := enqueueUnique(ctx, c, tx, "utx", []byte("b2"), u); err != nil || !dup || got != id {
+			t.Fatalf("EnqueueTx of the key again: %d %v %v, want a duplicate of %d", got, dup, err, id)
 		}
 		other := baton.EnqueueOptions{UniqueKey: fmt.Sprint("other-", commit)}
-		if got, dup, err := c.EnqueueUniqueTx(ctx, tx, "utx", []byte("e"), other); err != nil || dup || got == 0 || got == id {
-			t.Fatalf("EnqueueUniqueTx of a new key: %d %v %v, want a new message", got, dup, err)
-		}
-		if _, _, err := c.EnqueueUniqueTx(ctx, tx, "utx", []byte("f"), baton.EnqueueOptions{}); !errors.Is(err, baton.ErrInvalid) {
-			t.Fatalf("EnqueueUniqueTx without a key: %v, want ErrInvalid", err)
+		if got, dup, err := enqueueUnique(ctx, c, tx, "utx", []byte("e"), other); err != nil || dup || got == 0 || got == id {
+			t.Fatalf("EnqueueTx of a new key: %d %v %v, want a new message", got, dup, err)
 		}
 		if !commit {
 			if err := tx.Rollback(); err != nil {
@@ -222,8 +235,8 @@ func checkUniqueInTx(t *testing.T, c *baton.Client, db *sql.DB) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if got, dup, err := c.EnqueueUnique(ctx, "utx", []byte("d"), u); err != nil || !dup || got != id {
-			t.Fatalf("EnqueueUnique after the commit: %d %v %v, want a duplicate of %d", got, dup, err, id)
+		if got, dup, err := enqueueUnique(ctx, c, nil, "utx", []byte("d"), u); err != nil || !dup || got != id {
+			t.Fatalf("Enqueue after the commit: %d %v %v, want a duplicate of %d", got, dup, err, id)
 		}
 	}
 	st, err := c.Stats(ctx, "utx")
@@ -243,7 +256,7 @@ func childUnique(dsn, seed string) {
 	keys := rand.New(rand.NewSource(n)).Perm(1000)
 	added := 0
 	for _, k := range keys {
-		_, dup, err := c.EnqueueUnique(ctx, "many", []byte(strconv.Itoa(k)), baton.EnqueueOptions{UniqueKey: strconv.Itoa(k)})
+		_, dup, err := enqueueUnique(ctx, c, nil, "many", []byte(strconv.Itoa(k)), baton.EnqueueOptions{UniqueKey: strconv.Itoa(k)})
 		childMust(err)
 		if !dup {
 			added++

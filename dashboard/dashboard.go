@@ -159,10 +159,10 @@ func (d *dash) mutations() []mutation {
 			return c.CancelMessage(ctx, id)
 		})},
 		{"pause", func(ctx context.Context, q string) (string, error) {
-			return q + " paused: no worker takes its messages until it is resumed", c.PauseQueue(ctx, q)
+			return q + " paused: no worker takes its messages until it is resumed", c.SetQueuePaused(ctx, q, true)
 		}},
 		{"resume", func(ctx context.Context, q string) (string, error) {
-			return q + " resumed", c.ResumeQueue(ctx, q)
+			return q + " resumed", c.SetQueuePaused(ctx, q, false)
 		}},
 	}
 }

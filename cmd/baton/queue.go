@@ -152,10 +152,10 @@ func messageStates(names []string) []baton.MessageState {
 // enqueue adds the message; with a unique key, only when no holder keeps
 // the key, and dup says whether it was a duplicate (the id its holder's).
 func enqueue(ctx context.Context, c *baton.Client, queue string, payload []byte, o baton.EnqueueOptions) (int64, bool, error) {
-	if o.UniqueKey != "" {
-		return c.EnqueueUnique(ctx, queue, payload, o)
-	}
 	id, err := c.Enqueue(ctx, queue, payload, o)
+	if errors.Is(err, baton.ErrDuplicate) {
+		return id, true, nil
+	}
 	return id, false, err
 }
 
@@ -503,16 +503,16 @@ var queueBenchTable = benchTable(false, "ratio: ops/s ÷ baseline ops/s (above 1
 func queuePauseCmd(g *globals) *cobra.Command {
 	return queueSwitchCmd(g, "pause", "Pause a queue for every process", `Pause QUEUE for every process: its messages stay where they are, running
 commands finish, and no worker claims another message until baton queue resume.
-baton queue stats shows paused queues.`, (*baton.Client).PauseQueue)
+baton queue stats shows paused queues.`, true)
 }
 
 func queueResumeCmd(g *globals) *cobra.Command {
 	return queueSwitchCmd(g, "resume", "Resume a paused queue",
-		`Resume QUEUE for every process: its waiting consumers wake at once.`, (*baton.Client).ResumeQueue)
+		`Resume QUEUE for every process: its waiting consumers wake at once.`, false)
 }
 
-// queueSwitchCmd is baton queue pause or resume: op on QUEUE.
-func queueSwitchCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string) error) *cobra.Command {
+// queueSwitchCmd is baton queue pause or resume: QUEUE paused or not.
+func queueSwitchCmd(g *globals, use, short, long string, paused bool) *cobra.Command {
 	what := "queue " + use
 	return &cobra.Command{
 		Use:   use + " QUEUE",
@@ -521,7 +521,7 @@ func queueSwitchCmd(g *globals, use, short, long string, op func(*baton.Client, 
 		Args:  argsUsage(what, 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onQueue(cmd, g, what, args[0], func(c *baton.Client) error {
-				return queueErr(what, args[0], op(c, cmd.Context(), args[0]))
+				return queueErr(what, args[0], c.SetQueuePaused(cmd.Context(), args[0], paused))
 			})
 		},
 	}

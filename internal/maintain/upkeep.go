@@ -9,14 +9,6 @@ import (
 	"github.com/batonhq/baton/internal/txn"
 )
 
-// Job is a service's work that may go idle: Run's service stops ticking
-// while Idle says it has nothing to do, until Resume delivers.
-type Job struct {
-	Run    func(ctx context.Context) error
-	Idle   func() bool
-	Resume <-chan struct{}
-}
-
 // Config is a client's upkeep: its timing, and the slices' jobs.
 type Config struct {
 	Driver driver.Driver
@@ -35,15 +27,12 @@ type Config struct {
 	// SweepOrphans regrants what orphaned lock rows hold up.
 	SweepOrphans func(ctx context.Context) error
 	// RecoverStale returns stale claims to their queues; FlushThroughput
-	// writes the throughput counts; PruneHistory deletes finished
-	// messages past their retention.
-	RecoverStale                  func(ctx context.Context) (int, error)
-	FlushThroughput, PruneHistory func(ctx context.Context) error
-	// Scheduler enqueues the schedules' due ticks, every poll interval;
-	// ConsumerPoll looks for messages that waiting consumers missed,
-	// every ConsumerPollEvery.
-	Scheduler, ConsumerPoll Job
-	ConsumerPollEvery       time.Duration
+	// writes the throughput counts.
+	RecoverStale    func(ctx context.Context) (int, error)
+	FlushThroughput func(ctx context.Context) error
+	// Services are a slice's own services (the queue's scheduler,
+	// consumer poll and history pruner), run beside these.
+	Services []Service
 }
 
 // Upkeep returns the client's services, each on its own interval: a slow
@@ -77,11 +66,9 @@ func Upkeep(cfg Config) *Group {
 	g.add(Service{Name: "throughput purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return d.NoTx().ThroughputPurge(ctx)
 	}})
-	g.add(Service{Name: "scheduler", Interval: cfg.PollInterval, Timeout: lease, Run: cfg.Scheduler.Run,
-		Idle: cfg.Scheduler.Idle, Resume: cfg.Scheduler.Resume})
-	g.add(Service{Name: "consumer poll", Interval: cfg.ConsumerPollEvery, Timeout: lease, Run: cfg.ConsumerPoll.Run,
-		Idle: cfg.ConsumerPoll.Idle, Resume: cfg.ConsumerPoll.Resume})
-	g.add(Service{Name: "history pruner", Interval: time.Minute, Timeout: 5 * lease, Run: cfg.PruneHistory})
+	for _, s := range cfg.Services {
+		g.add(s)
+	}
 	g.add(Service{Name: "unique-key purge", Interval: time.Minute, Timeout: lease, Run: func(ctx context.Context) error {
 		return txn.InTx(ctx, d, func(tx driver.Tx) error { _, err := tx.UniquePurge(ctx); return err })
 	}})

@@ -1,7 +1,10 @@
 // Package mq is baton's message queue engine: inserting messages (unique keys,
-// one statement where the backend can), claiming them by the mode's rule
-// (internal/claimrule), completing and recovering claims, the wake-ups of
-// consumers in this process and others, and the throughput counts. It
+// one statement where the backend can, or in the caller's transaction),
+// claiming them by the mode's rule (internal/claimrule) and waiting for
+// them, settling and recovering claims, the control calls (Caller in the
+// caller's transaction), dead letters, stats and listings, the wake-ups of
+// consumers in this process and others and their poll, the periodic
+// schedules (Scheduler), the history pruner and the throughput counts. It
 // works on the driver's rows; the root package validates, traces and turns
 // rows into Messages.
 package mq
@@ -34,8 +37,19 @@ type Config struct {
 	// KeepCompleted: completed messages go to the history (else they are
 	// deleted).
 	KeepCompleted bool
+	// Retention is how long the history pruner keeps finished messages.
+	Retention Retention
 	// Log logs a failure of background work (nil: none is logged).
 	Log func(what string, err error)
+
+	// What a waiting claim needs of its client: Tries counts the claims
+	// of ClaimWaiting; Rescue recovers dead workers' claims and says
+	// whether it did; Listening starts the wake-up listener; Notifying
+	// says a consumer starts (true) or stops waiting for notifications.
+	Tries     *atomic.Int64
+	Rescue    func(ctx context.Context) bool
+	Listening func(ctx context.Context) error
+	Notifying func(on bool)
 }
 
 // Engine is one client's queue engine.
@@ -54,13 +68,24 @@ type Engine struct {
 
 	mu       sync.Mutex
 	finished map[string][2]int64 // per queue: acked, dead since the last flush
+
+	// poll is PollWaiting's state, polls counts its runs.
+	poll  queuePoll
+	polls atomic.Int64
+	// sched enqueues the ticks of the periodic schedules.
+	sched *Scheduler
 }
 
 // New makes the engine.
 func New(cfg Config) *Engine {
-	return &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: wake.NewCoalescer(),
+	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: wake.NewCoalescer(),
 		finished: map[string][2]int64{}}
+	e.sched = NewScheduler(e)
+	return e
 }
+
+// Scheduler is the engine's scheduler of periodic schedules.
+func (e *Engine) Scheduler() *Scheduler { return e.sched }
 
 // Channel is the internal notification channel of a queue (see
 // internal/bus).
