@@ -13,8 +13,7 @@ import (
 // the next wait; each of several waits in a row is granted, a queue
 // consumer afterwards is served, and the client closes cleanly.
 func TestMaxConnsWaitsAgain(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c := openDSN(t, dsn, baton.Options{MaxConns: 1, PollInterval: 100 * time.Millisecond})
 		other := openDSN(t, dsn)
 		holder, waiter := session(t, other), session(t, c)

@@ -44,8 +44,7 @@ func TestCornerExitStatuses(t *testing.T) {
 // TestPriorityRange: a priority outside the 32-bit range of the column is
 // refused with exit 64 naming it on every backend; the bounds are kept.
 func TestPriorityRange(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		for _, p := range []string{"2147483648", "-2147483649", "9223372036854775807"} {
 			code, _, errs := run(t, dsn, "queue", "push", "q", "x", "--priority", p)
 			expect(t, code, errs, exitUsage, "priority")

@@ -29,8 +29,7 @@ func catalog(t *testing.T, db *sql.DB, backend string) []string {
 // (table-change events included) and leaves the database as it found it, an application table and
 // baton's own tables of another prefix included, and says so.
 func TestDemoCleansUp(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		// The user's own things: baton's tables under the default prefix,
 		// with a queued message, and a table of the application.
 		if code, _, errs := run(t, dsn, "queue", "push", "mail", "keep me"); code != 0 {

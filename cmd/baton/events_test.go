@@ -14,8 +14,7 @@ import (
 // in canonical form, the same bytes on every backend but for the table's
 // name, and its primary key in BATON_KEY.
 func TestEventsCommands(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		db := batontest.SQLDB(t, dsn)
 		if _, err := db.Exec(`CREATE TABLE langs (id INT NOT NULL PRIMARY KEY, name VARCHAR(20))`); err != nil {
 			t.Fatal(err)

@@ -17,8 +17,7 @@ import (
 // invalid UTF-8), showing such names Go-quoted; --json keeps the exact
 // bytes (base64 beside a name that is not UTF-8).
 func TestLocksEscapesNames(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		_, s := client(t, dsn)
 		ctx := context.Background()
 		names := map[string]string{"a\tb": `"a\tb"`, "x\xffy": `"x\xffy"`, "nl\nz\x1b[31m": `"nl\nz\x1b[31m"`, "plain": "plain"}

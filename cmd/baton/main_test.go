@@ -90,8 +90,7 @@ func expect(t *testing.T, code int, stderr string, wantCode int, word string) {
 }
 
 func TestLockCommand(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		ctx := context.Background()
 		// CMD's status passes through; stdout is CMD's.
 		code, out, errs := run(t, dsn, "lock", "--write", "job", "--", "sh", "-c", "echo hi; exit 7")
@@ -133,8 +132,7 @@ func TestLockCommand(t *testing.T) {
 }
 
 func TestLockCommandDeadlock(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, s := client(t, dsn)
 		ctx := context.Background()
 		if _, err := s.Lock(ctx, "default", baton.Write, 0, "b"); err != nil {
@@ -176,8 +174,7 @@ func TestLockCommandDeadlock(t *testing.T) {
 }
 
 func TestLockCommandLost(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		cmd := exec.Command(bin, "--dsn", dsn, "lock", "--write", "x", "--", "sh", "-c", "echo $BATON_SESSION; exec sleep 30")
 		out, _ := cmd.StdoutPipe()
 		var errb bytes.Buffer
@@ -199,8 +196,7 @@ func TestLockCommandLost(t *testing.T) {
 }
 
 func TestLocksJSON(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		_, s := client(t, dsn)
 		if _, err := s.Lock(context.Background(), "mon", baton.Read, 0, "x"); err != nil {
 			t.Fatal(err)
@@ -409,8 +405,7 @@ func TestCommandExitStatuses(t *testing.T) {
 // says so, waits again with a new session, and runs CMD once the holder
 // releases.
 func TestLockCommandWaitsAgain(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, holder := client(t, dsn)
 		ctx := context.Background()
 		if _, err := holder.Lock(ctx, "default", baton.Write, 0, "x"); err != nil {

@@ -47,8 +47,7 @@ func TestPayloadInputComplete(t *testing.T) {
 // matters: the largest a pipe holds, one byte more (a file), and the
 // largest a message may hold; binary, every byte value.
 func TestWorkPayloadOnStdin(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		want := map[int64][]byte{}
 		for _, n := range []int{pipeHolds, pipeHolds + 1, baton.MaxMessagePayload} {
 			p := make([]byte, n)

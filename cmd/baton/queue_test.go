@@ -86,8 +86,7 @@ func wantCounts(t *testing.T, st map[string]any, ready, scheduled, claimed, dead
 }
 
 func TestQueueCommands(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		ctx := context.Background()
 		id1 := pushID(t, dsn, "", "q", "one")
 		id2 := pushID(t, dsn, "two", "q", "-", "--priority", "-1", "--key", "k", "--max-attempts", "3")
@@ -214,8 +213,7 @@ func TestQueueCommands(t *testing.T) {
 }
 
 func TestQueuePushBadInput(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		big := strings.Repeat("x", baton.MaxMessagePayload+1)
 		for _, c := range []struct {
 			stdin string
@@ -279,8 +277,7 @@ func lines(t *testing.T, path string) []string {
 // stderr (it would otherwise wait, or drain nothing, without a word), and
 // runs nothing until the queue resumes.
 func TestWorkSaysPaused(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "pz", "m")
 		code, _, errs := run(t, dsn, "queue", "pause", "pz")
 		expect(t, code, errs, 0, "")
@@ -297,8 +294,7 @@ func TestWorkSaysPaused(t *testing.T) {
 }
 
 func TestWorkDrain(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		type pushed struct{ payload, key, max string }
 		want := map[int64]pushed{}
 		for i := range 6 {
@@ -367,8 +363,7 @@ func TestWorkDrain(t *testing.T) {
 }
 
 func TestWorkDeadLetter(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		id := pushID(t, dsn, "", "q", "bad", "--max-attempts", "2")
 		file := filepath.Join(t.TempDir(), "attempts")
 		env := []string{"BATON_RETRY_BASE=20ms"}
@@ -412,8 +407,7 @@ func TestWorkDeadLetter(t *testing.T) {
 }
 
 func TestWorkBadInput(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "q", "keep")
 		for _, c := range []struct {
 			args []string
@@ -502,8 +496,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
 }
 
 func TestWorkGracefulStop(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, _ := client(t, dsn)
 		pushID(t, dsn, "", "q", "slow")
 		file := filepath.Join(t.TempDir(), "out")
@@ -562,8 +555,7 @@ func lineReader(r io.Reader) <-chan string {
 }
 
 func TestNotifyListen(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		// Migrate first, so that the listeners do not race each other to it.
 		client(t, dsn)
 		start := func(args ...string) (*exec.Cmd, <-chan string) {
@@ -644,8 +636,7 @@ func TestNotifyListen(t *testing.T) {
 // earlier ones run slowly are still delivered once each, on their first
 // attempt, with --visibility shorter than the whole backlog takes.
 func TestWorkSlowMessagesOnce(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		const n = 14
 		for i := range n {
 			pushID(t, dsn, "", "slow", fmt.Sprintf("s%d", i))
@@ -671,8 +662,7 @@ func TestWorkSlowMessagesOnce(t *testing.T) {
 // that runs and leaves the other messages in the queue, unstarted and with
 // no attempt counted.
 func TestWorkStopReturnsUnstarted(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, _ := client(t, dsn)
 		for i := range 4 {
 			pushID(t, dsn, "", "q", fmt.Sprintf("m%d", i))
@@ -716,8 +706,7 @@ func TestWorkStopReturnsUnstarted(t *testing.T) {
 // baton process runs meanwhile) frees the dead worker's claim and handles
 // the message.
 func TestDrainRescuesKilledWorker(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "rq", "job")
 		w := exec.Command(bin, "--dsn", dsn, "work", "rq", "--", "sh", "-c", "sleep 60")
 		w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -768,8 +757,7 @@ func TestMessageFieldsOrder(t *testing.T) {
 // the same commands on a known queue succeed. queue list --limit takes 1
 // to 1000, as its help says.
 func TestUnknownQueueExits(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "known", "x")
 		var cases []exitCase
 		for _, c := range [][]string{{"stats"}, {"list"}, {"list", "--state", "dead"}, {"dead"}, {"redrive"}, {"purge"}, {"pause"}, {"resume"}} {

@@ -30,8 +30,7 @@ func batonTables(t *testing.T, b batontest.Backend, dsn string) int {
 // is not installed and how to install it; migrate status says so beside
 // its table.
 func TestReadOnlyCommandsInstallNothing(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		for _, args := range [][]string{
 			{"locks"}, {"locks", "--json"}, {"queue", "stats"}, {"queue", "stats", "q"}, {"queue", "list"},
 			{"queue", "get", "1"}, {"queue", "dead", "q"}, {"events", "list"},

@@ -128,8 +128,7 @@ func TestQueueControlCommands(t *testing.T) {
 // backend; retry and delete by id alone; the exit statuses of unknown and
 // finished messages.
 func TestQueueJobCommands(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		later := pushID(t, dsn, "", "jq", "later", "--delay", "1h", "--kind", "report")
 		now := pushID(t, dsn, "", "jq", "now")
 		pushID(t, dsn, "", "other", "x")
@@ -203,8 +202,7 @@ func TestQueueJobCommands(t *testing.T) {
 // baton work process runs for the message (another process), and the
 // message ends cancelled, not retried, as the worker says on stderr.
 func TestQueueCancelRunningCommand(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		id := pushID(t, dsn, "", "long", "x")
 		w := exec.Command(bin, "--dsn", dsn, "work", "long", "--visibility", "1m", "--", "sh", "-c", "echo started; exec sleep 60")
 		var stderr bytes.Buffer

@@ -30,8 +30,7 @@ func uninstallJSON(t *testing.T, dsn string, flags ...string) (int, baton.Uninst
 // --yes removes everything, the program's table and rows stay; bad usage
 // exits 64; migrate installs afresh after.
 func TestUninstallCommand(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		db := batontest.SQLDB(t, dsn)
 		if _, err := db.Exec(`CREATE TABLE langs (id INT NOT NULL PRIMARY KEY, name VARCHAR(20))`); err != nil {
 			t.Fatal(err)
