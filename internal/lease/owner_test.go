@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/driver/sqlite"
+	_ "github.com/batonhq/baton/driver/sqlite" // the sqlite: scheme
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/lease"
@@ -41,14 +41,7 @@ func (s *steps) take() []string {
 // session's requests are withdrawn before the delete.
 func TestOwnerEndsSessions(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlite.Open(ctx, batontest.SQLiteDSN(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := batontest.Migrated(t, batontest.SQLiteDSN(t))
 	var st steps
 	var dropErr error
 	o := lease.NewOwner(lease.OwnerConfig{Driver: d,
