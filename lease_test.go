@@ -15,11 +15,7 @@ import (
 // waitLost waits until the session reports its loss.
 func waitLost(t *testing.T, s *baton.Session) time.Time {
 	t.Helper()
-	select {
-	case <-s.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("session loss never reported")
-	}
+	await(t, s.Done(), 20*time.Second, "session loss never reported")
 	at := time.Now()
 	wantErr(t, s.Err(), baton.ErrSessionLost)
 	return at

@@ -294,11 +294,7 @@ func TestLockUpgrade(t *testing.T) {
 		if err := recv(t, up); err != nil {
 			t.Fatalf("upgrade: %v", err)
 		}
-		select {
-		case err := <-w3:
-			t.Fatalf("other writer got in while s1 holds write: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		stillWaiting(t, w3, 100*time.Millisecond, "the other writer, beside s1's write")
 		release(t, s1, "ns")
 		mustRecv(t, w3)
 	})
@@ -391,11 +387,7 @@ func TestLockFIFO(t *testing.T) {
 		mustLock(t, r1, "ns", baton.Read, "x")
 		release(t, r1, "ns")
 		mustRecv(t, wch)
-		select {
-		case <-r2ch:
-			t.Fatal("reader granted while the writer holds the lock")
-		case <-time.After(50 * time.Millisecond):
-		}
+		stillWaiting(t, r2ch, 50*time.Millisecond, "the reader, beside the writer")
 		release(t, w, "ns")
 		mustRecv(t, r2ch)
 	})
@@ -1088,11 +1080,7 @@ func TestReadersJoinInOrder(t *testing.T) {
 		wantErr(t, err, baton.ErrTimeout)
 		release(t, rs[0], "ns")
 		release(t, rs[1], "ns")
-		select {
-		case <-done:
-			t.Fatal("the writer was granted beside a reader")
-		case <-time.After(50 * time.Millisecond):
-		}
+		stillWaiting(t, done, 50*time.Millisecond, "the writer, beside a reader")
 		release(t, rs[2], "ns")
 		mustRecv(t, done)
 		token("the writer", wg)
