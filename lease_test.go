@@ -353,7 +353,7 @@ func TestPartitionedHolder(t *testing.T) {
 			}
 			t.Logf("round %d: holder stopped %v before the waiter was granted", round, grantedAt.Sub(lostAt))
 			p.Heal()
-			retry(t, "a new session after the partition healed", func() error {
+			batontest.Retry(t, time.Minute, "a new session after the partition healed", func() error {
 				s, err := cut.NewSession(ctxT(t))
 				if err == nil {
 					_, err = s.Lock(ctxT(t), "part-after", baton.Write, 0, fmt.Sprint(round))
