@@ -32,11 +32,7 @@ func TestReleaseLocksOnlyItsRows(t *testing.T) {
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "n"}
 	var held []driver.Request
 	for _, s := range []string{"s1", "s2", "s3", "s4"} {
-		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1})
-		if err != nil || !ok {
-			t.Fatalf("reader %s: %v %v", s, ok, err)
-		}
-		held = append(held, r)
+		held = append(held, grantedFast(t, d, s, id, driver.ModeRead))
 	}
 	var rows int
 	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id IN ('s1', 's2', 's3', 's4')").Scan(&rows); err != nil || rows != 4 {
@@ -102,6 +98,17 @@ func grantedSlow(t *testing.T, d *Driver, sess string, id driver.Ident, mode dri
 	return r
 }
 
+// grantedFast takes id for sess in mode through the fast path, which must
+// grant it.
+func grantedFast(t *testing.T, d *Driver, sess string, id driver.Ident, mode driver.LockMode) driver.Request {
+	t.Helper()
+	r, ok, err := d.LockFastAcquire(context.Background(), driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: id, Mode: mode, CallID: 1})
+	if err != nil || !ok {
+		t.Fatalf("%s on %v, fast: %v %v; want it granted", sess, id, ok, err)
+	}
+	return r
+}
+
 // fastSlow reads id's lock_fast.slow: 1 while the slow path owns it.
 func fastSlow(t *testing.T, d *Driver, id driver.Ident) (slow int) {
 	t.Helper()
@@ -121,9 +128,7 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 	d := openDriver(t, newDSN(t))
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "d"}
 	for _, s := range []string{"s1", "s2"} {
-		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
-			t.Fatalf("reader %s: %v %v", s, ok, err)
-		}
+		grantedFast(t, d, s, id, driver.ModeRead)
 	}
 	slow := func() int { return fastSlow(t, d, id) }
 	if slow() != 1 {
@@ -224,9 +229,7 @@ func TestRequestCommitsInCall(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "c"}
-	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
-		t.Fatalf("reader s1: %v %v", ok, err)
-	}
+	grantedFast(t, d, "s1", id, driver.ModeRead)
 	c, err := d.SQL.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -440,9 +443,7 @@ func TestFastConflictHeld(t *testing.T) {
 		id   driver.Ident
 		mode driver.LockMode
 	}{{w, driver.ModeWrite}, {r, driver.ModeRead}} {
-		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: h.id, Mode: h.mode, CallID: 1}); err != nil || !ok {
-			t.Fatalf("fast holder of %v: %v %v", h.id, ok, err)
-		}
+		grantedFast(t, d, "s1", h.id, h.mode)
 	}
 	for _, c := range []struct {
 		sess string
@@ -539,14 +540,7 @@ func TestReleaseInstancesAdopts(t *testing.T) {
 	ctx := context.Background()
 	d := openDriver(t, newDSN(t))
 	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "ad", Name: name} }
-	fast := func(sess, name string) driver.Request {
-		t.Helper()
-		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: ident(name), Mode: driver.ModeWrite, CallID: 1})
-		if err != nil || !ok {
-			t.Fatalf("fast acquire of %s by %s: %v %v", name, sess, ok, err)
-		}
-		return r
-	}
+	fast := func(sess, name string) driver.Request { return grantedFast(t, d, sess, ident(name), driver.ModeWrite) }
 	exec := func(query string, args ...any) {
 		t.Helper()
 		if _, err := d.SQL.ExecContext(ctx, query, args...); err != nil {
