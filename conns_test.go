@@ -19,8 +19,7 @@ func TestMaxConnsWaitsAgain(t *testing.T) {
 		holder, waiter := session(t, other), session(t, c)
 		for round := 0; round < 3; round++ {
 			mustLock(t, holder, "mc", baton.Write, "x")
-			granted := async(waiter, "mc", baton.Write, 20*time.Second, "x")
-			waitPending(t, c, waiter, 1)
+			granted := waiting(t, c, waiter, "mc", baton.Write, 20*time.Second, "x")
 			if _, err := holder.Release(ctxT(t), "mc"); err != nil {
 				t.Fatal(err)
 			}

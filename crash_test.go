@@ -148,8 +148,7 @@ func killedHolder(t *testing.T, remote bool) {
 		if ok, err := s.GetLock(ctxT(t), "CRASH.USER", 0); ok || err != nil {
 			t.Fatalf("user lock while its holder lives: granted %v, %v (want not granted, no error)", ok, err)
 		}
-		waiting := async(s, "crash", baton.Write, baton.Forever, "x", "y")
-		waitPending(t, c, s, 1)
+		waiting := waiting(t, c, s, "crash", baton.Write, baton.Forever, "x", "y")
 		if err := child.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

@@ -128,8 +128,7 @@ func TestPoolerWithoutListenDSN(t *testing.T) {
 	c2 := openDSN(t, dsn, opts)
 	s1, s2 := session(t, c1), session(t, c2)
 	mustLock(t, s1, "pool", baton.Write, "x")
-	got := async(s2, "pool", baton.Write, baton.Forever, "x")
-	waitPending(t, c1, s2, 1)
+	got := waiting(t, c1, s2, "pool", baton.Write, baton.Forever, "x")
 	if _, err := s1.Release(ctxT(t), "pool"); err != nil {
 		t.Fatal(err)
 	}

@@ -289,8 +289,7 @@ func TestOutageLongerThanLease(t *testing.T) {
 			if _, err := holder.Lock(ctxT(t), "out", baton.Write, 5*lease, "x"); err != nil {
 				t.Fatalf("%s: first lock: %v", mode, err)
 			}
-			got := async(waiter, "out", baton.Write, baton.Forever, "x")
-			waitPending(t, wc, waiter, 1)
+			got := waiting(t, wc, waiter, "out", baton.Write, baton.Forever, "x")
 			db.stop(mode)
 			time.Sleep(2 * lease)
 			db.start()

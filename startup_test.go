@@ -318,8 +318,7 @@ func TestOpenOnProgramsPool(t *testing.T) {
 			}
 			s1, s2 := session(t, c), session(t, c)
 			mustLock(t, s1, "pool", baton.Write, how)
-			got := async(s2, "pool", baton.Write, 10*time.Second, how)
-			waitPending(t, c, s2, 1)
+			got := waiting(t, c, s2, "pool", baton.Write, 10*time.Second, how)
 			if _, err := s1.Release(ctxT(t), "pool"); err != nil {
 				t.Fatal(err)
 			}
