@@ -121,6 +121,13 @@ func mustFreePort(t *testing.T) string {
 // BATON_TEST_BACKENDS leaves mysql out.
 func newDSN(t testing.TB) string { return batontest.NewDSN(t, "mysql") }
 
+// freshDriver is openDriver on a fresh database, with the context for
+// its calls.
+func freshDriver(t testing.TB) (context.Context, *Driver) {
+	t.Helper()
+	return context.Background(), openDriver(t, newDSN(t))
+}
+
 func openDriver(t testing.TB, dsn string) *Driver {
 	t.Helper()
 	return batontest.Prepared(t, dsn).(*Driver)

@@ -94,8 +94,7 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 // it), and a reader behind a waiting writer ('W' for a try, 'P'
 // otherwise).
 func TestRequestJoinsReaders(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "n"}
 	for _, s := range []string{"s1", "s2"} {
 		// s1 the fast holder; s2 through {p}request, which adopts it.
@@ -190,8 +189,7 @@ func TestRequestJoinsReaders(t *testing.T) {
 // session's instances do not cover, or on a gated identifier, goes on to
 // {p}request_commit.
 func TestRequestReentersInOneCall(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "re"}
 	held := grantedFast(t, d, "s1", id, driver.ModeWrite)
 	c := conn(t, d.SQL)
