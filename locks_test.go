@@ -37,7 +37,7 @@ func openDSN(t *testing.T, dsn string, opts ...baton.Options) *baton.Client {
 	return c
 }
 
-func session(t *testing.T, c *baton.Client) *baton.Session {
+func session(t testing.TB, c *baton.Client) *baton.Session {
 	t.Helper()
 	s, err := c.NewSession(context.Background())
 	if err != nil {
