@@ -51,8 +51,7 @@ func TestPriorityRange(t *testing.T) {
 		}
 		for _, p := range []int64{2147483647, -2147483648} {
 			id := pushID(t, dsn, "", "q", "x", "--priority", strconv.FormatInt(p, 10))
-			code, out, errs := run(t, dsn, "queue", "get", strconv.FormatInt(id, 10), "--json")
-			expect(t, code, errs, 0, "")
+			out := runOK(t, dsn, "queue", "get", strconv.FormatInt(id, 10), "--json")
 			if !strings.Contains(out, `"priority": `+strconv.FormatInt(p, 10)) {
 				t.Fatalf("priority %d: %s", p, out)
 			}

@@ -103,8 +103,7 @@ func TestJSONSameOnEveryBackend(t *testing.T) {
 				{"queue", "list", "--json"},
 				{"queue", "get", fmt.Sprint(ms[0].ID), "--json"},
 			} {
-				code, out, errs := run(t, dsn, cmd...)
-				expect(t, code, errs, 0, "")
+				out := runOK(t, dsn, cmd...)
 				var v any
 				if err := json.Unmarshal([]byte(out), &v); err != nil {
 					t.Fatalf("%v: %v: %q", cmd, err, out)

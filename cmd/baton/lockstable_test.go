@@ -26,8 +26,7 @@ func TestLocksEscapesNames(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		code, out, errs := run(t, dsn, "locks")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "locks")
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if len(lines) != 1+len(names) {
 			t.Fatalf("want a header and %d lines:\n%s", len(names), out)
@@ -44,8 +43,7 @@ func TestLocksEscapesNames(t *testing.T) {
 				t.Fatalf("name %q not shown as %s:\n%s", n, shown, out)
 			}
 		}
-		code, out, errs = run(t, dsn, "locks", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "locks", "--json")
 		var rows []struct {
 			Namespace, Name string
 			NameBase64      string `json:"name_base64"`

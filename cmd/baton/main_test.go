@@ -40,6 +40,15 @@ func run(t *testing.T, dsn string, args ...string) (int, string, string) {
 	return runWith(t, dsn, "", nil, args...)
 }
 
+// runOK is run failing the test unless baton exits 0; it returns the
+// standard output.
+func runOK(t *testing.T, dsn string, args ...string) string {
+	t.Helper()
+	code, out, errs := run(t, dsn, args...)
+	expect(t, code, errs, 0, "")
+	return out
+}
+
 // exitCase is a command line of baton (--dsn included) and the exit
 // status and the word on stderr it must give.
 type exitCase struct {
@@ -201,8 +210,7 @@ func TestLocksJSON(t *testing.T) {
 		if _, err := s.Lock(context.Background(), "mon", baton.Read, 0, "x"); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errs := run(t, dsn, "locks", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "locks", "--json")
 		var rows []map[string]any
 		if err := json.Unmarshal([]byte(out), &rows); err != nil {
 			t.Fatalf("%v: %s", err, out)
@@ -220,8 +228,7 @@ func TestLocksJSON(t *testing.T) {
 				t.Fatalf("%s missing in %v", k, rows[0])
 			}
 		}
-		code, out, errs = run(t, dsn, "locks")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "locks")
 		if !strings.Contains(out, "GRANTED") || !strings.Contains(out, "SHARED") {
 			t.Fatalf("table %q", out)
 		}
@@ -247,13 +254,11 @@ func TestBadDSN(t *testing.T) {
 
 func TestMigrate(t *testing.T) {
 	dsn := batontest.SQLiteDSN(t)
-	code, out, errs := run(t, dsn, "migrate", "status")
-	expect(t, code, errs, 0, "")
+	out := runOK(t, dsn, "migrate", "status")
 	if !strings.Contains(out, "pending") {
 		t.Fatalf("status before: %q", out)
 	}
-	code, out, errs = run(t, dsn, "migrate")
-	expect(t, code, errs, 0, "")
+	out = runOK(t, dsn, "migrate")
 	if strings.Contains(out, "pending") || !strings.Contains(out, "applied") {
 		t.Fatalf("after: %q", out)
 	}
@@ -286,18 +291,15 @@ func TestMigrateCreatesSchema(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, `"`+schema+`"`) || !strings.Contains(errs, "baton migrate") {
 			t.Fatalf("push into a missing schema: exit %d, stderr %q: want a failure naming the schema and baton migrate", code, errs)
 		}
-		code, out, errs := run(t, dsn, "migrate")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "migrate")
 		if !strings.Contains(out, "created schema "+schema+"\n") {
 			t.Fatalf("migrate did not say it created the schema:\n%s", out)
 		}
-		code, out, errs = run(t, dsn, "migrate")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "migrate")
 		if strings.Contains(out, "created schema") {
 			t.Fatalf("second migrate created the schema again:\n%s", out)
 		}
-		code, _, errs = run(t, dsn, "queue", "push", "mail", "x")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "push", "mail", "x")
 	})
 }
 

@@ -57,8 +57,7 @@ func TestWorkPayloadOnStdin(t *testing.T) {
 			want[pushID(t, dsn, string(p), "q", "-")] = p
 		}
 		dir := t.TempDir()
-		code, _, errs := run(t, dsn, "work", "q", "--drain", "--", "sh", "-c", `cat > "$0/$BATON_MESSAGE_ID"`, dir)
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "work", "q", "--drain", "--", "sh", "-c", `cat > "$0/$BATON_MESSAGE_ID"`, dir)
 		for id, p := range want {
 			got, err := os.ReadFile(filepath.Join(dir, strconv.FormatInt(id, 10)))
 			if err != nil || !bytes.Equal(got, p) {

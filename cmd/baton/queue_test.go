@@ -67,8 +67,7 @@ func pushID(t *testing.T, dsn, stdin string, args ...string) int64 {
 // statsOf runs `baton queue stats QUEUE --json`.
 func statsOf(t *testing.T, dsn, queue string) map[string]any {
 	t.Helper()
-	code, out, errs := run(t, dsn, "queue", "stats", queue, "--json")
-	expect(t, code, errs, 0, "")
+	out := runOK(t, dsn, "queue", "stats", queue, "--json")
 	var st map[string]any
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("stats --json: %v: %q", err, out)
@@ -107,18 +106,16 @@ func TestQueueCommands(t *testing.T) {
 		if ns, ok := st["oldest_ready_ns"].(float64); !ok || ns < 0 {
 			t.Fatalf("oldest_ready_ns in %v", st)
 		}
-		code, out, errs := run(t, dsn, "queue", "stats", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "stats", "--json")
 		var all []map[string]any
 		if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 || all[0]["queue"] != "q" || all[0]["ready"] != 2.0 {
 			t.Fatalf("stats --json of all: %v: %s", err, out)
 		}
-		code, out, errs = run(t, dsn, "queue", "stats")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "stats")
 		if !strings.Contains(out, "READY") || !strings.Contains(out, "RETRYING") || !strings.Contains(out, "CANCELLED") || !strings.Contains(out, "\nq ") {
 			t.Fatalf("stats table %q", out)
 		}
-		code, _, errs = run(t, dsn, "queue", "stats", "nope")
+		code, _, errs := run(t, dsn, "queue", "stats", "nope")
 		expect(t, code, errs, exitNoQueue, "no queue nope")
 		code, _, errs = run(t, dsn, "queue", "redrive", "nope")
 		expect(t, code, errs, exitNoQueue, "no queue nope")
@@ -156,8 +153,7 @@ func TestQueueCommands(t *testing.T) {
 		}
 		wantCounts(t, statsOf(t, dsn, "q"), 0, 1, 0, 2)
 
-		code, out, errs = run(t, dsn, "queue", "dead", "q", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q", "--json")
 		var dead []map[string]any
 		if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 2 {
 			t.Fatalf("dead --json: %v: %s", err, out)
@@ -173,39 +169,33 @@ func TestQueueCommands(t *testing.T) {
 		if !slices.Equal(ids, []int64{min(id1, id2), max(id1, id2)}) {
 			t.Fatalf("dead ids %v, want %d and %d", ids, id1, id2)
 		}
-		code, out, errs = run(t, dsn, "queue", "dead", "q", "--limit", "1", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q", "--limit", "1", "--json")
 		if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 1 {
 			t.Fatalf("dead --limit 1: %v: %s", err, out)
 		}
-		code, out, errs = run(t, dsn, "queue", "dead", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q")
 		if !strings.Contains(out, "FAILED AT") || !strings.Contains(out, "broken") || strings.Contains(out, "second line") ||
 			!strings.Contains(out, "two") || !strings.Contains(out, "1/3") {
 			t.Fatalf("dead table %q", out)
 		}
 
-		code, out, errs = run(t, dsn, "queue", "redrive", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "redrive", "q")
 		if strings.TrimSpace(out) != "2" {
 			t.Fatalf("redrive printed %q, want 2", out)
 		}
 		wantCounts(t, statsOf(t, dsn, "q"), 2, 1, 0, 0)
 
 		fail()
-		code, out, errs = run(t, dsn, "queue", "purge", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "purge", "q")
 		if strings.TrimSpace(out) != "2" {
 			t.Fatalf("purge printed %q, want 2", out)
 		}
 		wantCounts(t, statsOf(t, dsn, "q"), 0, 1, 0, 0)
-		code, out, errs = run(t, dsn, "queue", "dead", "q", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q", "--json")
 		if strings.TrimSpace(out) != "[]" {
 			t.Fatalf("dead after purge: %q", out)
 		}
-		code, out, errs = run(t, dsn, "queue", "purge", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "purge", "q")
 		if strings.TrimSpace(out) != "0" {
 			t.Fatalf("second purge printed %q, want 0", out)
 		}
@@ -246,8 +236,7 @@ func TestQueuePushBadInput(t *testing.T) {
 		// Nothing was enqueued, not even the queue's name.
 		code, _, errs := run(t, dsn, "queue", "stats", "fresh")
 		expect(t, code, errs, exitNoQueue, "no queue fresh")
-		code, out, errs := run(t, dsn, "queue", "stats", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "stats", "--json")
 		if strings.TrimSpace(out) != "[]" {
 			t.Fatalf("queues after bad pushes: %s", out)
 		}
@@ -279,10 +268,9 @@ func lines(t *testing.T, path string) []string {
 func TestWorkSaysPaused(t *testing.T) {
 	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "pz", "m")
-		code, _, errs := run(t, dsn, "queue", "pause", "pz")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "pause", "pz")
 		file := filepath.Join(t.TempDir(), "out")
-		code, _, errs = run(t, dsn, "work", "pz", "--drain", "--", "sh", "-c", `cat >> "$0"`, file)
+		code, _, errs := run(t, dsn, "work", "pz", "--drain", "--", "sh", "-c", `cat >> "$0"`, file)
 		expect(t, code, errs, 0, "")
 		if !strings.Contains(errs, "queue is paused") || strings.Count(errs, "paused") != 1 {
 			t.Fatalf("a drain of a paused queue said %q, want one line saying it is paused", errs)
@@ -341,8 +329,7 @@ func TestWorkDrain(t *testing.T) {
 			pushID(t, dsn, "", "ord", order[i])
 		}
 		file2 := filepath.Join(t.TempDir(), "ordered")
-		code, _, errs = run(t, dsn, "work", "ord", "--ordered", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file2)
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "work", "ord", "--ordered", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file2)
 		if got := lines(t, file2); !slices.Equal(got, order) {
 			t.Fatalf("ordered runs %q, want %q", got, order)
 		}
@@ -351,8 +338,7 @@ func TestWorkDrain(t *testing.T) {
 			pushID(t, dsn, "", "pk", fmt.Sprintf("p%d", i), "--key", fmt.Sprintf("k%d", i%2))
 		}
 		file3 := filepath.Join(t.TempDir(), "perkey")
-		code, _, errs = run(t, dsn, "work", "pk", "--per-key", "--concurrency", "4", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file3)
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "work", "pk", "--per-key", "--concurrency", "4", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file3)
 		got = lines(t, file3)
 		slices.Sort(got)
 		if !slices.Equal(got, []string{"p0", "p1", "p2", "p3"}) {
@@ -390,8 +376,7 @@ func TestWorkDeadLetter(t *testing.T) {
 		if !strings.Contains(stderr, "boom 1") || !strings.Contains(stderr, "status 3") {
 			t.Fatalf("CMD's stderr or the failure not shown: %q", stderr)
 		}
-		code, out, errs := run(t, dsn, "queue", "dead", "q", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "dead", "q", "--json")
 		var dead []map[string]any
 		if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 1 {
 			t.Fatalf("dead: %v: %s", err, out)
@@ -401,7 +386,7 @@ func TestWorkDeadLetter(t *testing.T) {
 			!strings.Contains(d["error"].(string), "status 3") || !strings.Contains(d["error"].(string), "boom 2") {
 			t.Fatalf("dead letter %v", d)
 		}
-		code, _, errs = runWith(t, dsn, "", []string{"BATON_RETRY_BASE=fast"}, "work", "q", "--drain", "--", "true")
+		code, _, errs := runWith(t, dsn, "", []string{"BATON_RETRY_BASE=fast"}, "work", "q", "--drain", "--", "true")
 		expect(t, code, errs, exitUsage, "BATON_RETRY_BASE")
 	})
 }
@@ -574,8 +559,7 @@ func TestNotifyListen(t *testing.T) {
 		gotPlain, gotJSON := false, false
 		deadline := time.After(20 * time.Second)
 		for !gotPlain || !gotJSON {
-			code, _, errs := run(t, dsn, "notify", "ch", "hello world")
-			expect(t, code, errs, 0, "")
+			runOK(t, dsn, "notify", "ch", "hello world")
 			tick := time.After(300 * time.Millisecond)
 		read:
 			for {
@@ -598,8 +582,7 @@ func TestNotifyListen(t *testing.T) {
 				}
 			}
 		}
-		code, _, errs := run(t, dsn, "notify", "other", "")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "notify", "other", "")
 		timeout := time.After(20 * time.Second)
 		for got := false; !got; {
 			select {
