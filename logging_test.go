@@ -64,8 +64,7 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 		holder := session(t, openDSN(t, dsn))
 		mustLock(t, holder, "ns", baton.Write, "x")
 		s := session(t, c)
-		ch := async(s, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, s, 1)
+		ch := waiting(t, c, s, "ns", baton.Write, baton.Forever, "x")
 		// A check that fails can take a while (MariaDB's driver tries a
 		// new connection three times), the more so on a loaded machine.
 		checks := func(n int64, what string) {

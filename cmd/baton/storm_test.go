@@ -74,8 +74,7 @@ func killStorm(t *testing.T, cfg stormConfig) {
 	if testing.Short() {
 		t.Skip("kills worker processes for several seconds")
 	}
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, _ := client(t, dsn)
 		for i := 0; i < cfg.messages; i++ {
 			if _, err := c.Enqueue(context.Background(), "storm", []byte(fmt.Sprintf("m%d\n", i)), baton.EnqueueOptions{MaxAttempts: cfg.maxAttempts}); err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/driver/sqlite"
+	_ "github.com/batonhq/baton/driver/sqlite" // the sqlite: scheme
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/lease"
@@ -64,17 +64,7 @@ func (s slowSessions) SessionHeartbeat(ctx context.Context, p driver.HeartbeatPa
 // live.
 func TestDeadlineRule(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlite.Open(ctx, batontest.SQLiteDSN(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := batontest.Prepared(t, batontest.SQLiteDSN(t))
 	const (
 		leaseFor  = 10 * time.Second
 		heartbeat = 3 * time.Second
