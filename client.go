@@ -316,7 +316,7 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 			defer c.mu.Unlock()
 			return c.closed
 		}})
-	c.bus = bus.New(bus.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
+	c.bus = bus.New(bus.Config{Notifier: drv.Notifier(), ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
 		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.log.Warnf,
 		Routes: bus.Routes{Locks: c.lockWaits, Look: c.locks.Wake, Queues: c.queueWaits,
 			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver}})

@@ -17,7 +17,7 @@ import (
 // fakeDriver counts the listeners it starts and stops; fail makes the
 // next starts fail.
 type fakeDriver struct {
-	driver.Driver
+	driver.Notifier
 	mu            sync.Mutex
 	started, live int
 	fail          int
@@ -52,7 +52,7 @@ func newListener(t *testing.T, d *fakeDriver, closeIdle bool) (*Listener, *wake.
 	var rec batontest.Steps
 	locks := wake.NewLocks(func(bool) {})
 	quit := make(chan struct{})
-	l := New(Config{Driver: d, ClientID: "c", Lease: time.Second, PollInterval: time.Millisecond, Quit: quit,
+	l := New(Config{Notifier: d, ClientID: "c", Lease: time.Second, PollInterval: time.Millisecond, Quit: quit,
 		CloseIdle: closeIdle, Kicked: func() {}, Logf: func(string, ...any) {},
 		Routes: Routes{Locks: locks, Look: func() { rec.Add("look") }, Queues: wake.NewQueues(nil),
 			Cancel: func(p string) { rec.Add("cancel " + p) },
