@@ -353,8 +353,10 @@ func (l *Service) checkWaiters() {
 // the graph again under its lock; a cycle, once formed, stays until a
 // victim is chosen, so none is missed for long).
 func (l *Service) deadlockNet(ctx context.Context) error {
-	l.netLooks.Add(1)
 	graph, err := l.drv.NoTx().LockWaitGraph(ctx)
+	// Counted once the graph is read: a look that began before a cycle
+	// formed, and read it, counts after the cycle's last request.
+	l.netLooks.Add(1)
 	if err != nil || len(lockcore.Victims(graph)) == 0 {
 		return err
 	}
