@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
 )
 
 // The states of a message's life.

@@ -73,7 +73,7 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 			for deadline := time.Now().Add(time.Minute); baton.LockChecks(c) < from+n; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("timed out waiting for %s (%d of %d); where the lock service's goroutines are:\n%s",
-						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks", "internal/wake", "baton/driver/"))
+						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks", "internal/bus", "baton/driver/"))
 				}
 			}
 		}

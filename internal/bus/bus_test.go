@@ -11,7 +11,6 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/wake"
 )
 
 // fakeDriver counts the listeners it starts and stops; fail makes the
@@ -47,14 +46,14 @@ func (d *fakeDriver) counts() (started, live int) {
 	return d.started, d.live
 }
 
-func newListener(t *testing.T, d *fakeDriver, closeIdle bool) (*Listener, *wake.Locks, *batontest.Steps, chan struct{}) {
+func newListener(t *testing.T, d *fakeDriver, closeIdle bool) (*Listener, *Locks, *batontest.Steps, chan struct{}) {
 	t.Helper()
 	var rec batontest.Steps
-	locks := wake.NewLocks(func(bool) {})
+	locks := NewLocks(func(bool) {})
 	quit := make(chan struct{})
 	l := New(Config{Notifier: d, ClientID: "c", Lease: time.Second, PollInterval: time.Millisecond, Quit: quit,
 		CloseIdle: closeIdle, Kicked: func() {}, Logf: func(string, ...any) {},
-		Routes: Routes{Locks: locks, Look: func() { rec.Add("look") }, Queues: wake.NewQueues(nil),
+		Routes: Routes{Locks: locks, Look: func() { rec.Add("look") }, Queues: NewQueues(nil),
 			Cancel: func(p string) { rec.Add("cancel " + p) },
 			Pause:  func(p string) { rec.Add("pause " + p) },
 			Notify: func(ch, p string) { rec.Add("notify " + ch + " " + p) }}})
@@ -81,9 +80,9 @@ func closedChan(ch chan struct{}) bool {
 // and the lock wake-ups only.
 func TestRouterDispatch(t *testing.T) {
 	var rec batontest.Steps
-	queues := wake.NewQueues(nil)
+	queues := NewQueues(nil)
 	woken := queues.Add("jobs")
-	r := NewRouter(Routes{Locks: wake.NewLocks(func(bool) {}), Look: func() { rec.Add("look") }, Queues: queues,
+	r := NewRouter(Routes{Locks: NewLocks(func(bool) {}), Look: func() { rec.Add("look") }, Queues: queues,
 		Cancel: func(p string) { rec.Add("cancel " + p) }, Pause: func(p string) { rec.Add("pause " + p) },
 		Notify: func(ch, p string) { rec.Add("notify " + ch + " " + p) }})
 	for _, deaf := range []bool{false, true} {

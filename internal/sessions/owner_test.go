@@ -1,4 +1,4 @@
-package lease_test
+package sessions_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	_ "github.com/batonhq/baton/driver/sqlite" // the sqlite: scheme
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sessions"
 )
 
 // TestOwnerEndsSessions: closing a session releases what it holds, then
@@ -23,8 +23,8 @@ func TestOwnerEndsSessions(t *testing.T) {
 	d := batontest.Migrated(t, batontest.SQLiteDSN(t))
 	var st batontest.Steps // what the Owner asks of what sessions hold
 	var dropErr error
-	o := lease.NewOwner(lease.OwnerConfig{Driver: d,
-		Release:  func(_ context.Context, s *lease.Session) { st.Add("release " + s.ID()) },
+	o := sessions.NewOwner(sessions.OwnerConfig{Driver: d,
+		Release:  func(_ context.Context, s *sessions.Session) { st.Add("release " + s.ID()) },
 		Withdraw: func(_ context.Context, id string) { st.Add("withdraw " + id) },
 		DropLocks: func(_ context.Context, _ driver.Tx, id string) error {
 			st.Add("drop locks " + id)
@@ -35,7 +35,7 @@ func TestOwnerEndsSessions(t *testing.T) {
 			return []string{"q"}, nil
 		},
 		Wake: func(q string) { st.Add("wake " + q) }})
-	k := lease.NewKeeper(lease.Config{Driver: d, ClientID: "client", Lease: 10 * time.Second, Heartbeat: 3 * time.Second,
+	k := sessions.NewKeeper(sessions.Config{Driver: d, ClientID: "client", Lease: 10 * time.Second, Heartbeat: 3 * time.Second,
 		EndSession: o.EndDead, SessionLost: func() {}, Log: func(string, error) {}})
 	live := func(id string) bool {
 		ids, err := d.NoTx().SessionListByClient(ctx, "client")
