@@ -146,33 +146,18 @@ func TestCancelIgnoredEndsCancelled(t *testing.T) {
 		c, dsn := openQ(t, b)
 		other := openDSN(t, dsn)
 		id := enqueue(t, c, "ci", "stubborn")
-		started := make(chan struct{})
-		ctx, cancel := context.WithCancel(ctxT(t))
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(ctx, "ci", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-ctx.Done() // told to stop, and returns nil all the same
-				return nil
-			}, baton.WorkerOptions{})
-		}()
-		<-started
+		stop := startedWorker(t, c, "ci", baton.WorkerOptions{}, func(ctx context.Context) error {
+			<-ctx.Done() // told to stop, and returns nil all the same
+			return nil
+		})
 		if err := other.CancelMessage(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the message to finish", func() bool {
-			st := getMessage(t, c, id).State
-			return st == baton.StateCancelled || st == baton.StateCompleted
-		})
-		m := getMessage(t, c, id)
+		m := awaitFinished(t, c, id)
 		if m.State != baton.StateCancelled || m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
 			t.Fatalf("a cancelled message whose handler returned nil: %+v, want cancelled with its attempt's error", m)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	})
 }
 
@@ -188,36 +173,22 @@ func TestCancelUnheardEndsCancelled(t *testing.T) {
 		other := openDSN(t, dsn)
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cu", "unheard")
-		started, finish := make(chan struct{}), make(chan struct{})
-		ctx, cancel := context.WithCancel(ctxT(t))
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(ctx, "cu", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-finish
-				if ctx.Err() != nil {
-					t.Errorf("the handler heard of the cancellation: %v", context.Cause(ctx))
-				}
-				return nil
-			}, baton.WorkerOptions{Visibility: time.Minute})
-		}()
-		<-started
+		finish := make(chan struct{})
+		stop := startedWorker(t, c, "cu", baton.WorkerOptions{Visibility: time.Minute}, func(ctx context.Context) error {
+			<-finish
+			if ctx.Err() != nil {
+				t.Errorf("the handler heard of the cancellation: %v", context.Cause(ctx))
+			}
+			return nil
+		})
 		if err := other.CancelMessage(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
 		close(finish)
-		waitFor(t, "the message to finish", func() bool {
-			st := getMessage(t, c, id).State
-			return st == baton.StateCancelled || st == baton.StateCompleted
-		})
-		if m := getMessage(t, c, id); m.State != baton.StateCancelled {
+		if m := awaitFinished(t, c, id); m.State != baton.StateCancelled {
 			t.Fatalf("a message cancelled while its handler ran, which returned nil unaware: %+v, want cancelled", m)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 
 		s := session(t, c)
 		id = enqueue(t, c, "cu", "claimed")
@@ -238,25 +209,49 @@ func TestCancelUnheardEndsCancelled(t *testing.T) {
 // and fails the test if it did not return nil.
 func blockedWorker(t *testing.T, c *baton.Client, queue string, visibility time.Duration) (<-chan error, func()) {
 	t.Helper()
-	started, causes := make(chan struct{}), make(chan error, 1)
+	causes := make(chan error, 1)
+	stop := startedWorker(t, c, queue, baton.WorkerOptions{Visibility: visibility}, func(ctx context.Context) error {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	return causes, stop
+}
+
+// startedWorker runs a worker of c on queue whose handler is h, and
+// returns once h runs, with a function that stops the worker and fails
+// the test if it did not return nil.
+func startedWorker(t *testing.T, c *baton.Client, queue string, opts baton.WorkerOptions, h func(ctx context.Context) error) func() {
+	t.Helper()
+	started := make(chan struct{})
 	ctx, cancel := context.WithCancel(ctxT(t))
+	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() {
 		done <- c.Work(ctx, queue, func(ctx context.Context, m *baton.Message) error {
 			close(started)
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return ctx.Err()
-		}, baton.WorkerOptions{Visibility: visibility})
+			return h(ctx)
+		}, opts)
 	}()
 	<-started
-	return causes, func() {
+	return func() {
 		t.Helper()
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// awaitFinished waits for message id to end cancelled or completed, and
+// returns it.
+func awaitFinished(t *testing.T, c *baton.Client, id int64) baton.MessageInfo {
+	t.Helper()
+	waitFor(t, "the message to finish", func() bool {
+		st := getMessage(t, c, id).State
+		return st == baton.StateCancelled || st == baton.StateCompleted
+	})
+	return getMessage(t, c, id)
 }
 
 // TestCancelLearnedAtRenewal: a cancellation is a wake-up too, and a hint
