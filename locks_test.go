@@ -61,6 +61,14 @@ func mustLock(t *testing.T, s *baton.Session, ns string, m baton.Mode, names ...
 	return g
 }
 
+// mustRefuse asks s for names in mode without waiting, which must be
+// refused with ErrTimeout.
+func mustRefuse(t *testing.T, s *baton.Session, ns string, m baton.Mode, names ...string) {
+	t.Helper()
+	_, err := s.Lock(ctxT(t), ns, m, 0, names...)
+	wantErr(t, err, baton.ErrTimeout)
+}
+
 func wantErr(t *testing.T, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
@@ -213,8 +221,7 @@ func TestLockNamesAreExactBytes(t *testing.T) {
 			mustLock(t, s2, "ns", baton.Write, n)
 		}
 		mustLock(t, s2, "NS", baton.Write, "job")
-		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 0, "job")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "ns", baton.Write, "job")
 	})
 }
 
@@ -268,8 +275,7 @@ func TestLockInstances(t *testing.T) {
 			if got := len(held(t, c, s)); got != n {
 				t.Fatalf("%d instances shown, want %d", got, n)
 			}
-			_, err := other.Lock(ctxT(t), "ns", baton.Read, 0, "x")
-			wantErr(t, err, baton.ErrTimeout)
+			mustRefuse(t, other, "ns", baton.Read, "x")
 			released, err := s.Release(ctxT(t), "ns")
 			if err != nil || released != n {
 				t.Fatalf("release: %d, %v; want %d", released, err, n)
@@ -313,8 +319,7 @@ func TestLockNoDowngrade(t *testing.T) {
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "ns", baton.Write, "x")
 		mustLock(t, s1, "ns", baton.Read, "x")
-		_, err := s2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "ns", baton.Read, "x")
 		modes := map[string]int{}
 		for _, l := range held(t, c, s1) {
 			modes[l.Mode]++
@@ -354,10 +359,9 @@ func TestLockTimeouts(t *testing.T) {
 		c, _ := open(t, b)
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "ns", baton.Write, "x")
-		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "ns", baton.Write, "x")
 		start := time.Now()
-		_, err = s2.Lock(ctxT(t), "ns", baton.Write, 150*time.Millisecond, "x")
+		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 150*time.Millisecond, "x")
 		wantErr(t, err, baton.ErrTimeout)
 		if el := time.Since(start); el < 150*time.Millisecond {
 			t.Fatalf("timed out after %v, before the 150ms timeout", el)
@@ -384,8 +388,7 @@ func TestLockFIFO(t *testing.T) {
 		mustLock(t, r1, "ns", baton.Read, "x")
 		wch := waiting(t, c, w, "ns", baton.Write, baton.Forever, "x")
 		// A waiting writer blocks later readers of other sessions...
-		_, err := r2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, r2, "ns", baton.Read, "x")
 		r2ch := waiting(t, c, r2, "ns", baton.Read, baton.Forever, "x")
 		// ...but not a session that already holds the lock.
 		mustLock(t, r1, "ns", baton.Read, "x")
@@ -1069,8 +1072,7 @@ func TestReadersJoinInOrder(t *testing.T) {
 			done <- err
 		}()
 		waitPending(t, c, w, 1)
-		_, err := rs[3].Lock(ctxT(t), "ns", baton.Read, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, rs[3], "ns", baton.Read, "x")
 		release(t, rs[0], "ns")
 		release(t, rs[1], "ns")
 		stillWaiting(t, done, 50*time.Millisecond, "the writer, beside a reader")
