@@ -117,17 +117,7 @@ func TestCancel(t *testing.T) {
 		}
 		running := enqueue(t, c, "cx", "running")
 		causes, stop := blockedWorker(t, c, "cx", time.Minute)
-		if err := other.CancelMessage(ctxT(t), running); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case cause := <-causes:
-			wantErr(t, cause, baton.ErrCancelled)
-		case <-time.After(15 * time.Second):
-			t.Fatal("the handler was not stopped (a lease renewal is 20s away)")
-		}
-		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, running).State == baton.StateCancelled })
-		m := getMessage(t, c, running)
+		m := cancelRunning(t, other, c, running, causes, "the handler was not stopped (a lease renewal is 20s away)")
 		if m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
 			t.Fatalf("cancelled running message: %+v", m)
 		}
@@ -218,6 +208,25 @@ func blockedWorker(t *testing.T, c *baton.Client, queue string, visibility time.
 	return causes, stop
 }
 
+// cancelRunning cancels message id through other while a blockedWorker
+// of c runs it: the handler's context must end with ErrCancelled within
+// 15 s (else the test fails saying stuck), and the message end
+// cancelled, which cancelRunning returns.
+func cancelRunning(t *testing.T, other, c *baton.Client, id int64, causes <-chan error, stuck string) baton.MessageInfo {
+	t.Helper()
+	if err := other.CancelMessage(ctxT(t), id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-causes:
+		wantErr(t, cause, baton.ErrCancelled)
+	case <-time.After(15 * time.Second):
+		t.Fatal(stuck)
+	}
+	waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, id).State == baton.StateCancelled })
+	return getMessage(t, c, id)
+}
+
 // startedWorker runs a worker of c on queue whose handler is h, and
 // returns once h runs, with a function that stops the worker and fails
 // the test if it did not return nil.
@@ -266,16 +275,7 @@ func TestCancelLearnedAtRenewal(t *testing.T) {
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cr", "running")
 		causes, stop := blockedWorker(t, c, "cr", 1500*time.Millisecond)
-		if err := other.CancelMessage(ctxT(t), id); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case cause := <-causes:
-			wantErr(t, cause, baton.ErrCancelled)
-		case <-time.After(15 * time.Second):
-			t.Fatal("the handler was not stopped 15 s after the cancellation: its claim renewals (every 0.5 s) did not find out")
-		}
-		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, id).State == baton.StateCancelled })
+		cancelRunning(t, other, c, id, causes, "the handler was not stopped 15 s after the cancellation: its claim renewals (every 0.5 s) did not find out")
 		stop()
 	})
 }
