@@ -13,6 +13,15 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
+// openQPair opens a queue client on a new database of b, and another
+// client of the same database (with the default options), as a second
+// process.
+func openQPair(t *testing.T, b batontest.Backend) (c, other *baton.Client) {
+	t.Helper()
+	c, dsn := openQ(t, b)
+	return c, openDSN(t, dsn)
+}
+
 func getMessage(t *testing.T, c *baton.Client, id int64) baton.MessageInfo {
 	t.Helper()
 	m, err := c.Message(ctxT(t), id)
@@ -106,8 +115,7 @@ func TestMessageLife(t *testing.T) {
 // nothing and says so.
 func TestCancel(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		waiting := enqueue(t, c, "cx", "waiting", baton.EnqueueOptions{Delay: time.Hour})
 		if err := other.CancelMessage(ctxT(t), waiting); err != nil {
 			t.Fatal(err)
@@ -133,8 +141,7 @@ func TestCancel(t *testing.T) {
 // attempt's error saying so, and the observer counts it cancelled.
 func TestCancelIgnoredEndsCancelled(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		id := enqueue(t, c, "ci", "stubborn")
 		stop := startedWorker(t, c, "ci", baton.WorkerOptions{}, func(ctx context.Context) error {
 			<-ctx.Done() // told to stop, and returns nil all the same
@@ -159,8 +166,7 @@ func TestCancelIgnoredEndsCancelled(t *testing.T) {
 // cancelled claim says ErrCancelled and ends it cancelled.
 func TestCancelUnheardEndsCancelled(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cu", "unheard")
 		finish := make(chan struct{})
@@ -270,8 +276,7 @@ func awaitFinished(t *testing.T, c *baton.Client, id int64) baton.MessageInfo {
 // ErrCancelled, and the message ends cancelled.
 func TestCancelLearnedAtRenewal(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cr", "running")
 		causes, stop := blockedWorker(t, c, "cr", 1500*time.Millisecond)
