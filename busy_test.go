@@ -164,8 +164,7 @@ func TestTryOfSeveralNamesOneHeld(t *testing.T) {
 // name, and in read mode, are granted as new instances.
 func TestTryOwnLockAfterContention(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		owner, other := session(t, c), session(t, c)
+		_, owner, other := twoSessions(t, b)
 		mustLock(t, owner, "own", baton.Write, "x")
 		mustRefuse(t, other, "own", baton.Write, "x")
 		mustLock(t, owner, "own", baton.Write, "x")
