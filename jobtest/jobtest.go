@@ -33,28 +33,11 @@ const timeout = time.Minute
 func Enqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string) ([]T, []int64) {
 	tb.Helper()
 	var zero T
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var args []T
-	var ids []int64
-	for _, st := range []baton.MessageState{baton.StateReady, baton.StateScheduled, baton.StateRetrying} {
-		after := ""
-		for {
-			ms, next, err := c.ListMessages(ctx, baton.ListOptions{Queue: queue, State: st, Kind: zero.Kind(), After: after, Limit: 1000})
-			if err != nil {
-				tb.Fatalf("jobtest: list %s messages of kind %q in %s: %v", st, zero.Kind(), queue, err)
-			}
-			for _, m := range ms {
-				var a T
-				if err := json.Unmarshal(m.Payload, &a); err != nil {
-					tb.Fatalf("jobtest: message %d of kind %q: the arguments do not decode: %v", m.ID, zero.Kind(), err)
-				}
-				args, ids = append(args, a), append(ids, m.ID)
-			}
-			if after = next; next == "" {
-				break
-			}
-		}
+	ms := list(tb, c, queue, zero.Kind(), waiting)
+	args := make([]T, len(ms))
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		args[i], ids[i] = decode[T](tb, m), m.ID
 	}
 	return args, ids
 }
