@@ -1,13 +1,21 @@
 // Package jobtest helps the tests of programs that enqueue and handle
-// baton messages: assert that a message of a kind was enqueued with given
-// arguments (committed, or in the caller's transaction), and run workers
-// synchronously until nothing is ready.
+// baton messages: assert that messages of a kind were enqueued with given
+// arguments and options (committed, or in the caller's transaction; one,
+// or several in order), run one job through the real worker runtime and
+// read its outcome, and run workers synchronously until nothing is ready.
 //
 //	func TestSignup(t *testing.T) {
 //		c := openClient(t) // any baton.Client, SQLite in a t.TempDir() is enough
 //		signup(ctx, c, "ann@example.com")
-//		jobtest.RequireEnqueued(t, c, "mail", welcomeArgs{To: "ann@example.com"})
+//		jobtest.RequireEnqueuedWith(t, c, "mail", welcomeArgs{To: "ann@example.com"}, jobtest.Opts{Priority: new(1)})
 //		jobtest.Work(t, c, "mail", workers)
+//	}
+//
+//	func TestWelcomeHandler(t *testing.T) {
+//		out := jobtest.WorkOne(t, openClient(t), workers, welcomeArgs{To: "nobody"})
+//		if out.State != baton.StateDead || !errors.Is(out.Err, errNoMailbox) {
+//			t.Fatalf("%+v", out)
+//		}
 //	}
 package jobtest
 

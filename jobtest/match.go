@@ -63,7 +63,8 @@ func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 // RequireEnqueuedWith is RequireEnqueued that also checks the message's
 // state, priority, key, attempt limit and run-at (see Opts); it returns
-// the id of the first message, in claim order, that matches. The failure
+// the id of the first message that matches, in the order of
+// Client.ListMessages (waiting ones in claim order). The failure
 // names, for each message with the arguments, what differed.
 //
 //	jobtest.RequireEnqueuedWith(t, c, "mail", Welcome{To: "ann@example.com"}, jobtest.Opts{

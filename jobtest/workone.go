@@ -64,7 +64,9 @@ var oneQueues atomic.Int64
 // (retry with backoff, dead letters, cancellation). It returns what
 // became of the attempt; it fails the test if ws has no worker of args'
 // kind, or the job cannot be enqueued, run or read back. A failing
-// attempt does not fail the test: check the outcome.
+// attempt does not fail the test: check the outcome. The job's queue
+// (Outcome.Message.Queue) keeps the message afterwards, as a program's
+// queue would; nothing works that queue but WorkOne.
 //
 //	out := jobtest.WorkOne(t, c, ws, Welcome{To: "bad"}, jobtest.OneOptions{Enqueue: baton.EnqueueOptions{MaxAttempts: 1}})
 //	if out.State != baton.StateDead || !errors.Is(out.Err, ErrNoMailbox) { ... }

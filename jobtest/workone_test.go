@@ -126,6 +126,14 @@ func TestWorkOne(t *testing.T) {
 
 		requireFails(t, "WorkOne of a kind without a worker", func(tb testing.TB) { jobtest.WorkOne(tb, c, ws, other{}) },
 			`no worker of kind "other"`, "[task welcome]")
+		requireFails(t, "WorkOne without workers", func(tb testing.TB) { jobtest.WorkOne(tb, c, nil, task{}) },
+			`no worker of kind "task"`)
+		requireFails(t, "WorkOne with a worker that cannot start", func(tb testing.TB) {
+			jobtest.WorkOne(tb, c, ws, task{Do: "ok"}, jobtest.OneOptions{Worker: baton.WorkerOptions{Timeout: -1}})
+		}, `work message`, "negative handler timeout")
+		if n := ran.Load(); n != 7 {
+			t.Errorf("the task handler ran %d times, want 7", n)
+		}
 	})
 }
 
