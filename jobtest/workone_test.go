@@ -124,6 +124,22 @@ func TestWorkOne(t *testing.T) {
 			t.Errorf("middleware and hook: %+v, wrapped %d, hooked %d", out, wrapped.Load(), hooked.Load())
 		}
 
+		// A job cancelled while it runs.
+		cws := baton.NewWorkers()
+		if err := baton.AddWorker(cws, func(ctx context.Context, j *baton.Job[task]) error {
+			if err := c.CancelMessage(ctx, j.ID); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out = jobtest.WorkOne(t, c, cws, task{Do: "cancel"})
+		if out.State != baton.StateCancelled || !errors.Is(out.Err, context.Canceled) || out.Failure == nil {
+			t.Errorf("a job cancelled while it runs: %+v", out)
+		}
+
 		requireFails(t, "WorkOne of a kind without a worker", func(tb testing.TB) { jobtest.WorkOne(tb, c, ws, other{}) },
 			`no worker of kind "other"`, "[task welcome]")
 		requireFails(t, "WorkOne without workers", func(tb testing.TB) { jobtest.WorkOne(tb, c, nil, task{}) },
