@@ -516,6 +516,19 @@ func (t *Tx) MessageRetry(ctx context.Context, c driver.Claim, delay time.Durati
 	return affected(t.exec(ctx, "message_retry", back, us(delay), us(delay), e.Error, string(doc), c.ID, c.SessionID, c.Attempt))
 }
 
+// MessageSnooze implements driver.QueueTx.
+func (t *Tx) MessageSnooze(ctx context.Context, c driver.Claim, delay time.Duration, moveBack bool, e driver.AttemptError) (bool, error) {
+	back := 0
+	if moveBack {
+		back = 1
+	}
+	doc, err := json.Marshal(e)
+	if err != nil {
+		return false, err
+	}
+	return affected(t.exec(ctx, "message_snooze", back, us(delay), us(delay), string(doc), c.ID, c.SessionID, c.Attempt))
+}
+
 // MessageExtend implements driver.QueueTx.
 func (t *Tx) MessageExtend(ctx context.Context, c driver.Claim, d time.Duration) (bool, error) {
 	return affected(t.exec(ctx, "message_extend", us(d), c.ID, c.SessionID, c.Attempt))
