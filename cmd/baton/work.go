@@ -56,15 +56,15 @@ input and the message in its environment:
   BATON_KIND          the message's kind ("" when it has none)
 
 CMD's standard output and error pass through. Exit status 0 acknowledges the
-message (it is completed, and kept in the history for a day); any other status
-retries it after a backoff (1s, doubling, at most 10m, ±20%), with the status
-and the last lines of CMD's standard error recorded as its error, except
-status 75 (EX_TEMPFAIL), which snoozes it: the message goes back to the queue,
-due after --snooze (default 30s), without using an attempt (its next run has
-the same BATON_ATTEMPT, and baton queue get shows the snooze); baton queue
-cancel ID kills CMD (the message ends cancelled); at its attempt limit it goes to the dead
-letters (baton queue dead). baton waits for messages without polling: a push
-wakes it at once.
+message (it is completed, and kept in the history for a day). Status 75
+(EX_TEMPFAIL) snoozes it: it goes back to the queue, due after --snooze
+(default 30s), without using an attempt (its next run has the same
+BATON_ATTEMPT; baton queue get shows the snooze). Any other status retries it
+after a backoff (1s, doubling, at most 10m, ±20%), with the status and the
+last lines of CMD's standard error recorded as its error; at its attempt limit
+it goes to the dead letters (baton queue dead). baton queue cancel ID kills
+CMD (the message ends cancelled). baton waits for messages without polling: a
+push wakes it at once.
 
 Modes:
   (default)   parallel: up to --concurrency messages at once, in any order
