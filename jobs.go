@@ -38,13 +38,16 @@ func ParseMessageState(s string) (MessageState, error) {
 	return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", ErrInvalid, s)
 }
 
-// AttemptError records one failed attempt of a message.
+// AttemptError records one failed attempt of a message, or one snooze.
 type AttemptError struct {
 	At      time.Time `json:"at"`
 	Attempt int       `json:"attempt"`
 	Error   string    `json:"error"`
 	// Stack is the handler's stack when the attempt panicked.
 	Stack string `json:"stack,omitempty"`
+	// Snoozed: the run did not fail but was put off (Snooze), its
+	// attempt taken back; Error says for how long.
+	Snoozed bool `json:"snoozed,omitempty"`
 }
 
 // Retention is how long finished messages stay in the history before the

@@ -11,8 +11,8 @@ import (
 // safe for concurrent use. Set it in Options.Observer.
 type Observer interface {
 	// HandlerDone: a worker's handler returned (or was stopped) after d.
-	// outcome is one of OutcomeCompleted, OutcomeRetried, OutcomeDead, OutcomeCancelled and
-	// OutcomeLost.
+	// outcome is one of OutcomeCompleted, OutcomeRetried, OutcomeDead, OutcomeCancelled,
+	// OutcomeSnoozed and OutcomeLost.
 	HandlerDone(queue, kind, outcome string, d time.Duration)
 	// LockWaited: a lock call (Lock, GetLock) ended after d, granted or
 	// not; namespace is "" for user-level locks.
@@ -29,7 +29,8 @@ const (
 	OutcomeRetried   = "retried"   // it failed and the message will run again
 	OutcomeDead      = "dead"      // it failed for good: the dead letters
 	OutcomeLost      = "lost"      // the session was lost; the message runs again elsewhere
-	OutcomeCancelled = "cancelled" // the message was cancelled while it ran
+	OutcomeCancelled = "cancelled" // the message was cancelled while it ran, or by its handler (Cancel)
+	OutcomeSnoozed   = "snoozed"   // the handler put it off (Snooze); its attempt is taken back
 )
 
 // nopObserver is the default Observer.
@@ -49,6 +50,8 @@ func outcome(m *Message, err error, lost bool) string {
 		return OutcomeCompleted
 	case errors.Is(err, ErrCancelled):
 		return OutcomeCancelled
+	case isSnooze(err):
+		return OutcomeSnoozed
 	case errors.Is(err, ErrPermanent) || m.Attempt >= m.MaxAttempts:
 		return OutcomeDead
 	}

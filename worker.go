@@ -228,7 +228,7 @@ func (w *workSession) End(span trace.Span, m *Message, err error, began time.Tim
 	tracing.End(span, err)
 	lost := w.Err() != nil && !errors.Is(w.Err(), ErrClosed)
 	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, lost), time.Since(began))
-	if err != nil {
+	if err != nil && !isSnooze(err) {
 		w.onError(m, err)
 	}
 }

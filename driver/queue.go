@@ -108,6 +108,9 @@ type AttemptError struct {
 	Error   string    `json:"error"`
 	// Stack is the handler's stack when the attempt panicked.
 	Stack string `json:"stack,omitempty"`
+	// Snoozed: the attempt did not fail but was put off (MessageSnooze),
+	// its attempt taken back; Error says for how long.
+	Snoozed bool `json:"snoozed,omitempty"`
 }
 
 // ListFilter selects a page of waiting or running messages of one queue
@@ -324,6 +327,11 @@ type QueueTx interface {
 	// back the attempt it counted; false when the claim is not current or
 	// its message was asked to stop (cancel: MessageFinish it instead).
 	MessageRelease(ctx context.Context, c Claim) (bool, error)
+	// MessageSnooze gives a claim back to run after delay, taking back the
+	// attempt it counted and recording e (a snooze, not a failure: the
+	// last error stays); false when the claim is not current or its
+	// message was asked to stop (cancel: MessageFinish it instead).
+	MessageSnooze(ctx context.Context, c Claim, delay time.Duration, moveBack bool, e AttemptError) (bool, error)
 	// MessageStart starts a held claim (ClaimHeld): its claim mode becomes
 	// mode and its lease runs for d from now; false when the claim is not
 	// current or its message was asked to stop.

@@ -167,8 +167,8 @@ func eventsWorkCmd(g *globals) *cobra.Command {
 		long: `Consume the events of subscription NAME exactly like "baton work" consumes a
 queue: CMD runs once per event with the event on its standard input as one JSON
 object {"subscription","table","action","pk","new","old"}, and the same
-environment variables and exit-status contract (0 acknowledges, anything else
-retries, the attempt limit dead-letters). --ordered processes the events one at
+environment variables and exit-status contract (0 acknowledges, 75 snoozes
+for --snooze, anything else retries, the attempt limit dead-letters). --ordered processes the events one at
 a time in the order they became visible; --per-key keeps each row's events in
 order (FIFO per primary key) and runs different rows in parallel.
 

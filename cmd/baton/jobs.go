@@ -238,6 +238,10 @@ func messageFields(m baton.MessageInfo) [][2]string {
 // stack of a panic indented below it.
 func printAttemptErrors(errs []baton.AttemptError) {
 	for _, e := range errs {
+		if e.Snoozed {
+			fmt.Printf("attempt %d %s at %s\n", e.Attempt, e.Error, e.At.Format(time.RFC3339))
+			continue
+		}
 		fmt.Printf("attempt %d failed at %s: %s\n", e.Attempt, e.At.Format(time.RFC3339), e.Error)
 		if e.Stack != "" {
 			fmt.Println("  " + strings.ReplaceAll(strings.TrimSpace(e.Stack), "\n", "\n  "))

@@ -23,7 +23,7 @@ func workCmd(g *globals) *cobra.Command {
 	return newWorkCmd(g, workSpec{
 		what:  "work",
 		arg:   "QUEUE",
-		use:   "work QUEUE [--concurrency N] [--ordered|--per-key] [--drain] [--visibility D] [--grace D] -- CMD [ARG...]",
+		use:   "work QUEUE [--concurrency N] [--ordered|--per-key] [--drain] [--visibility D] [--grace D] [--snooze D] -- CMD [ARG...]",
 		short: "Run a command once per message of a queue",
 		long:  workLong,
 		example: `  # send mail, ten at a time, forever
@@ -56,12 +56,15 @@ input and the message in its environment:
   BATON_KIND          the message's kind ("" when it has none)
 
 CMD's standard output and error pass through. Exit status 0 acknowledges the
-message (it is completed, and kept in the history for a day); any other status
-retries it after a backoff (1s, doubling, at most 10m, ±20%), with the status
-and the last lines of CMD's standard error recorded as its error; baton queue
-cancel ID kills CMD (the message ends cancelled); at its attempt limit it goes to the dead
-letters (baton queue dead). baton waits for messages without polling: a push
-wakes it at once.
+message (it is completed, and kept in the history for a day). Status 75
+(EX_TEMPFAIL) snoozes it: it goes back to the queue, due after --snooze
+(default 30s), without using an attempt (its next run has the same
+BATON_ATTEMPT; baton queue get shows the snooze). Any other status retries it
+after a backoff (1s, doubling, at most 10m, ±20%), with the status and the
+last lines of CMD's standard error recorded as its error; at its attempt limit
+it goes to the dead letters (baton queue dead). baton queue cancel ID kills
+CMD (the message ends cancelled). baton waits for messages without polling: a
+push wakes it at once.
 
 Modes:
   (default)   parallel: up to --concurrency messages at once, in any order
@@ -108,6 +111,7 @@ type workFlags struct {
 	timeout                time.Duration
 	metricsAddr            string
 	kind                   string
+	snooze                 time.Duration
 }
 
 // options checks the flags and turns them into worker options.
@@ -123,7 +127,8 @@ func (f *workFlags) options(what, name string) (baton.WorkerOptions, error) {
 		usageCheck{f.concurrency < 1, fmt.Sprintf("--concurrency %d: give at least 1", f.concurrency)},
 		usageCheck{f.ordered && f.concurrency > 1, "--ordered runs one message at a time; drop --concurrency"},
 		usageCheck{f.visibility < time.Second, fmt.Sprintf("--visibility %v: give at least 1s", f.visibility)},
-		usageCheck{f.grace <= 0, fmt.Sprintf("--grace %v: give a positive duration", f.grace)})
+		usageCheck{f.grace <= 0, fmt.Sprintf("--grace %v: give a positive duration", f.grace)},
+		usageCheck{f.snooze < 0, fmt.Sprintf("--snooze %v is negative", f.snooze)})
 }
 
 // mode is the queue mode --ordered or --per-key asks for; parallel when
@@ -183,6 +188,7 @@ type workJob struct {
 	retry   baton.RetryPolicy
 	path    string
 	command []string
+	snooze  time.Duration // the delay of a command's exit status 75
 }
 
 // prepareWork checks a baton work command's arguments (dash where --
@@ -200,6 +206,7 @@ func prepareWork(ctx context.Context, g *globals, spec workSpec, f *workFlags, a
 	if job.opts, err = f.options(what, "baton "+what+" "+args[0]); err != nil {
 		return job, err
 	}
+	job.snooze = f.snooze
 	if job.retry, err = retryFromEnv(what); err != nil {
 		return job, err
 	}
@@ -237,6 +244,7 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	cmd.Flags().DurationVar(&f.visibility, "visibility", 30*time.Second, "claim lease, renewed while CMD runs: how soon a message of a dead worker is delivered again")
 	cmd.Flags().DurationVar(&f.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long running commands may take before they are killed")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "kill a command that runs longer than this (its attempt fails); a message's own --timeout (queue push) wins")
+	cmd.Flags().DurationVar(&f.snooze, "snooze", 30*time.Second, "a command exiting with status 75 (EX_TEMPFAIL) puts its message off for this long, without using an attempt")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port) while working")
 	return cmd
 }
@@ -254,7 +262,7 @@ func runWorker(ctx context.Context, g *globals, job workJob, obs *workerMetrics)
 		return err
 	}
 	defer c.Close()
-	return c.Work(ctx, job.queue, commandHandler(force, job.path, job.command), job.opts)
+	return c.Work(ctx, job.queue, commandHandler(force, job.path, job.command, job.snooze), job.opts)
 }
 
 // forceOnSecondSignal watches SIGINT and SIGTERM while a worker runs: the
@@ -304,16 +312,29 @@ func openWorkerClient(ctx context.Context, g *globals, retry baton.RetryPolicy, 
 }
 
 // commandHandler runs CMD once per message and says on standard error
-// why an attempt failed and what comes next.
-func commandHandler(force <-chan struct{}, path string, command []string) baton.Handler {
+// why an attempt failed and what comes next; CMD's exit status 75
+// snoozes the message for snooze.
+func commandHandler(force <-chan struct{}, path string, command []string, snooze time.Duration) baton.Handler {
 	return func(ctx context.Context, m *baton.Message) error {
 		err := runMessage(ctx, force, m, path, command)
+		if errors.Is(err, errTempFail) {
+			fmt.Fprintf(os.Stderr, "baton: work: message %d of %s, attempt %d of %d: %s exited with status %d; snoozed for %v\n",
+				m.ID, m.Queue, m.Attempt, m.MaxAttempts, command[0], exitTempFail, snooze)
+			return baton.Snooze(snooze)
+		}
 		if err != nil {
 			reportFailure(ctx, m, err)
 		}
 		return err
 	}
 }
+
+// exitTempFail is the exit status (EX_TEMPFAIL) with which CMD asks to be
+// run again later: its message is snoozed, not failed.
+const exitTempFail = 75
+
+// errTempFail is runMessage's error when CMD exited with exitTempFail.
+var errTempFail = errors.New("temporary failure")
 
 // reportFailure says which attempt of a message failed, why, and whether
 // it is retried, goes to the dead letters, or ends cancelled (ctx, the
@@ -355,7 +376,11 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 	if killed != "" {
 		return errors.New(command[0] + " " + killed)
 	}
-	return exitErr(command[0], childStatus(werr), tail)
+	code := childStatus(werr)
+	if code == exitTempFail {
+		return errTempFail
+	}
+	return exitErr(command[0], code, tail)
 }
 
 // pipeHolds is the largest payload passed through a pipe: every system's

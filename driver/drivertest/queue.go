@@ -76,6 +76,7 @@ func checkClaimCycle(t *testing.T, d driver.Driver, q queueIDs) {
 	checkInFlight(t, tx, 2)
 	checkAckOnce(t, tx, driver.Claim{ID: q.high, SessionID: "w", Attempt: 1})
 	checkRelease(t, tx, driver.Claim{ID: q.low, SessionID: "w", Attempt: 1})
+	checkSnooze(t, d, q.low)
 	all := claim(t, d, "q", "w", 10)
 	failIf(t, len(all) != 3, "claimed %v, want low, m1, m2 (later is not due)", ids(all))
 	n, err := tx.MessageAckMany(testCtx(t), "w", claimsOf(all, "w"))
@@ -131,6 +132,36 @@ func checkRelease(t *testing.T, tx driver.Tx, c driver.Claim) {
 	wantDone(t, "MessageRelease", ok, err, true)
 	m := message(t, tx, c.ID)
 	failIf(t, m.State != driver.MessageReady || m.Attempt != c.Attempt-1, "released message: %+v, want ready with its attempt taken back", m)
+}
+
+// checkSnooze: a claim snoozed (for its attempt only, once) puts its
+// message back, due after the delay, with its attempt taken back and the
+// snooze recorded in its errors, not as its last error. The message is
+// then made due again.
+func checkSnooze(t *testing.T, d driver.Driver, id int64) {
+	ctx := testCtx(t)
+	tx := d.NoTx()
+	got := claim(t, d, "q", "w", 1)
+	failIf(t, len(got) != 1 || got[0].ID != id, "claimed %v, want %d", ids(got), id)
+	c := driver.Claim{ID: id, SessionID: "w", Attempt: got[0].Attempt}
+	other := c
+	other.Attempt++
+	e := driver.AttemptError{At: time.Now().UTC(), Attempt: c.Attempt, Error: "snoozed for 1h0m0s", Snoozed: true}
+	snooze := func(c driver.Claim) func() (bool, error) {
+		return func() (bool, error) { return tx.MessageSnooze(ctx, c, hour, true, e) }
+	}
+	wantSteps(t,
+		step{"MessageSnooze of another attempt", snooze(other), false},
+		step{"MessageSnooze", snooze(c), true},
+		step{"a claim snoozed twice", snooze(c), false})
+	m := message(t, tx, id)
+	var errs []driver.AttemptError
+	_ = json.Unmarshal([]byte(m.Errors), &errs)
+	failIf(t, m.State != driver.MessageReady || m.Attempt != c.Attempt-1 || m.LastError != "" || m.ClaimedBy != "",
+		"snoozed message: %+v, want ready with its attempt taken back and no last error", m)
+	failIf(t, len(errs) != 1 || errs[0] != e, "snoozed message's errors: %s, want %+v", m.Errors, e)
+	failIf(t, m.RunAt.Before(m.CreatedAt.Add(hour/2)), "snoozed for an hour, due at %v (created %v)", m.RunAt, m.CreatedAt)
+	wantSteps(t, step{"MessageRetryNow of a snoozed message", func() (bool, error) { return acted(tx.MessageRetryNow(ctx, "q", id)) }, true})
 }
 
 // checkQueueControl: stats, the next due time, pausing, retry now and

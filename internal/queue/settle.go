@@ -43,6 +43,24 @@ func (e *Engine) Retry(ctx context.Context, h *Holds, cl driver.Claim, queue str
 	return ok, nil
 }
 
+// Snooze gives the claim's message back to run after delay (to the back
+// of its queue when toBack), taking back the attempt its claim counted and
+// recording ae; ok is false when the claim was not the session's any more,
+// or its message was cancelled while it ran (only then can it be finished).
+func (e *Engine) Snooze(ctx context.Context, h *Holds, cl driver.Claim, queue string, delay time.Duration, toBack bool, ae driver.AttemptError) (ok bool, err error) {
+	ok, err = e.drv.Relaxed().MessageSnooze(ctx, cl, max(delay, 0), toBack, ae)
+	if err != nil {
+		return false, fmt.Errorf("baton: snooze: %w", err)
+	}
+	h.Settled(cl)
+	if ok {
+		// Due at once, or the claims waiting in the queue must learn of a
+		// nearer due time.
+		e.Wake(queue)
+	}
+	return ok, nil
+}
+
 // Release gives a claim that never started back to its queue at once,
 // keeping its place; the attempt its claim counted is taken back.
 func (e *Engine) Release(ctx context.Context, h *Holds, cl driver.Claim, queue string) error {

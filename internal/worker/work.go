@@ -42,8 +42,11 @@ type Session[M any] interface {
 	Extend(ctx context.Context, m M, d time.Duration) error
 	// GiveBack returns a message never handled to its queue, keeping its
 	// place; Cancel, Dead and Retry settle a failed run as cancelled,
-	// failed for good, or retried after the backoff.
+	// failed for good, or retried after the backoff; Snooze puts a run
+	// off for d, its attempt taken back (errs.ErrCancelled when the
+	// message was cancelled meanwhile and ended so).
 	GiveBack(ctx context.Context, m M) error
+	Snooze(ctx context.Context, m M, d time.Duration) error
 	Cancel(ctx context.Context, m M, cause error) error
 	Dead(ctx context.Context, m M, cause error) error
 	Retry(ctx context.Context, m M, cause error) error

@@ -414,11 +414,24 @@ func (w *worker[M]) settleOne(ctx context.Context, r result[M]) {
 		w.logSettle(r.m, "give back", err)
 	case errors.Is(r.err, errs.ErrCancelled):
 		w.logSettle(r.m, "cancel", w.s.Cancel(ctx, r.m, r.err))
+	case snoozed(r.err):
+		d, _ := Snoozed(r.err)
+		err := w.s.Snooze(ctx, r.m, d)
+		if errors.Is(err, errs.ErrCancelled) {
+			err = nil // cancelled meanwhile: it ended so
+		}
+		w.logSettle(r.m, "snooze", err)
 	case errors.Is(r.err, errs.ErrPermanent):
 		w.logSettle(r.m, "fail", w.s.Dead(ctx, r.m, r.err))
 	default:
 		w.logSettle(r.m, "retry", w.s.Retry(ctx, r.m, r.err))
 	}
+}
+
+// snoozed reports whether a run's error asks for a snooze.
+func snoozed(err error) bool {
+	_, ok := Snoozed(err)
+	return ok
 }
 
 // acknowledge completes messages that ran to success, in one statement.

@@ -77,6 +77,7 @@ func (f *fake) Take(ctx context.Context, max int, wait bool) ([]*msg, error) {
 func (f *fake) Start(ctx context.Context, m *msg, d time.Duration) error  { m.held = false; return nil }
 func (f *fake) Extend(ctx context.Context, m *msg, d time.Duration) error { return nil }
 func (f *fake) GiveBack(ctx context.Context, m *msg) error                { return nil }
+func (f *fake) Snooze(ctx context.Context, m *msg, d time.Duration) error { return nil }
 func (f *fake) Cancel(ctx context.Context, m *msg, cause error) error {
 	f.mu.Lock()
 	f.cancelled = append(f.cancelled, m.id)

@@ -505,15 +505,31 @@ func (t *Tx) MessageAck(ctx context.Context, c driver.Claim) (bool, error) {
 
 // MessageRetry implements driver.QueueTx.
 func (t *Tx) MessageRetry(ctx context.Context, c driver.Claim, delay time.Duration, moveBack bool, e driver.AttemptError) (bool, error) {
-	back := 0
-	if moveBack {
-		back = 1
-	}
-	doc, err := json.Marshal(e)
+	back, doc, err := giveBackArgs(moveBack, e)
 	if err != nil {
 		return false, err
 	}
-	return affected(t.exec(ctx, "message_retry", back, us(delay), us(delay), e.Error, string(doc), c.ID, c.SessionID, c.Attempt))
+	return affected(t.exec(ctx, "message_retry", back, us(delay), us(delay), e.Error, doc, c.ID, c.SessionID, c.Attempt))
+}
+
+// giveBackArgs are the arguments of a claim given back for later
+// (message_retry, message_snooze): 1 to move it to the back of its queue,
+// and the record of its run as a JSON object.
+func giveBackArgs(moveBack bool, e driver.AttemptError) (back int, doc string, err error) {
+	if moveBack {
+		back = 1
+	}
+	b, err := json.Marshal(e)
+	return back, string(b), err
+}
+
+// MessageSnooze implements driver.QueueTx.
+func (t *Tx) MessageSnooze(ctx context.Context, c driver.Claim, delay time.Duration, moveBack bool, e driver.AttemptError) (bool, error) {
+	back, doc, err := giveBackArgs(moveBack, e)
+	if err != nil {
+		return false, err
+	}
+	return affected(t.exec(ctx, "message_snooze", back, us(delay), us(delay), doc, c.ID, c.SessionID, c.Attempt))
 }
 
 // MessageExtend implements driver.QueueTx.

@@ -279,6 +279,16 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = ? AND state = 'D';
 -- was asked to stop (cancel): it ends cancelled whatever its handler did.
 DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs});
 
+-- name: message_snooze
+-- Arguments: see the SQLite query of the same name. order_at is set
+-- before run_at, and attempt last: MySQL assigns left to right (the WHERE
+-- clause sees the claim's attempt).
+UPDATE {p}messages
+   SET order_at = CASE WHEN ? = 1 THEN {now} + ? + 1 ELSE order_at END, run_at = {now} + ?,
+       state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL,
+       errors = JSON_MERGE_PRESERVE(COALESCE(errors, '[]'), CONCAT('[', ?, ']')), attempt = attempt - 1
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
+
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
 -- and the attempt the claim counted is taken back. Not a cancelled one

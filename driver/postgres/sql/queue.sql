@@ -287,6 +287,14 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = $1 AND state = 'D';
 -- was asked to stop (cancel): it ends cancelled whatever its handler did.
 DELETE FROM {p}messages WHERE claimed_by = $1 AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs2});
 
+-- name: message_snooze
+-- Arguments: see the SQLite query of the same name.
+UPDATE {p}messages
+   SET order_at = CASE WHEN $1::int = 1 THEN {now} + $2::bigint + 1 ELSE order_at END, run_at = {now} + $3::bigint,
+       state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL,
+       errors = (COALESCE(errors, '[]')::jsonb || jsonb_build_array($4::jsonb))::text, attempt = attempt - 1
+ WHERE id = $5 AND claimed_by = $6 AND attempt = $7 AND state = 'C' AND cancel = 0;
+
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
 -- and the attempt the claim counted is taken back. Not a cancelled one

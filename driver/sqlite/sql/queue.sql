@@ -283,6 +283,19 @@ SELECT COUNT(*) FROM {p}finished WHERE queue = ? AND state = 'D';
 -- was asked to stop (cancel): it ends cancelled whatever its handler did.
 DELETE FROM {p}messages WHERE claimed_by = ? AND state = 'C' AND cancel = 0 AND id IN ({ids}) AND (id, attempt) IN ({pairs});
 
+-- name: message_snooze
+-- Gives a claim back to run after a delay, taking back the attempt it
+-- counted (a snooze is not a failure: last_error stays) and recording the
+-- snooze in its errors. Arguments: as message_retry without the error:
+-- 1 to move to the back of the queue, delay, delay again, the snooze's
+-- record as a JSON object, id, session, attempt. Not a cancelled one (it
+-- is finished cancelled instead).
+UPDATE {p}messages
+   SET order_at = CASE WHEN ?1 = 1 THEN {now} + ?2 + 1 ELSE order_at END, run_at = {now} + ?3,
+       state = 'R', claimed_by = NULL, claim_mode = NULL, claim_until = NULL,
+       errors = json_insert(COALESCE(errors, '[]'), '$[#]', json(?4)), attempt = attempt - 1
+ WHERE id = ?5 AND claimed_by = ?6 AND attempt = ?7 AND state = 'C' AND cancel = 0;
+
 -- name: message_release
 -- Gives back a claim that was never handled: ready at once, in its place,
 -- and the attempt the claim counted is taken back. Not a cancelled one
