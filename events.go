@@ -170,7 +170,7 @@ func ParseEvent(m *Message) (Event, error) {
 	var e Event
 	payload := m.Payload
 	if !m.event {
-		payload, _, _ = eventPayload(EventQueue(""), payload, "")
+		payload, _, _ = events.Canonical(EventQueue(""), payload, "")
 	}
 	if err := json.Unmarshal(payload, &e); err != nil {
 		return e, fmt.Errorf("baton: message %d is not an event: %w", m.ID, err)

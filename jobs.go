@@ -2,11 +2,9 @@ package baton
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/mq"
@@ -70,23 +68,10 @@ func (r *Retention) fill() {
 
 // infoOf converts a stored message to what monitoring shows.
 func infoOf(m driver.Message, now time.Time) MessageInfo {
-	payload, key, _ := eventPayload(m.Queue, m.Payload, m.Key)
-	info := MessageInfo{ID: m.ID, Queue: m.Queue, Kind: m.Kind, State: stateOf(m, now), Payload: payload, Priority: m.Priority,
-		Key: key, Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-		RunAt: m.RunAt, FinishedAt: m.FinishedAt, CancelRequested: m.CancelRequested}
-	if m.State == driver.MessageClaimed {
-		info.ClaimedBy, info.ClaimedUntil = m.ClaimedBy, m.ClaimUntil
-	}
-	if m.Errors != "" {
-		if err := json.Unmarshal([]byte(m.Errors), &info.Errors); err != nil {
-			info.Errors = []AttemptError{{Error: "unreadable error record: " + err.Error()}}
-		}
-	}
-	return info
+	return MessageInfo(mq.InfoOf[MessageState](m, now, func(err error) AttemptError {
+		return AttemptError{Error: "unreadable error record: " + err.Error()}
+	}))
 }
-
-// stateOf names a stored message's state.
-func stateOf(m driver.Message, now time.Time) MessageState { return MessageState(mq.StateName(m, now)) }
 
 // Message reads a message by id, whatever its state (a finished one while
 // its history is kept). ErrNotFound when there is none.
@@ -201,48 +186,15 @@ func infos(rows []driver.Message) []MessageInfo {
 	return out
 }
 
-// messageInfoJSON is MessageInfo's JSON form: the payload as text when it
-// is UTF-8, otherwise in base64 under payload_base64.
-type messageInfoJSON struct {
-	messageInfoFields
-	Payload   *string `json:"payload,omitempty"`
-	Payload64 string  `json:"payload_base64,omitempty"`
-}
-
-type messageInfoFields MessageInfo
-
 // MarshalJSON implements json.Marshaler.
-func (m MessageInfo) MarshalJSON() ([]byte, error) {
-	j := messageInfoJSON{messageInfoFields: messageInfoFields(m)}
-	j.messageInfoFields.Payload = nil
-	if utf8.Valid(m.Payload) {
-		s := string(m.Payload)
-		j.Payload = &s
-	} else {
-		j.Payload64 = base64.StdEncoding.EncodeToString(m.Payload)
-	}
-	return json.Marshal(j)
-}
+func (m MessageInfo) MarshalJSON() ([]byte, error) { return json.Marshal(messageInfoJSON(m)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (m *MessageInfo) UnmarshalJSON(b []byte) error {
-	var j messageInfoJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*m = MessageInfo(j.messageInfoFields)
-	switch {
-	case j.Payload != nil:
-		m.Payload = []byte(*j.Payload)
-	case j.Payload64 != "":
-		p, err := base64.StdEncoding.DecodeString(j.Payload64)
-		if err != nil {
-			return fmt.Errorf("payload_base64: %w", err)
-		}
-		m.Payload = p
-	}
-	return nil
-}
+func (m *MessageInfo) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, (*messageInfoJSON)(m)) }
+
+// messageInfoJSON has MessageInfo's JSON form: the payload as text when
+// it is UTF-8, otherwise in base64 under payload_base64.
+type messageInfoJSON = mq.Info[MessageState, AttemptError]
 
 // CompleteTx completes a claimed message inside the caller's transaction
 // (a *sql.Tx, or a pgx transaction through postgres.PgxTx), on the same

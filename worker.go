@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/worker"
 )
@@ -216,7 +217,7 @@ func (w *workSession) Begin(ctx context.Context, m *Message) (context.Context, t
 func (w *workSession) Handle(ctx context.Context, m *Message) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &panicError{value: p, stack: string(debug.Stack())}
+			err = &mq.PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
 	return w.h(ctx, m)

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -187,4 +189,21 @@ func (s *Service) List(ctx context.Context) ([]driver.Subscription, error) {
 		return err
 	})
 	return rows, err
+}
+
+// Canonical puts a message of an event queue in canonical form: the
+// payload (see internal/eventjson) and, as its key, the event's primary
+// key. Other messages come back as they are, event false.
+func Canonical(queue string, payload []byte, key string) (_ []byte, _ string, event bool) {
+	if !strings.HasPrefix(queue, QueuePrefix) {
+		return payload, key, false
+	}
+	canon, pk, ok := eventjson.Event(payload)
+	if !ok {
+		return payload, key, false
+	}
+	if pk != "" {
+		key = pk
+	}
+	return canon, key, true
 }
