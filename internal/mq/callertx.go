@@ -373,3 +373,33 @@ func (c Caller) Extend(ctx context.Context, cl driver.Claim, queue string, d tim
 	}
 	return nil
 }
+
+// InCallerTx is the caller's transaction tx for the call what, which needs
+// one: a pool would commit each statement on its own.
+func InCallerTx(tx Execer, what string) (CallerTx, error) {
+	switch tx.(type) {
+	case nil:
+		return CallerTx{}, fmt.Errorf("%w: %s: nil transaction", errs.ErrInvalid, what)
+	case *sql.DB:
+		return CallerTx{}, fmt.Errorf("%w: %s needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", errs.ErrInvalid, what)
+	}
+	return CallerTx{tx}, nil
+}
+
+// CallerTx runs the driver's statements in the caller's transaction: it
+// is a driver.CallerTx (LockTx) and a driver.CallerStatements (the queue
+// control calls' ...Tx variants).
+type CallerTx struct{ tx Execer }
+
+func (t CallerTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (t CallerTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t CallerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return ScanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
+}
