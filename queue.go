@@ -487,18 +487,13 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	if err := ValidateQueue(queue); err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = 100
-	}
 	rows, err := c.mq.DeadLetters(ctx, queue, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]DeadLetter, len(rows))
 	for i, d := range rows {
-		payload, key, _ := events.Canonical(d.Queue, d.Payload, d.Key)
-		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: payload, Priority: d.Priority, Key: key,
-			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
+		out[i] = DeadLetter(d)
 	}
 	return out, nil
 }
@@ -559,16 +554,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	st, err := c.mq.Stats(ctx, queue)
-	if err != nil {
-		return QueueStats{}, err
-	}
-	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
-		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
-		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
-	if st.Window > 0 {
-		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
-	}
-	return out, nil
+	return QueueStats(st), err
 }
 
 // Queues lists every queue.

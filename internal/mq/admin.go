@@ -8,6 +8,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/events"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -43,9 +44,38 @@ func inQueueTx[T any](ctx context.Context, e *Engine, queue string, fn func(tx d
 	return out, err
 }
 
-// DeadLetters lists a queue's dead letters, oldest first, at most limit.
-func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]driver.DeadLetter, error) {
-	return inQueueTx(ctx, e, queue, func(tx driver.Tx) ([]driver.DeadLetter, error) { return tx.DeadList(ctx, queue, limit) })
+// DeadLetter is a dead letter as baton.DeadLetter shows it (the root
+// converts), an event in canonical form.
+type DeadLetter struct {
+	ID          int64
+	Queue       string
+	Payload     []byte
+	Priority    int
+	Key         string
+	Attempts    int
+	MaxAttempts int
+	Error       string
+	CreatedAt   time.Time
+	FailedAt    time.Time
+}
+
+// DeadLetters lists a queue's dead letters, oldest first, at most limit
+// (default 100).
+func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) ([]driver.DeadLetter, error) { return tx.DeadList(ctx, queue, limit) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(rows))
+	for i, d := range rows {
+		payload, key, _ := events.Canonical(d.Queue, d.Payload, d.Key)
+		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: payload, Priority: d.Priority, Key: key,
+			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
+	}
+	return out, nil
 }
 
 // Redrive moves every dead letter of a queue back to it, with its attempts
@@ -73,9 +103,37 @@ func (e *Engine) PurgeDead(ctx context.Context, queue string) (int, error) {
 	return inQueueTx(ctx, e, queue, func(tx driver.Tx) (int, error) { return tx.DeadPurge(ctx, queue) })
 }
 
-// Stats returns the counts of a queue.
-func (e *Engine) Stats(ctx context.Context, queue string) (driver.QueueStats, error) {
-	return inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) { return tx.QueueStats(ctx, queue) })
+// Stats are the counts of one queue (baton.QueueStats, which converts
+// from them).
+type Stats struct {
+	Queue       string
+	Ready       int64
+	Scheduled   int64
+	Retrying    int64
+	Claimed     int64
+	Dead        int64
+	Completed   int64
+	Cancelled   int64
+	OldestReady time.Duration
+	Estimated   bool
+	Paused      bool
+	Throughput  float64
+}
+
+// Stats returns the counts of a queue, with its throughput: messages
+// finished per second over the counters' window.
+func (e *Engine) Stats(ctx context.Context, queue string) (Stats, error) {
+	st, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) { return tx.QueueStats(ctx, queue) })
+	if err != nil {
+		return Stats{}, err
+	}
+	out := Stats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
+		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
+	if st.Window > 0 {
+		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
+	}
+	return out, nil
 }
 
 // Queues lists every queue.
