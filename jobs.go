@@ -150,13 +150,7 @@ func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo
 	if o.State != "" {
 		states = []MessageState{o.State}
 	}
-	var segs []mq.Segment
-	for _, q := range queues {
-		for _, s := range states {
-			segs = append(segs, mq.Segment{Queue: q, State: string(s)})
-		}
-	}
-	rows, next, err := c.mq.List(ctx, segs, o.Kind, o.After, o.Limit)
+	rows, next, err := c.mq.List(ctx, mq.Segments(queues, states), o.Kind, o.After, o.Limit)
 	return infos(rows), next, err
 }
 

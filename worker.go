@@ -100,11 +100,7 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 			if err != nil {
 				return nil, err
 			}
-			h := handler
-			for i := len(opts.Middleware) - 1; i >= 0; i-- {
-				h = opts.Middleware[i](h)
-			}
-			return &workSession{Session: s, queue: queue, h: h, o: &opts}, nil
+			return &workSession{Session: s, queue: queue, h: worker.Chain(handler, opts.Middleware), o: &opts}, nil
 		},
 	})
 }
@@ -239,13 +235,9 @@ func (w *workSession) onError(m *Message, err error) {
 	if w.o.OnError == nil {
 		return
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			w.c.opts.Logger.Error("baton: the worker's OnError hook panicked", "queue", w.queue, "message", m.ID, "panic", p)
-		}
-	}()
-	e := attemptError(m, err)
-	w.o.OnError(m, AttemptError{At: e.At, Attempt: e.Attempt, Error: e.Error, Stack: e.Stack})
+	e := AttemptError(attemptError(m, err))
+	worker.Hook(w.c.opts.Logger, "baton: the worker's OnError hook panicked", func() { w.o.OnError(m, e) },
+		"queue", w.queue, "message", m.ID)
 }
 
 // newRegistry makes the client's state of its workers: the handlers of
@@ -253,13 +245,7 @@ func (w *workSession) onError(m *Message, err error) {
 func newRegistry(c *Client) *worker.Registry {
 	return worker.NewRegistry(worker.RegistryConfig{
 		Lease: c.opts.Lease, Logger: c.opts.Logger, Tasks: &c.wg,
-		CancelRequested: func(ctx context.Context, id int64) (bool, error) {
-			m, found, err := c.drv.NoTx().MessageGet(ctx, id)
-			return err == nil && found && m.CancelRequested, err
-		},
-		QueuePaused: func(ctx context.Context, queue string) (bool, error) {
-			return c.drv.NoTx().QueuePaused(ctx, queue)
-		},
+		CancelRequested: c.mq.CancelRequested, QueuePaused: c.mq.Paused,
 		Announce: func(id int64) {
 			c.announce(cancelChannel, strconv.FormatInt(id, 10), "baton: announcing a cancellation", "message", id)
 		},

@@ -248,3 +248,15 @@ func StateName(m driver.Message, now time.Time) string {
 	}
 	return StateScheduled
 }
+
+// CancelRequested says whether a running message's cancellation was
+// requested (a worker's check of a cancellation it may have missed).
+func (e *Engine) CancelRequested(ctx context.Context, id int64) (bool, error) {
+	m, found, err := e.drv.NoTx().MessageGet(ctx, id)
+	return err == nil && found && m.CancelRequested, err
+}
+
+// Paused says whether the queue is paused.
+func (e *Engine) Paused(ctx context.Context, queue string) (bool, error) {
+	return e.drv.NoTx().QueuePaused(ctx, queue)
+}

@@ -162,3 +162,15 @@ func (e *Engine) PruneHistory(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Segments are the segments of a listing of every state in states of
+// every queue in queues, queue by queue.
+func Segments[S ~string](queues []string, states []S) []Segment {
+	var segs []Segment
+	for _, q := range queues {
+		for _, s := range states {
+			segs = append(segs, Segment{Queue: q, State: string(s)})
+		}
+	}
+	return segs
+}

@@ -363,6 +363,26 @@ type Users struct {
 // NewUsers makes a counter at zero.
 func NewUsers(switched func(on bool)) *Users { return &Users{switched: switched} }
 
+// Count counts a user in (in true) or out.
+func (u *Users) Count(in bool) {
+	if in {
+		u.In()
+	} else {
+		u.Out()
+	}
+}
+
+// Nudge is a func that signals ch without blocking: a signal already
+// pending stands for it.
+func Nudge(ch chan<- struct{}) func() {
+	return func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // In counts a user in.
 func (u *Users) In() { u.add(1) }
 

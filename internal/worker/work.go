@@ -210,3 +210,21 @@ func graceThenCancel(ctx context.Context, stop <-chan struct{}, grace time.Durat
 	case <-stop:
 	}
 }
+
+// Chain wraps handler in the middleware, the first element outermost.
+func Chain[H any](handler H, middleware []func(H) H) H {
+	for i := len(middleware) - 1; i >= 0; i-- {
+		handler = middleware[i](handler)
+	}
+	return handler
+}
+
+// Hook calls a program's hook, logging a panic in it as msg, with attrs.
+func Hook(log *slog.Logger, msg string, hook func(), attrs ...any) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error(msg, append(attrs, "panic", p)...)
+		}
+	}()
+	hook()
+}
