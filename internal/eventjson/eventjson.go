@@ -360,25 +360,31 @@ func appendRow(b []byte, row jsonValue) ([]byte, bool) {
 		}
 		return append(b, '}'), true
 	case 'a':
-		b = append(b, '{')
-		for i, col := range row.items {
-			if col.kind != 'a' || len(col.items) < 2 || len(col.items) > 3 || col.items[0].kind != 's' {
-				return b, false
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, col.items[0].str)
-			b = append(b, ':')
-			kind := ""
-			if len(col.items) == 3 {
-				kind = col.items[2].str
-			}
-			b = appendColumn(b, col.items[1], kind)
-		}
-		return append(b, '}'), true
+		return appendColumns(b, row.items)
 	}
 	return b, false
+}
+
+// appendColumns writes a row given as its columns, each [name, value] or
+// [name, value, kind], as an object; ok is false when a column is not one.
+func appendColumns(b []byte, cols []jsonValue) ([]byte, bool) {
+	b = append(b, '{')
+	for i, col := range cols {
+		if col.kind != 'a' || len(col.items) < 2 || len(col.items) > 3 || col.items[0].kind != 's' {
+			return b, false
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, col.items[0].str)
+		b = append(b, ':')
+		kind := ""
+		if len(col.items) == 3 {
+			kind = col.items[2].str
+		}
+		b = appendColumn(b, col.items[1], kind)
+	}
+	return append(b, '}'), true
 }
 
 // appendColumn writes a column's value, read as its kind says; a value
@@ -425,6 +431,11 @@ func appendCanonical(b []byte, v jsonValue) []byte {
 		}
 		return append(b, ']')
 	}
+	return appendSorted(b, v)
+}
+
+// appendSorted writes an object canonically, its keys sorted.
+func appendSorted(b []byte, v jsonValue) []byte {
 	order := make([]int, len(v.keys))
 	for i := range order {
 		order[i] = i
@@ -479,18 +490,31 @@ func appendJSONString(b []byte, s string) []byte {
 // as written, digit for digit: 12.50 becomes 12.5, 100.00 becomes 100,
 // 9007199254740993 stays, 1.0e+20 becomes 100000000000000000000.
 func Number(num string) string {
+	neg, digits, exp, ok := decimal(num)
+	switch {
+	case !ok:
+		return num // beyond anything a database writes
+	case digits == "":
+		return "0"
+	}
+	return formatNumber(neg, digits, len(digits)+exp)
+}
+
+// decimal reads a JSON number as its sign, its significant digits
+// (without leading or trailing zeros; "" for zero) and the power of ten
+// they are multiplied by; ok is false for an exponent beyond 10^8.
+func decimal(num string) (neg bool, digits string, exp int, ok bool) {
 	s := num
-	neg := strings.HasPrefix(s, "-")
+	neg = strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
-	exp := 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(s[i+1:])
 		if err != nil || e > 1e8 || e < -1e8 {
-			return num // beyond anything a database writes
+			return false, "", 0, false
 		}
 		exp, s = e, s[:i]
 	}
-	digits := s
+	digits = s
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		digits = s[:i] + s[i+1:]
 		exp -= len(s) - i - 1
@@ -498,12 +522,12 @@ func Number(num string) string {
 	digits = strings.TrimLeft(digits, "0")
 	trimmed := strings.TrimRight(digits, "0")
 	exp += len(digits) - len(trimmed)
-	digits = trimmed
-	if digits == "" {
-		return "0"
-	}
-	// The value is 0.digits × 10^point.
-	point := len(digits) + exp
+	return neg, trimmed, exp, true
+}
+
+// formatNumber writes the number 0.digits × 10^point, negative when neg,
+// as Number says.
+func formatNumber(neg bool, digits string, point int) string {
 	var out strings.Builder
 	if neg {
 		out.WriteByte('-')
@@ -644,6 +668,12 @@ func (sc *tsScanner) clock(f *tsFields) bool {
 	if !sc.lit('.') {
 		return true
 	}
+	return sc.fraction(f)
+}
+
+// fraction scans the digits of a fraction of a second (at least one),
+// cut to microseconds.
+func (sc *tsScanner) fraction(f *tsFields) bool {
 	start := sc.p
 	for isDigit(sc.peek()) {
 		sc.p++
@@ -682,26 +712,32 @@ func (sc *tsScanner) signedOffset(f *tsFields) bool {
 	if !ok {
 		return false
 	}
-	om, osec := 0, 0
-	colon := sc.lit(':')
-	switch {
-	case isDigit(sc.peek()):
-		if om, ok = sc.num(2); !ok {
-			return false
-		}
-		if colon && sc.lit(':') {
-			if osec, ok = sc.num(2); !ok {
-				return false
-			}
-		}
-	case colon:
-		return false
-	}
-	if oh > 23 || om > 59 || osec > 59 {
+	om, osec, ok := sc.offsetRest()
+	if !ok || oh > 23 || om > 59 || osec > 59 {
 		return false
 	}
 	f.offset = sign * (oh*3600 + om*60 + osec)
 	return true
+}
+
+// offsetRest scans what follows an offset's hours: minutes (after a colon
+// or not), then seconds after a colon if the minutes had one.
+func (sc *tsScanner) offsetRest() (om, osec int, ok bool) {
+	colon := sc.lit(':')
+	switch {
+	case isDigit(sc.peek()):
+		if om, ok = sc.num(2); !ok {
+			return 0, 0, false
+		}
+		if colon && sc.lit(':') {
+			if osec, ok = sc.num(2); !ok {
+				return 0, 0, false
+			}
+		}
+	case colon:
+		return 0, 0, false
+	}
+	return om, osec, true
 }
 
 // goSuffix reads what Go's Time.String writes after an offset: " MST" and
