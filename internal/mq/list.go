@@ -71,18 +71,7 @@ func (e *Engine) listOne(ctx context.Context, s Segment, kind, pos string, limit
 	if stored, ok := finishedStates[s.State]; ok {
 		return e.listHistory(ctx, s.Queue, stored, kind, pos, limit)
 	}
-	f := driver.ListFilter{Queue: s.Queue, State: driver.MessageReady, Kind: kind, Limit: limit + 1}
-	yes, no := true, false
-	switch s.State {
-	case StateRunning:
-		f.State = driver.MessageClaimed
-	case StateReady:
-		f.Due = &yes
-	case StateScheduled:
-		f.Due, f.Retried = &no, &no
-	case StateRetrying:
-		f.Due, f.Retried = &no, &yes
-	}
+	f := waitingFilter(s, kind, limit)
 	if pos != "" {
 		if _, err := fmt.Sscanf(pos, "%d.%d.%d", &f.After.Priority, &f.After.OrderAt, &f.After.ID); err != nil {
 			return nil, "", badPosition(pos)
@@ -95,6 +84,24 @@ func (e *Engine) listOne(ctx context.Context, s Segment, kind, pos string, limit
 			}
 			return fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
 		})
+}
+
+// waitingFilter selects a page of limit messages (and one more) of a
+// segment of waiting or running messages, of one kind if kind is set.
+func waitingFilter(s Segment, kind string, limit int) driver.ListFilter {
+	f := driver.ListFilter{Queue: s.Queue, State: driver.MessageReady, Kind: kind, Limit: limit + 1}
+	yes, no := true, false
+	switch s.State {
+	case StateRunning:
+		f.State = driver.MessageClaimed
+	case StateReady:
+		f.Due = &yes
+	case StateScheduled:
+		f.Due, f.Retried = &no, &no
+	case StateRetrying:
+		f.Due, f.Retried = &no, &yes
+	}
+	return f
 }
 
 // readPage reads a page of limit messages (read asks for one more, which
