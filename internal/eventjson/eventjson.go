@@ -105,6 +105,23 @@ func (d *jsonDecoder) value(depth int) (jsonValue, bool) {
 	return jsonValue{kind: 'n', str: num}, ok
 }
 
+// item reads an element of v, an array, or a member of v, an object.
+func (d *jsonDecoder) item(v *jsonValue, depth int) bool {
+	if v.kind == 'o' {
+		d.space()
+		k, ok := d.string()
+		if !ok || !d.next(':') {
+			return false
+		}
+		v.keys = append(v.keys, k)
+	}
+	item, ok := d.value(depth + 1)
+	if ok {
+		v.items = append(v.items, item)
+	}
+	return ok
+}
+
 // container reads an object or an array, whose opening bracket is at d.p.
 func (d *jsonDecoder) container(depth int) (jsonValue, bool) {
 	v := jsonValue{kind: 'a'}
@@ -117,19 +134,9 @@ func (d *jsonDecoder) container(depth int) (jsonValue, bool) {
 		return v, true
 	}
 	for {
-		if v.kind == 'o' {
-			d.space()
-			k, ok := d.string()
-			if !ok || !d.next(':') {
-				return v, false
-			}
-			v.keys = append(v.keys, k)
-		}
-		item, ok := d.value(depth + 1)
-		if !ok {
+		if !d.item(&v, depth) {
 			return v, false
 		}
-		v.items = append(v.items, item)
 		if d.next(end) {
 			return v, true
 		}
@@ -198,7 +205,12 @@ func (d *jsonDecoder) string() (string, bool) {
 	if d.skip('"') {
 		return string(d.s[start : d.p-1]), true
 	}
-	b := append([]byte(nil), d.s[start:d.p]...)
+	return d.escaped(append([]byte(nil), d.s[start:d.p]...))
+}
+
+// escaped reads the rest of a string from the first byte that stands
+// for something else (an escape, non-ASCII), after b, what came before.
+func (d *jsonDecoder) escaped(b []byte) (string, bool) {
 	for d.p < len(d.s) {
 		c := d.s[d.p]
 		switch {
@@ -308,17 +320,27 @@ func Event(payload []byte) (out []byte, pk string, ok bool) {
 	b = appendJSONString(b, table.str)
 	b = append(b, `,"action":`...)
 	b = appendJSONString(b, action.str)
+	if b, pk, ok = appendRows(b, rows); !ok {
+		return payload, "", false
+	}
+	return append(b, '}'), pk, true
+}
+
+// appendRows writes an event's pk, new and old rows as its members, and
+// returns the pk as canonical JSON ("" when it is null); ok is false when
+// one is no row.
+func appendRows(b []byte, rows [3]jsonValue) (_ []byte, pk string, ok bool) {
 	for i, name := range []string{`,"pk":`, `,"new":`, `,"old":`} {
 		b = append(b, name...)
 		start := len(b)
 		if b, ok = appendRow(b, rows[i]); !ok {
-			return payload, "", false
+			return b, "", false
 		}
 		if i == 0 && rows[i].kind != 0 {
 			pk = string(b[start:])
 		}
 	}
-	return append(b, '}'), pk, true
+	return b, pk, true
 }
 
 // field returns an object's member (the last one of that name, as

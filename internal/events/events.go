@@ -68,10 +68,7 @@ func (s *Service) Subscribe(ctx context.Context, sub driver.Subscription) error 
 // subscribeTx stores a subscription and, for the first one on its table,
 // installs the triggers, which it returns (nil when none were installed).
 func (s *Service) subscribeTx(ctx context.Context, tx driver.Tx, sub driver.Subscription) (*driver.TableInfo, error) {
-	if _, exists, err := tx.SubscriptionGet(ctx, sub.Name); err != nil || exists {
-		if err == nil {
-			err = fmt.Errorf("%w: %q", errs.ErrSubscriptionExists, sub.Name)
-		}
+	if err := checkNew(ctx, tx, sub.Name); err != nil {
 		return nil, err
 	}
 	info, err := capturable(ctx, tx, sub.SubscribedAs)
@@ -93,6 +90,15 @@ func (s *Service) subscribeTx(ctx context.Context, tx driver.Tx, sub driver.Subs
 		return nil, nil
 	}
 	return &info, tx.CaptureInstall(ctx, info)
+}
+
+// checkNew is ErrSubscriptionExists when the subscription name is taken.
+func checkNew(ctx context.Context, tx driver.Tx, name string) error {
+	_, exists, err := tx.SubscriptionGet(ctx, name)
+	if err == nil && exists {
+		err = fmt.Errorf("%w: %q", errs.ErrSubscriptionExists, name)
+	}
+	return err
 }
 
 // undoSubscribe deletes a subscription whose transaction failed after its
