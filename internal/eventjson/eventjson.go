@@ -683,6 +683,11 @@ func (sc *tsScanner) clock(f *tsFields) bool {
 	if !sc.lit(':') {
 		return true
 	}
+	return sc.seconds(f)
+}
+
+// seconds scans the seconds of a clock and their fraction, if any.
+func (sc *tsScanner) seconds(f *tsFields) bool {
 	var ok bool
 	if f.sec, ok = sc.num(2); !ok {
 		return false

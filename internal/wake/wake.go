@@ -174,22 +174,27 @@ func (l *Locks) Grant(granted []driver.Request) (look bool) {
 func (l *Locks) Settle(snap Snapshot, st map[int64]driver.Request) {
 	l.mu.Lock()
 	for _, id := range snap.IDs {
-		w, ok := l.waiters[id]
-		if !ok || w.reg != snap.regs[id] {
-			continue
+		if w, ok := l.waiters[id]; ok && w.reg == snap.regs[id] {
+			l.settle(id, w.sessionID, st)
 		}
-		r, found := st[id]
-		found = found && r.SessionID == w.sessionID
-		if found && r.Status == driver.StatusPending {
-			continue
-		}
-		if !found {
-			r = driver.Request{ID: id}
-		}
-		l.answer(id, r)
 	}
 	l.changed(len(l.waiters) > 0)
 	l.mu.Unlock()
+}
+
+// settle answers the waiter of request id, of the session sessionID,
+// unless its status in st is pending: with its row, or an empty request
+// when st has none of that session's.
+func (l *Locks) settle(id int64, sessionID string, st map[int64]driver.Request) {
+	r, found := st[id]
+	found = found && r.SessionID == sessionID
+	if found && r.Status == driver.StatusPending {
+		return
+	}
+	if !found {
+		r = driver.Request{ID: id}
+	}
+	l.answer(id, r)
 }
 
 // EndSession answers every waiter of a session with an empty request, so
