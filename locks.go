@@ -160,6 +160,12 @@ func (s *Session) ReleaseLock(ctx context.Context, name string) (ReleaseResult, 
 	if n == 1 {
 		return Released, nil
 	}
+	return s.notReleased(ctx, name)
+}
+
+// notReleased says why the session released no instance of the lock:
+// another session holds it, or nobody does.
+func (s *Session) notReleased(ctx context.Context, name string) (ReleaseResult, error) {
 	holder, used, err := s.c.IsUsedLock(ctx, name)
 	switch {
 	case err != nil:

@@ -107,10 +107,7 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 
 // fill checks the options and sets the defaults.
 func (o *WorkerOptions) fill(queue string) error {
-	if o.Timeout < 0 {
-		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, o.Timeout)
-	}
-	if err := (ClaimOptions{Mode: o.Mode, Kind: o.Kind}).check(); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
 	if o.Concurrency <= 0 || o.Mode == Ordered {
@@ -126,6 +123,14 @@ func (o *WorkerOptions) fill(queue string) error {
 		o.Name = "worker " + queue
 	}
 	return nil
+}
+
+// check validates the handler timeout, mode and kind.
+func (o *WorkerOptions) check() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, o.Timeout)
+	}
+	return (ClaimOptions{Mode: o.Mode, Kind: o.Kind}).check()
 }
 
 // workSession is a worker's session as internal/worker sees it: the

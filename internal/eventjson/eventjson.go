@@ -413,22 +413,35 @@ func appendColumns(b []byte, cols []jsonValue) ([]byte, bool) {
 // that does not read as its kind is written as it is.
 func appendColumn(b []byte, v jsonValue, kind string) []byte {
 	switch {
-	case kind == "b" && v.kind == 's':
-		if raw, err := hex.DecodeString(strings.TrimPrefix(v.str, `\x`)); err == nil {
-			return appendJSONString(b, base64.StdEncoding.EncodeToString(raw))
-		}
-	case kind == "t" && v.kind == 's':
-		if ts, ok := Timestamp(v.str); ok {
-			return appendJSONString(b, ts)
+	case v.kind == 's':
+		if out, ok := appendStringColumn(b, v.str, kind); ok {
+			return out
 		}
 	case kind == "bool" && v.kind == 'n':
 		return strconv.AppendBool(b, Number(v.str) != "0")
-	case kind == "j" && v.kind == 's':
-		if j, ok := decodeJSON([]byte(v.str)); ok {
-			return appendCanonical(b, j)
-		}
 	}
 	return appendCanonical(b, v)
+}
+
+// appendStringColumn writes a column's string value read as its kind
+// says (bytes in hex, a timestamp, JSON text); ok is false when the kind
+// is none of these or the value does not read as it.
+func appendStringColumn(b []byte, s, kind string) ([]byte, bool) {
+	switch kind {
+	case "b":
+		if raw, err := hex.DecodeString(strings.TrimPrefix(s, `\x`)); err == nil {
+			return appendJSONString(b, base64.StdEncoding.EncodeToString(raw)), true
+		}
+	case "t":
+		if ts, ok := Timestamp(s); ok {
+			return appendJSONString(b, ts), true
+		}
+	case "j":
+		if j, ok := decodeJSON([]byte(s)); ok {
+			return appendCanonical(b, j), true
+		}
+	}
+	return b, false
 }
 
 // appendCanonical writes a value canonically: objects with their keys

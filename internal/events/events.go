@@ -158,6 +158,19 @@ func capturable(ctx context.Context, tx driver.Tx, table string) (driver.TableIn
 	return info, nil
 }
 
+// deleteSubscription deletes a subscription's row and its events
+// (pending, in flight and dead).
+func deleteSubscription(ctx context.Context, tx driver.Tx, name string) error {
+	if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
+		return err
+	}
+	if _, err := tx.QueueDeleteMessages(ctx, Queue(name)); err != nil {
+		return err
+	}
+	_, err := tx.DeadPurge(ctx, Queue(name))
+	return err
+}
+
 // Unsubscribe removes a subscription and its events (pending, in flight
 // and dead); the last subscription on a table removes the triggers.
 func (s *Service) Unsubscribe(ctx context.Context, name string) error {
@@ -169,13 +182,7 @@ func (s *Service) Unsubscribe(ctx context.Context, name string) error {
 		if !ok {
 			return fmt.Errorf("%w: %q", errs.ErrUnknownSubscription, name)
 		}
-		if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
-			return err
-		}
-		if _, err := tx.QueueDeleteMessages(ctx, Queue(name)); err != nil {
-			return err
-		}
-		if _, err := tx.DeadPurge(ctx, Queue(name)); err != nil {
+		if err := deleteSubscription(ctx, tx, name); err != nil {
 			return err
 		}
 		n, err := tx.SubscriptionCountTable(ctx, sub.Table)
