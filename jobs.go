@@ -3,7 +3,6 @@ package baton
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -28,12 +27,8 @@ var MessageStates = []MessageState{StateScheduled, StateReady, StateRunning, Sta
 
 // ParseMessageState checks a state name.
 func ParseMessageState(s string) (MessageState, error) {
-	for _, st := range MessageStates {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", ErrInvalid, s)
+	st, err := mq.ParseState(s)
+	return MessageState(st), err
 }
 
 // AttemptError records one failed attempt of a message.
@@ -55,16 +50,7 @@ type Retention struct {
 	Dead      time.Duration // default 7 days
 }
 
-func (r *Retention) fill() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&r.Completed, 24*time.Hour)
-	def(&r.Cancelled, 24*time.Hour)
-	def(&r.Dead, 7*24*time.Hour)
-}
+func (r *Retention) fill() { *r = Retention(mq.Retention(*r).Filled()) }
 
 // infoOf converts a stored message to what monitoring shows.
 func infoOf(m driver.Message, now time.Time) MessageInfo {
@@ -154,22 +140,7 @@ func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo
 	return infos(rows), next, err
 }
 
-func (o ListOptions) check() error {
-	if o.Queue != "" {
-		if err := ValidateQueue(o.Queue); err != nil {
-			return err
-		}
-	}
-	if o.State != "" {
-		if _, err := ParseMessageState(string(o.State)); err != nil {
-			return err
-		}
-	}
-	if o.Limit < 1 || o.Limit > 1000 {
-		return fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, o.Limit)
-	}
-	return nil
-}
+func (o ListOptions) check() error { return mq.CheckListing(o.Queue, string(o.State), o.Limit) }
 
 func infos(rows []driver.Message) []MessageInfo {
 	now := time.Now()

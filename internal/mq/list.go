@@ -3,6 +3,7 @@ package mq
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -143,6 +144,47 @@ func (e *Engine) listHistory(ctx context.Context, queue string, state driver.Mes
 // Retention is how long finished messages stay in the history (negative:
 // none are kept).
 type Retention struct{ Completed, Cancelled, Dead time.Duration }
+
+// Filled is r with the defaults for zeros: completed and cancelled
+// messages 24h, dead ones 7 days.
+func (r Retention) Filled() Retention {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&r.Completed, 24*time.Hour)
+	def(&r.Cancelled, 24*time.Hour)
+	def(&r.Dead, 7*24*time.Hour)
+	return r
+}
+
+// ParseState checks a state name (one of States).
+func ParseState(s string) (string, error) {
+	if !slices.Contains(States, s) {
+		return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", errs.ErrInvalid, s)
+	}
+	return s, nil
+}
+
+// CheckListing validates a listing's queue and state ("" for every one)
+// and its page size, 1 to 1000.
+func CheckListing(queue, state string, limit int) error {
+	if queue != "" {
+		if err := ValidateName("queue", queue); err != nil {
+			return err
+		}
+	}
+	if state != "" {
+		if _, err := ParseState(state); err != nil {
+			return err
+		}
+	}
+	if limit < 1 || limit > 1000 {
+		return fmt.Errorf("%w: limit %d: give 1 to 1000", errs.ErrInvalid, limit)
+	}
+	return nil
+}
 
 // pruneBatch is how many finished messages one prune statement deletes.
 const pruneBatch = 1000
