@@ -38,10 +38,7 @@ func benchLockRelease(b *testing.B, metric string, names ...string) {
 	for _, be := range batontest.All() {
 		b.Run(be.Name, func(b *testing.B) {
 			ctx, c := benchClient(b, be)
-			s, err := c.NewSession(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := session(b, c)
 			for b.Loop() {
 				if _, err := s.Lock(ctx, "bench", baton.Write, 0, names...); err != nil {
 					b.Fatalf("lock: %v", err)
@@ -81,10 +78,7 @@ func BenchmarkRefusedTry(b *testing.B) {
 // session's, beside others locks that session holds elsewhere.
 func benchRefusedTry(b *testing.B, be batontest.Backend, others int, names ...string) {
 	ctx, c := benchClient(b, be)
-	holder, err := c.NewSession(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	holder := session(b, c)
 	beside := make([]string, 100)
 	for i := 0; i < others/len(beside); i++ {
 		for j := range beside {
@@ -97,10 +91,7 @@ func benchRefusedTry(b *testing.B, be batontest.Backend, others int, names ...st
 	if _, err := holder.Lock(ctx, "bench", baton.Write, 0, "held"); err != nil {
 		b.Fatal(err)
 	}
-	s, err := c.NewSession(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := session(b, c)
 	for b.Loop() {
 		if _, err := s.Lock(ctx, "bench", baton.Write, 0, names...); !errors.Is(err, baton.ErrTimeout) {
 			b.Fatalf("lock of a held name tried once: %v, want ErrTimeout", err)
@@ -128,17 +119,11 @@ func BenchmarkReaderBesideReader(b *testing.B) {
 	for _, be := range batontest.All() {
 		b.Run(be.Name, func(b *testing.B) {
 			ctx, c := benchClient(b, be)
-			holder, err := c.NewSession(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
+			holder := session(b, c)
 			if _, err := holder.Lock(ctx, "bench", baton.Read, 0, "shared"); err != nil {
 				b.Fatal(err)
 			}
-			s, err := c.NewSession(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := session(b, c)
 			for b.Loop() {
 				if _, err := s.Lock(ctx, "bench", baton.Read, baton.Forever, "shared"); err != nil {
 					b.Fatalf("lock: %v", err)

@@ -18,13 +18,12 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/events"
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/maintain"
-	"github.com/batonhq/baton/internal/mq"
 	"github.com/batonhq/baton/internal/notify"
+	mq "github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sessions"
 	"github.com/batonhq/baton/internal/tracing"
-	"github.com/batonhq/baton/internal/wake"
 	"github.com/batonhq/baton/internal/worker"
 )
 
@@ -166,10 +165,10 @@ type Client struct {
 	id   string
 	opts Options
 
-	leases    *lease.Keeper  // sessions: renewals, reaping
-	owner     *lease.Owner   // sessions: ending them, freeing what they hold
-	locks     *locks.Service // the lock service
-	lockWaits *wake.Locks    // this process's waiting lock requests
+	leases    *sessions.Keeper // sessions: renewals, reaping
+	owner     *sessions.Owner  // sessions: ending them, freeing what they hold
+	locks     *locks.Service   // the lock service
+	lockWaits *bus.Locks       // this process's waiting lock requests
 	// bus is the listener (started by the first waiter) and the router
 	// of what it brings: lock grants, queue wake-ups, cancellations,
 	// pauses, notifications.
@@ -181,9 +180,9 @@ type Client struct {
 	closed bool
 
 	// queues
-	mq          *mq.Engine   // the queue engine
-	queueWaits  *wake.Queues // consumers waiting for messages
-	notifyUsers *wake.Users  // listeners and waiting consumers: notifications on
+	mq          *mq.Engine  // the queue engine
+	queueWaits  *bus.Queues // consumers waiting for messages
+	notifyUsers *bus.Users  // listeners and waiting consumers: notifications on
 	// workers: the handlers of running messages and the queues this
 	// process knows paused (workers start no claimed message of theirs).
 	workers *worker.Registry
@@ -290,27 +289,27 @@ func setUp(ctx context.Context, drv driver.Driver, o Options) error {
 // others.
 func (c *Client) wire() {
 	drv, o := c.drv, c.opts
-	c.queueWaits = wake.NewQueues(wake.Nudge(c.queueWaited)) // wakes the poll of waiting consumers
+	c.queueWaits = bus.NewQueues(bus.Nudge(c.queueWaited)) // wakes the poll of waiting consumers
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err,
 		Retention: mq.Retention(o.Retention), Tries: &c.claimTries,
 		Rescue:    func(ctx context.Context) bool { return c.rescuer.Rescue(ctx) }, // c.rescuer is set below
 		Listening: func(ctx context.Context) error { return c.bus.Listening(ctx) }, // c.bus too
 		Notifying: func(on bool) { c.notifyUsers.Count(on) }})                      // c.notifyUsers too
 	c.workers = newRegistry(c) // after c.mq, whose reads it makes
-	c.lockWaits = wake.NewLocks(func(waiting bool) {
+	c.lockWaits = bus.NewLocks(func(waiting bool) {
 		drv.Notifier().SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
 		if !waiting {
 			c.bus.LocksIdle()
 		}
 	})
-	c.notifyUsers = wake.NewUsers(func(on bool) { drv.Notifier().SetNotifying(c.id, on) })
+	c.notifyUsers = bus.NewUsers(func(on bool) { drv.Notifier().SetNotifying(c.id, on) })
 	c.notify = notify.New(drv, newNotification)
 	c.events = events.New(events.Config{Driver: drv, Register: c.mq.Register, Log: c.log.Err})
 	// prepareSoon has the statements prepared now instead of after a
 	// heartbeat.
 	prepareSoon := func() { c.prepareOnce.Do(func() { close(c.prepareNow) }) }
-	c.leases = lease.NewKeeper(lease.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
+	c.leases = sessions.NewKeeper(sessions.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, Heartbeat: o.Heartbeat,
 		EndSession:  func(ctx context.Context, id string) error { return c.owner.EndDead(ctx, id) },
 		Ended:       func(id string) { c.lockWaits.EndSession(id); c.locks.SessionEnded(id) }, // its waiters answered, its turnstile line closed
 		SessionLost: o.Observer.SessionLost, Log: c.log.Err})
@@ -323,11 +322,11 @@ func (c *Client) wire() {
 			defer c.mu.Unlock()
 			return c.closed
 		}})
-	c.bus = bus.New(bus.Config{Driver: drv, ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
+	c.bus = bus.New(bus.Config{Notifier: drv.Notifier(), ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
 		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.log.Warnf,
 		Routes: bus.Routes{Locks: c.lockWaits, Look: c.locks.Wake, Queues: c.queueWaits,
 			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver}})
-	c.owner = lease.NewOwner(lease.OwnerConfig{Driver: drv, Release: c.locks.CloseSession, Withdraw: c.locks.WithdrawSession,
+	c.owner = sessions.NewOwner(sessions.OwnerConfig{Driver: drv, Release: c.locks.CloseSession, Withdraw: c.locks.WithdrawSession,
 		DropLocks: c.locks.DropSession, ReturnClaims: mq.RecoverSession, Wake: c.mq.Wake})
 	c.rescuer = maintain.NewRescuer(maintain.RescuerConfig{PollInterval: o.PollInterval, ListReapable: c.leases.ListReapable,
 		Reap: c.leases.Reap, RecoverStale: c.mq.RecoverStale, Log: c.log.Err})

@@ -28,12 +28,9 @@ func TestSessionCloseReleasesEachNamespace(t *testing.T) {
 			t.Fatalf("GetLock: %v %v", ok, err)
 		}
 		mustLock(t, s3, "ns3", baton.Write, "w")
-		own := async(s1, "ns3", baton.Write, baton.Forever, "w")
-		waitPending(t, c, s1, 1)
-		onA := async(s2, "ns1", baton.Write, baton.Forever, "a")
-		waitPending(t, c, s2, 1)
-		onR := async(s4, "ns2", baton.Write, baton.Forever, "r")
-		waitPending(t, c, s4, 1)
+		own := waiting(t, c, s1, "ns3", baton.Write, baton.Forever, "w")
+		onA := waiting(t, c, s2, "ns1", baton.Write, baton.Forever, "a")
+		onR := waiting(t, c, s4, "ns2", baton.Write, baton.Forever, "r")
 
 		if err := s1.Close(ctx); err != nil {
 			t.Fatal(err)

@@ -13,15 +13,13 @@ import (
 // the next wait; each of several waits in a row is granted, a queue
 // consumer afterwards is served, and the client closes cleanly.
 func TestMaxConnsWaitsAgain(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c := openDSN(t, dsn, baton.Options{MaxConns: 1, PollInterval: 100 * time.Millisecond})
 		other := openDSN(t, dsn)
 		holder, waiter := session(t, other), session(t, c)
 		for round := 0; round < 3; round++ {
 			mustLock(t, holder, "mc", baton.Write, "x")
-			granted := async(waiter, "mc", baton.Write, 20*time.Second, "x")
-			waitPending(t, c, waiter, 1)
+			granted := waiting(t, c, waiter, "mc", baton.Write, 20*time.Second, "x")
 			if _, err := holder.Release(ctxT(t), "mc"); err != nil {
 				t.Fatal(err)
 			}

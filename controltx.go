@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
 )
 
 // The control calls in the caller's own transaction (DESIGN, Interfaces:

@@ -148,8 +148,7 @@ func killedHolder(t *testing.T, remote bool) {
 		if ok, err := s.GetLock(ctxT(t), "CRASH.USER", 0); ok || err != nil {
 			t.Fatalf("user lock while its holder lives: granted %v, %v (want not granted, no error)", ok, err)
 		}
-		waiting := async(s, "crash", baton.Write, baton.Forever, "x", "y")
-		waitPending(t, c, s, 1)
+		waiting := waiting(t, c, s, "crash", baton.Write, baton.Forever, "x", "y")
 		if err := child.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -219,11 +218,7 @@ func TestNetworkLoss(t *testing.T) {
 		// A long outage loses the session; the lock then passes on.
 		p.Cut(true)
 		got := async(s2, "net", baton.Write, baton.Forever, "x")
-		select {
-		case <-s1.Done():
-		case <-time.After(15 * time.Second):
-			t.Fatal("session loss never reported")
-		}
+		await(t, s1.Done(), 15*time.Second, "session loss never reported")
 		wantErr(t, s1.Err(), baton.ErrSessionLost)
 		mustRecv(t, got)
 		p.Restore()
@@ -256,11 +251,7 @@ func TestSessionLostWhenReaped(t *testing.T) {
 		s := session(t, c)
 		mustLock(t, s, "ns", baton.Write, "x")
 		batontest.ReapSession(t, dsn, s.ID())
-		select {
-		case <-s.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("loss not reported")
-		}
+		await(t, s.Done(), 10*time.Second, "loss not reported")
 		if !errors.Is(s.Err(), baton.ErrSessionLost) {
 			t.Fatalf("Err() = %v", s.Err())
 		}

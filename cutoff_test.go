@@ -123,8 +123,7 @@ func TestLockReleaseOutlastsLease(t *testing.T) {
 			mustLock(t, holder, "outlast", baton.Write, "x")
 			var granted chan error
 			if contended {
-				granted = async(waiter, "outlast", baton.Write, 20*time.Second, "x")
-				waitPending(t, c, waiter, 1)
+				granted = waiting(t, c, waiter, "outlast", baton.Write, 20*time.Second, "x")
 			}
 			unblock := blockLockTables(t, b, db)
 			released := make(chan error, 1)

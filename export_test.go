@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/batonhq/baton/internal/lease"
 	"github.com/batonhq/baton/internal/locks"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
+	"github.com/batonhq/baton/internal/sessions"
 	"github.com/batonhq/baton/internal/tracing"
 )
 
@@ -23,7 +23,7 @@ func BeforeLockRegister(f func(sessionID string)) {
 
 // SetHostIdentity makes clients opened afterwards in this process claim
 // another host, so that tests can exercise the lease path of crash recovery.
-func SetHostIdentity(id string) { lease.HostIdentity = func() string { return id } }
+func SetHostIdentity(id string) { sessions.HostIdentity = func() string { return id } }
 
 // SwitchRenewals stops (off) or restarts a client's lease renewals, as if
 // the process could not reach the database.

@@ -15,11 +15,7 @@ import (
 // waitLost waits until the session reports its loss.
 func waitLost(t *testing.T, s *baton.Session) time.Time {
 	t.Helper()
-	select {
-	case <-s.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("session loss never reported")
-	}
+	await(t, s.Done(), 20*time.Second, "session loss never reported")
 	at := time.Now()
 	wantErr(t, s.Err(), baton.ErrSessionLost)
 	return at
@@ -357,7 +353,7 @@ func TestPartitionedHolder(t *testing.T) {
 			}
 			t.Logf("round %d: holder stopped %v before the waiter was granted", round, grantedAt.Sub(lostAt))
 			p.Heal()
-			retry(t, "a new session after the partition healed", func() error {
+			batontest.Retry(t, time.Minute, "a new session after the partition healed", func() error {
 				s, err := cut.NewSession(ctxT(t))
 				if err == nil {
 					_, err = s.Lock(ctxT(t), "part-after", baton.Write, 0, fmt.Sprint(round))

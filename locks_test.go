@@ -37,7 +37,7 @@ func openDSN(t *testing.T, dsn string, opts ...baton.Options) *baton.Client {
 	return c
 }
 
-func session(t *testing.T, c *baton.Client) *baton.Session {
+func session(t testing.TB, c *baton.Client) *baton.Session {
 	t.Helper()
 	s, err := c.NewSession(context.Background())
 	if err != nil {
@@ -113,6 +113,15 @@ func async(s *baton.Session, ns string, m baton.Mode, timeout time.Duration, nam
 		_, err := s.Lock(context.Background(), ns, m, timeout, names...)
 		ch <- err
 	}()
+	return ch
+}
+
+// waiting is async for a call that waits: it returns once the session's
+// one request is PENDING.
+func waiting(t *testing.T, c *baton.Client, s *baton.Session, ns string, m baton.Mode, timeout time.Duration, names ...string) chan error {
+	t.Helper()
+	ch := async(s, ns, m, timeout, names...)
+	waitPending(t, c, s, 1)
 	return ch
 }
 
@@ -284,21 +293,15 @@ func TestLockUpgrade(t *testing.T) {
 		_, err := s1.Lock(ctxT(t), "ns", baton.Write, 50*time.Millisecond, "x")
 		wantErr(t, err, baton.ErrTimeout)
 		// A writer of another session queued first does not hold the upgrade back.
-		w3 := async(s3, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, s3, 1)
-		up := async(s1, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, s1, 1)
+		w3 := waiting(t, c, s3, "ns", baton.Write, baton.Forever, "x")
+		up := waiting(t, c, s1, "ns", baton.Write, baton.Forever, "x")
 		if _, err := s2.Release(ctxT(t), "ns"); err != nil {
 			t.Fatal(err)
 		}
 		if err := recv(t, up); err != nil {
 			t.Fatalf("upgrade: %v", err)
 		}
-		select {
-		case err := <-w3:
-			t.Fatalf("other writer got in while s1 holds write: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		stillWaiting(t, w3, 100*time.Millisecond, "the other writer, beside s1's write")
 		release(t, s1, "ns")
 		mustRecv(t, w3)
 	})
@@ -368,8 +371,7 @@ func TestLockTimeouts(t *testing.T) {
 			t.Fatalf("cancelled call left %+v", h)
 		}
 		// Forever gets the lock when it is released.
-		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, s2, 1)
+		ch := waiting(t, c, s2, "ns", baton.Write, baton.Forever, "x")
 		release(t, s1, "ns")
 		mustRecv(t, ch)
 	})
@@ -380,22 +382,16 @@ func TestLockFIFO(t *testing.T) {
 		c, _ := open(t, b)
 		r1, w, r2 := session(t, c), session(t, c), session(t, c)
 		mustLock(t, r1, "ns", baton.Read, "x")
-		wch := async(w, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, w, 1)
+		wch := waiting(t, c, w, "ns", baton.Write, baton.Forever, "x")
 		// A waiting writer blocks later readers of other sessions...
 		_, err := r2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
 		wantErr(t, err, baton.ErrTimeout)
-		r2ch := async(r2, "ns", baton.Read, baton.Forever, "x")
-		waitPending(t, c, r2, 1)
+		r2ch := waiting(t, c, r2, "ns", baton.Read, baton.Forever, "x")
 		// ...but not a session that already holds the lock.
 		mustLock(t, r1, "ns", baton.Read, "x")
 		release(t, r1, "ns")
 		mustRecv(t, wch)
-		select {
-		case <-r2ch:
-			t.Fatal("reader granted while the writer holds the lock")
-		case <-time.After(50 * time.Millisecond):
-		}
+		stillWaiting(t, r2ch, 50*time.Millisecond, "the reader, beside the writer")
 		release(t, w, "ns")
 		mustRecv(t, r2ch)
 	})
@@ -407,8 +403,7 @@ func TestLockDeadlockTwoSessions(t *testing.T) {
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "ns", baton.Write, "a")
 		mustLock(t, s2, "ns", baton.Write, "b")
-		ch1 := async(s1, "ns", baton.Write, baton.Forever, "b")
-		waitPending(t, c, s1, 1)
+		ch1 := waiting(t, c, s1, "ns", baton.Write, baton.Forever, "b")
 		// s2's read request closes the cycle; a read wait is chosen first.
 		start := time.Now()
 		_, err := s2.Lock(ctxT(t), "ns", baton.Read, baton.Forever, "a")
@@ -431,8 +426,7 @@ func TestLockDeadlockReadWaiterChosen(t *testing.T) {
 		mustLock(t, s2, "ns", baton.Write, "b")
 		// s1 waits for a read lock; s2's write request closes the cycle,
 		// but the read waiter is the victim.
-		ch1 := async(s1, "ns", baton.Read, baton.Forever, "b")
-		waitPending(t, c, s1, 1)
+		ch1 := waiting(t, c, s1, "ns", baton.Read, baton.Forever, "b")
 		ch2 := async(s2, "ns", baton.Write, baton.Forever, "a")
 		wantErr(t, recv(t, ch1), baton.ErrDeadlock)
 		release(t, s1, "ns")
@@ -447,10 +441,8 @@ func TestLockDeadlockThreeSessions(t *testing.T) {
 		mustLock(t, s1, "ns", baton.Write, "a")
 		mustLock(t, s2, "ns", baton.Write, "b")
 		mustLock(t, s3, "ns", baton.Write, "c")
-		ch1 := async(s1, "ns", baton.Write, baton.Forever, "b")
-		waitPending(t, c, s1, 1)
-		ch2 := async(s2, "ns", baton.Read, baton.Forever, "c")
-		waitPending(t, c, s2, 1)
+		ch1 := waiting(t, c, s1, "ns", baton.Write, baton.Forever, "b")
+		ch2 := waiting(t, c, s2, "ns", baton.Read, baton.Forever, "c")
 		ch3 := async(s3, "ns", baton.Write, baton.Forever, "a")
 		wantErr(t, recv(t, ch2), baton.ErrDeadlock)
 		if h := held(t, c, s2); len(h) != 1 || h[0].Name != "b" {
@@ -481,10 +473,8 @@ func TestLockDeadlockThroughQueue(t *testing.T) {
 		// s2 holds a lock of its own, so its wait is in the lock table
 		// at once (not behind a turnstile).
 		mustLock(t, s2, "ns", baton.Write, "z")
-		ch2 := async(s2, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, s2, 1)
-		ch3 := async(s3, "ns", baton.Read, baton.Forever, "x")
-		waitPending(t, c, s3, 1)
+		ch2 := waiting(t, c, s2, "ns", baton.Write, baton.Forever, "x")
+		ch3 := waiting(t, c, s3, "ns", baton.Read, baton.Forever, "x")
 		ctx, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -644,8 +634,7 @@ func TestLockMonitoring(t *testing.T) {
 		c, _ := open(t, b)
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "mon", baton.Write, "x")
-		ch := async(s2, "mon", baton.Read, baton.Forever, "x")
-		waitPending(t, c, s2, 1)
+		ch := waiting(t, c, s2, "mon", baton.Read, baton.Forever, "x")
 		if ok, err := s1.GetLock(ctxT(t), "cron.job.1", 0); !ok || err != nil {
 			t.Fatalf("GetLock: %v %v", ok, err)
 		}
@@ -764,8 +753,7 @@ func TestSessionCloseReleasesEverything(t *testing.T) {
 		if ok, err := s1.GetLock(ctxT(t), "u", 0); !ok || err != nil {
 			t.Fatalf("user lock u on a free name: granted %v, %v", ok, err)
 		}
-		ch := async(s2, "ns", baton.Write, baton.Forever, "b")
-		waitPending(t, c, s2, 1)
+		ch := waiting(t, c, s2, "ns", baton.Write, baton.Forever, "b")
 		if err := s1.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -789,8 +777,7 @@ func TestLocksAcrossClients(t *testing.T) {
 		c1, c2 := openDSN(t, dsn), openDSN(t, dsn)
 		s1, s2 := session(t, c1), session(t, c2)
 		mustLock(t, s1, "ns", baton.Write, "x")
-		ch := async(s2, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c2, s2, 1)
+		ch := waiting(t, c2, s2, "ns", baton.Write, baton.Forever, "x")
 		release(t, s1, "ns")
 		mustRecv(t, ch)
 	})
@@ -980,8 +967,7 @@ func TestLockHandOffRounds(t *testing.T) {
 		holder, waiter := session(t, hc), session(t, wc)
 		for round := 0; round < 200; round++ {
 			mustLock(t, holder, "ho", baton.Write, "x")
-			ch := async(waiter, "ho", baton.Write, 20*time.Second, "x")
-			waitPending(t, hc, waiter, 1)
+			ch := waiting(t, hc, waiter, "ho", baton.Write, 20*time.Second, "x")
 			select {
 			case err := <-ch:
 				t.Fatalf("round %d: the waiter's Lock returned (%v) while the holder held the lock", round, err)
@@ -1016,8 +1002,7 @@ func TestLockGrantBeforeWaiterRegisters(t *testing.T) {
 		// A first wait starts the waiter's listener, whose start is a
 		// wake-up of its own: not in the window below.
 		mustLock(t, holder, "gb", baton.Write, "x")
-		ch := async(waiter, "gb", baton.Write, 20*time.Second, "x")
-		waitPending(t, hc, waiter, 1)
+		ch := waiting(t, hc, waiter, "gb", baton.Write, 20*time.Second, "x")
 		release(t, holder, "gb")
 		mustRecv(t, ch)
 		release(t, waiter, "gb")
@@ -1088,11 +1073,7 @@ func TestReadersJoinInOrder(t *testing.T) {
 		wantErr(t, err, baton.ErrTimeout)
 		release(t, rs[0], "ns")
 		release(t, rs[1], "ns")
-		select {
-		case <-done:
-			t.Fatal("the writer was granted beside a reader")
-		case <-time.After(50 * time.Millisecond):
-		}
+		stillWaiting(t, done, 50*time.Millisecond, "the writer, beside a reader")
 		release(t, rs[2], "ns")
 		mustRecv(t, done)
 		token("the writer", wg)

@@ -64,8 +64,7 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 		holder := session(t, openDSN(t, dsn))
 		mustLock(t, holder, "ns", baton.Write, "x")
 		s := session(t, c)
-		ch := async(s, "ns", baton.Write, baton.Forever, "x")
-		waitPending(t, c, s, 1)
+		ch := waiting(t, c, s, "ns", baton.Write, baton.Forever, "x")
 		// A check that fails can take a while (MariaDB's driver tries a
 		// new connection three times), the more so on a loaded machine.
 		checks := func(n int64, what string) {
@@ -74,7 +73,7 @@ func TestLockCheckFailuresLoggedOnce(t *testing.T) {
 			for deadline := time.Now().Add(time.Minute); baton.LockChecks(c) < from+n; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("timed out waiting for %s (%d of %d); where the lock service's goroutines are:\n%s",
-						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks", "internal/wake", "baton/driver/"))
+						what, baton.LockChecks(c)-from, n, stacksOf("internal/locks", "internal/bus", "baton/driver/"))
 				}
 			}
 		}

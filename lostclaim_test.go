@@ -19,8 +19,7 @@ import (
 // claim is seen committed, cuts the connections. SQLite has no network:
 // the engine drops the reply of a claim that committed.
 func TestClaimReplyLost(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		cdsn := dsn
 		var p *batontest.Proxy
 		if b.Name != "sqlite" {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
 )
 
 // MissedTicks says what a schedule does about ticks no process was there

@@ -1,7 +1,6 @@
 package baton_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,14 +122,13 @@ func waitPendingB(b *testing.B, c *baton.Client, s *baton.Session) {
 // there, which baton says once in its log).
 func TestPoolerWithoutListenDSN(t *testing.T) {
 	_, dsn, _ := bouncerDSNs(t)
-	var logged syncBuffer
+	var logged batontest.LogBuffer
 	opts := baton.Options{PollInterval: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
 	c1 := openDSN(t, dsn, opts)
 	c2 := openDSN(t, dsn, opts)
 	s1, s2 := session(t, c1), session(t, c2)
 	mustLock(t, s1, "pool", baton.Write, "x")
-	got := async(s2, "pool", baton.Write, baton.Forever, "x")
-	waitPending(t, c1, s2, 1)
+	got := waiting(t, c1, s2, "pool", baton.Write, baton.Forever, "x")
 	if _, err := s1.Release(ctxT(t), "pool"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,24 +150,6 @@ func TestPoolerWithoutListenDSN(t *testing.T) {
 	if out := logged.String(); !strings.Contains(out, "LISTEN cannot work") {
 		t.Fatalf("the client's logger lacks the pooler warning:\n%s", out)
 	}
-}
-
-// syncBuffer is a buffer that loggers of several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestPoolerRefusesSearchPath: a search_path through a transaction pooler

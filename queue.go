@@ -10,7 +10,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/events"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tracing"
 )
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // outage is one stop/start of a private server.
@@ -31,22 +32,6 @@ func restartAll(db privateDB, pause time.Duration, between func()) []outage {
 		}
 	}
 	return out
-}
-
-// retry runs f until it succeeds (the server may be restarting).
-func retry(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after a minute: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestRestartMidDrain: workers draining a queue survive database restarts
@@ -88,7 +73,7 @@ func TestRestartMidDrain(t *testing.T) {
 		enqueue := func(k int) {
 			for i := 0; i < k; i++ {
 				p := fmt.Sprint("m", enqueued)
-				retry(t, "enqueue", func() error { _, err := c.Enqueue(ctx, "rq", []byte(p)); return err })
+				batontest.Retry(t, time.Minute, "enqueue", func() error { _, err := c.Enqueue(ctx, "rq", []byte(p)); return err })
 				enqueued++
 			}
 		}
@@ -304,8 +289,7 @@ func TestOutageLongerThanLease(t *testing.T) {
 			if _, err := holder.Lock(ctxT(t), "out", baton.Write, 5*lease, "x"); err != nil {
 				t.Fatalf("%s: first lock: %v", mode, err)
 			}
-			got := async(waiter, "out", baton.Write, baton.Forever, "x")
-			waitPending(t, wc, waiter, 1)
+			got := waiting(t, wc, waiter, "out", baton.Write, baton.Forever, "x")
 			db.stop(mode)
 			time.Sleep(2 * lease)
 			db.start()
@@ -322,7 +306,7 @@ func TestOutageLongerThanLease(t *testing.T) {
 				t.Fatalf("%s: the holder still believes it holds the lock after an outage of twice the lease", mode)
 			}
 			var probe *baton.Session
-			retry(t, "probe session", func() (err error) { probe, err = pc.NewSession(ctxT(t)); return err })
+			batontest.Retry(t, time.Minute, "probe session", func() (err error) { probe, err = pc.NewSession(ctxT(t)); return err })
 			_, perr := probe.Lock(ctxT(t), "out", baton.Write, 0, "x")
 			switch {
 			case werr == nil:
@@ -339,7 +323,7 @@ func TestOutageLongerThanLease(t *testing.T) {
 						// The probe's own 1 s lease ran out on a busy
 						// machine (its renewals were held off): a new
 						// session looks again.
-						retry(t, "probe session", func() (err error) { probe, err = pc.NewSession(ctxT(t)); return err })
+						batontest.Retry(t, time.Minute, "probe session", func() (err error) { probe, err = pc.NewSession(ctxT(t)); return err })
 					}
 					_, perr = probe.Lock(ctxT(t), "out", baton.Write, 0, "x")
 				}

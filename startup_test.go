@@ -21,8 +21,7 @@ import (
 // TestConcurrentMigrate: several processes' clients opening a fresh database
 // at the same moment all succeed, and the schema is applied once.
 func TestConcurrentMigrate(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		batontest.Concurrently(t, 6, func(int) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -93,8 +92,7 @@ func batonObjects(t *testing.T, b batontest.Backend, db *sql.DB) []string {
 // fix, and nothing is created in it; the fix (uninstall, then migrate)
 // works.
 func TestPreReleaseSchemaRefused(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		db := batontest.SQLDB(t, dsn)
 		mustExec(t, db, "CREATE TABLE baton_migrations (version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL, applied_at BIGINT NOT NULL)")
 		mustExec(t, db, `CREATE TABLE baton_sessions (id VARCHAR(64) NOT NULL PRIMARY KEY, client_id VARCHAR(64) NOT NULL,
@@ -320,8 +318,7 @@ func TestOpenOnProgramsPool(t *testing.T) {
 			}
 			s1, s2 := session(t, c), session(t, c)
 			mustLock(t, s1, "pool", baton.Write, how)
-			got := async(s2, "pool", baton.Write, 10*time.Second, how)
-			waitPending(t, c, s2, 1)
+			got := waiting(t, c, s2, "pool", baton.Write, 10*time.Second, how)
 			if _, err := s1.Release(ctxT(t), "pool"); err != nil {
 				t.Fatal(err)
 			}

@@ -177,10 +177,8 @@ func TestLockTurnstileWriterNotStarved(t *testing.T) {
 		primeContention(t, c, "fair", "x")
 		h, w, r1, r2 := session(t, c), session(t, c), session(t, c), session(t, c)
 		mustLock(t, h, "fair", baton.Write, "x")
-		wCh := async(w, "fair", baton.Write, 20*time.Second, "x")
-		waitPending(t, c, w, 1)
-		r1Ch := async(r1, "fair", baton.Read, 20*time.Second, "x")
-		waitPending(t, c, r1, 1)
+		wCh := waiting(t, c, w, "fair", baton.Write, 20*time.Second, "x")
+		r1Ch := waiting(t, c, r1, "fair", baton.Read, 20*time.Second, "x")
 		release(t, h, "fair")
 		select {
 		case err := <-r1Ch:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/locks"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
 )
 
 // LockTx takes locks on every name in the namespace inside the caller's

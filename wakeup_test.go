@@ -57,13 +57,8 @@ func TestLostWakeUpsPolled(t *testing.T) {
 			if _, err := holder.Release(ctxT(t), "lost"); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case err := <-got:
-				if err != nil {
-					t.Fatalf("case %d: %v waiter behind %v: %v", i, m[1], m[0], err)
-				}
-			case <-time.After(15 * time.Second):
-				t.Fatalf("case %d: the %v waiter was not granted 15 s after the release: its lost wake-up was never polled for", i, m[1])
+			if err := await(t, got, 15*time.Second, fmt.Sprintf("case %d: the %v waiter was not granted 15 s after the release: its lost wake-up was never polled for", i, m[1])); err != nil {
+				t.Fatalf("case %d: %v waiter behind %v: %v", i, m[1], m[0], err)
 			}
 			if _, err := waiter.Release(ctxT(t), "lost"); err != nil {
 				t.Fatal(err)
@@ -85,13 +80,8 @@ func TestLostWakeUpsPolled(t *testing.T) {
 		if _, err := loud.Enqueue(ctxT(t), "lostq", []byte("m")); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-claimed:
-			if err != nil {
-				t.Fatalf("claim: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("the waiting consumer did not get the message 15 s after its enqueue: its lost wake-up was never polled for")
+		if err := await(t, claimed, 15*time.Second, "the waiting consumer did not get the message 15 s after its enqueue: its lost wake-up was never polled for"); err != nil {
+			t.Fatalf("claim: %v", err)
 		}
 	})
 }
@@ -158,13 +148,8 @@ func TestConsumersPolledPerClient(t *testing.T) {
 		if _, err := loud.Enqueue(ctxT(t), "pb", []byte("m")); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case r := <-got:
-			if r != "pb:m" {
-				t.Fatalf("got %q, want pb:m", r)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("no consumer got the message 15 s after its enqueue: the poll did not wake its queue's consumers")
+		if r := await(t, got, 15*time.Second, "no consumer got the message 15 s after its enqueue: the poll did not wake its queue's consumers"); r != "pb:m" {
+			t.Fatalf("got %q, want pb:m", r)
 		}
 		polls(3)
 		// pb's two consumers claim (one gets the message); pa's and pc's
@@ -194,13 +179,8 @@ func TestConsumersPolledPerClient(t *testing.T) {
 		if err := runner.Ack(ctxT(t), head[0]); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case r := <-got:
-			if r != "po:next" {
-				t.Fatalf("got %q, want po:next", r)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("the ordered queue's consumer did not get its next message 15 s after the head's acknowledgement")
+		if r := await(t, got, 15*time.Second, "the ordered queue's consumer did not get its next message 15 s after the head's acknowledgement"); r != "po:next" {
+			t.Fatalf("got %q, want po:next", r)
 		}
 	})
 }
@@ -279,8 +259,7 @@ func TestLockDeadlockNet(t *testing.T) {
 		s1, s2 := session(t, c), session(t, c)
 		mustLock(t, s1, "ns", baton.Write, "a")
 		mustLock(t, s2, "ns", baton.Write, "b")
-		ch1 := async(s1, "ns", baton.Write, baton.Forever, "b")
-		waitPending(t, c, s1, 1)
+		ch1 := waiting(t, c, s1, "ns", baton.Write, baton.Forever, "b")
 		nets := baton.LockNetLooks(c)
 		ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
 		defer cancel()

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/mq"
+	mq "github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/worker"
 )

@@ -148,8 +148,7 @@ var csrfRE = func(body string) string {
 // user controls escaped; re-drive needs the CSRF token from a same-origin
 // form (or the bearer token); the pages work under a path prefix.
 func TestPages(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		m := metrics.New()
 		c := open(t, dsn, baton.Options{Observer: m})
 		m.Watch(c)

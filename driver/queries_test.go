@@ -44,12 +44,9 @@ func sliceFiles(t *testing.T, d string) []string {
 func dialectQueries(t *testing.T, d string) map[string]query {
 	t.Helper()
 	out := map[string]query{}
-	for _, f := range sliceFiles(t, d) {
-		src, err := os.ReadFile(filepath.Join(d, "sql", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(string(src), "\n")
+	eachFile(t, filepath.Join(d, "sql", "*.sql"), func(path, src string) {
+		f := filepath.Base(path)
+		lines := strings.Split(src, "\n")
 		for i, line := range lines {
 			m := nameLine.FindStringSubmatch(line)
 			if m == nil {
@@ -66,7 +63,7 @@ func dialectQueries(t *testing.T, d string) map[string]query {
 			}
 			out[m[1]] = q
 		}
-	}
+	})
 	if len(out) == 0 {
 		t.Fatalf("%s: no queries in sql/*.sql", d)
 	}
@@ -170,33 +167,34 @@ var (
 // data moves; Migrate re-creates a routine when its file changes).
 func TestOneDefinitionPerRoutine(t *testing.T) {
 	for _, d := range dialects {
-		migs, err := filepath.Glob(filepath.Join(d, "migrations", "*.sql"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range migs {
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m := routineDef.FindStringSubmatch(string(src)); m != nil {
+		eachFile(t, filepath.Join(d, "migrations", "*.sql"), func(f, src string) {
+			if m := routineDef.FindStringSubmatch(src); m != nil {
 				t.Errorf("%s defines the routine {p}%s: it belongs in %s/sql/routines/%s.sql", f, m[1], d, m[1])
 			}
-		}
-		files, err := filepath.Glob(filepath.Join(d, "sql", "routines", "*"))
+		})
+		eachFile(t, filepath.Join(d, "sql", "routines", "*"), func(f, src string) {
+			name, ok := strings.CutSuffix(filepath.Base(f), ".sql")
+			defs := routineDef.FindAllStringSubmatch(src, -1)
+			if !ok || len(defs) != 1 || defs[0][1] != name || triggerDef.MatchString(src) {
+				t.Errorf("%s: want one definition, of {p}%s, and no trigger; found %v", f, name, defs)
+			}
+		})
+	}
+}
+
+// eachFile calls f with the path and the contents of each file pattern
+// matches, in the order filepath.Glob lists them.
+func eachFile(t *testing.T, pattern string, f func(path, src string)) {
+	t.Helper()
+	paths, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range files {
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			name, ok := strings.CutSuffix(filepath.Base(f), ".sql")
-			defs := routineDef.FindAllStringSubmatch(string(src), -1)
-			if !ok || len(defs) != 1 || defs[0][1] != name || triggerDef.MatchString(string(src)) {
-				t.Errorf("%s: want one definition, of {p}%s, and no trigger; found %v", f, name, defs)
-			}
-		}
+		f(p, string(src))
 	}
 }

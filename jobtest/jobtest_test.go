@@ -40,13 +40,21 @@ type recorder struct {
 func (r *recorder) Fatalf(format string, a ...any) { r.failed, r.msg = true, fmt.Sprintf(format, a...) }
 func (r *recorder) Helper()                        {}
 
-func TestRequireEnqueuedAndWork(t *testing.T) {
-	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
+// open opens a client of the database dsn names, closed when the test
+// ends.
+func open(t *testing.T, dsn string) *baton.Client {
+	t.Helper()
+	c, err := baton.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestRequireEnqueuedAndWork(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
 	id, err := c.EnqueueJob(ctx, "mail", welcome{To: "ann@example.com", Tags: []string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,11 +97,7 @@ func TestRequireEnqueuedTx(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		ctx := context.Background()
 		dsn := b.NewDSN(t)
-		c, err := baton.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := open(t, dsn)
 		// The queue exists before the transactions: on SQLite the
 		// client's own connection then reads beside the writing one.
 		if _, err := c.Enqueue(ctx, "mail", []byte("{}")); err != nil {
@@ -155,11 +159,7 @@ func checkInTx(t *testing.T, c *baton.Client, tx baton.Execer, to string) {
 // error; the user's own OnError hook still sees every failure.
 func TestWorkFailsOnFailedJobs(t *testing.T) {
 	ctx := context.Background()
-	c, err := baton.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := open(t, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
 	ws := baton.NewWorkers()
 	if err := baton.AddWorker(ws, func(ctx context.Context, j *baton.Job[welcome]) error {
 		if j.Args.To == "bad" {

@@ -134,15 +134,7 @@ func eventsUnsubscribeCmd(g *globals) *cobra.Command {
 		Use:   "unsubscribe NAME",
 		Short: "Remove a subscription (the last one on a table removes the triggers)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withClient(cmd.Context(), func(c *baton.Client) error {
-				if err := c.Unsubscribe(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				fmt.Printf("unsubscribed %s\n", args[0])
-				return nil
-			})
-		},
+		RunE:  g.onArg((*baton.Client).Unsubscribe, "unsubscribed %s\n"),
 	}
 }
 
@@ -162,15 +154,7 @@ events.
 Exit statuses: 0 done; 64 for a table that does not exist, has no
 subscription, or on MySQL; 69 when the database cannot be reached.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withClient(cmd.Context(), func(c *baton.Client) error {
-				if err := c.RefreshSubscriptions(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				fmt.Printf("refreshed the triggers on %s\n", args[0])
-				return nil
-			})
-		},
+		RunE: g.onArg((*baton.Client).RefreshSubscriptions, "refreshed the triggers on %s\n"),
 	}
 }
 

@@ -49,8 +49,7 @@ func TestJSONSameOnEveryBackend(t *testing.T) {
 	var mu sync.Mutex
 	shapes := map[string]map[string]string{} // command -> backend -> shape
 	t.Run("run", func(t *testing.T) {
-		batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-			dsn := b.NewDSN(t)
+		batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 			c, s := client(t, dsn)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -104,8 +103,7 @@ func TestJSONSameOnEveryBackend(t *testing.T) {
 				{"queue", "list", "--json"},
 				{"queue", "get", fmt.Sprint(ms[0].ID), "--json"},
 			} {
-				code, out, errs := run(t, dsn, cmd...)
-				expect(t, code, errs, 0, "")
+				out := runOK(t, dsn, cmd...)
 				var v any
 				if err := json.Unmarshal([]byte(out), &v); err != nil {
 					t.Fatalf("%v: %v: %q", cmd, err, out)

@@ -17,8 +17,7 @@ import (
 // invalid UTF-8), showing such names Go-quoted; --json keeps the exact
 // bytes (base64 beside a name that is not UTF-8).
 func TestLocksEscapesNames(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		_, s := client(t, dsn)
 		ctx := context.Background()
 		names := map[string]string{"a\tb": `"a\tb"`, "x\xffy": `"x\xffy"`, "nl\nz\x1b[31m": `"nl\nz\x1b[31m"`, "plain": "plain"}
@@ -27,8 +26,7 @@ func TestLocksEscapesNames(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		code, out, errs := run(t, dsn, "locks")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "locks")
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		if len(lines) != 1+len(names) {
 			t.Fatalf("want a header and %d lines:\n%s", len(names), out)
@@ -45,8 +43,7 @@ func TestLocksEscapesNames(t *testing.T) {
 				t.Fatalf("name %q not shown as %s:\n%s", n, shown, out)
 			}
 		}
-		code, out, errs = run(t, dsn, "locks", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "locks", "--json")
 		var rows []struct {
 			Namespace, Name string
 			NameBase64      string `json:"name_base64"`

@@ -318,6 +318,20 @@ func (g *globals) withClient(ctx context.Context, op func(*baton.Client) error) 
 	return op(c)
 }
 
+// onArg makes the RunE of a command that calls one Client method on its
+// one argument and prints done (a format taking the argument) once it did.
+func (g *globals) onArg(call func(*baton.Client, context.Context, string) error, done string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return g.withClient(cmd.Context(), func(c *baton.Client) error {
+			if err := call(c, cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Printf(done, args[0])
+			return nil
+		})
+	}
+}
+
 // commands make baton's commands, added to the root in this order.
 var commands = []func(*globals) *cobra.Command{
 	lockCmd, locksCmd, migrateCmd, demoCmd, versionCmd,

@@ -40,6 +40,15 @@ func run(t *testing.T, dsn string, args ...string) (int, string, string) {
 	return runWith(t, dsn, "", nil, args...)
 }
 
+// runOK is run failing the test unless baton exits 0; it returns the
+// standard output.
+func runOK(t *testing.T, dsn string, args ...string) string {
+	t.Helper()
+	code, out, errs := run(t, dsn, args...)
+	expect(t, code, errs, 0, "")
+	return out
+}
+
 // exitCase is a command line of baton (--dsn included) and the exit
 // status and the word on stderr it must give.
 type exitCase struct {
@@ -90,8 +99,7 @@ func expect(t *testing.T, code int, stderr string, wantCode int, word string) {
 }
 
 func TestLockCommand(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		ctx := context.Background()
 		// CMD's status passes through; stdout is CMD's.
 		code, out, errs := run(t, dsn, "lock", "--write", "job", "--", "sh", "-c", "echo hi; exit 7")
@@ -133,8 +141,7 @@ func TestLockCommand(t *testing.T) {
 }
 
 func TestLockCommandDeadlock(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, s := client(t, dsn)
 		ctx := context.Background()
 		if _, err := s.Lock(ctx, "default", baton.Write, 0, "b"); err != nil {
@@ -176,8 +183,7 @@ func TestLockCommandDeadlock(t *testing.T) {
 }
 
 func TestLockCommandLost(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		cmd := exec.Command(bin, "--dsn", dsn, "lock", "--write", "x", "--", "sh", "-c", "echo $BATON_SESSION; exec sleep 30")
 		out, _ := cmd.StdoutPipe()
 		var errb bytes.Buffer
@@ -199,14 +205,12 @@ func TestLockCommandLost(t *testing.T) {
 }
 
 func TestLocksJSON(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		_, s := client(t, dsn)
 		if _, err := s.Lock(context.Background(), "mon", baton.Read, 0, "x"); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errs := run(t, dsn, "locks", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "locks", "--json")
 		var rows []map[string]any
 		if err := json.Unmarshal([]byte(out), &rows); err != nil {
 			t.Fatalf("%v: %s", err, out)
@@ -224,8 +228,7 @@ func TestLocksJSON(t *testing.T) {
 				t.Fatalf("%s missing in %v", k, rows[0])
 			}
 		}
-		code, out, errs = run(t, dsn, "locks")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "locks")
 		if !strings.Contains(out, "GRANTED") || !strings.Contains(out, "SHARED") {
 			t.Fatalf("table %q", out)
 		}
@@ -251,13 +254,11 @@ func TestBadDSN(t *testing.T) {
 
 func TestMigrate(t *testing.T) {
 	dsn := batontest.SQLiteDSN(t)
-	code, out, errs := run(t, dsn, "migrate", "status")
-	expect(t, code, errs, 0, "")
+	out := runOK(t, dsn, "migrate", "status")
 	if !strings.Contains(out, "pending") {
 		t.Fatalf("status before: %q", out)
 	}
-	code, out, errs = run(t, dsn, "migrate")
-	expect(t, code, errs, 0, "")
+	out = runOK(t, dsn, "migrate")
 	if strings.Contains(out, "pending") || !strings.Contains(out, "applied") {
 		t.Fatalf("after: %q", out)
 	}
@@ -290,18 +291,15 @@ func TestMigrateCreatesSchema(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, `"`+schema+`"`) || !strings.Contains(errs, "baton migrate") {
 			t.Fatalf("push into a missing schema: exit %d, stderr %q: want a failure naming the schema and baton migrate", code, errs)
 		}
-		code, out, errs := run(t, dsn, "migrate")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "migrate")
 		if !strings.Contains(out, "created schema "+schema+"\n") {
 			t.Fatalf("migrate did not say it created the schema:\n%s", out)
 		}
-		code, out, errs = run(t, dsn, "migrate")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "migrate")
 		if strings.Contains(out, "created schema") {
 			t.Fatalf("second migrate created the schema again:\n%s", out)
 		}
-		code, _, errs = run(t, dsn, "queue", "push", "mail", "x")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "push", "mail", "x")
 	})
 }
 
@@ -409,8 +407,7 @@ func TestCommandExitStatuses(t *testing.T) {
 // says so, waits again with a new session, and runs CMD once the holder
 // releases.
 func TestLockCommandWaitsAgain(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, holder := client(t, dsn)
 		ctx := context.Background()
 		if _, err := holder.Lock(ctx, "default", baton.Write, 0, "x"); err != nil {

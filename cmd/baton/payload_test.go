@@ -47,8 +47,7 @@ func TestPayloadInputComplete(t *testing.T) {
 // matters: the largest a pipe holds, one byte more (a file), and the
 // largest a message may hold; binary, every byte value.
 func TestWorkPayloadOnStdin(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		want := map[int64][]byte{}
 		for _, n := range []int{pipeHolds, pipeHolds + 1, baton.MaxMessagePayload} {
 			p := make([]byte, n)
@@ -58,8 +57,7 @@ func TestWorkPayloadOnStdin(t *testing.T) {
 			want[pushID(t, dsn, string(p), "q", "-")] = p
 		}
 		dir := t.TempDir()
-		code, _, errs := run(t, dsn, "work", "q", "--drain", "--", "sh", "-c", `cat > "$0/$BATON_MESSAGE_ID"`, dir)
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "work", "q", "--drain", "--", "sh", "-c", `cat > "$0/$BATON_MESSAGE_ID"`, dir)
 		for id, p := range want {
 			got, err := os.ReadFile(filepath.Join(dir, strconv.FormatInt(id, 10)))
 			if err != nil || !bytes.Equal(got, p) {

@@ -67,8 +67,7 @@ func pushID(t *testing.T, dsn, stdin string, args ...string) int64 {
 // statsOf runs `baton queue stats QUEUE --json`.
 func statsOf(t *testing.T, dsn, queue string) map[string]any {
 	t.Helper()
-	code, out, errs := run(t, dsn, "queue", "stats", queue, "--json")
-	expect(t, code, errs, 0, "")
+	out := runOK(t, dsn, "queue", "stats", queue, "--json")
 	var st map[string]any
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("stats --json: %v: %q", err, out)
@@ -86,8 +85,7 @@ func wantCounts(t *testing.T, st map[string]any, ready, scheduled, claimed, dead
 }
 
 func TestQueueCommands(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		ctx := context.Background()
 		id1 := pushID(t, dsn, "", "q", "one")
 		id2 := pushID(t, dsn, "two", "q", "-", "--priority", "-1", "--key", "k", "--max-attempts", "3")
@@ -108,18 +106,16 @@ func TestQueueCommands(t *testing.T) {
 		if ns, ok := st["oldest_ready_ns"].(float64); !ok || ns < 0 {
 			t.Fatalf("oldest_ready_ns in %v", st)
 		}
-		code, out, errs := run(t, dsn, "queue", "stats", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "stats", "--json")
 		var all []map[string]any
 		if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 || all[0]["queue"] != "q" || all[0]["ready"] != 2.0 {
 			t.Fatalf("stats --json of all: %v: %s", err, out)
 		}
-		code, out, errs = run(t, dsn, "queue", "stats")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "stats")
 		if !strings.Contains(out, "READY") || !strings.Contains(out, "RETRYING") || !strings.Contains(out, "CANCELLED") || !strings.Contains(out, "\nq ") {
 			t.Fatalf("stats table %q", out)
 		}
-		code, _, errs = run(t, dsn, "queue", "stats", "nope")
+		code, _, errs := run(t, dsn, "queue", "stats", "nope")
 		expect(t, code, errs, exitNoQueue, "no queue nope")
 		code, _, errs = run(t, dsn, "queue", "redrive", "nope")
 		expect(t, code, errs, exitNoQueue, "no queue nope")
@@ -157,8 +153,7 @@ func TestQueueCommands(t *testing.T) {
 		}
 		wantCounts(t, statsOf(t, dsn, "q"), 0, 1, 0, 2)
 
-		code, out, errs = run(t, dsn, "queue", "dead", "q", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q", "--json")
 		var dead []map[string]any
 		if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 2 {
 			t.Fatalf("dead --json: %v: %s", err, out)
@@ -174,39 +169,33 @@ func TestQueueCommands(t *testing.T) {
 		if !slices.Equal(ids, []int64{min(id1, id2), max(id1, id2)}) {
 			t.Fatalf("dead ids %v, want %d and %d", ids, id1, id2)
 		}
-		code, out, errs = run(t, dsn, "queue", "dead", "q", "--limit", "1", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q", "--limit", "1", "--json")
 		if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 1 {
 			t.Fatalf("dead --limit 1: %v: %s", err, out)
 		}
-		code, out, errs = run(t, dsn, "queue", "dead", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q")
 		if !strings.Contains(out, "FAILED AT") || !strings.Contains(out, "broken") || strings.Contains(out, "second line") ||
 			!strings.Contains(out, "two") || !strings.Contains(out, "1/3") {
 			t.Fatalf("dead table %q", out)
 		}
 
-		code, out, errs = run(t, dsn, "queue", "redrive", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "redrive", "q")
 		if strings.TrimSpace(out) != "2" {
 			t.Fatalf("redrive printed %q, want 2", out)
 		}
 		wantCounts(t, statsOf(t, dsn, "q"), 2, 1, 0, 0)
 
 		fail()
-		code, out, errs = run(t, dsn, "queue", "purge", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "purge", "q")
 		if strings.TrimSpace(out) != "2" {
 			t.Fatalf("purge printed %q, want 2", out)
 		}
 		wantCounts(t, statsOf(t, dsn, "q"), 0, 1, 0, 0)
-		code, out, errs = run(t, dsn, "queue", "dead", "q", "--json")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "dead", "q", "--json")
 		if strings.TrimSpace(out) != "[]" {
 			t.Fatalf("dead after purge: %q", out)
 		}
-		code, out, errs = run(t, dsn, "queue", "purge", "q")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "purge", "q")
 		if strings.TrimSpace(out) != "0" {
 			t.Fatalf("second purge printed %q, want 0", out)
 		}
@@ -214,8 +203,7 @@ func TestQueueCommands(t *testing.T) {
 }
 
 func TestQueuePushBadInput(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		big := strings.Repeat("x", baton.MaxMessagePayload+1)
 		for _, c := range []struct {
 			stdin string
@@ -248,8 +236,7 @@ func TestQueuePushBadInput(t *testing.T) {
 		// Nothing was enqueued, not even the queue's name.
 		code, _, errs := run(t, dsn, "queue", "stats", "fresh")
 		expect(t, code, errs, exitNoQueue, "no queue fresh")
-		code, out, errs := run(t, dsn, "queue", "stats", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "stats", "--json")
 		if strings.TrimSpace(out) != "[]" {
 			t.Fatalf("queues after bad pushes: %s", out)
 		}
@@ -279,13 +266,11 @@ func lines(t *testing.T, path string) []string {
 // stderr (it would otherwise wait, or drain nothing, without a word), and
 // runs nothing until the queue resumes.
 func TestWorkSaysPaused(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "pz", "m")
-		code, _, errs := run(t, dsn, "queue", "pause", "pz")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "pause", "pz")
 		file := filepath.Join(t.TempDir(), "out")
-		code, _, errs = run(t, dsn, "work", "pz", "--drain", "--", "sh", "-c", `cat >> "$0"`, file)
+		code, _, errs := run(t, dsn, "work", "pz", "--drain", "--", "sh", "-c", `cat >> "$0"`, file)
 		expect(t, code, errs, 0, "")
 		if !strings.Contains(errs, "queue is paused") || strings.Count(errs, "paused") != 1 {
 			t.Fatalf("a drain of a paused queue said %q, want one line saying it is paused", errs)
@@ -297,8 +282,7 @@ func TestWorkSaysPaused(t *testing.T) {
 }
 
 func TestWorkDrain(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		type pushed struct{ payload, key, max string }
 		want := map[int64]pushed{}
 		for i := range 6 {
@@ -345,8 +329,7 @@ func TestWorkDrain(t *testing.T) {
 			pushID(t, dsn, "", "ord", order[i])
 		}
 		file2 := filepath.Join(t.TempDir(), "ordered")
-		code, _, errs = run(t, dsn, "work", "ord", "--ordered", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file2)
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "work", "ord", "--ordered", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file2)
 		if got := lines(t, file2); !slices.Equal(got, order) {
 			t.Fatalf("ordered runs %q, want %q", got, order)
 		}
@@ -355,8 +338,7 @@ func TestWorkDrain(t *testing.T) {
 			pushID(t, dsn, "", "pk", fmt.Sprintf("p%d", i), "--key", fmt.Sprintf("k%d", i%2))
 		}
 		file3 := filepath.Join(t.TempDir(), "perkey")
-		code, _, errs = run(t, dsn, "work", "pk", "--per-key", "--concurrency", "4", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file3)
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "work", "pk", "--per-key", "--concurrency", "4", "--drain", "--", "sh", "-c", `printf '%s\n' "$(cat)" >> "$0"`, file3)
 		got = lines(t, file3)
 		slices.Sort(got)
 		if !slices.Equal(got, []string{"p0", "p1", "p2", "p3"}) {
@@ -367,8 +349,7 @@ func TestWorkDrain(t *testing.T) {
 }
 
 func TestWorkDeadLetter(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		id := pushID(t, dsn, "", "q", "bad", "--max-attempts", "2")
 		file := filepath.Join(t.TempDir(), "attempts")
 		env := []string{"BATON_RETRY_BASE=20ms"}
@@ -395,8 +376,7 @@ func TestWorkDeadLetter(t *testing.T) {
 		if !strings.Contains(stderr, "boom 1") || !strings.Contains(stderr, "status 3") {
 			t.Fatalf("CMD's stderr or the failure not shown: %q", stderr)
 		}
-		code, out, errs := run(t, dsn, "queue", "dead", "q", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "dead", "q", "--json")
 		var dead []map[string]any
 		if err := json.Unmarshal([]byte(out), &dead); err != nil || len(dead) != 1 {
 			t.Fatalf("dead: %v: %s", err, out)
@@ -406,14 +386,13 @@ func TestWorkDeadLetter(t *testing.T) {
 			!strings.Contains(d["error"].(string), "status 3") || !strings.Contains(d["error"].(string), "boom 2") {
 			t.Fatalf("dead letter %v", d)
 		}
-		code, _, errs = runWith(t, dsn, "", []string{"BATON_RETRY_BASE=fast"}, "work", "q", "--drain", "--", "true")
+		code, _, errs := runWith(t, dsn, "", []string{"BATON_RETRY_BASE=fast"}, "work", "q", "--drain", "--", "true")
 		expect(t, code, errs, exitUsage, "BATON_RETRY_BASE")
 	})
 }
 
 func TestWorkBadInput(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "q", "keep")
 		for _, c := range []struct {
 			args []string
@@ -502,8 +481,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
 }
 
 func TestWorkGracefulStop(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, _ := client(t, dsn)
 		pushID(t, dsn, "", "q", "slow")
 		file := filepath.Join(t.TempDir(), "out")
@@ -562,8 +540,7 @@ func lineReader(r io.Reader) <-chan string {
 }
 
 func TestNotifyListen(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		// Migrate first, so that the listeners do not race each other to it.
 		client(t, dsn)
 		start := func(args ...string) (*exec.Cmd, <-chan string) {
@@ -582,8 +559,7 @@ func TestNotifyListen(t *testing.T) {
 		gotPlain, gotJSON := false, false
 		deadline := time.After(20 * time.Second)
 		for !gotPlain || !gotJSON {
-			code, _, errs := run(t, dsn, "notify", "ch", "hello world")
-			expect(t, code, errs, 0, "")
+			runOK(t, dsn, "notify", "ch", "hello world")
 			tick := time.After(300 * time.Millisecond)
 		read:
 			for {
@@ -606,8 +582,7 @@ func TestNotifyListen(t *testing.T) {
 				}
 			}
 		}
-		code, _, errs := run(t, dsn, "notify", "other", "")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "notify", "other", "")
 		timeout := time.After(20 * time.Second)
 		for got := false; !got; {
 			select {
@@ -644,8 +619,7 @@ func TestNotifyListen(t *testing.T) {
 // earlier ones run slowly are still delivered once each, on their first
 // attempt, with --visibility shorter than the whole backlog takes.
 func TestWorkSlowMessagesOnce(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		const n = 14
 		for i := range n {
 			pushID(t, dsn, "", "slow", fmt.Sprintf("s%d", i))
@@ -671,8 +645,7 @@ func TestWorkSlowMessagesOnce(t *testing.T) {
 // that runs and leaves the other messages in the queue, unstarted and with
 // no attempt counted.
 func TestWorkStopReturnsUnstarted(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, _ := client(t, dsn)
 		for i := range 4 {
 			pushID(t, dsn, "", "q", fmt.Sprintf("m%d", i))
@@ -716,8 +689,7 @@ func TestWorkStopReturnsUnstarted(t *testing.T) {
 // baton process runs meanwhile) frees the dead worker's claim and handles
 // the message.
 func TestDrainRescuesKilledWorker(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "rq", "job")
 		w := exec.Command(bin, "--dsn", dsn, "work", "rq", "--", "sh", "-c", "sleep 60")
 		w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -768,8 +740,7 @@ func TestMessageFieldsOrder(t *testing.T) {
 // the same commands on a known queue succeed. queue list --limit takes 1
 // to 1000, as its help says.
 func TestUnknownQueueExits(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		pushID(t, dsn, "", "known", "x")
 		var cases []exitCase
 		for _, c := range [][]string{{"stats"}, {"list"}, {"list", "--state", "dead"}, {"dead"}, {"redrive"}, {"purge"}, {"pause"}, {"resume"}} {

@@ -64,24 +64,19 @@ func TestServeCommand(t *testing.T) {
 func TestQueueControlCommands(t *testing.T) {
 	dsn := batontest.SQLiteDSN(t)
 	id := pushID(t, dsn, "", "cq", "x", "--delay", "1h")
-	code, _, errs := run(t, dsn, "queue", "pause", "cq")
-	expect(t, code, errs, 0, "")
-	code, out, errs := run(t, dsn, "queue", "stats")
-	expect(t, code, errs, 0, "")
+	runOK(t, dsn, "queue", "pause", "cq")
+	out := runOK(t, dsn, "queue", "stats")
 	if !strings.Contains(out, "cq (paused)") {
 		t.Fatalf("stats do not show the paused queue:\n%s", out)
 	}
-	code, _, errs = run(t, dsn, "queue", "resume", "cq")
-	expect(t, code, errs, 0, "")
-	code, _, errs = run(t, dsn, "queue", "pause", "nope")
+	runOK(t, dsn, "queue", "resume", "cq")
+	code, _, errs := run(t, dsn, "queue", "pause", "nope")
 	expect(t, code, errs, exitNoQueue, "no queue nope")
-	code, _, errs = run(t, dsn, "queue", "retry", "cq", fmt.Sprint(id))
-	expect(t, code, errs, 0, "")
+	runOK(t, dsn, "queue", "retry", "cq", fmt.Sprint(id))
 	if st := statsOf(t, dsn, "cq"); st["ready"] != float64(1) || st["scheduled"] != float64(0) {
 		t.Fatalf("after retry: %v", st)
 	}
-	code, _, errs = run(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
-	expect(t, code, errs, 0, "")
+	runOK(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
 	code, _, errs = run(t, dsn, "queue", "delete", "cq", fmt.Sprint(id))
 	expect(t, code, errs, 66, "no message")
 	code, _, errs = run(t, dsn, "queue", "retry", "cq", "x")
@@ -105,8 +100,7 @@ func TestQueueControlCommands(t *testing.T) {
 	for try := 0; ; try++ {
 		day := time.Now().UTC().Truncate(24 * time.Hour)
 		held := pushID(t, dsn, "", "uq", "e", "--unique-key", "k3", "--unique-for", "24h")
-		code, _, errs = run(t, dsn, "queue", "delete", "uq", fmt.Sprint(held))
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "delete", "uq", fmt.Sprint(held))
 		code, out, errs = run(t, dsn, "queue", "push", "uq", "f", "--unique-key", "k3", "--unique-for", "24h")
 		if !time.Now().UTC().Truncate(24*time.Hour).Equal(day) && try == 0 {
 			continue
@@ -128,13 +122,11 @@ func TestQueueControlCommands(t *testing.T) {
 // backend; retry and delete by id alone; the exit statuses of unknown and
 // finished messages.
 func TestQueueJobCommands(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		later := pushID(t, dsn, "", "jq", "later", "--delay", "1h", "--kind", "report")
 		now := pushID(t, dsn, "", "jq", "now")
 		pushID(t, dsn, "", "other", "x")
-		code, out, errs := run(t, dsn, "queue", "list", "jq", "--json")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "queue", "list", "jq", "--json")
 		var ms []baton.MessageInfo
 		if err := json.Unmarshal([]byte(out), &ms); err != nil {
 			t.Fatalf("list --json: %v: %s", err, out)
@@ -143,18 +135,15 @@ func TestQueueJobCommands(t *testing.T) {
 			ms[1].ID != now || ms[1].State != baton.StateReady || string(ms[1].Payload) != "now" {
 			t.Fatalf("list: %+v", ms)
 		}
-		code, out, errs = run(t, dsn, "queue", "list", "--kind", "report", "--limit", "1")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "list", "--kind", "report", "--limit", "1")
 		if !strings.Contains(out, fmt.Sprint(later)) || !strings.Contains(out, "scheduled") || strings.Contains(out, "other") {
 			t.Fatalf("list --kind report:\n%s", out)
 		}
-		code, _, errs = run(t, dsn, "queue", "list", "--state", "finished")
+		code, _, errs := run(t, dsn, "queue", "list", "--state", "finished")
 		expect(t, code, errs, 64, "message state")
 
-		code, _, errs = run(t, dsn, "queue", "cancel", fmt.Sprint(later))
-		expect(t, code, errs, 0, "")
-		code, out, errs = run(t, dsn, "queue", "get", fmt.Sprint(later), "--json")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "cancel", fmt.Sprint(later))
+		out = runOK(t, dsn, "queue", "get", fmt.Sprint(later), "--json")
 		var m baton.MessageInfo
 		if err := json.Unmarshal([]byte(out), &m); err != nil || m.State != baton.StateCancelled || m.FinishedAt.IsZero() {
 			t.Fatalf("get after cancel: %+v %v: %s", m, err, out)
@@ -168,12 +157,10 @@ func TestQueueJobCommands(t *testing.T) {
 		code, _, errs = run(t, dsn, "queue", "cancel", "x")
 		expect(t, code, errs, 64, "positive number")
 
-		code, _, errs = run(t, dsn, "queue", "delete", fmt.Sprint(now))
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "delete", fmt.Sprint(now))
 		code, _, errs = run(t, dsn, "queue", "get", fmt.Sprint(now))
 		expect(t, code, errs, 66, "no message")
-		code, out, errs = run(t, dsn, "queue", "get", fmt.Sprint(later))
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "queue", "get", fmt.Sprint(later))
 		if !strings.Contains(out, "cancelled") || !strings.Contains(out, "report") {
 			t.Fatalf("get:\n%s", out)
 		}
@@ -181,14 +168,12 @@ func TestQueueJobCommands(t *testing.T) {
 		// baton work --kind takes one kind and leaves the others.
 		a := pushID(t, dsn, "", "kq", "1", "--kind", "a")
 		b2 := pushID(t, dsn, "", "kq", "2", "--kind", "b")
-		code, out, errs = run(t, dsn, "work", "kq", "--kind", "a", "--drain", "--", "sh", "-c", "echo $BATON_KIND")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "work", "kq", "--kind", "a", "--drain", "--", "sh", "-c", "echo $BATON_KIND")
 		if strings.TrimSpace(out) != "a" {
 			t.Fatalf("work --kind a ran for: %q", out)
 		}
 		for id, want := range map[int64]string{a: "completed", b2: "ready"} {
-			code, out, errs = run(t, dsn, "queue", "get", fmt.Sprint(id), "--json")
-			expect(t, code, errs, 0, "")
+			out = runOK(t, dsn, "queue", "get", fmt.Sprint(id), "--json")
 			var m baton.MessageInfo
 			if err := json.Unmarshal([]byte(out), &m); err != nil || string(m.State) != want {
 				t.Fatalf("message %d after work --kind a: %s %v, want %s", id, out, err, want)
@@ -203,8 +188,7 @@ func TestQueueJobCommands(t *testing.T) {
 // baton work process runs for the message (another process), and the
 // message ends cancelled, not retried, as the worker says on stderr.
 func TestQueueCancelRunningCommand(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		id := pushID(t, dsn, "", "long", "x")
 		w := exec.Command(bin, "--dsn", dsn, "work", "long", "--visibility", "1m", "--", "sh", "-c", "echo started; exec sleep 60")
 		var stderr bytes.Buffer
@@ -220,12 +204,10 @@ func TestQueueCancelRunningCommand(t *testing.T) {
 		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
 			t.Fatalf("the command printed %q", line)
 		}
-		code, _, errs := run(t, dsn, "queue", "cancel", fmt.Sprint(id))
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "queue", "cancel", fmt.Sprint(id))
 		deadline := time.Now().Add(15 * time.Second) // well before a lease renewal (20s)
 		for {
-			code, stdout, errs := run(t, dsn, "queue", "get", fmt.Sprint(id), "--json")
-			expect(t, code, errs, 0, "")
+			stdout := runOK(t, dsn, "queue", "get", fmt.Sprint(id), "--json")
 			var m baton.MessageInfo
 			if err := json.Unmarshal([]byte(stdout), &m); err != nil {
 				t.Fatal(err)

@@ -74,8 +74,7 @@ func killStorm(t *testing.T, cfg stormConfig) {
 	if testing.Short() {
 		t.Skip("kills worker processes for several seconds")
 	}
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		c, _ := client(t, dsn)
 		for i := 0; i < cfg.messages; i++ {
 			if _, err := c.Enqueue(context.Background(), "storm", []byte(fmt.Sprintf("m%d\n", i)), baton.EnqueueOptions{MaxAttempts: cfg.maxAttempts}); err != nil {
@@ -96,9 +95,13 @@ func killStorm(t *testing.T, cfg stormConfig) {
 		start := func() *worker {
 			// Each run appends "payload start-ns attempt" as it starts
 			// (on the machine's clock) and "payload end" once done, each
-			// line in one write.
+			// line in one write. The start line uses bash builtins only
+			// (read, EPOCHREALTIME): a kill between baton's start of the
+			// run and that line, which the checks below allow for, then
+			// has the window of bash's own start only, not of a cat and
+			// a date process besides.
 			w := exec.Command(bin, "--dsn", dsn, "work", "storm", "--concurrency", strconv.Itoa(cfg.concurrency), "--",
-				"sh", "-c", `p=$(cat); echo "$p $(date +%s%N) $BATON_ATTEMPT" >> "$0"; sleep `+sleep+`; echo "$p end" >> "$0"`, file)
+				"bash", "-c", `read -r p; echo "$p ${EPOCHREALTIME/./}000 $BATON_ATTEMPT" >> "$0"; sleep `+sleep+`; echo "$p end" >> "$0"`, file)
 			w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			started++
 			errPath := filepath.Join(dir, fmt.Sprintf("worker%d.stderr", started))

@@ -30,19 +30,16 @@ func uninstallJSON(t *testing.T, dsn string, flags ...string) (int, baton.Uninst
 // --yes removes everything, the program's table and rows stay; bad usage
 // exits 64; migrate installs afresh after.
 func TestUninstallCommand(t *testing.T) {
-	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		dsn := b.NewDSN(t)
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		db := batontest.SQLDB(t, dsn)
 		if _, err := db.Exec(`CREATE TABLE langs (id INT NOT NULL PRIMARY KEY, name VARCHAR(20))`); err != nil {
 			t.Fatal(err)
 		}
-		code, _, errs := run(t, dsn, "events", "subscribe", "langs", "--name", "bell")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "events", "subscribe", "langs", "--name", "bell")
 		if _, err := db.Exec(`INSERT INTO langs (id, name) VALUES (1, 'x')`); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errs := run(t, dsn, "uninstall")
-		expect(t, code, errs, 0, "")
+		out := runOK(t, dsn, "uninstall")
 		for _, want := range []string{"baton_migrations", "baton_sessions", "trigger", "langs", "baton uninstall --yes"} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("dry run does not name %q:\n%s", want, out)
@@ -80,8 +77,7 @@ func TestUninstallCommand(t *testing.T) {
 			expect(t, code, errs, exitUsage, "")
 		}
 
-		code, out, errs = run(t, dsn, "uninstall", "--yes")
-		expect(t, code, errs, 0, "")
+		out = runOK(t, dsn, "uninstall", "--yes")
 		if !strings.Contains(out, "Removed") {
 			t.Fatalf("uninstall --yes:\n%s", out)
 		}
@@ -93,10 +89,8 @@ func TestUninstallCommand(t *testing.T) {
 		if err := db.QueryRow(`SELECT count(*) FROM langs`).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("langs after uninstall: %d rows, %v", n, err)
 		}
-		code, _, errs = run(t, dsn, "migrate")
-		expect(t, code, errs, 0, "")
-		code, _, errs = run(t, dsn, "queue", "push", "mail", "x")
-		expect(t, code, errs, 0, "")
+		runOK(t, dsn, "migrate")
+		runOK(t, dsn, "queue", "push", "mail", "x")
 	})
 }
 
@@ -132,8 +126,7 @@ func TestUninstallRemovesCreatedSchema(t *testing.T) {
 				schema = base + "_shared"
 			}
 			dsn := schemaDSN(schema)
-			code, _, errs := run(t, dsn, "migrate")
-			expect(t, code, errs, 0, "")
+			runOK(t, dsn, "migrate")
 			if keep {
 				if _, err := db.Exec(`CREATE TABLE ` + schema + `.mine (id int)`); err != nil {
 					t.Fatal(err)

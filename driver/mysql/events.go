@@ -154,8 +154,6 @@ var baseRules = map[string]valueRule{
 
 var geoJSON = valueRule{"ST_AsGeoJSON({v})", "j"}
 
-var _ driver.Events = (*Driver)(nil)
-
 // Events implements driver.Driver: the driver itself.
 func (d *Driver) Events() driver.Events { return d }
 

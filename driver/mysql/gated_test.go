@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"context"
 	"database/sql"
 	"testing"
 
@@ -18,8 +17,7 @@ import (
 // only; the undo of a call that may still run withdraws on a gated
 // identifier.
 func TestGatedInOneCall(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	g := driver.Ident{Kind: driver.KindService, NS: "gt", Name: "g"}
 	if err := d.TxPrepare(ctx, g); err != nil {
 		t.Fatal(err)

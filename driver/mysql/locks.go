@@ -23,8 +23,6 @@ import (
 	"github.com/batonhq/baton/internal/txn"
 )
 
-var _ driver.Locks = (*Driver)(nil)
-
 // Locks implements driver.Driver: the driver itself.
 func (d *Driver) Locks() driver.Locks { return d }
 

@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -18,8 +17,7 @@ import (
 // INNODB_TRX's trx_rows_modified at 0 while the state changes, and hold
 // the mutex row against another transaction until the commit.
 func TestSlowPathWritesNoInnoDB(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "mem", Name: "n"}
 	for _, table := range []string{"lock_idents", "lock_requests"} {
 		var engine string
@@ -100,8 +98,7 @@ func TestSlowPathWritesNoInnoDB(t *testing.T) {
 // (incarnation_seed_requests), so that a client still polling an old id
 // cannot read a new request as its own.
 func TestRequestIDsAfterRestart(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "rs", Name: "n"}
 	grantedSlow(t, d, "s1", id, driver.ModeWrite)
 	old := grantedSlow(t, d, "s1", id, driver.ModeWrite) // a request row, not the fast holder
@@ -153,8 +150,7 @@ func TestRequestIDsAfterRestart(t *testing.T) {
 // the identifier and leaves both rows; once it is free, both go. A mutex
 // row whose counters a restart emptied goes as well.
 func TestPurgeUnderMutex(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "pu", Name: "n"}
 	grantedSlow(t, d, "s1", id, driver.ModeWrite)
 	if n, _, err := d.LockFastRelease(ctx, driver.FastReleaseParams{SessionID: "s1", Kind: id.Kind, NS: id.NS, Name: id.Name}); err != nil || n != 1 {

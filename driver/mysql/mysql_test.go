@@ -121,22 +121,16 @@ func mustFreePort(t *testing.T) string {
 // BATON_TEST_BACKENDS leaves mysql out.
 func newDSN(t testing.TB) string { return batontest.NewDSN(t, "mysql") }
 
+// freshDriver is openDriver on a fresh database, with the context for
+// its calls.
+func freshDriver(t testing.TB) (context.Context, *Driver) {
+	t.Helper()
+	return context.Background(), openDriver(t, newDSN(t))
+}
+
 func openDriver(t testing.TB, dsn string) *Driver {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d, err := Open(ctx, dsn, "baton_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return batontest.Prepared(t, dsn).(*Driver)
 }
 
 func TestMigrateConcurrently(t *testing.T) {

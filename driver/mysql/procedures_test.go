@@ -94,14 +94,11 @@ func TestReleaseProcedureFollowsRequest(t *testing.T) {
 // it), and a reader behind a waiting writer ('W' for a try, 'P'
 // otherwise).
 func TestRequestJoinsReaders(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "n"}
 	for _, s := range []string{"s1", "s2"} {
 		// s1 the fast holder; s2 through {p}request, which adopts it.
-		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
-			t.Fatalf("reader %s: %v %v", s, ok, err)
-		}
+		grantedFast(t, d, s, id, driver.ModeRead)
 	}
 	c := conn(t, d.SQL)
 	calls := func() int64 { return procedureCalls(t, c) }
@@ -192,13 +189,9 @@ func TestRequestJoinsReaders(t *testing.T) {
 // session's instances do not cover, or on a gated identifier, goes on to
 // {p}request_commit.
 func TestRequestReentersInOneCall(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "re"}
-	held, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeWrite, CallID: 1})
-	if err != nil || !ok {
-		t.Fatalf("fast holder: %v %v", ok, err)
-	}
+	held := grantedFast(t, d, "s1", id, driver.ModeWrite)
 	c := conn(t, d.SQL)
 	calls := func() int64 { return procedureCalls(t, c) }
 	request := func(sess, mode string) (status string, token, holder, made int64) {

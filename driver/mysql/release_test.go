@@ -23,8 +23,7 @@ import (
 // locked; the other readers' releases, by name and by namespace, must
 // not wait for them.
 func TestReleaseLocksOnlyItsRows(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	worstStatistics(t, d, "baton_lock_requests", `INSERT INTO baton_lock_requests (session_id, client_id, kind, ns, name, mode, status, call_id, token, created_at)
 		WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400)
 		SELECT CONCAT('s', 1 + n % 4), 'c', 0, 'ns', 'n', 'R', 'G', 1, 1, 1 FROM s`)
@@ -32,11 +31,7 @@ func TestReleaseLocksOnlyItsRows(t *testing.T) {
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "n"}
 	var held []driver.Request
 	for _, s := range []string{"s1", "s2", "s3", "s4"} {
-		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1})
-		if err != nil || !ok {
-			t.Fatalf("reader %s: %v %v", s, ok, err)
-		}
-		held = append(held, r)
+		held = append(held, grantedFast(t, d, s, id, driver.ModeRead))
 	}
 	var rows int
 	if err := d.SQL.QueryRow("SELECT COUNT(*) FROM baton_lock_requests WHERE session_id IN ('s1', 's2', 's3', 's4')").Scan(&rows); err != nil || rows != 4 {
@@ -102,6 +97,17 @@ func grantedSlow(t *testing.T, d *Driver, sess string, id driver.Ident, mode dri
 	return r
 }
 
+// grantedFast takes id for sess in mode through the fast path, which must
+// grant it.
+func grantedFast(t *testing.T, d *Driver, sess string, id driver.Ident, mode driver.LockMode) driver.Request {
+	t.Helper()
+	r, ok, err := d.LockFastAcquire(context.Background(), driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: id, Mode: mode, CallID: 1})
+	if err != nil || !ok {
+		t.Fatalf("%s on %v, fast: %v %v; want it granted", sess, id, ok, err)
+	}
+	return r
+}
+
 // fastSlow reads id's lock_fast.slow: 1 while the slow path owns it.
 func fastSlow(t *testing.T, d *Driver, id driver.Ident) (slow int) {
 	t.Helper()
@@ -117,13 +123,10 @@ func fastSlow(t *testing.T, d *Driver, id driver.Ident) (slow int) {
 // in flight locks it), and still hands it back once the last holder
 // has gone.
 func TestDemoteLocksOnlyFree(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "d"}
 	for _, s := range []string{"s1", "s2"} {
-		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: s, ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
-			t.Fatalf("reader %s: %v %v", s, ok, err)
-		}
+		grantedFast(t, d, s, id, driver.ModeRead)
 	}
 	slow := func() int { return fastSlow(t, d, id) }
 	if slow() != 1 {
@@ -157,8 +160,7 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 // the table's statistics at their worst (TestReleaseLocksOnlyItsRows):
 // "id IN (...)" read every row, and waited for the uncommitted one.
 func TestTxHoldsPurgeSkipsRunning(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	worstStatistics(t, d, "baton_lock_txholds", `INSERT INTO baton_lock_txholds (kind, ns, name, mode, txn, host, pid, owner, since)
 		WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400)
 		SELECT 0, 'ns', 'h', 'W', n, 'h', 1, 'o', 1 FROM s`)
@@ -221,12 +223,9 @@ func worstStatistics(t *testing.T, d *Driver, table, churn string) {
 // transaction is still open, another transaction takes the identifier's
 // row lock without waiting.
 func TestRequestCommitsInCall(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "c"}
-	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: id, Mode: driver.ModeRead, CallID: 1}); err != nil || !ok {
-		t.Fatalf("reader s1: %v %v", ok, err)
-	}
+	grantedFast(t, d, "s1", id, driver.ModeRead)
 	c, err := d.SQL.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -256,8 +255,7 @@ func TestRequestCommitsInCall(t *testing.T) {
 // after it); with two turnstiles there both are let go after the
 // release, as before.
 func TestTurnstileReleaseNamespace(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	take := func(name string) driver.Ident {
 		t.Helper()
 		id := driver.Ident{Kind: driver.KindService, NS: "tn", Name: name}
@@ -424,8 +422,7 @@ func TestParseReleaseCall(t *testing.T) {
 // fast holder's MEMORY row alone (the second reads both tables, and would
 // hide a first read that never says yes).
 func TestFastConflictHeld(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	fast := func(sess string, id driver.Ident, mode driver.LockMode) bool {
 		t.Helper()
 		var held bool
@@ -440,9 +437,7 @@ func TestFastConflictHeld(t *testing.T) {
 		id   driver.Ident
 		mode driver.LockMode
 	}{{w, driver.ModeWrite}, {r, driver.ModeRead}} {
-		if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: h.id, Mode: h.mode, CallID: 1}); err != nil || !ok {
-			t.Fatalf("fast holder of %v: %v %v", h.id, ok, err)
-		}
+		grantedFast(t, d, "s1", h.id, h.mode)
 	}
 	for _, c := range []struct {
 		sess string
@@ -469,8 +464,7 @@ func TestFastConflictHeld(t *testing.T) {
 // identifier's counters as its remaining instances make them; a release
 // by name leaves the session's other names alone.
 func TestReleaseCallCounts(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	take := func(sess, name string, mode driver.LockMode) {
 		t.Helper()
 		grantedSlow(t, d, sess, driver.Ident{Kind: driver.KindService, NS: "cnt", Name: name}, mode)
@@ -536,17 +530,9 @@ func TestReleaseCallCounts(t *testing.T) {
 // another session succeeds once the identifier is free). The previous
 // version's {p}release_commit still releases.
 func TestReleaseInstancesAdopts(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "ad", Name: name} }
-	fast := func(sess, name string) driver.Request {
-		t.Helper()
-		r, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: sess, ClientID: "c", Ident: ident(name), Mode: driver.ModeWrite, CallID: 1})
-		if err != nil || !ok {
-			t.Fatalf("fast acquire of %s by %s: %v %v", name, sess, ok, err)
-		}
-		return r
-	}
+	fast := func(sess, name string) driver.Request { return grantedFast(t, d, sess, ident(name), driver.ModeWrite) }
 	exec := func(query string, args ...any) {
 		t.Helper()
 		if _, err := d.SQL.ExecContext(ctx, query, args...); err != nil {
@@ -681,8 +667,7 @@ func TestReleaseInstancesAdopts(t *testing.T) {
 // do it again), with the fence carried over so that the next fast grant's
 // token is later; one another session still holds stays the slow path's.
 func TestReleaseHandsBackFree(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	ident := func(name string) driver.Ident { return driver.Ident{Kind: driver.KindService, NS: "hb", Name: name} }
 	take := func(sess, name string, mode driver.LockMode) driver.Request {
 		t.Helper()
@@ -723,8 +708,7 @@ func TestReleaseHandsBackFree(t *testing.T) {
 // re-entry, refused by its own fast holder, used to run the transaction
 // for nothing on every call.
 func TestDemoteFreeReadsFastRow(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	id := driver.Ident{Kind: driver.KindService, NS: "df", Name: "n"}
 	free := func(when string, want int) {
 		t.Helper()

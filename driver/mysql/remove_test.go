@@ -147,8 +147,7 @@ func TestParseRemoveCall(t *testing.T) {
 // names it) as well as its request rows, withdraws both, and answers a
 // call that has nothing there without changing anything.
 func TestWithdrawCallFindsFastHolder(t *testing.T) {
-	ctx := context.Background()
-	d := openDriver(t, newDSN(t))
+	ctx, d := freshDriver(t)
 	ids := []driver.Ident{{Kind: driver.KindService, NS: "wc", Name: "a"}, {Kind: driver.KindService, NS: "wc", Name: "b"}}
 	if _, ok, err := d.LockFastAcquire(ctx, driver.FastAcquireParams{SessionID: "s1", ClientID: "c", Ident: ids[0], Mode: driver.ModeWrite, CallID: 7}); err != nil || !ok {
 		t.Fatalf("fast holder: %v %v", ok, err)

@@ -13,8 +13,6 @@ import (
 	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
-var _ driver.Sessions = (*Driver)(nil)
-
 // Sessions implements driver.Driver: the driver itself.
 func (d *Driver) Sessions() driver.Sessions { return d }
 

@@ -63,8 +63,6 @@ func describe(ctx context.Context, t *sqlbase.Tx, table string) (driver.TableInf
 	return info, err == nil, err
 }
 
-var _ driver.Events = (*Driver)(nil)
-
 // Events implements driver.Driver: the driver itself.
 func (d *Driver) Events() driver.Events { return d }
 

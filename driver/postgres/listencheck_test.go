@@ -1,12 +1,10 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 	"github.com/batonhq/baton/driver/postgres"
 	"github.com/batonhq/baton/internal/batontest"
 )
-
-// lockedBuffer is a bytes.Buffer for a logger written from goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestListenerFindsSilentServer: a LISTEN connection whose server stops
 // answering (every byte held, nothing closed) is found out and given up
@@ -57,7 +37,7 @@ func TestListenerFindsSilentServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.SetStatementTimeout(500 * time.Millisecond)
-	var logs lockedBuffer
+	var logs batontest.LogBuffer
 	d.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 	stop, err := d.Listen(ctx, driver.ListenParams{ClientID: "c", Wake: func([]driver.Request) {}, Notify: func(string, string) {}, Interval: time.Second})
 	if err != nil {

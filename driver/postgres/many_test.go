@@ -20,10 +20,7 @@ func TestFastAcquireManyRace(t *testing.T) {
 	dsn := batontest.NewDSN(t, "postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d := batontest.Driver(t, dsn)
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := batontest.Migrated(t, dsn)
 	many := d.Locks()
 	p := driver.FastAcquireParams{SessionID: "s1", ClientID: "c1", Mode: driver.ModeWrite, CallID: 7,
 		Ident: driver.Ident{Kind: 1, NS: "m"}}

@@ -18,8 +18,6 @@ import (
 	"github.com/batonhq/baton/internal/maintain"
 )
 
-var _ driver.Notifier = (*Driver)(nil)
-
 // Notifier implements driver.Driver: the driver itself.
 func (d *Driver) Notifier() driver.Notifier { return d }
 

@@ -327,11 +327,7 @@ func migrated(t testing.TB) (context.Context, string, *Driver) {
 	dsn := batontest.NewDSN(t, "postgres")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	d := batontest.Driver(t, dsn).(*Driver)
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, dsn, d
+	return ctx, dsn, batontest.Migrated(t, dsn).(*Driver)
 }
 
 // TestReleaseInlineNameByKey: the release of one name finds its lock row

@@ -22,14 +22,7 @@ import (
 //	go test -run '^$' -bench PairBound -benchtime 20000x -count 3 ./driver/sqlite
 func BenchmarkPairBound(b *testing.B) {
 	ctx := context.Background()
-	d, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bound.db"), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	d := batontest.Migrated(b, "sqlite:"+filepath.Join(b.TempDir(), "bound.db")).(*sqlite.Driver)
 	if _, err := d.SQL.ExecContext(ctx, `CREATE TABLE bound_pair (ns BLOB NOT NULL, name BLOB NOT NULL, holder TEXT, fence INTEGER NOT NULL,
 		PRIMARY KEY (ns, name)) WITHOUT ROWID`); err != nil {
 		b.Fatal(err)

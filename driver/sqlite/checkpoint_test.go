@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // TestCheckpointsTick: the checkpointer's decision, tick by tick. Nothing
@@ -189,14 +190,5 @@ func TestRenewalBesideCheckpoint(t *testing.T) {
 // and closes it when the test ends.
 func openMigrated(t *testing.T, path string) *Driver {
 	t.Helper()
-	ctx := context.Background()
-	d, err := Open(ctx, "sqlite:"+path, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return batontest.Migrated(t, "sqlite:"+path).(*Driver)
 }

@@ -105,8 +105,6 @@ func kind(declared string) string {
 	return ""
 }
 
-var _ driver.Events = (*Driver)(nil)
-
 // Events implements driver.Driver: the driver itself.
 func (d *Driver) Events() driver.Events { return d }
 

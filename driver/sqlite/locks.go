@@ -16,8 +16,6 @@ import (
 	"github.com/batonhq/baton/internal/maintain"
 )
 
-var _ driver.Locks = (*Driver)(nil)
-
 // Locks implements driver.Driver: the driver itself.
 func (d *Driver) Locks() driver.Locks { return d }
 

@@ -15,8 +15,6 @@ import (
 	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
-var _ driver.Notifier = (*Driver)(nil)
-
 // Notifier implements driver.Driver: the driver itself.
 func (d *Driver) Notifier() driver.Notifier { return d }
 

@@ -8,8 +8,6 @@ import (
 	"github.com/batonhq/baton/driver/internal/sqlbase"
 )
 
-var _ driver.Queue = (*Driver)(nil)
-
 // Queue implements driver.Driver: the driver itself.
 func (d *Driver) Queue() driver.Queue { return d }
 

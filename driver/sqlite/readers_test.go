@@ -7,6 +7,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/driver/sqlite"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // TestJoinedReaders: a reader that joined other readers sends the
@@ -16,14 +17,7 @@ import (
 // refused by both.
 func TestJoinedReaders(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "r.db"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := batontest.Migrated(t, "sqlite:"+filepath.Join(t.TempDir(), "r.db")).(*sqlite.Driver)
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "r"}
 	acquire := func(sess string, mode driver.LockMode) (driver.Request, bool) {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/driver/sqlite"
+	"github.com/batonhq/baton/internal/batontest"
 )
 
 // TestTurnstiles: SQLite's turnstiles are in the process and shared by
@@ -20,17 +21,7 @@ import (
 func TestTurnstiles(t *testing.T) {
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
-	open := func() *sqlite.Driver {
-		d, err := sqlite.Open(ctx, dsn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = d.Close() })
-		if _, err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	open := func() *sqlite.Driver { return batontest.Migrated(t, dsn).(*sqlite.Driver) }
 	d1, d2 := open(), open()
 	id := driver.Ident{Kind: driver.KindService, NS: "ns", Name: "x"}
 	params := func(session string, call int64) driver.FastAcquireParams {

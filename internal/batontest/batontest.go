@@ -159,6 +159,13 @@ func Each(t *testing.T, body func(t *testing.T, b Backend)) {
 	}
 }
 
+// EachDSN runs body as a parallel subtest once per backend, each with the
+// DSN of a fresh database of its own.
+func EachDSN(t *testing.T, body func(t *testing.T, b Backend, dsn string)) {
+	t.Helper()
+	Each(t, func(t *testing.T, b Backend) { body(t, b, b.NewDSN(t)) })
+}
+
 var (
 	adminMu sync.Mutex
 	admins  = map[string]*sql.DB{}

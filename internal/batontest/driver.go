@@ -48,3 +48,27 @@ func ReapSession(t testing.TB, dsn, id string) {
 		return tx.SessionDelete(ctx, id)
 	})
 }
+
+// Migrated is Driver with baton's schema migrated.
+func Migrated(t testing.TB, dsn string) driver.Driver {
+	t.Helper()
+	d := Driver(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Prepared is Migrated with the driver's statements prepared.
+func Prepared(t testing.TB, dsn string) driver.Driver {
+	t.Helper()
+	d := Migrated(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

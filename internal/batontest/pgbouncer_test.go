@@ -45,17 +45,7 @@ func TestBouncerComesBack(t *testing.T) {
 	for syscall.Kill(pid, 0) == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := query()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer not back after it was killed: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	Retry(t, 15*time.Second, "pgbouncer after it was killed", query)
 	bouncer.mu.Lock()
 	again := bouncer.wrapper
 	bouncer.mu.Unlock()

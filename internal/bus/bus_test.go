@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/wake"
 )
 
 // fakeDriver counts the listeners it starts and stops; fail makes the
 // next starts fail.
 type fakeDriver struct {
-	driver.Driver
+	driver.Notifier
 	mu            sync.Mutex
 	started, live int
 	fail          int
@@ -46,36 +46,17 @@ func (d *fakeDriver) counts() (started, live int) {
 	return d.started, d.live
 }
 
-type record struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *record) add(s string) {
-	r.mu.Lock()
-	r.got = append(r.got, s)
-	r.mu.Unlock()
-}
-
-func (r *record) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	got := r.got
-	r.got = nil
-	return got
-}
-
-func newListener(t *testing.T, d *fakeDriver, closeIdle bool) (*Listener, *wake.Locks, *record, chan struct{}) {
+func newListener(t *testing.T, d *fakeDriver, closeIdle bool) (*Listener, *Locks, *batontest.Steps, chan struct{}) {
 	t.Helper()
-	var rec record
-	locks := wake.NewLocks(func(bool) {})
+	var rec batontest.Steps
+	locks := NewLocks(func(bool) {})
 	quit := make(chan struct{})
-	l := New(Config{Driver: d, ClientID: "c", Lease: time.Second, PollInterval: time.Millisecond, Quit: quit,
+	l := New(Config{Notifier: d, ClientID: "c", Lease: time.Second, PollInterval: time.Millisecond, Quit: quit,
 		CloseIdle: closeIdle, Kicked: func() {}, Logf: func(string, ...any) {},
-		Routes: Routes{Locks: locks, Look: func() { rec.add("look") }, Queues: wake.NewQueues(nil),
-			Cancel: func(p string) { rec.add("cancel " + p) },
-			Pause:  func(p string) { rec.add("pause " + p) },
-			Notify: func(ch, p string) { rec.add("notify " + ch + " " + p) }}})
+		Routes: Routes{Locks: locks, Look: func() { rec.Add("look") }, Queues: NewQueues(nil),
+			Cancel: func(p string) { rec.Add("cancel " + p) },
+			Pause:  func(p string) { rec.Add("pause " + p) },
+			Notify: func(ch, p string) { rec.Add("notify " + ch + " " + p) }}})
 	t.Cleanup(func() {
 		if !closedChan(quit) {
 			close(quit)
@@ -98,12 +79,12 @@ func closedChan(ch chan struct{}) bool {
 // other channel the users' notifications; deaf drops the internal ones
 // and the lock wake-ups only.
 func TestRouterDispatch(t *testing.T) {
-	var rec record
-	queues := wake.NewQueues(nil)
+	var rec batontest.Steps
+	queues := NewQueues(nil)
 	woken := queues.Add("jobs")
-	r := NewRouter(Routes{Locks: wake.NewLocks(func(bool) {}), Look: func() { rec.add("look") }, Queues: queues,
-		Cancel: func(p string) { rec.add("cancel " + p) }, Pause: func(p string) { rec.add("pause " + p) },
-		Notify: func(ch, p string) { rec.add("notify " + ch + " " + p) }})
+	r := NewRouter(Routes{Locks: NewLocks(func(bool) {}), Look: func() { rec.Add("look") }, Queues: queues,
+		Cancel: func(p string) { rec.Add("cancel " + p) }, Pause: func(p string) { rec.Add("pause " + p) },
+		Notify: func(ch, p string) { rec.Add("notify " + ch + " " + p) }})
 	for _, deaf := range []bool{false, true} {
 		r.SetDeaf(deaf)
 		r.Deliver(Cancel, "7")
@@ -115,7 +96,7 @@ func TestRouterDispatch(t *testing.T) {
 		if deaf {
 			want = []string{"notify news hi"}
 		}
-		if got := rec.take(); !equal(got, want) {
+		if got := rec.Take(); !equal(got, want) {
 			t.Errorf("deaf %v: handled %q, want %q", deaf, got, want)
 		}
 		select {
@@ -170,11 +151,11 @@ func TestListenerStartsOnce(t *testing.T) {
 	if started, live := d.counts(); started != 1 || live != 1 || failed.Load() != 0 {
 		t.Fatalf("started %d, live %d, failed %d; want 1, 1, 0", started, live, failed.Load())
 	}
-	if got := rec.take(); !equal(got, []string{"look"}) {
+	if got := rec.Take(); !equal(got, []string{"look"}) {
 		t.Errorf("the start handled %q, want a look", got)
 	}
 	d.params.Notify(Cancel, "3")
-	if got := rec.take(); !equal(got, []string{"cancel 3"}) {
+	if got := rec.Take(); !equal(got, []string{"cancel 3"}) {
 		t.Errorf("the driver's notification handled %q", got)
 	}
 }

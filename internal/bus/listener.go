@@ -14,7 +14,7 @@ import (
 
 // Config configures a Listener.
 type Config struct {
-	Driver   driver.Driver
+	Notifier driver.Notifier
 	ClientID string
 	// Lease bounds each attempt to start the driver's listener;
 	// PollInterval is the pause between attempts, and the driver's own
@@ -207,7 +207,7 @@ func (l *Listener) listen() (stop func(), err error) {
 func (l *Listener) listenOnce() (func(), error) {
 	ctx, cancel := maintain.Until(l.cfg.Quit, l.cfg.Lease)
 	defer cancel()
-	return l.cfg.Driver.Notifier().Listen(ctx, driver.ListenParams{ClientID: l.cfg.ClientID, Wake: l.Wake, Notify: l.Deliver, Interval: l.cfg.PollInterval})
+	return l.cfg.Notifier.Listen(ctx, driver.ListenParams{ClientID: l.cfg.ClientID, Wake: l.Wake, Notify: l.Deliver, Interval: l.cfg.PollInterval})
 }
 
 // Close stops the listener if it runs, for good (a start under way stops

@@ -5,20 +5,19 @@ import (
 	"sync/atomic"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/wake"
 )
 
 // Routes are the handlers of what the listener brings. None may block.
 type Routes struct {
 	// Locks are the client's waiting lock requests: a grant the backend
 	// reports exactly is handed to its waiter at once.
-	Locks *wake.Locks
+	Locks *Locks
 	// Look makes the lock service's wake loop read its waiters' statuses
 	// (any other lock wake-up).
 	Look func()
 	// Queues are the consumers waiting for messages, woken by the
 	// QueuePrefix channels.
-	Queues *wake.Queues
+	Queues *Queues
 	// Cancel and Pause handle the payloads of the Cancel and Pause
 	// channels.
 	Cancel, Pause func(payload string)

@@ -3,7 +3,7 @@
 // identifier's row lock, the wait for a grant), handing freed locks to
 // waiters, deadlock detection, and locks held by the caller's own
 // transactions. Its rules are internal/lockcore's; its sessions are
-// internal/lease's; the root package validates names and turns requests
+// internal/sessions'; the root package validates names and turns requests
 // into Grants.
 package locks
 
@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/lockcore"
 	"github.com/batonhq/baton/internal/txn"
-	"github.com/batonhq/baton/internal/wake"
 )
 
 // Observer hears how lock calls end (baton.Observer's lock half).
@@ -35,7 +35,7 @@ type Config struct {
 	ClientID string
 	// Waits are the client's waiting requests, answered by the listener
 	// (grants it was told of) and by the service's status checks.
-	Waits *wake.Locks
+	Waits *bus.Locks
 	// Lease bounds background statements; PollInterval paces the checks
 	// that cover a lost wake-up.
 	Lease, PollInterval time.Duration
@@ -92,13 +92,13 @@ type Service struct {
 	// looks counts wake-ups that ask for a status check (Wake): a waiter
 	// that saw none between the start of its request and its registration
 	// missed nothing (a grant that found no waiter asks for one:
-	// wake.Locks.Grant).
+	// bus.Locks.Grant).
 	looks atomic.Int64
 	// background are the goroutines calls left behind (unlistLater);
 	// Run's end waits for them.
 	background tasks
 	// sessions are the live sessions (Begin).
-	sessions sessions
+	sessions liveSessions
 	// gates: the names waiting requests wait on, for the client's poll of
 	// transactions' gates (watchGate).
 	gates gateWatch
@@ -249,7 +249,7 @@ func (l *Service) check() {
 }
 
 // Waiting tells the service whether some request of its client waits
-// (wake.Locks' change hook, called under its lock): a wait arms the poll
+// (bus.Locks' change hook, called under its lock): a wait arms the poll
 // unless it is armed. It never blocks and wakes no goroutine (a send to
 // Run on every wait cost an in-process hand-off a goroutine switch).
 func (l *Service) Waiting(on bool) {
@@ -353,8 +353,10 @@ func (l *Service) checkWaiters() {
 // the graph again under its lock; a cycle, once formed, stays until a
 // victim is chosen, so none is missed for long).
 func (l *Service) deadlockNet(ctx context.Context) error {
-	l.netLooks.Add(1)
 	graph, err := l.drv.NoTx().LockWaitGraph(ctx)
+	// Counted once the graph is read: a look that began before a cycle
+	// formed, and read it, counts after the cycle's last request.
+	l.netLooks.Add(1)
 	if err != nil || len(lockcore.Victims(graph)) == 0 {
 		return err
 	}

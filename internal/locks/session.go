@@ -4,13 +4,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sessions"
 )
 
 // Session is a session as the lock service knows it: its lease and life
-// (lease.Session), and what its own calls record to choose their paths.
+// (sessions.Session), and what its own calls record to choose their paths.
 type Session struct {
-	*lease.Session
+	*sessions.Session
 	// Rows records where the session may have request rows.
 	Rows Rows
 	// Own records what the session's calls were granted (a hint for
@@ -31,14 +31,14 @@ type Session struct {
 }
 
 // sessions are the service's live sessions by id, for Sessions.
-type sessions struct {
+type liveSessions struct {
 	mu   sync.Mutex
 	byID map[string]*Session
 }
 
 // Begin makes ls, a session just begun, one of the service's. A session
 // that ended meanwhile is not kept (SessionEnded may have run first).
-func (l *Service) Begin(ls *lease.Session) *Session {
+func (l *Service) Begin(ls *sessions.Session) *Session {
 	s := &Session{Session: ls}
 	l.sessions.mu.Lock()
 	if l.sessions.byID == nil {
@@ -55,7 +55,7 @@ func (l *Service) Begin(ls *lease.Session) *Session {
 // Sessions returns the service's sessions of lss (the live ones a
 // closing client's keeper hands back), in their order; one not begun
 // here yet has made no call, and comes with empty records.
-func (l *Service) Sessions(lss []*lease.Session) []*Session {
+func (l *Service) Sessions(lss []*sessions.Session) []*Session {
 	l.sessions.mu.Lock()
 	defer l.sessions.mu.Unlock()
 	out := make([]*Session, len(lss))

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sessions"
 )
 
 // CloseSession frees, before a closing session's row goes, the
@@ -17,8 +17,8 @@ import (
 // in trouble is not asked once per namespace before the delete). Then
 // the session's waiting requests are withdrawn where it may have request
 // rows.
-func (l *Service) CloseSession(ctx context.Context, ls *lease.Session) {
-	s := l.Sessions([]*lease.Session{ls})[0]
+func (l *Service) CloseSession(ctx context.Context, ls *sessions.Session) {
+	s := l.Sessions([]*sessions.Session{ls})[0]
 	l.releaseOwn(ctx, s)
 	if s.Rows.Any() {
 		// Waiting requests, or instances in request rows, may be left.

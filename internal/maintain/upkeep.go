@@ -38,7 +38,7 @@ type Config struct {
 // Upkeep returns the client's services, each on its own interval: a slow
 // sweep never delays a lease renewal, and every failure goes to the
 // logger. Loss is not decided here: each session's own local deadline
-// fires on its own (see internal/lease), whatever a renewal is blocked
+// fires on its own (see internal/sessions), whatever a renewal is blocked
 // on.
 func Upkeep(cfg Config) *Group {
 	hb, lease, d := cfg.Heartbeat, cfg.Lease, cfg.Driver

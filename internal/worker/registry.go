@@ -74,11 +74,7 @@ func (r *Registry) cancelLocal(id int64) {
 	if stop == nil {
 		return
 	}
-	r.cfg.Tasks.Add(1)
-	go func() {
-		defer r.cfg.Tasks.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Lease)
-		defer cancel()
+	r.ask(func(ctx context.Context) {
 		cancelled, err := r.cfg.CancelRequested(ctx, id)
 		switch {
 		case err != nil:
@@ -86,6 +82,18 @@ func (r *Registry) cancelLocal(id int64) {
 		case cancelled:
 			stop(errs.ErrCancelled)
 		}
+	})
+}
+
+// ask runs f as a background check (counted in Tasks), with a lease's
+// time to ask the database about what a notification names.
+func (r *Registry) ask(f func(ctx context.Context)) {
+	r.cfg.Tasks.Add(1)
+	go func() {
+		defer r.cfg.Tasks.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Lease)
+		defer cancel()
+		f(ctx)
 	}()
 }
 
@@ -129,18 +137,14 @@ func (r *Registry) Paused(queue string) bool {
 // database says whether the queue is paused (a notification only names
 // it, and on PostgreSQL another schema's baton shares the channel).
 func (r *Registry) OnPause(queue string) {
-	r.cfg.Tasks.Add(1)
-	go func() {
-		defer r.cfg.Tasks.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Lease)
-		defer cancel()
+	r.ask(func(ctx context.Context) {
 		paused, err := r.cfg.QueuePaused(ctx, queue)
 		if err != nil {
 			r.cfg.Logger.Warn("baton: checking a queue's pause", "queue", queue, "error", err)
 			return
 		}
 		r.paused.set(queue, paused)
-	}()
+	})
 }
 
 // paused are the queues this process knows paused (SetPaused, OnPause),

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package lease
+package sessions
 
 // hostIdentity is unknown outside Linux: sessions end by their lease only.
 func hostIdentity() string { return "" }

@@ -1,4 +1,4 @@
-// Package lease keeps sessions alive: each session's local lease deadline,
+// Package sessions keeps sessions alive: each session's local lease deadline,
 // and the Keeper that renews a client's sessions, reaps dead sessions of
 // other processes and deletes the sessions it gave up on.
 //
@@ -8,7 +8,7 @@
 // frees the session's locks only after the full lease measured from a
 // later moment (when the renewal ran there). The owner hears "lost" before
 // anyone else can hear "granted".
-package lease
+package sessions
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-// Package mq is baton's message queue engine: inserting messages (unique keys,
+// Package queue is baton's message queue engine: inserting messages (unique keys,
 // one statement where the backend can, or in the caller's transaction),
 // claiming them by the mode's rule (internal/claimrule) and waiting for
 // them, settling and recovering claims, the control calls (Caller in the
@@ -7,7 +7,7 @@
 // schedules (Scheduler), the history pruner and the throughput counts. It
 // works on the driver's rows; the root package validates, traces and turns
 // rows into Messages.
-package mq
+package queue
 
 import (
 	"cmp"
@@ -24,7 +24,6 @@ import (
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
-	"github.com/batonhq/baton/internal/wake"
 )
 
 // Config is what the engine needs of its client.
@@ -33,7 +32,7 @@ type Config struct {
 	// Lease bounds the notifications sent in the background.
 	Lease time.Duration
 	// Waits are this process's consumers waiting for messages.
-	Waits *wake.Queues
+	Waits *bus.Queues
 	// KeepCompleted: completed messages go to the history (else they are
 	// deleted).
 	KeepCompleted bool
@@ -59,7 +58,7 @@ type Engine struct {
 	queue  driver.Queue    // drv.Queue()
 	notif  driver.Notifier // drv.Notifier()
 	known  sync.Map        // queue name -> true once registered by this process
-	notify *wake.Coalescer
+	notify *bus.Coalescer
 	wg     sync.WaitGroup
 	// notifyFailing: the wake-up notifications fail (notified).
 	notifyFailing errs.Streak
@@ -78,7 +77,7 @@ type Engine struct {
 
 // New makes the engine.
 func New(cfg Config) *Engine {
-	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: wake.NewCoalescer(),
+	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: bus.NewCoalescer(),
 		finished: map[string][2]int64{}}
 	e.sched = NewScheduler(e)
 	return e

@@ -1,4 +1,4 @@
-package wake
+package bus
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package mq
+package queue
 
 import (
 	"encoding/base64"

@@ -1,39 +1,18 @@
-package lease_test
+package sessions_test
 
 import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/driver/sqlite"
+	_ "github.com/batonhq/baton/driver/sqlite" // the sqlite: scheme
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sessions"
 )
-
-// steps records what an Owner asks of what sessions hold, in order.
-type steps struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (s *steps) add(step string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, step)
-}
-
-func (s *steps) take() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.got
-	s.got = nil
-	return out
-}
 
 // TestOwnerEndsSessions: closing a session releases what it holds, then
 // deletes its row in one transaction that drops its locks and returns its
@@ -41,29 +20,22 @@ func (s *steps) take() []string {
 // session's requests are withdrawn before the delete.
 func TestOwnerEndsSessions(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlite.Open(ctx, batontest.SQLiteDSN(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var st steps
+	d := batontest.Migrated(t, batontest.SQLiteDSN(t))
+	var st batontest.Steps // what the Owner asks of what sessions hold
 	var dropErr error
-	o := lease.NewOwner(lease.OwnerConfig{Driver: d,
-		Release:  func(_ context.Context, s *lease.Session) { st.add("release " + s.ID()) },
-		Withdraw: func(_ context.Context, id string) { st.add("withdraw " + id) },
+	o := sessions.NewOwner(sessions.OwnerConfig{Driver: d,
+		Release:  func(_ context.Context, s *sessions.Session) { st.Add("release " + s.ID()) },
+		Withdraw: func(_ context.Context, id string) { st.Add("withdraw " + id) },
 		DropLocks: func(_ context.Context, _ driver.Tx, id string) error {
-			st.add("drop locks " + id)
+			st.Add("drop locks " + id)
 			return dropErr
 		},
 		ReturnClaims: func(_ context.Context, _ driver.Tx, id string) ([]string, error) {
-			st.add("return claims " + id)
+			st.Add("return claims " + id)
 			return []string{"q"}, nil
 		},
-		Wake: func(q string) { st.add("wake " + q) }})
-	k := lease.NewKeeper(lease.Config{Driver: d, ClientID: "client", Lease: 10 * time.Second, Heartbeat: 3 * time.Second,
+		Wake: func(q string) { st.Add("wake " + q) }})
+	k := sessions.NewKeeper(sessions.Config{Driver: d, ClientID: "client", Lease: 10 * time.Second, Heartbeat: 3 * time.Second,
 		EndSession: o.EndDead, SessionLost: func() {}, Log: func(string, error) {}})
 	live := func(id string) bool {
 		ids, err := d.NoTx().SessionListByClient(ctx, "client")
@@ -81,13 +53,13 @@ func TestOwnerEndsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"release s1", "drop locks s1", "return claims s1", "wake q"}
-	if got := st.take(); !slices.Equal(got, want) {
+	if got := st.Take(); !slices.Equal(got, want) {
 		t.Fatalf("close: %q, want %q", got, want)
 	}
 	if live("s1") || !errors.Is(s.Err(), errs.ErrClosed) {
 		t.Fatalf("closed session: row kept %v, err %v", live("s1"), s.Err())
 	}
-	if err := o.Close(ctx, s); err != nil || len(st.take()) != 0 {
+	if err := o.Close(ctx, s); err != nil || len(st.Take()) != 0 {
 		t.Fatalf("second close: %v", err)
 	}
 
@@ -98,7 +70,7 @@ func TestOwnerEndsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []string{"withdraw s2", "drop locks s2", "return claims s2", "wake q"}
-	if got := st.take(); !slices.Equal(got, want) || live("s2") {
+	if got := st.Take(); !slices.Equal(got, want) || live("s2") {
 		t.Fatalf("end dead: %q, want %q; row kept %v", got, want, live("s2"))
 	}
 

@@ -1,8 +1,10 @@
-// Package wake holds a client's wake-ups: the lock requests its sessions
-// wait on, the consumers waiting for a queue's messages, and the count of
-// users of notifications. None of it touches the database: the engine reads
-// statuses and sends notifications, and hands what it learns here.
-package wake
+package bus
+
+// The waiters of this process: the lock requests its sessions wait on,
+// the consumers waiting for a queue's messages, and the count of users of
+// notifications. None of it touches the database: the engine reads
+// statuses and sends notifications, and the router hands what it learns
+// here.
 
 import (
 	"maps"

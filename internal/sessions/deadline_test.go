@@ -1,4 +1,4 @@
-package lease_test
+package sessions_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/driver/sqlite"
+	_ "github.com/batonhq/baton/driver/sqlite" // the sqlite: scheme
 	"github.com/batonhq/baton/internal/batontest"
 	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/lease"
+	"github.com/batonhq/baton/internal/sessions"
 )
 
 // clock is a clock the test moves by hand.
@@ -64,30 +64,20 @@ func (s slowSessions) SessionHeartbeat(ctx context.Context, p driver.HeartbeatPa
 // live.
 func TestDeadlineRule(t *testing.T) {
 	ctx := context.Background()
-	d, err := sqlite.Open(ctx, batontest.SQLiteDSN(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := batontest.Prepared(t, batontest.SQLiteDSN(t))
 	const (
 		leaseFor  = 10 * time.Second
 		heartbeat = 3 * time.Second
 		reply     = 5 * time.Second // a renewal's reply this late
 	)
-	margin := lease.Margin(leaseFor, heartbeat)
+	margin := sessions.Margin(leaseFor, heartbeat)
 	clk := &clock{now: time.Now()}
-	k := lease.NewKeeper(lease.Config{
+	k := sessions.NewKeeper(sessions.Config{
 		Driver: slowRenewals{Driver: d, clk: clk, reply: reply}, ClientID: "client", Lease: leaseFor, Heartbeat: heartbeat,
 		EndSession:  func(context.Context, string) error { return nil },
 		SessionLost: func() {}, Log: func(string, error) {}, Now: clk.Now,
 	})
-	live := func(s *lease.Session, at time.Time, want bool, what string) {
+	live := func(s *sessions.Session, at time.Time, want bool, what string) {
 		t.Helper()
 		clk.set(at)
 		err := s.Check()
