@@ -493,7 +493,8 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	}
 	out := make([]DeadLetter, len(rows))
 	for i, d := range rows {
-		out[i] = DeadLetter(d)
+		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: d.Payload, Priority: d.Priority, Key: d.Key,
+			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
 	}
 	return out, nil
 }

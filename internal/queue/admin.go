@@ -44,38 +44,17 @@ func inQueueTx[T any](ctx context.Context, e *Engine, queue string, fn func(tx d
 	return out, err
 }
 
-// DeadLetter is a dead letter as baton.DeadLetter shows it (the root
-// converts), an event in canonical form.
-type DeadLetter struct {
-	ID          int64
-	Queue       string
-	Payload     []byte
-	Priority    int
-	Key         string
-	Attempts    int
-	MaxAttempts int
-	Error       string
-	CreatedAt   time.Time
-	FailedAt    time.Time
-}
-
 // DeadLetters lists a queue's dead letters, oldest first, at most limit
-// (default 100).
-func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
+// (default 100), events in canonical form.
+func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]driver.DeadLetter, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	rows, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) ([]driver.DeadLetter, error) { return tx.DeadList(ctx, queue, limit) })
-	if err != nil {
-		return nil, err
-	}
-	out := make([]DeadLetter, len(rows))
 	for i, d := range rows {
-		payload, key, _ := events.Canonical(d.Queue, d.Payload, d.Key)
-		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: payload, Priority: d.Priority, Key: key,
-			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
+		rows[i].Payload, rows[i].Key, _ = events.Canonical(d.Queue, d.Payload, d.Key)
 	}
-	return out, nil
+	return rows, err
 }
 
 // Redrive moves every dead letter of a queue back to it, with its attempts
