@@ -138,8 +138,7 @@ func TestTryOfSeveralNamesOneHeld(t *testing.T) {
 		holder, trier := session(t, holderC), session(t, openDSN(t, dsn))
 		mustLock(t, holder, "several", baton.Write, "b")
 		for i := range 3 {
-			_, err := trier.Lock(ctxT(t), "several", baton.Write, 0, "a", "b", "c")
-			wantErr(t, err, baton.ErrTimeout)
+			mustRefuse(t, trier, "several", baton.Write, "a", "b", "c")
 			if n := len(held(t, holderC, trier)); n != 0 {
 				t.Fatalf("try %d: the refused try left %d instances", i+1, n)
 			}
@@ -150,8 +149,7 @@ func TestTryOfSeveralNamesOneHeld(t *testing.T) {
 			t.Fatalf("a read try beside a reader: %d grants, want 3", len(g))
 		}
 		release(t, trier, "several")
-		_, err := trier.Lock(ctxT(t), "several", baton.Write, 0, "a", "b")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, trier, "several", baton.Write, "a", "b")
 		release(t, holder, "several")
 		if g := mustLock(t, trier, "several", baton.Write, "a", "b", "c"); len(g) != 3 {
 			t.Fatalf("the write try once the holder let go: %d grants, want 3", len(g))
@@ -166,14 +164,11 @@ func TestTryOfSeveralNamesOneHeld(t *testing.T) {
 // name, and in read mode, are granted as new instances.
 func TestTryOwnLockAfterContention(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		owner, other := session(t, c), session(t, c)
+		_, owner, other := twoSessions(t, b)
 		mustLock(t, owner, "own", baton.Write, "x")
-		_, err := other.Lock(ctxT(t), "own", baton.Write, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, other, "own", baton.Write, "x")
 		mustLock(t, owner, "own", baton.Write, "x")
-		_, err = other.Lock(ctxT(t), "own", baton.Write, 0, "x", "y")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, other, "own", baton.Write, "x", "y")
 		mustLock(t, owner, "own", baton.Write, "x", "y")
 		mustLock(t, owner, "own", baton.Read, "x")
 		if n, err := owner.Release(ctxT(t), "own"); err != nil || n != 5 {

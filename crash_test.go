@@ -143,8 +143,7 @@ func killedHolder(t *testing.T, remote bool) {
 		}
 		child := startChildSaying(t, "locked", "hold", dsn, env...)
 		s := session(t, c)
-		_, err := s.Lock(ctxT(t), "crash", baton.Write, 0, "y")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s, "crash", baton.Write, "y")
 		if ok, err := s.GetLock(ctxT(t), "CRASH.USER", 0); ok || err != nil {
 			t.Fatalf("user lock while its holder lives: granted %v, %v (want not granted, no error)", ok, err)
 		}
@@ -212,8 +211,7 @@ func TestNetworkLoss(t *testing.T) {
 			t.Fatalf("session lost after a short blip: %v", s1.Err())
 		default:
 		}
-		_, err := s2.Lock(ctxT(t), "net", baton.Write, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "net", baton.Write, "x")
 
 		// A long outage loses the session; the lock then passes on.
 		p.Cut(true)
@@ -222,7 +220,7 @@ func TestNetworkLoss(t *testing.T) {
 		wantErr(t, s1.Err(), baton.ErrSessionLost)
 		mustRecv(t, got)
 		p.Restore()
-		_, err = s1.Lock(ctxT(t), "net", baton.Write, 0, "z")
+		_, err := s1.Lock(ctxT(t), "net", baton.Write, 0, "z")
 		wantErr(t, err, baton.ErrSessionLost)
 		// The client itself recovers: new sessions work once the network is back.
 		deadline := time.Now().Add(15 * time.Second)

@@ -44,6 +44,24 @@ func createLanguages(t *testing.T, b batontest.Backend, db *sql.DB) {
 	mustExec(t, db, ddl)
 }
 
+// openLanguages opens a client and a plain connection on b, creates the
+// languages table and subscribes name to its changes (acts; all when
+// none).
+func openLanguages(t *testing.T, b batontest.Backend, name string, acts ...baton.Action) (*baton.Client, *sql.DB, context.Context) {
+	t.Helper()
+	c, db, ctx := openQDB(t, b)
+	createLanguages(t, b, db)
+	subscribe(t, c, baton.Subscription{Name: name, Table: "languages", Actions: acts})
+	return c, db, ctx
+}
+
+// insertLanguage inserts one row of languages through the plain
+// connection.
+func insertLanguage(t *testing.T, b batontest.Backend, db *sql.DB, id int, name string, year int) {
+	t.Helper()
+	mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), id, name, year)
+}
+
 func langID(t *testing.T, e baton.Event) int {
 	t.Helper()
 	var pk struct {
@@ -163,9 +181,7 @@ func TestSeed004Languages(t *testing.T) {
 // triggers; composite keys; bad input installs nothing.
 func TestEventsRules(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, db, ctx := openQDB(t, b)
-		createLanguages(t, b, db)
-		subscribe(t, c, baton.Subscription{Name: "audit", Table: "languages", Actions: []baton.Action{baton.Update, baton.Delete}})
+		c, db, ctx := openLanguages(t, b, "audit", baton.Update, baton.Delete)
 		exec := func(q string, args ...any) {
 			t.Helper()
 			mustExec(t, db, sqlFor(b, q), args...)
@@ -265,9 +281,7 @@ func TestEventsLateCommit(t *testing.T) {
 		if b.Name == "sqlite" {
 			t.Skip("SQLite has one writer at a time: transactions cannot interleave")
 		}
-		c, db, _ := openQDB(t, b)
-		createLanguages(t, b, db)
-		subscribe(t, c, baton.Subscription{Name: "bell", Table: "languages", Actions: []baton.Action{baton.Insert}})
+		c, db, _ := openLanguages(t, b, "bell", baton.Insert)
 		early := begin(t, db)
 		if _, err := early.Exec(sqlFor(b, "INSERT INTO languages (language_id, name) VALUES (?, ?)"), 1, "early"); err != nil {
 			t.Fatal(err)
@@ -383,11 +397,9 @@ func TestEventsQuotedTable(t *testing.T) {
 // empty.
 func TestUnsubscribeDropsEvents(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, db, ctx := openQDB(t, b)
-		createLanguages(t, b, db)
-		subscribe(t, c, baton.Subscription{Name: "langs", Table: "languages"})
+		c, db, ctx := openLanguages(t, b, "langs")
 		for i := 1; i <= 3; i++ {
-			mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), i, "go", 2009)
+			insertLanguage(t, b, db, i, "go", 2009)
 		}
 		s := session(t, c)
 		ms := claim(t, s, baton.EventQueue("langs"), baton.ClaimOptions{Max: 1})
@@ -551,9 +563,7 @@ func TestEventsColumnAdded(t *testing.T) {
 		if b.Name != "postgres" {
 			t.Skip("SQLite and MySQL triggers list the columns: a schema change needs subscribing again")
 		}
-		c, db, _ := openQDB(t, b)
-		createLanguages(t, b, db)
-		subscribe(t, c, baton.Subscription{Name: "alter", Table: "languages"})
+		c, db, _ := openLanguages(t, b, "alter")
 		for _, q := range []string{
 			"ALTER TABLE languages DROP COLUMN name",
 			"ALTER TABLE languages ADD COLUMN logo bytea, ADD COLUMN seen timestamptz",
@@ -574,10 +584,8 @@ func TestEventsColumnAdded(t *testing.T) {
 // or unknown, is refused.
 func TestEventsRefreshAfterAlter(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, db, ctx := openQDB(t, b)
-		createLanguages(t, b, db)
-		subscribe(t, c, baton.Subscription{Name: "refresh", Table: "languages", Actions: []baton.Action{baton.Insert}})
-		mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), 1, "Go", 2009)
+		c, db, ctx := openLanguages(t, b, "refresh", baton.Insert)
+		insertLanguage(t, b, db, 1, "Go", 2009)
 		mustExec(t, db, map[string]string{
 			"sqlite":   "ALTER TABLE languages ADD COLUMN logo TEXT",
 			"postgres": "ALTER TABLE languages ADD COLUMN logo text",
@@ -633,11 +641,9 @@ func TestEventsMySQLTypes(t *testing.T) {
 // four rows, interleaved, each seen once, each row's in the order made.
 func TestEventsPerKeyFIFO(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, db, ctx := openQDB(t, b)
-		createLanguages(t, b, db)
-		subscribe(t, c, baton.Subscription{Name: "fifo", Table: "languages", Actions: []baton.Action{baton.Update}})
+		c, db, ctx := openLanguages(t, b, "fifo", baton.Update)
 		for id := 1; id <= 4; id++ {
-			mustExec(t, db, sqlFor(b, "INSERT INTO languages (language_id, name, year_released) VALUES (?, ?, ?)"), id, "L", 0)
+			insertLanguage(t, b, db, id, "L", 0)
 		}
 		for year := 1; year <= 10; year++ {
 			for id := 1; id <= 4; id++ {

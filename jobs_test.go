@@ -13,6 +13,15 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
+// openQPair opens a queue client on a new database of b, and another
+// client of the same database (with the default options), as a second
+// process.
+func openQPair(t *testing.T, b batontest.Backend) (c, other *baton.Client) {
+	t.Helper()
+	c, dsn := openQ(t, b)
+	return c, openDSN(t, dsn)
+}
+
 func getMessage(t *testing.T, c *baton.Client, id int64) baton.MessageInfo {
 	t.Helper()
 	m, err := c.Message(ctxT(t), id)
@@ -106,8 +115,7 @@ func TestMessageLife(t *testing.T) {
 // nothing and says so.
 func TestCancel(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		waiting := enqueue(t, c, "cx", "waiting", baton.EnqueueOptions{Delay: time.Hour})
 		if err := other.CancelMessage(ctxT(t), waiting); err != nil {
 			t.Fatal(err)
@@ -117,17 +125,7 @@ func TestCancel(t *testing.T) {
 		}
 		running := enqueue(t, c, "cx", "running")
 		causes, stop := blockedWorker(t, c, "cx", time.Minute)
-		if err := other.CancelMessage(ctxT(t), running); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case cause := <-causes:
-			wantErr(t, cause, baton.ErrCancelled)
-		case <-time.After(15 * time.Second):
-			t.Fatal("the handler was not stopped (a lease renewal is 20s away)")
-		}
-		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, running).State == baton.StateCancelled })
-		m := getMessage(t, c, running)
+		m := cancelRunning(t, other, c, running, causes, "the handler was not stopped (a lease renewal is 20s away)")
 		if m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
 			t.Fatalf("cancelled running message: %+v", m)
 		}
@@ -143,36 +141,20 @@ func TestCancel(t *testing.T) {
 // attempt's error saying so, and the observer counts it cancelled.
 func TestCancelIgnoredEndsCancelled(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		id := enqueue(t, c, "ci", "stubborn")
-		started := make(chan struct{})
-		ctx, cancel := context.WithCancel(ctxT(t))
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(ctx, "ci", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-ctx.Done() // told to stop, and returns nil all the same
-				return nil
-			}, baton.WorkerOptions{})
-		}()
-		<-started
+		stop := startedWorker(t, c, "ci", baton.WorkerOptions{}, func(ctx context.Context) error {
+			<-ctx.Done() // told to stop, and returns nil all the same
+			return nil
+		})
 		if err := other.CancelMessage(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the message to finish", func() bool {
-			st := getMessage(t, c, id).State
-			return st == baton.StateCancelled || st == baton.StateCompleted
-		})
-		m := getMessage(t, c, id)
+		m := awaitFinished(t, c, id)
 		if m.State != baton.StateCancelled || m.Attempt != 1 || len(m.Errors) != 1 || !strings.Contains(m.Errors[0].Error, "cancelled") {
 			t.Fatalf("a cancelled message whose handler returned nil: %+v, want cancelled with its attempt's error", m)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	})
 }
 
@@ -184,40 +166,25 @@ func TestCancelIgnoredEndsCancelled(t *testing.T) {
 // cancelled claim says ErrCancelled and ends it cancelled.
 func TestCancelUnheardEndsCancelled(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cu", "unheard")
-		started, finish := make(chan struct{}), make(chan struct{})
-		ctx, cancel := context.WithCancel(ctxT(t))
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Work(ctx, "cu", func(ctx context.Context, m *baton.Message) error {
-				close(started)
-				<-finish
-				if ctx.Err() != nil {
-					t.Errorf("the handler heard of the cancellation: %v", context.Cause(ctx))
-				}
-				return nil
-			}, baton.WorkerOptions{Visibility: time.Minute})
-		}()
-		<-started
+		finish := make(chan struct{})
+		stop := startedWorker(t, c, "cu", baton.WorkerOptions{Visibility: time.Minute}, func(ctx context.Context) error {
+			<-finish
+			if ctx.Err() != nil {
+				t.Errorf("the handler heard of the cancellation: %v", context.Cause(ctx))
+			}
+			return nil
+		})
 		if err := other.CancelMessage(ctxT(t), id); err != nil {
 			t.Fatal(err)
 		}
 		close(finish)
-		waitFor(t, "the message to finish", func() bool {
-			st := getMessage(t, c, id).State
-			return st == baton.StateCancelled || st == baton.StateCompleted
-		})
-		if m := getMessage(t, c, id); m.State != baton.StateCancelled {
+		if m := awaitFinished(t, c, id); m.State != baton.StateCancelled {
 			t.Fatalf("a message cancelled while its handler ran, which returned nil unaware: %+v, want cancelled", m)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 
 		s := session(t, c)
 		id = enqueue(t, c, "cu", "claimed")
@@ -238,25 +205,68 @@ func TestCancelUnheardEndsCancelled(t *testing.T) {
 // and fails the test if it did not return nil.
 func blockedWorker(t *testing.T, c *baton.Client, queue string, visibility time.Duration) (<-chan error, func()) {
 	t.Helper()
-	started, causes := make(chan struct{}), make(chan error, 1)
+	causes := make(chan error, 1)
+	stop := startedWorker(t, c, queue, baton.WorkerOptions{Visibility: visibility}, func(ctx context.Context) error {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	return causes, stop
+}
+
+// cancelRunning cancels message id through other while a blockedWorker
+// of c runs it: the handler's context must end with ErrCancelled within
+// 15 s (else the test fails saying stuck), and the message end
+// cancelled, which cancelRunning returns.
+func cancelRunning(t *testing.T, other, c *baton.Client, id int64, causes <-chan error, stuck string) baton.MessageInfo {
+	t.Helper()
+	if err := other.CancelMessage(ctxT(t), id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-causes:
+		wantErr(t, cause, baton.ErrCancelled)
+	case <-time.After(15 * time.Second):
+		t.Fatal(stuck)
+	}
+	waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, id).State == baton.StateCancelled })
+	return getMessage(t, c, id)
+}
+
+// startedWorker runs a worker of c on queue whose handler is h, and
+// returns once h runs, with a function that stops the worker and fails
+// the test if it did not return nil.
+func startedWorker(t *testing.T, c *baton.Client, queue string, opts baton.WorkerOptions, h func(ctx context.Context) error) func() {
+	t.Helper()
+	started := make(chan struct{})
 	ctx, cancel := context.WithCancel(ctxT(t))
+	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() {
 		done <- c.Work(ctx, queue, func(ctx context.Context, m *baton.Message) error {
 			close(started)
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return ctx.Err()
-		}, baton.WorkerOptions{Visibility: visibility})
+			return h(ctx)
+		}, opts)
 	}()
 	<-started
-	return causes, func() {
+	return func() {
 		t.Helper()
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// awaitFinished waits for message id to end cancelled or completed, and
+// returns it.
+func awaitFinished(t *testing.T, c *baton.Client, id int64) baton.MessageInfo {
+	t.Helper()
+	waitFor(t, "the message to finish", func() bool {
+		st := getMessage(t, c, id).State
+		return st == baton.StateCancelled || st == baton.StateCompleted
+	})
+	return getMessage(t, c, id)
 }
 
 // TestCancelLearnedAtRenewal: a cancellation is a wake-up too, and a hint
@@ -266,21 +276,11 @@ func blockedWorker(t *testing.T, c *baton.Client, queue string, visibility time.
 // ErrCancelled, and the message ends cancelled.
 func TestCancelLearnedAtRenewal(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, dsn := openQ(t, b)
-		other := openDSN(t, dsn)
+		c, other := openQPair(t, b)
 		baton.LoseWakeUps(c, true)
 		id := enqueue(t, c, "cr", "running")
 		causes, stop := blockedWorker(t, c, "cr", 1500*time.Millisecond)
-		if err := other.CancelMessage(ctxT(t), id); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case cause := <-causes:
-			wantErr(t, cause, baton.ErrCancelled)
-		case <-time.After(15 * time.Second):
-			t.Fatal("the handler was not stopped 15 s after the cancellation: its claim renewals (every 0.5 s) did not find out")
-		}
-		waitFor(t, "the message to end cancelled", func() bool { return getMessage(t, c, id).State == baton.StateCancelled })
+		cancelRunning(t, other, c, id, causes, "the handler was not stopped 15 s after the cancellation: its claim renewals (every 0.5 s) did not find out")
 		stop()
 	})
 }

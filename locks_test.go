@@ -61,6 +61,29 @@ func mustLock(t *testing.T, s *baton.Session, ns string, m baton.Mode, names ...
 	return g
 }
 
+// twoSessions opens a client on a new database of b and two sessions
+// of it.
+func twoSessions(t *testing.T, b batontest.Backend) (c *baton.Client, s1, s2 *baton.Session) {
+	t.Helper()
+	c, _ = open(t, b)
+	return c, session(t, c), session(t, c)
+}
+
+// threeSessions is twoSessions with three sessions.
+func threeSessions(t *testing.T, b batontest.Backend) (c *baton.Client, s1, s2, s3 *baton.Session) {
+	t.Helper()
+	c, s1, s2 = twoSessions(t, b)
+	return c, s1, s2, session(t, c)
+}
+
+// mustRefuse asks s for names in mode without waiting, which must be
+// refused with ErrTimeout.
+func mustRefuse(t *testing.T, s *baton.Session, ns string, m baton.Mode, names ...string) {
+	t.Helper()
+	_, err := s.Lock(ctxT(t), ns, m, 0, names...)
+	wantErr(t, err, baton.ErrTimeout)
+}
+
 func wantErr(t *testing.T, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
@@ -206,15 +229,13 @@ func TestLockNames(t *testing.T) {
 
 func TestLockNamesAreExactBytes(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		_, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "job")
 		for _, n := range []string{"Job", "JOB", "job ", " job", "jöb"} {
 			mustLock(t, s2, "ns", baton.Write, n)
 		}
 		mustLock(t, s2, "NS", baton.Write, "job")
-		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 0, "job")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "ns", baton.Write, "job")
 	})
 }
 
@@ -268,8 +289,7 @@ func TestLockInstances(t *testing.T) {
 			if got := len(held(t, c, s)); got != n {
 				t.Fatalf("%d instances shown, want %d", got, n)
 			}
-			_, err := other.Lock(ctxT(t), "ns", baton.Read, 0, "x")
-			wantErr(t, err, baton.ErrTimeout)
+			mustRefuse(t, other, "ns", baton.Read, "x")
 			released, err := s.Release(ctxT(t), "ns")
 			if err != nil || released != n {
 				t.Fatalf("release: %d, %v; want %d", released, err, n)
@@ -282,8 +302,7 @@ func TestLockInstances(t *testing.T) {
 
 func TestLockUpgrade(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2, s3 := session(t, c), session(t, c), session(t, c)
+		c, s1, s2, s3 := threeSessions(t, b)
 		// Without other readers: at once.
 		mustLock(t, s1, "ns", baton.Read, "solo")
 		mustLock(t, s1, "ns", baton.Write, "solo")
@@ -309,12 +328,10 @@ func TestLockUpgrade(t *testing.T) {
 
 func TestLockNoDowngrade(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "x")
 		mustLock(t, s1, "ns", baton.Read, "x")
-		_, err := s2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "ns", baton.Read, "x")
 		modes := map[string]int{}
 		for _, l := range held(t, c, s1) {
 			modes[l.Mode]++
@@ -327,8 +344,7 @@ func TestLockNoDowngrade(t *testing.T) {
 
 func TestLockReleaseNamespace(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns1", baton.Write, "a", "b")
 		mustLock(t, s1, "ns2", baton.Write, "a")
 		mustLock(t, s2, "ns1", baton.Read, "c")
@@ -351,13 +367,11 @@ func TestLockReleaseNamespace(t *testing.T) {
 
 func TestLockTimeouts(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "x")
-		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, s2, "ns", baton.Write, "x")
 		start := time.Now()
-		_, err = s2.Lock(ctxT(t), "ns", baton.Write, 150*time.Millisecond, "x")
+		_, err := s2.Lock(ctxT(t), "ns", baton.Write, 150*time.Millisecond, "x")
 		wantErr(t, err, baton.ErrTimeout)
 		if el := time.Since(start); el < 150*time.Millisecond {
 			t.Fatalf("timed out after %v, before the 150ms timeout", el)
@@ -379,13 +393,11 @@ func TestLockTimeouts(t *testing.T) {
 
 func TestLockFIFO(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		r1, w, r2 := session(t, c), session(t, c), session(t, c)
+		c, r1, w, r2 := threeSessions(t, b)
 		mustLock(t, r1, "ns", baton.Read, "x")
 		wch := waiting(t, c, w, "ns", baton.Write, baton.Forever, "x")
 		// A waiting writer blocks later readers of other sessions...
-		_, err := r2.Lock(ctxT(t), "ns", baton.Read, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, r2, "ns", baton.Read, "x")
 		r2ch := waiting(t, c, r2, "ns", baton.Read, baton.Forever, "x")
 		// ...but not a session that already holds the lock.
 		mustLock(t, r1, "ns", baton.Read, "x")
@@ -399,8 +411,7 @@ func TestLockFIFO(t *testing.T) {
 
 func TestLockDeadlockTwoSessions(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "a")
 		mustLock(t, s2, "ns", baton.Write, "b")
 		ch1 := waiting(t, c, s1, "ns", baton.Write, baton.Forever, "b")
@@ -420,8 +431,7 @@ func TestLockDeadlockTwoSessions(t *testing.T) {
 
 func TestLockDeadlockReadWaiterChosen(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "a")
 		mustLock(t, s2, "ns", baton.Write, "b")
 		// s1 waits for a read lock; s2's write request closes the cycle,
@@ -436,8 +446,7 @@ func TestLockDeadlockReadWaiterChosen(t *testing.T) {
 
 func TestLockDeadlockThreeSessions(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2, s3 := session(t, c), session(t, c), session(t, c)
+		c, s1, s2, s3 := threeSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "a")
 		mustLock(t, s2, "ns", baton.Write, "b")
 		mustLock(t, s3, "ns", baton.Write, "c")
@@ -466,8 +475,7 @@ func TestLockDeadlockThreeSessions(t *testing.T) {
 // queued write sees no cycle and s1 waits on), and the rest drains.
 func TestLockDeadlockThroughQueue(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2, s3 := session(t, c), session(t, c), session(t, c)
+		c, s1, s2, s3 := threeSessions(t, b)
 		mustLock(t, s1, "ns", baton.Read, "x")
 		mustLock(t, s3, "ns", baton.Write, "y")
 		// s2 holds a lock of its own, so its wait is in the lock table
@@ -631,8 +639,7 @@ func TestReleaseLockKeepsOldest(t *testing.T) {
 
 func TestLockMonitoring(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "mon", baton.Write, "x")
 		ch := waiting(t, c, s2, "mon", baton.Read, baton.Forever, "x")
 		if ok, err := s1.GetLock(ctxT(t), "cron.job.1", 0); !ok || err != nil {
@@ -727,8 +734,7 @@ func TestUserLocks(t *testing.T) {
 
 func TestUserLockDeadlock(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		ctx := ctxT(t)
 		_, _ = s1.GetLock(ctx, "a", 0)
 		_, _ = s2.GetLock(ctx, "b", 0)
@@ -747,8 +753,7 @@ func TestUserLockDeadlock(t *testing.T) {
 
 func TestSessionCloseReleasesEverything(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		s1, s2 := session(t, c), session(t, c)
+		c, s1, s2 := twoSessions(t, b)
 		mustLock(t, s1, "ns", baton.Write, "a", "b")
 		if ok, err := s1.GetLock(ctxT(t), "u", 0); !ok || err != nil {
 			t.Fatalf("user lock u on a free name: granted %v, %v", ok, err)
@@ -1069,8 +1074,7 @@ func TestReadersJoinInOrder(t *testing.T) {
 			done <- err
 		}()
 		waitPending(t, c, w, 1)
-		_, err := rs[3].Lock(ctxT(t), "ns", baton.Read, 0, "x")
-		wantErr(t, err, baton.ErrTimeout)
+		mustRefuse(t, rs[3], "ns", baton.Read, "x")
 		release(t, rs[0], "ns")
 		release(t, rs[1], "ns")
 		stillWaiting(t, done, 50*time.Millisecond, "the writer, beside a reader")
@@ -1091,8 +1095,7 @@ func TestReadersJoinInOrder(t *testing.T) {
 // On every backend the count is exact and every name is free afterwards.
 func TestReleaseNamespaceMixedInstances(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := open(t, b)
-		other, s, w := session(t, c), session(t, c), session(t, c)
+		_, other, s, w := threeSessions(t, b)
 		mustLock(t, other, "ns", baton.Read, "b")
 		for range 3 {
 			mustLock(t, s, "ns", baton.Read, "b")

@@ -34,8 +34,7 @@ func primeContention(t *testing.T, c *baton.Client, ns, name string) {
 	t.Helper()
 	a, b := session(t, c), session(t, c)
 	mustLock(t, a, ns, baton.Write, name)
-	_, err := b.Lock(ctxT(t), ns, baton.Write, 0, name)
-	wantErr(t, err, baton.ErrTimeout)
+	mustRefuse(t, b, ns, baton.Write, name)
 	release(t, a, ns)
 	for _, s := range []*baton.Session{a, b} {
 		if err := s.Close(ctxT(t)); err != nil {

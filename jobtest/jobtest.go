@@ -1,13 +1,21 @@
 // Package jobtest helps the tests of programs that enqueue and handle
-// baton messages: assert that a message of a kind was enqueued with given
-// arguments (committed, or in the caller's transaction), and run workers
-// synchronously until nothing is ready.
+// baton messages: assert that messages of a kind were enqueued with given
+// arguments and options (committed, or in the caller's transaction; one,
+// or several in order), run one job through the real worker runtime and
+// read its outcome, and run workers synchronously until nothing is ready.
 //
 //	func TestSignup(t *testing.T) {
 //		c := openClient(t) // any baton.Client, SQLite in a t.TempDir() is enough
 //		signup(ctx, c, "ann@example.com")
-//		jobtest.RequireEnqueued(t, c, "mail", welcomeArgs{To: "ann@example.com"})
+//		jobtest.RequireEnqueuedWith(t, c, "mail", welcomeArgs{To: "ann@example.com"}, jobtest.Opts{Priority: new(1)})
 //		jobtest.Work(t, c, "mail", workers)
+//	}
+//
+//	func TestWelcomeHandler(t *testing.T) {
+//		out := jobtest.WorkOne(t, openClient(t), workers, welcomeArgs{To: "nobody"})
+//		if out.State != baton.StateDead || !errors.Is(out.Err, errNoMailbox) {
+//			t.Fatalf("%+v", out)
+//		}
 //	}
 package jobtest
 
@@ -33,28 +41,11 @@ const timeout = time.Minute
 func Enqueued[T baton.JobArgs](tb testing.TB, c *baton.Client, queue string) ([]T, []int64) {
 	tb.Helper()
 	var zero T
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var args []T
-	var ids []int64
-	for _, st := range []baton.MessageState{baton.StateReady, baton.StateScheduled, baton.StateRetrying} {
-		after := ""
-		for {
-			ms, next, err := c.ListMessages(ctx, baton.ListOptions{Queue: queue, State: st, Kind: zero.Kind(), After: after, Limit: 1000})
-			if err != nil {
-				tb.Fatalf("jobtest: list %s messages of kind %q in %s: %v", st, zero.Kind(), queue, err)
-			}
-			for _, m := range ms {
-				var a T
-				if err := json.Unmarshal(m.Payload, &a); err != nil {
-					tb.Fatalf("jobtest: message %d of kind %q: the arguments do not decode: %v", m.ID, zero.Kind(), err)
-				}
-				args, ids = append(args, a), append(ids, m.ID)
-			}
-			if after = next; next == "" {
-				break
-			}
-		}
+	ms := list(tb, c, queue, zero.Kind(), waiting)
+	args := make([]T, len(ms))
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		args[i], ids[i] = decode[T](tb, m), m.ID
 	}
 	return args, ids
 }

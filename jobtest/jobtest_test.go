@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,8 +52,12 @@ func open(t *testing.T, dsn string) *baton.Client {
 }
 
 func TestRequireEnqueuedAndWork(t *testing.T) {
+	batontest.EachDSN(t, testRequireEnqueuedAndWork)
+}
+
+func testRequireEnqueuedAndWork(t *testing.T, _ batontest.Backend, dsn string) {
 	ctx := context.Background()
-	c := open(t, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
+	c := open(t, dsn)
 	id, err := c.EnqueueJob(ctx, "mail", welcome{To: "ann@example.com", Tags: []string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +159,15 @@ func checkInTx(t *testing.T, c *baton.Client, tx baton.Execer, to string) {
 
 // TestWorkFailsOnFailedJobs: Work fails the test when a job's handler
 // fails or its kind has no worker, naming each message, its kind and its
-// error; the user's own OnError hook still sees every failure.
+// error; the user's own OnError hook still sees every failure, on every
+// backend.
 func TestWorkFailsOnFailedJobs(t *testing.T) {
+	batontest.EachDSN(t, testWorkFailsOnFailedJobs)
+}
+
+func testWorkFailsOnFailedJobs(t *testing.T, _ batontest.Backend, dsn string) {
 	ctx := context.Background()
-	c := open(t, "sqlite:"+filepath.Join(t.TempDir(), "j.db"))
+	c := open(t, dsn)
 	ws := baton.NewWorkers()
 	if err := baton.AddWorker(ws, func(ctx context.Context, j *baton.Job[welcome]) error {
 		if j.Args.To == "bad" {

@@ -173,15 +173,7 @@ func TestPurgeUnderMutex(t *testing.T) {
 	if c, m := rows(); c != 1 || m != 1 {
 		t.Fatalf("before the purge: %d counters rows, %d mutex rows; want 1 and 1", c, m)
 	}
-	other, err := d.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = other.Rollback() }()
-	var gated int
-	if err := other.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE ns = 'pu' AND name = 'n' FOR UPDATE").Scan(&gated); err != nil {
-		t.Fatal(err)
-	}
+	other := lockMutex(t, ctx, d, "pu", "n")
 	if n, err := d.NoTx().LockIdentPurgeIdle(ctx); err != nil || n != 0 {
 		t.Fatalf("purge while the mutex is held: %d, %v; want 0", n, err)
 	}

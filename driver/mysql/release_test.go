@@ -66,6 +66,23 @@ func TestReleaseLocksOnlyItsRows(t *testing.T) {
 	}
 }
 
+// lockMutex locks the mutex row of ns/name in a transaction of its own,
+// as a slow-path call in flight does, and returns the transaction; the
+// test's end rolls it back if the test did not.
+func lockMutex(t *testing.T, ctx context.Context, d *Driver, ns, name string) *sql.Tx {
+	t.Helper()
+	other, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Rollback() })
+	var gated int64
+	if err := other.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE ns = ? AND name = ? FOR UPDATE", ns, name).Scan(&gated); err != nil {
+		t.Fatal(err)
+	}
+	return other
+}
+
 // notWaiting runs fn, which must end while the transaction other still
 // holds its locks: after 15 s other is rolled back (which lets fn end)
 // and the test fails.
@@ -132,15 +149,7 @@ func TestDemoteLocksOnlyFree(t *testing.T) {
 	if slow() != 1 {
 		t.Fatal("two readers: the identifier is not the slow path's")
 	}
-	other, err := d.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = other.Rollback() }()
-	var fence int64
-	if err := other.QueryRowContext(ctx, "SELECT gated FROM baton_lock_mutex WHERE ns = 'ns' AND name = 'd' FOR UPDATE").Scan(&fence); err != nil {
-		t.Fatal(err)
-	}
+	other := lockMutex(t, ctx, d, "ns", "d")
 	notWaiting(t, other, "demote", func() error { _, err := d.demote(ctx, id); return err })
 	if err := other.Rollback(); err != nil {
 		t.Fatal(err)

@@ -353,18 +353,7 @@ func TestReleaseInlineNameByKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Join(plan, "\n")
+	text := strings.Join(batontest.ScanStrings(t, rows), "\n")
 	if !strings.Contains(text, "Index Scan") || strings.Contains(text, "Seq Scan") {
 		t.Fatalf("release_inline_name's generic plan does not find the row by its key:\n%s", text)
 	}

@@ -32,11 +32,11 @@ func TestPumpReportsFailedRead(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if _, err := d.DB.SQL.ExecContext(ctx, "ALTER TABLE notifications RENAME TO notifications_away"); err != nil {
+	if _, err := d.DB.SQL.ExecContext(ctx, "ALTER TABLE baton_notifications RENAME TO baton_notifications_away"); err != nil {
 		t.Fatal(err)
 	}
 	until("a failed read", p.Failed)
-	if _, err := d.DB.SQL.ExecContext(ctx, "ALTER TABLE notifications_away RENAME TO notifications"); err != nil {
+	if _, err := d.DB.SQL.ExecContext(ctx, "ALTER TABLE baton_notifications_away RENAME TO baton_notifications"); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.DB.Notify(ctx, "ch", "after"); err != nil {

@@ -15,6 +15,20 @@ func Strings(t testing.TB, db *sql.DB, q string, args ...any) []string {
 		t.Fatalf("%s: %v", q, err)
 	}
 	defer rows.Close()
+	return ScanStrings(t, rows)
+}
+
+// Rows is what ScanStrings reads: *sql.Rows, or pgx's rows.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanStrings reads rows of one column to their end and returns the
+// values in the rows' order; any error fails the test.
+func ScanStrings(t testing.TB, rows Rows) []string {
+	t.Helper()
 	var out []string
 	for rows.Next() {
 		var s string

@@ -373,12 +373,7 @@ func appendRow(b []byte, row jsonValue) ([]byte, bool) {
 	case 'o':
 		b = append(b, '{')
 		for i, k := range row.keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendCanonical(b, row.items[i])
+			b = appendCanonical(appendKey(b, i, k), row.items[i])
 		}
 		return append(b, '}'), true
 	case 'a':
@@ -395,11 +390,7 @@ func appendColumns(b []byte, cols []jsonValue) ([]byte, bool) {
 		if col.kind != 'a' || len(col.items) < 2 || len(col.items) > 3 || col.items[0].kind != 's' {
 			return b, false
 		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, col.items[0].str)
-		b = append(b, ':')
+		b = appendKey(b, i, col.items[0].str)
 		kind := ""
 		if len(col.items) == 3 {
 			kind = col.items[2].str
@@ -478,14 +469,19 @@ func appendSorted(b []byte, v jsonValue) []byte {
 	sort.SliceStable(order, func(i, j int) bool { return v.keys[order[i]] < v.keys[order[j]] })
 	b = append(b, '{')
 	for n, i := range order {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, v.keys[i])
-		b = append(b, ':')
-		b = appendCanonical(b, v.items[i])
+		b = appendCanonical(appendKey(b, n, v.keys[i]), v.items[i])
 	}
 	return append(b, '}')
+}
+
+// appendKey writes an object member's key and its colon, after a comma
+// unless it is the first member (n 0).
+func appendKey(b []byte, n int, key string) []byte {
+	if n > 0 {
+		b = append(b, ',')
+	}
+	b = appendJSONString(b, key)
+	return append(b, ':')
 }
 
 // appendJSONString writes s as a JSON string with only the escapes JSON

@@ -6,13 +6,18 @@ import (
 	"github.com/batonhq/baton/driver"
 )
 
+// Two names of namespace ns, and the namespace itself as a release's scope.
+var (
+	rowsX  = driver.Ident{Kind: 0, NS: "ns", Name: "x"}
+	rowsY  = driver.Ident{Kind: 0, NS: "ns", Name: "y"}
+	rowsNS = driver.Ident{Kind: 0, NS: "ns"}
+)
+
 // A release clears the rows of its scope only if no acquisition began or
 // ended since it looked: a row stored meanwhile stays counted.
 func TestRowsClear(t *testing.T) {
-	x := driver.Ident{Kind: 0, NS: "ns", Name: "x"}
-	y := driver.Ident{Kind: 0, NS: "ns", Name: "y"}
+	x, y, ns := rowsX, rowsY, rowsNS
 	other := driver.Ident{Kind: 0, NS: "other", Name: "x"}
-	ns := driver.Ident{Kind: 0, NS: "ns"}
 	var r Rows
 	if rows, _, _, _ := r.Covered(x); rows {
 		t.Fatal("a new session has rows")
@@ -50,10 +55,8 @@ func TestRowsClear(t *testing.T) {
 // Covered names the one identifier of a scope where the session may have
 // rows, counting acquisitions under way, and none when there are two.
 func TestRowsSole(t *testing.T) {
-	x := driver.Ident{Kind: 0, NS: "ns", Name: "x"}
-	y := driver.Ident{Kind: 0, NS: "ns", Name: "y"}
+	x, y, ns := rowsX, rowsY, rowsNS
 	other := driver.Ident{Kind: 0, NS: "other", Name: "z"}
-	ns := driver.Ident{Kind: 0, NS: "ns"}
 	var r Rows
 	sole := func(scope driver.Ident) (driver.Ident, bool) {
 		_, id, one, _ := r.Covered(scope)

@@ -30,22 +30,14 @@ var migName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
 // LoadMigrations reads NNN_name.up.sql files from dir in fsys and expands
 // the {p} prefix macro.
 func LoadMigrations(fsys fs.FS, dir, prefix string) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
 	var out []Migration
-	for _, e := range entries {
-		m := migName.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
+	err := readFiles(fsys, dir, migName.MatchString, func(file string, body []byte) {
+		m := migName.FindStringSubmatch(file)
 		v, _ := strconv.Atoi(m[1])
 		out = append(out, Migration{Version: v, Name: m[2], Up: strings.ReplaceAll(string(body), "{p}", prefix)})
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i, m := range out {
@@ -68,24 +60,36 @@ type Routine struct {
 // LoadRoutines reads NAME.sql files from dir in fsys and expands the {p}
 // prefix macro.
 func LoadRoutines(fsys fs.FS, dir, prefix string) ([]Routine, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+	var out []Routine
+	isSQL := func(file string) bool { return strings.HasSuffix(file, ".sql") }
+	err := readFiles(fsys, dir, isSQL, func(file string, body []byte) {
+		sum := sha256.Sum256(body)
+		out = append(out, Routine{Name: strings.TrimSuffix(file, ".sql"), Up: strings.ReplaceAll(string(body), "{p}", prefix), Sum: hex.EncodeToString(sum[:])})
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []Routine
+	return callsFirst(out, prefix), nil
+}
+
+// readFiles calls f with the name and the contents of each file in dir
+// whose name match accepts, in the order of their names.
+func readFiles(fsys fs.FS, dir string, match func(file string) bool, f func(file string, body []byte)) error {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return err
+	}
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".sql")
-		if !ok {
+		if !match(e.Name()) {
 			continue
 		}
 		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		sum := sha256.Sum256(body)
-		out = append(out, Routine{Name: name, Up: strings.ReplaceAll(string(body), "{p}", prefix), Sum: hex.EncodeToString(sum[:])})
+		f(e.Name(), body)
 	}
-	return callsFirst(out, prefix), nil
+	return nil
 }
 
 // callsFirst orders routines so that each comes after the routines its

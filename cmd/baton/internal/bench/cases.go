@@ -64,28 +64,22 @@ func (r *runner) share() time.Duration {
 // lockPair measures uncontended Lock(write, 0) + Release pairs, then the
 // native pair on the same server.
 func (r *runner) lockPair(ctx context.Context) (*Record, error) {
-	_, ss, closeAll, err := r.openSessions(ctx, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	s := ss[0]
-	pair := func() error {
-		if _, err := s.Lock(ctx, ns, baton.Write, 0, "pair"); err != nil {
+	rec, err := r.sessionLoop(ctx, CaseLockPair, 1, func(ss []*baton.Session) (func() error, error) {
+		s := ss[0]
+		return func() error {
+			if _, err := s.Lock(ctx, ns, baton.Write, 0, "pair"); err != nil {
+				return err
+			}
+			n, err := s.Release(ctx, ns)
+			if err == nil && n != 1 {
+				err = fmt.Errorf("release released %d instances, want 1", n)
+			}
 			return err
-		}
-		n, err := s.Release(ctx, ns)
-		if err == nil && n != 1 {
-			err = fmt.Errorf("release released %d instances, want 1", n)
-		}
-		return err
-	}
-	lat, elapsed, err := loop(r.share(), pair)
+		}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	rec := r.throughputRecord(CaseLockPair, lat, elapsed)
-	closeAll() // its heartbeat and listener stay out of the baseline
 	return r.throughputBaseline(ctx, rec, "", func(conn nativeConn) error {
 		if err := conn.lock(ctx, false); err != nil {
 			return err
@@ -98,25 +92,20 @@ func (r *runner) lockPair(ctx context.Context) (*Record, error) {
 // holds, refused with ErrTimeout (the "run unless already running" of a
 // cron job), then the native try on a lock another connection holds.
 func (r *runner) tryHeld(ctx context.Context) (*Record, error) {
-	_, ss, closeAll, err := r.openSessions(ctx, 2)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	if _, err := ss[0].Lock(ctx, ns, baton.Write, 0, "held"); err != nil {
-		return nil, err
-	}
-	lat, elapsed, err := loop(r.share(), func() error {
-		if _, err := ss[1].Lock(ctx, ns, baton.Write, 0, "held"); !errors.Is(err, baton.ErrTimeout) {
-			return fmt.Errorf("a try on a held lock returned %v, want ErrTimeout", err)
+	rec, err := r.sessionLoop(ctx, CaseTryHeld, 2, func(ss []*baton.Session) (func() error, error) {
+		if _, err := ss[0].Lock(ctx, ns, baton.Write, 0, "held"); err != nil {
+			return nil, err
 		}
-		return nil
+		return func() error {
+			if _, err := ss[1].Lock(ctx, ns, baton.Write, 0, "held"); !errors.Is(err, baton.ErrTimeout) {
+				return fmt.Errorf("a try on a held lock returned %v, want ErrTimeout", err)
+			}
+			return nil
+		}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	rec := r.throughputRecord(CaseTryHeld, lat, elapsed)
-	closeAll()
 	nat := r.native()
 	if nat == nil {
 		return rec, nil
@@ -139,31 +128,26 @@ func (r *runner) tryHeld(ctx context.Context) (*Record, error) {
 // Release, against 10 native lock calls and one release-all on one
 // connection.
 func (r *runner) multi10(ctx context.Context) (*Record, error) {
-	_, ss, closeAll, err := r.openSessions(ctx, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	s := ss[0]
 	names := make([]string, 10)
 	for i := range names {
 		names[i] = fmt.Sprintf("multi.%d", i)
 	}
-	lat, elapsed, err := loop(r.share(), func() error {
-		if _, err := s.Lock(ctx, ns, baton.Write, 0, names...); err != nil {
+	rec, err := r.sessionLoop(ctx, CaseMulti10, 1, func(ss []*baton.Session) (func() error, error) {
+		s := ss[0]
+		return func() error {
+			if _, err := s.Lock(ctx, ns, baton.Write, 0, names...); err != nil {
+				return err
+			}
+			n, err := s.Release(ctx, ns)
+			if err == nil && n != len(names) {
+				err = fmt.Errorf("release released %d instances, want %d", n, len(names))
+			}
 			return err
-		}
-		n, err := s.Release(ctx, ns)
-		if err == nil && n != len(names) {
-			err = fmt.Errorf("release released %d instances, want %d", n, len(names))
-		}
-		return err
+		}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	rec := r.throughputRecord(CaseMulti10, lat, elapsed)
-	closeAll()
 	return r.throughputBaseline(ctx, rec, " ×10", func(conn nativeConn) error {
 		if err := conn.lockMany(ctx, len(names)); err != nil {
 			return err
@@ -177,34 +161,29 @@ func (r *runner) multi10(ctx context.Context) (*Record, error) {
 // session and one name; then the native lock taken twice and released
 // twice on one connection.
 func (r *runner) reenter(ctx context.Context) (*Record, error) {
-	_, ss, closeAll, err := r.openSessions(ctx, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	s := ss[0]
-	lat, elapsed, err := loop(r.share(), func() error {
-		for range 2 {
-			if ok, err := s.GetLock(ctx, "reenter", 0); err != nil || !ok {
-				return fmt.Errorf("GetLock of a name the session holds or nobody does: %v, %w", ok, err)
+	rec, err := r.sessionLoop(ctx, CaseReenter, 1, func(ss []*baton.Session) (func() error, error) {
+		s := ss[0]
+		return func() error {
+			for range 2 {
+				if ok, err := s.GetLock(ctx, "reenter", 0); err != nil || !ok {
+					return fmt.Errorf("GetLock of a name the session holds or nobody does: %v, %w", ok, err)
+				}
 			}
-		}
-		for range 2 {
-			res, err := s.ReleaseLock(ctx, "reenter")
-			if err == nil && res != baton.Released {
-				err = fmt.Errorf("ReleaseLock of a held instance: %v, want Released", res)
+			for range 2 {
+				res, err := s.ReleaseLock(ctx, "reenter")
+				if err == nil && res != baton.Released {
+					err = fmt.Errorf("ReleaseLock of a held instance: %v, want Released", res)
+				}
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+			return nil
+		}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	rec := r.throughputRecord(CaseReenter, lat, elapsed)
-	closeAll()
 	return r.throughputBaseline(ctx, rec, " ×2", func(conn nativeConn) error {
 		for range 2 {
 			if err := conn.lock(ctx, false); err != nil {
@@ -218,6 +197,27 @@ func (r *runner) reenter(ctx context.Context) (*Record, error) {
 		}
 		return nil
 	})
+}
+
+// sessionLoop opens n sessions, lets setup prepare them and name the call
+// to time, runs it for the case's share and returns its record. The
+// sessions are closed before it returns, so that their heartbeats and
+// listeners stay out of the native baseline measured after it.
+func (r *runner) sessionLoop(ctx context.Context, name string, n int, setup func([]*baton.Session) (func() error, error)) (*Record, error) {
+	_, ss, closeAll, err := r.openSessions(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	op, err := setup(ss)
+	if err != nil {
+		return nil, err
+	}
+	lat, elapsed, err := loop(r.share(), op)
+	if err != nil {
+		return nil, err
+	}
+	return r.throughputRecord(name, lat, elapsed), nil
 }
 
 // throughputRecord is a throughput case's record: calls per s over the

@@ -136,16 +136,7 @@ func (c *pgConn) lock(ctx context.Context, _ bool) error {
 	return err
 }
 
-func (c *pgConn) unlock(ctx context.Context) error {
-	var ok bool
-	if err := c.c.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", c.key).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return errors.New("pg_advisory_unlock: lock was not held")
-	}
-	return nil
-}
+func (c *pgConn) unlock(ctx context.Context) error { return c.release(ctx, "pg_advisory_unlock") }
 
 func (c *pgConn) lockShared(ctx context.Context) error {
 	_, err := c.c.Exec(ctx, "SELECT pg_advisory_lock_shared($1)", c.key)
@@ -153,12 +144,18 @@ func (c *pgConn) lockShared(ctx context.Context) error {
 }
 
 func (c *pgConn) unlockShared(ctx context.Context) error {
+	return c.release(ctx, "pg_advisory_unlock_shared")
+}
+
+// release calls fn, an advisory unlock function, on the key: an error
+// when the lock was not held.
+func (c *pgConn) release(ctx context.Context, fn string) error {
 	var ok bool
-	if err := c.c.QueryRow(ctx, "SELECT pg_advisory_unlock_shared($1)", c.key).Scan(&ok); err != nil {
+	if err := c.c.QueryRow(ctx, "SELECT "+fn+"($1)", c.key).Scan(&ok); err != nil {
 		return err
 	}
 	if !ok {
-		return errors.New("pg_advisory_unlock_shared: lock was not held")
+		return errors.New(fn + ": lock was not held")
 	}
 	return nil
 }
