@@ -255,40 +255,47 @@ func NewClient(ctx context.Context, drv driver.Driver, opts ...Options) (*Client
 
 // start migrates (unless o.NoMigrate) and starts the client on drv.
 func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
-	drv.SetLogger(o.Logger) // what the backend logs goes where the client's does
-	drv.SetStatementTimeout(o.StatementTimeout)
-	if !o.NoMigrate {
-		if _, err := drv.Migrate(ctx); err != nil {
-			drv.Close()
-			return nil, fmt.Errorf("baton: migrate: %w", err)
-		}
-	}
-	if o.MaxConns > 0 {
-		drv.LimitConns(o.MaxConns)
+	if err := setUp(ctx, drv, o); err != nil {
+		return nil, err
 	}
 	c := &Client{
 		drv: drv, id: randomID(), opts: o,
 		quit: make(chan struct{}), prepareNow: make(chan struct{}), queueWaited: make(chan struct{}, 1),
 		spans: tracing.New(o.TracerProvider), log: maintain.Log{L: o.Logger},
 	}
-	c.workers = newRegistry(c)
-	c.queueWaits = bus.NewQueues(func() {
-		select {
-		case c.queueWaited <- struct{}{}:
-		default: // the poll is already told
+	c.wire()
+	c.run()
+	return c, nil
+}
+
+// setUp gives drv the client's logger and bounds and migrates it (unless
+// o.NoMigrate); drv is closed when that fails.
+func setUp(ctx context.Context, drv driver.Driver, o Options) error {
+	drv.SetLogger(o.Logger) // what the backend logs goes where the client's does
+	drv.SetStatementTimeout(o.StatementTimeout)
+	if !o.NoMigrate {
+		if _, err := drv.Migrate(ctx); err != nil {
+			drv.Close()
+			return fmt.Errorf("baton: migrate: %w", err)
 		}
-	})
+	}
+	if o.MaxConns > 0 {
+		drv.LimitConns(o.MaxConns)
+	}
+	return nil
+}
+
+// wire makes the client's services, each given what it calls of the
+// others.
+func (c *Client) wire() {
+	drv, o := c.drv, c.opts
+	c.queueWaits = bus.NewQueues(bus.Nudge(c.queueWaited)) // wakes the poll of waiting consumers
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err,
 		Retention: mq.Retention(o.Retention), Tries: &c.claimTries,
 		Rescue:    func(ctx context.Context) bool { return c.rescuer.Rescue(ctx) }, // c.rescuer is set below
 		Listening: func(ctx context.Context) error { return c.bus.Listening(ctx) }, // c.bus too
-		Notifying: func(on bool) {
-			if on {
-				c.notifyUsers.In()
-			} else {
-				c.notifyUsers.Out()
-			}
-		}})
+		Notifying: func(on bool) { c.notifyUsers.Count(on) }})                      // c.notifyUsers too
+	c.workers = newRegistry(c) // after c.mq, whose reads it makes
 	c.lockWaits = bus.NewLocks(func(waiting bool) {
 		drv.Notifier().SetWaiting(c.id, waiting)
 		c.locks.Waiting(waiting) // set below, before any request can wait
@@ -323,6 +330,11 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		DropLocks: c.locks.DropSession, ReturnClaims: mq.RecoverSession, Wake: c.mq.Wake})
 	c.rescuer = maintain.NewRescuer(maintain.RescuerConfig{PollInterval: o.PollInterval, ListReapable: c.leases.ListReapable,
 		Reap: c.leases.Reap, RecoverStale: c.mq.RecoverStale, Log: c.log.Err})
+}
+
+// run starts the client's background work.
+func (c *Client) run() {
+	drv, o := c.drv, c.opts
 	// The listening connection starts on the first wait or Listen, and
 	// statements are prepared once the client has lived a heartbeat (or
 	// waits, or hands a lock on to a waiter): a one-shot command (push, a
@@ -361,7 +373,6 @@ func start(ctx context.Context, drv driver.Driver, o Options) (*Client, error) {
 		Services: []maintain.Service{c.mq.Scheduler().Service(o.PollInterval, o.Lease),
 			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease)}})
 	c.upkeep.Start()
-	return c, nil
 }
 
 // MigrationStatus describes one of baton's schema migrations.

@@ -92,8 +92,13 @@ func (s *Subscription) normalize() (string, error) {
 	if len(s.Actions) == 0 {
 		s.Actions = []Action{Insert, Update, Delete}
 	}
+	return codesOf(s.Actions)
+}
+
+// codesOf is the actions' codes, each once.
+func codesOf(actions []Action) (string, error) {
 	codes := ""
-	for _, a := range s.Actions {
+	for _, a := range actions {
 		code, ok := actionCodes[a]
 		if !ok {
 			return "", fmt.Errorf("%w: unknown action %q (use insert, update or delete)", ErrInvalid, a)
@@ -170,7 +175,7 @@ func ParseEvent(m *Message) (Event, error) {
 	var e Event
 	payload := m.Payload
 	if !m.event {
-		payload, _, _ = eventPayload(EventQueue(""), payload, "")
+		payload, _, _ = events.Canonical(EventQueue(""), payload, "")
 	}
 	if err := json.Unmarshal(payload, &e); err != nil {
 		return e, fmt.Errorf("baton: message %d is not an event: %w", m.ID, err)

@@ -2,11 +2,8 @@ package baton
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
 	mq "github.com/batonhq/baton/internal/queue"
@@ -30,12 +27,8 @@ var MessageStates = []MessageState{StateScheduled, StateReady, StateRunning, Sta
 
 // ParseMessageState checks a state name.
 func ParseMessageState(s string) (MessageState, error) {
-	for _, st := range MessageStates {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", ErrInvalid, s)
+	st, err := mq.ParseState(s)
+	return MessageState(st), err
 }
 
 // AttemptError records one failed attempt of a message, or one snooze.
@@ -60,36 +53,14 @@ type Retention struct {
 	Dead      time.Duration // default 7 days
 }
 
-func (r *Retention) fill() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&r.Completed, 24*time.Hour)
-	def(&r.Cancelled, 24*time.Hour)
-	def(&r.Dead, 7*24*time.Hour)
-}
+func (r *Retention) fill() { *r = Retention(mq.Retention(*r).Filled()) }
 
 // infoOf converts a stored message to what monitoring shows.
 func infoOf(m driver.Message, now time.Time) MessageInfo {
-	payload, key, _ := eventPayload(m.Queue, m.Payload, m.Key)
-	info := MessageInfo{ID: m.ID, Queue: m.Queue, Kind: m.Kind, State: stateOf(m, now), Payload: payload, Priority: m.Priority,
-		Key: key, Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
-		RunAt: m.RunAt, FinishedAt: m.FinishedAt, CancelRequested: m.CancelRequested}
-	if m.State == driver.MessageClaimed {
-		info.ClaimedBy, info.ClaimedUntil = m.ClaimedBy, m.ClaimUntil
-	}
-	if m.Errors != "" {
-		if err := json.Unmarshal([]byte(m.Errors), &info.Errors); err != nil {
-			info.Errors = []AttemptError{{Error: "unreadable error record: " + err.Error()}}
-		}
-	}
-	return info
+	return MessageInfo(mq.InfoOf[MessageState](m, now, func(err error) AttemptError {
+		return AttemptError{Error: "unreadable error record: " + err.Error()}
+	}))
 }
-
-// stateOf names a stored message's state.
-func stateOf(m driver.Message, now time.Time) MessageState { return MessageState(mq.StateName(m, now)) }
 
 // Message reads a message by id, whatever its state (a finished one while
 // its history is kept). ErrNotFound when there is none.
@@ -168,32 +139,11 @@ func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo
 	if o.State != "" {
 		states = []MessageState{o.State}
 	}
-	var segs []mq.Segment
-	for _, q := range queues {
-		for _, s := range states {
-			segs = append(segs, mq.Segment{Queue: q, State: string(s)})
-		}
-	}
-	rows, next, err := c.mq.List(ctx, segs, o.Kind, o.After, o.Limit)
+	rows, next, err := c.mq.List(ctx, mq.Segments(queues, states), o.Kind, o.After, o.Limit)
 	return infos(rows), next, err
 }
 
-func (o ListOptions) check() error {
-	if o.Queue != "" {
-		if err := ValidateQueue(o.Queue); err != nil {
-			return err
-		}
-	}
-	if o.State != "" {
-		if _, err := ParseMessageState(string(o.State)); err != nil {
-			return err
-		}
-	}
-	if o.Limit < 1 || o.Limit > 1000 {
-		return fmt.Errorf("%w: limit %d: give 1 to 1000", ErrInvalid, o.Limit)
-	}
-	return nil
-}
+func (o ListOptions) check() error { return mq.CheckListing(o.Queue, string(o.State), o.Limit) }
 
 func infos(rows []driver.Message) []MessageInfo {
 	now := time.Now()
@@ -204,48 +154,15 @@ func infos(rows []driver.Message) []MessageInfo {
 	return out
 }
 
-// messageInfoJSON is MessageInfo's JSON form: the payload as text when it
-// is UTF-8, otherwise in base64 under payload_base64.
-type messageInfoJSON struct {
-	messageInfoFields
-	Payload   *string `json:"payload,omitempty"`
-	Payload64 string  `json:"payload_base64,omitempty"`
-}
-
-type messageInfoFields MessageInfo
-
 // MarshalJSON implements json.Marshaler.
-func (m MessageInfo) MarshalJSON() ([]byte, error) {
-	j := messageInfoJSON{messageInfoFields: messageInfoFields(m)}
-	j.messageInfoFields.Payload = nil
-	if utf8.Valid(m.Payload) {
-		s := string(m.Payload)
-		j.Payload = &s
-	} else {
-		j.Payload64 = base64.StdEncoding.EncodeToString(m.Payload)
-	}
-	return json.Marshal(j)
-}
+func (m MessageInfo) MarshalJSON() ([]byte, error) { return json.Marshal(messageInfoJSON(m)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (m *MessageInfo) UnmarshalJSON(b []byte) error {
-	var j messageInfoJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*m = MessageInfo(j.messageInfoFields)
-	switch {
-	case j.Payload != nil:
-		m.Payload = []byte(*j.Payload)
-	case j.Payload64 != "":
-		p, err := base64.StdEncoding.DecodeString(j.Payload64)
-		if err != nil {
-			return fmt.Errorf("payload_base64: %w", err)
-		}
-		m.Payload = p
-	}
-	return nil
-}
+func (m *MessageInfo) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, (*messageInfoJSON)(m)) }
+
+// messageInfoJSON has MessageInfo's JSON form: the payload as text when
+// it is UTF-8, otherwise in base64 under payload_base64.
+type messageInfoJSON = mq.Info[MessageState, AttemptError]
 
 // CompleteTx completes a claimed message inside the caller's transaction
 // (a *sql.Tx, or a pgx transaction through postgres.PgxTx), on the same

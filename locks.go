@@ -1,17 +1,12 @@
 package baton
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -44,7 +39,7 @@ const Forever time.Duration = -1
 
 // MaxNameLen is the longest namespace or lock name, in characters (a byte
 // that is not part of valid UTF-8 counts as one).
-const MaxNameLen = 64
+const MaxNameLen = locks.MaxNameLen
 
 // Grant is one granted lock instance.
 type Grant struct {
@@ -61,15 +56,7 @@ type Grant struct {
 // ValidateName checks a locking-service namespace or name: non-empty and at
 // most 64 characters, as MySQL's locking service (a byte that is not part
 // of valid UTF-8 counts as one; names are compared byte for byte).
-func ValidateName(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: %s is empty", ErrWrongName, what)
-	case len(s) > MaxNameLen && utf8.RuneCountInString(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s %s is %d characters long, more than %d", ErrWrongName, what, errs.Quote(s), utf8.RuneCountInString(s), MaxNameLen)
-	}
-	return nil
-}
+func ValidateName(what, s string) error { return locks.ValidateName(what, s) }
 
 // Lock takes locks on every name in the namespace, in one mode, all or none.
 //
@@ -139,17 +126,7 @@ func (r ReleaseResult) String() string {
 
 // userIdent validates and folds a user-level lock name: valid UTF-8, 1 to 64
 // characters, compared case-insensitively as MySQL and MariaDB do.
-func userIdent(name string) (driver.Ident, error) {
-	switch {
-	case name == "":
-		return driver.Ident{}, fmt.Errorf("%w: user lock name is empty", ErrWrongName)
-	case !utf8.ValidString(name):
-		return driver.Ident{}, fmt.Errorf("%w: user lock name %s is not valid UTF-8", ErrWrongName, errs.Quote(name))
-	case utf8.RuneCountInString(name) > MaxNameLen:
-		return driver.Ident{}, fmt.Errorf("%w: user lock name %s is longer than %d characters", ErrWrongName, errs.Quote(name), MaxNameLen)
-	}
-	return driver.Ident{Kind: driver.KindUser, NS: "", Name: strings.ToLower(name)}, nil
-}
+func userIdent(name string) (driver.Ident, error) { return locks.UserIdent(name) }
 
 // GetLock takes the user-level lock name (MySQL's GET_LOCK): exclusive and
 // re-entrant, each success one more instance to release. It returns true
@@ -183,6 +160,12 @@ func (s *Session) ReleaseLock(ctx context.Context, name string) (ReleaseResult, 
 	if n == 1 {
 		return Released, nil
 	}
+	return s.notReleased(ctx, name)
+}
+
+// notReleased says why the session released no instance of the lock:
+// another session holds it, or nobody does.
+func (s *Session) notReleased(ctx context.Context, name string) (ReleaseResult, error) {
 	holder, used, err := s.c.IsUsedLock(ctx, name)
 	switch {
 	case err != nil:
@@ -245,35 +228,13 @@ type LockInfo struct {
 // Locks lists every granted instance and waiting request, of every session
 // of every process.
 func (c *Client) Locks(ctx context.Context) ([]LockInfo, error) {
-	// One statement, outside any transaction: on SQLite a transaction
-	// would wait for any program's open write transaction.
-	rows, err := c.drv.NoTx().LockInfoList(ctx)
+	rows, err := c.locks.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	holds, err := c.drv.Locks().TxHolds(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows = append(rows, holds...)
-	slices.SortStableFunc(rows, func(a, b driver.LockInfo) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.NS, b.NS), cmp.Compare(a.Name, b.Name))
-	})
-	out := make([]LockInfo, 0, len(rows))
-	for _, r := range rows {
-		li := LockInfo{Type: "LOCKING SERVICE", Namespace: r.NS, Name: r.Name, Mode: "SHARED", Status: "PENDING",
-			Session: r.SessionID, Owner: fmt.Sprintf("%s:%d/%s", r.Host, r.PID, r.Owner), Since: r.CreatedAt}
-		if r.Kind == driver.KindUser {
-			li.Type, li.Namespace = "USER LEVEL LOCK", ""
-		}
-		if r.Mode == driver.ModeWrite {
-			li.Mode = "EXCLUSIVE"
-		}
-		if r.Status == driver.StatusGranted {
-			li.Status, li.Since, li.Token = "GRANTED", r.GrantedAt, r.Token
-		}
-		li.Transaction = r.ClientID == "" && strings.HasPrefix(r.SessionID, "tx ")
-		out = append(out, li)
+	out := make([]LockInfo, len(rows))
+	for i, r := range rows {
+		out[i] = LockInfo(r)
 	}
 	return out, nil
 }

@@ -95,6 +95,17 @@ func (s Schedule) check() error {
 	if err := ValidateQueue(s.Queue); err != nil {
 		return err
 	}
+	if err := s.checkFields(); err != nil {
+		return err
+	}
+	if err := s.checkPayload(); err != nil {
+		return err
+	}
+	return s.Options.check()
+}
+
+// checkFields refuses fields that contradict each other or the schedule.
+func (s Schedule) checkFields() error {
 	switch {
 	case s.Payload != nil && s.Args != nil:
 		return fmt.Errorf("%w: schedule %q: give Payload or Args, not both", ErrInvalid, s.Name)
@@ -103,6 +114,12 @@ func (s Schedule) check() error {
 	case s.Missed != RunOnce && s.Missed != SkipMissed:
 		return fmt.Errorf("%w: schedule %q: unknown Missed policy %d", ErrInvalid, s.Name, s.Missed)
 	}
+	return nil
+}
+
+// checkPayload checks the payload every tick enqueues: refused here, not
+// at every tick.
+func (s Schedule) checkPayload() error {
 	payload := s.Payload
 	if s.Args != nil {
 		m, err := JobMessage(s.Args, s.Options)
@@ -111,14 +128,13 @@ func (s Schedule) check() error {
 		}
 		payload = m.Payload
 	}
-	// The payload every tick enqueues: refused here, not at every tick.
 	switch {
 	case payload != nil && len(payload) == 0:
 		return fmt.Errorf("%w: schedule %q: empty Payload (leave it nil for the default payload)", ErrInvalid, s.Name)
 	case len(payload) > MaxMessagePayload:
 		return fmt.Errorf("%w: schedule %q: the payload is %d bytes, more than %d", ErrInvalid, s.Name, len(payload), MaxMessagePayload)
 	}
-	return s.Options.check()
+	return nil
 }
 
 // message is the message of a tick.

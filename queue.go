@@ -5,27 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"regexp"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
-	"github.com/batonhq/baton/internal/errs"
-	"github.com/batonhq/baton/internal/eventjson"
+	"github.com/batonhq/baton/internal/events"
 	mq "github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tracing"
 )
 
 // MaxMessagePayload is the largest message payload, in bytes.
-const MaxMessagePayload = 1 << 20
+const MaxMessagePayload = mq.MaxPayload
 
 // DefaultMaxAttempts is a message's attempt limit when none is given.
-const DefaultMaxAttempts = 25
+const DefaultMaxAttempts = mq.DefaultMaxAttempts
 
 // QueueMode says how a queue's messages are handed out.
 type QueueMode int
@@ -46,16 +39,9 @@ const (
 // String is the mode's name: parallel, ordered or per-key.
 func (m QueueMode) String() string { return claimrule.Mode(m).String() }
 
-var queueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
-
 // ValidateQueue checks a queue name: 1 to 64 letters, digits, '_', '.',
 // ':' or '-'.
-func ValidateQueue(q string) error {
-	if !queueRE().MatchString(q) {
-		return fmt.Errorf("%w: queue %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(q))
-	}
-	return nil
-}
+func ValidateQueue(q string) error { return mq.ValidateName("queue", q) }
 
 // EnqueueOptions qualify one message.
 type EnqueueOptions struct {
@@ -128,8 +114,8 @@ type Message struct {
 	// clock): a claim that began after a pause was known saw the queue
 	// resumed (pausedQueues.givesBack).
 	claimBegan time.Time
-	meta       messageMeta // the enqueuer's trace context, the handler timeout
-	event      bool        // Payload is an event in canonical form
+	meta       mq.Meta // the enqueuer's trace context, the handler timeout
+	event      bool    // Payload is an event in canonical form
 	// held: claimed behind the head of a worker's in-order batch and not
 	// started (driver.ClaimHeld); Session.start starts it.
 	held bool
@@ -137,96 +123,15 @@ type Message struct {
 
 // newMessage checks one message to enqueue and converts it to a row.
 func newMessage(queue string, payload []byte, o EnqueueOptions) (driver.NewMessage, error) {
-	if err := ValidateQueue(queue); err != nil {
-		return driver.NewMessage{}, err
-	}
-	if err := checkPayload(payload); err != nil {
-		return driver.NewMessage{}, err
-	}
-	if err := o.check(); err != nil {
-		return driver.NewMessage{}, err
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
-		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey, Kind: o.Kind,
-		Meta: encodeMeta(messageMeta{TimeoutMS: o.Timeout.Milliseconds()})}
-	if o.UniquePeriod > 0 {
-		now := time.Now().UnixMicro()
-		p := o.UniquePeriod.Microseconds()
-		start := now - now%p
-		m.UniqueKey = fmt.Sprintf("%s@%d", o.UniqueKey, start)
-		m.UniqueExpires = start + p
-	}
-	for _, st := range o.UniqueStates {
-		m.UniqueStates = append(m.UniqueStates, string(st))
-	}
-	return m, nil
-}
-
-func checkPayload(payload []byte) error {
-	switch {
-	case len(payload) == 0:
-		return fmt.Errorf("%w: empty payload", ErrInvalid)
-	case len(payload) > MaxMessagePayload:
-		return fmt.Errorf("%w: payload is %d bytes, more than %d", ErrInvalid, len(payload), MaxMessagePayload)
-	}
-	return nil
+	return mq.NewMessage(queue, payload, mq.Options[MessageState](o))
 }
 
 // check validates the options of one message.
-func (o EnqueueOptions) check() error {
-	switch {
-	case o.Delay < 0:
-		return fmt.Errorf("%w: negative delay %v", ErrInvalid, o.Delay)
-	case o.MaxAttempts < 0:
-		return fmt.Errorf("%w: negative attempt limit %d", ErrInvalid, o.MaxAttempts)
-	case o.Priority < math.MinInt32 || o.Priority > math.MaxInt32:
-		// The column is a 32-bit integer on every backend.
-		return fmt.Errorf("%w: priority %d: give a number from %d to %d", ErrInvalid, o.Priority, math.MinInt32, math.MaxInt32)
-	case len(o.Key) > 255:
-		return fmt.Errorf("%w: key is %d bytes, more than 255", ErrInvalid, len(o.Key))
-	case o.Timeout < 0 || (o.Timeout > 0 && o.Timeout < time.Millisecond):
-		return fmt.Errorf("%w: timeout %v: give 0 (none) or at least 1ms", ErrInvalid, o.Timeout)
-	}
-	if err := o.checkUnique(); err != nil {
-		return err
-	}
-	if o.Kind != "" {
-		return ValidateKind(o.Kind)
-	}
-	return nil
-}
-
-// checkUnique validates the unique key's options.
-func (o EnqueueOptions) checkUnique() error {
-	switch {
-	case len(o.UniqueKey) > 255:
-		return fmt.Errorf("%w: unique key is %d bytes, more than 255", ErrInvalid, len(o.UniqueKey))
-	case o.UniquePeriod < 0:
-		return fmt.Errorf("%w: negative unique period %v", ErrInvalid, o.UniquePeriod)
-	case o.UniquePeriod > 0 && o.UniqueKey == "":
-		return fmt.Errorf("%w: a unique period needs a unique key", ErrInvalid)
-	case len(o.UniqueStates) > 0 && o.UniqueKey == "":
-		return fmt.Errorf("%w: unique states need a unique key", ErrInvalid)
-	}
-	for _, st := range o.UniqueStates {
-		if !slices.Contains(MessageStates, st) {
-			return fmt.Errorf("%w: unique state %q: give one of %v", ErrInvalid, st, MessageStates)
-		}
-	}
-	return nil
-}
+func (o EnqueueOptions) check() error { return mq.Options[MessageState](o).Check() }
 
 // ValidateKind checks a kind name: like a queue name, 1 to 64 letters,
 // digits, '_', '.', ':' or '-'.
-func ValidateKind(kind string) error {
-	if !queueRE().MatchString(kind) {
-		return fmt.Errorf("%w: kind %s: use 1 to 64 letters, digits, '_', '.', ':' or '-'", ErrInvalid, errs.Quote(kind))
-	}
-	return nil
-}
+func ValidateKind(kind string) error { return mq.ValidateName("kind", kind) }
 
 // Enqueue adds one message to a queue and returns its id. Consumers waiting
 // on the queue, in any process, wake once it commits. When the message's
@@ -274,7 +179,7 @@ func (c *Client) enqueue(ctx context.Context, tx Execer, queue string, msgs []Ne
 	ctx, span, meta := c.spans.StartEnqueue(ctx, queue, len(rows))
 	defer func() { tracing.End(span, err) }()
 	for i := range rows {
-		rows[i].Meta = withTrace(rows[i].Meta, meta)
+		rows[i].Meta = mq.WithTrace(rows[i].Meta, meta)
 	}
 	if tx != nil {
 		return c.mq.InsertTx(ctx, tx, queue, rows)
@@ -413,8 +318,8 @@ func (s *Session) messages(order []*driver.Message, mode QueueMode) []*Message {
 	now := time.Now()
 	msgs := make([]*Message, len(order))
 	for i, m := range order {
-		payload, key, event := eventPayload(m.Queue, m.Payload, m.Key)
-		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: decodeMeta(m.Meta),
+		payload, key, event := events.Canonical(m.Queue, m.Payload, m.Key)
+		msgs[i] = &Message{ID: m.ID, Queue: m.Queue, Payload: payload, Priority: m.Priority, Key: key, meta: mq.DecodeMeta(m.Meta),
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
 			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id,
 			held: m.ClaimMode == driver.ClaimHeld}
@@ -423,23 +328,6 @@ func (s *Session) messages(order []*driver.Message, mode QueueMode) []*Message {
 		}
 	}
 	return msgs
-}
-
-// eventPayload puts a message of an event queue in canonical form: the
-// payload (see internal/eventjson) and, as its key, the event's primary key.
-// Other messages come back as they are, event false.
-func eventPayload(queue string, payload []byte, key string) ([]byte, string, bool) {
-	if !strings.HasPrefix(queue, eventQueuePrefix) {
-		return payload, key, false
-	}
-	canon, pk, ok := eventjson.Event(payload)
-	if !ok {
-		return payload, key, false
-	}
-	if pk != "" {
-		key = pk
-	}
-	return canon, key, true
 }
 
 func (s *Session) claim(m *Message) driver.Claim {
@@ -474,24 +362,8 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 
 // attemptError records the failure of a message's attempt.
 func attemptError(m *Message, cause error) driver.AttemptError {
-	e := driver.AttemptError{At: time.Now().UTC(), Attempt: m.Attempt}
-	var p *panicError
-	switch {
-	case errors.As(cause, &p):
-		e.Error, e.Stack = p.Error(), p.stack
-	case cause != nil:
-		e.Error = cause.Error()
-	}
-	return e
+	return mq.AttemptError(m.Attempt, cause)
 }
-
-// panicError is a handler's panic, with the stack where it happened.
-type panicError struct {
-	value any
-	stack string
-}
-
-func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 
 // RetryPolicy is the backoff between attempts: Base × 2^(attempt-1), at
 // most Max, spread by ±Jitter (a fraction).
@@ -502,29 +374,9 @@ type RetryPolicy struct {
 }
 
 // fill sets the defaults: 1 s base, 10 min at most, ±20% jitter.
-func (p *RetryPolicy) fill() {
-	if p.Base <= 0 {
-		p.Base = time.Second
-	}
-	if p.Max <= 0 {
-		p.Max = 10 * time.Minute
-	}
-	if p.Jitter == 0 {
-		p.Jitter = 0.2
-	}
-}
+func (p *RetryPolicy) fill() { *p = RetryPolicy(mq.Backoff(*p).Filled()) }
 
-func (p RetryPolicy) delay(attempt int) time.Duration {
-	d := p.Base
-	for i := 1; i < attempt && d < p.Max; i++ {
-		d *= 2
-	}
-	d = min(d, p.Max)
-	if p.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rand.Float64()-1)))
-	}
-	return max(d, 0)
-}
+func (p RetryPolicy) delay(attempt int) time.Duration { return mq.Backoff(p).Delay(attempt) }
 
 // Retry gives a claimed message back for another attempt after the
 // client's backoff, recording cause; at its attempt limit it goes to the
@@ -552,13 +404,8 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 
 // retryError is the record of m's failed attempt, for a retry, and
 // whether m is at its attempt limit: then it is a dead letter instead.
-func retryError(m *Message, cause error) (e driver.AttemptError, dead bool) {
-	e = attemptError(m, cause)
-	if m.Attempt >= m.MaxAttempts {
-		e.Error = fmt.Sprintf("attempt limit %d reached: %s", m.MaxAttempts, e.Error)
-		return e, true
-	}
-	return e, false
+func retryError(m *Message, cause error) (driver.AttemptError, bool) {
+	return mq.RetryError(m.Attempt, m.MaxAttempts, cause)
 }
 
 // claimedCheck is the error of a call on m that needs a claimed message
@@ -640,17 +487,13 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	if err := ValidateQueue(queue); err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = 100
-	}
 	rows, err := c.mq.DeadLetters(ctx, queue, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]DeadLetter, len(rows))
 	for i, d := range rows {
-		payload, key, _ := eventPayload(d.Queue, d.Payload, d.Key)
-		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: payload, Priority: d.Priority, Key: key,
+		out[i] = DeadLetter{ID: d.ID, Queue: d.Queue, Payload: d.Payload, Priority: d.Priority, Key: d.Key,
 			Attempts: d.Attempt, MaxAttempts: d.MaxAttempts, Error: d.LastError, CreatedAt: d.CreatedAt, FailedAt: d.FailedAt}
 	}
 	return out, nil
@@ -712,16 +555,7 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	st, err := c.mq.Stats(ctx, queue)
-	if err != nil {
-		return QueueStats{}, err
-	}
-	out := QueueStats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
-		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
-		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
-	if st.Window > 0 {
-		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
-	}
-	return out, nil
+	return QueueStats(st), err
 }
 
 // Queues lists every queue.

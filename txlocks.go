@@ -2,12 +2,12 @@ package baton
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/locks"
 	mq "github.com/batonhq/baton/internal/queue"
 )
 
@@ -58,52 +58,9 @@ func lockIdents(ns string, mode Mode, names []string) ([]driver.Ident, error) {
 	if mode != Read && mode != Write {
 		return nil, fmt.Errorf("baton: unknown lock mode %d", mode)
 	}
-	if err := ValidateName("namespace", ns); err != nil {
-		return nil, err
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%w: no lock names given", ErrWrongName)
-	}
-	for _, n := range names {
-		if err := ValidateName("lock name", n); err != nil {
-			return nil, err
-		}
-	}
-	sorted := slices.Clone(names)
-	slices.Sort(sorted)
-	ids := make([]driver.Ident, len(sorted))
-	for i, n := range sorted {
-		ids[i] = driver.Ident{Kind: driver.KindService, NS: ns, Name: n}
-	}
-	return ids, nil
+	return locks.Idents(ns, names)
 }
 
 // inCallerTx is the caller's transaction tx for the call what, which needs
 // one: a pool would commit each statement on its own.
-func inCallerTx(tx Execer, what string) (callerTx, error) {
-	switch tx.(type) {
-	case nil:
-		return callerTx{}, fmt.Errorf("%w: %s: nil transaction", ErrInvalid, what)
-	case *sql.DB:
-		return callerTx{}, fmt.Errorf("%w: %s needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", ErrInvalid, what)
-	}
-	return callerTx{tx}, nil
-}
-
-// callerTx runs the driver's statements in the caller's transaction: it
-// is a driver.CallerTx (LockTx) and a driver.CallerStatements (the queue
-// control calls' ...Tx variants).
-type callerTx struct{ tx Execer }
-
-func (t callerTx) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := t.tx.ExecContext(ctx, query, args...)
-	return err
-}
-
-func (t callerTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, query, args...)
-}
-
-func (t callerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
-	return mq.ScanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
-}
+func inCallerTx(tx Execer, what string) (mq.CallerTx, error) { return mq.InCallerTx(tx, what) }

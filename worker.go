@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	mq "github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/worker"
 )
@@ -99,21 +100,14 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 			if err != nil {
 				return nil, err
 			}
-			h := handler
-			for i := len(opts.Middleware) - 1; i >= 0; i-- {
-				h = opts.Middleware[i](h)
-			}
-			return &workSession{Session: s, queue: queue, h: h, o: &opts}, nil
+			return &workSession{Session: s, queue: queue, h: worker.Chain(handler, opts.Middleware), o: &opts}, nil
 		},
 	})
 }
 
 // fill checks the options and sets the defaults.
 func (o *WorkerOptions) fill(queue string) error {
-	if o.Timeout < 0 {
-		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, o.Timeout)
-	}
-	if err := (ClaimOptions{Mode: o.Mode, Kind: o.Kind}).check(); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
 	if o.Concurrency <= 0 || o.Mode == Ordered {
@@ -129,6 +123,14 @@ func (o *WorkerOptions) fill(queue string) error {
 		o.Name = "worker " + queue
 	}
 	return nil
+}
+
+// check validates the handler timeout, mode and kind.
+func (o *WorkerOptions) check() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: negative handler timeout %v", ErrInvalid, o.Timeout)
+	}
+	return (ClaimOptions{Mode: o.Mode, Kind: o.Kind}).check()
 }
 
 // workSession is a worker's session as internal/worker sees it: the
@@ -216,7 +218,7 @@ func (w *workSession) Begin(ctx context.Context, m *Message) (context.Context, t
 func (w *workSession) Handle(ctx context.Context, m *Message) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &panicError{value: p, stack: string(debug.Stack())}
+			err = &mq.PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
 	return w.h(ctx, m)
@@ -238,13 +240,9 @@ func (w *workSession) onError(m *Message, err error) {
 	if w.o.OnError == nil {
 		return
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			w.c.opts.Logger.Error("baton: the worker's OnError hook panicked", "queue", w.queue, "message", m.ID, "panic", p)
-		}
-	}()
-	e := attemptError(m, err)
-	w.o.OnError(m, AttemptError{At: e.At, Attempt: e.Attempt, Error: e.Error, Stack: e.Stack})
+	e := AttemptError(attemptError(m, err))
+	worker.Hook(w.c.opts.Logger, "baton: the worker's OnError hook panicked", func() { w.o.OnError(m, e) },
+		"queue", w.queue, "message", m.ID)
 }
 
 // newRegistry makes the client's state of its workers: the handlers of
@@ -252,13 +250,7 @@ func (w *workSession) onError(m *Message, err error) {
 func newRegistry(c *Client) *worker.Registry {
 	return worker.NewRegistry(worker.RegistryConfig{
 		Lease: c.opts.Lease, Logger: c.opts.Logger, Tasks: &c.wg,
-		CancelRequested: func(ctx context.Context, id int64) (bool, error) {
-			m, found, err := c.drv.NoTx().MessageGet(ctx, id)
-			return err == nil && found && m.CancelRequested, err
-		},
-		QueuePaused: func(ctx context.Context, queue string) (bool, error) {
-			return c.drv.NoTx().QueuePaused(ctx, queue)
-		},
+		CancelRequested: c.mq.CancelRequested, QueuePaused: c.mq.Paused,
 		Announce: func(id int64) {
 			c.announce(cancelChannel, strconv.FormatInt(id, 10), "baton: announcing a cancellation", "message", id)
 		},

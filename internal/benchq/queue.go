@@ -36,15 +36,8 @@ const startedBound = time.Minute
 // was handled is stopped there, gracefully. A drain that ends with
 // messages left over (or unhandled) is an error.
 func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
-	batch := make([]baton.NewMessage, 0, enqueueBatch)
-	for i := 0; i < n; {
-		batch = batch[:0]
-		for ; i < n && len(batch) < enqueueBatch; i++ {
-			batch = append(batch, baton.NewMessage{Payload: Payload(i)})
-		}
-		if _, err := c.EnqueueMany(ctx, queue, batch); err != nil {
-			return 0, 0, fmt.Errorf("enqueue the backlog: %w", err)
-		}
+	if err := enqueueBacklog(ctx, c, queue, n); err != nil {
+		return 0, 0, err
 	}
 	var handled atomic.Int64
 	// The bound runs from the first message handled, so that a worker
@@ -70,15 +63,39 @@ func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, b
 	h := int(handled.Load())
 	if wctx.Err() == nil {
 		// Drained to the end: everything handled once, nothing left.
-		st, err := c.Stats(ctx, queue)
-		if err != nil {
+		if err := checkDrained(ctx, c, queue, n, h); err != nil {
 			return 0, 0, err
-		}
-		if h != n || st.Unfinished()+st.Dead != 0 {
-			return 0, 0, fmt.Errorf("drain of %d messages handled %d and left %+v", n, h, st)
 		}
 	}
 	return h, elapsed, nil
+}
+
+// enqueueBacklog enqueues n messages to queue in batches of 1000.
+func enqueueBacklog(ctx context.Context, c *baton.Client, queue string, n int) error {
+	batch := make([]baton.NewMessage, 0, enqueueBatch)
+	for i := 0; i < n; {
+		batch = batch[:0]
+		for ; i < n && len(batch) < enqueueBatch; i++ {
+			batch = append(batch, baton.NewMessage{Payload: Payload(i)})
+		}
+		if _, err := c.EnqueueMany(ctx, queue, batch); err != nil {
+			return fmt.Errorf("enqueue the backlog: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkDrained checks that a drain of n messages that handled h left
+// nothing in the queue and handled each once.
+func checkDrained(ctx context.Context, c *baton.Client, queue string, n, h int) error {
+	st, err := c.Stats(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if h != n || st.Unfinished()+st.Dead != 0 {
+		return fmt.Errorf("drain of %d messages handled %d and left %+v", n, h, st)
+	}
+	return nil
 }
 
 // EnqueueStartLatency measures the time from calling Enqueue on producer
@@ -111,7 +128,7 @@ func EnqueueStartLatency(ctx context.Context, producer, consumer *baton.Client, 
 		if counted == 0 {
 			begin = time.Now()
 		}
-		if counted >= rounds || (counted >= minRounds && time.Since(begin) >= bound) {
+		if roundsDone(counted, rounds, begin, bound) {
 			break
 		}
 		// The previous handler has returned; let its ack finish and the
@@ -142,4 +159,10 @@ func EnqueueStartLatency(ctx context.Context, producer, consumer *baton.Client, 
 		return nil, nil, fmt.Errorf("work: %w", err)
 	}
 	return fromCall, fromCommit, nil
+}
+
+// roundsDone says whether a latency measure is done after counted
+// rounds, of which the first began at begin.
+func roundsDone(counted, rounds int, begin time.Time, bound time.Duration) bool {
+	return counted >= rounds || (counted >= minRounds && time.Since(begin) >= bound)
 }

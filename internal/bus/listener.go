@@ -168,20 +168,7 @@ func (l *Listener) kick() (chan struct{}, error) {
 func (l *Listener) start(done chan struct{}) {
 	defer l.wg.Done()
 	defer close(done)
-	var stop func()
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			l.cfg.Logf("start listener: %v; trying again", err)
-			select {
-			case <-l.cfg.Quit:
-			case <-time.After(l.cfg.PollInterval):
-			}
-		}
-		if stop, err = l.listenOnce(); err == nil || maintain.Closed(l.cfg.Quit) {
-			break
-		}
-	}
+	stop, err := l.listen()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.starting = nil
@@ -195,6 +182,24 @@ func (l *Listener) start(done chan struct{}) {
 		l.Wake(nil)
 		l.cfg.Routes.Queues.WakeAll()
 	}
+}
+
+// listen starts the driver's listener: three attempts a poll interval
+// apart, until Quit.
+func (l *Listener) listen() (stop func(), err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			l.cfg.Logf("start listener: %v; trying again", err)
+			select {
+			case <-l.cfg.Quit:
+			case <-time.After(l.cfg.PollInterval):
+			}
+		}
+		if stop, err = l.listenOnce(); err == nil || maintain.Closed(l.cfg.Quit) {
+			break
+		}
+	}
+	return stop, err
 }
 
 // listenOnce is one attempt to start the driver's listener, within a lease

@@ -176,22 +176,27 @@ func (l *Locks) Grant(granted []driver.Request) (look bool) {
 func (l *Locks) Settle(snap Snapshot, st map[int64]driver.Request) {
 	l.mu.Lock()
 	for _, id := range snap.IDs {
-		w, ok := l.waiters[id]
-		if !ok || w.reg != snap.regs[id] {
-			continue
+		if w, ok := l.waiters[id]; ok && w.reg == snap.regs[id] {
+			l.settle(id, w.sessionID, st)
 		}
-		r, found := st[id]
-		found = found && r.SessionID == w.sessionID
-		if found && r.Status == driver.StatusPending {
-			continue
-		}
-		if !found {
-			r = driver.Request{ID: id}
-		}
-		l.answer(id, r)
 	}
 	l.changed(len(l.waiters) > 0)
 	l.mu.Unlock()
+}
+
+// settle answers the waiter of request id, of the session sessionID,
+// unless its status in st is pending: with its row, or an empty request
+// when st has none of that session's.
+func (l *Locks) settle(id int64, sessionID string, st map[int64]driver.Request) {
+	r, found := st[id]
+	found = found && r.SessionID == sessionID
+	if found && r.Status == driver.StatusPending {
+		return
+	}
+	if !found {
+		r = driver.Request{ID: id}
+	}
+	l.answer(id, r)
 }
 
 // EndSession answers every waiter of a session with an empty request, so
@@ -364,6 +369,26 @@ type Users struct {
 
 // NewUsers makes a counter at zero.
 func NewUsers(switched func(on bool)) *Users { return &Users{switched: switched} }
+
+// Count counts a user in (in true) or out.
+func (u *Users) Count(in bool) {
+	if in {
+		u.In()
+	} else {
+		u.Out()
+	}
+}
+
+// Nudge is a func that signals ch without blocking: a signal already
+// pending stands for it.
+func Nudge(ch chan<- struct{}) func() {
+	return func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // In counts a user in.
 func (u *Users) In() { u.add(1) }

@@ -105,6 +105,23 @@ func (d *jsonDecoder) value(depth int) (jsonValue, bool) {
 	return jsonValue{kind: 'n', str: num}, ok
 }
 
+// item reads an element of v, an array, or a member of v, an object.
+func (d *jsonDecoder) item(v *jsonValue, depth int) bool {
+	if v.kind == 'o' {
+		d.space()
+		k, ok := d.string()
+		if !ok || !d.next(':') {
+			return false
+		}
+		v.keys = append(v.keys, k)
+	}
+	item, ok := d.value(depth + 1)
+	if ok {
+		v.items = append(v.items, item)
+	}
+	return ok
+}
+
 // container reads an object or an array, whose opening bracket is at d.p.
 func (d *jsonDecoder) container(depth int) (jsonValue, bool) {
 	v := jsonValue{kind: 'a'}
@@ -117,19 +134,9 @@ func (d *jsonDecoder) container(depth int) (jsonValue, bool) {
 		return v, true
 	}
 	for {
-		if v.kind == 'o' {
-			d.space()
-			k, ok := d.string()
-			if !ok || !d.next(':') {
-				return v, false
-			}
-			v.keys = append(v.keys, k)
-		}
-		item, ok := d.value(depth + 1)
-		if !ok {
+		if !d.item(&v, depth) {
 			return v, false
 		}
-		v.items = append(v.items, item)
 		if d.next(end) {
 			return v, true
 		}
@@ -198,7 +205,12 @@ func (d *jsonDecoder) string() (string, bool) {
 	if d.skip('"') {
 		return string(d.s[start : d.p-1]), true
 	}
-	b := append([]byte(nil), d.s[start:d.p]...)
+	return d.escaped(append([]byte(nil), d.s[start:d.p]...))
+}
+
+// escaped reads the rest of a string from the first byte that stands
+// for something else (an escape, non-ASCII), after b, what came before.
+func (d *jsonDecoder) escaped(b []byte) (string, bool) {
 	for d.p < len(d.s) {
 		c := d.s[d.p]
 		switch {
@@ -308,17 +320,27 @@ func Event(payload []byte) (out []byte, pk string, ok bool) {
 	b = appendJSONString(b, table.str)
 	b = append(b, `,"action":`...)
 	b = appendJSONString(b, action.str)
+	if b, pk, ok = appendRows(b, rows); !ok {
+		return payload, "", false
+	}
+	return append(b, '}'), pk, true
+}
+
+// appendRows writes an event's pk, new and old rows as its members, and
+// returns the pk as canonical JSON ("" when it is null); ok is false when
+// one is no row.
+func appendRows(b []byte, rows [3]jsonValue) (_ []byte, pk string, ok bool) {
 	for i, name := range []string{`,"pk":`, `,"new":`, `,"old":`} {
 		b = append(b, name...)
 		start := len(b)
 		if b, ok = appendRow(b, rows[i]); !ok {
-			return payload, "", false
+			return b, "", false
 		}
 		if i == 0 && rows[i].kind != 0 {
 			pk = string(b[start:])
 		}
 	}
-	return append(b, '}'), pk, true
+	return b, pk, true
 }
 
 // field returns an object's member (the last one of that name, as
@@ -355,43 +377,62 @@ func appendRow(b []byte, row jsonValue) ([]byte, bool) {
 		}
 		return append(b, '}'), true
 	case 'a':
-		b = append(b, '{')
-		for i, col := range row.items {
-			if col.kind != 'a' || len(col.items) < 2 || len(col.items) > 3 || col.items[0].kind != 's' {
-				return b, false
-			}
-			b = appendKey(b, i, col.items[0].str)
-			kind := ""
-			if len(col.items) == 3 {
-				kind = col.items[2].str
-			}
-			b = appendColumn(b, col.items[1], kind)
-		}
-		return append(b, '}'), true
+		return appendColumns(b, row.items)
 	}
 	return b, false
+}
+
+// appendColumns writes a row given as its columns, each [name, value] or
+// [name, value, kind], as an object; ok is false when a column is not one.
+func appendColumns(b []byte, cols []jsonValue) ([]byte, bool) {
+	b = append(b, '{')
+	for i, col := range cols {
+		if col.kind != 'a' || len(col.items) < 2 || len(col.items) > 3 || col.items[0].kind != 's' {
+			return b, false
+		}
+		b = appendKey(b, i, col.items[0].str)
+		kind := ""
+		if len(col.items) == 3 {
+			kind = col.items[2].str
+		}
+		b = appendColumn(b, col.items[1], kind)
+	}
+	return append(b, '}'), true
 }
 
 // appendColumn writes a column's value, read as its kind says; a value
 // that does not read as its kind is written as it is.
 func appendColumn(b []byte, v jsonValue, kind string) []byte {
 	switch {
-	case kind == "b" && v.kind == 's':
-		if raw, err := hex.DecodeString(strings.TrimPrefix(v.str, `\x`)); err == nil {
-			return appendJSONString(b, base64.StdEncoding.EncodeToString(raw))
-		}
-	case kind == "t" && v.kind == 's':
-		if ts, ok := Timestamp(v.str); ok {
-			return appendJSONString(b, ts)
+	case v.kind == 's':
+		if out, ok := appendStringColumn(b, v.str, kind); ok {
+			return out
 		}
 	case kind == "bool" && v.kind == 'n':
 		return strconv.AppendBool(b, Number(v.str) != "0")
-	case kind == "j" && v.kind == 's':
-		if j, ok := decodeJSON([]byte(v.str)); ok {
-			return appendCanonical(b, j)
-		}
 	}
 	return appendCanonical(b, v)
+}
+
+// appendStringColumn writes a column's string value read as its kind
+// says (bytes in hex, a timestamp, JSON text); ok is false when the kind
+// is none of these or the value does not read as it.
+func appendStringColumn(b []byte, s, kind string) ([]byte, bool) {
+	switch kind {
+	case "b":
+		if raw, err := hex.DecodeString(strings.TrimPrefix(s, `\x`)); err == nil {
+			return appendJSONString(b, base64.StdEncoding.EncodeToString(raw)), true
+		}
+	case "t":
+		if ts, ok := Timestamp(s); ok {
+			return appendJSONString(b, ts), true
+		}
+	case "j":
+		if j, ok := decodeJSON([]byte(s)); ok {
+			return appendCanonical(b, j), true
+		}
+	}
+	return b, false
 }
 
 // appendCanonical writes a value canonically: objects with their keys
@@ -416,6 +457,11 @@ func appendCanonical(b []byte, v jsonValue) []byte {
 		}
 		return append(b, ']')
 	}
+	return appendSorted(b, v)
+}
+
+// appendSorted writes an object canonically, its keys sorted.
+func appendSorted(b []byte, v jsonValue) []byte {
 	order := make([]int, len(v.keys))
 	for i := range order {
 		order[i] = i
@@ -475,18 +521,31 @@ func appendJSONString(b []byte, s string) []byte {
 // as written, digit for digit: 12.50 becomes 12.5, 100.00 becomes 100,
 // 9007199254740993 stays, 1.0e+20 becomes 100000000000000000000.
 func Number(num string) string {
+	neg, digits, exp, ok := decimal(num)
+	switch {
+	case !ok:
+		return num // beyond anything a database writes
+	case digits == "":
+		return "0"
+	}
+	return formatNumber(neg, digits, len(digits)+exp)
+}
+
+// decimal reads a JSON number as its sign, its significant digits
+// (without leading or trailing zeros; "" for zero) and the power of ten
+// they are multiplied by; ok is false for an exponent beyond 10^8.
+func decimal(num string) (neg bool, digits string, exp int, ok bool) {
 	s := num
-	neg := strings.HasPrefix(s, "-")
+	neg = strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
-	exp := 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(s[i+1:])
 		if err != nil || e > 1e8 || e < -1e8 {
-			return num // beyond anything a database writes
+			return false, "", 0, false
 		}
 		exp, s = e, s[:i]
 	}
-	digits := s
+	digits = s
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		digits = s[:i] + s[i+1:]
 		exp -= len(s) - i - 1
@@ -494,12 +553,12 @@ func Number(num string) string {
 	digits = strings.TrimLeft(digits, "0")
 	trimmed := strings.TrimRight(digits, "0")
 	exp += len(digits) - len(trimmed)
-	digits = trimmed
-	if digits == "" {
-		return "0"
-	}
-	// The value is 0.digits × 10^point.
-	point := len(digits) + exp
+	return neg, trimmed, exp, true
+}
+
+// formatNumber writes the number 0.digits × 10^point, negative when neg,
+// as Number says.
+func formatNumber(neg bool, digits string, point int) string {
 	var out strings.Builder
 	if neg {
 		out.WriteByte('-')
@@ -633,6 +692,11 @@ func (sc *tsScanner) clock(f *tsFields) bool {
 	if !sc.lit(':') {
 		return true
 	}
+	return sc.seconds(f)
+}
+
+// seconds scans the seconds of a clock and their fraction, if any.
+func (sc *tsScanner) seconds(f *tsFields) bool {
 	var ok bool
 	if f.sec, ok = sc.num(2); !ok {
 		return false
@@ -640,6 +704,12 @@ func (sc *tsScanner) clock(f *tsFields) bool {
 	if !sc.lit('.') {
 		return true
 	}
+	return sc.fraction(f)
+}
+
+// fraction scans the digits of a fraction of a second (at least one),
+// cut to microseconds.
+func (sc *tsScanner) fraction(f *tsFields) bool {
 	start := sc.p
 	for isDigit(sc.peek()) {
 		sc.p++
@@ -678,26 +748,32 @@ func (sc *tsScanner) signedOffset(f *tsFields) bool {
 	if !ok {
 		return false
 	}
-	om, osec := 0, 0
-	colon := sc.lit(':')
-	switch {
-	case isDigit(sc.peek()):
-		if om, ok = sc.num(2); !ok {
-			return false
-		}
-		if colon && sc.lit(':') {
-			if osec, ok = sc.num(2); !ok {
-				return false
-			}
-		}
-	case colon:
-		return false
-	}
-	if oh > 23 || om > 59 || osec > 59 {
+	om, osec, ok := sc.offsetRest()
+	if !ok || oh > 23 || om > 59 || osec > 59 {
 		return false
 	}
 	f.offset = sign * (oh*3600 + om*60 + osec)
 	return true
+}
+
+// offsetRest scans what follows an offset's hours: minutes (after a colon
+// or not), then seconds after a colon if the minutes had one.
+func (sc *tsScanner) offsetRest() (om, osec int, ok bool) {
+	colon := sc.lit(':')
+	switch {
+	case isDigit(sc.peek()):
+		if om, ok = sc.num(2); !ok {
+			return 0, 0, false
+		}
+		if colon && sc.lit(':') {
+			if osec, ok = sc.num(2); !ok {
+				return 0, 0, false
+			}
+		}
+	case colon:
+		return 0, 0, false
+	}
+	return om, osec, true
 }
 
 // goSuffix reads what Go's Time.String writes after an offset: " MST" and

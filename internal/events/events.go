@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/eventjson"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -66,10 +68,7 @@ func (s *Service) Subscribe(ctx context.Context, sub driver.Subscription) error 
 // subscribeTx stores a subscription and, for the first one on its table,
 // installs the triggers, which it returns (nil when none were installed).
 func (s *Service) subscribeTx(ctx context.Context, tx driver.Tx, sub driver.Subscription) (*driver.TableInfo, error) {
-	if _, exists, err := tx.SubscriptionGet(ctx, sub.Name); err != nil || exists {
-		if err == nil {
-			err = fmt.Errorf("%w: %q", errs.ErrSubscriptionExists, sub.Name)
-		}
+	if err := checkNew(ctx, tx, sub.Name); err != nil {
 		return nil, err
 	}
 	info, err := capturable(ctx, tx, sub.SubscribedAs)
@@ -91,6 +90,15 @@ func (s *Service) subscribeTx(ctx context.Context, tx driver.Tx, sub driver.Subs
 		return nil, nil
 	}
 	return &info, tx.CaptureInstall(ctx, info)
+}
+
+// checkNew is ErrSubscriptionExists when the subscription name is taken.
+func checkNew(ctx context.Context, tx driver.Tx, name string) error {
+	_, exists, err := tx.SubscriptionGet(ctx, name)
+	if err == nil && exists {
+		err = fmt.Errorf("%w: %q", errs.ErrSubscriptionExists, name)
+	}
+	return err
 }
 
 // undoSubscribe deletes a subscription whose transaction failed after its
@@ -150,6 +158,19 @@ func capturable(ctx context.Context, tx driver.Tx, table string) (driver.TableIn
 	return info, nil
 }
 
+// deleteSubscription deletes a subscription's row and its events
+// (pending, in flight and dead).
+func deleteSubscription(ctx context.Context, tx driver.Tx, name string) error {
+	if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
+		return err
+	}
+	if _, err := tx.QueueDeleteMessages(ctx, Queue(name)); err != nil {
+		return err
+	}
+	_, err := tx.DeadPurge(ctx, Queue(name))
+	return err
+}
+
 // Unsubscribe removes a subscription and its events (pending, in flight
 // and dead); the last subscription on a table removes the triggers.
 func (s *Service) Unsubscribe(ctx context.Context, name string) error {
@@ -161,13 +182,7 @@ func (s *Service) Unsubscribe(ctx context.Context, name string) error {
 		if !ok {
 			return fmt.Errorf("%w: %q", errs.ErrUnknownSubscription, name)
 		}
-		if _, err := tx.SubscriptionDelete(ctx, name); err != nil {
-			return err
-		}
-		if _, err := tx.QueueDeleteMessages(ctx, Queue(name)); err != nil {
-			return err
-		}
-		if _, err := tx.DeadPurge(ctx, Queue(name)); err != nil {
+		if err := deleteSubscription(ctx, tx, name); err != nil {
 			return err
 		}
 		n, err := tx.SubscriptionCountTable(ctx, sub.Table)
@@ -187,4 +202,21 @@ func (s *Service) List(ctx context.Context) ([]driver.Subscription, error) {
 		return err
 	})
 	return rows, err
+}
+
+// Canonical puts a message of an event queue in canonical form: the
+// payload (see internal/eventjson) and, as its key, the event's primary
+// key. Other messages come back as they are, event false.
+func Canonical(queue string, payload []byte, key string) (_ []byte, _ string, event bool) {
+	if !strings.HasPrefix(queue, QueuePrefix) {
+		return payload, key, false
+	}
+	canon, pk, ok := eventjson.Event(payload)
+	if !ok {
+		return payload, key, false
+	}
+	if pk != "" {
+		key = pk
+	}
+	return canon, key, true
 }

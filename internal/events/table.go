@@ -47,14 +47,7 @@ func ParseTable(table string) (string, error) {
 // of s; why says what is wrong with it.
 func tablePart(s string) (part, rest, why string) {
 	if !strings.HasPrefix(s, `"`) {
-		end := strings.IndexByte(s, '.')
-		if end < 0 {
-			end = len(s)
-		}
-		if !bareIdentRE().MatchString(s[:end]) {
-			return "", "", "use letters, digits and '_', or quote the name"
-		}
-		return s[:end], s[end:], ""
+		return barePart(s)
 	}
 	part, rest, ok := unquote(s)
 	switch {
@@ -64,6 +57,18 @@ func tablePart(s string) (part, rest, why string) {
 		return "", "", "a quoted name must be 1 to 63 bytes without '.', '\"' or NUL"
 	}
 	return part, rest, ""
+}
+
+// barePart reads an unquoted part of a table name off the front of s.
+func barePart(s string) (part, rest, why string) {
+	end := strings.IndexByte(s, '.')
+	if end < 0 {
+		end = len(s)
+	}
+	if !bareIdentRE().MatchString(s[:end]) {
+		return "", "", "use letters, digits and '_', or quote the name"
+	}
+	return s[:end], s[end:], ""
 }
 
 // unquote reads a double-quoted identifier ("" for a quote) off the front

@@ -3,8 +3,9 @@
 // identifier's row lock, the wait for a grant), handing freed locks to
 // waiters, deadlock detection, and locks held by the caller's own
 // transactions. Its rules are internal/lockcore's; its sessions are
-// internal/sessions'; the root package validates names and turns requests
-// into Grants.
+// internal/sessions'. It checks lock names (Idents, UserIdent) and reads
+// the monitoring view (List); the root package turns requests into
+// Grants.
 package locks
 
 import (

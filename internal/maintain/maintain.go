@@ -93,13 +93,9 @@ func (g *Group) loop(s Service) {
 	var st streak
 	for {
 		if s.Idle != nil && s.Idle() {
-			t.Stop()
-			select {
-			case <-g.ctx.Done():
+			if !g.idle(s, t) {
 				return
-			case <-s.Resume:
 			}
-			t.Reset(s.Interval)
 			continue
 		}
 		select {
@@ -109,6 +105,19 @@ func (g *Group) loop(s Service) {
 		}
 		g.runOnce(s, &st)
 	}
+}
+
+// idle stops s's ticker until s resumes; false when the group stops
+// first.
+func (g *Group) idle(s Service, t *time.Ticker) bool {
+	t.Stop()
+	select {
+	case <-g.ctx.Done():
+		return false
+	case <-s.Resume:
+	}
+	t.Reset(s.Interval)
+	return true
 }
 
 // streak counts the consecutive failures of a service.

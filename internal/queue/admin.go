@@ -8,6 +8,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/events"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -43,9 +44,17 @@ func inQueueTx[T any](ctx context.Context, e *Engine, queue string, fn func(tx d
 	return out, err
 }
 
-// DeadLetters lists a queue's dead letters, oldest first, at most limit.
+// DeadLetters lists a queue's dead letters, oldest first, at most limit
+// (default 100), events in canonical form.
 func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]driver.DeadLetter, error) {
-	return inQueueTx(ctx, e, queue, func(tx driver.Tx) ([]driver.DeadLetter, error) { return tx.DeadList(ctx, queue, limit) })
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) ([]driver.DeadLetter, error) { return tx.DeadList(ctx, queue, limit) })
+	for i, d := range rows {
+		rows[i].Payload, rows[i].Key, _ = events.Canonical(d.Queue, d.Payload, d.Key)
+	}
+	return rows, err
 }
 
 // Redrive moves every dead letter of a queue back to it, with its attempts
@@ -73,9 +82,37 @@ func (e *Engine) PurgeDead(ctx context.Context, queue string) (int, error) {
 	return inQueueTx(ctx, e, queue, func(tx driver.Tx) (int, error) { return tx.DeadPurge(ctx, queue) })
 }
 
-// Stats returns the counts of a queue.
-func (e *Engine) Stats(ctx context.Context, queue string) (driver.QueueStats, error) {
-	return inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) { return tx.QueueStats(ctx, queue) })
+// Stats are the counts of one queue (baton.QueueStats, which converts
+// from them).
+type Stats struct {
+	Queue       string
+	Ready       int64
+	Scheduled   int64
+	Retrying    int64
+	Claimed     int64
+	Dead        int64
+	Completed   int64
+	Cancelled   int64
+	OldestReady time.Duration
+	Estimated   bool
+	Paused      bool
+	Throughput  float64
+}
+
+// Stats returns the counts of a queue, with its throughput: messages
+// finished per second over the counters' window.
+func (e *Engine) Stats(ctx context.Context, queue string) (Stats, error) {
+	st, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) { return tx.QueueStats(ctx, queue) })
+	if err != nil {
+		return Stats{}, err
+	}
+	out := Stats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
+		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
+	if st.Window > 0 {
+		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
+	}
+	return out, nil
 }
 
 // Queues lists every queue.
@@ -189,4 +226,16 @@ func StateName(m driver.Message, now time.Time) string {
 		return StateRetrying
 	}
 	return StateScheduled
+}
+
+// CancelRequested says whether a running message's cancellation was
+// requested (a worker's check of a cancellation it may have missed).
+func (e *Engine) CancelRequested(ctx context.Context, id int64) (bool, error) {
+	m, found, err := e.drv.NoTx().MessageGet(ctx, id)
+	return err == nil && found && m.CancelRequested, err
+}
+
+// Paused says whether the queue is paused.
+func (e *Engine) Paused(ctx context.Context, queue string) (bool, error) {
+	return e.drv.NoTx().QueuePaused(ctx, queue)
 }

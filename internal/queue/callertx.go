@@ -96,14 +96,8 @@ func (e *Engine) insertUniqueTx(ctx context.Context, tx Execer, queue string, m 
 	if n, err := res.RowsAffected(); err != nil {
 		return 0, false, err
 	} else if n != 1 {
-		var holder int64
-		var period, over int
-		var state string
-		if err := ScanRow(ctx, tx, st.Get, &holder, &period, &over, &state); err != nil {
-			return 0, false, fmt.Errorf("unique key: %w", err)
-		}
-		if driver.UniqueHolds(period == 1, over == 1, state, m.UniqueStates) {
-			return holder, true, nil
+		if holder, holds, err := holderTx(ctx, tx, st.Get, m.UniqueStates); err != nil || holds {
+			return holder, holds, err
 		}
 	}
 	if id, err = e.insertTx(ctx, tx, m); err != nil {
@@ -115,6 +109,19 @@ func (e *Engine) insertUniqueTx(ctx context.Context, tx Execer, queue string, m 
 	set := st.Set(id)
 	_, err = tx.ExecContext(ctx, set.Query, set.Args...)
 	return id, false, err
+}
+
+// holderTx reads the message that holds a unique key whose row exists
+// (get), and says whether it holds the key against a message whose unique
+// states are states.
+func holderTx(ctx context.Context, tx Execer, get driver.Statement, states []string) (int64, bool, error) {
+	var holder int64
+	var period, over int
+	var state string
+	if err := ScanRow(ctx, tx, get, &holder, &period, &over, &state); err != nil {
+		return 0, false, fmt.Errorf("unique key: %w", err)
+	}
+	return holder, driver.UniqueHolds(period == 1, over == 1, state, states), nil
 }
 
 // insertTx inserts one message in the caller's transaction and returns its
@@ -372,4 +379,34 @@ func (c Caller) Extend(ctx context.Context, cl driver.Claim, queue string, d tim
 		return NotClaimed(cl.ID, queue)
 	}
 	return nil
+}
+
+// InCallerTx is the caller's transaction tx for the call what, which needs
+// one: a pool would commit each statement on its own.
+func InCallerTx(tx Execer, what string) (CallerTx, error) {
+	switch tx.(type) {
+	case nil:
+		return CallerTx{}, fmt.Errorf("%w: %s: nil transaction", errs.ErrInvalid, what)
+	case *sql.DB:
+		return CallerTx{}, fmt.Errorf("%w: %s needs a transaction (a *sql.Tx or postgres.PgxTx), not a *sql.DB", errs.ErrInvalid, what)
+	}
+	return CallerTx{tx}, nil
+}
+
+// CallerTx runs the driver's statements in the caller's transaction: it
+// is a driver.CallerTx (LockTx) and a driver.CallerStatements (the queue
+// control calls' ...Tx variants).
+type CallerTx struct{ tx Execer }
+
+func (t CallerTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (t CallerTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t CallerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return ScanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
 }

@@ -37,15 +37,24 @@ func everyClock(name, zone string, every time.Duration) (func(time.Time) time.Ti
 	return func(t time.Time) time.Time { return time.UnixMicro((t.UnixMicro()/us + 1) * us) }, nil
 }
 
+// location loads a schedule's time zone (UTC when "").
+func location(name, zone string) (*time.Location, error) {
+	if zone == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: TimeZone %q: %v", errs.ErrInvalid, name, zone, err)
+	}
+	return loc, nil
+}
+
 // cronClock ticks by a cron expression of five fields or a descriptor, in
 // zone (UTC when "").
 func cronClock(name, expr, zone string) (func(time.Time) time.Time, error) {
-	loc := time.UTC
-	if zone != "" {
-		var err error
-		if loc, err = time.LoadLocation(zone); err != nil {
-			return nil, fmt.Errorf("%w: schedule %q: TimeZone %q: %v", errs.ErrInvalid, name, zone, err)
-		}
+	loc, err := location(name, zone)
+	if err != nil {
+		return nil, err
 	}
 	if f := strings.Fields(expr); len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
 		return nil, fmt.Errorf("%w: schedule %q: Cron %q: give the time zone in TimeZone", errs.ErrInvalid, name, expr)

@@ -4,9 +4,12 @@
 // them, settling and recovering claims, the control calls (Caller in the
 // caller's transaction), dead letters, stats and listings, the wake-ups of
 // consumers in this process and others and their poll, the periodic
-// schedules (Scheduler), the history pruner and the throughput counts. It
-// works on the driver's rows; the root package validates, traces and turns
-// rows into Messages.
+// schedules (Scheduler), the history pruner and the throughput counts.
+// It also holds the rules of messages: the checks of names, payloads and
+// options (NewMessage), the meta column, attempt records, the backoff and
+// the monitoring view (Info). It works on the driver's rows and on
+// generic copies of the root's types (Options, Info), which the root
+// converts; the root traces and turns rows into Messages.
 package queue
 
 import (

@@ -105,18 +105,23 @@ func (e *Engine) ClaimKnown(ctx context.Context, h *Holds, sessionID, queue stri
 	}
 	h.end(ms, err != nil)
 	if err != nil && ctx.Err() == nil {
-		// At once, then again: a connection that the drop cut may be
-		// idle in the pool, and the first statement on it fails. Within
-		// a lease: an unreachable database leaves it to the next claim.
-		sctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
-		defer cancel()
-		for try := 0; try < 3 && sctx.Err() == nil; try++ {
-			if e.Settle(sctx, h, sessionID) == nil {
-				break
-			}
-		}
+		e.settleFailed(ctx, h, sessionID)
 	}
 	return ms, dueIn, err
+}
+
+// settleFailed settles after a failed claim: at once, then again, since a
+// connection that the failure cut may be idle in the pool, and the first
+// statement on it fails. Within a lease: an unreachable database leaves
+// it to the next claim.
+func (e *Engine) settleFailed(ctx context.Context, h *Holds, sessionID string) {
+	sctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+	defer cancel()
+	for try := 0; try < 3 && sctx.Err() == nil; try++ {
+		if e.Settle(sctx, h, sessionID) == nil {
+			break
+		}
+	}
 }
 
 // Settle settles the unknown outcome of a session's failed claims: the
@@ -141,6 +146,25 @@ func (e *Engine) Settle(ctx context.Context, h *Holds, sessionID string) error {
 		h.settling = false
 		h.mu.Unlock()
 	}()
+	queues, err := e.giveBackUnknown(ctx, h, sessionID, began)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if h.claims == began && wasUnsure {
+		h.unsure = false
+	}
+	h.pruneAt = 2 * len(h.held)
+	h.mu.Unlock()
+	for _, q := range queues {
+		e.Wake(q)
+	}
+	return nil
+}
+
+// giveBackUnknown gives back the session's claims that h does not know
+// it holds (see unknown) and returns their queues.
+func (e *Engine) giveBackUnknown(ctx context.Context, h *Holds, sessionID string, began uint64) ([]string, error) {
 	var queues []string
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		queues = nil
@@ -155,19 +179,7 @@ func (e *Engine) Settle(ctx context.Context, h *Holds, sessionID string) error {
 		queues, err = recoveredQueues(ctx, tx, unknown, "its claim's reply was lost")
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	h.mu.Lock()
-	if h.claims == began && wasUnsure {
-		h.unsure = false
-	}
-	h.pruneAt = 2 * len(h.held)
-	h.mu.Unlock()
-	for _, q := range queues {
-		e.Wake(q)
-	}
-	return nil
+	return queues, err
 }
 
 // unknown returns the claims of refs (all of the session's) that it does

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,18 +72,7 @@ func (e *Engine) listOne(ctx context.Context, s Segment, kind, pos string, limit
 	if stored, ok := finishedStates[s.State]; ok {
 		return e.listHistory(ctx, s.Queue, stored, kind, pos, limit)
 	}
-	f := driver.ListFilter{Queue: s.Queue, State: driver.MessageReady, Kind: kind, Limit: limit + 1}
-	yes, no := true, false
-	switch s.State {
-	case StateRunning:
-		f.State = driver.MessageClaimed
-	case StateReady:
-		f.Due = &yes
-	case StateScheduled:
-		f.Due, f.Retried = &no, &no
-	case StateRetrying:
-		f.Due, f.Retried = &no, &yes
-	}
+	f := waitingFilter(s, kind, limit)
 	if pos != "" {
 		if _, err := fmt.Sscanf(pos, "%d.%d.%d", &f.After.Priority, &f.After.OrderAt, &f.After.ID); err != nil {
 			return nil, "", badPosition(pos)
@@ -95,6 +85,24 @@ func (e *Engine) listOne(ctx context.Context, s Segment, kind, pos string, limit
 			}
 			return fmt.Sprintf("%d.%d.%d", last.Priority, last.OrderAt.UnixMicro(), last.ID)
 		})
+}
+
+// waitingFilter selects a page of limit messages (and one more) of a
+// segment of waiting or running messages, of one kind if kind is set.
+func waitingFilter(s Segment, kind string, limit int) driver.ListFilter {
+	f := driver.ListFilter{Queue: s.Queue, State: driver.MessageReady, Kind: kind, Limit: limit + 1}
+	yes, no := true, false
+	switch s.State {
+	case StateRunning:
+		f.State = driver.MessageClaimed
+	case StateReady:
+		f.Due = &yes
+	case StateScheduled:
+		f.Due, f.Retried = &no, &no
+	case StateRetrying:
+		f.Due, f.Retried = &no, &yes
+	}
+	return f
 }
 
 // readPage reads a page of limit messages (read asks for one more, which
@@ -137,6 +145,47 @@ func (e *Engine) listHistory(ctx context.Context, queue string, state driver.Mes
 // none are kept).
 type Retention struct{ Completed, Cancelled, Dead time.Duration }
 
+// Filled is r with the defaults for zeros: completed and cancelled
+// messages 24h, dead ones 7 days.
+func (r Retention) Filled() Retention {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&r.Completed, 24*time.Hour)
+	def(&r.Cancelled, 24*time.Hour)
+	def(&r.Dead, 7*24*time.Hour)
+	return r
+}
+
+// ParseState checks a state name (one of States).
+func ParseState(s string) (string, error) {
+	if !slices.Contains(States, s) {
+		return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", errs.ErrInvalid, s)
+	}
+	return s, nil
+}
+
+// CheckListing validates a listing's queue and state ("" for every one)
+// and its page size, 1 to 1000.
+func CheckListing(queue, state string, limit int) error {
+	if queue != "" {
+		if err := ValidateName("queue", queue); err != nil {
+			return err
+		}
+	}
+	if state != "" {
+		if _, err := ParseState(state); err != nil {
+			return err
+		}
+	}
+	if limit < 1 || limit > 1000 {
+		return fmt.Errorf("%w: limit %d: give 1 to 1000", errs.ErrInvalid, limit)
+	}
+	return nil
+}
+
 // pruneBatch is how many finished messages one prune statement deletes.
 const pruneBatch = 1000
 
@@ -161,4 +210,16 @@ func (e *Engine) PruneHistory(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Segments are the segments of a listing of every state in states of
+// every queue in queues, queue by queue.
+func Segments[S ~string](queues []string, states []S) []Segment {
+	var segs []Segment
+	for _, q := range queues {
+		for _, s := range states {
+			segs = append(segs, Segment{Queue: q, State: string(s)})
+		}
+	}
+	return segs
 }

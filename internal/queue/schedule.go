@@ -176,15 +176,22 @@ func (s *Scheduler) tick(ctx context.Context, tx driver.Tx, sc *schedule, now ti
 	if sc.SkipMissed && missed > 0 {
 		return run, nil // the latest tick came after a missed one: late too
 	}
-	m, err := sc.Message(latest, missed)
-	if err == nil {
-		err = s.e.Register(ctx, tx, sc.Queue)
-	}
-	if err == nil {
-		_, err = tx.MessageInsert(ctx, m)
-	}
+	err = s.enqueue(ctx, tx, sc, latest, missed)
 	run.enqueued = err == nil
 	return run, err
+}
+
+// enqueue inserts the message of a schedule's tick, in tx.
+func (s *Scheduler) enqueue(ctx context.Context, tx driver.Tx, sc *schedule, tick time.Time, missed int) error {
+	m, err := sc.Message(tick, missed)
+	if err != nil {
+		return err
+	}
+	if err := s.e.Register(ctx, tx, sc.Queue); err != nil {
+		return err
+	}
+	_, err = tx.MessageInsert(ctx, m)
+	return err
 }
 
 // LatestTick is the latest tick after last and at or before now, and how

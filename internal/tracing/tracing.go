@@ -41,22 +41,32 @@ func Encode(sc trace.SpanContext) Context {
 // Decode reads W3C trace context into a remote span context; invalid
 // when it is malformed (it is then ignored).
 func Decode(m Context) trace.SpanContext {
-	parts := strings.Split(m.TraceParent, "-")
-	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || (parts[0] == "00" && len(parts) != 4) {
-		return trace.SpanContext{}
-	}
-	tid, err1 := trace.TraceIDFromHex(parts[1])
-	sid, err2 := trace.SpanIDFromHex(parts[2])
-	flags, err3 := hex.DecodeString(parts[3])
-	if err1 != nil || err2 != nil || err3 != nil || len(flags) != 1 {
+	cfg, ok := parseTraceParent(m.TraceParent)
+	if !ok {
 		return trace.SpanContext{}
 	}
 	ts, err := trace.ParseTraceState(m.TraceState)
 	if err != nil {
 		ts = trace.TraceState{}
 	}
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid,
-		TraceFlags: trace.TraceFlags(flags[0]) & trace.FlagsSampled, TraceState: ts, Remote: true})
+	cfg.TraceState, cfg.Remote = ts, true
+	return trace.NewSpanContext(cfg)
+}
+
+// parseTraceParent reads a W3C traceparent header: the trace and span
+// ids and the sampled flag; false when it is malformed.
+func parseTraceParent(tp string) (trace.SpanContextConfig, bool) {
+	parts := strings.Split(tp, "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || (parts[0] == "00" && len(parts) != 4) {
+		return trace.SpanContextConfig{}, false
+	}
+	tid, err1 := trace.TraceIDFromHex(parts[1])
+	sid, err2 := trace.SpanIDFromHex(parts[2])
+	flags, err3 := hex.DecodeString(parts[3])
+	if err1 != nil || err2 != nil || err3 != nil || len(flags) != 1 {
+		return trace.SpanContextConfig{}, false
+	}
+	return trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]) & trace.FlagsSampled}, true
 }
 
 // DefaultProvider is the no-op provider: nothing is traced.

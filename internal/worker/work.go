@@ -117,10 +117,7 @@ type Config[M any] struct {
 func Work[M any](ctx context.Context, cfg Config[M]) error {
 	s, err := cfg.Open(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped before it began: a graceful stop too
-		}
-		return err
+		return unlessStopped(ctx, err) // stopped before it began: a graceful stop too
 	}
 	for {
 		err := workWith(ctx, &cfg, s)
@@ -129,12 +126,17 @@ func Work[M any](ctx context.Context, cfg Config[M]) error {
 		}
 		cfg.Logger.Warn("baton: " + fmt.Sprintf("worker on queue %q: %v; carrying on with a new session", cfg.Queue, err))
 		if s, err = renewSession(ctx, &cfg); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+			return unlessStopped(ctx, err)
 		}
 	}
+}
+
+// unlessStopped is err, nil once ctx ended: the worker stopped.
+func unlessStopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // renewSession opens a new session after a loss, waiting for the database
@@ -152,6 +154,18 @@ func renewSession[M any](ctx context.Context, cfg *Config[M]) (Session[M], error
 			return nil, ctx.Err()
 		}
 		delay = min(2*delay, cfg.Lease)
+	}
+}
+
+// stopOnLoss calls the stops once the session is lost (lost is closed),
+// unless done is closed first.
+func stopOnLoss(lost, done <-chan struct{}, stops ...context.CancelFunc) {
+	select {
+	case <-lost:
+		for _, stop := range stops {
+			stop()
+		}
+	case <-done:
 	}
 }
 
@@ -175,14 +189,7 @@ func workWith[M any](ctx context.Context, cfg *Config[M], s Session[M]) error {
 	// claimed may already be another worker's.
 	lctx, lcancel := context.WithCancel(ctx)
 	defer lcancel()
-	go func() {
-		select {
-		case <-s.Done():
-			lcancel()
-			hcancel()
-		case <-lctx.Done():
-		}
-	}()
+	go stopOnLoss(s.Done(), lctx.Done(), lcancel, hcancel)
 	runErr := w.loop(lctx, hctx)
 	close(stopGrace)
 	if err := s.Err(); errors.Is(err, errs.ErrSessionLost) {
@@ -212,4 +219,22 @@ func graceThenCancel(ctx context.Context, stop <-chan struct{}, grace time.Durat
 		cancel()
 	case <-stop:
 	}
+}
+
+// Chain wraps handler in the middleware, the first element outermost.
+func Chain[H any](handler H, middleware []func(H) H) H {
+	for i := len(middleware) - 1; i >= 0; i-- {
+		handler = middleware[i](handler)
+	}
+	return handler
+}
+
+// Hook calls a program's hook, logging a panic in it as msg, with attrs.
+func Hook(log *slog.Logger, msg string, hook func(), attrs ...any) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error(msg, append(attrs, "panic", p)...)
+		}
+	}()
+	hook()
 }

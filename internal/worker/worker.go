@@ -250,19 +250,8 @@ func (w *worker[M]) runOne(stop, ctx context.Context, m M) result[M] {
 		// back unhandled, keeping its place.
 		return result[M]{m: m, unstarted: true}
 	}
-	if w.s.Held(m) {
-		// Behind the head of an in-order batch: its claim counts as a run
-		// only from here.
-		if r, ok := w.startHeld(ctx, m); !ok {
-			w.broken.Store(true) // the next ones must not run before it
-			return r
-		}
-	} else if time.Since(w.s.ClaimedAt(m)) > w.cfg.Visibility/3 {
-		// A claim that waited for its handler: renew it before starting,
-		// and skip it if it is no longer ours.
-		if err := w.s.Extend(ctx, m, w.cfg.Visibility); errors.Is(err, errs.ErrNotClaimed) {
-			return result[M]{m: m, lost: true}
-		}
+	if r, ok := w.ready(ctx, m); !ok {
+		return r
 	}
 	began := time.Now()
 	hctx, span := w.s.Begin(ctx, m)
@@ -275,10 +264,57 @@ func (w *worker[M]) runOne(stop, ctx context.Context, m M) result[M] {
 	return result[M]{m: m, err: err}
 }
 
+// ready readies a claimed message to start: a held one is started, a
+// claim that waited for its handler renewed. false, with the outcome to
+// settle, when it must not run.
+func (w *worker[M]) ready(ctx context.Context, m M) (result[M], bool) {
+	if w.s.Held(m) {
+		// Behind the head of an in-order batch: its claim counts as a run
+		// only from here.
+		r, ok := w.startHeld(ctx, m)
+		if !ok {
+			w.broken.Store(true) // the next ones must not run before it
+		}
+		return r, ok
+	}
+	if time.Since(w.s.ClaimedAt(m)) > w.cfg.Visibility/3 {
+		// A claim that waited for its handler: renew it before starting,
+		// and skip it if it is no longer ours.
+		if err := w.s.Extend(ctx, m, w.cfg.Visibility); errors.Is(err, errs.ErrNotClaimed) {
+			return result[M]{m: m, lost: true}, false
+		}
+	}
+	return result[M]{}, true
+}
+
 // pausedHere reports whether m's queue is paused, as far as this process
 // knows: one atomic read while it knows no paused queue.
 func (w *worker[M]) pausedHere(m M) bool {
 	return w.reg.paused.n.Load() != 0 && w.reg.paused.givesBack(w.cfg.Queue, w.s.ClaimBegan(m))
+}
+
+// withCause is the outcome of a handler run whose context is mctx. A
+// handler that returns its context's error says why the context ended
+// (cancelled, timed out): the cause is recorded with it. A message
+// cancelled while it ran ends cancelled, whatever it returned.
+func withCause(mctx context.Context, err error) error {
+	cause := context.Cause(mctx)
+	if err == nil && errors.Is(cause, errs.ErrCancelled) {
+		// It ignored the cancellation: the message ends cancelled all
+		// the same (a handler that completed it in its own
+		// transaction, CompleteTx, did so first: nothing is left to
+		// cancel).
+		return fmt.Errorf("%w while it ran (the handler returned nil)", errs.ErrCancelled)
+	}
+	switch {
+	case err == nil || cause == nil || errors.Is(err, cause):
+		return err
+	case errors.Is(cause, errs.ErrCancelled):
+		return fmt.Errorf("%w: %w", errs.ErrCancelled, err)
+	case errors.Is(err, mctx.Err()):
+		return fmt.Errorf("%w: %v", err, cause)
+	}
+	return err
 }
 
 // handle runs the handler on one message, keeping its claim alive, within
@@ -290,28 +326,7 @@ func (w *worker[M]) handle(ctx context.Context, m M) (err error) {
 	id := w.s.MessageID(m)
 	w.reg.track(id, cancelCause)
 	defer w.reg.untrack(id)
-	defer func() {
-		// A handler that returns its context's error says why the context
-		// ended (cancelled, timed out): the cause is recorded with it. A
-		// message cancelled while it ran ends cancelled, whatever it returned.
-		cause := context.Cause(mctx)
-		if err == nil && errors.Is(cause, errs.ErrCancelled) {
-			// It ignored the cancellation: the message ends cancelled all
-			// the same (a handler that completed it in its own
-			// transaction, CompleteTx, did so first: nothing is left to
-			// cancel).
-			err = fmt.Errorf("%w while it ran (the handler returned nil)", errs.ErrCancelled)
-			return
-		}
-		if err == nil || cause == nil || errors.Is(err, cause) {
-			return
-		}
-		if errors.Is(cause, errs.ErrCancelled) {
-			err = fmt.Errorf("%w: %w", errs.ErrCancelled, err)
-		} else if errors.Is(err, mctx.Err()) {
-			err = fmt.Errorf("%w: %v", err, cause)
-		}
-	}()
+	defer func() { err = withCause(mctx, err) }()
 	if timeout := w.s.Timeout(m); timeout > 0 {
 		var tcancel context.CancelFunc
 		mctx, tcancel = context.WithTimeoutCause(mctx, timeout, handlerTimeout(timeout))
