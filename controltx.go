@@ -130,7 +130,7 @@ func (c *Client) RetryTx(ctx context.Context, tx Execer, m *Message, cause error
 	if len(delay) > 0 {
 		d = delay[0]
 	}
-	e, dead := retryError(m, cause)
+	e, dead := mq.RetryError(m.Attempt, m.MaxAttempts, cause)
 	return cq.Retry(ctx, claimOf(m), m.Queue, d, m.mode == Parallel, e, dead)
 }
 

@@ -3,6 +3,8 @@ package baton
 import (
 	"errors"
 	"time"
+
+	"github.com/batonhq/baton/internal/worker"
 )
 
 // Observer receives what a client does, for metrics (the package
@@ -50,7 +52,7 @@ func outcome(m *Message, err error, lost bool) string {
 		return OutcomeCompleted
 	case errors.Is(err, ErrCancelled):
 		return OutcomeCancelled
-	case isSnooze(err):
+	case worker.IsSnooze(err):
 		return OutcomeSnoozed
 	case errors.Is(err, ErrPermanent) || m.Attempt >= m.MaxAttempts:
 		return OutcomeDead

@@ -138,7 +138,7 @@ func ValidateKind(kind string) error { return mq.ValidateName("kind", kind) }
 // unique key holds (EnqueueOptions.UniqueKey), nothing is added: the id is
 // the holder's, with ErrDuplicate.
 func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
-	return first(c.enqueue(ctx, nil, queue, []NewMessage{{Payload: payload, EnqueueOptions: firstOption(opts)}}))
+	return mq.First(c.enqueue(ctx, nil, queue, []NewMessage{{Payload: payload, EnqueueOptions: mq.Optional(opts)}}))
 }
 
 // EnqueueMany adds messages to a queue in one transaction, all or none. A
@@ -146,26 +146,6 @@ func (c *Client) Enqueue(ctx context.Context, queue string, payload []byte, opts
 func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
 	ids, _, err := c.enqueue(ctx, nil, queue, msgs)
 	return ids, err
-}
-
-// firstOption is the options given, if any.
-func firstOption(opts []EnqueueOptions) EnqueueOptions {
-	if len(opts) > 0 {
-		return opts[0]
-	}
-	return EnqueueOptions{}
-}
-
-// first is the outcome of enqueuing one message: its id, or the holder's
-// with ErrDuplicate.
-func first(ids []int64, dups []bool, err error) (int64, error) {
-	switch {
-	case err != nil:
-		return 0, err
-	case dups[0]:
-		return ids[0], fmt.Errorf("%w: message %d holds the unique key", ErrDuplicate, ids[0])
-	}
-	return ids[0], nil
 }
 
 // enqueue checks the messages, then inserts them (in the caller's
@@ -213,7 +193,7 @@ func newMessages(queue string, msgs []NewMessage) ([]driver.NewMessage, error) {
 // added: the id is the holder's, with ErrDuplicate, and the key's row
 // stays locked until tx ends.
 func (c *Client) EnqueueTx(ctx context.Context, tx Execer, queue string, payload []byte, opts ...EnqueueOptions) (int64, error) {
-	return first(c.enqueue(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: firstOption(opts)}}))
+	return mq.First(c.enqueue(ctx, tx, queue, []NewMessage{{Payload: payload, EnqueueOptions: mq.Optional(opts)}}))
 }
 
 // WaitingTx lists the waiting messages (scheduled, ready or retrying) of
@@ -390,7 +370,7 @@ func (s *Session) Retry(ctx context.Context, m *Message, cause error) error {
 // RetryAfter is Retry with an explicit delay. A message that was cancelled
 // while it ran ends cancelled instead.
 func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duration, cause error) error {
-	e, dead := retryError(m, cause)
+	e, dead := mq.RetryError(m.Attempt, m.MaxAttempts, cause)
 	if dead {
 		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
@@ -400,12 +380,6 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 	}
 	// Not ours any more, or cancelled: only then can it be finished.
 	return s.finish(ctx, m, driver.MessageCancelled, &e)
-}
-
-// retryError is the record of m's failed attempt, for a retry, and
-// whether m is at its attempt limit: then it is a dead letter instead.
-func retryError(m *Message, cause error) (driver.AttemptError, bool) {
-	return mq.RetryError(m.Attempt, m.MaxAttempts, cause)
 }
 
 // claimedCheck is the error of a call on m that needs a claimed message

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/worker"
 )
 
@@ -34,11 +33,7 @@ func (s *Session) Snooze(ctx context.Context, m *Message, d time.Duration) error
 	if err := claimedCheck(m, "snooze"); err != nil {
 		return err
 	}
-	if d < 0 {
-		return fmt.Errorf("%w: snooze: negative delay %v", ErrInvalid, d)
-	}
-	e := driver.AttemptError{At: time.Now().UTC(), Attempt: m.Attempt, Error: "snoozed for " + d.String(), Snoozed: true}
-	ok, err := s.c.mq.Snooze(ctx, &s.holds, s.claim(m), m.Queue, d, m.mode == Parallel, e)
+	ok, err := s.c.mq.Snooze(ctx, &s.holds, s.claim(m), m.Queue, m.Attempt, d, m.mode == Parallel)
 	if err != nil || ok {
 		return err
 	}
@@ -47,10 +42,4 @@ func (s *Session) Snooze(ctx context.Context, m *Message, d time.Duration) error
 		return fmt.Errorf("%w: message %d of queue %q was cancelled while it was claimed; it ends cancelled", ErrCancelled, m.ID, m.Queue)
 	}
 	return notClaimed(m)
-}
-
-// isSnooze reports whether a handler's error asks for a snooze.
-func isSnooze(err error) bool {
-	_, ok := worker.Snoozed(err)
-	return ok
 }

@@ -230,7 +230,7 @@ func (w *workSession) End(span trace.Span, m *Message, err error, began time.Tim
 	tracing.End(span, err)
 	lost := w.Err() != nil && !errors.Is(w.Err(), ErrClosed)
 	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, lost), time.Since(began))
-	if err != nil && !isSnooze(err) {
+	if err != nil && !worker.IsSnooze(err) {
 		w.onError(m, err)
 	}
 }

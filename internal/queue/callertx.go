@@ -410,3 +410,24 @@ func (t CallerTx) ExecContext(ctx context.Context, query string, args ...any) (s
 func (t CallerTx) ScanRow(ctx context.Context, query string, args []any, dest ...any) error {
 	return ScanRow(ctx, t.tx, driver.Statement{Query: query, Args: args}, dest...)
 }
+
+// Optional is the options given to a call with optional options, if any.
+func Optional[T any](opts []T) T {
+	var o T
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return o
+}
+
+// First is the outcome of enqueuing one message: its id, or the holder's
+// with ErrDuplicate.
+func First(ids []int64, dups []bool, err error) (int64, error) {
+	switch {
+	case err != nil:
+		return 0, err
+	case dups[0]:
+		return ids[0], fmt.Errorf("%w: message %d holds the unique key", errs.ErrDuplicate, ids[0])
+	}
+	return ids[0], nil
+}

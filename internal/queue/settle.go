@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -45,10 +46,14 @@ func (e *Engine) Retry(ctx context.Context, h *Holds, cl driver.Claim, queue str
 
 // Snooze gives the claim's message back to run after delay (to the back
 // of its queue when toBack), taking back the attempt its claim counted and
-// recording ae; ok is false when the claim was not the session's any more,
+// recording the snooze in the attempt's record; ok is false when the claim was not the session's any more,
 // or its message was cancelled while it ran (only then can it be finished).
-func (e *Engine) Snooze(ctx context.Context, h *Holds, cl driver.Claim, queue string, delay time.Duration, toBack bool, ae driver.AttemptError) (ok bool, err error) {
-	ok, err = e.drv.Relaxed().MessageSnooze(ctx, cl, max(delay, 0), toBack, ae)
+func (e *Engine) Snooze(ctx context.Context, h *Holds, cl driver.Claim, queue string, attempt int, delay time.Duration, toBack bool) (ok bool, err error) {
+	if delay < 0 {
+		return false, fmt.Errorf("%w: snooze: negative delay %v", errs.ErrInvalid, delay)
+	}
+	ae := driver.AttemptError{At: time.Now().UTC(), Attempt: attempt, Error: "snoozed for " + delay.String(), Snoozed: true}
+	ok, err = e.drv.Relaxed().MessageSnooze(ctx, cl, delay, toBack, ae)
 	if err != nil {
 		return false, fmt.Errorf("baton: snooze: %w", err)
 	}

@@ -25,6 +25,12 @@ func Snoozed(err error) (time.Duration, bool) {
 	return max(s.Delay, 0), true
 }
 
+// IsSnooze reports whether a handler's error asks for a snooze.
+func IsSnooze(err error) bool {
+	_, ok := Snoozed(err)
+	return ok
+}
+
 // CancelError is a handler's request to end its message cancelled at
 // once, for Err (nil: no reason given). It is an errs.ErrCancelled.
 type CancelError struct{ Err error }
