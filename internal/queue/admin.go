@@ -57,8 +57,8 @@ func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]dr
 	return rows, err
 }
 
-// Redrive moves every dead letter of a queue back to it, with its attempts
-// reset, batch by batch, and returns how many.
+// Redrive moves every dead letter of a queue back to it under its own id,
+// with its attempts reset, batch by batch, and returns how many.
 func (e *Engine) Redrive(ctx context.Context, queue string) (int, error) {
 	total := 0
 	for {
