@@ -13,8 +13,7 @@ import (
 // and runs and completes under that id.
 func TestRedriveKeepsIDs(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
-		c, _ := openQ(t, b)
-		ctx := ctxT(t)
+		c, db, ctx := openQDB(t, b)
 		s := session(t, c)
 		id := enqueue(t, c, "rd", "x", baton.EnqueueOptions{UniqueKey: "u"})
 		ms := claim(t, s, "rd", baton.ClaimOptions{})
@@ -47,6 +46,21 @@ func TestRedriveKeepsIDs(t *testing.T) {
 		}
 		if m := getMessage(t, c, id); m.State != baton.StateCompleted {
 			t.Fatalf("message %d is %s, want completed", id, m.State)
+		}
+
+		// RedriveTx too.
+		other := enqueue(t, c, "rd", "z")
+		ms = claim(t, s, "rd", baton.ClaimOptions{})
+		if err := s.Fail(ctx, ms[0], "broken"); err != nil {
+			t.Fatal(err)
+		}
+		tx := begin(t, db)
+		if n, err := c.RedriveTx(ctx, tx, "rd"); n != 1 || err != nil {
+			t.Fatalf("RedriveTx: %d %v", n, err)
+		}
+		endTx(t, tx, true)
+		if m := getMessage(t, c, other); m.State != baton.StateReady {
+			t.Fatalf("message %d after RedriveTx is %s, want ready", other, m.State)
 		}
 	})
 }
