@@ -41,9 +41,9 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 		queueMessageCmd(g, "retry", "Make a waiting or finished message due now",
 			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
 				"completed or cancelled one still in the history goes back to its queue under\n"+
-				"the same id (one more attempt if it had used them all).", (*baton.Client).RetryNow),
+				"the same id (one more attempt if it had used them all).", true, (*baton.Client).RetryNow),
 		queueMessageCmd(g, "delete", "Delete a waiting message",
-			"Delete message ID, which waits (scheduled, ready or retrying).", (*baton.Client).DeleteMessage))
+			"Delete message ID, which waits (scheduled, ready or retrying).", false, (*baton.Client).DeleteMessage))
 	return cmd
 }
 
