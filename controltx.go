@@ -36,8 +36,9 @@ func (c *Client) CancelMessageTx(ctx context.Context, tx Execer, id int64) error
 	return cq.Notify(ctx, cancelChannel, strconv.FormatInt(id, 10))
 }
 
-// RetryNowTx is RetryNow in the caller's transaction tx: the waiting
-// message is due once tx commits, and the queue's consumers wake then.
+// RetryNowTx is RetryNow in the caller's transaction tx: the message (a
+// waiting one, or a finished one still in the history) is due once tx
+// commits, and the queue's consumers wake then.
 func (c *Client) RetryNowTx(ctx context.Context, tx Execer, queue string, id int64) error {
 	cq, err := callerQueue(c.mq, tx, "RetryNowTx", queue)
 	if err != nil {
@@ -76,7 +77,7 @@ func (c *Client) PurgeDeadTx(ctx context.Context, tx Execer, queue string) (int,
 }
 
 // RedriveTx is Redrive in the caller's transaction tx: every dead letter
-// of queue goes back to it, ready now, once tx commits, and its consumers
+// of queue goes back to it under its own id, ready now, once tx commits, and its consumers
 // wake then. A message that dies while tx runs stays a dead letter.
 func (c *Client) RedriveTx(ctx context.Context, tx Execer, queue string) (int, error) {
 	cq, err := callerQueue(c.mq, tx, "RedriveTx", queue)

@@ -473,8 +473,9 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]De
 	return out, nil
 }
 
-// Redrive moves every dead letter of a queue back to it, with its attempts
-// reset, and returns how many.
+// Redrive moves every dead letter of a queue back to it under its own id
+// (Message finds it waiting again), with its attempts reset, and returns
+// how many.
 func (c *Client) Redrive(ctx context.Context, queue string) (int, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return 0, err
@@ -595,8 +596,11 @@ func (c *Client) SetQueuePaused(ctx context.Context, queue string, paused bool) 
 const pauseChannel = mq.PauseChannel
 
 // RetryNow makes a waiting message (delayed, or backing off before a retry)
-// due at once. ErrRunning while it is being handled, ErrNoMessage when the
-// queue has no such message.
+// due at once. A finished message still in the history (dead, completed or
+// cancelled) goes back to its queue ready now under the same id, its
+// attempts kept: one at its attempt limit gets one more attempt.
+// ErrRunning while it is being handled, ErrNoMessage when the queue has no
+// such message.
 func (c *Client) RetryNow(ctx context.Context, queue string, id int64) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err

@@ -276,9 +276,11 @@ type QueueTx interface {
 	UniqueSet(ctx context.Context, queue, key string, id, expiresAt int64) error
 	// UniquePurge deletes keys whose period is over.
 	UniquePurge(ctx context.Context) (int, error)
-	// MessageRetryNow makes a waiting message of the queue due now, and
-	// MessageDeleteWaiting deletes one; the state is the message's when
-	// nothing was done ("" when there is no such message).
+	// MessageRetryNow makes a waiting message of the queue due now (one in
+	// its history, dead, completed or cancelled, moves back ready now
+	// under its id, with one more attempt if it had used them all), and
+	// MessageDeleteWaiting deletes a waiting one; the state is the
+	// message's when nothing was done ("" when there is no such message).
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	// QueuePause pauses or resumes a queue; false when it does not exist.

@@ -306,12 +306,18 @@ func messageErr(what string, id int64, err error) error {
 
 // queueMessageCmd is a command on one waiting message: baton queue retry
 // or baton queue delete, by id (QUEUE ID, the former form, still works).
-func queueMessageCmd(g *globals, use, short, long string, op func(*baton.Client, context.Context, string, int64) error) *cobra.Command {
+// With finishedToo, op also takes a finished message (RetryNow).
+func queueMessageCmd(g *globals, use, short, long string, finishedToo bool, op func(*baton.Client, context.Context, string, int64) error) *cobra.Command {
+	cannot := ` A running message cannot be (exit 65); neither can a
+finished one (exit 65) nor an unknown one (exit 66).`
+	if finishedToo {
+		cannot = ` A running message cannot be (exit 65); neither can an
+unknown one (exit 66).`
+	}
 	return &cobra.Command{
 		Use:   use + " ID",
 		Short: short,
-		Long: long + ` A running message cannot be (exit 65); neither can a
-finished one (exit 65) nor an unknown one (exit 66). The former form
+		Long: long + cannot + ` The former form
 "` + use + ` QUEUE ID" is accepted too.
 
 ` + messageExits,
@@ -325,21 +331,22 @@ finished one (exit 65) nor an unknown one (exit 66). The former form
 				}
 			}
 			return onID(cmd, g, "queue "+use, args[len(args)-1], func(c *baton.Client, id int64) error {
-				return onMessage(cmd.Context(), c, queue, id, op)
+				return onMessage(cmd.Context(), c, queue, id, finishedToo, op)
 			})
 		},
 	}
 }
 
-// onMessage runs op on a waiting message, finding its queue when it is
-// not given, and says which state stopped it.
-func onMessage(ctx context.Context, c *baton.Client, queue string, id int64, op func(*baton.Client, context.Context, string, int64) error) error {
-	queue, err := waitingQueue(ctx, c, queue, id)
+// onMessage runs op on a waiting message (or, with finishedToo, a
+// finished one), finding its queue when it is not given, and says which
+// state stopped it.
+func onMessage(ctx context.Context, c *baton.Client, queue string, id int64, finishedToo bool, op func(*baton.Client, context.Context, string, int64) error) error {
+	queue, err := waitingQueue(ctx, c, queue, id, finishedToo)
 	if err != nil {
 		return err
 	}
 	err = op(c, ctx, queue, id)
-	if errors.Is(err, baton.ErrNoMessage) {
+	if errors.Is(err, baton.ErrNoMessage) && !finishedToo {
 		// Not waiting in that queue: finished, or no such message.
 		return finishedInQueue(ctx, c, queue, id, err)
 	}
@@ -347,8 +354,8 @@ func onMessage(ctx context.Context, c *baton.Client, queue string, id int64, op 
 }
 
 // waitingQueue is the queue given, or else the queue of message id, which
-// must not have finished.
-func waitingQueue(ctx context.Context, c *baton.Client, queue string, id int64) (string, error) {
+// must not have finished unless finishedToo.
+func waitingQueue(ctx context.Context, c *baton.Client, queue string, id int64, finishedToo bool) (string, error) {
 	if queue != "" {
 		return queue, nil
 	}
@@ -356,7 +363,7 @@ func waitingQueue(ctx context.Context, c *baton.Client, queue string, id int64) 
 	if err != nil {
 		return "", err
 	}
-	if !m.FinishedAt.IsZero() {
+	if !finishedToo && !m.FinishedAt.IsZero() {
 		return "", finished(m)
 	}
 	return m.Queue, nil

@@ -38,10 +38,12 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 	}
 	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueCancelCmd(g),
 		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g),
-		queueMessageCmd(g, "retry", "Make a waiting message due now",
-			"Make message ID, delayed or backing off before a retry, due at once.", (*baton.Client).RetryNow),
+		queueMessageCmd(g, "retry", "Make a waiting or finished message due now",
+			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
+				"completed or cancelled one still in the history goes back to its queue under\n"+
+				"the same id (one more attempt if it had used them all).", true, (*baton.Client).RetryNow),
 		queueMessageCmd(g, "delete", "Delete a waiting message",
-			"Delete message ID, which waits (scheduled, ready or retrying).", (*baton.Client).DeleteMessage))
+			"Delete message ID, which waits (scheduled, ready or retrying).", false, (*baton.Client).DeleteMessage))
 	return cmd
 }
 
@@ -392,8 +394,8 @@ func clip(s string, n int) string {
 
 func queueRedriveCmd(g *globals) *cobra.Command {
 	return deadLettersCmd(g, "redrive", "Put a queue's dead letters back in the queue and print how many",
-		`Move every dead letter of QUEUE back to the queue, with its attempt count
-reset, and print how many were moved. Waiting consumers wake at once.
+		`Move every dead letter of QUEUE back to the queue under its own id, with its
+attempt count reset, and print how many were moved. Waiting consumers wake at once.
 While it runs, a progress line is shown on stderr when stderr is a terminal.`,
 		"moving dead letters back", (*baton.Client).Redrive)
 }

@@ -150,8 +150,14 @@ func TestQueueJobCommands(t *testing.T) {
 		}
 		code, _, errs = run(t, dsn, "queue", "cancel", fmt.Sprint(later))
 		expect(t, code, errs, 65, "already finished")
-		code, _, errs = run(t, dsn, "queue", "retry", fmt.Sprint(later))
-		expect(t, code, errs, 65, "cancelled")
+		// A finished message is retried under its own id.
+		runOK(t, dsn, "queue", "retry", fmt.Sprint(later))
+		out = runOK(t, dsn, "queue", "get", fmt.Sprint(later), "--json")
+		var r baton.MessageInfo
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.ID != later || r.State != baton.StateReady || !r.FinishedAt.IsZero() {
+			t.Fatalf("get after retrying the cancelled message: %+v %v: %s", r, err, out)
+		}
+		runOK(t, dsn, "queue", "cancel", fmt.Sprint(later))
 		code, _, errs = run(t, dsn, "queue", "get", "99999")
 		expect(t, code, errs, 66, "no message 99999")
 		code, _, errs = run(t, dsn, "queue", "cancel", "x")

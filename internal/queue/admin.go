@@ -57,8 +57,8 @@ func (e *Engine) DeadLetters(ctx context.Context, queue string, limit int) ([]dr
 	return rows, err
 }
 
-// Redrive moves every dead letter of a queue back to it, with its attempts
-// reset, batch by batch, and returns how many.
+// Redrive moves every dead letter of a queue back to it under its own id,
+// with its attempts reset, batch by batch, and returns how many.
 func (e *Engine) Redrive(ctx context.Context, queue string) (int, error) {
 	total := 0
 	for {
@@ -169,10 +169,15 @@ func (e *Engine) onWaiting(ctx context.Context, queue string, id int64, op func(
 func (e *Engine) Get(ctx context.Context, id int64) (driver.Message, error) {
 	var m driver.Message
 	var found bool
-	// Outside any transaction, like the listings: a message only ever moves
-	// from the queue to the history, and MessageGet reads the queue first.
+	// Outside any transaction, like the listings: MessageGet reads the
+	// queue first, so that a message moving to the history meanwhile is
+	// found in one of the two. One moving back (RetryNow, Redrive) between
+	// the two reads is found by a second try.
 	err := txn.Retrying(ctx, e.drv, func() (err error) {
 		m, found, err = e.drv.NoTx().MessageGet(ctx, id)
+		if err == nil && !found {
+			m, found, err = e.drv.NoTx().MessageGet(ctx, id)
+		}
 		return err
 	})
 	if err != nil {

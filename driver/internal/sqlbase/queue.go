@@ -149,9 +149,22 @@ func (t *Tx) UniqueSet(ctx context.Context, queue, key string, id, expiresAt int
 	return err
 }
 
-// MessageRetryNow implements driver.QueueTx.
+// MessageRetryNow implements driver.QueueTx: a waiting message becomes
+// due now; one not in the queue but in its history (dead, completed,
+// cancelled) moves back under its id (finished_retry_now).
 func (t *Tx) MessageRetryNow(ctx context.Context, queue string, id int64) (bool, driver.MessageState, error) {
-	return t.onWaiting(ctx, "message_retry_now", queue, id)
+	done, state, err := t.onWaiting(ctx, "message_retry_now", queue, id)
+	if err != nil || done || state != "" {
+		return done, state, err
+	}
+	n, err := rowCount(t.exec(ctx, "finished_retry_now", id, queue))
+	if err != nil || n == 0 {
+		return false, "", err
+	}
+	if _, err := t.exec(ctx, "finished_delete_retried", id, queue); err != nil {
+		return false, "", fmt.Errorf("finished_delete_retried: %w", err)
+	}
+	return true, "", nil
 }
 
 // MessageDeleteWaiting implements driver.QueueTx.

@@ -13,6 +13,20 @@
 -- A waiting message of the queue becomes due now.
 UPDATE {p}messages SET run_at = {now} WHERE id = $1 AND queue = $2 AND state = 'R';
 
+-- name: finished_retry_now
+-- A finished message of the queue (dead, completed or cancelled) back in
+-- it under its own id, ready now, its attempts kept and one more allowed
+-- when it had used them all; finished_delete_retried then deletes it from
+-- the history.
+INSERT INTO {p}messages (id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT id, queue, payload, priority, msg_key, {now}, {now}, attempt,
+       CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END,
+       'R', last_error, created_at, meta, kind, errors
+  FROM {p}finished WHERE id = $1 AND queue = $2 AND state IN ('D', 'K', 'X');
+
+-- name: finished_delete_retried
+DELETE FROM {p}finished WHERE id = $1 AND queue = $2 AND state IN ('D', 'K', 'X');
+
 -- name: message_delete_waiting
 -- Deletes a waiting (not running) message of the queue.
 DELETE FROM {p}messages WHERE id = $1 AND queue = $2 AND state = 'R';
@@ -213,8 +227,10 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 SELECT id FROM {p}finished WHERE queue = $1 AND state = 'D' ORDER BY id LIMIT 500 FOR UPDATE;
 
 -- name: dead_redrive_ids
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
-SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta, kind, errors
+-- The dead letters back in their queue, ready now, under their own ids
+-- (their attempts start again from 0).
+INSERT INTO {p}messages (id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT id, queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta, kind, errors
   FROM {p}finished WHERE id IN ({list}) ORDER BY id;
 
 -- name: dead_delete_ids
@@ -229,13 +245,14 @@ DELETE FROM {p}finished WHERE queue = $1 AND state = 'D';
 -- name: dead_mark_redrive
 -- DeadRedriveAll, in the caller's transaction: the queue's dead letters
 -- marked (state 'r', which no other statement reads; the row locks keep
--- another re-drive off them), then copied ready now and deleted. A dead
+-- another re-drive off them), then copied ready now under their own ids
+-- and deleted. A dead
 -- letter added meanwhile keeps its state 'D' and is left alone.
 UPDATE {p}finished SET state = 'r' WHERE queue = $1 AND state = 'D';
 
 -- name: dead_redrive_marked
-INSERT INTO {p}messages (queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
-SELECT queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta, kind, errors
+INSERT INTO {p}messages (id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT id, queue, payload, priority, msg_key, {now}, {now}, 0, max_attempts, 'R', last_error, created_at, meta, kind, errors
   FROM {p}finished WHERE queue = $1 AND state = 'r' ORDER BY id;
 
 -- name: dead_delete_marked
