@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	mq "github.com/batonhq/baton/internal/queue"
 )
 
@@ -33,7 +34,7 @@ func (c *Client) CancelMessageTx(ctx context.Context, tx Execer, id int64) error
 	if err != nil || !running {
 		return err
 	}
-	return cq.Notify(ctx, cancelChannel, strconv.FormatInt(id, 10))
+	return cq.Notify(ctx, bus.Cancel, strconv.FormatInt(id, 10))
 }
 
 // RetryNowTx is RetryNow in the caller's transaction tx: the message (a

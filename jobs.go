@@ -85,10 +85,6 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 	return err
 }
 
-// cancelChannel is the internal channel on which cancellations of running
-// messages are announced (the payload is the id).
-const cancelChannel = mq.CancelChannel
-
 // announce sends an internal notification to every process, after the
 // change it announces committed, within the lease whatever the caller's
 // context; a failure is logged as what, with attrs (the listeners' polls

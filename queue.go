@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/events"
 	mq "github.com/batonhq/baton/internal/queue"
@@ -584,16 +585,12 @@ func (c *Client) SetQueuePaused(ctx context.Context, queue string, paused bool) 
 		return err
 	}
 	c.workers.SetPaused(queue, paused)
-	c.announce(pauseChannel, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
+	c.announce(bus.Pause, queue, "baton: announcing a queue's pause or resumption", "queue", queue)
 	if !paused {
 		c.mq.Wake(queue)
 	}
 	return nil
 }
-
-// pauseChannel is the internal channel on which a queue's pause and
-// resumption are announced.
-const pauseChannel = mq.PauseChannel
 
 // RetryNow makes a waiting message (delayed, or backing off before a retry)
 // due at once. A finished message still in the history (dead, completed or

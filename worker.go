@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	mq "github.com/batonhq/baton/internal/queue"
 	"github.com/batonhq/baton/internal/tracing"
 	"github.com/batonhq/baton/internal/worker"
@@ -252,7 +253,7 @@ func newRegistry(c *Client) *worker.Registry {
 		Lease: c.opts.Lease, Logger: c.opts.Logger, Tasks: &c.wg,
 		CancelRequested: c.mq.CancelRequested, QueuePaused: c.mq.Paused,
 		Announce: func(id int64) {
-			c.announce(cancelChannel, strconv.FormatInt(id, 10), "baton: announcing a cancellation", "message", id)
+			c.announce(bus.Cancel, strconv.FormatInt(id, 10), "baton: announcing a cancellation", "message", id)
 		},
 	})
 }

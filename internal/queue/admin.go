@@ -6,20 +6,10 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
-	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/events"
 	"github.com/batonhq/baton/internal/txn"
 )
-
-// PauseChannel is the internal channel on which a queue's pause and
-// resumption are announced (the payload is the queue), so that every
-// process's workers stop starting the messages whose claims raced it.
-const PauseChannel = bus.Pause
-
-// CancelChannel is the internal channel on which cancellations of running
-// messages are announced (the payload is the id).
-const CancelChannel = bus.Cancel
 
 // mustExist is ErrUnknownQueue when nothing was ever enqueued to queue.
 func mustExist(ctx context.Context, tx driver.QueueTx, queue string) error {
@@ -127,7 +117,7 @@ func (e *Engine) Queues(ctx context.Context) ([]string, error) {
 }
 
 // SetPaused pauses or resumes a queue in the database; the caller tells
-// this process's workers and announces it (PauseChannel). A resumed
+// this process's workers and announces it (bus.Pause). A resumed
 // queue's consumers here wake at once.
 func (e *Engine) SetPaused(ctx context.Context, queue string, paused bool) error {
 	var found bool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/errs"
 )
 
@@ -73,7 +74,7 @@ func (e *Engine) InsertTx(ctx context.Context, tx Execer, queue string, rows []d
 			return nil, nil, fmt.Errorf("baton: enqueue: %w", err)
 		}
 	}
-	if err := e.NotifyIn(ctx, tx, Channel(queue), ""); err != nil {
+	if err := e.NotifyIn(ctx, tx, bus.QueueChannel(queue), ""); err != nil {
 		return nil, nil, fmt.Errorf("baton: enqueue: wake-up: %w", err)
 	}
 	return ids, dups, nil
@@ -254,7 +255,7 @@ func (c Caller) RetryNow(ctx context.Context, queue string, id int64) error {
 	if err := OnWaitingResult(queue, id, done, state, err); err != nil {
 		return err
 	}
-	return c.Notify(ctx, Channel(queue), "")
+	return c.Notify(ctx, bus.QueueChannel(queue), "")
 }
 
 // DeleteWaiting deletes a waiting message once tx commits.
@@ -278,16 +279,16 @@ func OnWaitingResult(queue string, id int64, done bool, state driver.MessageStat
 }
 
 // SetPaused pauses or resumes queue once tx commits: every process hears
-// of it then (PauseChannel), and a resumed queue's consumers wake.
+// of it then (bus.Pause), and a resumed queue's consumers wake.
 func (c Caller) SetPaused(ctx context.Context, queue string, paused bool) error {
 	found, err := c.q.QueuePause(ctx, queue, paused)
 	if err := PauseResult(queue, found, err); err != nil {
 		return err
 	}
-	if err := c.Notify(ctx, PauseChannel, queue); err != nil || paused {
+	if err := c.Notify(ctx, bus.Pause, queue); err != nil || paused {
 		return err
 	}
-	return c.Notify(ctx, Channel(queue), "")
+	return c.Notify(ctx, bus.QueueChannel(queue), "")
 }
 
 // PauseResult is the error of pausing or resuming queue.
@@ -311,7 +312,7 @@ func (c Caller) PurgeDead(ctx context.Context, queue string) (int, error) {
 func (c Caller) Redrive(ctx context.Context, queue string) (int, error) {
 	n, err := c.deadLetters(ctx, "redrive", queue, driver.CallerQueueTx.DeadRedriveAll)
 	if err == nil && n > 0 {
-		err = c.Notify(ctx, Channel(queue), "")
+		err = c.Notify(ctx, bus.QueueChannel(queue), "")
 	}
 	return n, err
 }
@@ -349,7 +350,7 @@ func (c Caller) Retry(ctx context.Context, cl driver.Claim, queue string, delay 
 		// Not ours any more, or cancelled: only then can it be finished.
 		return c.Finish(ctx, cl, queue, driver.MessageCancelled, &e)
 	case delay <= 0:
-		return c.Notify(ctx, Channel(queue), "")
+		return c.Notify(ctx, bus.QueueChannel(queue), "")
 	}
 	return nil
 }
@@ -365,7 +366,7 @@ func (c Caller) Finish(ctx context.Context, cl driver.Claim, queue string, state
 	case !ok:
 		return NotClaimed(cl.ID, queue)
 	}
-	return c.Notify(ctx, Channel(queue), "")
+	return c.Notify(ctx, bus.QueueChannel(queue), "")
 }
 
 // Extend renews the claim's lease for d from the statement's time once tx

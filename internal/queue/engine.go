@@ -89,10 +89,6 @@ func New(cfg Config) *Engine {
 // Scheduler is the engine's scheduler of periodic schedules.
 func (e *Engine) Scheduler() *Scheduler { return e.sched }
 
-// Channel is the internal notification channel of a queue (see
-// internal/bus).
-func Channel(queue string) string { return bus.QueueChannel(queue) }
-
 // Wake wakes this process's consumers of the queue at once and sends one
 // notification for other processes, never more than one in flight per
 // queue (NOTIFY is kept out of the enqueuing transaction).
@@ -106,7 +102,7 @@ func (e *Engine) Wake(queue string) {
 		defer e.wg.Done()
 		for again := true; again; again = e.notify.Done(queue) {
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
-			e.notified(e.notif.Notify(ctx, Channel(queue), ""))
+			e.notified(e.notif.Notify(ctx, bus.QueueChannel(queue), ""))
 			cancel()
 		}
 	}()
