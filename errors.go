@@ -77,7 +77,7 @@ var (
 	// nothing was added, and the id returned with it is the message that
 	// holds the key.
 	ErrDuplicate = errs.ErrDuplicate
-	// ErrNoMessage is the former name of ErrNotFound.
+	// ErrNoMessage is ErrNotFound under another name.
 	ErrNoMessage = ErrNotFound
 	// ErrRunning: the message is being handled; only waiting messages can
 	// be retried now or deleted.

@@ -18,7 +18,7 @@ const (
 	StateCompleted MessageState = "completed" // handled (kept for Retention.Completed)
 	StateCancelled MessageState = "cancelled" // cancelled (kept for Retention.Cancelled)
 	StateDead      MessageState = "dead"      // failed for good (kept for Retention.Dead)
-	// StateClaimed is the former name of StateRunning.
+	// StateClaimed is StateRunning under another name.
 	StateClaimed = StateRunning
 )
 

@@ -315,7 +315,7 @@ func (d *dash) render(w http.ResponseWriter, r *http.Request, name, title string
 func (d *dash) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, baton.ErrUnknownQueue), errors.Is(err, baton.ErrInvalid), errors.Is(err, baton.ErrNoMessage), errors.Is(err, baton.ErrNotFound):
+	case errors.Is(err, baton.ErrUnknownQueue), errors.Is(err, baton.ErrInvalid), errors.Is(err, baton.ErrNotFound):
 		status = http.StatusNotFound
 	case errors.Is(err, baton.ErrRunning), errors.Is(err, baton.ErrFinished):
 		status = http.StatusConflict

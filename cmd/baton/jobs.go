@@ -305,7 +305,7 @@ func messageErr(what string, id int64, err error) error {
 }
 
 // queueMessageCmd is a command on one waiting message: baton queue retry
-// or baton queue delete, by id (QUEUE ID, the former form, still works).
+// or baton queue delete, by id (QUEUE ID, naming the queue, works too).
 // With finishedToo, op also takes a finished message (RetryNow).
 func queueMessageCmd(g *globals, use, short, long string, finishedToo bool, op func(*baton.Client, context.Context, string, int64) error) *cobra.Command {
 	cannot := ` A running message cannot be (exit 65); neither can a
@@ -317,8 +317,8 @@ unknown one (exit 66).`
 	return &cobra.Command{
 		Use:   use + " ID",
 		Short: short,
-		Long: long + cannot + ` The former form
-"` + use + ` QUEUE ID" is accepted too.
+		Long: long + cannot + ` The form
+"` + use + ` QUEUE ID", naming the queue, is accepted too.
 
 ` + messageExits,
 		Args: argsUsage("queue "+use, 1, 2),

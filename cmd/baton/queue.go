@@ -98,7 +98,7 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().IntVar(&o.MaxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "bound each handler run of the message (e.g. 30s; overrides baton work --timeout)")
 	cmd.Flags().StringVar(&o.UniqueKey, "unique-key", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
-	cmd.Flags().StringVar(&o.UniqueKey, "unique", "", "the former name of --unique-key")
+	cmd.Flags().StringVar(&o.UniqueKey, "unique", "", "another name of --unique-key")
 	_ = cmd.Flags().MarkHidden("unique")
 	cmd.Flags().DurationVar(&o.UniquePeriod, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
 	cmd.Flags().StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-key: the states in which the key's holder keeps it (scheduled, ready, retrying, running, completed, cancelled, dead)")
