@@ -165,3 +165,14 @@ func (c *Client) checkKinds(msgs []NewMessage) error {
 	}
 	return nil
 }
+
+// checkScheduleKind refuses a schedule whose messages' kind
+// Options.Workers does not know (see checkKinds).
+func (c *Client) checkScheduleKind(s Schedule) error {
+	o := s.Options
+	if s.Args != nil {
+		_, o = withDefaults(s.Args, "", o)
+		o.Kind = s.Args.Kind()
+	}
+	return c.checkKinds([]NewMessage{{EnqueueOptions: o}})
+}

@@ -386,6 +386,14 @@ func TestUnknownKindRefused(t *testing.T) {
 		if _, err := c.EnqueueJob(ctx, "u", invoiceArgs{N: 4}, baton.EnqueueOptions{AllowUnknownKind: true}); err != nil {
 			t.Fatal(err)
 		}
+		// A schedule of an unknown kind is refused as well.
+		sch := baton.Schedule{Name: "inv", Queue: "u", Every: time.Hour, Args: invoiceArgs{N: 6}}
+		refused("AddSchedule", c.AddSchedule(sch))
+		sch.Options.AllowUnknownKind = true
+		if err := c.AddSchedule(sch); err != nil {
+			t.Fatal(err)
+		}
+		c.RemoveSchedule("inv")
 		// A worker added to the set later counts.
 		if err := baton.AddWorker(ws, func(ctx context.Context, j *baton.Job[invoiceArgs]) error { return nil }); err != nil {
 			t.Fatal(err)
