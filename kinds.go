@@ -107,8 +107,9 @@ func (ws *Workers) dispatch(ctx context.Context, m *Message) error {
 
 // WorkJobs runs the workers on the queue's messages, each message by the
 // worker of its kind, as Work does with one handler (opts.Kind, when set,
-// claims only that kind). A message whose kind has no worker fails its
-// attempt with ErrUnknownKind, naming it.
+// claims only that kind and its aliases). A message whose kind has no
+// worker (as its kind or an alias) fails its attempt with ErrUnknownKind,
+// naming it.
 func (c *Client) WorkJobs(ctx context.Context, queue string, ws *Workers, opts WorkerOptions) error {
 	if ws == nil {
 		return fmt.Errorf("%w: nil workers", ErrInvalid)
