@@ -60,7 +60,7 @@ message (it is completed, and kept in the history for a day). Status 75
 (EX_TEMPFAIL) snoozes it: it goes back to the queue, due after --snooze
 (default 30s), without using an attempt (its next run has the same
 BATON_ATTEMPT; baton queue get shows the snooze). Any other status retries it
-after a backoff (1s, doubling, at most 10m, ±20%), with the status and the
+after a backoff (attempt⁴ seconds ±20%, below), with the status and the
 last lines of CMD's standard error recorded as its error; at its attempt limit
 it goes to the dead letters (baton queue dead). baton queue cancel ID kills
 CMD (the message ends cancelled). baton waits for messages without polling: a
