@@ -103,8 +103,8 @@ func (ws *Workers) retry(kind string) func(*Message) time.Duration {
 }
 
 // Knows says whether kind has a worker in the set, as its name or one of
-// its aliases.
-func (ws *Workers) Knows(kind string) bool { return ws.kinds.Known(kind) }
+// its aliases (false for a nil set).
+func (ws *Workers) Knows(kind string) bool { return ws != nil && ws.kinds.Known(kind) }
 
 // JobDefaults are the enqueue defaults of a kind (JobArgsWithDefaults):
 // River's InsertOpts per kind.
