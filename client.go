@@ -53,9 +53,17 @@ type Options struct {
 	// Retention is how long finished messages are kept in the history
 	// (default: completed and cancelled 24h, dead 7 days).
 	Retention Retention
-	// Retry is the backoff between a message's attempts (default: 1s
-	// doubling to at most 10m, ±20%).
+	// Retry is the wait between a message's attempts (default: attempt⁴
+	// seconds ±20%, about 20 days over DefaultMaxAttempts; see
+	// RetryPolicy). A kind may have its own (KindOptions.Retry).
 	Retry RetryPolicy
+	// Workers are this program's workers, whose kinds (and aliases) are
+	// the kinds it knows: an enqueue of another kind is refused with
+	// ErrUnknownKind unless its EnqueueOptions.AllowUnknownKind is set
+	// (a kind that another program works). Default nil: baton cannot
+	// know the kinds, and every kind is enqueued. Workers added later
+	// count.
+	Workers *Workers
 	// Logger receives every error of baton's background work (renewals,
 	// reaping, recovery), which never reaches a caller otherwise. Default:
 	// slog.Default().

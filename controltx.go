@@ -119,7 +119,8 @@ func claimTx(e *mq.Engine, tx Execer, m *Message, what string) (mq.Caller, error
 }
 
 // RetryTx is Session.Retry in the caller's transaction tx: the message
-// waits out the client's backoff for its attempt, or becomes a dead letter
+// waits out the retry policy's wait for its attempt (see
+// Session.Retry), or becomes a dead letter
 // at its attempt limit. With a delay, it waits that long instead
 // (Session.RetryAfter). A message cancelled while it ran ends cancelled
 // instead.
@@ -128,7 +129,7 @@ func (c *Client) RetryTx(ctx context.Context, tx Execer, m *Message, cause error
 	if err != nil {
 		return err
 	}
-	d := c.opts.Retry.delay(m.Attempt)
+	d := c.retryDelay(m)
 	if len(delay) > 0 {
 		d = delay[0]
 	}

@@ -89,7 +89,8 @@ var (
 
 // ErrUnknownKind: a message's kind has no worker in the Workers that ran
 // it. The attempt fails (it is retried, and ends in the dead letters at its
-// attempt limit): a message is never dropped.
+// attempt limit): a message is never dropped. An enqueue of a kind that
+// Options.Workers does not know fails with it too (and ErrInvalid).
 var ErrUnknownKind = errors.New("baton: no worker for the message's kind")
 
 // Subscription errors.

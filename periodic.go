@@ -64,14 +64,19 @@ type Schedule struct {
 // AddSchedule registers a schedule in this client; the client's scheduler
 // enqueues its ticks while the client is open. An invalid cron expression,
 // time zone, interval, payload (empty or too long: what Enqueue refuses) or
-// option is an error naming the field, and registers nothing. Adding a
-// schedule of the same name replaces it.
+// option is an error naming the field, and registers nothing; so is a
+// kind that Options.Workers does not know (unless
+// EnqueueOptions.AllowUnknownKind). Adding a schedule of the same name
+// replaces it.
 func (c *Client) AddSchedule(s Schedule) error {
 	next, err := s.clock()
 	if err != nil {
 		return err
 	}
 	if err := s.check(); err != nil {
+		return err
+	}
+	if err := c.checkScheduleKind(s); err != nil {
 		return err
 	}
 	c.mq.Scheduler().Add(mq.Schedule{Name: s.Name, Queue: s.Queue, Next: next, SkipMissed: s.Missed == SkipMissed, Message: s.message})

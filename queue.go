@@ -81,6 +81,11 @@ type EnqueueOptions struct {
 	// handler's context after it; the attempt then fails and is retried);
 	// it overrides WorkerOptions.Timeout. 0: none. At least a millisecond.
 	Timeout time.Duration
+	// AllowUnknownKind enqueues a Kind that Options.Workers does not know
+	// (a kind another program works); without it such an enqueue is
+	// refused with ErrUnknownKind. Without Options.Workers every kind is
+	// allowed.
+	AllowUnknownKind bool
 }
 
 // NewMessage is a message to enqueue with EnqueueMany.
@@ -120,6 +125,9 @@ type Message struct {
 	// held: claimed behind the head of a worker's in-order batch and not
 	// started (driver.ClaimHeld); Session.start starts it.
 	held bool
+	// retry is its kind's retry policy (KindOptions.Retry; nil: the
+	// client's).
+	retry func(*Message) time.Duration
 }
 
 // newMessage checks one message to enqueue and converts it to a row.
@@ -154,6 +162,9 @@ func (c *Client) EnqueueMany(ctx context.Context, queue string, msgs []NewMessag
 // they carry, and says which were duplicates of a unique key's holder.
 func (c *Client) enqueue(ctx context.Context, tx Execer, queue string, msgs []NewMessage) (ids []int64, dups []bool, err error) {
 	rows, err := newMessages(queue, msgs)
+	if err == nil {
+		err = c.checkKinds(msgs)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -246,6 +257,8 @@ type ClaimOptions struct {
 	// inOrderBatch lets the worker claim the head of an Ordered queue in
 	// a batch that it runs one message at a time, in order.
 	inOrderBatch bool
+	// aliases are kinds claimed as Kind too (KindOptions.Aliases).
+	aliases []string
 }
 
 func (o ClaimOptions) check() error {
@@ -273,7 +286,7 @@ func (s *Session) Claim(ctx context.Context, queue string, opts ClaimOptions) ([
 		return nil, err
 	}
 	rows, err := s.c.mq.ClaimWaiting(ctx, &s.holds, s, mq.Request{Session: s.id, Queue: queue, Mode: claimrule.Mode(opts.Mode),
-		Kind: opts.Kind, Visibility: opts.Visibility, Max: opts.Max, Wait: opts.Wait})
+		Kind: opts.Kind, Aliases: opts.aliases, Visibility: opts.Visibility, Max: opts.Max, Wait: opts.Wait})
 	if err != nil {
 		return nil, err
 	}
@@ -346,26 +359,14 @@ func attemptError(m *Message, cause error) driver.AttemptError {
 	return mq.AttemptError(m.Attempt, cause)
 }
 
-// RetryPolicy is the backoff between attempts: Base × 2^(attempt-1), at
-// most Max, spread by ±Jitter (a fraction).
-type RetryPolicy struct {
-	Base   time.Duration
-	Max    time.Duration
-	Jitter float64
-}
-
-// fill sets the defaults: 1 s base, 10 min at most, ±20% jitter.
-func (p *RetryPolicy) fill() { *p = RetryPolicy(mq.Backoff(*p).Filled()) }
-
-func (p RetryPolicy) delay(attempt int) time.Duration { return mq.Backoff(p).Delay(attempt) }
-
 // Retry gives a claimed message back for another attempt after the
-// client's backoff, recording cause; at its attempt limit it goes to the
+// retry policy's wait (its kind's, KindOptions.Retry, when a worker of
+// WorkJobs claimed it; else the client's, Options.Retry), recording cause; at its attempt limit it goes to the
 // dead letters instead. In a Parallel queue it goes to the back of the
 // queue; in Ordered and PerKey queues it keeps its place and holds back the
 // queue or its key.
 func (s *Session) Retry(ctx context.Context, m *Message, cause error) error {
-	return s.RetryAfter(ctx, m, s.c.opts.Retry.delay(m.Attempt), cause)
+	return s.RetryAfter(ctx, m, s.c.retryDelay(m), cause)
 }
 
 // RetryAfter is Retry with an explicit delay. A message that was cancelled

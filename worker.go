@@ -155,9 +155,10 @@ func (w *workSession) Take(ctx context.Context, max int, wait bool) ([]*Message,
 	}
 	began := time.Now()
 	msgs, err := w.Claim(ctx, w.queue, ClaimOptions{Max: max, Wait: d, Mode: w.o.Mode, Visibility: w.o.Visibility,
-		Kind: w.o.Kind, inOrderBatch: true})
+		Kind: w.o.Kind, inOrderBatch: true, aliases: w.o.kinds.aliases(w.o.Kind)})
 	for _, m := range msgs {
 		m.claimBegan = began
+		m.retry = w.o.kinds.retry(m.Kind)
 	}
 	return msgs, err
 }

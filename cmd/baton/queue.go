@@ -95,7 +95,7 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().DurationVar(&o.Delay, "delay", 0, "wait this long before the message may be claimed (e.g. 30s, 10m)")
 	cmd.Flags().IntVar(&o.Priority, "priority", 0, "lower numbers are served first; may be negative")
 	cmd.Flags().StringVar(&o.Key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
-	cmd.Flags().IntVar(&o.MaxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d)", baton.DefaultMaxAttempts))
+	cmd.Flags().IntVar(&o.MaxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d: retried for about 20 days by baton work)", baton.DefaultMaxAttempts))
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "bound each handler run of the message (e.g. 30s; overrides baton work --timeout)")
 	cmd.Flags().StringVar(&o.UniqueKey, "unique-key", "", "unique key: add nothing while a message with it waits or runs (at most 255 bytes)")
 	cmd.Flags().StringVar(&o.UniqueKey, "unique", "", "another name of --unique-key")

@@ -60,7 +60,7 @@ message (it is completed, and kept in the history for a day). Status 75
 (EX_TEMPFAIL) snoozes it: it goes back to the queue, due after --snooze
 (default 30s), without using an attempt (its next run has the same
 BATON_ATTEMPT; baton queue get shows the snooze). Any other status retries it
-after a backoff (1s, doubling, at most 10m, ±20%), with the status and the
+after a backoff (attempt⁴ seconds ±20%, below), with the status and the
 last lines of CMD's standard error recorded as its error; at its attempt limit
 it goes to the dead letters (baton queue dead). baton queue cancel ID kills
 CMD (the message ends cancelled). baton waits for messages without polling: a
@@ -92,9 +92,14 @@ worker runs: this worker's handler outcomes and durations, lost sessions, and
 the database's queue counts and held locks (the same baton_* metrics as
 baton serve).
 
+A failed run is retried after attempt⁴ seconds (±20%): 1s, 16s, 81s, ...;
+a message that fails all of its 25 default attempts (--max-attempts of baton
+queue push) is retried for about 20 days before it is dead.
+
 Environment:
-  BATON_RETRY_BASE  the first retry's backoff, a Go duration (default 1s);
-                    mostly for tests
+  BATON_RETRY_BASE  retry after this Go duration doubling at each attempt
+                    up to 10m instead (about 2.6 hours over 25 attempts
+                    from 1s); mostly for tests
 
 Exit statuses: 0 after a graceful stop or a drain; 64 for a bad flag, a bad
 QUEUE or no CMD; 126 when CMD cannot be executed; 127 when CMD is not found;

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"sync"
@@ -60,6 +59,8 @@ type Options[S ~string] struct {
 	UniqueStates []S
 	Kind         string
 	Timeout      time.Duration
+	// AllowUnknownKind is the root's business (Options.Workers).
+	AllowUnknownKind bool
 }
 
 // Check validates the options of one message.
@@ -211,40 +212,4 @@ func RetryError(attempt, maxAttempts int, cause error) (e driver.AttemptError, d
 		return e, true
 	}
 	return e, false
-}
-
-// Backoff is the backoff between attempts (baton.RetryPolicy): Base ×
-// 2^(attempt-1), at most Max, spread by ±Jitter (a fraction).
-type Backoff struct {
-	Base   time.Duration
-	Max    time.Duration
-	Jitter float64
-}
-
-// Filled is b with the defaults set: 1 s base, 10 min at most, ±20%
-// jitter.
-func (b Backoff) Filled() Backoff {
-	if b.Base <= 0 {
-		b.Base = time.Second
-	}
-	if b.Max <= 0 {
-		b.Max = 10 * time.Minute
-	}
-	if b.Jitter == 0 {
-		b.Jitter = 0.2
-	}
-	return b
-}
-
-// Delay is the wait before the attempt after attempt.
-func (b Backoff) Delay(attempt int) time.Duration {
-	d := b.Base
-	for i := 1; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	if b.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + b.Jitter*(2*rand.Float64()-1)))
-	}
-	return max(d, 0)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -29,6 +30,9 @@ type Request struct {
 	// Wait is how long to wait for a message when none is ready: 0 tries
 	// once.
 	Wait time.Duration
+	// Aliases are kinds claimed as Kind too (Parallel with a Kind only),
+	// first, each in a claim of its own.
+	Aliases []string
 }
 
 // ClaimWaiting claims what the mode allows now for the session (h holds
@@ -45,7 +49,7 @@ func (e *Engine) ClaimWaiting(ctx context.Context, h *Holds, lease Lease, r Requ
 	var wake chan struct{}
 	for {
 		e.cfg.Tries.Add(1)
-		rows, dueIn, err := e.ClaimKnown(ctx, h, r.Session, r.Queue, r.Mode, r.Kind, r.Visibility, r.Max)
+		rows, dueIn, err := e.claimKinds(ctx, h, r)
 		if err != nil {
 			txn.SettleDeadline(ctx)
 			return nil, emptyOr(ctx, fmt.Errorf("baton: claim: %w", err))
@@ -106,4 +110,29 @@ func awaitWork(ctx context.Context, lease Lease, wake chan struct{}, dueIn time.
 		return emptyOr(ctx, ctx.Err())
 	}
 	return nil
+}
+
+// claimKinds claims for r: its aliases' messages first, then its kind's
+// for what is left of r.Max. A kind renamed keeps its old name as an
+// alias while messages of that name wait, which are the older ones. A
+// failure after some were claimed returns those (the next claim meets
+// it again).
+func (e *Engine) claimKinds(ctx context.Context, h *Holds, r Request) (rows []*driver.Message, dueIn time.Duration, err error) {
+	if len(r.Aliases) == 0 || r.Kind == "" {
+		return e.ClaimKnown(ctx, h, r.Session, r.Queue, r.Mode, r.Kind, r.Visibility, r.Max)
+	}
+	for _, kind := range slices.Concat(r.Aliases, []string{r.Kind}) {
+		more, d, err := e.ClaimKnown(ctx, h, r.Session, r.Queue, r.Mode, kind, r.Visibility, r.Max-len(rows))
+		if err != nil {
+			if len(rows) > 0 {
+				return rows, dueIn, nil
+			}
+			return nil, d, err
+		}
+		rows, dueIn = append(rows, more...), d
+		if len(rows) == r.Max {
+			break
+		}
+	}
+	return rows, dueIn, nil
 }
