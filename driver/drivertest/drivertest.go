@@ -205,7 +205,7 @@ func wantSteps(t *testing.T, steps ...step) {
 	}
 }
 
-// acted drops the state that MessageRetryNow, MessageDeleteWaiting and
+// acted drops the state that MessageRetryNow, MessageDelete and
 // MessageCancel-like calls report beside whether they acted.
 func acted(done bool, _ driver.MessageState, err error) (bool, error) { return done, err }
 
