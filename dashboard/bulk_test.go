@@ -205,8 +205,10 @@ func TestBrowserActions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Typing first: a page whose form has the focus is not refreshed
+		// (which would reset the action chosen).
 		do("bulk delete", chromedp.Navigate(srv.URL+"/queues/bq?state=ready"), chromedp.WaitVisible(`#bulk`),
-			chromedp.SetValue(`#bulk-action`, "delete"), chromedp.SendKeys(`#bulk-kind`, "k"),
+			chromedp.SendKeys(`#bulk-kind`, "k"), chromedp.SetValue(`#bulk-action`, "delete"),
 			chromedp.Click(`#bulk-apply`), chromedp.WaitVisible(`p.done`))
 		if st, err := c.Stats(ctxT(t), "bq"); err != nil || st.Ready != 0 || !strings.Contains(done(), "3 messages of bq deleted") {
 			t.Fatalf("after the bulk delete in the browser: %+v %v, page says %q", st, err, done())
