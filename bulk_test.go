@@ -210,6 +210,7 @@ func TestBulkBatchesWithWorker(t *testing.T) {
 				mu.Lock()
 				handled[m.ID]++
 				mu.Unlock()
+				time.Sleep(time.Millisecond) // a handler's work: the worker must not drain all before the bulk starts
 				return nil
 			}, baton.WorkerOptions{Concurrency: 4})
 		}()
