@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		{"QueueRetryAndBury", testQueueRetryBury},
 		{"History", testHistory},
 		{"UniqueStates", testUniqueStates},
+		{"Bulk", testBulk},
 		{"ListFilters", testListFilters},
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
