@@ -48,13 +48,15 @@ func (c *Client) RetryNowTx(ctx context.Context, tx Execer, queue string, id int
 	return cq.RetryNow(ctx, queue, id)
 }
 
-// DeleteMessageTx is DeleteMessage in the caller's transaction tx.
+// DeleteMessageTx is DeleteMessage in the caller's transaction tx: the
+// message (waiting, or finished and in the history) is gone once tx
+// commits.
 func (c *Client) DeleteMessageTx(ctx context.Context, tx Execer, queue string, id int64) error {
 	cq, err := callerQueue(c.mq, tx, "DeleteMessageTx", queue)
 	if err != nil {
 		return err
 	}
-	return cq.DeleteWaiting(ctx, queue, id)
+	return cq.Delete(ctx, queue, id)
 }
 
 // SetQueuePausedTx is SetQueuePaused in the caller's transaction tx: every

@@ -48,6 +48,14 @@ func ValidateQueue(q string) error { return mq.ValidateName("queue", q) }
 type EnqueueOptions struct {
 	// Delay before the message may be claimed; not negative.
 	Delay time.Duration
+	// RunAt is when the message may be claimed, instead of a Delay (not
+	// both); a time in the past (or zero, with no Delay) is now. It is
+	// read on this process's clock: baton turns it into a delay from this
+	// clock's now, which the database adds to its own clock, so that the
+	// message is due when this process's clock reads RunAt whatever the
+	// skew between the clocks (MessageInfo.RunAt, the database's time,
+	// shows it shifted by that skew).
+	RunAt time.Time
 	// Priority: lower numbers are served first (default 0).
 	Priority int
 	// Key groups messages for PerKey queues ("" for none).
@@ -606,11 +614,16 @@ func (c *Client) RetryNow(ctx context.Context, queue string, id int64) error {
 	return c.mq.RetryNow(ctx, queue, id)
 }
 
-// DeleteMessage deletes a waiting message. ErrRunning while it is being
-// handled, ErrNoMessage when the queue has no such message.
+// DeleteMessage deletes a message that is not running: a waiting one
+// (scheduled, ready or retrying) or a finished one still in the history
+// (completed, cancelled or dead). Nothing of it is kept, and a unique key
+// it held no longer holds by its state (a key with a UniquePeriod and no
+// UniqueStates still holds until its period ends). ErrRunning while it is
+// being handled (cancel it first), ErrNoMessage when the queue has no such
+// message.
 func (c *Client) DeleteMessage(ctx context.Context, queue string, id int64) error {
 	if err := ValidateQueue(queue); err != nil {
 		return err
 	}
-	return c.mq.DeleteWaiting(ctx, queue, id)
+	return c.mq.Delete(ctx, queue, id)
 }

@@ -3,8 +3,9 @@
 // `baton serve` runs.
 //
 // Pages: the overview (every queue: counts by state, oldest ready message,
-// throughput), a queue (its counts and dead letters, with re-drive and
-// purge), locks (granted and pending, like MySQL's metadata_locks, with
+// throughput), a queue (its counts and messages by state, with re-drive
+// and purge of dead letters, retry, cancel and delete of one message, and
+// bulk cancel, delete and retry by state, kind and age), a message, locks (granted and pending, like MySQL's metadata_locks, with
 // owner, held for, waiters and fencing token), sessions and subscriptions.
 // Pages refresh themselves every 2 seconds. Server-rendered HTML, escaped by
 // html/template; the few assets are embedded, nothing is loaded from
@@ -158,6 +159,7 @@ func (d *dash) mutations() []mutation {
 		{"messages/{id}/cancel", onMessage("message %d of %s cancelled", func(ctx context.Context, _ string, id int64) error {
 			return c.CancelMessage(ctx, id)
 		})},
+		{"bulk", d.bulk},
 		{"pause", func(ctx context.Context, q string) (string, error) {
 			return q + " paused: no worker takes its messages until it is resumed", c.SetQueuePaused(ctx, q, true)
 		}},
@@ -259,7 +261,8 @@ func (d *dash) mutate(act func(ctx context.Context, queue string) (string, error
 			return
 		}
 		q := r.PathValue("queue")
-		msg, err := act(context.WithValue(r.Context(), idKey{}, r.PathValue("id")), q)
+		ctx := context.WithValue(context.WithValue(r.Context(), idKey{}, r.PathValue("id")), formKey{}, r.PostForm)
+		msg, err := act(ctx, q)
 		if err != nil {
 			d.fail(w, r, err)
 			return

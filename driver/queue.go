@@ -71,7 +71,7 @@ type CallerQueueTx interface {
 	QueueExists(ctx context.Context, name string) (bool, error)
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
-	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageDelete(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
 	DeadPurge(ctx context.Context, queue string) (int, error)
 	// DeadRedriveAll re-drives every dead letter of queue at once (in
@@ -279,10 +279,19 @@ type QueueTx interface {
 	// MessageRetryNow makes a waiting message of the queue due now (one in
 	// its history, dead, completed or cancelled, moves back ready now
 	// under its id, with one more attempt if it had used them all), and
-	// MessageDeleteWaiting deletes a waiting one; the state is the
-	// message's when nothing was done ("" when there is no such message).
+	// MessageDelete deletes a waiting one or one in the history; the
+	// state is the message's when nothing was done ("" when there is no
+	// such message; MessageClaimed when it runs).
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
-	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	MessageDelete(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
+	// MessagesBulk applies a bulk action to messages of queue by id: ones
+	// listed waiting or running (finished false), or in the history
+	// (finished true). A message that has left that table since, or that
+	// has started running (delete, retry), is skipped; cancel asks a
+	// running one to stop, as MessageCancel does; retry makes a waiting
+	// one due now and moves a finished one back as MessageRetryNow does.
+	// It returns how many it acted on and the running ones asked to stop.
+	MessagesBulk(ctx context.Context, action BulkAction, queue string, ids []int64, finished bool) (n int, running []int64, err error)
 	// QueuePause pauses or resumes a queue; false when it does not exist.
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
 	// QueuePaused reports whether a queue is paused (false for an unknown
@@ -387,6 +396,16 @@ type QueueTx interface {
 	// ThroughputPurge deletes counts older than an hour.
 	ThroughputPurge(ctx context.Context) error
 }
+
+// BulkAction is what QueueTx.MessagesBulk does to each message.
+type BulkAction string
+
+// The bulk actions.
+const (
+	BulkCancel BulkAction = "cancel"
+	BulkDelete BulkAction = "delete"
+	BulkRetry  BulkAction = "retry"
+)
 
 // UniqueHolds is QueueTx.UniqueReserve's rule: whether a unique key still
 // holds, given whether it has a period and whether that is over, its

@@ -16,7 +16,7 @@ import (
 // OneOptions qualify the job WorkOne runs and its worker.
 type OneOptions struct {
 	// Enqueue are the job's options, as the program enqueues it
-	// (Priority, MaxAttempts, Timeout, Key...). Delay is ignored: the job
+	// (Priority, MaxAttempts, Timeout, Key...). Delay and RunAt are ignored: the job
 	// runs now.
 	Enqueue baton.EnqueueOptions
 	// Worker are the worker's options (Middleware, Timeout, OnError,
@@ -89,7 +89,7 @@ func WorkOne[T baton.JobArgs](tb testing.TB, c *baton.Client, ws *baton.Workers,
 	defer cancel()
 	queue := fmt.Sprintf("jobtest-one-%d-%d", time.Now().UnixNano(), oneQueues.Add(1))
 	eo := o.Enqueue
-	eo.Delay = 0
+	eo.Delay, eo.RunAt = 0, time.Time{}
 	id, err := c.EnqueueJob(ctx, queue, args, eo)
 	if err != nil {
 		tb.Fatalf("jobtest: WorkOne: enqueue a job of kind %q: %v", kind, err)

@@ -311,8 +311,8 @@ func queueMessageCmd(g *globals, use, short, long string, finishedToo bool, op f
 	cannot := ` A running message cannot be (exit 65); neither can a
 finished one (exit 65) nor an unknown one (exit 66).`
 	if finishedToo {
-		cannot = ` A running message cannot be (exit 65); neither can an
-unknown one (exit 66).`
+		cannot = `
+A running message cannot be (exit 65), nor an unknown one (exit 66).`
 	}
 	return &cobra.Command{
 		Use:   use + " ID",

@@ -36,19 +36,23 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueCancelCmd(g),
+	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g),
+		withBulk(g, queueCancelCmd(g), baton.BulkCancel, 1),
 		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g),
-		queueMessageCmd(g, "retry", "Make a waiting or finished message due now",
+		withBulk(g, queueMessageCmd(g, "retry", "Make a waiting or finished message due now, or many by filter",
 			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
 				"completed or cancelled one still in the history goes back to its queue under\n"+
-				"the same id (one more attempt if it had used them all).", true, (*baton.Client).RetryNow),
-		queueMessageCmd(g, "delete", "Delete a waiting message",
-			"Delete message ID, which waits (scheduled, ready or retrying).", false, (*baton.Client).DeleteMessage))
+				"the same id (one more attempt if it had used them all).", true, (*baton.Client).RetryNow), baton.BulkRetry, 2),
+		withBulk(g, queueMessageCmd(g, "delete", "Delete a message that is not running, or many by filter",
+			"Delete message ID, which waits (scheduled, ready or retrying) or has\n"+
+				"finished (completed, cancelled or dead; still in the history): nothing of\n"+
+				"it is kept.", true, (*baton.Client).DeleteMessage), baton.BulkDelete, 2))
 	return cmd
 }
 
 func queuePushCmd(g *globals) *cobra.Command {
 	var o baton.EnqueueOptions
+	var at string
 	var uniqueStates []string
 	cmd := &cobra.Command{
 		Use:   "push QUEUE [PAYLOAD|-]",
@@ -65,16 +69,25 @@ the history keeps the message); otherwise it adds nothing and prints the
 holder's id followed by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
 
+--at T makes the message due at time T (RFC 3339) rather than after a
+--delay: a time in the past is now. T is read on this host's clock: the
+message is due when this clock reads T, whatever the database's clock says.
+
 Bad input (a bad queue name, an empty or oversized payload, a negative
---delay, a non-numeric --priority, a --max-attempts below 1) exits 64 with a
-one-line error and enqueues nothing.`, baton.MaxMessagePayload),
+--delay, --at with --delay or not in RFC 3339, a non-numeric --priority, a
+--max-attempts below 1) exits 64 with a one-line error and enqueues
+nothing.`, baton.MaxMessagePayload),
 		Example: `  baton queue push mail '{"to":"ann@example.com"}'
   render-report | baton queue push reports --priority -1 --max-attempts 3
-  baton queue push mail --delay 10m --key customer-42 - < message.json`,
+  baton queue push mail --delay 10m --key customer-42 - < message.json
+  baton queue push reminders --at 2026-12-24T18:00:00+01:00 'ring'`,
 		Args: argsUsage("queue push", 1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
 			if err := checkPush(queue, o, cmd.Flags().Changed("max-attempts")); err != nil {
+				return err
+			}
+			if err := runAt(&o, at); err != nil {
 				return err
 			}
 			payload, err := readPayload(args[1:])
@@ -93,6 +106,7 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 		},
 	}
 	cmd.Flags().DurationVar(&o.Delay, "delay", 0, "wait this long before the message may be claimed (e.g. 30s, 10m)")
+	cmd.Flags().StringVar(&at, "at", "", "instead of --delay: the time from which the message may be claimed, RFC 3339 (e.g. 2026-12-24T18:00:00Z), by this host's clock")
 	cmd.Flags().IntVar(&o.Priority, "priority", 0, "lower numbers are served first; may be negative")
 	cmd.Flags().StringVar(&o.Key, "key", "", "key for per-key consumers: same key never in flight twice, served in order (at most 255 bytes)")
 	cmd.Flags().IntVar(&o.MaxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the message goes to the dead letters (default %d: retried for about 20 days by baton work)", baton.DefaultMaxAttempts))

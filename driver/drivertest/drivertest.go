@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		{"QueueRetryAndBury", testQueueRetryBury},
 		{"History", testHistory},
 		{"UniqueStates", testUniqueStates},
+		{"Bulk", testBulk},
 		{"ListFilters", testListFilters},
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
@@ -205,7 +206,7 @@ func wantSteps(t *testing.T, steps ...step) {
 	}
 }
 
-// acted drops the state that MessageRetryNow, MessageDeleteWaiting and
+// acted drops the state that MessageRetryNow, MessageDelete and
 // MessageCancel-like calls report beside whether they acted.
 func acted(done bool, _ driver.MessageState, err error) (bool, error) { return done, err }
 

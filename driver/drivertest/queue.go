@@ -182,9 +182,9 @@ func checkQueueControl(t *testing.T, d driver.Driver, q queueIDs) {
 	wantSteps(t,
 		step{"QueuePause of an unknown queue", pause("none"), false},
 		step{"MessageRetryNow", func() (bool, error) { return acted(tx.MessageRetryNow(ctx, "q", q.later)) }, true},
-		step{"MessageDeleteWaiting", func() (bool, error) { return acted(tx.MessageDeleteWaiting(ctx, "q", q.later)) }, true})
-	done, state, err := tx.MessageDeleteWaiting(ctx, "q", q.later)
-	failIf(t, done || state != "" || err != nil, "MessageDeleteWaiting of a deleted message: %v %q %v", done, state, err)
+		step{"MessageDelete", func() (bool, error) { return acted(tx.MessageDelete(ctx, "q", q.later)) }, true})
+	done, state, err := tx.MessageDelete(ctx, "q", q.later)
+	failIf(t, done || state != "" || err != nil, "MessageDelete of a deleted message: %v %q %v", done, state, err)
 	// A message enqueued to run at once has no due time to wait for.
 	must(t, tx.QueueRegister(ctx, "now"))
 	insertMessage(t, tx, driver.NewMessage{Queue: "now", Payload: []byte("now"), MaxAttempts: 1})

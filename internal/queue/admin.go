@@ -138,9 +138,10 @@ func (e *Engine) RetryNow(ctx context.Context, queue string, id int64) error {
 	return nil
 }
 
-// DeleteWaiting deletes a waiting message.
-func (e *Engine) DeleteWaiting(ctx context.Context, queue string, id int64) error {
-	return e.onWaiting(ctx, queue, id, driver.QueueTx.MessageDeleteWaiting)
+// Delete deletes a message that is not running: a waiting one, or one
+// in the history.
+func (e *Engine) Delete(ctx context.Context, queue string, id int64) error {
+	return e.onWaiting(ctx, queue, id, driver.QueueTx.MessageDelete)
 }
 
 func (e *Engine) onWaiting(ctx context.Context, queue string, id int64, op func(driver.QueueTx, context.Context, string, int64) (bool, driver.MessageState, error)) error {

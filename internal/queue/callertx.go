@@ -258,9 +258,10 @@ func (c Caller) RetryNow(ctx context.Context, queue string, id int64) error {
 	return c.Notify(ctx, bus.QueueChannel(queue), "")
 }
 
-// DeleteWaiting deletes a waiting message once tx commits.
-func (c Caller) DeleteWaiting(ctx context.Context, queue string, id int64) error {
-	done, state, err := c.q.MessageDeleteWaiting(ctx, queue, id)
+// Delete deletes a message that is not running (waiting, or in the
+// history) once tx commits.
+func (c Caller) Delete(ctx context.Context, queue string, id int64) error {
+	done, state, err := c.q.MessageDelete(ctx, queue, id)
 	return OnWaitingResult(queue, id, done, state, err)
 }
 

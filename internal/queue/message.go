@@ -51,6 +51,7 @@ func CheckPayload(payload []byte) error {
 // unique states are of type S (the root converts its options to these).
 type Options[S ~string] struct {
 	Delay        time.Duration
+	RunAt        time.Time
 	Priority     int
 	Key          string
 	MaxAttempts  int
@@ -83,6 +84,8 @@ func (o Options[S]) checkLimits() error {
 	switch {
 	case o.Delay < 0:
 		return fmt.Errorf("%w: negative delay %v", errs.ErrInvalid, o.Delay)
+	case o.Delay != 0 && !o.RunAt.IsZero():
+		return fmt.Errorf("%w: both a delay (%v) and a run-at time (%s): give one", errs.ErrInvalid, o.Delay, o.RunAt.Format(time.RFC3339Nano))
 	case o.MaxAttempts < 0:
 		return fmt.Errorf("%w: negative attempt limit %d", errs.ErrInvalid, o.MaxAttempts)
 	case o.Priority < math.MinInt32 || o.Priority > math.MaxInt32:
@@ -129,6 +132,12 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if !o.RunAt.IsZero() {
+		// A delay from this process's clock, which the statement adds to
+		// the database's: due when this clock reads RunAt, whatever the
+		// skew between the two. In the past: due now.
+		o.Delay = max(time.Until(o.RunAt), 0)
 	}
 	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
 		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey, Kind: o.Kind,

@@ -157,19 +157,32 @@ func (t *Tx) MessageRetryNow(ctx context.Context, queue string, id int64) (bool,
 	if err != nil || done || state != "" {
 		return done, state, err
 	}
-	n, err := rowCount(t.exec(ctx, "finished_retry_now", id, queue))
-	if err != nil || n == 0 {
-		return false, "", err
-	}
-	if _, err := t.exec(ctx, "finished_delete_retried", id, queue); err != nil {
-		return false, "", fmt.Errorf("finished_delete_retried: %w", err)
-	}
-	return true, "", nil
+	done, err = t.retryFinished(ctx, queue, id)
+	return done, "", err
 }
 
-// MessageDeleteWaiting implements driver.QueueTx.
-func (t *Tx) MessageDeleteWaiting(ctx context.Context, queue string, id int64) (bool, driver.MessageState, error) {
-	return t.onWaiting(ctx, "message_delete_waiting", queue, id)
+// retryFinished moves a message of queue in the history back to it under
+// its id, ready now; false when the history has no such message.
+func (t *Tx) retryFinished(ctx context.Context, queue string, id int64) (bool, error) {
+	n, err := rowCount(t.exec(ctx, "finished_retry_now", id, queue))
+	if err != nil || n == 0 {
+		return false, err
+	}
+	if _, err := t.exec(ctx, "finished_delete_retried", id, queue); err != nil {
+		return false, fmt.Errorf("finished_delete_retried: %w", err)
+	}
+	return true, nil
+}
+
+// MessageDelete implements driver.QueueTx: a waiting message, or else one
+// in the history (finished_delete_retried deletes it by id).
+func (t *Tx) MessageDelete(ctx context.Context, queue string, id int64) (bool, driver.MessageState, error) {
+	done, state, err := t.onWaiting(ctx, "message_delete_waiting", queue, id)
+	if err != nil || done || state != "" {
+		return done, state, err
+	}
+	done, err = affected(t.exec(ctx, "finished_delete_retried", id, queue))
+	return done, "", err
 }
 
 // onWaiting runs a statement on one waiting message; when it changed

@@ -412,3 +412,49 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
 SELECT id, payload FROM {p}messages
  WHERE queue = ? AND state = 'R' AND kind = ?
  ORDER BY priority, order_at, id;
+
+-- Bulk actions (QueueTx.MessagesBulk): each statement on the listed
+-- messages of one queue (arguments: the queue, then the ids), in the
+-- transaction of one batch.
+
+-- name: bulk_delete_waiting
+DELETE FROM {p}messages WHERE queue = ? AND state = 'R' AND id IN ({list2});
+
+-- name: bulk_retry_waiting
+-- Waiting ones due now; one that finished since is left in the history.
+UPDATE {p}messages SET run_at = {now} WHERE queue = ? AND state = 'R' AND id IN ({list2});
+
+-- name: bulk_mark_cancelled
+-- The waiting ones marked cancelled, then copied to the history
+-- (bulk_move_cancelled) and deleted (bulk_delete_cancelled).
+UPDATE {p}messages SET state = 'X' WHERE queue = ? AND state = 'R' AND id IN ({list2});
+
+-- name: bulk_request_cancel
+-- The running ones asked to stop (message_request_cancel); bulk_running
+-- then lists them.
+UPDATE {p}messages SET cancel = 1 WHERE queue = ? AND state = 'C' AND id IN ({list2});
+
+-- name: bulk_running
+SELECT id FROM {p}messages WHERE queue = ? AND state = 'C' AND id IN ({list2});
+
+-- name: bulk_delete_finished
+DELETE FROM {p}finished WHERE queue = ? AND state IN ('D', 'K', 'X') AND id IN ({list2});
+
+-- name: bulk_retry_finished
+-- Finished ones back in the queue as finished_retry_now does; then
+-- bulk_delete_finished.
+INSERT INTO {p}messages (id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT id, queue, payload, priority, msg_key, {now}, {now}, attempt,
+       CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END,
+       'R', last_error, created_at, meta, kind, errors
+  FROM {p}finished WHERE queue = ? AND state IN ('D', 'K', 'X') AND id IN ({list2}) ORDER BY id;
+
+-- only postgres, mysql: on SQLite the mark moves the rows (a trigger).
+-- name: bulk_move_cancelled
+INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
+SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, state, kind, errors
+  FROM {p}messages WHERE queue = ? AND state = 'X' AND id IN ({list2});
+
+-- only postgres, mysql: on SQLite the mark moves the rows (a trigger).
+-- name: bulk_delete_cancelled
+DELETE FROM {p}messages WHERE queue = ? AND state = 'X' AND id IN ({list2});

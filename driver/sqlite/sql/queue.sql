@@ -469,3 +469,39 @@ UPDATE {p}messages SET state = 'K'
  WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- Bulk actions (QueueTx.MessagesBulk): each statement on the listed
+-- messages of one queue (arguments: the queue, then the ids), in the
+-- transaction of one batch.
+
+-- name: bulk_delete_waiting
+DELETE FROM {p}messages WHERE queue = ? AND state = 'R' AND id IN ({list2});
+
+-- name: bulk_retry_waiting
+-- Waiting ones due now; one that finished since is left in the history.
+UPDATE {p}messages SET run_at = {now} WHERE queue = ? AND state = 'R' AND id IN ({list2});
+
+-- name: bulk_mark_cancelled
+-- The waiting ones marked cancelled, which moves them to the history (the
+-- trigger messages_finish).
+UPDATE {p}messages SET state = 'X' WHERE queue = ? AND state = 'R' AND id IN ({list2});
+
+-- name: bulk_request_cancel
+-- The running ones asked to stop (message_request_cancel); bulk_running
+-- then lists them.
+UPDATE {p}messages SET cancel = 1 WHERE queue = ? AND state = 'C' AND id IN ({list2});
+
+-- name: bulk_running
+SELECT id FROM {p}messages WHERE queue = ? AND state = 'C' AND id IN ({list2});
+
+-- name: bulk_delete_finished
+DELETE FROM {p}finished WHERE queue = ? AND state IN ('D', 'K', 'X') AND id IN ({list2});
+
+-- name: bulk_retry_finished
+-- Finished ones back in the queue as finished_retry_now does; then
+-- bulk_delete_finished.
+INSERT INTO {p}messages (id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, last_error, created_at, meta, kind, errors)
+SELECT id, queue, payload, priority, msg_key, {now}, {now}, attempt,
+       CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END,
+       'R', last_error, created_at, meta, kind, errors
+  FROM {p}finished WHERE queue = ? AND state IN ('D', 'K', 'X') AND id IN ({list2}) ORDER BY id;
