@@ -172,5 +172,9 @@ func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
 	if err := claimedCheck(m, "CompleteTx"); err != nil {
 		return err
 	}
-	return c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue)
+	if err := c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue); err != nil {
+		return err
+	}
+	m.completedTx = true
+	return c.jobEventIn(ctx, tx, m, JobCompleted, "")
 }

@@ -120,6 +120,10 @@ type Message struct {
 	// held: claimed behind the head of a worker's in-order batch and not
 	// started (driver.ClaimHeld); Session.start starts it.
 	held bool
+	// completedTx: CompleteTx completed it in the caller's transaction,
+	// which sent its event (if that transaction rolls back, the
+	// worker's acknowledgement completes it).
+	completedTx bool
 }
 
 // newMessage checks one message to enqueue and converts it to a row.
@@ -330,7 +334,9 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
-	if !done {
+	if done {
+		s.c.jobEvent(m, JobCompleted, "")
+	} else {
 		// Cancelled while it was claimed: it ends cancelled, if the
 		// claim is still this session's.
 		if s.cancelled(ctx, m, fmt.Errorf("%w while it was claimed", ErrCancelled)) == nil {
@@ -376,6 +382,9 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
 	ok, err := s.c.mq.Retry(ctx, &s.holds, s.claim(m), m.Queue, delay, m.mode == Parallel, e)
+	if ok {
+		s.c.jobEvent(m, JobFailed, e.Error)
+	}
 	if err != nil || ok {
 		return err
 	}
@@ -429,7 +438,11 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
-	return s.c.mq.Finish(ctx, &s.holds, s.claim(m), m.Queue, state, e)
+	err := s.c.mq.Finish(ctx, &s.holds, s.claim(m), m.Queue, state, e)
+	if err == nil {
+		s.c.jobEvent(m, finishedEvent(state), e.Error)
+	}
+	return err
 }
 
 // Extend renews a claim's lease for d from now.
