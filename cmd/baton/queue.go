@@ -31,13 +31,13 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
 	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueCancelCmd(g),
-		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g),
+		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g), queueEventsCmd(g),
 		queueMessageCmd(g, "retry", "Make a waiting or finished message due now",
 			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
 				"completed or cancelled one still in the history goes back to its queue under\n"+
