@@ -469,6 +469,9 @@ Cases:
   latency_commit   the same rounds, from Enqueue's return (its commit)
   latency_local    the same with producer and worker on one client
   notify_latency   from Notify on one client to a Listener of another
+  drain_N_subscribed
+                   drain_N while a second client subscribes to every job
+                   event (SubscribeJobs) and reads them
 
 A drain still running after --duration is stopped there and counted as far as
 it got. For the latency cases ops/s is 1 ÷ the mean latency.

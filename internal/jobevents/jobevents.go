@@ -162,9 +162,14 @@ func (p *Presence) Heard(on bool) {
 // dropped (and counted) rather than slow the workers down.
 const MaxPending = 10000
 
+// Gap is the pause of an Emitter after each send: events that come
+// meanwhile go out together, so that a busy process sends at most about
+// 1/Gap notifications a second, whatever its workers' pace.
+const Gap = 10 * time.Millisecond
+
 // Emitter sends a process's events in the background, every event that
-// waits at the time in as few notifications as MaxPayload allows: the
-// workers hand their settled batches over and go on.
+// waits at the time in as few notifications as MaxPayload allows, then
+// pauses for Gap: the workers hand their settled batches over and go on.
 type Emitter struct {
 	// Send sends one payload in a transaction of its own.
 	Send func(ctx context.Context, payload string) error
@@ -223,6 +228,7 @@ func (e *Emitter) run() {
 				e.Log("send job events", err)
 			}
 		}
+		time.Sleep(Gap)
 	}
 }
 
