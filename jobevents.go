@@ -215,7 +215,16 @@ type jobHub struct {
 
 // newJobHub makes the client's job-event hub.
 func newJobHub(c *Client) *jobHub {
-	goFn := func(f func()) { go f() }
+	goFn := func(f func()) bool {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed { // a check or a sender after Close would only fail
+			return false
+		}
+		go f()
+		return true
+	}
 	logFn := func(what string, err error) { c.log.Err(what, err) }
 	h := &jobHub{subs: map[*JobSubscription]bool{}}
 	h.presence = jobevents.Presence{Every: 5 * c.opts.PollInterval, Timeout: c.opts.Lease, Go: goFn, Log: logFn,

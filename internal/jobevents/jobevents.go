@@ -92,8 +92,9 @@ type Presence struct {
 	Check func(ctx context.Context) (bool, error)
 	// Every is how long an answer holds; Timeout bounds a check.
 	Every, Timeout time.Duration
-	// Go runs a background check (tracked by the client).
-	Go func(f func())
+	// Go runs a background check; false when it did not (the client is
+	// closed).
+	Go func(f func()) bool
 	// Log reports a failed check.
 	Log func(what string, err error)
 
@@ -123,7 +124,7 @@ func (p *Presence) On() bool {
 // on SQLite) must not wait for baton's own connection.
 func (p *Presence) Cached() bool {
 	if next := p.next.Load(); time.Now().UnixNano() > next && p.busy.CompareAndSwap(false, true) {
-		p.Go(func() {
+		_ = p.Go(func() {
 			defer p.busy.Store(false)
 			p.check()
 		})
@@ -175,8 +176,9 @@ type Emitter struct {
 	Send func(ctx context.Context, payload string) error
 	// Timeout bounds each send.
 	Timeout time.Duration
-	// Go starts the sending goroutine (tracked by the client).
-	Go func(f func())
+	// Go starts the sending goroutine; false when it did not (the client
+	// is closed: nothing more is sent).
+	Go func(f func()) bool
 	// Log reports a failed send and dropped events.
 	Log func(what string, err error)
 
@@ -203,7 +205,10 @@ func (e *Emitter) Add(evs ...Event) {
 	if !e.running && len(e.pending) > 0 {
 		e.running = true
 		e.idle = make(chan struct{})
-		e.Go(e.run)
+		if !e.Go(e.run) {
+			e.running, e.pending = false, nil
+			close(e.idle)
+		}
 	}
 }
 
