@@ -7,7 +7,8 @@
 // purge), locks (granted and pending, like MySQL's metadata_locks, with
 // owner, held for, waiters and fencing token), sessions, subscriptions and
 // job events (streamed live from every process).
-// Pages refresh themselves every 2 seconds. Server-rendered HTML, escaped by
+// Pages refresh themselves every 2 seconds (the job events page is fed by a
+// stream instead). Server-rendered HTML, escaped by
 // html/template; the few assets are embedded, nothing is loaded from
 // elsewhere.
 //
