@@ -108,11 +108,12 @@ const subscriberName = "baton job events"
 // commits (with the caller's transaction for CompleteTx), never for a
 // change that rolled back, at most once, and may be missed (a process
 // that dies before sending them, a subscriber disconnected meanwhile, a
-// full buffer); a job's own record is the truth (GetMessage). A receiver
+// full buffer); a job's own record is the truth (Message). A receiver
 // that does not keep up never slows anyone down: what does not fit its
-// buffer is counted in Missed. Jobs that end without a settle by a worker
-// or a claimed message's call (a cancelled waiting job, a claim whose
-// worker died at its last attempt) send no event.
+// buffer is counted in Missed. Jobs that end without a settle by a worker,
+// a claimed message's call or CancelMessage (a waiting job cancelled by
+// CancelMessageTx, a claim whose worker died at its last attempt) send no
+// event.
 //
 // A subscriber holds a session (named "baton job events") for as long
 // as it lives: every process sends events only while some subscriber's
@@ -337,6 +338,18 @@ func (c *Client) jobsCompleted(ms []*Message, n int) {
 		}
 	}
 	c.jobs.emit.Add(evs...)
+}
+
+// jobCancelledWaiting sends the event of a waiting message cancelled by
+// id, if anyone subscribes: the message is read again for its queue, kind
+// and attempt (a running one sends its event when its worker settles it).
+func (c *Client) jobCancelledWaiting(ctx context.Context, id int64) {
+	if !c.jobs.presence.On() {
+		return
+	}
+	if m, err := c.mq.Get(ctx, id); err == nil {
+		c.jobs.emit.Add(jobevents.New(m.ID, m.Queue, m.Kind, string(JobCancelled), m.Attempt, ""))
+	}
 }
 
 // jobEventIn sends the event of a message settled in the caller's

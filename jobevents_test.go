@@ -145,6 +145,17 @@ func TestJobEventsAcrossClients(t *testing.T) {
 		if d := byKind["stop"]; len(d) == 1 && !strings.Contains(d[0].Error, "no longer wanted") {
 			t.Errorf("cancelled event %+v has not its error", d[0])
 		}
+		// A waiting job cancelled by id.
+		wid, err := c2.Enqueue(ctxT(t), "idle", []byte("{}"), baton.EnqueueOptions{Kind: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c2.CancelMessage(ctxT(t), wid); err != nil {
+			t.Fatal(err)
+		}
+		if ev := nextJobEvent(t, all); ev.ID != wid || ev.Queue != "idle" || ev.Kind != "w" || ev.State != baton.JobCancelled {
+			t.Fatalf("cancel of a waiting job: %+v", ev)
+		}
 		// One sender's events come in order: once the job of "other"
 		// arrives, everything before it has.
 		workUntil(t, c2, "other", func(context.Context, *baton.Message) error { return nil })

@@ -81,6 +81,8 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 	running, err := c.mq.Cancel(ctx, id)
 	if running {
 		c.workers.Cancelled(id)
+	} else if err == nil {
+		c.jobCancelledWaiting(ctx, id)
 	}
 	return err
 }
