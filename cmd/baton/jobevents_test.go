@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 
 // TestQueueEvents: baton queue events, in a process of its own, prints
 // the completed, failed, dead and snoozed events of jobs that baton work
-// processes run, one JSON line each; --kind and --state keep theirs; a
+// processes run, and the cancellation of a waiting one by baton queue
+// cancel, one JSON line each; --kind and --state keep theirs; a
 // bad state is a usage error.
 func TestQueueEvents(t *testing.T) {
 	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
@@ -77,6 +79,9 @@ func TestQueueEvents(t *testing.T) {
 			pushID(t, dsn, "", "q", "fail", "--max-attempts", "3"): "failed",
 			pushID(t, dsn, "", "q", "fail", "--max-attempts", "1"): "dead",
 		}
+		later := pushID(t, dsn, "", "q", "ok", "--delay", "1h")
+		want[later] = "cancelled"
+		runOK(t, dsn, "queue", "cancel", strconv.FormatInt(later, 10))
 		drain()
 		got := map[int64]event{}
 		timeout := time.After(30 * time.Second)
@@ -92,7 +97,7 @@ func TestQueueEvents(t *testing.T) {
 		}
 		for id, state := range want {
 			ev := got[id]
-			if ev.State != state || ev.Queue != "q" || ev.Attempt != 1 {
+			if ev.State != state || ev.Queue != "q" || ev.Attempt != 1 && state != "cancelled" {
 				t.Errorf("job %d: event %+v, want %s", id, ev, state)
 			}
 			if (state == "failed" || state == "dead") && ev.Error == "" {
