@@ -183,6 +183,7 @@ type Client struct {
 	bus    *bus.Listener
 	notify *notify.Service[Notification] // Notify, Listen
 	events *events.Service               // subscriptions
+	jobs   *jobHub                       // job events: SubscribeJobs, and this process's events
 
 	mu     sync.Mutex
 	closed bool
@@ -313,6 +314,7 @@ func (c *Client) wire() {
 	})
 	c.notifyUsers = bus.NewUsers(func(on bool) { drv.Notifier().SetNotifying(c.id, on) })
 	c.notify = notify.New(drv, newNotification)
+	c.jobs = newJobHub(c)
 	c.events = events.New(events.Config{Driver: drv, Register: c.mq.Register, Log: c.log.Err})
 	// prepareSoon has the statements prepared now instead of after a
 	// heartbeat.
@@ -333,7 +335,8 @@ func (c *Client) wire() {
 	c.bus = bus.New(bus.Config{Notifier: drv.Notifier(), ClientID: c.id, Lease: o.Lease, PollInterval: o.PollInterval,
 		Quit: c.quit, CloseIdle: o.MaxConns > 0, Kicked: prepareSoon, Logf: c.log.Warnf,
 		Routes: bus.Routes{Locks: c.lockWaits, Look: c.locks.Wake, Queues: c.queueWaits,
-			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver}})
+			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver,
+			Jobs: c.jobs.deliver, Subscribers: c.jobs.heard}})
 	c.owner = sessions.NewOwner(sessions.OwnerConfig{Driver: drv, Release: c.locks.CloseSession, Withdraw: c.locks.WithdrawSession,
 		DropLocks: c.locks.DropSession, ReturnClaims: mq.RecoverSession, Wake: c.mq.Wake})
 	c.rescuer = maintain.NewRescuer(maintain.RescuerConfig{PollInterval: o.PollInterval, ListReapable: c.leases.ListReapable,
@@ -417,6 +420,7 @@ func (c *Client) Close() error {
 	c.notify.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	c.jobs.close(ctx)
 	c.log.Err("flush throughput counts", c.mq.FlushThroughput(ctx))
 	var errs []error
 	for _, s := range c.leases.Close() {

@@ -147,7 +147,10 @@ func (c *Client) FailTx(ctx context.Context, tx Execer, m *Message, reason strin
 		return err
 	}
 	e := attemptError(m, errors.New(reason))
-	return cq.Finish(ctx, claimOf(m), m.Queue, driver.MessageDead, &e)
+	if err := cq.Finish(ctx, claimOf(m), m.Queue, driver.MessageDead, &e); err != nil {
+		return err
+	}
+	return c.jobEventIn(ctx, tx, m, JobDead, e.Error)
 }
 
 // ExtendTx is Session.Extend in the caller's transaction tx: the claim's

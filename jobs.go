@@ -81,6 +81,8 @@ func (c *Client) CancelMessage(ctx context.Context, id int64) error {
 	running, err := c.mq.Cancel(ctx, id)
 	if running {
 		c.workers.Cancelled(id)
+	} else if err == nil {
+		c.jobCancelledWaiting(ctx, id)
 	}
 	return err
 }
@@ -172,5 +174,9 @@ func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
 	if err := claimedCheck(m, "CompleteTx"); err != nil {
 		return err
 	}
-	return c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue)
+	if err := c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue); err != nil {
+		return err
+	}
+	m.completedTx = true
+	return c.jobEventIn(ctx, tx, m, JobCompleted, "")
 }

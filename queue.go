@@ -136,6 +136,10 @@ type Message struct {
 	// retry is its kind's retry policy (KindOptions.Retry; nil: the
 	// client's).
 	retry func(*Message) time.Duration
+	// completedTx: CompleteTx completed it in the caller's transaction,
+	// which sent its event (if that transaction rolls back, the
+	// worker's acknowledgement completes it).
+	completedTx bool
 }
 
 // newMessage checks one message to enqueue and converts it to a row.
@@ -351,7 +355,9 @@ func (s *Session) Ack(ctx context.Context, m *Message) error {
 	if err != nil {
 		return err
 	}
-	if !done {
+	if done {
+		s.c.jobEvent(m, JobCompleted, "")
+	} else {
 		// Cancelled while it was claimed: it ends cancelled, if the
 		// claim is still this session's.
 		if s.cancelled(ctx, m, fmt.Errorf("%w while it was claimed", ErrCancelled)) == nil {
@@ -385,6 +391,9 @@ func (s *Session) RetryAfter(ctx context.Context, m *Message, delay time.Duratio
 		return s.finish(ctx, m, driver.MessageDead, &e)
 	}
 	ok, err := s.c.mq.Retry(ctx, &s.holds, s.claim(m), m.Queue, delay, m.mode == Parallel, e)
+	if ok {
+		s.c.jobEvent(m, JobFailed, e.Error)
+	}
 	if err != nil || ok {
 		return err
 	}
@@ -438,7 +447,11 @@ func (s *Session) cancelled(ctx context.Context, m *Message, cause error) error 
 
 // finish moves a claimed message to the history in the stored state.
 func (s *Session) finish(ctx context.Context, m *Message, state driver.MessageState, e *driver.AttemptError) error {
-	return s.c.mq.Finish(ctx, &s.holds, s.claim(m), m.Queue, state, e)
+	err := s.c.mq.Finish(ctx, &s.holds, s.claim(m), m.Queue, state, e)
+	if err == nil {
+		s.c.jobEvent(m, finishedEvent(state), e.Error)
+	}
+	return err
 }
 
 // Extend renews a claim's lease for d from now.

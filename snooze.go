@@ -34,6 +34,9 @@ func (s *Session) Snooze(ctx context.Context, m *Message, d time.Duration) error
 		return err
 	}
 	ok, err := s.c.mq.Snooze(ctx, &s.holds, s.claim(m), m.Queue, m.Attempt, d, m.mode == Parallel)
+	if ok {
+		s.c.jobEvent(m, JobSnoozed, "")
+	}
 	if err != nil || ok {
 		return err
 	}

@@ -182,7 +182,11 @@ func (w *workSession) Complete(ctx context.Context, ms []*Message) (int, error) 
 	for i, m := range ms {
 		claims[i] = w.claim(m)
 	}
-	return w.c.mq.Complete(ctx, w.id, claims)
+	n, err := w.c.mq.Complete(ctx, w.id, claims)
+	if err == nil {
+		w.c.jobsCompleted(ms, n)
+	}
+	return n, err
 }
 
 func (w *workSession) Completed(n int) {

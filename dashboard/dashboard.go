@@ -5,9 +5,11 @@
 // Pages: the overview (every queue: counts by state, oldest ready message,
 // throughput), a queue (its counts and messages by state, with re-drive
 // and purge of dead letters, retry, cancel and delete of one message, and
-// bulk cancel, delete and retry by state, kind and age), a message, locks (granted and pending, like MySQL's metadata_locks, with
-// owner, held for, waiters and fencing token), sessions and subscriptions.
-// Pages refresh themselves every 2 seconds. Server-rendered HTML, escaped by
+// bulk cancel, delete and retry by state, kind and age), a message, locks
+// (granted and pending, like MySQL's metadata_locks, with owner, held for,
+// waiters and fencing token), sessions, subscriptions and job events
+// (streamed live from every process). Pages refresh themselves every 2
+// seconds (the job events page is fed by a stream instead). Server-rendered HTML, escaped by
 // html/template; the few assets are embedded, nothing is loaded from
 // elsewhere.
 //
@@ -82,6 +84,8 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /locks", d.locks)
 	mux.HandleFunc("GET /sessions", d.sessions)
 	mux.HandleFunc("GET /subscriptions", d.subscriptions)
+	mux.HandleFunc("GET /events", d.events)
+	mux.HandleFunc("GET /events/stream", d.eventStream)
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
 	}
@@ -94,7 +98,7 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 }
 
 // pages are the templates, each rendered inside layout.html.
-var pages = []string{"overview", "queue", "message", "locks", "sessions", "subscriptions", "error"}
+var pages = []string{"overview", "queue", "message", "locks", "sessions", "subscriptions", "events", "error"}
 
 // parseTemplates parses every page's template, by page.
 func parseTemplates() (map[string]*template.Template, error) {

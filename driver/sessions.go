@@ -61,6 +61,8 @@ type Sessions interface {
 	// (never negative); a backend whose lock state survives a crash
 	// returns 0 and 0.
 	Incarnation(ctx context.Context, lease time.Duration) (id int64, wait time.Duration, err error)
+
+	SessionPresence
 }
 
 // SessionsTx is the sessions part of Tx.
@@ -86,4 +88,13 @@ type SessionsTx interface {
 
 	// SessionList returns every session, oldest first.
 	SessionList(ctx context.Context) ([]Session, error)
+}
+
+// SessionPresence is part of Sessions: whether any session of a name is
+// live.
+type SessionPresence interface {
+	// SessionNamedLive reports whether a session named name has a lease
+	// that has not run out, outside any transaction: the presence of
+	// job-event subscribers, which hold such sessions.
+	SessionNamedLive(ctx context.Context, name string) (bool, error)
 }

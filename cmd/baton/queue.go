@@ -31,14 +31,14 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
 	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g),
 		withBulk(g, queueCancelCmd(g), baton.BulkCancel, 1),
-		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g),
+		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g), queueEventsCmd(g),
 		withBulk(g, queueMessageCmd(g, "retry", "Make a waiting or finished message due now, or many by filter",
 			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
 				"completed or cancelled one still in the history goes back to its queue under\n"+
@@ -483,6 +483,9 @@ Cases:
   latency_commit   the same rounds, from Enqueue's return (its commit)
   latency_local    the same with producer and worker on one client
   notify_latency   from Notify on one client to a Listener of another
+  drain_N_subscribed
+                   drain_N while a second client subscribes to every job
+                   event (SubscribeJobs) and reads them
 
 A drain still running after --duration is stopped there and counted as far as
 it got. For the latency cases ops/s is 1 ÷ the mean latency.

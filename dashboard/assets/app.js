@@ -8,6 +8,7 @@
     var msg = e.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) { e.preventDefault(); }
   });
+  if (main.querySelector("[data-stream]")) { return; } // a live page (events.js): never replaced
   var every = parseInt(main.getAttribute("data-refresh"), 10) || 2000;
   function refresh() {
     if (document.hidden || (document.activeElement && document.activeElement.form)) {

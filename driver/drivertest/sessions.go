@@ -27,6 +27,7 @@ func testSessions(t *testing.T, d driver.Driver) {
 	checkSessionList(t, d, a1)
 	checkSessionsByClient(t, d)
 	checkReapable(t, d)
+	checkNamedLive(t, d)
 	must(t, d.NoTx().SessionDelete(ctx, "b1"))
 	_, found := findSession(listSessions(t, d), "b1")
 	failIf(t, found, "SessionDelete left the row")
@@ -122,4 +123,14 @@ func sessionRefs(refs []driver.SessionRef) map[string]bool {
 func wantReapable(t *testing.T, what string, refs []driver.SessionRef, want map[string]bool) {
 	t.Helper()
 	failIf(t, len(refs) != len(want) || !maps.Equal(sessionRefs(refs), want), "%s = %+v, want %v (id: expired)", what, refs, want)
+}
+
+// checkNamedLive: SessionNamedLive sees a live session by its name, not
+// one whose lease ran out, nor a name nobody has.
+func checkNamedLive(t *testing.T, d driver.Driver) {
+	for name, want := range map[string]bool{"owner a1": true, "owner b1": false, "nobody": false} {
+		got, err := d.Sessions().SessionNamedLive(testCtx(t), name)
+		must(t, err)
+		failIf(t, got != want, "SessionNamedLive(%q) = %v, want %v", name, got, want)
+	}
 }

@@ -17,6 +17,12 @@ const (
 	// QueuePrefix, followed by a queue's name, wakes that queue's
 	// consumers (the payload is empty).
 	QueuePrefix = "#q#"
+	// JobEvents carries job state changes (internal/jobevents), for the
+	// subscribers of any process.
+	JobEvents = "#j#"
+	// Subscribers says that a job-event subscriber came ("1") or left
+	// ("0"): processes then send job events, or check whether to.
+	Subscribers = "#s#"
 	// AllQueues wakes every consumer: some queue may have work, which one
 	// is not known.
 	AllQueues = QueuePrefix + "*"

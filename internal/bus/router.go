@@ -21,6 +21,9 @@ type Routes struct {
 	// Cancel and Pause handle the payloads of the Cancel and Pause
 	// channels.
 	Cancel, Pause func(payload string)
+	// Jobs and Subscribers handle the payloads of the JobEvents and
+	// Subscribers channels.
+	Jobs, Subscribers func(payload string)
 	// Notify takes every notification of a user's channel.
 	Notify func(channel, payload string)
 }
@@ -65,6 +68,16 @@ func (r *Router) Deliver(channel, payload string) {
 	if channel == Pause {
 		if !r.deaf.Load() {
 			r.routes.Pause(payload)
+		}
+		return
+	}
+	if channel == JobEvents {
+		r.routes.Jobs(payload) // events, not wake-ups: never deaf
+		return
+	}
+	if channel == Subscribers {
+		if !r.deaf.Load() {
+			r.routes.Subscribers(payload)
 		}
 		return
 	}

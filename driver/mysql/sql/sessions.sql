@@ -42,3 +42,8 @@ DELETE FROM {p}sessions WHERE id = ?;
 SELECT id, pid, expires_at < {now} FROM {p}sessions
  WHERE client_id <> ? AND (expires_at < {now} OR (hostid = ? AND hostid <> ''))
  ORDER BY expires_at LIMIT ?;
+
+-- name: session_named_live
+-- Whether a session of this name has a lease that has not run out: the
+-- job-event subscribers' presence (Sessions.SessionNamedLive).
+SELECT COUNT(*) FROM {p}sessions WHERE name = ? AND expires_at > {now};

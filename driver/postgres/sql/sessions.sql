@@ -43,3 +43,8 @@ SELECT (SELECT count(*) FROM r), s.id, s.pid, s.expired
   LEFT JOIN LATERAL (SELECT id, pid, expires_at < {now} AS expired FROM {p}sessions
                       WHERE client_id <> $2 AND (expires_at < {now} OR (hostid = $3 AND hostid <> ''))
                       ORDER BY expires_at LIMIT $4) s ON true;
+
+-- name: session_named_live
+-- Whether a session of this name has a lease that has not run out: the
+-- job-event subscribers' presence (Sessions.SessionNamedLive).
+SELECT COUNT(*) FROM {p}sessions WHERE name = $1 AND expires_at > {now};

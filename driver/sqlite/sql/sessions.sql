@@ -32,3 +32,8 @@ DELETE FROM {p}sessions WHERE id = ?;
 SELECT id, pid, expires_at < {now} FROM {p}sessions
  WHERE client_id <> ?1 AND (expires_at < {now} OR (hostid = ?2 AND hostid <> ''))
  ORDER BY expires_at LIMIT ?3;
+
+-- name: session_named_live
+-- Whether a session of this name has a lease that has not run out: the
+-- job-event subscribers' presence (Sessions.SessionNamedLive).
+SELECT COUNT(*) FROM {p}sessions WHERE name = ? AND expires_at > {now};

@@ -58,10 +58,14 @@ const (
 	CaseLatencyCommit  = "latency_commit"
 	CaseLatencyLocal   = "latency_local"
 	CaseNotifyLatency  = "notify_latency"
+	// CaseDrainSubscribed is drain_N while a second client subscribes to
+	// every job event (SubscribeJobs) and reads them: what job events
+	// cost the workers.
+	CaseDrainSubscribed = "drain_N_subscribed"
 )
 
 // QueueCases lists every queue case name in run order.
-var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency}
+var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency, CaseDrainSubscribed}
 
 // QueueConfig says what RunQueue measures and where.
 type QueueConfig struct {
@@ -159,12 +163,13 @@ func runQueueCase(ctx context.Context, cfg QueueConfig, name string) ([]Record, 
 type queueCase func(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error)
 
 var queueCaseFuncs = map[string]queueCase{
-	CaseDrain1:         drainCase,
-	CaseDrainN:         drainCase,
-	CaseEnqueueConsume: enqueueConsumeCase,
-	CaseLatency:        latencyCase,
-	CaseLatencyLocal:   latencyCase,
-	CaseNotifyLatency:  notifyLatencyCase,
+	CaseDrain1:          drainCase,
+	CaseDrainN:          drainCase,
+	CaseEnqueueConsume:  enqueueConsumeCase,
+	CaseLatency:         latencyCase,
+	CaseLatencyLocal:    latencyCase,
+	CaseNotifyLatency:   notifyLatencyCase,
+	CaseDrainSubscribed: drainSubscribedCase,
 }
 
 // withClients opens n clients on the scratch database, runs fn and closes
@@ -357,4 +362,25 @@ func notifyLatency(ctx context.Context, a, b *baton.Client, d time.Duration) ([]
 		}
 	}
 	return lat, nil
+}
+
+// drainSubscribedCase is drain_N while a second client receives every job
+// event.
+func drainSubscribedCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error) {
+	return withClients(ctx, sc, 2, func(cs []*baton.Client) ([]Record, error) {
+		sub, err := cs[1].SubscribeJobs(ctx, baton.JobFilter{})
+		if err != nil {
+			return nil, err
+		}
+		defer sub.Close()
+		go func() {
+			for range sub.C() {
+			}
+		}()
+		n, elapsed, err := benchq.Drain(ctx, cs[0], "drain", cfg.Messages, cfg.Workers, cfg.Duration)
+		if err != nil {
+			return nil, err
+		}
+		return []Record{benchrec.NewThroughputRecord(name, cfg.Backend, n, elapsed)}, nil
+	})
 }
