@@ -81,6 +81,21 @@ type EnqueueOptions struct {
 	// handler's context after it; the attempt then fails and is retried);
 	// it overrides WorkerOptions.Timeout. 0: none. At least a millisecond.
 	Timeout time.Duration
+	// After lists messages (by id: waiting, running or still in the
+	// history) that must complete before this one may run: until then it
+	// is pending, and no claim takes it. A parent that completed already
+	// counts at once; one that is unknown (never was, or pruned from the
+	// history) makes the enqueue fail with ErrInvalid, inserting nothing.
+	// A parent that dies, is cancelled or deleted cancels this message
+	// (and, in turn, its own dependants), unless AfterAnyOutcome is set.
+	// At most 1000 parents; not with UniqueKey. See docs/guarantees.md,
+	// "Dependencies, workflows and batches".
+	After []int64
+	// AfterAnyOutcome: the message runs once every parent in After has
+	// finished, whatever became of it (completed, dead, cancelled or
+	// deleted), and its handler reads their outcomes with Message.Batch
+	// (a batch's callback).
+	AfterAnyOutcome bool
 }
 
 // NewMessage is a message to enqueue with EnqueueMany.
@@ -161,6 +176,9 @@ func (c *Client) enqueue(ctx context.Context, tx Execer, queue string, msgs []Ne
 	defer func() { tracing.End(span, err) }()
 	for i := range rows {
 		rows[i].Meta = mq.WithTrace(rows[i].Meta, meta)
+	}
+	if hasAfter(msgs) {
+		return c.enqueueAfter(ctx, tx, msgs, rows)
 	}
 	if tx != nil {
 		return c.mq.InsertTx(ctx, tx, queue, rows)

@@ -151,6 +151,7 @@ func (e *Engine) onWaiting(ctx context.Context, queue string, id int64, op func(
 		done, state, err = op(tx, ctx, queue, id)
 		return err
 	})
+	e.DepsKick() // a deleted parent's dependants
 	return OnWaitingResult(queue, id, done, state, err)
 }
 
@@ -188,12 +189,15 @@ func (e *Engine) Cancel(ctx context.Context, id int64) (running bool, err error)
 		state, err = tx.MessageCancel(ctx, id)
 		return err
 	})
+	e.DepsKick() // a cancelled parent's dependants
 	return Cancelled(id, state, err)
 }
 
 // The names of a message's states (baton.MessageStates).
 const (
 	StateScheduled = "scheduled"
+	// StatePending: waiting for its parents (dependencies).
+	StatePending   = "pending"
 	StateReady     = "ready"
 	StateRunning   = "running"
 	StateRetrying  = "retrying"
@@ -213,6 +217,8 @@ func StateName(m driver.Message, now time.Time) string {
 		return StateCancelled
 	case driver.MessageDead:
 		return StateDead
+	case driver.MessageWaiting:
+		return StatePending
 	}
 	switch {
 	case !m.RunAt.After(now):

@@ -76,12 +76,15 @@ type Engine struct {
 	polls atomic.Int64
 	// sched enqueues the ticks of the periodic schedules.
 	sched *Scheduler
+	// deps: dependencies (deps.go).
+	deps depState
 }
 
 // New makes the engine.
 func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: bus.NewCoalescer(),
 		finished: map[string][2]int64{}}
+	e.deps.flight = bus.NewCoalescer()
 	e.sched = NewScheduler(e)
 	return e
 }
@@ -249,6 +252,7 @@ func (e *Engine) insertUniqueOne(ctx context.Context, queue string, row driver.N
 // Complete finishes claims of one session as completed and says how many
 // were still the session's.
 func (e *Engine) Complete(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
+	defer e.DepsKick() // their dependants, if edges wait
 	if e.cfg.KeepCompleted {
 		return e.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
 	}

@@ -24,7 +24,7 @@ const MaxPayload = 1 << 20
 const DefaultMaxAttempts = 25
 
 // States lists every state name, in the order of a message's life.
-var States = []string{StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
+var States = []string{StatePending, StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
 
@@ -51,15 +51,17 @@ func CheckPayload(payload []byte) error {
 // Options qualify one message to enqueue: baton.EnqueueOptions, whose
 // unique states are of type S (the root converts its options to these).
 type Options[S ~string] struct {
-	Delay        time.Duration
-	Priority     int
-	Key          string
-	MaxAttempts  int
-	UniqueKey    string
-	UniquePeriod time.Duration
-	UniqueStates []S
-	Kind         string
-	Timeout      time.Duration
+	Delay           time.Duration
+	Priority        int
+	Key             string
+	MaxAttempts     int
+	UniqueKey       string
+	UniquePeriod    time.Duration
+	UniqueStates    []S
+	Kind            string
+	Timeout         time.Duration
+	After           []int64
+	AfterAnyOutcome bool
 }
 
 // Check validates the options of one message.
@@ -68,6 +70,9 @@ func (o Options[S]) Check() error {
 		return err
 	}
 	if err := o.checkUnique(); err != nil {
+		return err
+	}
+	if err := CheckAfter(o.After, o.AfterAnyOutcome, o.UniqueKey); err != nil {
 		return err
 	}
 	if o.Kind != "" {
@@ -151,6 +156,9 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 type Meta struct {
 	tracing.Context
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Batch: the outcomes of the parents of a message that ran once they
+	// finished whatever became of them (deps.go).
+	Batch *BatchOutcome `json:"batch,omitempty"`
 }
 
 // EncodeMeta writes a message's metadata ("" when there is none).

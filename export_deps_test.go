@@ -1,0 +1,8 @@
+package baton
+
+import "context"
+
+// SweepDeps runs a client's dependency sweep now, whatever it knows of
+// waiting edges; when it returns, every edge whose parent was done before
+// it started is settled.
+func SweepDeps(ctx context.Context, c *Client) error { return c.mq.SweepDeps(ctx, true) }
