@@ -154,7 +154,7 @@ func (c *Client) Workflow(ctx context.Context, id int64) (WorkflowInfo, error) {
 	at := map[int64]int{}
 	for _, s := range steps {
 		at[s.ID] = len(w.Steps)
-		w.Steps = append(w.Steps, WorkflowStepInfo{ID: s.ID, Name: s.Name, State: stateOf(s.State)})
+		w.Steps = append(w.Steps, WorkflowStepInfo{ID: s.ID, Name: s.Name, State: stateOf(s.DepEdge)})
 	}
 	for _, e := range edges {
 		if i, ok := at[e[1]]; ok {
@@ -168,18 +168,18 @@ func (c *Client) Workflow(ctx context.Context, id int64) (WorkflowInfo, error) {
 func refs(es []driver.DepEdge) []MessageRef {
 	out := make([]MessageRef, len(es))
 	for i, e := range es {
-		out[i] = MessageRef{ID: e.ID, State: stateOf(e.State)}
+		out[i] = MessageRef{ID: e.ID, State: stateOf(e)}
 	}
 	return out
 }
 
-// stateOf names a stored state without the message's times: waiting ones
-// are pending, ready (scheduled or retrying ones included) or running.
-func stateOf(s driver.MessageState) MessageState {
-	if s == "" {
+// stateOf names the state of a message a dependency names ("" when it
+// is gone).
+func stateOf(e driver.DepEdge) MessageState {
+	if e.State == "" {
 		return ""
 	}
-	return MessageState(mq.StateName(driver.Message{State: s}, time.Time{}))
+	return MessageState(mq.StateName(driver.Message{State: e.State, RunAt: e.RunAt, Attempt: e.Attempt}, time.Now()))
 }
 
 // hasAfter says whether any message names parents.

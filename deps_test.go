@@ -55,6 +55,9 @@ func TestDepsWaitForAllParents(t *testing.T) {
 		if list, _, err := c.ListMessages(ctx, baton.ListOptions{Queue: "dq", State: baton.StatePending}); err != nil || len(list) != 1 || list[0].ID != child {
 			t.Fatalf("pending messages: %+v %v", list, err)
 		}
+		if st := stats(t, c, "dq"); st.Pending != 1 || st.Ready != 2 {
+			t.Fatalf("stats: %+v, want 1 pending and 2 ready", st)
+		}
 		ids, ms := claimIDs(t, s, "dq")
 		if !slices.Equal(ids, []int64{p1, p2}) {
 			t.Fatalf("claimed %v, want the parents %v", ids, []int64{p1, p2})

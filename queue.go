@@ -536,6 +536,9 @@ type QueueStats struct {
 	// second over the last five minutes or so, as processes report them
 	// (every few seconds).
 	Throughput float64 `json:"throughput"`
+	// Pending counts the messages waiting for their parents
+	// (EnqueueOptions.After), at most 10,000.
+	Pending int64 `json:"pending"`
 }
 
 // Unfinished is how many of the queue's messages are not finished yet:

@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // MessageWaiting is the stored state of a message that waits for its
 // parents (dependencies): no claim takes it until the dependency sweep
@@ -22,11 +25,13 @@ type DepsTx interface {
 	WorkflowAdd(ctx context.Context, workflow, id int64, name string) error
 }
 
-// DepEdge is a message's parent or dependant and its stored state (""
-// when it is gone).
+// DepEdge is a message's parent or dependant, its stored state ("" when
+// it is gone) and, while it waits or runs, its run-at and attempt.
 type DepEdge struct {
-	ID    int64
-	State MessageState
+	ID      int64
+	State   MessageState
+	RunAt   time.Time
+	Attempt int
 }
 
 // DepRelease is a message the dependency sweep made ready.
@@ -51,9 +56,8 @@ type DepOutcome func(meta string, parents []DepEdge) string
 
 // WorkflowStep is one stored step of a workflow.
 type WorkflowStep struct {
-	ID    int64
-	Name  string
-	State MessageState // "" when gone
+	Name string
+	DepEdge
 }
 
 // DepsRead are the reads of dependencies and workflows, and the sweep.

@@ -65,12 +65,18 @@ the history keeps the message); otherwise it adds nothing and prints the
 holder's id followed by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
 
+--after ID[,ID...] makes the message pending until those messages (its
+parents) completed; one that dies, is cancelled or deleted cancels it, unless
+--after-any-outcome is given (it then runs once they all finished, however).
+An unknown parent id is bad input.
+
 Bad input (a bad queue name, an empty or oversized payload, a negative
 --delay, a non-numeric --priority, a --max-attempts below 1) exits 64 with a
 one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 		Example: `  baton queue push mail '{"to":"ann@example.com"}'
   render-report | baton queue push reports --priority -1 --max-attempts 3
-  baton queue push mail --delay 10m --key customer-42 - < message.json`,
+  baton queue push mail --delay 10m --key customer-42 - < message.json
+  baton queue push reports --after 41,42 '{"merge":true}'`,
 		Args: argsUsage("queue push", 1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
@@ -103,6 +109,8 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().DurationVar(&o.UniquePeriod, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
 	cmd.Flags().StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-key: the states in which the key's holder keeps it (scheduled, ready, retrying, running, completed, cancelled, dead)")
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "the kind of the message: names the worker that handles it")
+	cmd.Flags().Int64SliceVar(&o.After, "after", nil, "ids of messages that must complete before this one runs (pending until then)")
+	cmd.Flags().BoolVar(&o.AfterAnyOutcome, "after-any-outcome", false, "with --after: run once the parents finished, whatever became of them")
 	return cmd
 }
 

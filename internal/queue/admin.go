@@ -87,18 +87,26 @@ type Stats struct {
 	Estimated   bool
 	Paused      bool
 	Throughput  float64
+	Pending     int64
 }
 
 // Stats returns the counts of a queue, with its throughput: messages
 // finished per second over the counters' window.
 func (e *Engine) Stats(ctx context.Context, queue string) (Stats, error) {
-	st, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) { return tx.QueueStats(ctx, queue) })
+	var pending int64
+	st, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) {
+		st, err := tx.QueueStats(ctx, queue)
+		if err == nil {
+			pending, err = tx.DepsWaiting(ctx, queue, statsLimit)
+		}
+		return st, err
+	})
 	if err != nil {
 		return Stats{}, err
 	}
 	out := Stats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
 		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
-		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused, Pending: pending}
 	if st.Window > 0 {
 		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
 	}

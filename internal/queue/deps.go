@@ -24,8 +24,9 @@ import (
 
 // depState is the engine's record of dependencies.
 type depState struct {
-	// active: edges waited at the last look (a sweep, or this process's
-	// enqueue); only then does a settlement kick a sweep.
+	// active: edges waited at the last look (a sweep, a probe, or this
+	// process's enqueue; true before the first look); only then does a
+	// settlement kick a sweep (which probes first, in one statement).
 	active atomic.Bool
 	runs   atomic.Int64
 	flight *bus.Coalescer
@@ -332,3 +333,7 @@ func CheckAfter(after []int64, anyOutcome bool, uniqueKey string) error {
 	}
 	return nil
 }
+
+// statsLimit bounds the count of pending messages in Stats, as the
+// driver bounds the others.
+const statsLimit = 10000

@@ -85,6 +85,7 @@ func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: bus.NewCoalescer(),
 		finished: map[string][2]int64{}}
 	e.deps.flight = bus.NewCoalescer()
+	e.deps.active.Store(true) // unknown: the first settlement probes
 	e.sched = NewScheduler(e)
 	return e
 }

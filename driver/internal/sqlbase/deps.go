@@ -64,7 +64,9 @@ func (t *Tx) edges(ctx context.Context, name string, args ...any) ([]driver.DepE
 	}
 	return ScanAll(rows, func(sc Scanner) (driver.DepEdge, error) {
 		var e driver.DepEdge
-		err := sc.Scan(&e.ID, &e.State)
+		var runAt int64
+		err := sc.Scan(&e.ID, &e.State, &runAt, &e.Attempt)
+		e.RunAt = FromMicros(runAt)
 		return e, err
 	})
 }
@@ -100,7 +102,9 @@ func (t *Tx) WorkflowGet(ctx context.Context, workflow int64) ([]driver.Workflow
 	}
 	steps, err := ScanAll(rows, func(sc Scanner) (driver.WorkflowStep, error) {
 		var s driver.WorkflowStep
-		err := sc.Scan(&s.ID, &s.Name, &s.State)
+		var runAt int64
+		err := sc.Scan(&s.ID, &s.Name, &s.State, &runAt, &s.Attempt)
+		s.RunAt = FromMicros(runAt)
 		return s, err
 	})
 	if err != nil {

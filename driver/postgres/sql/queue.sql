@@ -563,26 +563,33 @@ SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE done = 0 LIMIT
                                 AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent) LIMIT 1) s);
 
 -- name: dep_parents
--- A message's parents and their state ('' when gone); argument: id.
-SELECT d.parent, COALESCE((SELECT m.state FROM {p}messages m WHERE m.id = d.parent),
-                          (SELECT f.state FROM {p}finished f WHERE f.id = d.parent), '')
-  FROM {p}message_deps d WHERE d.child = $1 ORDER BY d.parent;
+-- A message's parents: id, stored state ('' when gone), and for a waiting
+-- or running one its run_at and attempt (0 otherwise); argument: id.
+SELECT d.parent, COALESCE(m.state, f.state, ''), COALESCE(m.run_at, 0), COALESCE(m.attempt, 0)
+  FROM {p}message_deps d
+  LEFT JOIN {p}messages m ON m.id = d.parent
+  LEFT JOIN {p}finished f ON f.id = d.parent
+ WHERE d.child = $1 ORDER BY d.parent;
 
 -- name: dep_children
--- A message's dependants and their state ('' when gone); argument: id.
-SELECT d.child, COALESCE((SELECT m.state FROM {p}messages m WHERE m.id = d.child),
-                         (SELECT f.state FROM {p}finished f WHERE f.id = d.child), '')
-  FROM {p}message_deps d WHERE d.parent = $1 ORDER BY d.child;
+-- A message's dependants, as dep_parents.
+SELECT d.child, COALESCE(m.state, f.state, ''), COALESCE(m.run_at, 0), COALESCE(m.attempt, 0)
+  FROM {p}message_deps d
+  LEFT JOIN {p}messages m ON m.id = d.child
+  LEFT JOIN {p}finished f ON f.id = d.child
+ WHERE d.parent = $1 ORDER BY d.child;
 
 -- name: workflow_of
 -- The workflow of a message and its step's name.
 SELECT workflow, name FROM {p}workflow_steps WHERE id = $1;
 
 -- name: workflow_steps
--- A workflow's steps: id, name, state ('' when gone).
-SELECT s.id, s.name, COALESCE((SELECT m.state FROM {p}messages m WHERE m.id = s.id),
-                              (SELECT f.state FROM {p}finished f WHERE f.id = s.id), '')
-  FROM {p}workflow_steps s WHERE s.workflow = $1 ORDER BY s.id;
+-- A workflow's steps: id, name, then as dep_parents.
+SELECT s.id, s.name, COALESCE(m.state, f.state, ''), COALESCE(m.run_at, 0), COALESCE(m.attempt, 0)
+  FROM {p}workflow_steps s
+  LEFT JOIN {p}messages m ON m.id = s.id
+  LEFT JOIN {p}finished f ON f.id = s.id
+ WHERE s.workflow = $1 ORDER BY s.id;
 
 -- name: workflow_edges
 SELECT d.parent, d.child FROM {p}message_deps d JOIN {p}workflow_steps s ON s.id = d.child
