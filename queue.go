@@ -542,8 +542,10 @@ type QueueStats struct {
 }
 
 // Unfinished is how many of the queue's messages are not finished yet:
-// ready, scheduled, retrying and claimed.
-func (s QueueStats) Unfinished() int64 { return s.Ready + s.Scheduled + s.Retrying + s.Claimed }
+// ready, scheduled, retrying, claimed and pending.
+func (s QueueStats) Unfinished() int64 {
+	return s.Ready + s.Scheduled + s.Retrying + s.Claimed + s.Pending
+}
 
 // Stats returns the counts of a queue; ErrUnknownQueue if nothing was ever
 // enqueued to it.

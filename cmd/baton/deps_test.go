@@ -53,3 +53,19 @@ func TestPushAfter(t *testing.T) {
 		expect(t, code, errs, exitUsage, "no such message")
 	})
 }
+
+// TestDrainRunsDependants: one work --drain runs a chain to its end: the
+// dependants of what it completed are made ready before it returns.
+func TestDrainRunsDependants(t *testing.T) {
+	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
+		first := pushID(t, dsn, "", "chain", "1")
+		second := pushID(t, dsn, "", "chain", "2", "--after", strconv.FormatInt(first, 10))
+		pushID(t, dsn, "", "chain", "3", "--after", strconv.FormatInt(second, 10))
+		file := filepath.Join(t.TempDir(), "ran")
+		code, _, errs := run(t, dsn, "work", "chain", "--drain", "--", "sh", "-c", `cat >> "$0"; echo >> "$0"`, file)
+		expect(t, code, errs, 0, "")
+		if got := lines(t, file); !slices.Equal(got, []string{"1", "2", "3"}) {
+			t.Fatalf("one drain ran %q, want the chain 1, 2, 3", got)
+		}
+	})
+}

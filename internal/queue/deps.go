@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,12 @@ type depState struct {
 	// settlement kick a sweep (which probes first, in one statement).
 	active atomic.Bool
 	runs   atomic.Int64
-	flight *bus.Coalescer
+	// released counts the sweeps that made messages ready; mu serializes
+	// this process's sweeps (they wait for each other in the database
+	// anyway), so that one that returns has seen the one before it end.
+	released atomic.Int64
+	mu       sync.Mutex
+	flight   *bus.Coalescer
 }
 
 // DepRow is a message to insert with its dependencies.
@@ -185,27 +191,59 @@ func (e *Engine) DepsKick() {
 	}()
 }
 
+// Releases returns a drain's check (worker.Config.Released): it runs a
+// dependency sweep now when edges wait (after any sweep in flight: they
+// are serialized) and says whether any sweep of this process made
+// messages ready since the check last ran (or since it was made), so that
+// a drain claims again instead of ending before the dependants of what it
+// completed.
+func (e *Engine) Releases() func(ctx context.Context) bool {
+	last := e.deps.released.Load()
+	return func(ctx context.Context) bool {
+		if e.deps.active.Load() {
+			if _, err := e.sweepDeps(ctx, false); err != nil && e.cfg.Log != nil {
+				e.cfg.Log("settle dependencies (the sweeper service tries again)", err)
+			}
+		}
+		now := e.deps.released.Load()
+		changed := now != last
+		last = now
+		return changed
+	}
+}
+
 // SweepDeps settles the edges whose parent is done (see
 // driver.DepsRead.DepsSweep) and wakes the queues of the messages it made
 // ready. Unless force is set, it first probes, in one statement, whether
 // any edge may be settled, and stops there when none may.
 func (e *Engine) SweepDeps(ctx context.Context, force bool) error {
+	_, err := e.sweepDeps(ctx, force)
+	return err
+}
+
+// sweepDeps is SweepDeps; it returns the queues it woke.
+func (e *Engine) sweepDeps(ctx context.Context, force bool) ([]string, error) {
+	e.deps.mu.Lock()
+	defer e.deps.mu.Unlock()
 	e.deps.runs.Add(1)
 	if !force {
 		pending, settleable, err := e.drv.NoTx().DepsProbe(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.deps.active.Store(pending)
 		if !settleable {
-			return nil
+			return nil, nil
 		}
 	}
 	res, err := txn.InTxV(ctx, e.drv, func(tx driver.Tx) (driver.DepSwept, error) { return tx.DepsSweep(ctx, Outcome) })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.deps.active.Store(res.Pending)
+	if len(res.Released) > 0 {
+		e.deps.released.Add(1)
+	}
 	var woken []string
 	for _, r := range res.Released {
 		if !slices.Contains(woken, r.Queue) {
@@ -213,7 +251,7 @@ func (e *Engine) SweepDeps(ctx context.Context, force bool) error {
 			e.Wake(r.Queue)
 		}
 	}
-	return nil
+	return woken, nil
 }
 
 // DepsService is the dependency sweeper: every interval while edges are
