@@ -76,8 +76,12 @@ type DepsRead interface {
 	// on failure is cancelled (and moved to the history) when a parent
 	// finished otherwise or is gone, and so on down its own dependants;
 	// children with every edge done are made ready (outcome rewrites the
-	// meta of those that run on failure).
-	DepsSweep(ctx context.Context, outcome DepOutcome) (DepSwept, error)
+	// meta of those that run on failure). With parents, only the edges of
+	// those parents are read (and, down the graph, of the children it
+	// cancels); nil: every edge not done.
+	DepsSweep(ctx context.Context, parents []int64, outcome DepOutcome) (DepSwept, error)
+	// DepsProbeParents reads whether an edge of parents is not done.
+	DepsProbeParents(ctx context.Context, parents []int64) (bool, error)
 	// DepsProbe reads, in one statement, whether any edge waits and
 	// whether one may be settled now (its parent neither waits nor runs).
 	DepsProbe(ctx context.Context) (pending, settleable bool, err error)

@@ -468,6 +468,9 @@ Cases:
                    DELETE ... WHERE id IN (SELECT id ... ORDER BY id LIMIT 100
                    FOR UPDATE SKIP LOCKED) RETURNING id on as many connections
                    as workers, over as many rows; ratio = ops/s ÷ baseline ops/s
+  drain_batches    drain_N over a backlog of batches of 100 (99 jobs and a
+                   callback after them all, pending until they finished),
+                   enqueued with EnqueueWorkflow (not timed)
   enqueue_consume  one client enqueues one message per transaction for
                    --duration while another client's worker consumes them;
                    ops/s = messages ÷ time until the last was handled;

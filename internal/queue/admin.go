@@ -159,7 +159,7 @@ func (e *Engine) onWaiting(ctx context.Context, queue string, id int64, op func(
 		done, state, err = op(tx, ctx, queue, id)
 		return err
 	})
-	e.DepsKick() // a deleted parent's dependants
+	e.DepsKick(id) // a deleted parent's dependants
 	return OnWaitingResult(queue, id, done, state, err)
 }
 
@@ -197,7 +197,7 @@ func (e *Engine) Cancel(ctx context.Context, id int64) (running bool, err error)
 		state, err = tx.MessageCancel(ctx, id)
 		return err
 	})
-	e.DepsKick() // a cancelled parent's dependants
+	e.DepsKick(id) // a cancelled parent's dependants
 	return Cancelled(id, state, err)
 }
 

@@ -35,7 +35,10 @@ type depState struct {
 	// anyway), so that one that returns has seen the one before it end.
 	released atomic.Int64
 	mu       sync.Mutex
-	flight   *bus.Coalescer
+	// queued are the parents DepsKick was given that no sweep read yet.
+	qmu    sync.Mutex
+	queued []int64
+	flight *bus.Coalescer
 }
 
 // DepRow is a message to insert with its dependencies.
@@ -76,7 +79,12 @@ func (e *Engine) InsertDeps(ctx context.Context, rows []DepRow, workflow bool) (
 		e.Wake(q)
 	}
 	e.deps.active.Store(true)
-	e.DepsKick()
+	// Parents that died or were cancelled before: their new dependants.
+	var parents []int64
+	for _, r := range rows {
+		parents = append(parents, r.After...)
+	}
+	e.DepsKick(parents...)
 	return ids, nil
 }
 
@@ -171,10 +179,19 @@ func insertDeps(ctx context.Context, d driver.DepsTx, insert func(driver.NewMess
 	return ids, ready, nil
 }
 
-// DepsKick runs a dependency sweep in the background when edges wait
-// (after this process settled messages that may be parents).
-func (e *Engine) DepsKick() {
-	if !e.deps.active.Load() || !e.deps.flight.Start("") {
+// DepsKick settles, in the background, the edges of parents (messages
+// this process just finished, cancelled or deleted) when edges wait:
+// coalesced, one sweep in flight and the ids of the next queued; each
+// first probes, in one statement on the parents' index, whether an edge of
+// theirs waits.
+func (e *Engine) DepsKick(parents ...int64) {
+	if len(parents) == 0 || !e.deps.active.Load() {
+		return
+	}
+	e.deps.qmu.Lock()
+	e.deps.queued = append(e.deps.queued, parents...)
+	e.deps.qmu.Unlock()
+	if !e.deps.flight.Start("") {
 		return
 	}
 	e.wg.Add(1)
@@ -182,7 +199,7 @@ func (e *Engine) DepsKick() {
 		defer e.wg.Done()
 		for again := true; again; again = e.deps.flight.Done("") {
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
-			err := e.SweepDeps(ctx, false)
+			err := e.flushDeps(ctx)
 			cancel()
 			if err != nil && e.cfg.Log != nil {
 				e.cfg.Log("settle dependencies (the sweeper service tries again)", err)
@@ -191,52 +208,76 @@ func (e *Engine) DepsKick() {
 	}()
 }
 
-// Releases returns a drain's check (worker.Config.Released): it runs a
-// dependency sweep now when edges wait (after any sweep in flight: they
-// are serialized) and says whether any sweep of this process made
-// messages ready since the check last ran (or since it was made), so that
-// a drain claims again instead of ending before the dependants of what it
-// completed.
+// flushDeps settles the edges of the parents queued by DepsKick.
+func (e *Engine) flushDeps(ctx context.Context) error {
+	e.deps.qmu.Lock()
+	parents := e.deps.queued
+	e.deps.queued = nil
+	e.deps.qmu.Unlock()
+	for len(parents) > 0 {
+		batch := parents[:min(len(parents), 500)]
+		parents = parents[len(batch):]
+		if _, err := e.sweepDeps(ctx, batch, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Releases returns a drain's check (worker.Config.Released): it settles
+// the edges of the parents this process queued (after any sweep in
+// flight: this process's sweeps are serialized) and says whether any
+// sweep of this process made messages ready since the check last ran (or
+// since it was made), so that a drain claims again instead of ending
+// before the dependants of what it completed.
 func (e *Engine) Releases() func(ctx context.Context) bool {
 	last := e.deps.released.Load()
 	return func(ctx context.Context) bool {
-		if e.deps.active.Load() {
-			if _, err := e.sweepDeps(ctx, false); err != nil && e.cfg.Log != nil {
-				e.cfg.Log("settle dependencies (the sweeper service tries again)", err)
-			}
+		if err := e.flushDeps(ctx); err != nil && e.cfg.Log != nil {
+			e.cfg.Log("settle dependencies (the sweeper service tries again)", err)
 		}
+		e.deps.mu.Lock() // a sweep in flight has ended
 		now := e.deps.released.Load()
+		e.deps.mu.Unlock()
 		changed := now != last
 		last = now
 		return changed
 	}
 }
 
-// SweepDeps settles the edges whose parent is done (see
+// SweepDeps settles every edge whose parent is done (see
 // driver.DepsRead.DepsSweep) and wakes the queues of the messages it made
 // ready. Unless force is set, it first probes, in one statement, whether
 // any edge may be settled, and stops there when none may.
 func (e *Engine) SweepDeps(ctx context.Context, force bool) error {
-	_, err := e.sweepDeps(ctx, force)
+	_, err := e.sweepDeps(ctx, nil, force)
 	return err
 }
 
-// sweepDeps is SweepDeps; it returns the queues it woke.
-func (e *Engine) sweepDeps(ctx context.Context, force bool) ([]string, error) {
+// sweepDeps is SweepDeps over the edges of parents (nil: every edge); it
+// returns the queues it woke.
+func (e *Engine) sweepDeps(ctx context.Context, parents []int64, force bool) ([]string, error) {
 	e.deps.mu.Lock()
 	defer e.deps.mu.Unlock()
 	e.deps.runs.Add(1)
 	if !force {
-		pending, settleable, err := e.drv.NoTx().DepsProbe(ctx)
-		if err != nil {
-			return nil, err
-		}
-		e.deps.active.Store(pending)
-		if !settleable {
-			return nil, nil
+		if parents != nil {
+			waits, err := e.drv.NoTx().DepsProbeParents(ctx, parents)
+			if err != nil || !waits {
+				return nil, err
+			}
+		} else {
+			pending, settleable, err := e.drv.NoTx().DepsProbe(ctx)
+			if err != nil {
+				return nil, err
+			}
+			e.deps.active.Store(pending)
+			if !settleable {
+				return nil, nil
+			}
 		}
 	}
-	res, err := txn.InTxV(ctx, e.drv, func(tx driver.Tx) (driver.DepSwept, error) { return tx.DepsSweep(ctx, Outcome) })
+	res, err := txn.InTxV(ctx, e.drv, func(tx driver.Tx) (driver.DepSwept, error) { return tx.DepsSweep(ctx, parents, Outcome) })
 	if err != nil {
 		return nil, err
 	}
@@ -254,17 +295,16 @@ func (e *Engine) sweepDeps(ctx context.Context, force bool) ([]string, error) {
 	return woken, nil
 }
 
-// DepsService is the dependency sweeper: every interval while edges are
-// known to wait, every fifth otherwise (a probe for edges other processes
-// added; one statement), and it purges, once a minute, the edges and
-// workflow steps of messages that left the history.
+// DepsService is the dependency sweeper: every interval (five poll
+// intervals) it probes, in one statement, for edges whose parent is done
+// that no process settled (their parent finished in a process that did
+// not know edges waited, or was deleted from another client) and settles
+// them; once a minute it purges the edges and workflow steps of messages
+// that left the history.
 func (e *Engine) DepsService(interval, timeout time.Duration) maintain.Service {
-	var n, lastPurge atomic.Int64
+	var lastPurge atomic.Int64
 	return maintain.Service{Name: "dependency sweeper", Interval: interval, Timeout: timeout, Run: func(ctx context.Context) error {
-		if k := n.Add(1); !e.deps.active.Load() && k%5 != 0 {
-			return nil
-		}
-		if err := e.SweepDeps(ctx, false); err != nil {
+		if _, err := e.sweepDeps(ctx, nil, false); err != nil {
 			return err
 		}
 		if now := time.Now().Unix(); now-lastPurge.Load() >= 60 {
@@ -375,3 +415,12 @@ func CheckAfter(after []int64, anyOutcome bool, uniqueKey string) error {
 // statsLimit bounds the count of pending messages in Stats, as the
 // driver bounds the others.
 const statsLimit = 10000
+
+// claimIDs lists the messages of claims.
+func claimIDs(claims []driver.Claim) []int64 {
+	ids := make([]int64, len(claims))
+	for i, c := range claims {
+		ids[i] = c.ID
+	}
+	return ids
+}

@@ -253,11 +253,17 @@ func (e *Engine) insertUniqueOne(ctx context.Context, queue string, row driver.N
 // Complete finishes claims of one session as completed and says how many
 // were still the session's.
 func (e *Engine) Complete(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
-	defer e.DepsKick() // their dependants, if edges wait
+	var n int
+	var err error
 	if e.cfg.KeepCompleted {
-		return e.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
+		n, err = e.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
+	} else {
+		n, err = e.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
 	}
-	return e.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
+	if n > 0 && e.deps.active.Load() {
+		e.DepsKick(claimIDs(claims)...) // their dependants
+	}
+	return n, err
 }
 
 // ServingOrder returns pointers to the messages in serving order (priority,

@@ -148,7 +148,7 @@ func (t *Tx) listedQuery(ctx context.Context, name string, ids []int64) (*sql.Ro
 }
 
 // DepsSweep implements driver.DepsRead.
-func (t *Tx) DepsSweep(ctx context.Context, outcome driver.DepOutcome) (driver.DepSwept, error) {
+func (t *Tx) DepsSweep(ctx context.Context, parents []int64, outcome driver.DepOutcome) (driver.DepSwept, error) {
 	var out driver.DepSwept
 	err := t.atomic(ctx, func(t *Tx) error {
 		out = driver.DepSwept{}
@@ -158,10 +158,10 @@ func (t *Tx) DepsSweep(ctx context.Context, outcome driver.DepOutcome) (driver.D
 		var touched []int64
 		// Each round settles the edges whose parent is done; a cancelled
 		// child is a parent that did not complete in the next round.
-		for round := 0; round < 100; round++ {
-			kids, err := t.ids(ctx, "dep_satisfiable")
+		for round, from := 0, slices.Clip(parents); round < 100; round++ {
+			kids, err := depRows(ctx, t, "dep_satisfiable", from, ScanInt64)
 			if err != nil {
-				return fmt.Errorf("dep_satisfiable: %w", err)
+				return err
 			}
 			if len(kids) > 0 {
 				q := expandList(t.db.Q("dep_satisfy"), t.db.D.Numbered, 1, len(kids))
@@ -170,13 +170,16 @@ func (t *Tx) DepsSweep(ctx context.Context, outcome driver.DepOutcome) (driver.D
 				}
 				touched = append(touched, kids...)
 			}
-			n, err := t.cancelDoomed(ctx)
+			cancelled, err := t.cancelDoomed(ctx, from)
 			if err != nil {
 				return err
 			}
-			out.Cancelled += n
-			if n == 0 && len(kids) < 1000 {
+			out.Cancelled += len(cancelled)
+			if len(cancelled) == 0 && len(kids) < 1000 {
 				break
+			}
+			if from != nil {
+				from = append(from, cancelled...)
 			}
 		}
 		slices.Sort(touched)
@@ -195,6 +198,40 @@ func (t *Tx) DepsSweep(ctx context.Context, outcome driver.DepOutcome) (driver.D
 	return out, err
 }
 
+// depRows reads the rows of query name over every edge not done (parents
+// nil) or, by name_ids, over those of parents.
+func depRows[T any](ctx context.Context, t *Tx, name string, parents []int64, scan func(Scanner) (T, error)) ([]T, error) {
+	var rows *sql.Rows
+	var err error
+	if parents == nil {
+		rows, err = t.db.QueryNamed(ctx, t.Tx, name)
+	} else {
+		name += "_ids"
+		rows, err = t.listedQuery(ctx, name, parents)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	out, err := ScanAll(rows, scan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+// DepsProbeParents implements driver.DepsRead.
+func (t *Tx) DepsProbeParents(ctx context.Context, parents []int64) (bool, error) {
+	rows, err := t.listedQuery(ctx, "dep_probe_ids", parents)
+	if err != nil {
+		return false, fmt.Errorf("dep_probe_ids: %w", err)
+	}
+	n, err := ScanAll(rows, ScanInt64)
+	if err != nil {
+		return false, fmt.Errorf("dep_probe_ids: %w", err)
+	}
+	return len(n) > 0 && n[0] > 0, nil
+}
+
 // DepsProbe implements driver.DepsRead.
 func (t *Tx) DepsProbe(ctx context.Context) (pending, settleable bool, err error) {
 	var p, s int
@@ -204,26 +241,25 @@ func (t *Tx) DepsProbe(ctx context.Context) (pending, settleable bool, err error
 	return p > 0, s > 0, nil
 }
 
-// cancelDoomed cancels the waiting children one of whose parents did not
-// complete (when they do not run on failure) and says how many.
-func (t *Tx) cancelDoomed(ctx context.Context) (int, error) {
-	rows, err := t.db.QueryNamed(ctx, t.Tx, "dep_doomed")
-	if err != nil {
-		return 0, fmt.Errorf("dep_doomed: %w", err)
-	}
-	type doom struct {
-		child, parent int64
-		state         string
-	}
-	dooms, err := ScanAll(rows, func(sc Scanner) (doom, error) {
+// doom is an edge whose parent did not complete.
+type doom struct {
+	child, parent int64
+	state         string
+}
+
+// cancelDoomed cancels the waiting children one of whose parents (of
+// parents; nil: any) did not complete, when they do not run on failure,
+// and returns them.
+func (t *Tx) cancelDoomed(ctx context.Context, parents []int64) ([]int64, error) {
+	dooms, err := depRows(ctx, t, "dep_doomed", parents, func(sc Scanner) (doom, error) {
 		var d doom
 		err := sc.Scan(&d.child, &d.parent, &d.state)
 		return d, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("dep_doomed: %w", err)
+		return nil, err
 	}
-	n := 0
+	var n []int64
 	for i, d := range dooms {
 		if i > 0 && dooms[i-1].child == d.child {
 			continue
@@ -241,7 +277,7 @@ func (t *Tx) cancelDoomed(ctx context.Context) (int, error) {
 			if err := t.moveMarked(ctx, d.child, driver.MessageCancelled); err != nil {
 				return n, err
 			}
-			n++
+			n = append(n, d.child)
 		}
 		// A child that is gone (deleted) or not waiting any more has its
 		// edges done all the same, so that no sweep reads them again.

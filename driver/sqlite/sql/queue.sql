@@ -599,3 +599,26 @@ DELETE FROM {p}workflow_steps AS s
 -- name: dep_waiting_count
 -- How many messages of a queue wait for their parents, up to a limit.
 SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = ?1 AND state = 'W' LIMIT ?2) w;
+
+-- name: dep_satisfiable_ids
+-- dep_satisfiable for the edges of the listed parents (the primary key
+-- the other way round: message_deps_parent).
+SELECT DISTINCT d.child FROM {p}message_deps d
+ WHERE d.parent IN ({list}) AND d.done = 0
+   AND (EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+        OR (d.on_fail = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)))
+ LIMIT 1000;
+
+-- name: dep_doomed_ids
+-- dep_doomed for the edges of the listed parents.
+SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id = d.parent), '')
+  FROM {p}message_deps d
+ WHERE d.parent IN ({list}) AND d.done = 0 AND d.on_fail = 0
+   AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)
+   AND NOT EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+ ORDER BY d.child LIMIT 1000;
+
+-- name: dep_probe_ids
+-- Whether an edge of the listed parents waits (1 or 0): the check after
+-- a process settled them.
+SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE parent IN ({list}) AND done = 0 LIMIT 1) p;

@@ -15,6 +15,9 @@ package bench
 //     LIMIT 100 FOR UPDATE SKIP LOCKED) RETURNING id` on as many
 //     connections as workers, over the same number of rows; ratio = baton
 //     ÷ baseline.
+//   - drain_batches: drain_N over a backlog of batches (99 jobs and a
+//     callback after them, pending until they finished; enqueued with
+//     EnqueueWorkflow, not timed): what dependencies cost a drain.
 //   - enqueue_consume: one client enqueues one message per call (one
 //     transaction each) for Duration while a second client's Work
 //     (concurrency 1) consumes them; ops is the messages, ops_per_sec is
@@ -53,6 +56,7 @@ import (
 const (
 	CaseDrain1         = "drain_1"
 	CaseDrainN         = "drain_N"
+	CaseDrainBatches   = "drain_batches"
 	CaseEnqueueConsume = "enqueue_consume"
 	CaseLatency        = "latency"
 	CaseLatencyCommit  = "latency_commit"
@@ -61,7 +65,7 @@ const (
 )
 
 // QueueCases lists every queue case name in run order.
-var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency}
+var QueueCases = []string{CaseDrain1, CaseDrainN, CaseDrainBatches, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency}
 
 // QueueConfig says what RunQueue measures and where.
 type QueueConfig struct {
@@ -161,6 +165,7 @@ type queueCase func(ctx context.Context, cfg QueueConfig, sc *scratch, name stri
 var queueCaseFuncs = map[string]queueCase{
 	CaseDrain1:         drainCase,
 	CaseDrainN:         drainCase,
+	CaseDrainBatches:   drainBatchesCase,
 	CaseEnqueueConsume: enqueueConsumeCase,
 	CaseLatency:        latencyCase,
 	CaseLatencyLocal:   latencyCase,
@@ -357,4 +362,15 @@ func notifyLatency(ctx context.Context, a, b *baton.Client, d time.Duration) ([]
 		}
 	}
 	return lat, nil
+}
+
+// drainBatchesCase is drain_N over a backlog of batches.
+func drainBatchesCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error) {
+	return withClients(ctx, sc, 1, func(cs []*baton.Client) ([]Record, error) {
+		n, elapsed, err := benchq.DrainBatches(ctx, cs[0], "drain", cfg.Messages, cfg.Workers, cfg.Duration)
+		if err != nil {
+			return nil, err
+		}
+		return []Record{benchrec.NewThroughputRecord(name, cfg.Backend, n, elapsed)}, nil
+	})
 }
