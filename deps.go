@@ -191,6 +191,9 @@ func hasAfter(msgs []NewMessage) bool {
 func (c *Client) enqueueAfter(ctx context.Context, tx Execer, msgs []NewMessage, rows []driver.NewMessage) ([]int64, []bool, error) {
 	drs := make([]mq.DepRow, len(rows))
 	for i, r := range rows {
+		if r.UniqueKey != "" {
+			return nil, nil, fmt.Errorf("%w: message %d has a unique key, in a call where messages have parents (After): enqueue it on its own", ErrInvalid, i)
+		}
 		drs[i] = mq.DepRow{Row: r, After: msgs[i].After, RunOnFail: msgs[i].AfterAnyOutcome}
 	}
 	ids, err := c.insertDeps(ctx, tx, drs, false)
@@ -222,6 +225,9 @@ func (c *Client) enqueueWorkflow(ctx context.Context, tx Execer, steps []Workflo
 	for i, si := range order {
 		s := steps[si]
 		row, err := newMessage(s.Queue, s.Payload, s.Options)
+		if err == nil && row.UniqueKey != "" {
+			err = fmt.Errorf("%w: a workflow step cannot have a unique key", ErrInvalid)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("workflow step %q: %w", s.Name, err)
 		}

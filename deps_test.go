@@ -246,6 +246,10 @@ func TestDepsBadInput(t *testing.T) {
 		if _, err := c.Enqueue(ctx, "bq", []byte("u"), baton.EnqueueOptions{After: []int64{p}, UniqueKey: "u"}); !errors.Is(err, baton.ErrInvalid) {
 			t.Fatalf("unique key with parents: %v", err)
 		}
+		if _, err := c.EnqueueMany(ctx, "bq", []baton.NewMessage{{Payload: []byte("u"), EnqueueOptions: baton.EnqueueOptions{UniqueKey: "u"}},
+			{Payload: []byte("c"), EnqueueOptions: baton.EnqueueOptions{After: []int64{p}}}}); !errors.Is(err, baton.ErrInvalid) {
+			t.Fatalf("a unique key beside parents: %v", err)
+		}
 		if _, err := c.Enqueue(ctx, "bq", []byte("u"), baton.EnqueueOptions{After: []int64{-1}}); !errors.Is(err, baton.ErrInvalid) {
 			t.Fatalf("negative parent: %v", err)
 		}
@@ -260,6 +264,7 @@ func TestDepsBadInput(t *testing.T) {
 			"no name":      {step("")},
 			"bad parent":   {step("a"), {Name: "b", Queue: "bq", Options: baton.EnqueueOptions{After: []int64{1 << 40}}}},
 			"bad queue":    {step("a"), {Name: "b", Queue: "no queue"}},
+			"unique key":   {step("a"), {Name: "b", Queue: "bq", Payload: []byte("b"), Options: baton.EnqueueOptions{UniqueKey: "u"}}},
 			"empty":        {},
 		} {
 			if _, err := c.EnqueueWorkflow(ctx, steps); !errors.Is(err, baton.ErrInvalid) {
