@@ -208,8 +208,12 @@ func (e *Engine) DepsKick(parents ...int64) {
 	}()
 }
 
-// flushDeps settles the edges of the parents queued by DepsKick.
+// flushDeps settles the edges of the parents queued by DepsKick. It takes
+// them while it holds mu, so that a flush that finds none queued returns
+// after the one that took them.
 func (e *Engine) flushDeps(ctx context.Context) error {
+	e.deps.mu.Lock()
+	defer e.deps.mu.Unlock()
 	e.deps.qmu.Lock()
 	parents := e.deps.queued
 	e.deps.queued = nil
@@ -217,7 +221,7 @@ func (e *Engine) flushDeps(ctx context.Context) error {
 	for len(parents) > 0 {
 		batch := parents[:min(len(parents), 500)]
 		parents = parents[len(batch):]
-		if _, err := e.sweepDeps(ctx, batch, false); err != nil {
+		if _, err := e.sweepLocked(ctx, batch, false); err != nil {
 			return err
 		}
 	}
@@ -236,9 +240,7 @@ func (e *Engine) Releases() func(ctx context.Context) bool {
 		if err := e.flushDeps(ctx); err != nil && e.cfg.Log != nil {
 			e.cfg.Log("settle dependencies (the sweeper service tries again)", err)
 		}
-		e.deps.mu.Lock() // a sweep in flight has ended
 		now := e.deps.released.Load()
-		e.deps.mu.Unlock()
 		changed := now != last
 		last = now
 		return changed
@@ -259,6 +261,11 @@ func (e *Engine) SweepDeps(ctx context.Context, force bool) error {
 func (e *Engine) sweepDeps(ctx context.Context, parents []int64, force bool) ([]string, error) {
 	e.deps.mu.Lock()
 	defer e.deps.mu.Unlock()
+	return e.sweepLocked(ctx, parents, force)
+}
+
+// sweepLocked is sweepDeps with mu held.
+func (e *Engine) sweepLocked(ctx context.Context, parents []int64, force bool) ([]string, error) {
 	e.deps.runs.Add(1)
 	if !force {
 		if parents != nil {
