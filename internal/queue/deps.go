@@ -17,11 +17,12 @@ import (
 
 // Dependencies, workflows and batches. A message enqueued after others
 // waits (driver.MessageWaiting) until the dependency sweep finds its
-// parents done. The claim and ack paths never read dependencies: after an
-// ack, a finish, a cancellation or a deletion, a process that knows edges
-// wait runs the sweep in the background (coalesced: at most one in flight
-// and one more), and every client's sweeper service probes every few poll
-// intervals for edges another process added.
+// parents done. The claim and ack statements never read dependencies:
+// after an ack, a finish, a cancellation or a deletion, a process that
+// knows edges wait settles the edges of those messages in the background
+// (DepsKick: coalesced, one sweep in flight and the next queued), and
+// every client's sweeper service probes every five poll intervals for
+// edges whose parent is done that no process settled.
 
 // depState is the engine's record of dependencies.
 type depState struct {
@@ -29,7 +30,6 @@ type depState struct {
 	// process's enqueue; true before the first look); only then does a
 	// settlement kick a sweep (which probes first, in one statement).
 	active atomic.Bool
-	runs   atomic.Int64
 	// released counts the sweeps that made messages ready; mu serializes
 	// this process's sweeps (they wait for each other in the database
 	// anyway), so that one that returns has seen the one before it end.
@@ -266,7 +266,6 @@ func (e *Engine) sweepDeps(ctx context.Context, parents []int64, force bool) ([]
 
 // sweepLocked is sweepDeps with mu held.
 func (e *Engine) sweepLocked(ctx context.Context, parents []int64, force bool) ([]string, error) {
-	e.deps.runs.Add(1)
 	if !force {
 		if parents != nil {
 			waits, err := e.drv.NoTx().DepsProbeParents(ctx, parents)
@@ -321,9 +320,6 @@ func (e *Engine) DepsService(interval, timeout time.Duration) maintain.Service {
 		return nil
 	}}
 }
-
-// DepSweeps counts this engine's sweeps (tests).
-func (e *Engine) DepSweeps() int64 { return e.deps.runs.Load() }
 
 // BatchOutcome is what a message that runs once its parents finished,
 // whatever became of them (a batch's callback), finds in its metadata:
