@@ -450,3 +450,39 @@ func TestDepsWorkers(t *testing.T) {
 		_ = ids
 	})
 }
+
+// TestDepsPurge: the edges and workflow steps of messages that left the
+// tables (deleted, or pruned from the history) are purged.
+func TestDepsPurge(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, _ := openQ(t, b)
+		ctx := ctxT(t)
+		p := enqueue(t, c, "pq", "p", baton.EnqueueOptions{Delay: 1 << 40})
+		ch := enqueue(t, c, "pq", "ch", baton.EnqueueOptions{After: []int64{p}})
+		ids, err := c.EnqueueWorkflow(ctx, []baton.WorkflowStep{{Name: "a", Queue: "pq", Payload: []byte("a"), Options: baton.EnqueueOptions{Delay: 1 << 40}},
+			{Name: "b", Queue: "pq", Payload: []byte("b"), After: []string{"a"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := baton.PurgeDeps(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := c.Dependencies(ctx, p); err != nil || len(d.Children) != 1 {
+			t.Fatalf("purged while its child waits: %+v %v", d, err)
+		}
+		for _, id := range []int64{ch, ids[1], ids[0]} { // children first: a deleted parent cancels them
+			if err := c.DeleteMessage(ctx, "pq", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := baton.PurgeDeps(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := c.Dependencies(ctx, p); err != nil || len(d.Children) != 0 {
+			t.Fatalf("after the child was deleted and a purge: %+v %v", d, err)
+		}
+		if _, err := c.Workflow(ctx, ids[0]); !errors.Is(err, baton.ErrNotFound) {
+			t.Fatalf("a workflow whose steps were deleted, after a purge: %v", err)
+		}
+	})
+}

@@ -315,7 +315,7 @@ func (e *Engine) DepsService(interval, timeout time.Duration) maintain.Service {
 		}
 		if now := time.Now().Unix(); now-lastPurge.Load() >= 60 {
 			lastPurge.Store(now)
-			return e.drv.NoTx().DepsPurge(ctx)
+			return e.PurgeDeps(ctx)
 		}
 		return nil
 	}}
@@ -360,6 +360,15 @@ func Outcome(meta string, parents []driver.DepEdge) string {
 	}
 	m.Batch = o
 	return EncodeMeta(m)
+}
+
+// PurgeDeps deletes the edges and workflow steps of messages that left
+// the tables.
+func (e *Engine) PurgeDeps(ctx context.Context) error {
+	if err := e.drv.NoTx().DepsPurge(ctx); err != nil {
+		return fmt.Errorf("baton: purge dependencies: %w", err)
+	}
+	return nil
 }
 
 // DepsOf reads a message's parents and dependants.

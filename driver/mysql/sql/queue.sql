@@ -529,9 +529,10 @@ SELECT d.parent, d.child FROM {p}message_deps d JOIN {p}workflow_steps s ON s.id
  WHERE s.workflow = ? ORDER BY d.child, d.parent;
 
 -- name: dep_purge
--- Edges and workflow steps whose message has left the history.
+-- Edges and workflow steps whose message (the child) has left the
+-- tables: pruned from the history, or deleted.
 DELETE d FROM {p}message_deps d
- WHERE d.done = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.child)
+ WHERE NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.child)
    AND NOT EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.child);
 
 -- name: workflow_purge
