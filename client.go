@@ -382,7 +382,8 @@ func (c *Client) run() {
 		EndAbandoned: c.leases.EndAbandoned, SweepOrphans: c.locks.SweepOrphans, RecoverStale: c.mq.RecoverStale,
 		FlushThroughput: c.mq.FlushThroughput,
 		Services: []maintain.Service{c.mq.Scheduler().Service(o.PollInterval, o.Lease),
-			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease)}})
+			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease),
+			c.mq.DepsService(5*o.PollInterval, o.Lease)}})
 	c.upkeep.Start()
 }
 

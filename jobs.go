@@ -11,6 +11,7 @@ import (
 
 // The states of a message's life.
 const (
+	StatePending   MessageState = "pending"   // waiting for its parents (EnqueueOptions.After)
 	StateScheduled MessageState = "scheduled" // waiting for its run-at, never attempted
 	StateReady     MessageState = "ready"     // claimable now
 	StateRunning   MessageState = "running"   // claimed by a worker
@@ -23,7 +24,7 @@ const (
 )
 
 // MessageStates lists every state, in the order of a message's life.
-var MessageStates = []MessageState{StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
+var MessageStates = []MessageState{StatePending, StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
 
 // ParseMessageState checks a state name.
 func ParseMessageState(s string) (MessageState, error) {

@@ -94,6 +94,21 @@ type EnqueueOptions struct {
 	// refused with ErrUnknownKind. Without Options.Workers every kind is
 	// allowed.
 	AllowUnknownKind bool
+	// After lists messages (by id: waiting, running or still in the
+	// history) that must complete before this one may run: until then it
+	// is pending, and no claim takes it. A parent that completed already
+	// counts at once; one that is unknown (never was, or pruned from the
+	// history) makes the enqueue fail with ErrInvalid, inserting nothing.
+	// A parent that dies, is cancelled or deleted cancels this message
+	// (and, in turn, its own dependants), unless AfterAnyOutcome is set.
+	// At most 1000 parents; not with UniqueKey. See docs/guarantees.md,
+	// "Dependencies, workflows and batches".
+	After []int64
+	// AfterAnyOutcome: the message runs once every parent in After has
+	// finished, whatever became of it (completed, dead, cancelled or
+	// deleted), and its handler reads their outcomes with Message.Batch
+	// (a batch's callback).
+	AfterAnyOutcome bool
 }
 
 // NewMessage is a message to enqueue with EnqueueMany.
@@ -184,6 +199,9 @@ func (c *Client) enqueue(ctx context.Context, tx Execer, queue string, msgs []Ne
 	defer func() { tracing.End(span, err) }()
 	for i := range rows {
 		rows[i].Meta = mq.WithTrace(rows[i].Meta, meta)
+	}
+	if hasAfter(msgs) {
+		return c.enqueueAfter(ctx, tx, msgs, rows)
 	}
 	if tx != nil {
 		return c.mq.InsertTx(ctx, tx, queue, rows)
@@ -540,11 +558,16 @@ type QueueStats struct {
 	// second over the last five minutes or so, as processes report them
 	// (every few seconds).
 	Throughput float64 `json:"throughput"`
+	// Pending counts the messages waiting for their parents
+	// (EnqueueOptions.After), at most 10,000.
+	Pending int64 `json:"pending"`
 }
 
 // Unfinished is how many of the queue's messages are not finished yet:
-// ready, scheduled, retrying and claimed.
-func (s QueueStats) Unfinished() int64 { return s.Ready + s.Scheduled + s.Retrying + s.Claimed }
+// ready, scheduled, retrying, claimed and pending.
+func (s QueueStats) Unfinished() int64 {
+	return s.Ready + s.Scheduled + s.Retrying + s.Claimed + s.Pending
+}
 
 // Stats returns the counts of a queue; ErrUnknownQueue if nothing was ever
 // enqueued to it.

@@ -48,7 +48,9 @@ type WorkerOptions struct {
 	// Deprecated: claims are never made ahead of the handlers.
 	Prefetch int
 	// Drain makes Work return once no message is ready and none is in
-	// flight (the cron pattern) instead of waiting for more.
+	// flight (the cron pattern) instead of waiting for more; the
+	// dependants of what it completed (EnqueueOptions.After) are run
+	// before it returns.
 	Drain bool
 	// Timeout bounds each handler run (its context is cancelled after it;
 	// the attempt then fails and is retried); a message's own
@@ -95,7 +97,8 @@ func (c *Client) Work(ctx context.Context, queue string, handler Handler, opts W
 	return worker.Work(ctx, worker.Config[*Message]{
 		Queue: queue, Concurrency: opts.Concurrency, Ordered: opts.Mode == Ordered, Visibility: opts.Visibility,
 		Grace: opts.Grace, Drain: opts.Drain, PollInterval: c.opts.PollInterval, Lease: c.opts.Lease,
-		Logger: c.opts.Logger, Registry: c.workers, Listen: c.bus.Listening, Notifying: c.notifyUsers,
+		Released: c.mq.Releases(),
+		Logger:   c.opts.Logger, Registry: c.workers, Listen: c.bus.Listening, Notifying: c.notifyUsers,
 		Open: func(ctx context.Context) (worker.Session[*Message], error) {
 			s, err := c.NewSession(ctx, SessionOptions{Name: opts.Name})
 			if err != nil {

@@ -81,6 +81,8 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /queues/{queue}", d.queue)
 	mux.HandleFunc("GET /queues/{queue}/messages/{id}", d.message)
+	mux.HandleFunc("GET /messages/{id}", d.messageByID)
+	mux.HandleFunc("GET /workflows/{id}", d.workflow)
 	mux.HandleFunc("GET /locks", d.locks)
 	mux.HandleFunc("GET /sessions", d.sessions)
 	mux.HandleFunc("GET /subscriptions", d.subscriptions)
@@ -98,7 +100,7 @@ func New(c *baton.Client, o Options) (http.Handler, error) {
 }
 
 // pages are the templates, each rendered inside layout.html.
-var pages = []string{"overview", "queue", "message", "locks", "sessions", "subscriptions", "events", "error"}
+var pages = []string{"overview", "queue", "message", "locks", "sessions", "subscriptions", "events", "error", "workflow"}
 
 // parseTemplates parses every page's template, by page.
 func parseTemplates() (map[string]*template.Template, error) {
@@ -437,7 +439,11 @@ func (d *dash) message(w http.ResponseWriter, r *http.Request) {
 	if err == nil && m.Queue != q {
 		err = fmt.Errorf("%w: message %d is not in queue %q", baton.ErrNotFound, id, q)
 	}
-	d.show(w, r, "message", fmt.Sprintf("Message %d", id), m, err)
+	v := messageView{MessageInfo: m}
+	if err == nil {
+		v.Deps, err = d.c.Dependencies(r.Context(), id)
+	}
+	d.show(w, r, "message", fmt.Sprintf("Message %d", id), v, err)
 }
 
 // tab is the tab a queue's page shows: the state asked for, by default

@@ -84,6 +84,8 @@ type CallerQueueTx interface {
 	MessageRetry(ctx context.Context, c Claim, delay time.Duration, moveBack bool, e AttemptError) (bool, error)
 	MessageFinish(ctx context.Context, c Claim, state MessageState, e *AttemptError) (bool, error)
 	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
+	// Dependencies and workflows of messages enqueued in that transaction.
+	DepsTx
 }
 
 // Message states as stored: a message waits (ready, or scheduled when its
@@ -251,6 +253,8 @@ type QueueStats struct {
 
 // QueueTx is the queue part of Tx: one statement per method.
 type QueueTx interface {
+	DepsTx
+	DepsRead
 	QueueRegister(ctx context.Context, name string) error
 	QueueExists(ctx context.Context, name string) (bool, error)
 	QueueList(ctx context.Context) ([]string, error)

@@ -14,7 +14,7 @@
 //
 // Metric names:
 //
-//	baton_queue_messages{queue,state}                 gauge (state: ready, scheduled, retrying, claimed, completed, cancelled, dead)
+//	baton_queue_messages{queue,state}                 gauge (state: ready, scheduled, retrying, claimed, completed, cancelled, dead, pending)
 //	baton_messages_processed_total{queue,kind,outcome} counter (outcome: completed, retried, dead, lost, cancelled)
 //	baton_handler_duration_seconds{queue,kind}         histogram
 //	baton_lock_wait_seconds{namespace}                 histogram (namespace "" for user-level locks)
@@ -76,7 +76,7 @@ func New() *Metrics {
 		deadlocks: prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_deadlocks_total", Help: "Lock calls chosen as a deadlock's victim."}),
 		lost:      prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_sessions_lost_total", Help: "Sessions this process lost (lease not renewed in time)."}),
 		scrapeErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "baton_scrape_errors_total", Help: "Scrapes whose database query for a gauge failed."}),
-		queueDesc: prometheus.NewDesc("baton_queue_messages", "Messages in each queue by state (ready, scheduled, retrying, claimed, completed, cancelled, dead), from the database.", []string{"queue", "state"}, nil),
+		queueDesc: prometheus.NewDesc("baton_queue_messages", "Messages in each queue by state (ready, scheduled, retrying, claimed, completed, cancelled, dead, pending), from the database.", []string{"queue", "state"}, nil),
 		locksDesc: prometheus.NewDesc("baton_locks_held", "Granted lock instances by namespace and mode, from the database (namespace empty for user-level locks).", []string{"namespace", "mode"}, nil),
 	}
 }
@@ -162,7 +162,7 @@ func (m *Metrics) collectQueues(ctx context.Context, ch chan<- prometheus.Metric
 			state string
 			n     int64
 		}{{"ready", st.Ready}, {"scheduled", st.Scheduled}, {"retrying", st.Retrying}, {"claimed", st.Claimed},
-			{"completed", st.Completed}, {"cancelled", st.Cancelled}, {"dead", st.Dead}} {
+			{"completed", st.Completed}, {"cancelled", st.Cancelled}, {"dead", st.Dead}, {"pending", st.Pending}} {
 			ch <- prometheus.MustNewConstMetric(m.queueDesc, prometheus.GaugeValue, float64(v.n), q, v.state)
 		}
 	}

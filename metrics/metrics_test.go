@@ -114,6 +114,7 @@ func TestMetrics(t *testing.T) {
 			`baton_lock_wait_seconds_count{namespace="dl"} 3`, // two immediate grants and the victim; the other still waits
 			`baton_locks_held{mode="write",namespace="dl"} 2`,
 			`baton_queue_messages{queue="jobs",state="ready"} 0`,
+			`baton_queue_messages{queue="jobs",state="pending"} 0`,
 			`baton_queue_messages{queue="jobs",state="dead"} 2`,
 			`baton_queue_messages{queue="jobs",state="completed"} 2`,
 			`baton_queue_messages{queue="jobs",state="retrying"} 0`,

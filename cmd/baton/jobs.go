@@ -38,8 +38,8 @@ func queueListCmd(g *globals) *cobra.Command {
 		Use:   "list [QUEUE] [--state S] [--kind K] [--limit N] [--after POS] [--json]",
 		Short: "List messages by queue, state and kind",
 		Long: `List the messages of QUEUE (every queue when it is missing), for each queue
-in turn and each state in the order of a message's life: scheduled (waiting
-for its run-at), ready, running, retrying (waiting out its backoff), then the
+in turn and each state in the order of a message's life: pending (waiting for
+its parents, queue push --after), scheduled (waiting for its run-at), ready, running, retrying (waiting out its backoff), then the
 history: completed, cancelled and dead, newest first. Ready and running
 messages are listed in the order workers claim them, scheduled and retrying
 ones by due time.
@@ -92,7 +92,7 @@ backend; times are RFC 3339.
 			})
 		},
 	}
-	cmd.Flags().StringVar(&state, "state", "", "only this state: scheduled, ready, running, retrying, completed, cancelled or dead")
+	cmd.Flags().StringVar(&state, "state", "", "only this state: pending, scheduled, ready, running, retrying, completed, cancelled or dead")
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "only messages of this kind")
 	cmd.Flags().IntVar(&o.Limit, "limit", 50, fmt.Sprintf("list at most this many (1 to %d)", maxListLimit))
 	cmd.Flags().StringVar(&o.After, "after", "", "go on from this position (printed by an earlier list)")
@@ -170,7 +170,9 @@ of every failed attempt (with the stack of a panic). A finished message is
 found while its history is kept (completed and cancelled ones 24 hours, dead
 ones 7 days by default).
 
---json prints one object with the fields of baton queue list --json.
+--json prints one object with the fields of baton queue list --json, and
+dependencies (parents, children, workflow, step) when it has any. A message
+pending waits for its parents (queue push --after).
 
 ` + messageExits,
 		Args: argsUsage("queue get", 1, 1),
@@ -180,10 +182,15 @@ ones 7 days by default).
 				if err != nil {
 					return err
 				}
+				d, err := c.Dependencies(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
 				if asJSON {
-					return printJSON(m)
+					return printJSON(messageWithDeps{m, depsJSON(d)})
 				}
 				printMessage(m)
+				printDeps(d)
 				return nil
 			})
 		},

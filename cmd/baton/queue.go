@@ -72,6 +72,10 @@ work kills a command that runs longer; the attempt fails).
 --at T makes the message due at time T (RFC 3339) rather than after a
 --delay: a time in the past is now. T is read on this host's clock: the
 message is due when this clock reads T, whatever the database's clock says.
+--after ID[,ID...] makes the message pending until those messages (its
+parents) completed; one that dies, is cancelled or deleted cancels it, unless
+--after-any-outcome is given (it then runs once they all finished, however).
+An unknown parent id is bad input.
 
 Bad input (a bad queue name, an empty or oversized payload, a negative
 --delay, --at with --delay or not in RFC 3339, a non-numeric --priority, a
@@ -80,7 +84,8 @@ nothing.`, baton.MaxMessagePayload),
 		Example: `  baton queue push mail '{"to":"ann@example.com"}'
   render-report | baton queue push reports --priority -1 --max-attempts 3
   baton queue push mail --delay 10m --key customer-42 - < message.json
-  baton queue push reminders --at 2026-12-24T18:00:00+01:00 'ring'`,
+  baton queue push reminders --at 2026-12-24T18:00:00+01:00 'ring'
+  baton queue push reports --after 41,42 '{"merge":true}'`,
 		Args: argsUsage("queue push", 1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
@@ -117,6 +122,8 @@ nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().DurationVar(&o.UniquePeriod, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
 	cmd.Flags().StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-key: the states in which the key's holder keeps it (scheduled, ready, retrying, running, completed, cancelled, dead)")
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "the kind of the message: names the worker that handles it")
+	cmd.Flags().Int64SliceVar(&o.After, "after", nil, "ids of messages that must complete before this one runs (pending until then)")
+	cmd.Flags().BoolVar(&o.AfterAnyOutcome, "after-any-outcome", false, "with --after: run once the parents finished, whatever became of them")
 	return cmd
 }
 
@@ -474,6 +481,9 @@ Cases:
                    DELETE ... WHERE id IN (SELECT id ... ORDER BY id LIMIT 100
                    FOR UPDATE SKIP LOCKED) RETURNING id on as many connections
                    as workers, over as many rows; ratio = ops/s ÷ baseline ops/s
+  drain_batches    drain_N over a backlog of batches of 100 (99 jobs and a
+                   callback after them all, pending until they finished),
+                   enqueued with EnqueueWorkflow (not timed)
   enqueue_consume  one client enqueues one message per transaction for
                    --duration while another client's worker consumes them;
                    ops/s = messages ÷ time until the last was handled;

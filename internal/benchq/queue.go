@@ -39,6 +39,11 @@ func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, b
 	if err := enqueueBacklog(ctx, c, queue, n); err != nil {
 		return 0, 0, err
 	}
+	return drainBacklog(ctx, c, queue, n, workers, bound)
+}
+
+// drainBacklog drains a backlog of n messages as Drain says.
+func drainBacklog(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
 	var handled atomic.Int64
 	// The bound runs from the first message handled, so that a worker
 	// slow to start (a loaded machine) still drains some: a bound from

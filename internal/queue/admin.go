@@ -87,18 +87,26 @@ type Stats struct {
 	Estimated   bool
 	Paused      bool
 	Throughput  float64
+	Pending     int64
 }
 
 // Stats returns the counts of a queue, with its throughput: messages
 // finished per second over the counters' window.
 func (e *Engine) Stats(ctx context.Context, queue string) (Stats, error) {
-	st, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) { return tx.QueueStats(ctx, queue) })
+	var pending int64
+	st, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (driver.QueueStats, error) {
+		st, err := tx.QueueStats(ctx, queue)
+		if err == nil {
+			pending, err = tx.DepsWaiting(ctx, queue, statsLimit)
+		}
+		return st, err
+	})
 	if err != nil {
 		return Stats{}, err
 	}
 	out := Stats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
 		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
-		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused}
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused, Pending: pending}
 	if st.Window > 0 {
 		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
 	}
@@ -152,6 +160,7 @@ func (e *Engine) onWaiting(ctx context.Context, queue string, id int64, op func(
 		done, state, err = op(tx, ctx, queue, id)
 		return err
 	})
+	e.DepsKick(id) // a deleted parent's dependants
 	return OnWaitingResult(queue, id, done, state, err)
 }
 
@@ -189,12 +198,15 @@ func (e *Engine) Cancel(ctx context.Context, id int64) (running bool, err error)
 		state, err = tx.MessageCancel(ctx, id)
 		return err
 	})
+	e.DepsKick(id) // a cancelled parent's dependants
 	return Cancelled(id, state, err)
 }
 
 // The names of a message's states (baton.MessageStates).
 const (
 	StateScheduled = "scheduled"
+	// StatePending: waiting for its parents (dependencies).
+	StatePending   = "pending"
 	StateReady     = "ready"
 	StateRunning   = "running"
 	StateRetrying  = "retrying"
@@ -214,6 +226,8 @@ func StateName(m driver.Message, now time.Time) string {
 		return StateCancelled
 	case driver.MessageDead:
 		return StateDead
+	case driver.MessageWaiting:
+		return StatePending
 	}
 	switch {
 	case !m.RunAt.After(now):

@@ -275,6 +275,8 @@ func OnWaitingResult(queue string, id int64, done bool, state driver.MessageStat
 		return nil
 	case state == driver.MessageClaimed:
 		return fmt.Errorf("%w: message %d of %s", errs.ErrRunning, id, queue)
+	case state == driver.MessageWaiting:
+		return fmt.Errorf("%w: message %d of %s waits for its parents (cancel or delete it instead)", errs.ErrInvalid, id, queue)
 	}
 	return fmt.Errorf("%w: %d in %s", errs.ErrNotFound, id, queue)
 }

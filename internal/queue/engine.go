@@ -76,12 +76,16 @@ type Engine struct {
 	polls atomic.Int64
 	// sched enqueues the ticks of the periodic schedules.
 	sched *Scheduler
+	// deps: dependencies (deps.go).
+	deps depState
 }
 
 // New makes the engine.
 func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: bus.NewCoalescer(),
 		finished: map[string][2]int64{}}
+	e.deps.flight = bus.NewCoalescer()
+	e.deps.active.Store(true) // unknown: the first settlement probes
 	e.sched = NewScheduler(e)
 	return e
 }
@@ -249,10 +253,17 @@ func (e *Engine) insertUniqueOne(ctx context.Context, queue string, row driver.N
 // Complete finishes claims of one session as completed and says how many
 // were still the session's.
 func (e *Engine) Complete(ctx context.Context, sessionID string, claims []driver.Claim) (int, error) {
+	var n int
+	var err error
 	if e.cfg.KeepCompleted {
-		return e.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
+		n, err = e.drv.Relaxed().MessageFinishMany(ctx, sessionID, claims)
+	} else {
+		n, err = e.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
 	}
-	return e.drv.Relaxed().MessageAckMany(ctx, sessionID, claims)
+	if n > 0 && e.deps.active.Load() {
+		e.DepsKick(claimIDs(claims)...) // their dependants
+	}
+	return n, err
 }
 
 // ServingOrder returns pointers to the messages in serving order (priority,

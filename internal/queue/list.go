@@ -95,6 +95,8 @@ func waitingFilter(s Segment, kind string, limit int) driver.ListFilter {
 	switch s.State {
 	case StateRunning:
 		f.State = driver.MessageClaimed
+	case StatePending:
+		f.State = driver.MessageWaiting
 	case StateReady:
 		f.Due = &yes
 	case StateScheduled:
@@ -162,7 +164,7 @@ func (r Retention) Filled() Retention {
 // ParseState checks a state name (one of States).
 func ParseState(s string) (string, error) {
 	if !slices.Contains(States, s) {
-		return "", fmt.Errorf("%w: message state %q: use scheduled, ready, running, retrying, completed, cancelled or dead", errs.ErrInvalid, s)
+		return "", fmt.Errorf("%w: message state %q: use pending, scheduled, ready, running, retrying, completed, cancelled or dead", errs.ErrInvalid, s)
 	}
 	return s, nil
 }

@@ -23,7 +23,7 @@ const MaxPayload = 1 << 20
 const DefaultMaxAttempts = 25
 
 // States lists every state name, in the order of a message's life.
-var States = []string{StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
+var States = []string{StatePending, StateScheduled, StateReady, StateRunning, StateRetrying, StateCompleted, StateCancelled, StateDead}
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`) })
 
@@ -62,6 +62,8 @@ type Options[S ~string] struct {
 	Timeout      time.Duration
 	// AllowUnknownKind is the root's business (Options.Workers).
 	AllowUnknownKind bool
+	After            []int64
+	AfterAnyOutcome  bool
 }
 
 // Check validates the options of one message.
@@ -70,6 +72,9 @@ func (o Options[S]) Check() error {
 		return err
 	}
 	if err := o.checkUnique(); err != nil {
+		return err
+	}
+	if err := CheckAfter(o.After, o.AfterAnyOutcome, o.UniqueKey); err != nil {
 		return err
 	}
 	if o.Kind != "" {
@@ -161,6 +166,9 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 type Meta struct {
 	tracing.Context
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Batch: the outcomes of the parents of a message that ran once they
+	// finished whatever became of them (deps.go).
+	Batch *BatchOutcome `json:"batch,omitempty"`
 }
 
 // EncodeMeta writes a message's metadata ("" when there is none).

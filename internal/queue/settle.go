@@ -114,6 +114,7 @@ func (e *Engine) Finish(ctx context.Context, h *Holds, cl driver.Claim, queue st
 		e.CountFinished(queue, 0, 1)
 	}
 	e.Wake(queue)
+	e.DepsKick(cl.ID)
 	return nil
 }
 

@@ -92,8 +92,11 @@ type Config[M any] struct {
 	// Grace is how long a shutdown waits for running handlers before
 	// cancelling their contexts.
 	Grace time.Duration
-	// Drain ends the worker once nothing is ready and nothing is open.
-	Drain bool
+	// Drain ends the worker once nothing is ready and nothing is open,
+	// unless Released (where set) says that messages of the queue were
+	// just made ready (dependants of what it completed).
+	Drain    bool
+	Released func(ctx context.Context) bool
 	// PollInterval is the pause after a failed claim, and the first
 	// delay between attempts to open a session after a loss; Lease
 	// bounds those delays, each settlement and the session's close.

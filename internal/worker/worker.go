@@ -157,7 +157,7 @@ func (w *worker[M]) claimFailed(ctx context.Context, err error, openBefore int) 
 		// has nothing ready: ordered and per-key claims skip what our own
 		// open messages hold back.
 		if w.cfg.Drain && openBefore == 0 {
-			return true, nil
+			return w.cfg.Released == nil || !w.cfg.Released(ctx), nil
 		}
 		if w.openCount() > 0 {
 			w.pause(ctx, w.settled)

@@ -28,8 +28,9 @@ SELECT id, queue, payload, priority, msg_key, {now}, {now}, attempt,
 DELETE FROM {p}finished WHERE id = $1 AND queue = $2 AND state IN ('D', 'K', 'X');
 
 -- name: message_delete_waiting
--- Deletes a waiting (not running) message of the queue.
-DELETE FROM {p}messages WHERE id = $1 AND queue = $2 AND state = 'R';
+-- Deletes a waiting (not running) message of the queue, or one waiting
+-- for its parents.
+DELETE FROM {p}messages WHERE id = $1 AND queue = $2 AND state IN ('R', 'W');
 
 -- name: message_state
 SELECT state FROM {p}messages WHERE id = $1 AND queue = $2;
@@ -345,8 +346,9 @@ UPDATE {p}messages
  WHERE id = $4 AND claimed_by = $5 AND attempt = $6 AND state = 'C';
 
 -- name: message_mark_waiting
--- Marks a waiting message finished (cancelled), like message_mark.
-UPDATE {p}messages SET state = $1 WHERE id = $2 AND state = 'R';
+-- Marks a waiting message (or one waiting for its parents) finished
+-- (cancelled), like message_mark.
+UPDATE {p}messages SET state = $1 WHERE id = $2 AND state IN ('R', 'W');
 
 -- name: message_request_cancel
 -- Asks the worker of a running message to stop it.
@@ -525,3 +527,154 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- only postgres, mysql: on SQLite the mark moves the rows (a trigger).
 -- name: bulk_delete_cancelled
 DELETE FROM {p}messages WHERE queue = $1 AND state = 'X' AND id IN ({list2});
+-- Dependencies, workflows and batches (migration 003). A child waits in
+-- state 'W' while an edge of message_deps to one of its parents is not
+-- done; the dependency sweep (sqlbase DepsSweep, serialized by dep_lock)
+-- marks edges done and makes children ready or cancels them.
+
+-- name: dep_parent_state
+-- A parent's stored state ('' when there is none); arguments: id, id.
+SELECT COALESCE((SELECT state FROM {p}messages WHERE id = $1), (SELECT state FROM {p}finished WHERE id = $2), '');
+
+-- name: dep_insert
+-- An edge: parent, child, done (1: satisfied already), on_fail (1: the
+-- child runs whatever becomes of the parent).
+INSERT INTO {p}message_deps (parent, child, done, on_fail) VALUES ($1, $2, $3, $4);
+
+-- name: dep_hold
+-- A message just inserted waits for its parents.
+UPDATE {p}messages SET state = 'W' WHERE id = $1 AND state = 'R';
+
+-- name: workflow_step_insert
+INSERT INTO {p}workflow_steps (workflow, id, name) VALUES ($1, $2, $3);
+
+-- name: dep_lock
+-- Serializes the dependency sweeps of every process.
+SELECT 1 FROM {p}meta WHERE k = 'deps' FOR UPDATE;
+
+-- name: dep_satisfiable
+-- Children with an edge that is done now: its parent completed, or (the
+-- child runs on failure) it is no longer waiting or running.
+SELECT DISTINCT d.child FROM {p}message_deps d
+ WHERE d.done = 0
+   AND (EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+        OR (d.on_fail = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)))
+ LIMIT 1000;
+
+-- name: dep_satisfy
+UPDATE {p}message_deps d SET done = 1
+ WHERE d.child IN ({list}) AND d.done = 0
+   AND (EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+        OR (d.on_fail = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)));
+
+-- name: dep_doomed
+-- Edges of children that do not run on failure whose parent did not
+-- complete (dead, cancelled, or gone): child, parent, the parent's state
+-- ('' when gone).
+SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id = d.parent), '')
+  FROM {p}message_deps d
+ WHERE d.done = 0 AND d.on_fail = 0
+   AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)
+   AND NOT EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+ ORDER BY d.child LIMIT 1000;
+
+-- name: dep_cancel_mark
+-- Marks a waiting child cancelled (then moved to the history, as
+-- message_mark_waiting). Arguments: error, id.
+UPDATE {p}messages SET state = 'X', last_error = $1 WHERE id = $2 AND state = 'W';
+
+-- name: dep_done_child
+UPDATE {p}message_deps SET done = 1 WHERE child = $1 AND done = 0;
+
+-- name: dep_releasable
+-- Of the listed children, those waiting with every edge done: id, queue,
+-- meta, and whether any edge runs on failure (the child is told its
+-- parents' outcomes).
+SELECT m.id, m.queue, COALESCE(m.meta, ''),
+       CASE WHEN EXISTS (SELECT 1 FROM {p}message_deps e WHERE e.child = m.id AND e.on_fail = 1) THEN 1 ELSE 0 END
+  FROM {p}messages m
+ WHERE m.id IN ({list}) AND m.state = 'W'
+   AND NOT EXISTS (SELECT 1 FROM {p}message_deps d WHERE d.child = m.id AND d.done = 0);
+
+-- name: dep_release
+-- A waiting child becomes ready. Arguments: meta (NULL: none), id.
+UPDATE {p}messages SET state = 'R', meta = $1 WHERE id = $2 AND state = 'W';
+
+-- name: dep_probe
+-- Whether an edge waits (1 or 0), and whether one may be settled now (its
+-- parent neither waits nor runs): read before a sweep takes its lock.
+SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE done = 0 LIMIT 1) p),
+       (SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps d WHERE d.done = 0
+                                AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent) LIMIT 1) s);
+
+-- name: dep_parents
+-- A message's parents: id, stored state ('' when gone), and for a waiting
+-- or running one its run_at and attempt (0 otherwise); argument: id.
+SELECT d.parent, COALESCE(m.state, f.state, ''), COALESCE(m.run_at, 0), COALESCE(m.attempt, 0)
+  FROM {p}message_deps d
+  LEFT JOIN {p}messages m ON m.id = d.parent
+  LEFT JOIN {p}finished f ON f.id = d.parent
+ WHERE d.child = $1 ORDER BY d.parent;
+
+-- name: dep_children
+-- A message's dependants, as dep_parents.
+SELECT d.child, COALESCE(m.state, f.state, ''), COALESCE(m.run_at, 0), COALESCE(m.attempt, 0)
+  FROM {p}message_deps d
+  LEFT JOIN {p}messages m ON m.id = d.child
+  LEFT JOIN {p}finished f ON f.id = d.child
+ WHERE d.parent = $1 ORDER BY d.child;
+
+-- name: workflow_of
+-- The workflow of a message and its step's name.
+SELECT workflow, name FROM {p}workflow_steps WHERE id = $1;
+
+-- name: workflow_steps
+-- A workflow's steps: id, name, then as dep_parents.
+SELECT s.id, s.name, COALESCE(m.state, f.state, ''), COALESCE(m.run_at, 0), COALESCE(m.attempt, 0)
+  FROM {p}workflow_steps s
+  LEFT JOIN {p}messages m ON m.id = s.id
+  LEFT JOIN {p}finished f ON f.id = s.id
+ WHERE s.workflow = $1 ORDER BY s.id;
+
+-- name: workflow_edges
+SELECT d.parent, d.child FROM {p}message_deps d JOIN {p}workflow_steps s ON s.id = d.child
+ WHERE s.workflow = $1 ORDER BY d.child, d.parent;
+
+-- name: dep_purge
+-- Edges and workflow steps whose message (the child) has left the
+-- tables: pruned from the history, or deleted.
+DELETE FROM {p}message_deps d
+ WHERE NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.child)
+   AND NOT EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.child);
+
+-- name: workflow_purge
+DELETE FROM {p}workflow_steps s
+ WHERE NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = s.id)
+   AND NOT EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = s.id);
+
+-- name: dep_waiting_count
+-- How many messages of a queue wait for their parents, up to a limit.
+SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = $1 AND state = 'W' LIMIT $2) w;
+
+-- name: dep_satisfiable_ids
+-- dep_satisfiable for the edges of the listed parents (the primary key
+-- the other way round: message_deps_parent).
+SELECT DISTINCT d.child FROM {p}message_deps d
+ WHERE d.parent IN ({list}) AND d.done = 0
+   AND (EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+        OR (d.on_fail = 1 AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)))
+ LIMIT 1000;
+
+-- name: dep_doomed_ids
+-- dep_doomed for the edges of the listed parents.
+SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id = d.parent), '')
+  FROM {p}message_deps d
+ WHERE d.parent IN ({list}) AND d.done = 0 AND d.on_fail = 0
+   AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent)
+   AND NOT EXISTS (SELECT 1 FROM {p}finished f WHERE f.id = d.parent AND f.state = 'K')
+ ORDER BY d.child LIMIT 1000;
+
+-- name: dep_probe_ids
+-- Whether an edge of the listed parents waits (1 or 0): the check after
+-- a process settled them.
+SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE parent IN ({list}) AND done = 0 LIMIT 1) p;

@@ -15,6 +15,9 @@ package bench
 //     LIMIT 100 FOR UPDATE SKIP LOCKED) RETURNING id` on as many
 //     connections as workers, over the same number of rows; ratio = baton
 //     ÷ baseline.
+//   - drain_batches: drain_N over a backlog of batches (99 jobs and a
+//     callback after them, pending until they finished; enqueued with
+//     EnqueueWorkflow, not timed): what dependencies cost a drain.
 //   - enqueue_consume: one client enqueues one message per call (one
 //     transaction each) for Duration while a second client's Work
 //     (concurrency 1) consumes them; ops is the messages, ops_per_sec is
@@ -53,6 +56,7 @@ import (
 const (
 	CaseDrain1         = "drain_1"
 	CaseDrainN         = "drain_N"
+	CaseDrainBatches   = "drain_batches"
 	CaseEnqueueConsume = "enqueue_consume"
 	CaseLatency        = "latency"
 	CaseLatencyCommit  = "latency_commit"
@@ -65,7 +69,7 @@ const (
 )
 
 // QueueCases lists every queue case name in run order.
-var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency, CaseDrainSubscribed}
+var QueueCases = []string{CaseDrain1, CaseDrainN, CaseDrainBatches, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency, CaseDrainSubscribed}
 
 // QueueConfig says what RunQueue measures and where.
 type QueueConfig struct {
@@ -165,6 +169,7 @@ type queueCase func(ctx context.Context, cfg QueueConfig, sc *scratch, name stri
 var queueCaseFuncs = map[string]queueCase{
 	CaseDrain1:          drainCase,
 	CaseDrainN:          drainCase,
+	CaseDrainBatches:    drainBatchesCase,
 	CaseEnqueueConsume:  enqueueConsumeCase,
 	CaseLatency:         latencyCase,
 	CaseLatencyLocal:    latencyCase,
@@ -378,6 +383,17 @@ func drainSubscribedCase(ctx context.Context, cfg QueueConfig, sc *scratch, name
 			}
 		}()
 		n, elapsed, err := benchq.Drain(ctx, cs[0], "drain", cfg.Messages, cfg.Workers, cfg.Duration)
+		if err != nil {
+			return nil, err
+		}
+		return []Record{benchrec.NewThroughputRecord(name, cfg.Backend, n, elapsed)}, nil
+	})
+}
+
+// drainBatchesCase is drain_N over a backlog of batches.
+func drainBatchesCase(ctx context.Context, cfg QueueConfig, sc *scratch, name string) ([]Record, error) {
+	return withClients(ctx, sc, 1, func(cs []*baton.Client) ([]Record, error) {
+		n, elapsed, err := benchq.DrainBatches(ctx, cs[0], "drain", cfg.Messages, cfg.Workers, cfg.Duration)
 		if err != nil {
 			return nil, err
 		}

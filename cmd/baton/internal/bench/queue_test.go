@@ -33,7 +33,7 @@ func TestRunQueueSQLite(t *testing.T) {
 	for i, r := range recs {
 		ok := r.Name == QueueCases[i] && r.Backend == "sqlite" && r.OpsPerSec > 0 && r.Baseline == "" && r.Ratio == 0
 		switch r.Name {
-		case CaseDrain1, CaseDrainN, CaseDrainSubscribed:
+		case CaseDrain1, CaseDrainN, CaseDrainSubscribed, CaseDrainBatches:
 			// Cut short by the duration or drained to the end.
 			ok = ok && r.Ops > 0 && r.Ops <= 300
 		case CaseLatencyCommit:

@@ -1,0 +1,94 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// MessageWaiting is the stored state of a message that waits for its
+// parents (dependencies): no claim takes it until the dependency sweep
+// makes it ready (MessageReady) or cancels it.
+const MessageWaiting MessageState = "W"
+
+// DepsTx are the statements of dependencies and workflows that run in
+// baton's transaction or in the program's (CallerQueueTx).
+type DepsTx interface {
+	// DepParentState reads a would-be parent's stored state ("" when there
+	// is no such message, waiting, running or in the history).
+	DepParentState(ctx context.Context, id int64) (MessageState, error)
+	// DepAdd records that child comes after parents: one edge each, done
+	// already for those in satisfied, running the child whatever becomes
+	// of the parent when runOnFail. With any edge not done, the child
+	// (just inserted, ready) waits (MessageWaiting).
+	DepAdd(ctx context.Context, child int64, parents []int64, satisfied map[int64]bool, runOnFail bool) error
+	// WorkflowAdd records message id as the step name of workflow.
+	WorkflowAdd(ctx context.Context, workflow, id int64, name string) error
+}
+
+// DepEdge is a message's parent or dependant, its stored state ("" when
+// it is gone) and, while it waits or runs, its run-at and attempt.
+type DepEdge struct {
+	ID      int64
+	State   MessageState
+	RunAt   time.Time
+	Attempt int
+}
+
+// DepRelease is a message the dependency sweep made ready.
+type DepRelease struct {
+	ID    int64
+	Queue string
+}
+
+// DepSwept is what a dependency sweep did.
+type DepSwept struct {
+	// Released were made ready, Cancelled cancelled (a parent did not
+	// complete); Pending: edges still wait for their parents.
+	Released  []DepRelease
+	Cancelled int
+	Pending   bool
+}
+
+// DepOutcome is what a released child whose edges run on failure
+// (a batch's callback) is told of its parents: the parent ids by their
+// state (stored states; "" for a parent that is gone).
+type DepOutcome func(meta string, parents []DepEdge) string
+
+// WorkflowStep is one stored step of a workflow.
+type WorkflowStep struct {
+	Name string
+	DepEdge
+}
+
+// DepsRead are the reads of dependencies and workflows, and the sweep.
+type DepsRead interface {
+	// DepsOf lists a message's parents and its dependants.
+	DepsOf(ctx context.Context, id int64) (parents, children []DepEdge, err error)
+	// WorkflowOf names the workflow a message is a step of (found false
+	// when none) and its step's name.
+	WorkflowOf(ctx context.Context, id int64) (workflow int64, name string, found bool, err error)
+	// WorkflowGet lists a workflow's steps and its edges (parent, child).
+	WorkflowGet(ctx context.Context, workflow int64) (steps []WorkflowStep, edges [][2]int64, err error)
+	// DepsSweep settles the edges whose parent is done, under a lock
+	// that serializes the sweeps of every process, in one transaction:
+	// edges whose parent completed (or, for a child that runs on failure,
+	// finished in any way or is gone) are done; a child that does not run
+	// on failure is cancelled (and moved to the history) when a parent
+	// finished otherwise or is gone, and so on down its own dependants;
+	// children with every edge done are made ready (outcome rewrites the
+	// meta of those that run on failure). With parents, only the edges of
+	// those parents are read (and, down the graph, of the children it
+	// cancels); nil: every edge not done.
+	DepsSweep(ctx context.Context, parents []int64, outcome DepOutcome) (DepSwept, error)
+	// DepsProbeParents reads whether an edge of parents is not done.
+	DepsProbeParents(ctx context.Context, parents []int64) (bool, error)
+	// DepsProbe reads, in one statement, whether any edge waits and
+	// whether one may be settled now (its parent neither waits nor runs).
+	DepsProbe(ctx context.Context) (pending, settleable bool, err error)
+	// DepsPurge deletes edges and workflow steps whose message has left
+	// the history.
+	DepsPurge(ctx context.Context) error
+	// DepsWaiting counts a queue's messages waiting for their parents, at
+	// most limit.
+	DepsWaiting(ctx context.Context, queue string, limit int) (int64, error)
+}
