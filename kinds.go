@@ -116,6 +116,9 @@ func JobMessage(args JobArgs, opts ...EnqueueOptions) (NewMessage, error) {
 	if err != nil {
 		return NewMessage{}, fmt.Errorf("%w: kind %q: the arguments do not encode: %v", ErrInvalid, o.Kind, err)
 	}
+	if err := uniqueByArgs(&o, args, payload); err != nil {
+		return NewMessage{}, err
+	}
 	return NewMessage{Payload: payload, EnqueueOptions: o}, nil
 }
 

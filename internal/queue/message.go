@@ -60,6 +60,9 @@ type Options[S ~string] struct {
 	UniqueStates []S
 	Kind         string
 	Timeout      time.Duration
+	Metadata     json.RawMessage
+	Tags         []string
+	UniqueByArgs bool
 }
 
 // Check validates the options of one message.
@@ -71,9 +74,11 @@ func (o Options[S]) Check() error {
 		return err
 	}
 	if o.Kind != "" {
-		return ValidateName("kind", o.Kind)
+		if err := ValidateName("kind", o.Kind); err != nil {
+			return err
+		}
 	}
-	return nil
+	return o.checkData()
 }
 
 // checkLimits validates the delay, attempt limit, priority, key and
@@ -102,9 +107,11 @@ func (o Options[S]) checkUnique() error {
 		return fmt.Errorf("%w: unique key is %d bytes, more than 255", errs.ErrInvalid, len(o.UniqueKey))
 	case o.UniquePeriod < 0:
 		return fmt.Errorf("%w: negative unique period %v", errs.ErrInvalid, o.UniquePeriod)
-	case o.UniquePeriod > 0 && o.UniqueKey == "":
+	case o.UniqueByArgs && o.UniqueKey != "":
+		return fmt.Errorf("%w: give a unique key or unique by arguments, not both", errs.ErrInvalid)
+	case o.UniquePeriod > 0 && o.UniqueKey == "" && !o.UniqueByArgs:
 		return fmt.Errorf("%w: a unique period needs a unique key", errs.ErrInvalid)
-	case len(o.UniqueStates) > 0 && o.UniqueKey == "":
+	case len(o.UniqueStates) > 0 && o.UniqueKey == "" && !o.UniqueByArgs:
 		return fmt.Errorf("%w: unique states need a unique key", errs.ErrInvalid)
 	}
 	for _, st := range o.UniqueStates {
@@ -129,9 +136,12 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
+	if o.UniqueByArgs {
+		o.UniqueKey = ArgsKey(o.Kind, payload)
+	}
 	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
 		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey, Kind: o.Kind,
-		Meta: EncodeMeta(Meta{TimeoutMS: o.Timeout.Milliseconds()})}
+		Meta: EncodeMeta(Meta{TimeoutMS: o.Timeout.Milliseconds(), Metadata: o.Metadata, Tags: NormalTags(o.Tags)})}
 	if o.UniquePeriod > 0 {
 		now := time.Now().UnixMicro()
 		p := o.UniquePeriod.Microseconds()
@@ -146,16 +156,19 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 }
 
 // Meta is what a message carries in its meta column (JSON): the
-// enqueuer's trace context (internal/tracing) and the message's handler
-// timeout.
+// enqueuer's trace context (internal/tracing), the message's handler
+// timeout, and the user's metadata, tags and recorded output (data.go).
 type Meta struct {
 	tracing.Context
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Tags      []string        `json:"tags,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
 }
 
 // EncodeMeta writes a message's metadata ("" when there is none).
 func EncodeMeta(m Meta) string {
-	if m == (Meta{}) {
+	if m.Context == (tracing.Context{}) && m.TimeoutMS == 0 && m.Metadata == nil && m.Tags == nil && m.Output == nil {
 		return ""
 	}
 	b, err := json.Marshal(m)

@@ -180,6 +180,8 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
    AND (? = 0 OR (? = 1 AND run_at <= {now}) OR (? = 2 AND run_at > {now}))
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR JSON_CONTAINS(JSON_EXTRACT(meta, '$.tags'), JSON_QUOTE(?)))
+   AND (? = '' OR JSON_UNQUOTE(JSON_EXTRACT(meta, CONCAT('$.metadata."', ?, '"'))) = ?)
  ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: unique_insert
@@ -375,6 +377,8 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- an id (keyset on the history's queue index); the kind ('' for any).
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = ? AND state = ? AND id < ? AND COALESCE(NULLIF(?, ''), kind) <=> kind
+   AND (? = '' OR JSON_CONTAINS(JSON_EXTRACT(meta, '$.tags'), JSON_QUOTE(?)))
+   AND (? = '' OR JSON_UNQUOTE(JSON_EXTRACT(meta, CONCAT('$.metadata."', ?, '"'))) = ?)
  ORDER BY id DESC LIMIT ?;
 
 -- name: finished_prune
@@ -403,6 +407,8 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
  WHERE queue = ? AND state = 'R' AND run_at > {now} AND (run_at, id) > (?, ?)
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR JSON_CONTAINS(JSON_EXTRACT(meta, '$.tags'), JSON_QUOTE(?)))
+   AND (? = '' OR JSON_UNQUOTE(JSON_EXTRACT(meta, CONCAT('$.metadata."', ?, '"'))) = ?)
  ORDER BY run_at, id LIMIT ?;
 
 -- name: message_waiting_kind
@@ -412,3 +418,25 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
 SELECT id, payload FROM {p}messages
  WHERE queue = ? AND state = 'R' AND kind = ?
  ORDER BY priority, order_at, id;
+
+-- name: message_meta
+-- The meta column of a waiting or running message, its row locked
+-- (UpdateMessage reads, merges and writes it back).
+SELECT meta FROM {p}messages WHERE id = ? FOR UPDATE;
+
+-- name: finished_meta
+SELECT meta FROM {p}finished WHERE id = ? FOR UPDATE;
+
+-- name: message_set_meta
+-- Arguments: meta, id.
+UPDATE {p}messages SET meta = ? WHERE id = ?;
+
+-- name: finished_set_meta
+UPDATE {p}finished SET meta = ? WHERE id = ?;
+
+-- name: message_set_output
+-- Records a handler's output (JSON) under the meta column's key "output",
+-- the other keys kept, on a current claim whose message was not asked to
+-- stop. Arguments: output, id, session, attempt.
+UPDATE {p}messages SET meta = JSON_SET(COALESCE(meta, '{}'), '$.output', JSON_EXTRACT(?, '$'))
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;

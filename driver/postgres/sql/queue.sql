@@ -188,6 +188,8 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
    AND ($6::int = 0 OR ($6::int = 1) = (run_at <= {now}))
    AND ($7::int = 0 OR ($7::int = 1) = (attempt = 0))
    AND ($8::text = '' OR kind = $8)
+   AND ($10::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($10::text))
+   AND ($11::text = '' OR (meta::jsonb -> 'metadata' ->> $11::text) = $12::text)
  ORDER BY priority, order_at, id LIMIT $9;
 
 -- name: unique_insert
@@ -380,6 +382,8 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- an id (keyset on the history's queue index); the kind ('' for any).
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = $1 AND state = $2 AND id < $3 AND ($4::text = '' OR kind = $4)
+   AND ($6::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($6::text))
+   AND ($7::text = '' OR (meta::jsonb -> 'metadata' ->> $7::text) = $8::text)
  ORDER BY id DESC LIMIT $5;
 
 -- name: finished_prune
@@ -415,6 +419,8 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
                             THEN $3::bigint ELSE 9223372036854775807 END)
    AND ($4::int = 0 OR ($4::int = 1) = (attempt = 0))
    AND ($5::text = '' OR kind = $5)
+   AND ($7::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($7::text))
+   AND ($8::text = '' OR (meta::jsonb -> 'metadata' ->> $8::text) = $9::text)
  ORDER BY run_at, id LIMIT $6;
 
 -- name: message_waiting_kind
@@ -479,3 +485,25 @@ WITH d AS (
     RETURNING m.id, m.queue, m.payload, m.priority, m.msg_key, m.attempt, m.max_attempts, m.last_error, m.created_at, m.meta, m.kind, m.errors)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;
+
+-- name: message_meta
+-- The meta column of a waiting or running message, its row locked
+-- (UpdateMessage reads, merges and writes it back).
+SELECT meta FROM {p}messages WHERE id = $1 FOR UPDATE;
+
+-- name: finished_meta
+SELECT meta FROM {p}finished WHERE id = $1 FOR UPDATE;
+
+-- name: message_set_meta
+-- Arguments: meta, id.
+UPDATE {p}messages SET meta = $1 WHERE id = $2;
+
+-- name: finished_set_meta
+UPDATE {p}finished SET meta = $1 WHERE id = $2;
+
+-- name: message_set_output
+-- Records a handler's output (JSON) under the meta column's key "output",
+-- the other keys kept, on a current claim whose message was not asked to
+-- stop. Arguments: output, id, session, attempt.
+UPDATE {p}messages SET meta = (COALESCE(meta, '{}')::jsonb || jsonb_build_object('output', $1::jsonb))::text
+ WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C' AND cancel = 0;

@@ -184,6 +184,9 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
    AND (? = 0 OR (? = 1 AND run_at <= {now}) OR (? = 2 AND run_at > {now}))
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?))
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.metadata') WHERE key = ?
+                          AND CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(value AS TEXT) END = ?))
  ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: unique_insert
@@ -380,7 +383,10 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- an id (keyset on the history's queue index); the kind ('' for any).
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = ?1 AND state = ?2 AND id < ?3 AND (?4 = '' OR kind = ?4)
- ORDER BY id DESC LIMIT ?5;
+   AND (?5 = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?6))
+   AND (?7 = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.metadata') WHERE key = ?8
+                           AND CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(value AS TEXT) END = ?9))
+ ORDER BY id DESC LIMIT ?10;
 
 -- name: finished_prune
 -- Deletes up to a batch of finished messages of one state older than an
@@ -409,6 +415,9 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
  WHERE queue = ? AND state = 'R' AND run_at > {now} AND run_at > created_at AND (run_at, id) > (?, ?)
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?))
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.metadata') WHERE key = ?
+                          AND CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(value AS TEXT) END = ?))
  ORDER BY run_at, id LIMIT ?;
 
 -- name: message_waiting_kind
@@ -469,3 +478,25 @@ UPDATE {p}messages SET state = 'K'
  WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- name: message_meta
+-- The meta column of a waiting or running message (UpdateMessage: the
+-- transaction holds the database's write lock already).
+SELECT meta FROM {p}messages WHERE id = ?1;
+
+-- name: finished_meta
+SELECT meta FROM {p}finished WHERE id = ?1;
+
+-- name: message_set_meta
+-- Arguments: meta, id.
+UPDATE {p}messages SET meta = ?1 WHERE id = ?2;
+
+-- name: finished_set_meta
+UPDATE {p}finished SET meta = ?1 WHERE id = ?2;
+
+-- name: message_set_output
+-- Records a handler's output (JSON) under the meta column's key "output",
+-- the other keys kept, on a current claim whose message was not asked to
+-- stop. Arguments: output, id, session, attempt.
+UPDATE {p}messages SET meta = json_set(COALESCE(meta, '{}'), '$.output', json(?1))
+ WHERE id = ?2 AND claimed_by = ?3 AND attempt = ?4 AND state = 'C' AND cancel = 0;
