@@ -32,6 +32,15 @@ type plainArgs struct {
 
 func (plainArgs) Kind() string { return "plain" }
 
+// many is n tags of 64 characters.
+func many(n int) []string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("%064d", i)
+	}
+	return tags
+}
+
 // sameJSON reports whether two JSON texts hold the same value.
 func sameJSON(t *testing.T, got []byte, want string) bool {
 	t.Helper()
@@ -180,6 +189,22 @@ func TestDataOutput(t *testing.T) {
 		}
 		if m := getMessage(t, c, tid); m.State != baton.StateCompleted || string(m.Output) != "[1,2]" {
 			t.Fatalf("CompleteTx: %s, output %s", m.State, m.Output)
+		}
+
+		// The largest metadata and output fit together (MySQL's TEXT
+		// column, its JSON functions adding spaces).
+		md := `{"a":[` + strings.Repeat("1,", (baton.MaxMetadata-12)/2) + `1]}`
+		bid := enqueue(t, c, "do", "big", baton.EnqueueOptions{Metadata: json.RawMessage(md), Tags: many(baton.MaxTags)})
+		ms = claim(t, s, "do", baton.ClaimOptions{})
+		out := make([]int, baton.MaxOutput/2-1)
+		if err := ms[0].SetOutput(out); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ack(ctx, ms[0]); err != nil {
+			t.Fatal(err)
+		}
+		if m := getMessage(t, c, bid); m.State != baton.StateCompleted || string(m.Metadata) != md || len(m.Output) != 2*len(out)+1 || len(m.Tags) != baton.MaxTags {
+			t.Fatalf("the largest data: %s, metadata %d bytes (want %d), output %d bytes", m.State, len(m.Metadata), len(md), len(m.Output))
 		}
 	})
 }
@@ -397,10 +422,6 @@ func TestDataValidation(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, _ := openQ(t, b)
 		ctx := ctxT(t)
-		many := make([]string, baton.MaxTags+1)
-		for i := range many {
-			many[i] = fmt.Sprint("t", i)
-		}
 		for _, tc := range []struct {
 			o    baton.EnqueueOptions
 			want string
@@ -408,7 +429,7 @@ func TestDataValidation(t *testing.T) {
 			{baton.EnqueueOptions{Tags: []string{strings.Repeat("t", 65)}}, "tag"},
 			{baton.EnqueueOptions{Tags: []string{"has space"}}, "tag"},
 			{baton.EnqueueOptions{Tags: []string{""}}, "tag"},
-			{baton.EnqueueOptions{Tags: many}, "tags, more than"},
+			{baton.EnqueueOptions{Tags: many(baton.MaxTags + 1)}, "tags, more than"},
 			{baton.EnqueueOptions{Metadata: json.RawMessage(`[1,2]`)}, "JSON object"},
 			{baton.EnqueueOptions{Metadata: json.RawMessage(`"s"`)}, "JSON object"},
 			{baton.EnqueueOptions{Metadata: json.RawMessage(`{"a":`)}, "JSON object"},

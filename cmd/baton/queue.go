@@ -31,12 +31,12 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, list, get, update, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueCancelCmd(g),
+	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueUpdateCmd(g), queueCancelCmd(g),
 		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g),
 		queueMessageCmd(g, "retry", "Make a waiting or finished message due now",
 			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
@@ -62,15 +62,21 @@ waits or runs in QUEUE (with --unique-for D: none was enqueued with it in the
 same period D; with --unique-states S,...: none is in one of those states,
 for example completed,ready,running to keep the key through completion while
 the history keeps the message); otherwise it adds nothing and prints the
-holder's id followed by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
+holder's id followed by the word duplicate; --unique-args does the same with
+a key derived from the kind and the payload (JSON compared canonically). --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
+
+--meta JSON gives the message metadata (a JSON object) and --tag T a tag
+(repeat it for more); both are kept through retries and in the history, and
+shown by queue get; queue list --tag T and --meta KEY=VALUE find them.
 
 Bad input (a bad queue name, an empty or oversized payload, a negative
 --delay, a non-numeric --priority, a --max-attempts below 1) exits 64 with a
 one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 		Example: `  baton queue push mail '{"to":"ann@example.com"}'
   render-report | baton queue push reports --priority -1 --max-attempts 3
-  baton queue push mail --delay 10m --key customer-42 - < message.json`,
+  baton queue push mail --delay 10m --key customer-42 - < message.json
+  baton queue push mail --meta '{"customer":"acme"}' --tag vip --tag eu '{"to":"ann@example.com"}'`,
 		Args: argsUsage("queue push", 1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
@@ -103,6 +109,7 @@ one-line error and enqueues nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().DurationVar(&o.UniquePeriod, "unique-for", 0, "with --unique-key: hold the key for the period of this length in which the message is enqueued")
 	cmd.Flags().StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-key: the states in which the key's holder keeps it (scheduled, ready, retrying, running, completed, cancelled, dead)")
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "the kind of the message: names the worker that handles it")
+	pushDataFlags(cmd, &o)
 	return cmd
 }
 

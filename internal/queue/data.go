@@ -20,10 +20,12 @@ import (
 // message goes (retries, the history, re-drives) and cost nothing to a
 // message without them.
 
-// The bounds of a message's data (baton.MaxMetadata, MaxOutput, MaxTags).
+// The bounds of a message's data (baton.MaxMetadata, MaxOutput, MaxTags):
+// with the trace context, all of it fits in the meta column's 64 KiB on
+// MySQL (TEXT), even as MySQL's JSON functions space it out.
 const (
-	MaxMetadata = 64 << 10
-	MaxOutput   = 64 << 10
+	MaxMetadata = 16 << 10
+	MaxOutput   = 16 << 10
 	MaxTags     = 20
 )
 
