@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -50,9 +49,9 @@ func InfoOf[S ~string, E any](m driver.Message, now time.Time, unreadable func(e
 		RunAt: m.RunAt, FinishedAt: m.FinishedAt, CancelRequested: m.CancelRequested}
 	if m.Meta != "" {
 		meta := DecodeMeta(m.Meta)
-		// Compact: the same JSON on every backend (PostgreSQL's jsonb and
-		// MySQL's JSON functions space what they write).
-		info.Metadata, info.Tags, info.Output = compact(meta.Metadata), meta.Tags, compact(meta.Output)
+		// Canonical: the same JSON on every backend (PostgreSQL's jsonb
+		// reorders keys and MySQL's JSON functions space what they write).
+		info.Metadata, info.Tags, info.Output = canonical(meta.Metadata), meta.Tags, canonical(meta.Output)
 	}
 	if m.State == driver.MessageClaimed {
 		info.ClaimedBy, info.ClaimedUntil = m.ClaimedBy, m.ClaimUntil
@@ -108,14 +107,10 @@ func (m *Info[S, E]) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// compact is JSON b without insignificant space (nil for none).
-func compact(b json.RawMessage) json.RawMessage {
+// canonical is JSON b in canonical form (Canonical), nil for none.
+func canonical(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
-	var out bytes.Buffer
-	if json.Compact(&out, b) != nil {
-		return b
-	}
-	return out.Bytes()
+	return Canonical(b)
 }
