@@ -63,7 +63,8 @@ same period D; with --unique-states S,...: none is in one of those states,
 for example completed,ready,running to keep the key through completion while
 the history keeps the message); otherwise it adds nothing and prints the
 holder's id followed by the word duplicate; --unique-args does the same with
-a key derived from the kind and the payload (JSON compared canonically). --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
+a key derived from the kind and the payload (JSON compared canonically).
+--kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
 
 --meta JSON gives the message metadata (a JSON object) and --tag T a tag
