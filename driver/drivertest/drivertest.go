@@ -55,6 +55,7 @@ func Run(t *testing.T, open Open) {
 		{"History", testHistory},
 		{"UniqueStates", testUniqueStates},
 		{"ListFilters", testListFilters},
+		{"Data", testData},
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
 		{"QueuesReady", testQueuesReady},
