@@ -99,7 +99,10 @@ func (c *Client) WorkJobs(ctx context.Context, queue string, ws *Workers, opts W
 }
 
 // JobMessage is the message that carries args: its payload their JSON,
-// its kind theirs (for EnqueueMany and EnqueueManyTx).
+// its kind theirs (for EnqueueMany and EnqueueManyTx). With
+// opts.UniqueByArgs its unique key is derived from args: from the fields
+// of args' struct tagged `baton:"unique"` when it has some, from all of
+// its JSON otherwise (see EnqueueOptions.UniqueByArgs).
 func JobMessage(args JobArgs, opts ...EnqueueOptions) (NewMessage, error) {
 	if args == nil {
 		return NewMessage{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
