@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -76,9 +77,12 @@ func TestDataRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		var runs atomic.Int32
+		var mu sync.Mutex
 		seen := map[int64]string{}
 		handler := func(ctx context.Context, m *baton.Message) error {
+			mu.Lock()
 			seen[m.ID] = fmt.Sprintf("%s %v", m.Metadata, m.Tags)
+			mu.Unlock()
 			if err := m.SetOutput(map[string]any{"run": m.Attempt, "payload": string(m.Payload)}); err != nil {
 				return err
 			}
