@@ -182,6 +182,8 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM c WHERE claimed_by
 -- position (keyset: the ready index, never a sort); then due (1), not yet
 -- due (2) or both (0); never retried (1), retried (2) or both (0); the kind
 -- ('' for any); the limit.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = $1 AND state = $2 AND (priority, order_at, id) > ($3::int, $4::bigint, $5::bigint)
@@ -380,6 +382,8 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- name: finished_list
 -- A page of a queue's finished messages of one state, newest first, before
 -- an id (keyset on the history's queue index); the kind ('' for any).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = $1 AND state = $2 AND id < $3 AND ($4::text = '' OR kind = $4)
    AND ($6::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($6::text))
@@ -411,6 +415,8 @@ UPDATE {p}schedules SET last_tick = $1, updated_at = {now} WHERE name = $2 AND l
 -- folded into the row bound, the statement's time (stable, unlike {now}),
 -- so that the index scan starts there instead of filtering every waiting
 -- message.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = $1 AND state = 'R' AND run_at > created_at

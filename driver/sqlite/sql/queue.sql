@@ -178,6 +178,8 @@ SELECT m.id, m.claimed_by, m.attempt, m.max_attempts, m.claim_mode
 -- due (2) or both (0), three times; never retried (1), retried (2) or both
 -- (0), three times; the kind ('' for any), twice; the limit (the same
 -- arguments in every dialect but PostgreSQL, which numbers them).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = ? AND state = ? AND (priority, order_at, id) > (?, ?, ?)
@@ -381,6 +383,8 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- name: finished_list
 -- A page of a queue's finished messages of one state, newest first, before
 -- an id (keyset on the history's queue index); the kind ('' for any).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = ?1 AND state = ?2 AND id < ?3 AND (?4 = '' OR kind = ?4)
    AND (?5 = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?6))
@@ -410,6 +414,8 @@ UPDATE {p}schedules SET last_tick = ?, updated_at = {now} WHERE name = ? AND las
 -- position (run_at, id) on the due index (run_at > created_at: migration
 -- 022 keeps only delayed messages there). Then never retried (1), retried
 -- (2) or both (0), three times; the kind ('' for any), twice; the limit.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = ? AND state = 'R' AND run_at > {now} AND run_at > created_at AND (run_at, id) > (?, ?)
