@@ -45,8 +45,9 @@ messages are listed in the order workers claim them, scheduled and retrying
 ones by due time.
 
 --state and --kind keep one state or one kind; --tag T the messages that
-carry tag T, --meta KEY=VALUE those whose metadata has KEY with VALUE. At most --limit messages are
-printed; when there are more, the position to go on from is printed on
+carry tag T, --meta KEY=VALUE those whose metadata has KEY with VALUE (a
+string, or an integer or boolean as JSON writes it). At most --limit
+messages are printed; when there are more, the position to go on from is printed on
 standard error as "more: --after POS".
 
 --json prints a JSON array of messages with the fields of the Go type

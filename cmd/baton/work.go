@@ -243,8 +243,8 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", 1, "how many messages (commands) at once")
 	if spec.what == "work" {
 		cmd.Flags().StringVar(&f.kind, "kind", "", "run CMD only for messages of this kind (queue push --kind); the others stay for other workers")
-		cmd.Flags().BoolVar(&f.output, "output", false, fmt.Sprintf("record CMD's standard output as the output of a run that succeeds (queue get shows it): as JSON when it is, else as text, the first %d bytes", baton.MaxOutput))
 	}
+	cmd.Flags().BoolVar(&f.output, "output", false, fmt.Sprintf("record CMD's standard output as the output of a run that succeeds (queue get shows it): as JSON when it is, else as text, the first %d bytes", baton.MaxOutput))
 	cmd.Flags().BoolVar(&f.ordered, "ordered", false, "one message at a time, strictly in order")
 	cmd.Flags().BoolVar(&f.perKey, "per-key", false, "never two messages with the same key at once")
 	cmd.Flags().BoolVar(&f.drain, "drain", false, "exit once no message is ready (cron)")
