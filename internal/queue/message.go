@@ -171,6 +171,13 @@ func EncodeMeta(m Meta) string {
 	if m.Context == (tracing.Context{}) && m.TimeoutMS == 0 && m.Metadata == nil && m.Tags == nil && m.Output == nil {
 		return ""
 	}
+	return encodeMeta(m)
+}
+
+// encodeMeta is EncodeMeta's JSON: apart, so that only a message with
+// metadata has its Meta copied to the heap (json.Marshal's argument
+// escapes).
+func encodeMeta(m Meta) string {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return ""
@@ -179,11 +186,13 @@ func EncodeMeta(m Meta) string {
 }
 
 // DecodeMeta reads a message's metadata; what cannot be read is ignored.
+// A message without metadata costs no allocation.
 func DecodeMeta(s string) Meta {
-	var m Meta
-	if s != "" {
-		_ = json.Unmarshal([]byte(s), &m)
+	if s == "" {
+		return Meta{}
 	}
+	var m Meta
+	_ = json.Unmarshal([]byte(s), &m)
 	return m
 }
 
