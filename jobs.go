@@ -108,6 +108,12 @@ type ListOptions struct {
 	State MessageState
 	// Kind: only messages of this kind ("" for any).
 	Kind string
+	// Tag: only messages that carry this tag ("" for any).
+	Tag string
+	// MetaKey and MetaValue: only messages whose metadata's top-level key
+	// MetaKey (like a queue name) holds MetaValue, a string, or a number
+	// or boolean as JSON writes it ("" for any key).
+	MetaKey, MetaValue string
 	// After is the position to go on from ("" for the start): the second
 	// result of an earlier call with the same options.
 	After string
@@ -138,11 +144,17 @@ func (c *Client) ListMessages(ctx context.Context, o ListOptions) ([]MessageInfo
 	if o.State != "" {
 		states = []MessageState{o.State}
 	}
-	rows, next, err := c.mq.List(ctx, mq.Segments(queues, states), o.Kind, o.After, o.Limit)
+	d := driver.DataFilter{Tag: o.Tag, MetaKey: o.MetaKey, MetaValue: o.MetaValue}
+	rows, next, err := c.mq.List(ctx, mq.Segments(queues, states), o.Kind, d, o.After, o.Limit)
 	return infos(rows), next, err
 }
 
-func (o ListOptions) check() error { return mq.CheckListing(o.Queue, string(o.State), o.Limit) }
+func (o ListOptions) check() error {
+	if err := mq.CheckListing(o.Queue, string(o.State), o.Limit); err != nil {
+		return err
+	}
+	return mq.CheckDataFilter(o.Tag, o.MetaKey, o.MetaValue)
+}
 
 func infos(rows []driver.Message) []MessageInfo {
 	now := time.Now()
@@ -170,12 +182,13 @@ type messageInfoJSON = mq.Info[MessageState, AttemptError]
 // completes its message there has its effects happen exactly once. A
 // claim that is no longer current (its lease ran out and another worker
 // may have it, or it was cancelled) is ErrNotClaimed: roll tx back. The
-// worker's own acknowledgement afterwards finds nothing to do.
+// worker's own acknowledgement afterwards finds nothing to do. The output
+// recorded by SetOutput before the call is kept with the message.
 func (c *Client) CompleteTx(ctx context.Context, tx Execer, m *Message) error {
 	if err := claimedCheck(m, "CompleteTx"); err != nil {
 		return err
 	}
-	if err := c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue); err != nil {
+	if err := c.mq.CompleteTx(ctx, tx, claimOf(m), m.Queue, m.output); err != nil {
 		return err
 	}
 	m.completedTx = true

@@ -121,7 +121,9 @@ func (c *Client) WorkJobs(ctx context.Context, queue string, ws *Workers, opts W
 // JobMessage is the message that carries args: its payload their JSON,
 // its kind theirs, its options opts over the kind's defaults
 // (JobArgsWithDefaults; for EnqueueMany and EnqueueManyTx, whose queue is
-// the call's).
+// the call's). With opts.UniqueByArgs its unique key is derived from
+// args: from the fields of args' struct tagged `baton:"unique"` when it
+// has some, from all of its JSON otherwise (see EnqueueOptions.UniqueByArgs).
 func JobMessage(args JobArgs, opts ...EnqueueOptions) (NewMessage, error) {
 	if args == nil {
 		return NewMessage{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
@@ -138,6 +140,9 @@ func JobMessage(args JobArgs, opts ...EnqueueOptions) (NewMessage, error) {
 	payload, err := json.Marshal(args)
 	if err != nil {
 		return NewMessage{}, fmt.Errorf("%w: kind %q: the arguments do not encode: %v", ErrInvalid, o.Kind, err)
+	}
+	if err := uniqueByArgs(&o, args, payload); err != nil {
+		return NewMessage{}, err
 	}
 	return NewMessage{Payload: payload, EnqueueOptions: o}, nil
 }

@@ -109,6 +109,22 @@ type EnqueueOptions struct {
 	// deleted), and its handler reads their outcomes with Message.Batch
 	// (a batch's callback).
 	AfterAnyOutcome bool
+	// Metadata is the message's user metadata: a JSON object of at most
+	// MaxMetadata bytes, kept through retries and in the history, shown
+	// by Message and the dashboard, changed by UpdateMessage (nil: none).
+	Metadata json.RawMessage
+	// Tags label the message, a set (duplicates dropped, sorted): at most
+	// MaxTags, each like a queue name (1 to 64 letters, digits, '_', '.',
+	// ':' or '-'). ListOptions.Tag lists the messages that carry one.
+	Tags []string
+	// UniqueByArgs makes the message unique by its arguments, as
+	// UniqueKey does by a key given (not both): the key is derived from
+	// the kind and the payload, its JSON in canonical form (objects' keys
+	// sorted), hashed (SHA-256), so equal arguments of one kind collide
+	// and different ones do not. For typed jobs (JobMessage), the fields
+	// of the arguments' struct tagged `baton:"unique"`, if any, are the
+	// arguments that count. UniquePeriod and UniqueStates apply.
+	UniqueByArgs bool
 }
 
 // NewMessage is a message to enqueue with EnqueueMany.
@@ -133,6 +149,10 @@ type Message struct {
 	// Errors are the records of the failed attempts before this one.
 	Errors    []AttemptError
 	CreatedAt time.Time
+	// Metadata and Tags are the message's user metadata and tags
+	// (EnqueueOptions), as they were when it was claimed.
+	Metadata json.RawMessage
+	Tags     []string
 	// ClaimedUntil is when the claim's lease runs out unless extended.
 	ClaimedUntil time.Time
 
@@ -155,6 +175,8 @@ type Message struct {
 	// which sent its event (if that transaction rolls back, the
 	// worker's acknowledgement completes it).
 	completedTx bool
+	// output is what the handler recorded (SetOutput), JSON; nil: none.
+	output json.RawMessage
 }
 
 // newMessage checks one message to enqueue and converts it to a row.
@@ -347,6 +369,7 @@ func (s *Session) messages(order []*driver.Message, mode QueueMode) []*Message {
 			Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
 			ClaimedUntil: m.ClaimUntil, mode: mode, claimedAt: now, event: event, Kind: m.Kind, sessionID: s.id,
 			held: m.ClaimMode == driver.ClaimHeld}
+		msgs[i].Metadata, msgs[i].Tags = msgs[i].meta.Metadata, msgs[i].meta.Tags
 		if m.Errors != "" {
 			_ = json.Unmarshal([]byte(m.Errors), &msgs[i].Errors) // best effort: the record is informative
 		}
@@ -365,11 +388,12 @@ func claimOf(m *Message) driver.Claim {
 
 func notClaimed(m *Message) error { return mq.NotClaimed(m.ID, m.Queue) }
 
-// Ack marks a claimed message done: it moves to the history as completed
-// (or is deleted when Retention.Completed is negative). A message cancelled
+// Ack marks a claimed message done: it moves to the history as completed,
+// with the output recorded by SetOutput (or is deleted when
+// Retention.Completed is negative). A message cancelled
 // while it was claimed (CancelMessage) ends cancelled instead: ErrCancelled.
 func (s *Session) Ack(ctx context.Context, m *Message) error {
-	done, err := s.c.mq.Ack(ctx, &s.holds, s.claim(m), m.Queue)
+	done, err := s.c.mq.Ack(ctx, &s.holds, s.claim(m), m.Queue, m.output)
 	if err != nil {
 		return err
 	}
@@ -613,6 +637,12 @@ type MessageInfo struct {
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// FinishedAt is when a finished message finished.
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Metadata and Tags are the message's user metadata and tags
+	// (EnqueueOptions, UpdateMessage); Output is what its handler
+	// recorded (Message.SetOutput), on a completed message.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Tags     []string        `json:"tags,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 }
 
 // SetQueuePaused pauses (paused true) or resumes a queue for every

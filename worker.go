@@ -181,15 +181,29 @@ func (w *workSession) Dead(ctx context.Context, m *Message, cause error) error {
 }
 
 func (w *workSession) Complete(ctx context.Context, ms []*Message) (int, error) {
-	claims := make([]driver.Claim, len(ms))
-	for i, m := range ms {
-		claims[i] = w.claim(m)
+	claims := make([]driver.Claim, 0, len(ms))
+	n := 0
+	for _, m := range ms {
+		if m.output != nil {
+			// Its output goes with it: a statement of its own.
+			k, err := w.c.mq.CompleteOutput(ctx, w.claim(m), m.output)
+			if err != nil {
+				return n, err
+			}
+			n += k
+			continue
+		}
+		claims = append(claims, w.claim(m))
 	}
-	n, err := w.c.mq.Complete(ctx, w.id, claims)
+	k := 0
+	var err error
+	if len(claims) > 0 {
+		k, err = w.c.mq.Complete(ctx, w.id, claims)
+	}
 	if err == nil {
-		w.c.jobsCompleted(ms, n)
+		w.c.jobsCompleted(ms, n+k)
 	}
-	return n, err
+	return n + k, err
 }
 
 func (w *workSession) Completed(n int) {

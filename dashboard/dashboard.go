@@ -384,8 +384,10 @@ type queuePage struct {
 	Stats baton.QueueStats
 	// State is the tab shown: a message state (baton.MessageStates).
 	State string
-	// Kind filters the messages of the tab ("" for every kind).
+	// Kind filters the messages of the tab ("" for every kind), Tag by
+	// a tag they carry ("" for any).
 	Kind     string
+	Tag      string
 	Messages []baton.MessageInfo
 	Next     string
 	Dead     []baton.DeadLetter
@@ -411,7 +413,7 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 	if p.State, err = tab(st, query.Get("state")); err != nil {
 		return p, err
 	}
-	p.Kind = query.Get("kind")
+	p.Kind, p.Tag = query.Get("kind"), query.Get("tag")
 	if p.Kind != "" {
 		if err := baton.ValidateKind(p.Kind); err != nil {
 			return p, err
@@ -421,7 +423,7 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 		p.Dead, p.More, err = d.deadPage(ctx, q)
 	} else {
 		p.Messages, p.Next, err = d.c.ListMessages(ctx, baton.ListOptions{Queue: q, State: baton.MessageState(p.State),
-			Kind: p.Kind, After: query.Get("after"), Limit: pageSize})
+			Kind: p.Kind, Tag: p.Tag, After: query.Get("after"), Limit: pageSize})
 	}
 	return p, err
 }

@@ -86,6 +86,7 @@ type CallerQueueTx interface {
 	MessageExtend(ctx context.Context, c Claim, d time.Duration) (bool, error)
 	// Dependencies and workflows of messages enqueued in that transaction.
 	DepsTx
+	DataTx
 }
 
 // Message states as stored: a message waits (ready, or scheduled when its
@@ -129,6 +130,7 @@ type ListFilter struct {
 	Kind  string
 	After ListPos
 	Limit int
+	DataFilter
 }
 
 // Message is one row of the messages table.
@@ -370,7 +372,8 @@ type QueueTx interface {
 	// HistoryList lists a queue's finished messages of one state, newest
 	// first, with ids below before (0: from the newest), of the kind
 	// ("" for any).
-	HistoryList(ctx context.Context, queue string, state MessageState, kind string, before int64, limit int) ([]Message, error)
+	// d selects by user data.
+	HistoryList(ctx context.Context, queue string, state MessageState, kind string, d DataFilter, before int64, limit int) ([]Message, error)
 	// HistoryPrune deletes up to limit finished messages of the state that
 	// finished longer than age ago, oldest first, and says how many.
 	HistoryPrune(ctx context.Context, state MessageState, age time.Duration, limit int) (int, error)
@@ -399,6 +402,7 @@ type QueueTx interface {
 	ScheduleAdvance(ctx context.Context, name string, tick int64) (bool, error)
 	// ThroughputPurge deletes counts older than an hour.
 	ThroughputPurge(ctx context.Context) error
+	DataTx
 }
 
 // BulkAction is what QueueTx.MessagesBulk does to each message.

@@ -35,7 +35,7 @@ func queueListCmd(g *globals) *cobra.Command {
 	var state string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list [QUEUE] [--state S] [--kind K] [--limit N] [--after POS] [--json]",
+		Use:   "list [QUEUE] [--state S] [--kind K] [--tag T] [--meta KEY=VALUE] [--limit N] [--after POS] [--json]",
 		Short: "List messages by queue, state and kind",
 		Long: `List the messages of QUEUE (every queue when it is missing), for each queue
 in turn and each state in the order of a message's life: pending (waiting for
@@ -44,20 +44,24 @@ history: completed, cancelled and dead, newest first. Ready and running
 messages are listed in the order workers claim them, scheduled and retrying
 ones by due time.
 
---state and --kind keep one state or one kind. At most --limit messages are
-printed; when there are more, the position to go on from is printed on
+--state and --kind keep one state or one kind; --tag T the messages that
+carry tag T, --meta KEY=VALUE those whose metadata has KEY with VALUE (a
+string, or an integer or boolean as JSON writes it). At most --limit
+messages are printed; when there are more, the position to go on from is printed on
 standard error as "more: --after POS".
 
 --json prints a JSON array of messages with the fields of the Go type
 MessageInfo (id, queue, kind, state, payload or payload_base64, priority,
 key, attempt, max_attempts, last_error, errors, created_at, run_at,
-claimed_by, claimed_until, cancel_requested, finished_at), the same on every
+claimed_by, claimed_until, cancel_requested, finished_at, metadata, tags,
+output), the same on every
 backend; times are RFC 3339.
 
 ` + queueExits,
 		Example: `  baton queue list
   baton queue list mail --state dead --json
-  baton queue list --kind invoice --state retrying`,
+  baton queue list --kind invoice --state retrying
+  baton queue list mail --tag vip --meta customer=acme`,
 		Args: argsUsage("queue list", 0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -94,6 +98,7 @@ backend; times are RFC 3339.
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only this state: pending, scheduled, ready, running, retrying, completed, cancelled or dead")
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "only messages of this kind")
+	listDataFlags(cmd, &o)
 	cmd.Flags().IntVar(&o.Limit, "limit", 50, fmt.Sprintf("list at most this many (1 to %d)", maxListLimit))
 	cmd.Flags().StringVar(&o.After, "after", "", "go on from this position (printed by an earlier list)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -165,8 +170,9 @@ func queueGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get ID [--json]",
 		Short: "Show one message, whatever its state",
-		Long: `Show message ID: its queue, kind, state, attempts, times, payload and the error
-of every failed attempt (with the stack of a panic). A finished message is
+		Long: `Show message ID: its queue, kind, state, attempts, times, tags, metadata,
+output (what its handler recorded), payload and the error of every failed
+attempt (with the stack of a panic). A finished message is
 found while its history is kept (completed and cancelled ones 24 hours, dead
 ones 7 days by default).
 
@@ -238,6 +244,7 @@ func messageFields(m baton.MessageInfo) [][2]string {
 	if m.CancelRequested {
 		fields = append(fields, [2]string{"cancel", "requested"})
 	}
+	fields = append(fields, dataFields(m)...)
 	return append(fields, [2]string{"payload", clip(string(m.Payload), 200)})
 }
 

@@ -31,12 +31,12 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, list, get, update, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g),
+	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueUpdateCmd(g),
 		withBulk(g, queueCancelCmd(g), baton.BulkCancel, 1),
 		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g), queueEventsCmd(g),
 		withBulk(g, queueMessageCmd(g, "retry", "Make a waiting or finished message due now, or many by filter",
@@ -66,7 +66,9 @@ waits or runs in QUEUE (with --unique-for D: none was enqueued with it in the
 same period D; with --unique-states S,...: none is in one of those states,
 for example completed,ready,running to keep the key through completion while
 the history keeps the message); otherwise it adds nothing and prints the
-holder's id followed by the word duplicate. --kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
+holder's id followed by the word duplicate; --unique-args does the same with
+a key derived from the kind and the payload (JSON compared canonically).
+--kind K names the worker that handles the message. --timeout D bounds each run of the message's handler (baton
 work kills a command that runs longer; the attempt fails).
 
 --at T makes the message due at time T (RFC 3339) rather than after a
@@ -76,6 +78,9 @@ message is due when this clock reads T, whatever the database's clock says.
 parents) completed; one that dies, is cancelled or deleted cancels it, unless
 --after-any-outcome is given (it then runs once they all finished, however).
 An unknown parent id is bad input.
+--meta JSON gives the message metadata (a JSON object) and --tag T a tag
+(repeat it for more); both are kept through retries and in the history, and
+shown by queue get; queue list --tag T and --meta KEY=VALUE find them.
 
 Bad input (a bad queue name, an empty or oversized payload, a negative
 --delay, --at with --delay or not in RFC 3339, a non-numeric --priority, a
@@ -85,7 +90,8 @@ nothing.`, baton.MaxMessagePayload),
   render-report | baton queue push reports --priority -1 --max-attempts 3
   baton queue push mail --delay 10m --key customer-42 - < message.json
   baton queue push reminders --at 2026-12-24T18:00:00+01:00 'ring'
-  baton queue push reports --after 41,42 '{"merge":true}'`,
+  baton queue push reports --after 41,42 '{"merge":true}'
+  baton queue push mail --meta '{"customer":"acme"}' --tag vip --tag eu '{"to":"ann@example.com"}'`,
 		Args: argsUsage("queue push", 1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
@@ -124,6 +130,7 @@ nothing.`, baton.MaxMessagePayload),
 	cmd.Flags().StringVar(&o.Kind, "kind", "", "the kind of the message: names the worker that handles it")
 	cmd.Flags().Int64SliceVar(&o.After, "after", nil, "ids of messages that must complete before this one runs (pending until then)")
 	cmd.Flags().BoolVar(&o.AfterAnyOutcome, "after-any-outcome", false, "with --after: run once the parents finished, whatever became of them")
+	pushDataFlags(cmd, &o)
 	return cmd
 }
 

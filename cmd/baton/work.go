@@ -56,7 +56,11 @@ input and the message in its environment:
   BATON_KIND          the message's kind ("" when it has none)
 
 CMD's standard output and error pass through. Exit status 0 acknowledges the
-message (it is completed, and kept in the history for a day). Status 75
+message (it is completed, and kept in the history for a day); with --output,
+CMD's standard output is also recorded as the message's output (queue get
+shows it): as it is when it is one JSON value, otherwise as a JSON string of
+the text, in both cases at most its first 16 KiB (a longer output is cut and
+recorded as text). Status 75
 (EX_TEMPFAIL) snoozes it: it goes back to the queue, due after --snooze
 (default 30s), without using an attempt (its next run has the same
 BATON_ATTEMPT; baton queue get shows the snooze). Any other status retries it
@@ -117,6 +121,7 @@ type workFlags struct {
 	metricsAddr            string
 	kind                   string
 	snooze                 time.Duration
+	output                 bool
 }
 
 // options checks the flags and turns them into worker options.
@@ -194,6 +199,7 @@ type workJob struct {
 	path    string
 	command []string
 	snooze  time.Duration // the delay of a command's exit status 75
+	output  bool          // record CMD's standard output (--output)
 }
 
 // prepareWork checks a baton work command's arguments (dash where --
@@ -211,7 +217,7 @@ func prepareWork(ctx context.Context, g *globals, spec workSpec, f *workFlags, a
 	if job.opts, err = f.options(what, "baton "+what+" "+args[0]); err != nil {
 		return job, err
 	}
-	job.snooze = f.snooze
+	job.snooze, job.output = f.snooze, f.output
 	if job.retry, err = retryFromEnv(what); err != nil {
 		return job, err
 	}
@@ -243,6 +249,7 @@ func newWorkCmd(g *globals, spec workSpec) *cobra.Command {
 	if spec.what == "work" {
 		cmd.Flags().StringVar(&f.kind, "kind", "", "run CMD only for messages of this kind (queue push --kind); the others stay for other workers")
 	}
+	cmd.Flags().BoolVar(&f.output, "output", false, fmt.Sprintf("record CMD's standard output as the output of a run that succeeds (queue get shows it): as JSON when it is, else as text, the first %d bytes", baton.MaxOutput))
 	cmd.Flags().BoolVar(&f.ordered, "ordered", false, "one message at a time, strictly in order")
 	cmd.Flags().BoolVar(&f.perKey, "per-key", false, "never two messages with the same key at once")
 	cmd.Flags().BoolVar(&f.drain, "drain", false, "exit once no message is ready (cron)")
@@ -267,7 +274,11 @@ func runWorker(ctx context.Context, g *globals, job workJob, obs *workerMetrics)
 		return err
 	}
 	defer c.Close()
-	return c.Work(ctx, job.queue, commandHandler(force, job.path, job.command, job.snooze), job.opts)
+	h := commandHandler(force, job.path, job.command, job.snooze)
+	if job.output {
+		h = recordOutput(h)
+	}
+	return c.Work(ctx, job.queue, h, job.opts)
 }
 
 // forceOnSecondSignal watches SIGINT and SIGTERM while a worker runs: the
@@ -366,6 +377,9 @@ func runMessage(ctx context.Context, force <-chan struct{}, m *baton.Message, pa
 	default:
 	}
 	child, tail := messageCommand(m, path, command)
+	if w := capturedStdout(ctx); w != nil {
+		child.Stdout = io.MultiWriter(child.Stdout, w)
+	}
 	stdin, done, err := payloadInput(m.Payload)
 	if err != nil {
 		return fmt.Errorf("cannot pass the payload to %s: %v", command[0], err)

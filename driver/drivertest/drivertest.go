@@ -56,6 +56,7 @@ func Run(t *testing.T, open Open) {
 		{"UniqueStates", testUniqueStates},
 		{"Bulk", testBulk},
 		{"ListFilters", testListFilters},
+		{"Data", testData},
 		{"Schedules", testSchedules},
 		{"StaleClaims", testStaleClaims},
 		{"QueuesReady", testQueuesReady},

@@ -607,14 +607,14 @@ func checkHistoryLists(t *testing.T, d driver.Driver, ids5 []int64) {
 	ctx := testCtx(t)
 	tx := d.NoTx()
 	first, many := ids5[0], ids5[1:]
-	hist, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "", 0, 10)
+	hist, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "", driver.DataFilter{}, 0, 10)
 	must(t, err)
 	want := []int64{many[3], many[2], many[0], first}
 	failIf(t, !slices.Equal(ids(hist), want), "completed history %v, want %v (newest first)", ids(hist), want)
-	page, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "", many[2], 2)
+	page, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "", driver.DataFilter{}, many[2], 2)
 	must(t, err)
 	failIf(t, !slices.Equal(ids(page), []int64{many[0], first}), "history page before %d: %v", many[2], ids(page))
-	sms, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "sms", 0, 10)
+	sms, err := tx.HistoryList(ctx, "q", driver.MessageCompleted, "sms", driver.DataFilter{}, 0, 10)
 	must(t, err)
 	failIf(t, !slices.Equal(ids(sms), []int64{many[2], many[0]}), "completed sms: %v", ids(sms))
 }
@@ -631,7 +631,7 @@ func checkPrune(t *testing.T, d driver.Driver) {
 	wantCount(t, "pruning a batch of 3", n, err, 3)
 	n, err = tx.HistoryPrune(ctx, driver.MessageCompleted, -hour, 3)
 	wantCount(t, "pruning the rest", n, err, 1)
-	cancelled, _ := tx.HistoryList(ctx, "q", driver.MessageCancelled, "", 0, 10)
+	cancelled, _ := tx.HistoryList(ctx, "q", driver.MessageCancelled, "", driver.DataFilter{}, 0, 10)
 	failIf(t, len(cancelled) != 2, "pruning completed messages touched cancelled ones: %v", ids(cancelled))
 }
 

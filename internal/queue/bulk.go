@@ -87,7 +87,7 @@ func (e *Engine) Bulk(ctx context.Context, action driver.BulkAction, f BulkFilte
 	}
 	segs, pos := Segments(queues, f.States), ""
 	for f.Limit == 0 || n < f.Limit {
-		page, next, err := e.List(ctx, segs, f.Kind, pos, BulkBatch)
+		page, next, err := e.List(ctx, segs, f.Kind, driver.DataFilter{}, pos, BulkBatch)
 		if err != nil {
 			return n, running, err
 		}

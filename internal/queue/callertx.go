@@ -182,8 +182,14 @@ func (e *Engine) NotifyIn(ctx context.Context, tx Execer, channel, payload strin
 }
 
 // CompleteTx completes claim cl of a message of queue in the caller's
-// transaction; ErrNotClaimed when the claim is no longer current.
-func (e *Engine) CompleteTx(ctx context.Context, tx Execer, cl driver.Claim, queue string) error {
+// transaction, with its handler's output (JSON, nil for none);
+// ErrNotClaimed when the claim is no longer current.
+func (e *Engine) CompleteTx(ctx context.Context, tx Execer, cl driver.Claim, queue string, output []byte) error {
+	if output != nil && e.cfg.KeepCompleted {
+		if err := e.outputTx(ctx, tx, cl, queue, output); err != nil {
+			return err
+		}
+	}
 	var n int64
 	for _, st := range e.queue.CompleteStatements(cl, e.cfg.KeepCompleted) {
 		res, err := tx.ExecContext(ctx, st.Query, st.Args...)

@@ -33,6 +33,10 @@ type Info[S ~string, E any] struct {
 	ClaimedUntil    time.Time `json:"claimed_until,omitzero"`
 	CancelRequested bool      `json:"cancel_requested,omitempty"`
 	FinishedAt      time.Time `json:"finished_at,omitzero"`
+	// Metadata, Tags and Output are the message's user data (data.go).
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Tags     []string        `json:"tags,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 }
 
 // InfoOf converts a stored message to what monitoring shows; a record of
@@ -43,6 +47,12 @@ func InfoOf[S ~string, E any](m driver.Message, now time.Time, unreadable func(e
 	info := Info[S, E]{ID: m.ID, Queue: m.Queue, Kind: m.Kind, State: S(StateName(m, now)), Payload: payload, Priority: m.Priority,
 		Key: key, Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, LastError: m.LastError, CreatedAt: m.CreatedAt,
 		RunAt: m.RunAt, FinishedAt: m.FinishedAt, CancelRequested: m.CancelRequested}
+	if m.Meta != "" {
+		meta := DecodeMeta(m.Meta)
+		// Canonical: the same JSON on every backend (PostgreSQL's jsonb
+		// reorders keys and MySQL's JSON functions space what they write).
+		info.Metadata, info.Tags, info.Output = canonical(meta.Metadata), meta.Tags, canonical(meta.Output)
+	}
 	if m.State == driver.MessageClaimed {
 		info.ClaimedBy, info.ClaimedUntil = m.ClaimedBy, m.ClaimUntil
 	}
@@ -95,4 +105,12 @@ func (m *Info[S, E]) UnmarshalJSON(b []byte) error {
 		m.Payload = p
 	}
 	return nil
+}
+
+// canonical is JSON b in canonical form (Canonical), nil for none.
+func canonical(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return Canonical(b)
 }

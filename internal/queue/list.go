@@ -22,16 +22,17 @@ var finishedStates = map[string]driver.MessageState{
 type Segment struct{ Queue, State string }
 
 // List reads a page of up to limit messages from the segments in turn,
-// from the one the position after names, and returns the position after
+// from the one the position after names, of the kind ("" for any) and
+// user data d selects, and returns the position after
 // the page ("" when there is no more).
-func (e *Engine) List(ctx context.Context, segs []Segment, kind, after string, limit int) ([]driver.Message, string, error) {
+func (e *Engine) List(ctx context.Context, segs []Segment, kind string, d driver.DataFilter, after string, limit int) ([]driver.Message, string, error) {
 	start, pos, err := parsePosition(segs, after)
 	if err != nil {
 		return nil, "", err
 	}
 	var out []driver.Message
 	for i := start; i < len(segs); i++ {
-		page, next, err := e.listOne(ctx, segs[i], kind, pos, limit-len(out))
+		page, next, err := e.listOne(ctx, segs[i], kind, d, pos, limit-len(out))
 		if err != nil {
 			return nil, "", err
 		}
@@ -68,11 +69,12 @@ func badPosition(pos string) error {
 }
 
 // listOne reads up to limit messages of one queue and state after pos.
-func (e *Engine) listOne(ctx context.Context, s Segment, kind, pos string, limit int) ([]driver.Message, string, error) {
+func (e *Engine) listOne(ctx context.Context, s Segment, kind string, d driver.DataFilter, pos string, limit int) ([]driver.Message, string, error) {
 	if stored, ok := finishedStates[s.State]; ok {
-		return e.listHistory(ctx, s.Queue, stored, kind, pos, limit)
+		return e.listHistory(ctx, s.Queue, stored, kind, d, pos, limit)
 	}
 	f := waitingFilter(s, kind, limit)
+	f.DataFilter = d
 	if pos != "" {
 		if _, err := fmt.Sscanf(pos, "%d.%d.%d", &f.After.Priority, &f.After.OrderAt, &f.After.ID); err != nil {
 			return nil, "", badPosition(pos)
@@ -130,7 +132,7 @@ func (e *Engine) readPage(ctx context.Context, limit int, read func(driver.Queue
 }
 
 // listHistory reads up to limit finished messages, newest first.
-func (e *Engine) listHistory(ctx context.Context, queue string, state driver.MessageState, kind, pos string, limit int) ([]driver.Message, string, error) {
+func (e *Engine) listHistory(ctx context.Context, queue string, state driver.MessageState, kind string, d driver.DataFilter, pos string, limit int) ([]driver.Message, string, error) {
 	var before int64
 	if pos != "" {
 		var err error
@@ -139,7 +141,7 @@ func (e *Engine) listHistory(ctx context.Context, queue string, state driver.Mes
 		}
 	}
 	return e.readPage(ctx, limit, func(tx driver.QueueTx) ([]driver.Message, error) {
-		return tx.HistoryList(ctx, queue, state, kind, before, limit+1)
+		return tx.HistoryList(ctx, queue, state, kind, d, before, limit+1)
 	}, func(last driver.Message) string { return strconv.FormatInt(last.ID, 10) })
 }
 

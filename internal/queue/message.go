@@ -64,6 +64,9 @@ type Options[S ~string] struct {
 	AllowUnknownKind bool
 	After            []int64
 	AfterAnyOutcome  bool
+	Metadata         json.RawMessage
+	Tags             []string
+	UniqueByArgs     bool
 }
 
 // Check validates the options of one message.
@@ -74,13 +77,19 @@ func (o Options[S]) Check() error {
 	if err := o.checkUnique(); err != nil {
 		return err
 	}
-	if err := CheckAfter(o.After, o.AfterAnyOutcome, o.UniqueKey); err != nil {
+	uniqueKey := o.UniqueKey
+	if o.UniqueByArgs {
+		uniqueKey = "(by arguments)"
+	}
+	if err := CheckAfter(o.After, o.AfterAnyOutcome, uniqueKey); err != nil {
 		return err
 	}
 	if o.Kind != "" {
-		return ValidateName("kind", o.Kind)
+		if err := ValidateName("kind", o.Kind); err != nil {
+			return err
+		}
 	}
-	return nil
+	return o.checkData()
 }
 
 // checkLimits validates the delay, attempt limit, priority, key and
@@ -111,9 +120,11 @@ func (o Options[S]) checkUnique() error {
 		return fmt.Errorf("%w: unique key is %d bytes, more than 255", errs.ErrInvalid, len(o.UniqueKey))
 	case o.UniquePeriod < 0:
 		return fmt.Errorf("%w: negative unique period %v", errs.ErrInvalid, o.UniquePeriod)
-	case o.UniquePeriod > 0 && o.UniqueKey == "":
+	case o.UniqueByArgs && o.UniqueKey != "":
+		return fmt.Errorf("%w: give a unique key or unique by arguments, not both", errs.ErrInvalid)
+	case o.UniquePeriod > 0 && o.UniqueKey == "" && !o.UniqueByArgs:
 		return fmt.Errorf("%w: a unique period needs a unique key", errs.ErrInvalid)
-	case len(o.UniqueStates) > 0 && o.UniqueKey == "":
+	case len(o.UniqueStates) > 0 && o.UniqueKey == "" && !o.UniqueByArgs:
 		return fmt.Errorf("%w: unique states need a unique key", errs.ErrInvalid)
 	}
 	for _, st := range o.UniqueStates {
@@ -144,9 +155,12 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 		// skew between the two. In the past: due now.
 		o.Delay = max(time.Until(o.RunAt), 0)
 	}
+	if o.UniqueByArgs {
+		o.UniqueKey = ArgsKey(o.Kind, payload)
+	}
 	m := driver.NewMessage{Queue: queue, Payload: payload, Priority: o.Priority, Key: o.Key, HasKey: o.Key != "",
 		Delay: o.Delay, MaxAttempts: o.MaxAttempts, UniqueKey: o.UniqueKey, Kind: o.Kind,
-		Meta: EncodeMeta(Meta{TimeoutMS: o.Timeout.Milliseconds()})}
+		Meta: EncodeMeta(Meta{TimeoutMS: o.Timeout.Milliseconds(), Metadata: o.Metadata, Tags: NormalTags(o.Tags)})}
 	if o.UniquePeriod > 0 {
 		now := time.Now().UnixMicro()
 		p := o.UniquePeriod.Microseconds()
@@ -161,21 +175,31 @@ func NewMessage[S ~string](queue string, payload []byte, o Options[S]) (driver.N
 }
 
 // Meta is what a message carries in its meta column (JSON): the
-// enqueuer's trace context (internal/tracing) and the message's handler
-// timeout.
+// enqueuer's trace context (internal/tracing), the message's handler
+// timeout, and the user's metadata, tags and recorded output (data.go).
 type Meta struct {
 	tracing.Context
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// Batch: the outcomes of the parents of a message that ran once they
 	// finished whatever became of them (deps.go).
-	Batch *BatchOutcome `json:"batch,omitempty"`
+	Batch     *BatchOutcome   `json:"batch,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Tags      []string        `json:"tags,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
 }
 
 // EncodeMeta writes a message's metadata ("" when there is none).
 func EncodeMeta(m Meta) string {
-	if m == (Meta{}) {
+	if m.Context == (tracing.Context{}) && m.TimeoutMS == 0 && m.Metadata == nil && m.Tags == nil && m.Output == nil && m.Batch == nil {
 		return ""
 	}
+	return encodeMeta(m)
+}
+
+// encodeMeta is EncodeMeta's JSON: apart, so that only a message with
+// metadata has its Meta copied to the heap (json.Marshal's argument
+// escapes).
+func encodeMeta(m Meta) string {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return ""
@@ -184,11 +208,13 @@ func EncodeMeta(m Meta) string {
 }
 
 // DecodeMeta reads a message's metadata; what cannot be read is ignored.
+// A message without metadata costs no allocation.
 func DecodeMeta(s string) Meta {
-	var m Meta
-	if s != "" {
-		_ = json.Unmarshal([]byte(s), &m)
+	if s == "" {
+		return Meta{}
 	}
+	var m Meta
+	_ = json.Unmarshal([]byte(s), &m)
 	return m
 }
 

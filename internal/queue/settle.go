@@ -13,10 +13,16 @@ import (
 // The settlement of one session's claims: each call acts on claim cl, of
 // a message of queue, and tells the session's Holds that it is settled.
 
-// Ack completes the claim and counts it; done is false when the claim was
-// not the session's any more, or its message was cancelled while it ran.
-func (e *Engine) Ack(ctx context.Context, h *Holds, cl driver.Claim, queue string) (done bool, err error) {
-	n, err := e.Complete(ctx, cl.SessionID, []driver.Claim{cl})
+// Ack completes the claim, with its handler's output (JSON, nil for none),
+// and counts it; done is false when the claim was not the session's any
+// more, or its message was cancelled while it ran.
+func (e *Engine) Ack(ctx context.Context, h *Holds, cl driver.Claim, queue string, output []byte) (done bool, err error) {
+	var n int
+	if output != nil {
+		n, err = e.CompleteOutput(ctx, cl, output)
+	} else {
+		n, err = e.Complete(ctx, cl.SessionID, []driver.Claim{cl})
+	}
 	if err != nil {
 		return false, fmt.Errorf("baton: ack: %w", err)
 	}

@@ -171,11 +171,12 @@ func scanFinished(sc Scanner) (driver.Message, error) {
 }
 
 // HistoryList implements driver.QueueTx.
-func (t *Tx) HistoryList(ctx context.Context, queue string, state driver.MessageState, kind string, before int64, limit int) ([]driver.Message, error) {
+func (t *Tx) HistoryList(ctx context.Context, queue string, state driver.MessageState, kind string, d driver.DataFilter, before int64, limit int) ([]driver.Message, error) {
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := t.db.QueryNamed(ctx, t.Tx, "finished_list", queue, state, before, kind, limit)
+	args := t.db.withData([]any{queue, state, before, kind, limit}, d)
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "finished_list", args...)
 	return scanMessagesWith("finished_list", rows, err, scanFinished)
 }
 

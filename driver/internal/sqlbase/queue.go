@@ -486,6 +486,7 @@ func (t *Tx) MessageList(ctx context.Context, f driver.ListFilter) ([]driver.Mes
 		args = []any{f.Queue, f.State, after.Priority, after.OrderAt, after.ID, due, due, due, retried, retried, retried,
 			f.Kind, f.Kind, f.Limit}
 	}
+	args = t.db.withData(args, f.DataFilter)
 	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list", args...)
 	return scanMessages("message_list", rows, err)
 }
@@ -497,6 +498,7 @@ func (t *Tx) listWaiting(ctx context.Context, f driver.ListFilter, retried int) 
 	if !t.db.D.Numbered {
 		args = []any{f.Queue, f.After.OrderAt, f.After.ID, retried, retried, retried, f.Kind, f.Kind, f.Limit}
 	}
+	args = t.db.withData(args, f.DataFilter)
 	rows, err := t.db.QueryNamed(ctx, t.Tx, "message_list_waiting", args...)
 	return scanMessages("message_list_waiting", rows, err)
 }

@@ -175,12 +175,16 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM {p}messages WHERE 
 -- due (2) or both (0), three times; never retried (1), retried (2) or both
 -- (0), three times; the kind ('' for any), twice; the limit (the same
 -- arguments in every dialect but PostgreSQL, which numbers them).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = ? AND state = ? AND (priority, order_at, id) > (?, ?, ?)
    AND (? = 0 OR (? = 1 AND run_at <= {now}) OR (? = 2 AND run_at > {now}))
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR JSON_CONTAINS(JSON_EXTRACT(meta, '$.tags'), JSON_QUOTE(?)))
+   AND (? = '' OR JSON_UNQUOTE(JSON_EXTRACT(meta, CONCAT('$.metadata."', ?, '"'))) = ?)
  ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: unique_insert
@@ -375,8 +379,12 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- name: finished_list
 -- A page of a queue's finished messages of one state, newest first, before
 -- an id (keyset on the history's queue index); the kind ('' for any).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = ? AND state = ? AND id < ? AND COALESCE(NULLIF(?, ''), kind) <=> kind
+   AND (? = '' OR JSON_CONTAINS(JSON_EXTRACT(meta, '$.tags'), JSON_QUOTE(?)))
+   AND (? = '' OR JSON_UNQUOTE(JSON_EXTRACT(meta, CONCAT('$.metadata."', ?, '"'))) = ?)
  ORDER BY id DESC LIMIT ?;
 
 -- name: finished_prune
@@ -400,11 +408,15 @@ UPDATE {p}schedules SET last_tick = ?, updated_at = {now} WHERE name = ? AND las
 -- A page of a queue's waiting messages not yet due, by due time, after a
 -- position (run_at, id) on the due index. Then never retried (1), retried
 -- (2) or both (0), three times; the kind ('' for any), twice; the limit.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = ? AND state = 'R' AND run_at > {now} AND (run_at, id) > (?, ?)
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR JSON_CONTAINS(JSON_EXTRACT(meta, '$.tags'), JSON_QUOTE(?)))
+   AND (? = '' OR JSON_UNQUOTE(JSON_EXTRACT(meta, CONCAT('$.metadata."', ?, '"'))) = ?)
  ORDER BY run_at, id LIMIT ?;
 
 -- name: message_waiting_kind
@@ -611,3 +623,25 @@ SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id
 -- Whether an edge of the listed parents waits (1 or 0): the check after
 -- a process settled them.
 SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE parent IN ({list}) AND done = 0 LIMIT 1) p;
+
+-- name: message_meta
+-- The meta column of a waiting or running message, its row locked
+-- (UpdateMessage reads, merges and writes it back).
+SELECT meta FROM {p}messages WHERE id = ? FOR UPDATE;
+
+-- name: finished_meta
+SELECT meta FROM {p}finished WHERE id = ? FOR UPDATE;
+
+-- name: message_set_meta
+-- Arguments: meta, id.
+UPDATE {p}messages SET meta = ? WHERE id = ?;
+
+-- name: finished_set_meta
+UPDATE {p}finished SET meta = ? WHERE id = ?;
+
+-- name: message_set_output
+-- Records a handler's output (JSON) under the meta column's key "output",
+-- the other keys kept, on a current claim whose message was not asked to
+-- stop. Arguments: output, id, session, attempt.
+UPDATE {p}messages SET meta = JSON_SET(COALESCE(meta, '{}'), '$.output', JSON_EXTRACT(?, '$'))
+ WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;

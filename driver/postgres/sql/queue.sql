@@ -183,12 +183,16 @@ SELECT id, claimed_by, attempt, max_attempts, claim_mode FROM c WHERE claimed_by
 -- position (keyset: the ready index, never a sort); then due (1), not yet
 -- due (2) or both (0); never retried (1), retried (2) or both (0); the kind
 -- ('' for any); the limit.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = $1 AND state = $2 AND (priority, order_at, id) > ($3::int, $4::bigint, $5::bigint)
    AND ($6::int = 0 OR ($6::int = 1) = (run_at <= {now}))
    AND ($7::int = 0 OR ($7::int = 1) = (attempt = 0))
    AND ($8::text = '' OR kind = $8)
+   AND ($10::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($10::text))
+   AND ($11::text = '' OR (meta::jsonb -> 'metadata' ->> $11::text) = $12::text)
  ORDER BY priority, order_at, id LIMIT $9;
 
 -- name: unique_insert
@@ -380,8 +384,12 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- name: finished_list
 -- A page of a queue's finished messages of one state, newest first, before
 -- an id (keyset on the history's queue index); the kind ('' for any).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = $1 AND state = $2 AND id < $3 AND ($4::text = '' OR kind = $4)
+   AND ($6::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($6::text))
+   AND ($7::text = '' OR (meta::jsonb -> 'metadata' ->> $7::text) = $8::text)
  ORDER BY id DESC LIMIT $5;
 
 -- name: finished_prune
@@ -409,6 +417,8 @@ UPDATE {p}schedules SET last_tick = $1, updated_at = {now} WHERE name = $2 AND l
 -- folded into the row bound, the statement's time (stable, unlike {now}),
 -- so that the index scan starts there instead of filtering every waiting
 -- message.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = $1 AND state = 'R' AND run_at > created_at
@@ -417,6 +427,8 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
                             THEN $3::bigint ELSE 9223372036854775807 END)
    AND ($4::int = 0 OR ($4::int = 1) = (attempt = 0))
    AND ($5::text = '' OR kind = $5)
+   AND ($7::text = '' OR (meta::jsonb -> 'tags') @> jsonb_build_array($7::text))
+   AND ($8::text = '' OR (meta::jsonb -> 'metadata' ->> $8::text) = $9::text)
  ORDER BY run_at, id LIMIT $6;
 
 -- name: message_waiting_kind
@@ -678,3 +690,25 @@ SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id
 -- Whether an edge of the listed parents waits (1 or 0): the check after
 -- a process settled them.
 SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE parent IN ({list}) AND done = 0 LIMIT 1) p;
+
+-- name: message_meta
+-- The meta column of a waiting or running message, its row locked
+-- (UpdateMessage reads, merges and writes it back).
+SELECT meta FROM {p}messages WHERE id = $1 FOR UPDATE;
+
+-- name: finished_meta
+SELECT meta FROM {p}finished WHERE id = $1 FOR UPDATE;
+
+-- name: message_set_meta
+-- Arguments: meta, id.
+UPDATE {p}messages SET meta = $1 WHERE id = $2;
+
+-- name: finished_set_meta
+UPDATE {p}finished SET meta = $1 WHERE id = $2;
+
+-- name: message_set_output
+-- Records a handler's output (JSON) under the meta column's key "output",
+-- the other keys kept, on a current claim whose message was not asked to
+-- stop. Arguments: output, id, session, attempt.
+UPDATE {p}messages SET meta = (COALESCE(meta, '{}')::jsonb || jsonb_build_object('output', $1::jsonb))::text
+ WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C' AND cancel = 0;

@@ -179,12 +179,17 @@ SELECT m.id, m.claimed_by, m.attempt, m.max_attempts, m.claim_mode
 -- due (2) or both (0), three times; never retried (1), retried (2) or both
 -- (0), three times; the kind ('' for any), twice; the limit (the same
 -- arguments in every dialect but PostgreSQL, which numbers them).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = ? AND state = ? AND (priority, order_at, id) > (?, ?, ?)
    AND (? = 0 OR (? = 1 AND run_at <= {now}) OR (? = 2 AND run_at > {now}))
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?))
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.metadata') WHERE key = ?
+                          AND CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(value AS TEXT) END = ?))
  ORDER BY priority, order_at, id LIMIT ?;
 
 -- name: unique_insert
@@ -380,9 +385,14 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- name: finished_list
 -- A page of a queue's finished messages of one state, newest first, before
 -- an id (keyset on the history's queue index); the kind ('' for any).
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors FROM {p}finished
  WHERE queue = ?1 AND state = ?2 AND id < ?3 AND (?4 = '' OR kind = ?4)
- ORDER BY id DESC LIMIT ?5;
+   AND (?5 = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?6))
+   AND (?7 = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.metadata') WHERE key = ?8
+                           AND CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(value AS TEXT) END = ?9))
+ ORDER BY id DESC LIMIT ?10;
 
 -- name: finished_prune
 -- Deletes up to a batch of finished messages of one state older than an
@@ -406,11 +416,16 @@ UPDATE {p}schedules SET last_tick = ?, updated_at = {now} WHERE name = ? AND las
 -- position (run_at, id) on the due index (run_at > created_at: migration
 -- 022 keeps only delayed messages there). Then never retried (1), retried
 -- (2) or both (0), three times; the kind ('' for any), twice; the limit.
+-- User data (sqlbase's withData): a tag ('' for any), a metadata key
+-- ('' for any) and its value; in the meta column's JSON.
 SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
   FROM {p}messages
  WHERE queue = ? AND state = 'R' AND run_at > {now} AND run_at > created_at AND (run_at, id) > (?, ?)
    AND (? = 0 OR (? = 1 AND attempt = 0) OR (? = 2 AND attempt > 0))
    AND (? = '' OR kind = ?)
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?))
+   AND (? = '' OR EXISTS (SELECT 1 FROM json_each(meta, '$.metadata') WHERE key = ?
+                          AND CASE type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE CAST(value AS TEXT) END = ?))
  ORDER BY run_at, id LIMIT ?;
 
 -- name: message_waiting_kind
@@ -658,3 +673,25 @@ SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id
 -- Whether an edge of the listed parents waits (1 or 0): the check after
 -- a process settled them.
 SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE parent IN ({list}) AND done = 0 LIMIT 1) p;
+
+-- name: message_meta
+-- The meta column of a waiting or running message (UpdateMessage: the
+-- transaction holds the database's write lock already).
+SELECT meta FROM {p}messages WHERE id = ?1;
+
+-- name: finished_meta
+SELECT meta FROM {p}finished WHERE id = ?1;
+
+-- name: message_set_meta
+-- Arguments: meta, id.
+UPDATE {p}messages SET meta = ?1 WHERE id = ?2;
+
+-- name: finished_set_meta
+UPDATE {p}finished SET meta = ?1 WHERE id = ?2;
+
+-- name: message_set_output
+-- Records a handler's output (JSON) under the meta column's key "output",
+-- the other keys kept, on a current claim whose message was not asked to
+-- stop. Arguments: output, id, session, attempt.
+UPDATE {p}messages SET meta = json_set(COALESCE(meta, '{}'), '$.output', json(?1))
+ WHERE id = ?2 AND claimed_by = ?3 AND attempt = ?4 AND state = 'C' AND cancel = 0;
