@@ -371,7 +371,8 @@ func (c *Client) run() {
 		EndAbandoned: c.leases.EndAbandoned, SweepOrphans: c.locks.SweepOrphans, RecoverStale: c.mq.RecoverStale,
 		FlushThroughput: c.mq.FlushThroughput,
 		Services: []maintain.Service{c.mq.Scheduler().Service(o.PollInterval, o.Lease),
-			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease)}})
+			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease),
+			c.mq.BacklogService(5 * o.Lease)}})
 	c.upkeep.Start()
 }
 

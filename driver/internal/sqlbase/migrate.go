@@ -41,8 +41,10 @@ func LoadMigrations(fsys fs.FS, dir, prefix string) ([]Migration, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration versions must run 1, 2, 3...: found %03d at position %d", m.Version, i+1)
+		// Versions start at 1 and increase; a gap is allowed (branches
+		// number their migrations apart until they are merged).
+		if (i == 0 && m.Version != 1) || (i > 0 && m.Version == out[i-1].Version) {
+			return nil, fmt.Errorf("migration versions must start at 1 and differ: found %03d at position %d", m.Version, i+1)
 		}
 	}
 	return out, nil
