@@ -94,6 +94,12 @@ func (e *Engine) SampleBacklog(ctx context.Context) error {
 	if n, err := e.drv.NoTx().ThroughputSampled(ctx); err != nil || n > 0 {
 		return err
 	}
+	return e.SampleBacklogNow(ctx)
+}
+
+// SampleBacklogNow records every queue's backlog in the current minute's
+// roll-up, replacing a sample taken earlier in the minute.
+func (e *Engine) SampleBacklogNow(ctx context.Context) error {
 	qs, err := e.Queues(ctx)
 	if err != nil {
 		return err
