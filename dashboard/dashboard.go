@@ -107,7 +107,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 	}
 	out := make(map[string]*template.Template, len(pages))
 	for _, page := range pages {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", page, err)
 		}
@@ -381,6 +381,8 @@ type queuePage struct {
 	Next     string
 	Dead     []baton.DeadLetter
 	More     bool
+	// Charts are the queue's history over the range asked for (charts.go).
+	Charts chartSet
 }
 
 const pageSize = 50
@@ -400,6 +402,9 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 	}
 	p := queuePage{Stats: st}
 	if p.State, err = tab(st, query.Get("state")); err != nil {
+		return p, err
+	}
+	if p.Charts, err = d.charts(ctx, q, query.Get("range")); err != nil {
 		return p, err
 	}
 	p.Kind = query.Get("kind")
