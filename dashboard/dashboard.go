@@ -468,7 +468,13 @@ type lockRow struct {
 
 func (d *dash) locks(w http.ResponseWriter, r *http.Request) {
 	ls, err := d.c.Locks(r.Context())
-	d.show(w, r, "locks", "Locks", lockRows(ls), err)
+	d.show(w, r, "locks", "Locks", locksPage{Rows: lockRows(ls), Graph: buildWaitGraph(ls)}, err)
+}
+
+// locksPage is the locks page: the wait-for graph above the table.
+type locksPage struct {
+	Rows  []lockRow
+	Graph waitGraph
 }
 
 // lockRows are the locks page's rows: each lock, a granted one with the
