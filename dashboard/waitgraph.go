@@ -15,7 +15,8 @@ import (
 // it waits for, so that "A waits for B" reads A → lock → B. Only contended
 // locks are drawn (a lock nobody waits for is in the table), their
 // holders and waiters, in a deterministic order: locks by type, namespace
-// and name, sessions by the first lock they touch, then by id.
+// and name, sessions by the first lock they touch (its holders before its
+// waiters, then in the listing's order: by request).
 //
 // A cycle of sessions waiting for each other is a deadlock that baton's
 // detector breaks as soon as it runs (within tens of milliseconds): it
@@ -117,17 +118,24 @@ func buildWaitGraph(ls []baton.LockInfo) waitGraph {
 		lockRow[k] = i
 	}
 	// The requests on them; sessions by the first lock they touch.
+	// A session's place: the first lock it touches, holders of that lock
+	// before its waiters, then the listing's order.
+	type place struct{ lock, role, pos int }
 	var reqs []baton.LockInfo
-	first := map[string]int{}
+	first := map[string]place{}
 	owner := map[string]string{}
-	for _, l := range ls {
+	for pos, l := range ls {
 		i, ok := lockRow[lockKey(l)]
 		if !ok {
 			continue
 		}
 		reqs = append(reqs, l)
-		if f, seen := first[l.Session]; !seen || i < f {
-			first[l.Session] = i
+		p := place{i, 1, pos}
+		if l.Status == "GRANTED" {
+			p.role = 0
+		}
+		if f, seen := first[l.Session]; !seen || cmp.Or(cmp.Compare(p.lock, f.lock), cmp.Compare(p.role, f.role), cmp.Compare(p.pos, f.pos)) < 0 {
+			first[l.Session] = p
 		}
 		owner[l.Session] = sessionName(l)
 	}
@@ -135,7 +143,10 @@ func buildWaitGraph(ls []baton.LockInfo) waitGraph {
 	for s := range first {
 		sessions = append(sessions, s)
 	}
-	slices.SortFunc(sessions, func(a, b string) int { return cmp.Or(cmp.Compare(first[a], first[b]), cmp.Compare(a, b)) })
+	slices.SortFunc(sessions, func(a, b string) int {
+		pa, pb := first[a], first[b]
+		return cmp.Or(cmp.Compare(pa.lock, pb.lock), cmp.Compare(pa.role, pb.role), cmp.Compare(pa.pos, pb.pos))
+	})
 	if len(sessions) > wfMaxSessions {
 		sessions = sessions[:wfMaxSessions]
 	}
