@@ -45,9 +45,9 @@ type QueuePoint struct {
 	// 1 minute (interpolated inside a bucket; a run over a minute counts
 	// as a minute).
 	Handled int64         `json:"handled"`
-	P50     time.Duration `json:"p50"`
-	P90     time.Duration `json:"p90"`
-	P99     time.Duration `json:"p99"`
+	P50     time.Duration `json:"p50_ns"`
+	P90     time.Duration `json:"p90_ns"`
+	P99     time.Duration `json:"p99_ns"`
 }
 
 // QueueHistory returns a queue's history over o.Span in points of

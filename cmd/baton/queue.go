@@ -31,7 +31,7 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, history, list, get, cancel, retry, delete, pause, resume, dead, redrive or purge)", args[0])
 			}
 			return cmd.Help()
 		},
@@ -44,6 +44,7 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 				"the same id (one more attempt if it had used them all).", true, (*baton.Client).RetryNow),
 		queueMessageCmd(g, "delete", "Delete a waiting message",
 			"Delete message ID, which waits (scheduled, ready or retrying).", false, (*baton.Client).DeleteMessage))
+	cmd.AddCommand(queueHistoryCmd(g))
 	return cmd
 }
 
@@ -165,7 +166,7 @@ func enqueue(ctx context.Context, c *baton.Client, queue string, payload []byte,
 // redrive, purge, pause, resume), in their help.
 const queueExits = `A QUEUE baton has never seen (nothing was ever pushed to it) is an error,
 "no queue QUEUE", with exit status 66 for every command on a QUEUE (stats,
-list, dead, redrive, purge, pause, resume); a malformed name exits 64.`
+history, list, dead, redrive, purge, pause, resume); a malformed name exits 64.`
 
 // queueErr maps the error of a command on a queue that baton has never
 // seen to its exit status; other errors pass.
