@@ -68,29 +68,51 @@ const (
 )
 
 // lineChart lays out series over points starting at at (each step long),
-// the y axis from 0 to a round maximum, its labels written by label.
-func lineChart(id, title string, at []time.Time, step time.Duration, ss []series, label func(float64) string) chart {
+// the y axis from 0 to a round maximum, or with logScale in decades around
+// the values, its labels written by label.
+func lineChart(id, title string, at []time.Time, step time.Duration, ss []series, label func(float64) string, logScale bool) chart {
 	c := chart{ID: id, Title: title, W: chartW, H: chartH, Left: padLeft, Top: padTop, Right: chartW - padRight, Bottom: chartH - padBottom}
 	n := len(at)
-	top := 0.0
+	top, least := 0.0, math.Inf(1)
 	for _, s := range ss {
 		for i, v := range s.Values {
 			if s.Has == nil || s.Has[i] {
 				top = max(top, v)
+				if v > 0 {
+					least = min(least, v)
+				}
 			}
 		}
 	}
-	top = niceCeil(top)
 	x := func(i int) num {
 		if n < 2 {
 			return c.Left
 		}
 		return c.Left + (c.Right-c.Left)*num(i)/num(n-1)
 	}
-	y := func(v float64) num { return c.Bottom - (c.Bottom-c.Top)*num(v/top) }
-	for k := 0; k <= 2; k++ {
-		v := top * float64(k) / 2
-		c.YTicks = append(c.YTicks, tick{X: c.Left - 6, Y: y(v), Label: label(v)})
+	var y func(v float64) num
+	if logScale && top > 0 {
+		// Decades from the one below the least value to the one above
+		// the largest: a p50 of milliseconds and a p99 of seconds both
+		// stay readable.
+		lo, hi := math.Floor(math.Log10(least)), math.Ceil(math.Log10(top))
+		if hi <= lo {
+			hi = lo + 1
+		}
+		y = func(v float64) num {
+			return c.Bottom - (c.Bottom-c.Top)*num((math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo))
+		}
+		for d := lo; d <= hi; d++ {
+			c.YTicks = append(c.YTicks, tick{X: c.Left - 6, Y: y(math.Pow(10, d)), Label: label(math.Pow(10, d))})
+		}
+		top = math.Pow(10, hi)
+	} else {
+		top = niceCeil(top)
+		y = func(v float64) num { return c.Bottom - (c.Bottom-c.Top)*num(v/top) }
+		for k := 0; k <= 2; k++ {
+			v := top * float64(k) / 2
+			c.YTicks = append(c.YTicks, tick{X: c.Left - 6, Y: y(v), Label: label(v)})
+		}
 	}
 	if n > 0 {
 		for k := 0; k < 4; k++ {
@@ -119,7 +141,11 @@ func lineChart(id, title string, at []time.Time, step time.Duration, ss []series
 		}
 		c.Series = append(c.Series, l)
 	}
-	c.Desc = fmt.Sprintf("%s: %d points of %s each, the last ending now; the y axis runs from 0 to %s.", title, n, shortDur(step), label(top))
+	scale := "from 0"
+	if logScale && len(c.YTicks) > 0 {
+		scale = "on a logarithmic scale from " + c.YTicks[0].Label
+	}
+	c.Desc = fmt.Sprintf("%s: %d points of %s each, the last ending now; the y axis runs %s to %s.", title, n, shortDur(step), scale, label(top))
 	return c
 }
 
@@ -204,15 +230,15 @@ func queueCharts(q, rng string, pts []baton.QueuePoint, step time.Duration) char
 		Throughput: lineChart("chart-throughput", "Finished "+per+", "+last, at, step, []series{
 			{Name: "completed", Class: "s-completed", Values: completed},
 			{Name: "retried", Class: "s-retried", Values: retried},
-			{Name: "dead", Class: "s-dead", Values: dead}}, count),
+			{Name: "dead", Class: "s-dead", Values: dead}}, count, false),
 		Backlog: lineChart("chart-backlog", "Backlog, "+last+" (largest sample "+per+")", at, step, []series{
 			{Name: "ready", Class: "s-ready", Values: ready, Has: sampled},
 			{Name: "scheduled", Class: "s-scheduled", Values: scheduled, Has: sampled},
-			{Name: "retrying", Class: "s-retrying", Values: retrying, Has: sampled}}, count),
-		Durations: lineChart("chart-durations", "Handler duration "+per+", "+last, at, step, []series{
+			{Name: "retrying", Class: "s-retrying", Values: retrying, Has: sampled}}, count, false),
+		Durations: lineChart("chart-durations", "Handler duration "+per+" (log scale), "+last, at, step, []series{
 			{Name: "p50", Class: "s-p50", Values: p50, Has: handled},
 			{Name: "p90", Class: "s-p90", Values: p90, Has: handled},
-			{Name: "p99", Class: "s-p99", Values: p99, Has: handled}}, millis),
+			{Name: "p99", Class: "s-p99", Values: p99, Has: handled}}, millis, true),
 	}
 }
 

@@ -18,7 +18,7 @@ func TestLineChart(t *testing.T) {
 	at := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)}
 	c := lineChart("c", "T", at, time.Minute, []series{
 		{Name: "a", Class: "s-a", Values: []float64{0, 5, 9}},
-		{Name: "b", Class: "s-b", Values: []float64{1, 2, 3}, Has: []bool{true, false, true}}}, count)
+		{Name: "b", Class: "s-b", Values: []float64{1, 2, 3}, Has: []bool{true, false, true}}}, count, false)
 	// The plot runs from x 52 to 548 and from y 166 (0) up to 26 (10).
 	if c.Left != 52 || c.Right != 548 || c.Top != 26 || c.Bottom != 166 {
 		t.Fatalf("plot area %v %v %v %v", c.Left, c.Right, c.Top, c.Bottom)
@@ -45,7 +45,7 @@ func TestLineChart(t *testing.T) {
 	for i := range day {
 		day[i] = t0.Add(time.Duration(i) * 15 * time.Minute)
 	}
-	d := lineChart("d", "D", day, 15*time.Minute, []series{{Name: "a", Values: make([]float64, 96)}}, count)
+	d := lineChart("d", "D", day, 15*time.Minute, []series{{Name: "a", Values: make([]float64, 96)}}, count, false)
 	var xs []string
 	for _, x := range d.XTicks {
 		xs = append(xs, x.Label+"@"+x.X.String())
@@ -55,6 +55,26 @@ func TestLineChart(t *testing.T) {
 	}
 	if d.Series[0].Dots[95].Title != "a 0, 02:49–03:04 UTC" {
 		t.Errorf("a day point's title %q", d.Series[0].Dots[95].Title)
+	}
+}
+
+// TestLogChart: on a log scale, ticks at each decade from below the
+// least value to above the largest, each value at its decade's fraction.
+func TestLogChart(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	c := lineChart("c", "T", []time.Time{t0, t0.Add(time.Minute)}, time.Minute,
+		[]series{{Name: "p", Values: []float64{3, 3000}}}, millis, true)
+	var ys []string
+	for _, y := range c.YTicks {
+		ys = append(ys, y.Label+"@"+y.Y.String())
+	}
+	// 1ms .. 10s: four decades over 140 units, 35 each.
+	if got := strings.Join(ys, " "); got != "1ms@166 10ms@131 100ms@96 1s@61 10s@26" {
+		t.Errorf("log ticks %s", got)
+	}
+	// 3 ms: log10(3) = 0.477 of a decade above 1 ms; 3 s likewise above 1 s.
+	if d := c.Series[0].Dots; d[0].Y.String() != "149.3" || d[1].Y.String() != "44.3" {
+		t.Errorf("log dots %+v", d)
 	}
 }
 

@@ -3,9 +3,11 @@
 // `baton serve` runs.
 //
 // Pages: the overview (every queue: counts by state, oldest ready message,
-// throughput), a queue (its counts and dead letters, with re-drive and
-// purge), locks (granted and pending, like MySQL's metadata_locks, with
-// owner, held for, waiters and fencing token), sessions and subscriptions.
+// throughput), a queue (its counts, charts of its per-minute roll-up
+// (charts.go) and dead letters, with re-drive and purge), locks (the
+// wait-for graph (waitgraph.go), then granted and pending, like MySQL's
+// metadata_locks, with owner, held for, waiters and fencing token),
+// sessions and subscriptions.
 // Pages refresh themselves every 2 seconds. Server-rendered HTML, escaped by
 // html/template; the few assets are embedded, nothing is loaded from
 // elsewhere.
