@@ -40,3 +40,15 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("half up to 1 ms: p50 %v, want 1ms", got)
 	}
 }
+
+// BenchmarkCountDuration: what a handler run adds to a worker's path (the
+// roll-up's in-memory count), from parallel goroutines as a worker's
+// handlers end.
+func BenchmarkCountDuration(b *testing.B) {
+	e := &Engine{finished: map[string]*driver.Throughput{}}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e.CountDuration("q", 3*time.Millisecond)
+		}
+	})
+}
