@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,6 +28,9 @@ type chart struct {
 	Left, Top, Right, Bottom num
 	XTicks, YTicks           []tick
 	Series                   []line
+	// Empty, when no series has a point, says why, at EX, EY.
+	Empty  string
+	EX, EY num
 }
 
 // tick is an axis label at X, Y (the grid line of a y tick runs across
@@ -141,6 +145,7 @@ func lineChart(id, title string, at []time.Time, step time.Duration, ss []series
 		}
 		c.Series = append(c.Series, l)
 	}
+	c.EX, c.EY = (c.Left+c.Right)/2, (c.Top+c.Bottom)/2
 	scale := "from 0"
 	if logScale && len(c.YTicks) > 0 {
 		scale = "on a logarithmic scale from " + c.YTicks[0].Label
@@ -226,7 +231,7 @@ func queueCharts(q, rng string, pts []baton.QueuePoint, step time.Duration) char
 		per = "per " + shortDur(step)
 	}
 	last := map[string]string{"hour": "last hour", "day": "last day"}[rng] + ", queue " + q
-	return chartSet{Range: rng,
+	cs := chartSet{Range: rng,
 		Throughput: lineChart("chart-throughput", "Finished "+per+", "+last, at, step, []series{
 			{Name: "completed", Class: "s-completed", Values: completed},
 			{Name: "retried", Class: "s-retried", Values: retried},
@@ -240,6 +245,13 @@ func queueCharts(q, rng string, pts []baton.QueuePoint, step time.Duration) char
 			{Name: "p90", Class: "s-p90", Values: p90, Has: handled},
 			{Name: "p99", Class: "s-p99", Values: p99, Has: handled}}, millis, true),
 	}
+	if !slices.Contains(sampled, true) {
+		cs.Backlog.Empty = "no sample yet: a running client samples once a minute"
+	}
+	if !slices.Contains(handled, true) {
+		cs.Durations.Empty = "no handler run of a worker in this range"
+	}
+	return cs
 }
 
 // charts reads a queue's history over the range asked for ("" is the

@@ -98,6 +98,9 @@ func TestChartEscapes(t *testing.T) {
 	if err := tm["queue"].ExecuteTemplate(&b, "chart", cs.Throughput); err != nil {
 		t.Fatal(err)
 	}
+	if cs.Backlog.Empty == "" || cs.Durations.Empty == "" || cs.Throughput.Empty != "" {
+		t.Errorf("empty notes: backlog %q, durations %q, throughput %q", cs.Backlog.Empty, cs.Durations.Empty, cs.Throughput.Empty)
+	}
 	out := b.String()
 	if strings.Contains(out, "<script") || !strings.Contains(out, "queue &lt;script&gt;alert(1)&lt;/script&gt;&#34;&amp;") {
 		t.Fatalf("the queue's name is not escaped:\n%s", out)
