@@ -18,13 +18,15 @@ import (
 // and name, sessions by the first lock they touch (its holders before its
 // waiters, then in the listing's order: by request).
 //
-// A cycle of sessions waiting for each other is a deadlock that baton's
-// detector breaks as soon as it runs (within tens of milliseconds): it
-// is drawn in red, and the request the detector aborts (lockcore's rule:
-// a read request before a write one, then the newest) is marked the
-// victim. A cycle is only seen when the detector is held up; nothing
-// remembers past victims (each victim's own call returns ErrDeadlock and
-// its client's Observer counts it).
+// A cycle of sessions waiting for each other (a waiting request waits for
+// the other sessions holding its lock in a conflicting mode, and for those
+// queued ahead of it) is a deadlock that baton's detector breaks as soon as
+// it runs (within tens of milliseconds): it is drawn in red, and the
+// request the detector aborts (lockcore's rule: a read request before a
+// write one, then the newest) is marked the victim. A cycle is only seen
+// when the detector is held up; nothing remembers past victims (each
+// victim's own call returns ErrDeadlock and its client's Observer counts
+// it).
 
 // Wait-for graph geometry, in SVG user units.
 const (
@@ -173,7 +175,7 @@ func buildWaitGraph(ls []baton.LockInfo) waitGraph {
 		n.Label, n.Sub, n.Title = short(k), "lock", "lock "+k
 		g.Nodes = append(g.Nodes, n)
 	}
-	for _, r := range reqs {
+	for ri, r := range reqs {
 		si, ok := sessRow[r.Session]
 		if !ok {
 			continue
@@ -184,7 +186,6 @@ func buildWaitGraph(ls []baton.LockInfo) waitGraph {
 		sx, lx := num(wfSessX+wfBoxW), num(wfLockX)
 		mid := (sx + lx) / 2
 		e := gedge{From: r.Session, To: lockKey(r)}
-		inCycle := cycle[r.Session] && holdersIn(reqs, r, cycle)
 		if r.Status == "GRANTED" {
 			// lock → holder, above the middle of both boxes
 			sy, ly = sy-6, ly-6
@@ -198,7 +199,7 @@ func buildWaitGraph(ls []baton.LockInfo) waitGraph {
 			e.Class, e.Marker = "waits", "wf-arrow-waits"
 			e.Title = fmt.Sprintf("%s waits for %s (%s)", owner[r.Session], lockKey(r), strings.ToLower(r.Mode))
 		}
-		if inCycle {
+		if inCycle(reqs, ri, cycle) {
 			e.Class += " cycle"
 			e.Marker = "wf-arrow-cycle"
 		}
@@ -223,37 +224,51 @@ func box(kind, key string, x, i int) gnode {
 		TX: num(x + 8), TY: num(y + 14), SY: num(y + 28), VX: num(x + wfBoxW - 62)}
 }
 
-// holdersIn says whether a request is part of a cycle: a waiting one
-// whose lock a session of the cycle holds, or a granted one that a
-// session of the cycle waits for.
-func holdersIn(reqs []baton.LockInfo, r baton.LockInfo, cycle map[string]bool) bool {
+// blocks says whether request g makes the waiting request r wait, as
+// baton's detector reads it (lockcore.Blockers): a conflicting request of
+// another session on the same lock, granted, or waiting ahead of r when
+// r's session holds nothing there (queued: first come, first served).
+// The listing has each lock's requests in request order.
+func blocks(reqs []baton.LockInfo, g, r int) bool {
+	a, b := reqs[g], reqs[r]
+	if b.Status == "GRANTED" || a.Session == b.Session || lockKey(a) != lockKey(b) || !conflicts(b.Mode, a.Mode) {
+		return false
+	}
+	if a.Status == "GRANTED" {
+		return true
+	}
 	for _, o := range reqs {
-		if o.Session == r.Session || lockKey(o) != lockKey(r) || !cycle[o.Session] {
-			continue
+		if o.Session == b.Session && o.Status == "GRANTED" && lockKey(o) == lockKey(b) {
+			return false // not queued
 		}
-		if r.Status != "GRANTED" && o.Status == "GRANTED" && conflicts(r.Mode, o.Mode) {
-			return true
-		}
-		if r.Status == "GRANTED" && o.Status != "GRANTED" && conflicts(o.Mode, r.Mode) {
+	}
+	return g < r
+}
+
+// inCycle says whether request i is an arrow of a cycle among the
+// sessions in cycle: a waiting one that a request of the cycle blocks, or
+// one that blocks a waiting request of the cycle.
+func inCycle(reqs []baton.LockInfo, i int, cycle map[string]bool) bool {
+	if !cycle[reqs[i].Session] {
+		return false
+	}
+	for o := range reqs {
+		if cycle[reqs[o].Session] && (blocks(reqs, o, i) || blocks(reqs, i, o)) {
 			return true
 		}
 	}
 	return false
 }
 
-// deadlocks finds the sessions on a cycle of waits (a waiting request
-// waits for every other session holding its lock in a conflicting mode)
-// and, per cycle, the request baton's detector aborts: a read request
-// before a write one, then the newest (keys session + "\x00" + lock).
+// deadlocks finds the sessions on a cycle of waits and, per cycle, the
+// request baton's detector aborts: a read request before a write one,
+// then the newest (keys session + "\x00" + lock).
 func deadlocks(reqs []baton.LockInfo) (onCycle map[string]bool, victims map[string]bool) {
 	edges := map[string][]string{}
-	for _, w := range reqs {
-		if w.Status == "GRANTED" {
-			continue
-		}
-		for _, h := range reqs {
-			if h.Status == "GRANTED" && h.Session != w.Session && lockKey(h) == lockKey(w) && conflicts(w.Mode, h.Mode) {
-				edges[w.Session] = append(edges[w.Session], h.Session)
+	for r := range reqs {
+		for g := range reqs {
+			if blocks(reqs, g, r) {
+				edges[reqs[r].Session] = append(edges[reqs[r].Session], reqs[g].Session)
 			}
 		}
 	}
@@ -267,7 +282,7 @@ func deadlocks(reqs []baton.LockInfo) (onCycle map[string]bool, victims map[stri
 		var best *baton.LockInfo
 		for i := range reqs {
 			r := &reqs[i]
-			if r.Status == "GRANTED" || !in[r.Session] || !holdersIn(reqs, *r, in) {
+			if r.Status == "GRANTED" || !inCycle(reqs, i, in) {
 				continue
 			}
 			if best == nil || better(r, best) {

@@ -66,6 +66,35 @@ func TestWaitGraph(t *testing.T) {
 	}
 }
 
+// TestWaitGraphQueued: a request queued behind another waiting one waits
+// for it (first come, first served), which can close a cycle: s1 holds L
+// (read), s2 waits for L (write), s3 waits for L (read) behind s2 and
+// holds M, for which s1 waits. The victim is the read request, s3's.
+func TestWaitGraphQueued(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ls := []baton.LockInfo{
+		lockInfo("L", "SHARED", "GRANTED", "s1", "h:1/one", t0),
+		lockInfo("L", "EXCLUSIVE", "PENDING", "s2", "h:2/two", t0.Add(time.Second)),
+		lockInfo("L", "SHARED", "PENDING", "s3", "h:3/three", t0.Add(2*time.Second)),
+		lockInfo("M", "EXCLUSIVE", "GRANTED", "s3", "h:3/three", t0),
+		lockInfo("M", "EXCLUSIVE", "PENDING", "s1", "h:1/one", t0.Add(3*time.Second)),
+	}
+	g := buildWaitGraph(ls)
+	var edges []string
+	for _, e := range g.Edges {
+		edges = append(edges, e.From+">"+e.To+"/"+e.Class)
+	}
+	want := "app/L>s1/holds cycle s2>app/L/waits cycle s3>app/L/waits cycle victim app/M>s3/holds cycle s1>app/M/waits cycle"
+	if got := strings.Join(edges, " "); got != want {
+		t.Errorf("edges\n%s\nwant\n%s", got, want)
+	}
+	// Without the queue (s3 holding L too, so not queued) there is no cycle.
+	ls = append(ls, lockInfo("L", "SHARED", "GRANTED", "s3", "h:3/three", t0))
+	if g := buildWaitGraph(ls); len(g.Deadlock) != 0 {
+		t.Errorf("a cycle through a request that is not queued: %q", g.Deadlock)
+	}
+}
+
 // TestWaitGraphEscapes: names full of markup are text in the SVG.
 func TestWaitGraphEscapes(t *testing.T) {
 	tm, err := parseTemplates()
