@@ -331,6 +331,26 @@ SELECT COALESCE(SUM(acked), 0), COALESCE(SUM(dead), 0), {now} % 60000000 FROM {p
 -- The roll-up keeps a day and an hour (the dashboard's charts show a day).
 DELETE FROM {p}queue_throughput WHERE bucket < {now} DIV 60000000 - 1500;
 
+-- name: throughput_backlog
+-- Records a queue's backlog (ready, scheduled, retrying) in the current
+-- minute's roll-up row; a second sample in the minute replaces the first.
+INSERT INTO {p}queue_throughput (queue, bucket, acked, dead, ready, scheduled, retrying)
+VALUES (?, {now} DIV 60000000, 0, 0, ?, ?, ?)
+ON DUPLICATE KEY UPDATE ready = VALUES(ready), scheduled = VALUES(scheduled), retrying = VALUES(retrying);
+
+-- name: throughput_sampled
+-- How many queues' backlogs the current minute has sampled (another
+-- process's upkeep may have done it).
+SELECT COUNT(*) FROM {p}queue_throughput WHERE bucket = {now} DIV 60000000 AND ready IS NOT NULL;
+
+-- name: throughput_history
+-- A queue's roll-up rows of the last minutes (second argument, the
+-- current one included), oldest first, each with the current minute.
+SELECT bucket, {now} DIV 60000000, acked, retried, dead, ready, scheduled, retrying, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15
+  FROM {p}queue_throughput
+ WHERE queue = ? AND bucket > {now} DIV 60000000 - ?
+ ORDER BY bucket;
+
 -- name: message_mark
 -- Marks a claimed message finished (state K, X or D) inside the
 -- transaction that moves it to the history (message_move, then
@@ -416,23 +436,3 @@ SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_att
 SELECT id, payload FROM {p}messages
  WHERE queue = ? AND state = 'R' AND kind = ?
  ORDER BY priority, order_at, id;
-
--- name: throughput_backlog
--- Records a queue's backlog (ready, scheduled, retrying) in the current
--- minute's roll-up row; a second sample in the minute replaces the first.
-INSERT INTO {p}queue_throughput (queue, bucket, acked, dead, ready, scheduled, retrying)
-VALUES (?, {now} DIV 60000000, 0, 0, ?, ?, ?)
-ON DUPLICATE KEY UPDATE ready = VALUES(ready), scheduled = VALUES(scheduled), retrying = VALUES(retrying);
-
--- name: throughput_sampled
--- How many queues' backlogs the current minute has sampled (another
--- process's upkeep may have done it).
-SELECT COUNT(*) FROM {p}queue_throughput WHERE bucket = {now} DIV 60000000 AND ready IS NOT NULL;
-
--- name: throughput_history
--- A queue's roll-up rows of the last minutes (second argument, the
--- current one included), oldest first, each with the current minute.
-SELECT bucket, {now} DIV 60000000, acked, retried, dead, ready, scheduled, retrying, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15
-  FROM {p}queue_throughput
- WHERE queue = ? AND bucket > {now} DIV 60000000 - ?
- ORDER BY bucket;

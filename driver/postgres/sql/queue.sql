@@ -338,6 +338,26 @@ SELECT COALESCE(SUM(acked), 0)::bigint, COALESCE(SUM(dead), 0)::bigint, {now} % 
 -- The roll-up keeps a day and an hour (the dashboard's charts show a day).
 DELETE FROM {p}queue_throughput WHERE bucket < {now} / 60000000 - 1500;
 
+-- name: throughput_backlog
+-- Records a queue's backlog (ready, scheduled, retrying) in the current
+-- minute's roll-up row; a second sample in the minute replaces the first.
+INSERT INTO {p}queue_throughput (queue, bucket, acked, dead, ready, scheduled, retrying)
+VALUES ($1, {now} / 60000000, 0, 0, $2, $3, $4)
+ON CONFLICT (queue, bucket) DO UPDATE SET ready = excluded.ready, scheduled = excluded.scheduled, retrying = excluded.retrying;
+
+-- name: throughput_sampled
+-- How many queues' backlogs the current minute has sampled (another
+-- process's upkeep may have done it).
+SELECT COUNT(*) FROM {p}queue_throughput WHERE bucket = {now} / 60000000 AND ready IS NOT NULL;
+
+-- name: throughput_history
+-- A queue's roll-up rows of the last minutes (second argument, the
+-- current one included), oldest first, each with the current minute.
+SELECT bucket, {now} / 60000000, acked, retried, dead, ready, scheduled, retrying, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15
+  FROM {p}queue_throughput
+ WHERE queue = $1 AND bucket > {now} / 60000000 - $2
+ ORDER BY bucket;
+
 -- name: message_mark
 -- Marks a claimed message finished (state K, X or D) inside the
 -- transaction that moves it to the history (message_move, then
@@ -483,23 +503,3 @@ WITH d AS (
     RETURNING m.id, m.queue, m.payload, m.priority, m.msg_key, m.attempt, m.max_attempts, m.last_error, m.created_at, m.meta, m.kind, m.errors)
 INSERT INTO {p}finished (id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, finished_at, meta, state, kind, errors)
 SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error, created_at, {now}, meta, 'K', kind, errors FROM d;
-
--- name: throughput_backlog
--- Records a queue's backlog (ready, scheduled, retrying) in the current
--- minute's roll-up row; a second sample in the minute replaces the first.
-INSERT INTO {p}queue_throughput (queue, bucket, acked, dead, ready, scheduled, retrying)
-VALUES ($1, {now} / 60000000, 0, 0, $2, $3, $4)
-ON CONFLICT (queue, bucket) DO UPDATE SET ready = excluded.ready, scheduled = excluded.scheduled, retrying = excluded.retrying;
-
--- name: throughput_sampled
--- How many queues' backlogs the current minute has sampled (another
--- process's upkeep may have done it).
-SELECT COUNT(*) FROM {p}queue_throughput WHERE bucket = {now} / 60000000 AND ready IS NOT NULL;
-
--- name: throughput_history
--- A queue's roll-up rows of the last minutes (second argument, the
--- current one included), oldest first, each with the current minute.
-SELECT bucket, {now} / 60000000, acked, retried, dead, ready, scheduled, retrying, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15
-  FROM {p}queue_throughput
- WHERE queue = $1 AND bucket > {now} / 60000000 - $2
- ORDER BY bucket;
