@@ -383,7 +383,7 @@ func (c *Client) run() {
 		FlushThroughput: c.mq.FlushThroughput,
 		Services: []maintain.Service{c.mq.Scheduler().Service(o.PollInterval, o.Lease),
 			c.mq.PollService(o.PollInterval, o.Lease, c.queueWaited), c.mq.PrunerService(5 * o.Lease),
-			c.mq.DepsService(5*o.PollInterval, o.Lease)}})
+			c.mq.DepsService(5*o.PollInterval, o.Lease), c.mq.BacklogService(5 * o.Lease)}})
 	c.upkeep.Start()
 }
 

@@ -252,7 +252,9 @@ func (w *workSession) Handle(ctx context.Context, m *Message) (err error) {
 func (w *workSession) End(span trace.Span, m *Message, err error, began time.Time) {
 	tracing.End(span, err)
 	lost := w.Err() != nil && !errors.Is(w.Err(), ErrClosed)
-	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, lost), time.Since(began))
+	took := time.Since(began)
+	w.c.opts.Observer.HandlerDone(w.queue, m.Kind, outcome(m, err, lost), took)
+	w.c.mq.CountDuration(w.queue, took)
 	if err != nil && !worker.IsSnooze(err) {
 		w.onError(m, err)
 	}

@@ -3,13 +3,15 @@
 // `baton serve` runs.
 //
 // Pages: the overview (every queue: counts by state, oldest ready message,
-// throughput), a queue (its counts and messages by state, with re-drive
-// and purge of dead letters, retry, cancel and delete of one message, and
-// bulk cancel, delete and retry by state, kind and age), a message, locks
-// (granted and pending, like MySQL's metadata_locks, with owner, held for,
-// waiters and fencing token), sessions, subscriptions and job events
-// (streamed live from every process). Pages refresh themselves every 2
-// seconds (the job events page is fed by a stream instead). Server-rendered HTML, escaped by
+// throughput), a queue (its counts, charts of its per-minute roll-up
+// (charts.go) and messages by state, with re-drive and purge of dead
+// letters, retry, cancel and delete of one message, and bulk cancel,
+// delete and retry by state, kind and age), a message, a workflow's
+// graph, locks (the wait-for graph (waitgraph.go), then granted and
+// pending, like MySQL's metadata_locks, with owner, held for, waiters and
+// fencing token), sessions, subscriptions and job events (streamed live
+// from every process). Pages refresh themselves every 2 seconds (the job
+// events page is fed by a stream instead). Server-rendered HTML, escaped by
 // html/template; the few assets are embedded, nothing is loaded from
 // elsewhere.
 //
@@ -114,7 +116,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 	}
 	out := make(map[string]*template.Template, len(pages))
 	for _, page := range pages {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", page, err)
 		}
@@ -392,6 +394,8 @@ type queuePage struct {
 	Next     string
 	Dead     []baton.DeadLetter
 	More     bool
+	// Charts are the queue's history over the range asked for (charts.go).
+	Charts chartSet
 }
 
 const pageSize = 50
@@ -411,6 +415,9 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 	}
 	p := queuePage{Stats: st}
 	if p.State, err = tab(st, query.Get("state")); err != nil {
+		return p, err
+	}
+	if p.Charts, err = d.charts(ctx, q, query.Get("range")); err != nil {
 		return p, err
 	}
 	p.Kind, p.Tag = query.Get("kind"), query.Get("tag")
@@ -478,7 +485,13 @@ type lockRow struct {
 
 func (d *dash) locks(w http.ResponseWriter, r *http.Request) {
 	ls, err := d.c.Locks(r.Context())
-	d.show(w, r, "locks", "Locks", lockRows(ls), err)
+	d.show(w, r, "locks", "Locks", locksPage{Rows: lockRows(ls), Graph: buildWaitGraph(ls)}, err)
+}
+
+// locksPage is the locks page: the wait-for graph above the table.
+type locksPage struct {
+	Rows  []lockRow
+	Graph waitGraph
 }
 
 // lockRows are the locks page's rows: each lock, a granted one with the

@@ -391,8 +391,9 @@ type QueueTx interface {
 	// state (dead letters excepted: DeadPurge).
 	QueueDeleteMessages(ctx context.Context, queue string) (int, error)
 	QueueStats(ctx context.Context, queue string) (QueueStats, error)
-	// ThroughputAdd adds finished-message counts to the current minute.
-	ThroughputAdd(ctx context.Context, queue string, acked, dead int64) error
+	// ThroughputAdd adds a process's counts to the current minute's
+	// roll-up row.
+	ThroughputAdd(ctx context.Context, queue string, c Throughput) error
 	// ScheduleEnsure creates a schedule's row with its last tick
 	// (microseconds) unless it exists; ScheduleLast reads the last tick.
 	ScheduleEnsure(ctx context.Context, name string, lastTick int64) error
@@ -400,9 +401,18 @@ type QueueTx interface {
 	// ScheduleAdvance moves a schedule's last tick forward to tick; false
 	// when it is there already (another process enqueued that tick).
 	ScheduleAdvance(ctx context.Context, name string, tick int64) (bool, error)
-	// ThroughputPurge deletes counts older than an hour.
+	// ThroughputPurge deletes roll-up rows older than a day and an hour.
 	ThroughputPurge(ctx context.Context) error
 	DataTx
+	// ThroughputBacklog records a queue's backlog in the current minute's
+	// roll-up row (a later sample of the minute replaces it);
+	// ThroughputSampled counts the queues whose backlog the current
+	// minute has.
+	ThroughputBacklog(ctx context.Context, queue string, ready, scheduled, retrying int64) error
+	ThroughputSampled(ctx context.Context) (int, error)
+	// ThroughputHistory reads a queue's roll-up rows of the last minutes
+	// (the current one included), oldest first, and the current minute.
+	ThroughputHistory(ctx context.Context, queue string, minutes int) (rows []RollupRow, now int64, err error)
 }
 
 // BulkAction is what QueueTx.MessagesBulk does to each message.

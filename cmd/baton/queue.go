@@ -31,7 +31,7 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, list, get, update, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, history, list, get, update, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
 			}
 			return cmd.Help()
 		},
@@ -47,6 +47,7 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 			"Delete message ID, which waits (scheduled, ready or retrying) or has\n"+
 				"finished (completed, cancelled or dead; still in the history): nothing of\n"+
 				"it is kept.", true, (*baton.Client).DeleteMessage), baton.BulkDelete, 2))
+	cmd.AddCommand(queueHistoryCmd(g))
 	return cmd
 }
 
@@ -193,7 +194,7 @@ func enqueue(ctx context.Context, c *baton.Client, queue string, payload []byte,
 // redrive, purge, pause, resume), in their help.
 const queueExits = `A QUEUE baton has never seen (nothing was ever pushed to it) is an error,
 "no queue QUEUE", with exit status 66 for every command on a QUEUE (stats,
-list, dead, redrive, purge, pause, resume); a malformed name exits 64.`
+history, list, dead, redrive, purge, pause, resume); a malformed name exits 64.`
 
 // queueErr maps the error of a command on a queue that baton has never
 // seen to its exit status; other errors pass.

@@ -277,13 +277,14 @@ func checkDeadLetters(t *testing.T, d driver.Driver, id int64) {
 }
 
 // checkThroughput: the counts of acknowledged and dead messages in the
-// queue's stats.
+// queue's stats; the roll-up's rows (checkRollup).
 func checkThroughput(t *testing.T, tx driver.Tx) {
 	ctx := testCtx(t)
-	must(t, tx.ThroughputAdd(ctx, "q", 3, 1))
+	must(t, tx.ThroughputAdd(ctx, "q", driver.Throughput{Acked: 3, Dead: 1}))
 	st := queueStats(t, tx)
 	failIf(t, st.RecentAcked != 3 || st.RecentDead != 1, "throughput: %+v, want 3 acknowledged and 1 dead", st)
 	must(t, tx.ThroughputPurge(ctx))
+	checkRollup(t, tx)
 }
 
 // testStaleClaims: a claim whose lease ran out (a negative lease moves the

@@ -15,7 +15,6 @@ package queue
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -69,7 +68,7 @@ type Engine struct {
 	dropReplies atomic.Int32
 
 	mu       sync.Mutex
-	finished map[string][2]int64 // per queue: acked, dead since the last flush
+	finished map[string]*driver.Throughput // per queue: the roll-up's counts since the last flush (rollup.go)
 
 	// poll is PollWaiting's state, polls counts its runs.
 	poll  queuePoll
@@ -83,7 +82,7 @@ type Engine struct {
 // New makes the engine.
 func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, drv: cfg.Driver, queue: cfg.Driver.Queue(), notif: cfg.Driver.Notifier(), notify: bus.NewCoalescer(),
-		finished: map[string][2]int64{}}
+		finished: map[string]*driver.Throughput{}}
 	e.deps.flight = bus.NewCoalescer()
 	e.deps.active.Store(true) // unknown: the first settlement probes
 	e.sched = NewScheduler(e)
@@ -483,30 +482,4 @@ func (e *Engine) RecoverStale(ctx context.Context) (int, error) {
 		e.Wake(q)
 	}
 	return len(queues), err
-}
-
-// CountFinished adds to this process's unflushed throughput counts.
-func (e *Engine) CountFinished(queue string, acked, dead int64) {
-	e.mu.Lock()
-	t := e.finished[queue]
-	t[0] += acked
-	t[1] += dead
-	e.finished[queue] = t
-	e.mu.Unlock()
-}
-
-// FlushThroughput writes this process's counts since the last flush.
-func (e *Engine) FlushThroughput(ctx context.Context) error {
-	e.mu.Lock()
-	pending := e.finished
-	e.finished = map[string][2]int64{}
-	e.mu.Unlock()
-	var errs []error
-	for q, t := range pending {
-		if err := e.drv.NoTx().ThroughputAdd(ctx, q, t[0], t[1]); err != nil {
-			e.CountFinished(q, t[0], t[1]) // next time
-			errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
-		}
-	}
-	return errors.Join(errs...)
 }

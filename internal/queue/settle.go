@@ -44,6 +44,9 @@ func (e *Engine) Retry(ctx context.Context, h *Holds, cl driver.Claim, queue str
 		return false, fmt.Errorf("baton: retry: %w", err)
 	}
 	h.Settled(cl)
+	if ok {
+		e.countRetried(queue)
+	}
 	if ok && delay <= 0 {
 		e.Wake(queue)
 	}

@@ -775,8 +775,13 @@ func planRows(v any) (float64, bool) {
 }
 
 // ThroughputAdd implements driver.QueueTx.
-func (t *Tx) ThroughputAdd(ctx context.Context, queue string, acked, dead int64) error {
-	_, err := t.exec(ctx, "throughput_add", queue, acked, dead)
+func (t *Tx) ThroughputAdd(ctx context.Context, queue string, c driver.Throughput) error {
+	args := make([]any, 0, 4+driver.DurationBuckets)
+	args = append(args, queue, c.Acked, c.Retried, c.Dead)
+	for _, n := range c.Durations {
+		args = append(args, n)
+	}
+	_, err := t.exec(ctx, "throughput_add", args...)
 	return err
 }
 

@@ -320,8 +320,11 @@ UPDATE {p}messages
  WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
 
 -- name: throughput_add
-INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES (?, {now} DIV 60000000, ?, ?)
-ON DUPLICATE KEY UPDATE acked = acked + VALUES(acked), dead = dead + VALUES(dead);
+-- Adds one process's counts since its last flush to the current minute:
+-- acknowledged, retried, dead, and handler durations by bucket (d0..d15).
+INSERT INTO {p}queue_throughput (queue, bucket, acked, retried, dead, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15)
+VALUES (?, {now} DIV 60000000, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE acked = acked + VALUES(acked), retried = retried + VALUES(retried), dead = dead + VALUES(dead), d0 = d0 + VALUES(d0), d1 = d1 + VALUES(d1), d2 = d2 + VALUES(d2), d3 = d3 + VALUES(d3), d4 = d4 + VALUES(d4), d5 = d5 + VALUES(d5), d6 = d6 + VALUES(d6), d7 = d7 + VALUES(d7), d8 = d8 + VALUES(d8), d9 = d9 + VALUES(d9), d10 = d10 + VALUES(d10), d11 = d11 + VALUES(d11), d12 = d12 + VALUES(d12), d13 = d13 + VALUES(d13), d14 = d14 + VALUES(d14), d15 = d15 + VALUES(d15);
 
 -- name: throughput_recent
 -- Acknowledged and dead-lettered messages in the last five minutes and the
@@ -330,7 +333,28 @@ SELECT COALESCE(SUM(acked), 0), COALESCE(SUM(dead), 0), {now} % 60000000 FROM {p
  WHERE queue = ? AND bucket >= {now} DIV 60000000 - 5;
 
 -- name: throughput_purge
-DELETE FROM {p}queue_throughput WHERE bucket < {now} DIV 60000000 - 60;
+-- The roll-up keeps a day and an hour (the dashboard's charts show a day).
+DELETE FROM {p}queue_throughput WHERE bucket < {now} DIV 60000000 - 1500;
+
+-- name: throughput_backlog
+-- Records a queue's backlog (ready, scheduled, retrying) in the current
+-- minute's roll-up row; a second sample in the minute replaces the first.
+INSERT INTO {p}queue_throughput (queue, bucket, acked, dead, ready, scheduled, retrying)
+VALUES (?, {now} DIV 60000000, 0, 0, ?, ?, ?)
+ON DUPLICATE KEY UPDATE ready = VALUES(ready), scheduled = VALUES(scheduled), retrying = VALUES(retrying);
+
+-- name: throughput_sampled
+-- How many queues' backlogs the current minute has sampled (another
+-- process's upkeep may have done it).
+SELECT COUNT(*) FROM {p}queue_throughput WHERE bucket = {now} DIV 60000000 AND ready IS NOT NULL;
+
+-- name: throughput_history
+-- A queue's roll-up rows of the last minutes (second argument, the
+-- current one included), oldest first, each with the current minute.
+SELECT bucket, {now} DIV 60000000, acked, retried, dead, ready, scheduled, retrying, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15
+  FROM {p}queue_throughput
+ WHERE queue = ? AND bucket > {now} DIV 60000000 - ?
+ ORDER BY bucket;
 
 -- name: message_mark
 -- Marks a claimed message finished (state K, X or D) inside the

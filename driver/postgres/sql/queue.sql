@@ -326,9 +326,12 @@ UPDATE {p}messages
  WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C' AND cancel = 0;
 
 -- name: throughput_add
-INSERT INTO {p}queue_throughput (queue, bucket, acked, dead) VALUES ($1, {now} / 60000000, $2, $3)
+-- Adds one process's counts since its last flush to the current minute:
+-- acknowledged, retried, dead, and handler durations by bucket (d0..d15).
+INSERT INTO {p}queue_throughput (queue, bucket, acked, retried, dead, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15)
+VALUES ($1, {now} / 60000000, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (queue, bucket) DO UPDATE
-   SET acked = {p}queue_throughput.acked + excluded.acked, dead = {p}queue_throughput.dead + excluded.dead;
+   SET acked = {p}queue_throughput.acked + excluded.acked, retried = {p}queue_throughput.retried + excluded.retried, dead = {p}queue_throughput.dead + excluded.dead, d0 = {p}queue_throughput.d0 + excluded.d0, d1 = {p}queue_throughput.d1 + excluded.d1, d2 = {p}queue_throughput.d2 + excluded.d2, d3 = {p}queue_throughput.d3 + excluded.d3, d4 = {p}queue_throughput.d4 + excluded.d4, d5 = {p}queue_throughput.d5 + excluded.d5, d6 = {p}queue_throughput.d6 + excluded.d6, d7 = {p}queue_throughput.d7 + excluded.d7, d8 = {p}queue_throughput.d8 + excluded.d8, d9 = {p}queue_throughput.d9 + excluded.d9, d10 = {p}queue_throughput.d10 + excluded.d10, d11 = {p}queue_throughput.d11 + excluded.d11, d12 = {p}queue_throughput.d12 + excluded.d12, d13 = {p}queue_throughput.d13 + excluded.d13, d14 = {p}queue_throughput.d14 + excluded.d14, d15 = {p}queue_throughput.d15 + excluded.d15;
 
 -- name: throughput_recent
 -- Acknowledged and dead-lettered messages in the last five minutes and the
@@ -337,7 +340,28 @@ SELECT COALESCE(SUM(acked), 0)::bigint, COALESCE(SUM(dead), 0)::bigint, {now} % 
  WHERE queue = $1 AND bucket >= {now} / 60000000 - 5;
 
 -- name: throughput_purge
-DELETE FROM {p}queue_throughput WHERE bucket < {now} / 60000000 - 60;
+-- The roll-up keeps a day and an hour (the dashboard's charts show a day).
+DELETE FROM {p}queue_throughput WHERE bucket < {now} / 60000000 - 1500;
+
+-- name: throughput_backlog
+-- Records a queue's backlog (ready, scheduled, retrying) in the current
+-- minute's roll-up row; a second sample in the minute replaces the first.
+INSERT INTO {p}queue_throughput (queue, bucket, acked, dead, ready, scheduled, retrying)
+VALUES ($1, {now} / 60000000, 0, 0, $2, $3, $4)
+ON CONFLICT (queue, bucket) DO UPDATE SET ready = excluded.ready, scheduled = excluded.scheduled, retrying = excluded.retrying;
+
+-- name: throughput_sampled
+-- How many queues' backlogs the current minute has sampled (another
+-- process's upkeep may have done it).
+SELECT COUNT(*) FROM {p}queue_throughput WHERE bucket = {now} / 60000000 AND ready IS NOT NULL;
+
+-- name: throughput_history
+-- A queue's roll-up rows of the last minutes (second argument, the
+-- current one included), oldest first, each with the current minute.
+SELECT bucket, {now} / 60000000, acked, retried, dead, ready, scheduled, retrying, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15
+  FROM {p}queue_throughput
+ WHERE queue = $1 AND bucket > {now} / 60000000 - $2
+ ORDER BY bucket;
 
 -- name: message_mark
 -- Marks a claimed message finished (state K, X or D) inside the
