@@ -386,6 +386,7 @@ type QueueTx interface {
 	ScheduleAdvance(ctx context.Context, name string, tick int64) (bool, error)
 	// ThroughputPurge deletes counts older than an hour.
 	ThroughputPurge(ctx context.Context) error
+	LimitsTx
 }
 
 // UniqueHolds is QueueTx.UniqueReserve's rule: whether a unique key still

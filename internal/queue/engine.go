@@ -76,6 +76,9 @@ type Engine struct {
 	polls atomic.Int64
 	// sched enqueues the ticks of the periodic schedules.
 	sched *Scheduler
+	// limited: queue name -> whether it has limits, as last seen (a
+	// speed-up only: limits.go).
+	limited sync.Map
 }
 
 // New makes the engine.
@@ -268,11 +271,10 @@ func ServingOrder(ms []driver.Message) []*driver.Message {
 	return order
 }
 
-// Claim claims what the mode allows now for the session, in serving order;
-// with nothing, dueIn is how long until the next message is due (0:
-// unknown).
-func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimrule.Mode, kind string, visibility time.Duration, limit int) (_ []*driver.Message, dueIn time.Duration, err error) {
-	c := claim{e: e, session: sessionID, queue: queue, mode: mode, kind: kind, visibility: visibility, limit: limit}
+// claimAny claims what the mode allows now, limits aside (Claim); with
+// nothing, dueIn is how long until the next message is due (0: unknown).
+func (e *Engine) claimAny(ctx context.Context, c claim) (_ []*driver.Message, dueIn time.Duration, err error) {
+	mode := c.mode
 	if mode == claimrule.Parallel {
 		ms, dueIn, done, err := c.parallel(ctx)
 		if done || err != nil {

@@ -72,11 +72,13 @@ VALUES (?1, ?2, ?3, ?4, {now} + ?5, {now} + ?6, 0, ?7, 'R', '', {now}, ?8, ?9, ?
 RETURNING id;
 
 -- name: claim_candidates
+-- A queue with limits (migration 002) is refused: its claims take the
+-- limited path (claim_limited_page, under queue_limits_lock).
 -- Arguments: queue, kind ('' for any), limit. Claims read the ready index
 -- (INDEXED BY: without statistics SQLite may pick the due index and sort).
 SELECT id FROM {p}messages INDEXED BY {p}messages_ready
  WHERE queue = ?1 AND state = 'R' AND run_at <= {now} AND (?2 = '' OR kind = ?2)
-   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
  ORDER BY priority, order_at, id LIMIT ?3;
 
 -- name: claim_candidates_per_key
@@ -429,13 +431,15 @@ SELECT q.name FROM {p}queues q
 
 -- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
 -- name: claim_parallel
+-- A queue with limits (migration 002) is refused: its claims take the
+-- limited path (claim_limited_page, under queue_limits_lock).
 -- A parallel claim in one statement. Arguments: session, mode, lease,
 -- queue, limit, kind ('' for any).
 UPDATE {p}messages
    SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages INDEXED BY {p}messages_ready
                WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
-                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
                ORDER BY priority, order_at, id LIMIT ?5)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
 
@@ -469,3 +473,54 @@ UPDATE {p}messages SET state = 'K'
  WHERE claimed_by = ?1 AND state = 'C' AND cancel = 0
    AND id IN (SELECT json_extract(j.value, '$[0]') FROM json_each(?2) AS j)
    AND (id, attempt) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?2) AS j);
+
+-- ---- concurrency and rate limits (migration 002) ----
+
+-- name: queue_limits_set
+-- Sets a queue's limits (a JSON object; NULL clears them).
+UPDATE {p}queues SET limits = ?1 WHERE name = ?2;
+
+-- name: queue_limits
+-- A queue's limits (NULL: none); no row: no such queue.
+SELECT limits FROM {p}queues WHERE name = ?1;
+
+-- name: queue_limits_lock
+-- queue_limits and the database clock (microseconds), serializing the limited claims of the queue (and its
+-- ordered and per-key claims, queue_lock) across processes: the
+-- transaction holds the database's write lock already.
+SELECT limits, {now} FROM {p}queues WHERE name = ?1;
+
+-- name: claim_limited_flight
+-- What the limits need of the queue's running messages: key, kind and,
+-- when ?1 is 1, the payload (a partition by an argument). Arguments:
+-- payload wanted (1) or not (0), queue.
+SELECT msg_key, kind, CASE WHEN ?1 = 1 THEN payload END FROM {p}messages INDEXED BY {p}messages_ready
+ WHERE queue = ?2 AND state = 'C';
+
+-- name: claim_limited_page
+-- A page of the ready, due messages of a limited queue in serving order
+-- after a position (keyset on the ready index), with what the limits need:
+-- id, position, key, kind and, when ?1 is 1, the payload. Arguments:
+-- payload wanted, queue, kind ('' for any), position (priority, order_at,
+-- id), limit. Run under queue_limits_lock; nothing of a paused queue.
+SELECT id, priority, order_at, msg_key, kind, CASE WHEN ?1 = 1 THEN payload END
+  FROM {p}messages INDEXED BY {p}messages_ready
+ WHERE queue = ?2 AND state = 'R' AND run_at <= {now} AND (?3 = '' OR kind = ?3)
+   AND (priority, order_at, id) > (?4, ?5, ?6)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+ ORDER BY priority, order_at, id LIMIT ?7;
+
+-- name: queue_starts_list
+-- A rate-limited queue's start counts by partition and bucket. Run under
+-- queue_limits_lock.
+SELECT part, bucket_end, n FROM {p}queue_starts WHERE queue = ?1;
+
+-- name: queue_starts_add
+-- Adds starts to a partition's bucket. Arguments: queue, partition,
+-- bucket end (microseconds), count.
+INSERT INTO {p}queue_starts (queue, part, bucket_end, n) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (queue, part, bucket_end) DO UPDATE SET n = n + excluded.n;
+
+-- name: queue_starts_prune
+-- Deletes a queue's buckets that ended at or before a time (microseconds).
+DELETE FROM {p}queue_starts WHERE queue = ?1 AND bucket_end <= ?2;
