@@ -60,7 +60,7 @@ database cannot be reached; 1 for any other error.`,
 			var r, pr *rateFlag
 			for _, x := range []struct {
 				name, v string
-				to   **rateFlag
+				to      **rateFlag
 			}{{"rate", rate, &r}, {"partition-rate", partRate, &pr}} {
 				if !fl.Changed(x.name) {
 					continue
