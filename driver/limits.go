@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // LimitsTx is the part of QueueTx for a queue's concurrency and rate
 // limits (migration 002): their configuration, and the statements of a
@@ -24,6 +27,12 @@ type LimitsTx interface {
 	// (of the kind, "" for any) in serving order after position after;
 	// none of a paused queue.
 	ClaimLimitedPage(ctx context.Context, queue, kind string, payload bool, after ListPos, limit int) ([]LimitedRow, error)
+	// ClaimLimitedDirect claims up to limit ready messages of the queue
+	// (of the kind, "" for any) in serving order in one statement, in
+	// claim mode ClaimLimited, whatever the queue's limits (the caller
+	// holds QueueLimitsLock and decided limit); ok is false when the
+	// dialect cannot (the engine then uses ClaimCandidates and ClaimIDs).
+	ClaimLimitedDirect(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
 	// QueueStarts lists a queue's start counts (rate limits).
 	QueueStarts(ctx context.Context, queue string) ([]StartBucket, error)
 	// QueueStartsAdd adds n starts to a partition's bucket.

@@ -76,8 +76,8 @@ type Engine struct {
 	polls atomic.Int64
 	// sched enqueues the ticks of the periodic schedules.
 	sched *Scheduler
-	// limited: queue name -> whether it has limits, as last seen (a
-	// speed-up only: limits.go).
+	// limited: queue name -> *limitState, what this process saw of the
+	// queue's limits (a speed-up only: limits.go).
 	limited sync.Map
 }
 

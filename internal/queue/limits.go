@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -128,6 +129,23 @@ func argValue(payload []byte, name string) string {
 	return b.String()
 }
 
+// limitState is what this process remembers of a queue's limits, as a
+// speed-up only (the SQL decides): whether it has any, and whether the
+// last limited claim here left it at a concurrency limit (its settles then
+// wake the consumers of other processes too).
+type limitState struct {
+	limited, full atomic.Bool
+}
+
+// limitOf is the queue's limitState, made on first use.
+func (e *Engine) limitOf(queue string) *limitState {
+	if v, ok := e.limited.Load(queue); ok {
+		return v.(*limitState)
+	}
+	v, _ := e.limited.LoadOrStore(queue, &limitState{})
+	return v.(*limitState)
+}
+
 // ParseLimits reads stored limits ("" is none).
 func ParseLimits(s string) (Limits, error) {
 	var l Limits
@@ -168,7 +186,7 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 	case !found:
 		return fmt.Errorf("%w: %q", errs.ErrUnknownQueue, queue)
 	}
-	e.limited.Store(queue, !l.IsZero())
+	e.limitOf(queue).limited.Store(!l.IsZero())
 	e.Wake(queue)
 	return nil
 }
@@ -187,12 +205,21 @@ func (e *Engine) Limits(ctx context.Context, queue string) (Limits, error) {
 }
 
 // Settled tells the engine that a claim of the queue was settled in this
-// process: the consumers of a limited queue, here and elsewhere, wake, as
-// a slot may be free now.
+// process. A slot of a limited queue is free: this process's consumers
+// wake, and those of other processes too (a notification) when the last
+// claim here left the queue at its concurrency limit; otherwise their
+// poll finds the slot. Sending a notification at every settle would cost
+// a drain whose limits are not reached a statement per acknowledgement.
 func (e *Engine) Settled(queue string) {
-	if v, ok := e.limited.Load(queue); ok && v.(bool) {
-		e.Wake(queue)
+	v, ok := e.limited.Load(queue)
+	if !ok || !v.(*limitState).limited.Load() {
+		return
 	}
+	if v.(*limitState).full.Load() {
+		e.Wake(queue)
+		return
+	}
+	e.cfg.Waits.Wake(queue)
 }
 
 // Claim claims what the mode allows now for the session, in serving order;
@@ -207,7 +234,8 @@ func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimr
 	if mode != claimrule.Parallel {
 		return e.claimAny(ctx, c)
 	}
-	if v, ok := e.limited.Load(queue); ok && v.(bool) {
+	st := e.limitOf(queue)
+	if st.limited.Load() {
 		return e.claimLimited(ctx, c)
 	}
 	ms, dueIn, err := e.claimAny(ctx, c)
@@ -218,7 +246,7 @@ func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimr
 	if err != nil {
 		return nil, 0, err
 	}
-	e.limited.Store(queue, s != "")
+	st.limited.Store(s != "")
 	if s == "" {
 		return ms, dueIn, nil
 	}
@@ -257,21 +285,23 @@ func (c claim) limitedIn(ctx context.Context, tx driver.Tx) ([]driver.Message, t
 	}
 	if l.IsZero() {
 		// Cleared meanwhile: an ordinary claim, in this transaction.
-		c.e.limited.Store(c.queue, false)
+		c.e.limitOf(c.queue).limited.Store(false)
 		return c.in(ctx, tx)
 	}
 	byArg := strings.HasPrefix(l.PartitionBy, "arg:")
 	partitioned := l.PartitionBy != ""
 
 	// What runs now, in all and per partition.
-	flight, err := tx.ClaimLimitedFlight(ctx, c.queue, byArg)
-	if err != nil {
-		return nil, 0, err
-	}
-	running := map[string]int{}
+	var flight []driver.LimitedRow
+	inFlight := 0
 	if partitioned {
-		for _, r := range flight {
-			running[l.partition(r)]++
+		if flight, err = tx.ClaimLimitedFlight(ctx, c.queue, byArg); err != nil {
+			return nil, 0, err
+		}
+		inFlight = len(flight)
+	} else if l.Concurrency > 0 {
+		if inFlight, err = tx.ClaimInFlight(ctx, c.queue); err != nil {
+			return nil, 0, err
 		}
 	}
 	w := startWindow{now: now, per: l.Per.Microseconds()}
@@ -290,65 +320,53 @@ func (c claim) limitedIn(ctx context.Context, tx driver.Tx) ([]driver.Message, t
 
 	budget := c.limit
 	if l.Concurrency > 0 {
-		budget = min(budget, l.Concurrency-len(flight))
+		budget = min(budget, l.Concurrency-inFlight)
 	}
 	rateBound := false
 	if l.Rate > 0 && l.Rate-int(w.total) < budget {
 		budget, rateBound = l.Rate-int(w.total), true
 	}
-	var ids []int64
+	st := c.e.limitOf(c.queue)
+	if budget <= 0 {
+		st.full.Store(l.Concurrency > 0 && inFlight >= l.Concurrency)
+		return nil, c.limitedDue(ctx, tx, w, rateBound), nil
+	}
+	var ms []driver.Message
 	parts := map[int64]string{}
-	picked := map[string]int{}
-	partRateBound := false
-	if budget > 0 {
-		page := budget
-		if partitioned {
-			page = max(2*budget, 100)
+	if partitioned {
+		ids, partRateBound, full, err := c.partitionPick(ctx, tx, l, flight, w, budget, parts)
+		st.full.Store(full)
+		if err != nil || len(ids) == 0 {
+			return nil, c.limitedDue(ctx, tx, w, rateBound || partRateBound), err
 		}
-		after := driver.ListPos{Priority: math.MinInt32, OrderAt: math.MinInt64, ID: math.MinInt64}
-	scan:
-		for scanned := 0; scanned < maxScan; {
-			rows, err := tx.ClaimLimitedPage(ctx, c.queue, c.kind, byArg, after, page)
+		if ms, err = c.claimLimitedIDs(ctx, tx, ids); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		direct, ok, err := tx.ClaimLimitedDirect(ctx, c.queue, c.kind, c.session, c.visibility, budget)
+		if err != nil {
+			return nil, 0, err
+		}
+		ms = direct
+		if !ok {
+			ids, err := tx.ClaimCandidates(ctx, c.queue, c.kind, budget)
 			if err != nil {
 				return nil, 0, err
 			}
-			for _, r := range rows {
-				p := l.partition(r)
-				switch {
-				case l.PartitionConcurrency > 0 && running[p]+picked[p] >= l.PartitionConcurrency:
-					continue
-				case l.PartitionRate > 0 && int(w.parts[p])+picked[p] >= l.PartitionRate:
-					partRateBound = true
-					continue
-				}
-				ids = append(ids, r.ID)
-				parts[r.ID] = p
-				picked[p]++
-				if len(ids) == budget {
-					break scan
-				}
+			if ms, err = c.claimLimitedIDs(ctx, tx, ids); err != nil {
+				return nil, 0, err
 			}
-			scanned += len(rows)
-			if len(rows) < page {
-				break
-			}
-			after = rows[len(rows)-1].Pos
 		}
 	}
-	if len(ids) == 0 {
-		return nil, c.limitedDue(ctx, tx, w, rateBound || partRateBound), nil
+	if l.Concurrency > 0 && inFlight+len(ms) >= l.Concurrency {
+		st.full.Store(true)
+	} else if !partitioned {
+		st.full.Store(false)
 	}
-	if _, err := tx.ClaimIDs(ctx, c.session, driver.ClaimLimited, c.visibility, ids); err != nil {
-		return nil, 0, err
+	if len(ms) == 0 {
+		return nil, c.limitedDue(ctx, tx, w, rateBound), nil
 	}
-	ms, err := tx.MessageByIDs(ctx, ids)
-	if err != nil {
-		return nil, 0, err
-	}
-	ms = slices.DeleteFunc(ms, func(m driver.Message) bool {
-		return m.State != driver.MessageClaimed || m.ClaimedBy != c.session
-	})
-	if l.rated() && len(ms) > 0 {
+	if l.rated() {
 		// Each claim is a start, counted in the bucket of now (the
 		// clock read under the row lock) under its partition ("" when
 		// only the whole queue has a rate).
@@ -368,6 +386,71 @@ func (c claim) limitedIn(ctx context.Context, tx driver.Tx) ([]driver.Message, t
 		}
 	}
 	return ms, 0, nil
+}
+
+// partitionPick reads the waiting messages in serving order, page by
+// page (so that a full partition does not hide the others behind it, up
+// to maxScan messages), and picks up to budget that their partition's
+// limits allow, recording each one's partition in parts; partRateBound
+// says a partition's rate held one back, full that a partition is at its
+// concurrency limit.
+func (c claim) partitionPick(ctx context.Context, tx driver.Tx, l Limits, flight []driver.LimitedRow, w startWindow, budget int, parts map[int64]string) (ids []int64, partRateBound, full bool, err error) {
+	byArg := strings.HasPrefix(l.PartitionBy, "arg:")
+	running := map[string]int{}
+	for _, r := range flight {
+		running[l.partition(r)]++
+	}
+	picked := map[string]int{}
+	page := max(2*budget, 100)
+	after := driver.ListPos{Priority: math.MinInt32, OrderAt: math.MinInt64, ID: math.MinInt64}
+	for scanned := 0; scanned < maxScan; {
+		rows, err := tx.ClaimLimitedPage(ctx, c.queue, c.kind, byArg, after, page)
+		if err != nil {
+			return nil, false, false, err
+		}
+		for _, r := range rows {
+			p := l.partition(r)
+			switch {
+			case l.PartitionConcurrency > 0 && running[p]+picked[p] >= l.PartitionConcurrency:
+				full = true
+				continue
+			case l.PartitionRate > 0 && int(w.parts[p])+picked[p] >= l.PartitionRate:
+				partRateBound = true
+				continue
+			}
+			ids = append(ids, r.ID)
+			parts[r.ID] = p
+			picked[p]++
+			full = full || l.PartitionConcurrency > 0 && running[p]+picked[p] >= l.PartitionConcurrency
+			if len(ids) == budget {
+				return ids, partRateBound, full, nil
+			}
+		}
+		scanned += len(rows)
+		if len(rows) < page {
+			break
+		}
+		after = rows[len(rows)-1].Pos
+	}
+	return ids, partRateBound, full, nil
+}
+
+// claimLimitedIDs claims the ids (ClaimLimited) and returns the messages
+// the session now holds.
+func (c claim) claimLimitedIDs(ctx context.Context, tx driver.Tx, ids []int64) ([]driver.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.ClaimIDs(ctx, c.session, driver.ClaimLimited, c.visibility, ids); err != nil {
+		return nil, err
+	}
+	ms, err := tx.MessageByIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ms, func(m driver.Message) bool {
+		return m.State != driver.MessageClaimed || m.ClaimedBy != c.session
+	}), nil
 }
 
 // limitedDue is how long a limited claim that took nothing waits at most:

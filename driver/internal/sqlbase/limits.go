@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonhq/baton/driver"
 )
@@ -81,6 +82,17 @@ func (t *Tx) ClaimLimitedPage(ctx context.Context, queue, kind string, payload b
 		r.Key, r.HasKey, r.Kind = string(key), key != nil, k.String
 		return r, err
 	})
+}
+
+// ClaimLimitedDirect implements driver.LimitsTx (claim_limited_direct,
+// where the dialect has it).
+func (t *Tx) ClaimLimitedDirect(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
+	if _, has := t.db.D.Queries["claim_limited_direct"]; !has {
+		return nil, false, nil
+	}
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_limited_direct", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
+	ms, err := scanMessages("claim_limited_direct", rows, err)
+	return ms, true, err
 }
 
 // QueueStarts implements driver.LimitsTx.

@@ -495,10 +495,14 @@ UPDATE {p}queues SET limits = $1 WHERE name = $2;
 SELECT limits FROM {p}queues WHERE name = $1;
 
 -- name: queue_limits_lock
--- queue_limits and the database clock (microseconds), locking the queue's row: serializes the limited claims of
--- the queue (and its ordered and per-key claims, queue_lock) across
--- processes.
-SELECT limits, {now} FROM {p}queues WHERE name = $1 FOR UPDATE;
+-- queue_limits and the database clock (microseconds), locking the queue's
+-- row: serializes the limited claims of the queue (and its ordered and
+-- per-key claims, queue_lock) across processes. The claim's transaction
+-- commits without waiting for the disk (set_config, local to it), as the
+-- other claims do (the relaxed pool): a claim lost in a crash only
+-- delivers a message again.
+SELECT limits, {now} FROM {p}queues, set_config('synchronous_commit', 'off', true)
+ WHERE name = $1 FOR UPDATE OF {p}queues;
 
 -- name: claim_limited_flight
 -- What the limits need of the queue's running messages: key, kind and,
@@ -534,3 +538,17 @@ ON CONFLICT (queue, part, bucket_end) DO UPDATE SET n = {p}queue_starts.n + excl
 -- name: queue_starts_prune
 -- Deletes a queue's buckets that ended at or before a time (microseconds).
 DELETE FROM {p}queue_starts WHERE queue = $1 AND bucket_end <= $2;
+
+-- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
+-- name: claim_limited_direct
+-- claim_parallel for a queue with limits but no partitions, under
+-- queue_limits_lock: the limited claim takes as many as its limits allow
+-- in one statement. The same arguments.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages
+               WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+               ORDER BY priority, order_at, id LIMIT $5
+                 FOR UPDATE SKIP LOCKED)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;

@@ -524,3 +524,16 @@ ON CONFLICT (queue, part, bucket_end) DO UPDATE SET n = n + excluded.n;
 -- name: queue_starts_prune
 -- Deletes a queue's buckets that ended at or before a time (microseconds).
 DELETE FROM {p}queue_starts WHERE queue = ?1 AND bucket_end <= ?2;
+
+-- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
+-- name: claim_limited_direct
+-- claim_parallel for a queue with limits but no partitions, under
+-- queue_limits_lock: the limited claim takes as many as its limits allow
+-- in one statement. The same arguments.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages INDEXED BY {p}messages_ready
+               WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+               ORDER BY priority, order_at, id LIMIT ?5)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;

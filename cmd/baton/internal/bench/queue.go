@@ -32,6 +32,12 @@ package bench
 //   - notify_latency: from Notify on one client to the notification
 //     arriving on a Listener of a second client, up to 200 rounds 2 ms
 //     apart.
+//   - drain_limited, drain_rated: drain_N on a queue with a concurrency
+//     limit of 1000 (drain_limited) or a rate of 10,000,000 starts a
+//     second (drain_rated), limits that are not the bottleneck, and, in
+//     a scratch database of its own just before, the same drain without
+//     limits; ratio = limited ÷ unlimited (the cost of the limited claim
+//     path, benchmarks.md).
 //
 // For the latency cases ops_per_sec is 1 ÷ the mean latency.
 
@@ -58,10 +64,13 @@ const (
 	CaseLatencyCommit  = "latency_commit"
 	CaseLatencyLocal   = "latency_local"
 	CaseNotifyLatency  = "notify_latency"
+	CaseDrainLimited   = "drain_limited"
+	CaseDrainRated     = "drain_rated"
 )
 
 // QueueCases lists every queue case name in run order.
-var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency}
+var QueueCases = []string{CaseDrain1, CaseDrainN, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency,
+	CaseDrainLimited, CaseDrainRated}
 
 // QueueConfig says what RunQueue measures and where.
 type QueueConfig struct {
@@ -165,6 +174,8 @@ var queueCaseFuncs = map[string]queueCase{
 	CaseLatency:        latencyCase,
 	CaseLatencyLocal:   latencyCase,
 	CaseNotifyLatency:  notifyLatencyCase,
+	CaseDrainLimited:   drainLimitedCase,
+	CaseDrainRated:     drainLimitedCase,
 }
 
 // withClients opens n clients on the scratch database, runs fn and closes
