@@ -11,8 +11,25 @@ import (
 // row lock (QueueLimitsLock).
 type LimitsTx interface {
 	// QueueSetLimits sets a queue's limits, a JSON object ("" clears
-	// them); false when the queue does not exist.
-	QueueSetLimits(ctx context.Context, name, limits string) (bool, error)
+	// them), and its concurrency when that is its only limit (0
+	// otherwise); false when the queue does not exist.
+	QueueSetLimits(ctx context.Context, name, limits string, onlyConcurrency int) (bool, error)
+	// ClaimConcurrency claims, in one statement and without a lock, up to
+	// limit ready messages (of the kind, "" for any) of a queue whose only
+	// limit is a concurrency, within the room the statement sees (none
+	// when the queue has other limits or none), in claim mode
+	// ClaimLimited; ok is false when the dialect cannot (the engine then
+	// claims QueueConcurrencyRoom's room with ClaimCandidates and
+	// ClaimIDs). Concurrent claims may together go over the limit: each
+	// checks with QueueConcurrencyCheck once it is visible.
+	ClaimConcurrency(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
+	// QueueConcurrencyRoom is the room of a queue whose only limit is a
+	// concurrency: the limit less its running messages (0 or less when it
+	// has other limits or none).
+	QueueConcurrencyRoom(ctx context.Context, queue string) (int, error)
+	// QueueConcurrencyCheck reads a queue's running messages and its
+	// concurrency when that is its only limit (only false otherwise).
+	QueueConcurrencyCheck(ctx context.Context, queue string) (running, limit int, only bool, err error)
 	// QueueLimits reads a queue's limits ("" for none); found is false
 	// when the queue does not exist.
 	QueueLimits(ctx context.Context, name string) (limits string, found bool, err error)

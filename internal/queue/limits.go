@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -87,6 +88,15 @@ func (l Limits) Check() error {
 // IsZero reports whether the limits are none.
 func (l Limits) IsZero() bool { return l == Limits{} }
 
+// onlyConcurrency is the queue-wide concurrency when it is the only
+// limit (0 otherwise): such a queue's claims take no lock (claimConcurrency).
+func (l Limits) onlyConcurrency() int {
+	if l == (Limits{Concurrency: l.Concurrency}) {
+		return l.Concurrency
+	}
+	return 0
+}
+
 // rated reports whether a rate applies.
 func (l Limits) rated() bool { return l.Rate > 0 || l.PartitionRate > 0 }
 
@@ -135,6 +145,8 @@ func argValue(payload []byte, name string) string {
 // wake the consumers of other processes too).
 type limitState struct {
 	limited, full atomic.Bool
+	// only: the queue's only limit is a concurrency (claimConcurrency).
+	only atomic.Bool
 }
 
 // limitOf is the queue's limitState, made on first use.
@@ -177,7 +189,7 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 	var found bool
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		var err error
-		found, err = tx.QueueSetLimits(ctx, queue, stored)
+		found, err = tx.QueueSetLimits(ctx, queue, stored, l.onlyConcurrency())
 		return err
 	})
 	switch {
@@ -186,7 +198,9 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 	case !found:
 		return fmt.Errorf("%w: %q", errs.ErrUnknownQueue, queue)
 	}
-	e.limitOf(queue).limited.Store(!l.IsZero())
+	st := e.limitOf(queue)
+	st.only.Store(l.onlyConcurrency() > 0)
+	st.limited.Store(!l.IsZero())
 	e.Wake(queue)
 	return nil
 }
@@ -253,20 +267,127 @@ func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimr
 	return e.claimLimited(ctx, c)
 }
 
-// claimLimited claims in a transaction under the queue's row lock what
-// the queue's limits allow.
+// claimLimited claims what the queue's limits allow: without a lock when
+// its only limit is a concurrency (claimConcurrency), otherwise in a
+// transaction under the queue's row lock.
 func (e *Engine) claimLimited(ctx context.Context, c claim) ([]*driver.Message, time.Duration, error) {
+	st := e.limitOf(c.queue)
+	if st.only.Load() {
+		ms, dueIn, only, err := c.claimConcurrency(ctx)
+		if err != nil || only {
+			return ServingOrder(ms), dueIn, err
+		}
+	}
 	var out []driver.Message
 	var dueIn time.Duration
+	var only bool
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		var err error
-		out, dueIn, err = c.limitedIn(ctx, tx)
+		out, dueIn, only, err = c.limitedIn(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return ServingOrder(out), dueIn, nil
+	st.only.Store(only)
+	if only {
+		// The lock-free claims of such a queue check after they claim:
+		// so must this one (their claims do not wait for the lock).
+		out, err = c.concurrencyChecked(ctx, out)
+	}
+	return ServingOrder(out), dueIn, err
+}
+
+// claimConcurrency is the claim of a queue whose only limit is a
+// concurrency C, without a lock: a claim takes at most the room it sees
+// (C less the running messages), then, once its claim is visible to
+// every other claim (committed), counts the running messages again and
+// gives back (unstarted, its attempt taken back) as many of its own as
+// the count is over C. Every claim of such a queue does so (the locked
+// path too: claimLimited), so the messages kept never exceed C: of the
+// claims kept, take the one whose count came last; every other kept claim
+// was committed before its own claimer counted, so before this count,
+// which therefore saw them all and kept at most C. Claims that overlap may
+// both give back and leave room unused until the next claim. only is
+// false when C is no longer the queue's only limit (nothing kept).
+func (c claim) claimConcurrency(ctx context.Context) (ms []driver.Message, dueIn time.Duration, only bool, err error) {
+	e := c.e
+	ms, ok, err := e.drv.Relaxed().ClaimConcurrency(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
+	if err != nil {
+		return nil, 0, true, err
+	}
+	if !ok {
+		// No UPDATE ... RETURNING (MySQL): the room, then its claim, in a
+		// transaction.
+		err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+			room, err := tx.QueueConcurrencyRoom(ctx, c.queue)
+			if err != nil || room <= 0 {
+				ms = nil
+				return err
+			}
+			ids, err := tx.ClaimCandidates(ctx, c.queue, c.kind, min(c.limit, room))
+			if err != nil {
+				return err
+			}
+			ms, err = c.claimLimitedIDs(ctx, tx, ids)
+			return err
+		})
+		if err != nil {
+			return nil, 0, true, err
+		}
+	}
+	running, limit, only, err := e.drv.NoTx().QueueConcurrencyCheck(ctx, c.queue)
+	if err == nil && !only {
+		err = c.giveBack(ctx, ms)
+		e.limitOf(c.queue).only.Store(false)
+		return nil, 0, false, err
+	}
+	if err != nil {
+		return nil, 0, true, errors.Join(err, c.giveBack(ctx, ms))
+	}
+	over := min(max(running-limit, 0), len(ms))
+	if err := c.giveBack(ctx, ms[len(ms)-over:]); err != nil {
+		return nil, 0, true, err
+	}
+	ms = ms[:len(ms)-over]
+	e.limitOf(c.queue).full.Store(running-over >= limit)
+	if len(ms) == 0 && running < limit {
+		// Room, and nothing ready: until the next delayed message.
+		dueIn, _, err = e.drv.NoTx().QueueNextDue(ctx, c.queue)
+	}
+	return ms, dueIn, true, err
+}
+
+// concurrencyChecked is claimConcurrency's check of a claim made by the
+// locked path: what it keeps of ms.
+func (c claim) concurrencyChecked(ctx context.Context, ms []driver.Message) ([]driver.Message, error) {
+	running, limit, only, err := c.e.drv.NoTx().QueueConcurrencyCheck(ctx, c.queue)
+	if err != nil {
+		return nil, errors.Join(err, c.giveBack(ctx, ms))
+	}
+	over := len(ms)
+	if only {
+		over = min(max(running-limit, 0), len(ms))
+	}
+	if err := c.giveBack(ctx, ms[len(ms)-over:]); err != nil {
+		return nil, err
+	}
+	return ms[:len(ms)-over], nil
+}
+
+// giveBack gives claims that did not start back to the queue, each in its
+// place with the attempt its claim counted taken back.
+func (c claim) giveBack(ctx context.Context, ms []driver.Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	for _, m := range ms {
+		if _, err := c.e.drv.Relaxed().MessageRelease(ctx, driver.Claim{ID: m.ID, SessionID: c.session, Attempt: m.Attempt}); err != nil {
+			return fmt.Errorf("baton: give back a claim over the queue's concurrency limit: %w", err)
+		}
+	}
+	c.e.Wake(c.queue)
+	return nil
 }
 
 // limitedIn is claimLimited's transaction: the queue's row locked (every
@@ -274,20 +395,29 @@ func (e *Engine) claimLimited(ctx context.Context, c claim) ([]*driver.Message, 
 // what runs and what started in the rate's window, reads the waiting
 // messages in serving order (page by page, so that a full partition does
 // not hide the others behind it) and claims those every limit allows.
-func (c claim) limitedIn(ctx context.Context, tx driver.Tx) ([]driver.Message, time.Duration, error) {
+func (c claim) limitedIn(ctx context.Context, tx driver.Tx) (_ []driver.Message, _ time.Duration, only bool, err error) {
 	stored, now, found, err := tx.QueueLimitsLock(ctx, c.queue)
 	if err != nil || !found {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	l, err := ParseLimits(stored)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	if l.IsZero() {
 		// Cleared meanwhile: an ordinary claim, in this transaction.
 		c.e.limitOf(c.queue).limited.Store(false)
-		return c.in(ctx, tx)
+		ms, dueIn, err := c.in(ctx, tx)
+		return ms, dueIn, false, err
 	}
+	ms, dueIn, err := c.limitedUnder(ctx, tx, l, now)
+	return ms, dueIn, l.onlyConcurrency() > 0, err
+}
+
+// limitedUnder is limitedIn's claim under the row lock, of a queue with
+// limits l, at now (microseconds, the database clock).
+func (c claim) limitedUnder(ctx context.Context, tx driver.Tx, l Limits, now int64) ([]driver.Message, time.Duration, error) {
+	var err error
 	byArg := strings.HasPrefix(l.PartitionBy, "arg:")
 	partitioned := l.PartitionBy != ""
 

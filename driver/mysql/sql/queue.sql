@@ -416,8 +416,10 @@ SELECT id, payload FROM {p}messages
 -- ---- concurrency and rate limits (migration 002) ----
 
 -- name: queue_limits_set
--- Sets a queue's limits (a JSON object; NULL clears them).
-UPDATE {p}queues SET limits = ? WHERE name = ?;
+-- Sets a queue's limits (a JSON object; NULL clears them) and its
+-- concurrency when that is its only limit (NULL otherwise). Arguments:
+-- limits, concurrency, queue.
+UPDATE {p}queues SET limits = ?, limit_concurrency = ? WHERE name = ?;
 
 -- name: queue_limits
 -- A queue's limits (NULL: none); no row: no such queue.
@@ -475,3 +477,21 @@ UPDATE {p}messages
    SET state = 'C', claimed_by = ?, claim_mode = ?, claim_until = {now} + ?, attempt = attempt + 1
  WHERE id IN ({list4}) AND state = 'R'
    AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL));
+
+-- name: queue_concurrency_check
+-- After the claim of a queue whose only limit is a concurrency (its
+-- transaction committed): the queue's running messages and its
+-- concurrency limit (NULL: no longer its only limit). Arguments: queue,
+-- queue.
+SELECT (SELECT COUNT(*) FROM {p}messages FORCE INDEX (messages_ready) WHERE queue = ? AND state = 'C'),
+       (SELECT limit_concurrency FROM {p}queues WHERE name = ?);
+
+-- name: queue_concurrency_room
+-- The room of a queue whose only limit is a concurrency: the limit less
+-- its running messages (0 when it has other limits or none, or is
+-- paused); the claim of that many (claim_candidates, claim_ids) follows in
+-- the transaction, without a lock: concurrent claims may together go
+-- over, and each checks once committed (queue_concurrency_check).
+-- Arguments: queue, queue.
+SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = ? AND paused = 0), 0)
+       - (SELECT COUNT(*) FROM {p}messages FORCE INDEX (messages_ready) WHERE queue = ? AND state = 'C');
