@@ -614,8 +614,9 @@ func (c claim) limitedDue(ctx context.Context, tx driver.Tx, w startWindow, rate
 // its bucket ended after t-per and was counted at t (stamps need not be
 // monotonic: a later bucket counts as well). So at t the count was at
 // least the number of earlier starts in W, and the claim kept it within N
-// with its own starts. Counting whole buckets is conservative: a rate
-// reaches between (1 - 1/16)·N and N starts per period.
+// with its own starts. Counting whole buckets is conservative: a start
+// is counted for up to per + per/16, so a rate that is the bottleneck
+// reaches at least 16/17 of N starts per period.
 type startWindow struct {
 	now, per int64
 	// total counts the starts in the window, parts those per partition.
