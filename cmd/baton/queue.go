@@ -478,8 +478,8 @@ Cases:
   latency_local    the same with producer and worker on one client
   notify_latency   from Notify on one client to a Listener of another
   drain_limited    drain_N on a queue with a concurrency limit of 1000 (not the
-                   bottleneck), beside the same drain without limits just
-                   before; ratio = ops/s ÷ the unlimited drain's ops/s
+                   bottleneck), alternated 3 times with the same drain without
+                   limits; medians, ratio = ops/s ÷ the unlimited drain's
   drain_rated      the same with a rate limit of 10,000,000 starts a second
 
 A drain still running after --duration is stopped there and counted as far as

@@ -34,10 +34,10 @@ package bench
 //     apart.
 //   - drain_limited, drain_rated: drain_N on a queue with a concurrency
 //     limit of 1000 (drain_limited) or a rate of 10,000,000 starts a
-//     second (drain_rated), limits that are not the bottleneck, and, in
-//     a scratch database of its own just before, the same drain without
-//     limits; ratio = limited ÷ unlimited (the cost of the limited claim
-//     path, benchmarks.md).
+//     second (drain_rated), limits that are not the bottleneck,
+//     alternated three times with the same drain without limits (in a
+//     scratch database of its own); the medians, ratio = limited ÷
+//     unlimited (the cost of the limited claim path, benchmarks.md).
 //
 // For the latency cases ops_per_sec is 1 ÷ the mean latency.
 
