@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -346,6 +347,7 @@ func (c claim) claimConcurrency(ctx context.Context) (ms []driver.Message, dueIn
 		return nil, 0, true, errors.Join(err, c.giveBack(ctx, ms))
 	}
 	over := min(max(running-limit, 0), len(ms))
+	servingOrder(ms) // keep the first, give back the last
 	if err := c.giveBack(ctx, ms[len(ms)-over:]); err != nil {
 		return nil, 0, true, err
 	}
@@ -369,10 +371,18 @@ func (c claim) concurrencyChecked(ctx context.Context, ms []driver.Message) ([]d
 	if only {
 		over = min(max(running-limit, 0), len(ms))
 	}
+	servingOrder(ms)
 	if err := c.giveBack(ctx, ms[len(ms)-over:]); err != nil {
 		return nil, err
 	}
 	return ms[:len(ms)-over], nil
+}
+
+// servingOrder sorts messages in serving order (priority, time, id).
+func servingOrder(ms []driver.Message) {
+	slices.SortFunc(ms, func(a, b driver.Message) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.OrderAt.Compare(b.OrderAt), cmp.Compare(a.ID, b.ID))
+	})
 }
 
 // giveBack gives claims that did not start back to the queue, each in its
