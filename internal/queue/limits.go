@@ -392,7 +392,15 @@ func (c claim) giveBack(ctx context.Context, ms []driver.Message) error {
 		return nil
 	}
 	for _, m := range ms {
-		if _, err := c.e.drv.Relaxed().MessageRelease(ctx, driver.Claim{ID: m.ID, SessionID: c.session, Attempt: m.Attempt}); err != nil {
+		cl := driver.Claim{ID: m.ID, SessionID: c.session, Attempt: m.Attempt}
+		ok, err := c.e.drv.Relaxed().MessageRelease(ctx, cl)
+		if err == nil && !ok {
+			// Cancelled meanwhile (or no longer ours: then nothing): it
+			// ends cancelled, as a recovery ends it.
+			_, err = c.e.drv.Relaxed().MessageFinish(ctx, cl, driver.MessageCancelled,
+				&driver.AttemptError{At: time.Now().UTC(), Attempt: m.Attempt, Error: "cancelled before it started"})
+		}
+		if err != nil {
 			return fmt.Errorf("baton: give back a claim over the queue's concurrency limit: %w", err)
 		}
 	}
