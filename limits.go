@@ -73,3 +73,14 @@ func (c *Client) QueueLimits(ctx context.Context, queue string) (QueueLimits, er
 	l, err := c.mq.Limits(ctx, queue)
 	return QueueLimits(l), err
 }
+
+// SetQueueLimitsTx is SetQueueLimits in the caller's transaction tx: the
+// limits bind the claims of every process once tx commits (nothing if it
+// rolls back), and the queue's consumers wake then.
+func (c *Client) SetQueueLimitsTx(ctx context.Context, tx Execer, queue string, l QueueLimits) error {
+	cq, err := callerQueue(c.mq, tx, "SetQueueLimitsTx", queue)
+	if err != nil {
+		return err
+	}
+	return cq.SetLimits(ctx, queue, mq.Limits(l))
+}

@@ -338,3 +338,52 @@ func TestQueueLimitStaleProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueLimitsTx: SetQueueLimitsTx sets the limits if and only if the
+// caller's transaction commits; a waiting consumer of another client,
+// held back by the limit, wakes once a commit raises it.
+func TestQueueLimitsTx(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, dsn := openQ(t, b)
+		db := batontest.SQLDB(t, dsn)
+		ctx := ctxT(t)
+		for i := range 3 {
+			enqueue(t, c, "ltx", fmt.Sprint(i))
+		}
+		want := baton.QueueLimits{Concurrency: 1}
+		for _, commit := range []bool{false, true} {
+			tx := begin(t, db)
+			if err := c.SetQueueLimitsTx(ctx, tx, "ltx", want); err != nil {
+				t.Fatal(err)
+			}
+			endTx(t, tx, commit)
+			l, err := c.QueueLimits(ctx, "ltx")
+			if err != nil || (l == want) != commit {
+				t.Fatalf("after %s: limits %+v, %v", map[bool]string{true: "commit", false: "rollback"}[commit], l, err)
+			}
+		}
+		bad := begin(t, db)
+		if err := c.SetQueueLimitsTx(ctx, bad, "ltx", baton.QueueLimits{Rate: 1}); !errors.Is(err, baton.ErrInvalid) {
+			t.Fatalf("a rate without a period in a transaction: %v", err)
+		}
+		endTx(t, bad, false) // SQLite: the transaction holds the write lock
+		other := openDSN(t, dsn)
+		s := session(t, other)
+		if got := claim(t, s, "ltx", baton.ClaimOptions{Max: 3}); len(got) != 1 {
+			t.Fatalf("under a limit of 1 a claim took %d", len(got))
+		}
+		got := make(chan int, 1)
+		go func() {
+			ms, _ := s.Claim(ctx, "ltx", baton.ClaimOptions{Max: 3, Wait: 20 * time.Second})
+			got <- len(ms)
+		}()
+		tx := begin(t, db)
+		if err := c.SetQueueLimitsTx(ctx, tx, "ltx", baton.QueueLimits{Concurrency: 3}); err != nil {
+			t.Fatal(err)
+		}
+		endTx(t, tx, true)
+		if n := <-got; n != 2 {
+			t.Fatalf("after the limit was raised the waiting claim took %d, want 2", n)
+		}
+	})
+}

@@ -70,6 +70,8 @@ type CallerStatements interface {
 type CallerQueueTx interface {
 	QueueExists(ctx context.Context, name string) (bool, error)
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
+	// QueueSetLimits is LimitsTx's.
+	QueueSetLimits(ctx context.Context, name, limits string, onlyConcurrency int) (bool, error)
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageDeleteWaiting(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)

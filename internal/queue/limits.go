@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/driver"
+	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
 	"github.com/batonhq/baton/internal/txn"
@@ -176,21 +177,14 @@ func ParseLimits(s string) (Limits, error) {
 // queue's consumers wake everywhere: raised or cleared limits may let
 // them claim.
 func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
-	if err := l.Check(); err != nil {
+	stored, only, err := storedLimits(l)
+	if err != nil {
 		return err
 	}
-	var stored string
-	if !l.IsZero() {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
-		}
-		stored = string(b)
-	}
 	var found bool
-	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+	err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		var err error
-		found, err = tx.QueueSetLimits(ctx, queue, stored, l.onlyConcurrency())
+		found, err = tx.QueueSetLimits(ctx, queue, stored, only)
 		return err
 	})
 	switch {
@@ -204,6 +198,35 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 	st.limited.Store(!l.IsZero())
 	e.Wake(queue)
 	return nil
+}
+
+// storedLimits checks l and returns what the queue's row stores: its
+// JSON ("" for none) and its concurrency when that is its only limit.
+func storedLimits(l Limits) (string, int, error) {
+	if err := l.Check(); err != nil || l.IsZero() {
+		return "", 0, err
+	}
+	b, err := json.Marshal(l)
+	return string(b), l.onlyConcurrency(), err
+}
+
+// SetLimits sets a queue's limits in the caller's transaction; its
+// consumers everywhere wake once it commits. Which queues have limits is
+// learned by the claims (the SQL refuses a limited queue to a process
+// that did not know).
+func (c Caller) SetLimits(ctx context.Context, queue string, l Limits) error {
+	stored, only, err := storedLimits(l)
+	if err != nil {
+		return err
+	}
+	found, err := c.q.QueueSetLimits(ctx, queue, stored, only)
+	switch {
+	case err != nil:
+		return fmt.Errorf("baton: set queue limits: %w", err)
+	case !found:
+		return fmt.Errorf("%w: %q", errs.ErrUnknownQueue, queue)
+	}
+	return c.Notify(ctx, bus.QueueChannel(queue), "")
 }
 
 // Limits reads a queue's limits; ErrUnknownQueue when the queue does not
