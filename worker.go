@@ -208,6 +208,7 @@ func (w *workSession) Complete(ctx context.Context, ms []*Message) (int, error) 
 
 func (w *workSession) Completed(n int) {
 	w.c.mq.CountFinished(w.queue, int64(n), 0)
+	w.c.mq.Settled(w.queue) // a limited queue's consumers may claim now
 	if w.o.Mode != Parallel {
 		// The next message of the queue or of a key may go now.
 		w.c.queueWaits.Wake(w.queue)

@@ -9,8 +9,6 @@ import (
 	"github.com/batonhq/baton"
 )
 
-type formKey struct{}
-
 // bulkDone says what each bulk action did.
 var bulkDone = map[baton.BulkAction]string{
 	baton.BulkCancel: "cancelled (running ones asked to stop)",

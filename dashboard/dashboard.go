@@ -116,7 +116,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 	}
 	out := make(map[string]*template.Template, len(pages))
 	for _, page := range pages {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/charts.html", "templates/"+page+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/charts.html", "templates/"+page+".html", "templates/part_*.html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", page, err)
 		}
@@ -174,6 +174,7 @@ func (d *dash) mutations() []mutation {
 		{"resume", func(ctx context.Context, q string) (string, error) {
 			return q + " resumed", c.SetQueuePaused(ctx, q, false)
 		}},
+		{"limits", d.setLimits},
 	}
 }
 
@@ -383,7 +384,8 @@ func (d *dash) stats(ctx context.Context, queues []string, missingOK bool) ([]ba
 }
 
 type queuePage struct {
-	Stats baton.QueueStats
+	Stats  baton.QueueStats
+	Limits baton.QueueLimits
 	// State is the tab shown: a message state (baton.MessageStates).
 	State string
 	// Kind filters the messages of the tab ("" for every kind), Tag by
@@ -414,6 +416,9 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 		return queuePage{}, err
 	}
 	p := queuePage{Stats: st}
+	if p.Limits, err = d.c.QueueLimits(ctx, q); err != nil {
+		return p, err
+	}
 	if p.State, err = tab(st, query.Get("state")); err != nil {
 		return p, err
 	}

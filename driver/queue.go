@@ -70,6 +70,8 @@ type CallerStatements interface {
 type CallerQueueTx interface {
 	QueueExists(ctx context.Context, name string) (bool, error)
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
+	// QueueSetLimits is LimitsTx's.
+	QueueSetLimits(ctx context.Context, name, limits string, onlyConcurrency int) (bool, error)
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageDelete(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
@@ -404,6 +406,7 @@ type QueueTx interface {
 	// ThroughputPurge deletes roll-up rows older than a day and an hour.
 	ThroughputPurge(ctx context.Context) error
 	DataTx
+	LimitsTx
 	// ThroughputBacklog records a queue's backlog in the current minute's
 	// roll-up row (a later sample of the minute replaces it);
 	// ThroughputSampled counts the queues whose backlog the current

@@ -22,7 +22,7 @@ import (
 func queueCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue",
-		Short: "Push, list, inspect, cancel and retry messages; pause queues; handle dead letters",
+		Short: "Push, list, inspect, cancel and retry messages; pause and limit queues; handle dead letters",
 		Long: `Durable queues in the database. Messages are pushed here (or by programs
 through the Go API) and processed by baton work (or Client.Work).
 
@@ -31,14 +31,14 @@ Queue names: 1 to 64 letters, digits, '_', '.', ':' or '-'.
 ` + queueExits,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("queue: unknown command %q (use push, stats, history, list, get, update, cancel, retry, delete, pause, resume, dead, redrive, purge or events)", args[0])
+				return usageErr("queue: unknown command %q (use push, stats, history, list, get, update, cancel, retry, delete, pause, resume, limit, dead, redrive, purge or events)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
 	cmd.AddCommand(queuePushCmd(g), queueStatsCmd(g), queueListCmd(g), queueGetCmd(g), queueUpdateCmd(g),
 		withBulk(g, queueCancelCmd(g), baton.BulkCancel, 1),
-		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g), queueEventsCmd(g),
+		queueDeadCmd(g), queueRedriveCmd(g), queuePurgeCmd(g), queuePauseCmd(g), queueResumeCmd(g), queueLimitCmd(g), queueEventsCmd(g),
 		withBulk(g, queueMessageCmd(g, "retry", "Make a waiting or finished message due now, or many by filter",
 			"Make message ID, delayed or backing off before a retry, due at once; a dead,\n"+
 				"completed or cancelled one still in the history goes back to its queue under\n"+
@@ -252,18 +252,19 @@ func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.Qu
 
 // printQueueStats prints queue stats as a table, or as JSON: one object
 // for the queue named, an array otherwise.
-func printQueueStats(all []baton.QueueStats, named, asJSON bool) error {
+func printQueueStats(all []baton.QueueStats, lims map[string]baton.QueueLimits, named, asJSON bool) error {
 	switch {
 	case !asJSON:
-		return printTable("no queues", "QUEUE\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all, statsLine)
+		return printTable("no queues", "QUEUE\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all,
+			func(st baton.QueueStats) string { return statsLine(st, lims[st.Queue]) })
 	case named:
-		return printJSON(all[0])
+		return printJSON(withLimits(all, lims)[0])
 	}
-	return printJSON(all)
+	return printJSON(withLimits(all, lims))
 }
 
 // statsLine is one queue's line in the table of baton queue stats.
-func statsLine(st baton.QueueStats) string {
+func statsLine(st baton.QueueStats, l baton.QueueLimits) string {
 	oldest := "-"
 	if st.Ready > 0 {
 		oldest = st.OldestReady.Round(time.Millisecond).String()
@@ -271,6 +272,9 @@ func statsLine(st baton.QueueStats) string {
 	name := st.Queue
 	if st.Paused {
 		name += " (paused)"
+	}
+	if !l.IsZero() {
+		name += " (limits: " + limitsText(l) + ")"
 	}
 	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Ready, st.Scheduled, st.Retrying, st.Claimed,
 		st.Completed, st.Cancelled, st.Dead, oldest, st.Throughput)
@@ -297,7 +301,7 @@ Over 10,000 messages in a state, counts are the database planner's estimates
 --json prints an array of objects (every queue) or one object (QUEUE) with the
 Go type's (baton.QueueStats) field names: queue, ready, scheduled, retrying,
 claimed, dead, completed, cancelled, oldest_ready_ns (nanoseconds), estimated
-and paused (when true) and throughput (messages acknowledged or dead-lettered
+and paused (when true), limits (when it has any: see baton queue limit) and throughput (messages acknowledged or dead-lettered
 per second over about five minutes, as worker processes report them every ten
 seconds or so).
 
@@ -316,7 +320,11 @@ seconds or so).
 				if err != nil {
 					return err
 				}
-				return printQueueStats(all, len(args) == 1, asJSON)
+				lims, err := queueLimits(cmd.Context(), c, all)
+				if err != nil {
+					return err
+				}
+				return printQueueStats(all, lims, len(args) == 1, asJSON)
 			})
 		},
 	}
@@ -504,6 +512,10 @@ Cases:
   drain_N_subscribed
                    drain_N while a second client subscribes to every job
                    event (SubscribeJobs) and reads them
+  drain_limited    drain_N on a queue with a concurrency limit of 1000 (not the
+                   bottleneck), alternated 3 times with the same drain without
+                   limits; medians, ratio = ops/s ÷ the unlimited drain's
+  drain_rated      the same with a rate limit of 10,000,000 starts a second
 
 A drain still running after --duration is stopped there and counted as far as
 it got. For the latency cases ops/s is 1 ÷ the mean latency.

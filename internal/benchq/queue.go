@@ -36,8 +36,19 @@ const startedBound = time.Minute
 // was handled is stopped there, gracefully. A drain that ends with
 // messages left over (or unhandled) is an error.
 func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
+	return DrainLimited(ctx, c, queue, n, workers, bound, baton.QueueLimits{})
+}
+
+// DrainLimited is Drain of a queue with limits l, set once the backlog is
+// enqueued (the zero value: none).
+func DrainLimited(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration, l baton.QueueLimits) (int, time.Duration, error) {
 	if err := enqueueBacklog(ctx, c, queue, n); err != nil {
 		return 0, 0, err
+	}
+	if !l.IsZero() {
+		if err := c.SetQueueLimits(ctx, queue, l); err != nil {
+			return 0, 0, err
+		}
 	}
 	return drainBacklog(ctx, c, queue, n, workers, bound)
 }

@@ -77,6 +77,9 @@ type Engine struct {
 	sched *Scheduler
 	// deps: dependencies (deps.go).
 	deps depState
+	// limited: queue name -> *limitState, what this process saw of the
+	// queue's limits (a speed-up only: limits.go).
+	limited sync.Map
 }
 
 // New makes the engine.
@@ -278,11 +281,10 @@ func ServingOrder(ms []driver.Message) []*driver.Message {
 	return order
 }
 
-// Claim claims what the mode allows now for the session, in serving order;
-// with nothing, dueIn is how long until the next message is due (0:
-// unknown).
-func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimrule.Mode, kind string, visibility time.Duration, limit int) (_ []*driver.Message, dueIn time.Duration, err error) {
-	c := claim{e: e, session: sessionID, queue: queue, mode: mode, kind: kind, visibility: visibility, limit: limit}
+// claimAny claims what the mode allows now, limits aside (Claim); with
+// nothing, dueIn is how long until the next message is due (0: unknown).
+func (e *Engine) claimAny(ctx context.Context, c claim) (_ []*driver.Message, dueIn time.Duration, err error) {
+	mode := c.mode
 	if mode == claimrule.Parallel {
 		ms, dueIn, done, err := c.parallel(ctx)
 		if done || err != nil {

@@ -31,6 +31,7 @@ func (e *Engine) Ack(ctx context.Context, h *Holds, cl driver.Claim, queue strin
 		return false, nil
 	}
 	e.CountFinished(queue, 1, 0)
+	e.Settled(queue)
 	return true, nil
 }
 
@@ -49,6 +50,8 @@ func (e *Engine) Retry(ctx context.Context, h *Holds, cl driver.Claim, queue str
 	}
 	if ok && delay <= 0 {
 		e.Wake(queue)
+	} else {
+		e.Settled(queue)
 	}
 	return ok, nil
 }

@@ -400,7 +400,11 @@ func (t *Tx) ClaimIDs(ctx context.Context, sessionID string, mode int, lease tim
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	q := expandList(t.db.Q("claim_ids"), t.db.D.Numbered, 4, len(ids))
+	name := "claim_ids"
+	if _, has := t.db.D.Queries["claim_ids_parallel"]; has && mode == 0 {
+		name = "claim_ids_parallel" // refuses a limited queue (MySQL)
+	}
+	q := expandList(t.db.Q(name), t.db.D.Numbered, 4, len(ids))
 	args := append([]any{sessionID, mode, us(lease)}, int64Args(ids)...)
 	res, err := t.q().ExecContext(ctx, q, args...)
 	if err != nil {

@@ -1,3 +1,24 @@
--- Placeholder on branch j49-deps for migration 002 of the limits branch
--- (issue 49): a merge takes that branch's file instead of this one.
-SELECT 1;
+-- Concurrency and rate limits of a queue (Client.SetQueueLimits).
+-- limits is the queue's limits as a JSON object, NULL for none: the
+-- parallel claim (claim_ids_parallel) refuses a queue that has any, so its
+-- claims go through the limited path, under the queue's row lock.
+ALTER TABLE {p}queues ADD COLUMN limits TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
+
+-- limit_concurrency is the queue-wide concurrency limit when it is the
+-- queue's only limit, NULL otherwise: such a queue's parallel claims need
+-- no lock (claim_concurrency: each claims within the room it sees, then
+-- checks the count once its claim is visible to the others and gives
+-- back what went over).
+ALTER TABLE {p}queues ADD COLUMN limit_concurrency INT NULL;
+
+-- Starts (claims that start a run) of rate-limited queues, counted per
+-- partition ('' for the whole queue) and per time bucket ending at
+-- bucket_end (microseconds); buckets that can no longer overlap a window
+-- are deleted by the claims.
+CREATE TABLE IF NOT EXISTS {p}queue_starts (
+    queue      VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    part       VARBINARY(64) NOT NULL,
+    bucket_end BIGINT      NOT NULL,
+    n          BIGINT      NOT NULL,
+    PRIMARY KEY (queue, part, bucket_end)
+) ENGINE=InnoDB;

@@ -669,3 +669,86 @@ UPDATE {p}finished SET meta = ? WHERE id = ?;
 -- stop. Arguments: output, id, session, attempt.
 UPDATE {p}messages SET meta = JSON_SET(COALESCE(meta, '{}'), '$.output', JSON_EXTRACT(?, '$'))
  WHERE id = ? AND claimed_by = ? AND attempt = ? AND state = 'C' AND cancel = 0;
+
+-- ---- concurrency and rate limits (migration 002) ----
+
+-- name: queue_limits_set
+-- Sets a queue's limits (a JSON object; NULL clears them) and its
+-- concurrency when that is its only limit (NULL otherwise). Arguments:
+-- limits, concurrency, queue.
+UPDATE {p}queues SET limits = ?, limit_concurrency = ? WHERE name = ?;
+
+-- name: queue_limits
+-- A queue's limits (NULL: none); no row: no such queue.
+SELECT limits FROM {p}queues WHERE name = ?;
+
+-- name: queue_limits_lock
+-- queue_limits and the database clock (microseconds), locking the queue's row: serializes the limited claims of
+-- the queue (and its ordered and per-key claims, queue_lock) across
+-- processes.
+SELECT limits, {now} FROM {p}queues WHERE name = ? FOR UPDATE;
+
+-- name: claim_limited_flight
+-- What the limits need of the queue's running messages: key, kind and,
+-- when the first argument is 1, the payload (a partition by an argument).
+-- Arguments: payload wanted (1) or not (0), queue.
+SELECT msg_key, kind, CASE WHEN ? = 1 THEN payload END FROM {p}messages FORCE INDEX (messages_ready)
+ WHERE queue = ? AND state = 'C';
+
+-- name: claim_limited_page
+-- A page of the ready, due messages of a limited queue in serving order
+-- after a position (keyset on the ready index), with what the limits need:
+-- id, position, key, kind and, when the first argument is 1, the payload.
+-- Arguments: payload wanted, queue, kind ('' for any), position
+-- (priority, order_at, id), limit. Run under queue_limits_lock; nothing of
+-- a paused queue. Not a locking read: the queue's row lock serializes
+-- the limited claims, and claim_ids claims only what is still ready.
+SELECT id, priority, order_at, msg_key, kind, CASE WHEN ? = 1 THEN payload END
+  FROM {p}messages FORCE INDEX (messages_ready)
+ WHERE queue = ? AND state = 'R' AND run_at <= {now} AND COALESCE(NULLIF(?, ''), kind) <=> kind
+   AND (priority, order_at, id) > (?, ?, ?)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+ ORDER BY priority, order_at, id LIMIT ?;
+
+-- name: queue_starts_list
+-- A rate-limited queue's start counts by partition and bucket. Run under
+-- queue_limits_lock.
+SELECT part, bucket_end, n FROM {p}queue_starts WHERE queue = ?;
+
+-- name: queue_starts_add
+-- Adds starts to a partition's bucket. Arguments: queue, partition,
+-- bucket end (microseconds), count.
+INSERT INTO {p}queue_starts (queue, part, bucket_end, n) VALUES (?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE n = n + VALUES(n);
+
+-- name: queue_starts_prune
+-- Deletes a queue's buckets that ended at or before a time (microseconds).
+DELETE FROM {p}queue_starts WHERE queue = ? AND bucket_end <= ?;
+
+-- only mysql: the other dialects' parallel claim is one statement (claim_parallel).
+-- name: claim_ids_parallel
+-- claim_ids for a parallel claim (claim_candidates' ids): nothing of a
+-- paused queue, nor of a queue with limits (migration 002), whose claims
+-- take the limited path under queue_limits_lock.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?, claim_mode = ?, claim_until = {now} + ?, attempt = attempt + 1
+ WHERE id IN ({list4}) AND state = 'R'
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL));
+
+-- name: queue_concurrency_check
+-- After the claim of a queue whose only limit is a concurrency (its
+-- transaction committed): the queue's running messages and its
+-- concurrency limit (NULL: no longer its only limit). Arguments: queue,
+-- queue.
+SELECT (SELECT COUNT(*) FROM {p}messages FORCE INDEX (messages_ready) WHERE queue = ? AND state = 'C'),
+       (SELECT limit_concurrency FROM {p}queues WHERE name = ?);
+
+-- name: queue_concurrency_room
+-- The room of a queue whose only limit is a concurrency: the limit less
+-- its running messages (0 when it has other limits or none, or is
+-- paused); the claim of that many (claim_candidates, claim_ids) follows in
+-- the transaction, without a lock: concurrent claims may together go
+-- over, and each checks once committed (queue_concurrency_check).
+-- Arguments: queue, queue.
+SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = ? AND paused = 0), 0)
+       - (SELECT COUNT(*) FROM {p}messages FORCE INDEX (messages_ready) WHERE queue = ? AND state = 'C');

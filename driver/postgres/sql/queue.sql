@@ -77,10 +77,12 @@ SELECT k.message_id, $1, $2, $3, $4, {now} + $5::bigint, {now} + $6::bigint, 0, 
 RETURNING id;
 
 -- name: claim_candidates
+-- A queue with limits (migration 002) is refused: its claims take the
+-- limited path (claim_limited_page, under queue_limits_lock).
 -- Arguments: queue, kind ('' for any), limit.
 SELECT id FROM {p}messages
  WHERE queue = $1 AND state = 'R' AND run_at <= {now} AND ($2::text = '' OR kind = $2)
-   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
  ORDER BY priority, order_at, id LIMIT $3
    FOR UPDATE SKIP LOCKED;
 
@@ -479,6 +481,8 @@ RETURNING id;
 
 -- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
 -- name: claim_parallel
+-- A queue with limits (migration 002) is refused: its claims take the
+-- limited path (claim_limited_page, under queue_limits_lock).
 -- A parallel claim in one statement; SKIP LOCKED lets concurrent claimers
 -- pass each other. Arguments: session, mode, lease, queue, limit, kind (''
 -- for any).
@@ -486,7 +490,7 @@ UPDATE {p}messages
    SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages
                WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
-                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
@@ -736,3 +740,107 @@ UPDATE {p}finished SET meta = $1 WHERE id = $2;
 -- stop. Arguments: output, id, session, attempt.
 UPDATE {p}messages SET meta = (COALESCE(meta, '{}')::jsonb || jsonb_build_object('output', $1::jsonb))::text
  WHERE id = $2 AND claimed_by = $3 AND attempt = $4 AND state = 'C' AND cancel = 0;
+
+-- ---- concurrency and rate limits (migration 002) ----
+
+-- name: queue_limits_set
+-- Sets a queue's limits (a JSON object; NULL clears them) and its
+-- concurrency when that is its only limit (NULL otherwise). Arguments:
+-- limits, concurrency, queue.
+UPDATE {p}queues SET limits = $1, limit_concurrency = $2 WHERE name = $3;
+
+-- name: queue_limits
+-- A queue's limits (NULL: none); no row: no such queue.
+SELECT limits FROM {p}queues WHERE name = $1;
+
+-- name: queue_limits_lock
+-- queue_limits and the database clock (microseconds), locking the queue's
+-- row: serializes the limited claims of the queue (and its ordered and
+-- per-key claims, queue_lock) across processes. The claim's transaction
+-- commits without waiting for the disk (set_config, local to it), as the
+-- other claims do (the relaxed pool): a claim lost in a crash only
+-- delivers a message again.
+SELECT limits, {now} FROM {p}queues, set_config('synchronous_commit', 'off', true)
+ WHERE name = $1 FOR UPDATE OF {p}queues;
+
+-- name: claim_limited_flight
+-- What the limits need of the queue's running messages: key, kind and,
+-- when $1 is 1, the payload (a partition by an argument). Arguments:
+-- payload wanted (1) or not (0), queue.
+SELECT msg_key, kind, CASE WHEN $1::int = 1 THEN payload END FROM {p}messages
+ WHERE queue = $2 AND state = 'C';
+
+-- name: claim_limited_page
+-- A page of the ready, due messages of a limited queue in serving order
+-- after a position (keyset on the ready index), with what the limits need:
+-- id, position, key, kind and, when $1 is 1, the payload. Arguments:
+-- payload wanted, queue, kind ('' for any), position (priority, order_at,
+-- id), limit. Run under queue_limits_lock; nothing of a paused queue.
+SELECT id, priority, order_at, msg_key, kind, CASE WHEN $1::int = 1 THEN payload END
+  FROM {p}messages
+ WHERE queue = $2 AND state = 'R' AND run_at <= {now} AND ($3::text = '' OR kind = $3)
+   AND (priority, order_at, id) > ($4::int, $5::bigint, $6::bigint)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+ ORDER BY priority, order_at, id LIMIT $7;
+
+-- name: queue_starts_list
+-- A rate-limited queue's start counts by partition and bucket. Run under
+-- queue_limits_lock.
+SELECT part, bucket_end, n FROM {p}queue_starts WHERE queue = $1;
+
+-- name: queue_starts_add
+-- Adds starts to a partition's bucket. Arguments: queue, partition,
+-- bucket end (microseconds), count.
+INSERT INTO {p}queue_starts (queue, part, bucket_end, n) VALUES ($1, $2, $3, $4)
+ON CONFLICT (queue, part, bucket_end) DO UPDATE SET n = {p}queue_starts.n + excluded.n;
+
+-- name: queue_starts_prune
+-- Deletes a queue's buckets that ended at or before a time (microseconds).
+DELETE FROM {p}queue_starts WHERE queue = $1 AND bucket_end <= $2;
+
+-- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
+-- name: claim_limited_direct
+-- claim_parallel for a queue with limits but no partitions, under
+-- queue_limits_lock: the limited claim takes as many as its limits allow
+-- in one statement. The same arguments.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages
+               WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+               ORDER BY priority, order_at, id LIMIT $5
+                 FOR UPDATE SKIP LOCKED)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
+
+-- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
+-- name: claim_concurrency
+-- A parallel claim of a queue whose only limit is a concurrency
+-- (limit_concurrency), in one statement and without a lock: at most the
+-- room it sees (the limit less the running messages). Concurrent claims
+-- may together go over; each then checks (queue_concurrency_check) once
+-- it is visible and gives back what went over. No room (0) when the
+-- queue has other limits or none. Arguments: session, mode, lease, queue,
+-- limit, kind ('' for any).
+UPDATE {p}messages
+   SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages
+               WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
+               ORDER BY priority, order_at, id
+               LIMIT GREATEST(0, LEAST($5::int, COALESCE((SELECT pq.limit_concurrency FROM {p}queues pq WHERE pq.name = $4 AND pq.paused = 0), 0)
+                                        - (SELECT count(*) FROM {p}messages c WHERE c.queue = $4 AND c.state = 'C')))
+                 FOR UPDATE SKIP LOCKED)
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
+
+-- name: queue_concurrency_check
+-- After a claim_concurrency: the queue's running messages and its
+-- concurrency limit (NULL: no longer its only limit). Arguments: queue,
+-- queue.
+SELECT (SELECT count(*) FROM {p}messages WHERE queue = $1 AND state = 'C'),
+       (SELECT limit_concurrency FROM {p}queues WHERE name = $2);
+
+-- name: queue_concurrency_room
+-- The room of a queue whose only limit is a concurrency: the limit less
+-- its running messages (0 when it has other limits or none, or is
+-- paused). Arguments: queue, queue.
+SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = $1 AND paused = 0), 0)
+       - (SELECT count(*) FROM {p}messages WHERE queue = $2 AND state = 'C');

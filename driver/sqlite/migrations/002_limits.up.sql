@@ -1,3 +1,25 @@
--- Placeholder on branch j49-deps for migration 002 of the limits branch
--- (issue 49): a merge takes that branch's file instead of this one.
-SELECT 1;
+-- Concurrency and rate limits of a queue (Client.SetQueueLimits).
+-- limits is the queue's limits as a JSON object, NULL for none: a claim in
+-- one statement (claim_parallel, claim_candidates) refuses a queue that
+-- has any, so its claims go through the limited path, under the queue's
+-- row lock.
+ALTER TABLE {p}queues ADD COLUMN limits TEXT;
+
+-- limit_concurrency is the queue-wide concurrency limit when it is the
+-- queue's only limit, NULL otherwise: such a queue's parallel claims need
+-- no lock (claim_concurrency: each claims within the room it sees, then
+-- checks the count once its claim is visible to the others and gives
+-- back what went over).
+ALTER TABLE {p}queues ADD COLUMN limit_concurrency INTEGER;
+
+-- Starts (claims that start a run) of rate-limited queues, counted per
+-- partition ('' for the whole queue) and per time bucket ending at
+-- bucket_end (microseconds); buckets that can no longer overlap a window
+-- are deleted by the claims.
+CREATE TABLE {p}queue_starts (
+    queue      TEXT    NOT NULL,
+    part       TEXT    NOT NULL,
+    bucket_end INTEGER NOT NULL,
+    n          INTEGER NOT NULL,
+    PRIMARY KEY (queue, part, bucket_end)
+);

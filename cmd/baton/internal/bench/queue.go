@@ -35,6 +35,12 @@ package bench
 //   - notify_latency: from Notify on one client to the notification
 //     arriving on a Listener of a second client, up to 200 rounds 2 ms
 //     apart.
+//   - drain_limited, drain_rated: drain_N on a queue with a concurrency
+//     limit of 1000 (drain_limited) or a rate of 10,000,000 starts a
+//     second (drain_rated), limits that are not the bottleneck,
+//     alternated three times with the same drain without limits (in a
+//     scratch database of its own); the medians, ratio = limited ÷
+//     unlimited (the cost of the limited claim path, benchmarks.md).
 //
 // For the latency cases ops_per_sec is 1 ÷ the mean latency.
 
@@ -62,6 +68,8 @@ const (
 	CaseLatencyCommit  = "latency_commit"
 	CaseLatencyLocal   = "latency_local"
 	CaseNotifyLatency  = "notify_latency"
+	CaseDrainLimited   = "drain_limited"
+	CaseDrainRated     = "drain_rated"
 	// CaseDrainSubscribed is drain_N while a second client subscribes to
 	// every job event (SubscribeJobs) and reads them: what job events
 	// cost the workers.
@@ -69,7 +77,8 @@ const (
 )
 
 // QueueCases lists every queue case name in run order.
-var QueueCases = []string{CaseDrain1, CaseDrainN, CaseDrainBatches, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency, CaseDrainSubscribed}
+var QueueCases = []string{CaseDrain1, CaseDrainN, CaseDrainBatches, CaseEnqueueConsume, CaseLatency, CaseLatencyCommit, CaseLatencyLocal, CaseNotifyLatency, CaseDrainSubscribed,
+	CaseDrainLimited, CaseDrainRated}
 
 // QueueConfig says what RunQueue measures and where.
 type QueueConfig struct {
@@ -175,6 +184,8 @@ var queueCaseFuncs = map[string]queueCase{
 	CaseLatencyLocal:    latencyCase,
 	CaseNotifyLatency:   notifyLatencyCase,
 	CaseDrainSubscribed: drainSubscribedCase,
+	CaseDrainLimited:    drainLimitedCase,
+	CaseDrainRated:      drainLimitedCase,
 }
 
 // withClients opens n clients on the scratch database, runs fn and closes

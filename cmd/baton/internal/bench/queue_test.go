@@ -36,6 +36,10 @@ func TestRunQueueSQLite(t *testing.T) {
 		case CaseDrain1, CaseDrainN, CaseDrainSubscribed, CaseDrainBatches:
 			// Cut short by the duration or drained to the end.
 			ok = ok && r.Ops > 0 && r.Ops <= 300
+		case CaseDrainLimited, CaseDrainRated:
+			// Against the unlimited drain of the same run.
+			ok = r.Name == QueueCases[i] && r.OpsPerSec > 0 && r.Ops > 0 && r.Ops <= 300 &&
+				r.Baseline == CaseDrainN && r.BaselineOpsPerSec > 0 && r.Ratio > 0
 		case CaseLatencyCommit:
 			// Timed from Enqueue's return: the handler may in principle
 			// start first.
