@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,12 @@ type Opts struct {
 	// job enqueued with a Delay of an hour runs after time.Now().Add(59 *
 	// time.Minute).
 	RunAfter, RunBefore time.Time
+	// Tags the message must carry (it may carry others).
+	Tags []string
+	// Metadata the message's metadata must hold: each key with a value
+	// equal to the given one once both are read as JSON (a number 3 and
+	// 3.0 are equal); other keys are not checked.
+	Metadata map[string]any
 }
 
 // differences names what of m differs from o.
@@ -56,13 +64,51 @@ func (o Opts) differences(m baton.MessageInfo) []string {
 	if !o.RunBefore.IsZero() && m.RunAt.After(o.RunBefore) {
 		d = append(d, fmt.Sprintf("run-at %s, after %s", stamp(m.RunAt), stamp(o.RunBefore)))
 	}
+	for _, tag := range o.Tags {
+		if !slices.Contains(m.Tags, tag) {
+			d = append(d, fmt.Sprintf("tags %v, want %q among them", m.Tags, tag))
+		}
+	}
+	return append(d, o.metadataDifferences(m)...)
+}
+
+// metadataDifferences names the keys of o.Metadata whose values m's
+// metadata does not hold.
+func (o Opts) metadataDifferences(m baton.MessageInfo) []string {
+	if len(o.Metadata) == 0 {
+		return nil
+	}
+	var have map[string]any
+	if len(m.Metadata) > 0 {
+		if err := json.Unmarshal(m.Metadata, &have); err != nil {
+			return []string{fmt.Sprintf("metadata %s does not decode: %v", m.Metadata, err)}
+		}
+	}
+	var d []string
+	for _, k := range slices.Sorted(maps.Keys(o.Metadata)) {
+		want, err := json.Marshal(o.Metadata[k])
+		if err != nil {
+			return []string{fmt.Sprintf("jobtest: Opts.Metadata[%q] does not encode: %v", k, err)}
+		}
+		var w any
+		_ = json.Unmarshal(want, &w)
+		got, ok := have[k]
+		switch {
+		case !ok:
+			d = append(d, fmt.Sprintf("metadata has no %q, want %s", k, want))
+		case !reflect.DeepEqual(got, w):
+			g, _ := json.Marshal(got)
+			d = append(d, fmt.Sprintf("metadata %q is %s, want %s", k, g, want))
+		}
+	}
 	return d
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 // RequireEnqueuedWith is RequireEnqueued that also checks the message's
-// state, priority, key, attempt limit and run-at (see Opts); it returns
+// state, priority, key, attempt limit, run-at, tags and metadata (see
+// Opts); it returns
 // the id of the first message that matches, in the order of
 // Client.ListMessages (waiting ones in claim order). The failure
 // names, for each message with the arguments, what differed.

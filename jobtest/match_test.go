@@ -2,6 +2,7 @@ package jobtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,7 +37,8 @@ func TestRequireEnqueuedWith(t *testing.T) {
 	batontest.EachDSN(t, func(t *testing.T, b batontest.Backend, dsn string) {
 		ctx := context.Background()
 		c := open(t, dsn)
-		ann, err := c.EnqueueJob(ctx, "mail", welcome{To: "ann"}, baton.EnqueueOptions{Priority: 3, MaxAttempts: 5, Key: "k1"})
+		ann, err := c.EnqueueJob(ctx, "mail", welcome{To: "ann"}, baton.EnqueueOptions{Priority: 3, MaxAttempts: 5, Key: "k1",
+			Tags: []string{"vip", "eu"}, Metadata: json.RawMessage(`{"customer":"acme","seats":3}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,8 @@ func TestRequireEnqueuedWith(t *testing.T) {
 			t.Errorf("RequireEnqueuedWith returned %d, want %d", got, ann)
 		}
 		if got := jobtest.RequireEnqueuedWith(t, c, "mail", welcome{To: "ann"}, jobtest.Opts{
-			State: baton.StateReady, Priority: new(3), Key: "k1", MaxAttempts: 5, RunBefore: time.Now().Add(time.Minute)}); got != ann {
+			State: baton.StateReady, Priority: new(3), Key: "k1", MaxAttempts: 5, RunBefore: time.Now().Add(time.Minute),
+			Tags: []string{"eu"}, Metadata: map[string]any{"seats": 3, "customer": "acme"}}); got != ann {
 			t.Errorf("RequireEnqueuedWith returned %d, want %d", got, ann)
 		}
 		if got := jobtest.RequireEnqueuedWith(t, c, "mail", welcome{To: "bob"}, jobtest.Opts{State: baton.StateScheduled,
@@ -63,6 +66,10 @@ func TestRequireEnqueuedWith(t *testing.T) {
 		requireFails(t, "a wrong state, key and attempt limit", func(tb testing.TB) {
 			jobtest.RequireEnqueuedWith(tb, c, "mail", welcome{To: "ann"}, jobtest.Opts{State: baton.StateScheduled, Key: "k2", MaxAttempts: 2})
 		}, "it is ready, want scheduled", `key "k1", want "k2"`, "max attempts 5, want 2")
+		requireFails(t, "a missing tag and other metadata", func(tb testing.TB) {
+			jobtest.RequireEnqueuedWith(tb, c, "mail", welcome{To: "ann"}, jobtest.Opts{Tags: []string{"us"},
+				Metadata: map[string]any{"seats": 4, "plan": "pro"}})
+		}, `tags [eu vip], want "us" among them`, `metadata "seats" is 3, want 4`, `metadata has no "plan", want "pro"`)
 		requireFails(t, "a run-at out of the window", func(tb testing.TB) {
 			jobtest.RequireEnqueuedWith(tb, c, "mail", welcome{To: "bob"}, jobtest.Opts{RunBefore: time.Now().Add(30 * time.Minute)})
 		}, fmt.Sprintf("message %d has the arguments but run-at", bob), "after")
