@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,10 @@ func TestPushAfter(t *testing.T) {
 		}
 		if out := runOK(t, dsn, "queue", "list", "dq", "--state", "pending"); !strings.Contains(out, strconv.FormatInt(child, 10)) {
 			t.Fatalf("queue list --state pending:\n%s", out)
+		}
+		// The stats table: PENDING 1, then READY 0, SCHEDULED 1.
+		if out := runOK(t, dsn, "queue", "stats", "dq"); !strings.Contains(out, "PENDING") || !regexp.MustCompile(`\ndq\s+1\s+0\s+1\s`).MatchString(out) {
+			t.Fatalf("queue stats:\n%s", out)
 		}
 		state := func(id int64) string {
 			t.Helper()

@@ -255,7 +255,7 @@ func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.Qu
 func printQueueStats(all []baton.QueueStats, lims map[string]baton.QueueLimits, named, asJSON bool) error {
 	switch {
 	case !asJSON:
-		return printTable("no queues", "QUEUE\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all,
+		return printTable("no queues", "QUEUE\tPENDING\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all,
 			func(st baton.QueueStats) string { return statsLine(st, lims[st.Queue]) })
 	case named:
 		return printJSON(withLimits(all, lims)[0])
@@ -276,7 +276,7 @@ func statsLine(st baton.QueueStats, l baton.QueueLimits) string {
 	if !l.IsZero() {
 		name += " (limits: " + limitsText(l) + ")"
 	}
-	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Ready, st.Scheduled, st.Retrying, st.Claimed,
+	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Pending, st.Ready, st.Scheduled, st.Retrying, st.Claimed,
 		st.Completed, st.Cancelled, st.Dead, oldest, st.Throughput)
 }
 
@@ -286,6 +286,7 @@ func queueStatsCmd(g *globals) *cobra.Command {
 		Use:   "stats [QUEUE] [--json]",
 		Short: "Show the message counts of every queue, or of one",
 		Long: `Show, for every queue (or for QUEUE), how many messages are:
+  PENDING    waiting for other messages to complete (pushed with --after)
   READY      claimable now
   SCHEDULED  due later, never attempted yet (pushed with --delay)
   RETRYING   waiting out the backoff after a failed attempt
