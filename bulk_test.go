@@ -183,8 +183,20 @@ func TestBulkByFilter(t *testing.T) {
 		}
 		wantErr(t, s.Ack(ctx, ms[0]), baton.ErrCancelled)
 		wantStates(t, c, map[int64]baton.MessageState{run: cancelled})
+		// Pending messages (waiting for a parent) are cancelled and
+		// deleted in bulk too, never made ready by a retry.
+		parent := enqueue(t, c, "p", "parent", baton.EnqueueOptions{Delay: time.Hour})
+		kids := []int64{enqueue(t, c, "p", "k1", baton.EnqueueOptions{After: []int64{parent}}),
+			enqueue(t, c, "p", "k2", baton.EnqueueOptions{After: []int64{parent}})}
+		pending := baton.StatePending
+		if _, err := c.Bulk(ctx, baton.BulkRetry, baton.MessageFilter{Queue: "p", States: []baton.MessageState{pending}}); !errors.Is(err, baton.ErrInvalid) {
+			t.Fatalf("bulk retry of pending messages: %v, want ErrInvalid", err)
+		}
+		bulk(t, c, baton.BulkCancel, baton.MessageFilter{Queue: "p", States: []baton.MessageState{pending}, Limit: 1}, 1)
+		bulk(t, c, baton.BulkDelete, baton.MessageFilter{Queue: "p", States: []baton.MessageState{pending}}, 1)
+		wantStates(t, c, map[int64]baton.MessageState{kids[0]: cancelled, kids[1]: "", parent: baton.StateScheduled})
 		// Everything, said so.
-		bulk(t, c, baton.BulkDelete, baton.MessageFilter{All: true}, 1)
+		bulk(t, c, baton.BulkDelete, baton.MessageFilter{All: true}, 3)
 		if list, _, err := c.ListMessages(ctx, baton.ListOptions{}); err != nil || len(list) != 0 {
 			t.Fatalf("after deleting all: %+v %v", list, err)
 		}

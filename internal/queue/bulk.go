@@ -20,8 +20,8 @@ const BulkBatch = 500
 // bulkStates are the states each bulk action applies to, in listing
 // order: the default when a filter names none.
 var bulkStates = map[driver.BulkAction][]string{
-	driver.BulkCancel: {StateScheduled, StateReady, StateRunning, StateRetrying},
-	driver.BulkDelete: {StateScheduled, StateReady, StateRetrying, StateCompleted, StateCancelled, StateDead},
+	driver.BulkCancel: {StatePending, StateScheduled, StateReady, StateRunning, StateRetrying},
+	driver.BulkDelete: {StatePending, StateScheduled, StateReady, StateRetrying, StateCompleted, StateCancelled, StateDead},
 	driver.BulkRetry:  {StateScheduled, StateRetrying, StateCompleted, StateCancelled, StateDead},
 }
 

@@ -527,7 +527,7 @@ SELECT id, queue, payload, priority, msg_key, attempt, max_attempts, last_error,
 -- transaction of one batch.
 
 -- name: bulk_delete_waiting
-DELETE FROM {p}messages WHERE queue = $1 AND state = 'R' AND id IN ({list2});
+DELETE FROM {p}messages WHERE queue = $1 AND state IN ('R', 'W') AND id IN ({list2});
 
 -- name: bulk_retry_waiting
 -- Waiting ones due now; one that finished since is left in the history.
@@ -536,7 +536,7 @@ UPDATE {p}messages SET run_at = {now} WHERE queue = $1 AND state = 'R' AND id IN
 -- name: bulk_mark_cancelled
 -- The waiting ones marked cancelled, then copied to the history
 -- (bulk_move_cancelled) and deleted (bulk_delete_cancelled).
-UPDATE {p}messages SET state = 'X' WHERE queue = $1 AND state = 'R' AND id IN ({list2});
+UPDATE {p}messages SET state = 'X' WHERE queue = $1 AND state IN ('R', 'W') AND id IN ({list2});
 
 -- name: bulk_request_cancel
 -- The running ones asked to stop (message_request_cancel); bulk_running

@@ -520,7 +520,7 @@ UPDATE {p}messages SET state = 'K'
 -- transaction of one batch.
 
 -- name: bulk_delete_waiting
-DELETE FROM {p}messages WHERE queue = ? AND state = 'R' AND id IN ({list2});
+DELETE FROM {p}messages WHERE queue = ? AND state IN ('R', 'W') AND id IN ({list2});
 
 -- name: bulk_retry_waiting
 -- Waiting ones due now; one that finished since is left in the history.
@@ -529,7 +529,7 @@ UPDATE {p}messages SET run_at = {now} WHERE queue = ? AND state = 'R' AND id IN 
 -- name: bulk_mark_cancelled
 -- The waiting ones marked cancelled, which moves them to the history (the
 -- trigger messages_finish).
-UPDATE {p}messages SET state = 'X' WHERE queue = ? AND state = 'R' AND id IN ({list2});
+UPDATE {p}messages SET state = 'X' WHERE queue = ? AND state IN ('R', 'W') AND id IN ({list2});
 
 -- name: bulk_request_cancel
 -- The running ones asked to stop (message_request_cancel); bulk_running
