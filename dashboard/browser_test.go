@@ -31,6 +31,47 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// browser starts headless Chromium for the test (it lives until the test
+// ends) and returns its tab's context, a function that bounds one step
+// of it (20 s), and the count of JavaScript dialogs (confirmations), each
+// answered with accept.
+func browser(t *testing.T, accept bool) (context.Context, func() context.Context, *atomic.Int32) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelA)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	var dialogs atomic.Int32
+	// Listen starts the browser, bound to ctx.
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+			go func() {
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept})
+			}()
+		}
+	}); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	step := func() context.Context {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		t.Cleanup(cancel)
+		return sctx
+	}
+	return ctx, step, &dialogs
+}
+
+// textOf is the text of the element sel selects, in a step.
+func textOf(t *testing.T, step func() context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(step(), chromedp.Text(sel))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
 // TestBrowser drives the dashboard in headless Chromium: the overview shows
 // a queue enqueued after the page loaded (live refresh); re-drive on a dead
 // letter moves it back; a held lock and a waiting request appear with their
@@ -45,37 +86,8 @@ func TestBrowser(t *testing.T) {
 		}
 		c, dsn, srv := serve(t, b)
 
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
-		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-		defer cancelA()
-		ctx, cancel := chromedp.NewContext(actx)
-		defer cancel()
-		var dialogs atomic.Int32
-		// Listen starts the browser, bound to ctx (no timeout on it).
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-				dialogs.Add(1)
-				go func() {
-					_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
-				}()
-			}
-		}); err != nil {
-			t.Fatalf("start Chromium: %v", err)
-		}
-		// Every step below is bounded; the browser lives until the test ends.
-		step := func() context.Context {
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			t.Cleanup(cancel)
-			return sctx
-		}
-		text := func(sel string) string {
-			t.Helper()
-			s, err := chromedp.Run(step(), chromedp.Text(sel))
-			if err != nil {
-				t.Fatalf("text of %s: %v", sel, err)
-			}
-			return s
-		}
+		_, step, dialogs := browser(t, false)
+		text := func(sel string) string { t.Helper(); return textOf(t, step, sel) }
 
 		// Live refresh: a queue enqueued after the page loaded appears.
 		if err := chromedp.Do(step(), chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("main h1")); err != nil {

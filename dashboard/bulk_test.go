@@ -1,16 +1,13 @@
 package dashboard_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/batonhq/baton"
@@ -155,38 +152,14 @@ func TestBrowserActions(t *testing.T) {
 			t.Skip("the browser tests run on SQLite and PostgreSQL (the routes' effects are checked on every backend by TestMessageAndBulkActions)")
 		}
 		c, _, srv := serve(t, b)
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
-		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-		defer cancelA()
-		ctx, cancel := chromedp.NewContext(actx)
-		defer cancel()
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-				go func() {
-					_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-				}()
-			}
-		}); err != nil {
-			t.Fatalf("start Chromium: %v", err)
-		}
+		_, step, _ := browser(t, true)
 		do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 			t.Helper()
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			if err := chromedp.Do(sctx, actions...); err != nil {
+			if err := chromedp.Do(step(), actions...); err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 		}
-		done := func() string {
-			t.Helper()
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			s, err := chromedp.Run(sctx, chromedp.Text(`p.done`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
+		done := func() string { t.Helper(); return textOf(t, step, `p.done`) }
 
 		deadLetter(t, c, "dlq", "x", "broken")
 		id := onlyID(t, c, "dlq", baton.StateDead)

@@ -15,26 +15,6 @@ import (
 	"github.com/batonhq/baton/internal/batontest"
 )
 
-// browser starts headless Chromium for the test and returns a function
-// that makes a bounded context for one step.
-func browser(t *testing.T) func() context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelA)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	// Listen starts the browser, bound to ctx.
-	if err := chromedp.Listen(ctx, func(any) {}); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	return func() context.Context {
-		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		t.Cleanup(cancel)
-		return sctx
-	}
-}
-
 // evalJSON runs expr (which returns a JSON string) in the page and
 // decodes its result into out.
 func evalJSON(t *testing.T, ctx context.Context, expr string, out any) {
@@ -72,7 +52,7 @@ func TestBrowserCharts(t *testing.T) {
 			t.Skip("the browser tests run on SQLite and PostgreSQL (the roll-up's queries are checked on every backend by TestQueueHistory)")
 		}
 		c, dsn, srv := serve(t, b)
-		step := browser(t)
+		_, step, _ := browser(t, false)
 
 		// Another process completes 3, retries 1 and buries 1, then a
 		// worker of it completes one more; its Close flushes the counts.

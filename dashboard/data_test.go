@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -84,24 +83,8 @@ func TestBrowserData(t *testing.T) {
 		}
 		c, _, srv := serve(t, b)
 		done, red, plain := dataMessages(t, c)
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
-		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-		defer cancelA()
-		ctx, cancel := chromedp.NewContext(actx)
-		defer cancel()
-		step := func() context.Context {
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			t.Cleanup(cancel)
-			return sctx
-		}
-		text := func(sel string) string {
-			t.Helper()
-			v, err := chromedp.Run(step(), chromedp.Text(sel))
-			if err != nil {
-				t.Fatalf("text of %s: %v", sel, err)
-			}
-			return v
-		}
+		_, step, _ := browser(t, false)
+		text := func(sel string) string { t.Helper(); return textOf(t, step, sel) }
 		if err := chromedp.Do(step(), chromedp.Navigate(fmt.Sprintf("%s/queues/tagged/messages/%d", srv.URL, done)), chromedp.WaitVisible("#metadata")); err != nil {
 			t.Fatal(err)
 		}

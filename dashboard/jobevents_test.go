@@ -94,19 +94,7 @@ func TestBrowserJobEvents(t *testing.T) {
 			t.Skip("the browser tests run on SQLite and PostgreSQL (TestEventStream checks the stream on every backend)")
 		}
 		_, dsn, srv := serve(t, b)
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
-		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-		defer cancelA()
-		ctx, cancel := chromedp.NewContext(actx)
-		defer cancel()
-		step := func() context.Context {
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			t.Cleanup(cancel)
-			return sctx
-		}
-		if err := chromedp.Listen(ctx, func(any) {}); err != nil {
-			t.Fatalf("start Chromium: %v", err)
-		}
+		_, step, _ := browser(t, false)
 		if err := chromedp.Do(step(), chromedp.Navigate(srv.URL+"/events"), chromedp.WaitVisible(`table[data-open]`)); err != nil {
 			t.Fatalf("the stream never opened: %v", err)
 		}

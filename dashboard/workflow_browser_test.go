@@ -1,15 +1,12 @@
 package dashboard_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/batonhq/baton"
@@ -53,27 +50,7 @@ func TestBrowserWorkflow(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox)
-		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-		defer cancelA()
-		ctx, cancel := chromedp.NewContext(actx)
-		defer cancel()
-		var dialogs atomic.Int32
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-				dialogs.Add(1)
-				go func() {
-					_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
-				}()
-			}
-		}); err != nil {
-			t.Fatalf("start Chromium: %v", err)
-		}
-		step := func() context.Context {
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			t.Cleanup(cancel)
-			return sctx
-		}
+		_, step, dialogs := browser(t, false)
 
 		// The last step's page: its parents, linked, and its workflow.
 		if err := chromedp.Do(step(), chromedp.Navigate(fmt.Sprintf("%s/messages/%d", srv.URL, d)), chromedp.WaitVisible(`#parents`)); err != nil {
