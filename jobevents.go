@@ -312,6 +312,13 @@ func (c *Client) jobEvent(m *Message, st JobEventState, errText string) {
 	}
 }
 
+// sent sends events of changes that committed, if anyone subscribes.
+func (h *jobHub) sent(evs []jobevents.Event) {
+	if h.presence.On() {
+		h.emit.Add(evs...)
+	}
+}
+
 // jobsCompleted sends the events of messages of which an acknowledgement
 // completed n, if anyone subscribes: all of them, or all but those that
 // CompleteTx completed already (which sent their own). Any other count
