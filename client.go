@@ -302,10 +302,10 @@ func (c *Client) wire() {
 	c.queueWaits = bus.NewQueues(bus.Nudge(c.queueWaited)) // wakes the poll of waiting consumers
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err,
 		Retention: mq.Retention(o.Retention), Tries: &c.claimTries,
+		JobEvents: func(evs []jobevents.Event) { c.jobs.sent(evs) }, Subscribed: func() bool { return c.jobs.presence.On() }, // c.jobs is set below
 		Rescue:    func(ctx context.Context) bool { return c.rescuer.Rescue(ctx) }, // c.rescuer is set below
 		Listening: func(ctx context.Context) error { return c.bus.Listening(ctx) }, // c.bus too
-		Notifying: func(on bool) { c.notifyUsers.Count(on) },                       // c.notifyUsers too
-		JobEvents: func(evs []jobevents.Event) { c.jobs.sent(evs) }})               // c.jobs too
+		Notifying: func(on bool) { c.notifyUsers.Count(on) }})                      // c.notifyUsers too
 	c.workers = newRegistry(c) // after c.mq, whose reads it makes
 	c.lockWaits = bus.NewLocks(func(waiting bool) {
 		drv.Notifier().SetWaiting(c.id, waiting)

@@ -110,3 +110,68 @@ func TestJobEventsRecovery(t *testing.T) {
 		wantJobEvent(t, sub, stale, "rs", baton.JobDead, 1, "claim lease expired")
 	})
 }
+
+// TestJobEventsBulkAndDeps: a bulk cancel sends cancelled for each waiting
+// message it cancelled (a running one's comes when it is settled), a
+// delete sends nothing, and the dependants that a parent's death cancels
+// send cancelled, their dependants too.
+func TestJobEventsBulkAndDeps(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c, s := openQS(t, b)
+		sub := subscribeJobs(t, c, baton.JobFilter{})
+		ctx := ctxT(t)
+		run := enqueue(t, c, "bq", "{}", baton.EnqueueOptions{Kind: "r"})
+		if ms := claim(t, s, "bq", baton.ClaimOptions{}); len(ms) != 1 || ms[0].ID != run {
+			t.Fatalf("claimed %v, want %d", ms, run)
+		}
+		waiting := map[int64]bool{}
+		for range 3 {
+			waiting[enqueue(t, c, "bq", "{}", baton.EnqueueOptions{Kind: "w"})] = true
+		}
+		if n, err := c.Bulk(ctx, baton.BulkCancel, baton.MessageFilter{Queue: "bq"}); err != nil || n != 4 {
+			t.Fatalf("bulk cancel: %d, %v; want 4", n, err)
+		}
+		for range 3 {
+			ev := nextJobEvent(t, sub)
+			if !waiting[ev.ID] || ev.Queue != "bq" || ev.Kind != "w" || ev.State != baton.JobCancelled {
+				t.Fatalf("bulk cancel: event %+v, want the cancel of one of %v", ev, waiting)
+			}
+			delete(waiting, ev.ID)
+		}
+		if n, err := c.Bulk(ctx, baton.BulkDelete, baton.MessageFilter{Queue: "bq"}); err != nil || n != 3 {
+			t.Fatalf("bulk delete: %d, %v; want 3", n, err)
+		}
+
+		dead := enqueue(t, c, "fq", "{}", baton.EnqueueOptions{MaxAttempts: 1})
+		child := enqueue(t, c, "fq", "{}", baton.EnqueueOptions{Kind: "child", After: []int64{dead}})
+		grand := enqueue(t, c, "fq", "{}", baton.EnqueueOptions{Kind: "grand", After: []int64{child}})
+		ms := claim(t, s, "fq", baton.ClaimOptions{})
+		if len(ms) != 1 || ms[0].ID != dead {
+			t.Fatalf("claimed %v, want %d", ms, dead)
+		}
+		if err := s.Fail(ctx, ms[0], "broken"); err != nil {
+			t.Fatal(err)
+		}
+		sweep(t, c)
+		got := map[int64]baton.JobEvent{}
+		for range 3 {
+			ev := nextJobEvent(t, sub)
+			got[ev.ID] = ev
+		}
+		if ev := got[dead]; ev.State != baton.JobDead {
+			t.Fatalf("the parent's event %+v, want dead", ev)
+		}
+		for id, kind := range map[int64]string{child: "child", grand: "grand"} {
+			if ev := got[id]; ev.State != baton.JobCancelled || ev.Kind != kind || ev.Queue != "fq" || !strings.Contains(ev.Error, "parent") {
+				t.Fatalf("dependant %d's event %+v, want cancelled for its parent", id, ev)
+			}
+		}
+		// Nothing more (the delete sent nothing): the next event is a
+		// later one's.
+		marker := enqueue(t, c, "ct", "{}")
+		if err := c.CancelMessage(ctx, marker); err != nil {
+			t.Fatal(err)
+		}
+		wantJobEvent(t, sub, marker, "ct", baton.JobCancelled, 0, "")
+	})
+}

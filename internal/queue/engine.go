@@ -53,8 +53,11 @@ type Config struct {
 	Listening func(ctx context.Context) error
 	Notifying func(on bool)
 	// JobEvents takes the job events of changes the engine committed on
-	// its own (recoveries), to send if anyone subscribes (nil: none).
-	JobEvents func(evs []jobevents.Event)
+	// its own (recoveries, bulk cancels, dependants cancelled), to send
+	// if anyone subscribes (nil: none); Subscribed says whether anyone
+	// does, for events that cost reads.
+	JobEvents  func(evs []jobevents.Event)
+	Subscribed func() bool
 }
 
 // Engine is one client's queue engine.
