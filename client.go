@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/events"
+	"github.com/batonhq/baton/internal/jobevents"
 	"github.com/batonhq/baton/internal/locks"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/notify"
@@ -301,6 +302,7 @@ func (c *Client) wire() {
 	c.queueWaits = bus.NewQueues(bus.Nudge(c.queueWaited)) // wakes the poll of waiting consumers
 	c.mq = mq.New(mq.Config{Driver: drv, Lease: o.Lease, Waits: c.queueWaits, KeepCompleted: o.Retention.Completed > 0, Log: c.log.Err,
 		Retention: mq.Retention(o.Retention), Tries: &c.claimTries,
+		JobEvents: func(evs []jobevents.Event) { c.jobs.sent(evs) }, Subscribed: func() bool { return c.jobs.presence.On() }, // c.jobs is set below
 		Rescue:    func(ctx context.Context) bool { return c.rescuer.Rescue(ctx) }, // c.rescuer is set below
 		Listening: func(ctx context.Context) error { return c.bus.Listening(ctx) }, // c.bus too
 		Notifying: func(on bool) { c.notifyUsers.Count(on) }})                      // c.notifyUsers too
@@ -338,7 +340,7 @@ func (c *Client) wire() {
 			Cancel: c.workers.OnCancel, Pause: c.workers.OnPause, Notify: c.notify.Deliver,
 			Jobs: c.jobs.deliver, Subscribers: c.jobs.heard}})
 	c.owner = sessions.NewOwner(sessions.OwnerConfig{Driver: drv, Release: c.locks.CloseSession, Withdraw: c.locks.WithdrawSession,
-		DropLocks: c.locks.DropSession, ReturnClaims: mq.RecoverSession, Wake: c.mq.Wake})
+		DropLocks: c.locks.DropSession, ReturnClaims: c.mq.RecoverSession})
 	c.rescuer = maintain.NewRescuer(maintain.RescuerConfig{PollInterval: o.PollInterval, ListReapable: c.leases.ListReapable,
 		Reap: c.leases.Reap, RecoverStale: c.mq.RecoverStale, Log: c.log.Err})
 }

@@ -31,10 +31,22 @@ func (c *Client) CancelMessageTx(ctx context.Context, tx Execer, id int64) error
 		return err
 	}
 	running, err := cq.Cancel(ctx, id)
-	if err != nil || !running {
+	if err != nil {
 		return err
 	}
-	return cq.Notify(ctx, bus.Cancel, strconv.FormatInt(id, 10))
+	if running {
+		return cq.Notify(ctx, bus.Cancel, strconv.FormatInt(id, 10))
+	}
+	if !c.jobs.presence.Cached() {
+		return nil
+	}
+	// A waiting message was cancelled: its event, read in tx (the write
+	// lock tx may hold forbids baton's own connection on SQLite).
+	m, found, err := cq.Get(ctx, id)
+	if err != nil || !found {
+		return err
+	}
+	return c.jobEventIn(ctx, tx, &Message{ID: m.ID, Queue: m.Queue, Kind: m.Kind, Attempt: m.Attempt}, JobCancelled, "")
 }
 
 // RetryNowTx is RetryNow in the caller's transaction tx: the message (a
@@ -136,7 +148,15 @@ func (c *Client) RetryTx(ctx context.Context, tx Execer, m *Message, cause error
 		d = delay[0]
 	}
 	e, dead := mq.RetryError(m.Attempt, m.MaxAttempts, cause)
-	return cq.Retry(ctx, claimOf(m), m.Queue, d, m.mode == Parallel, e, dead)
+	ended, err := cq.Retry(ctx, claimOf(m), m.Queue, d, m.mode == Parallel, e, dead)
+	if err != nil {
+		return err
+	}
+	st := JobFailed
+	if ended != "" {
+		st = finishedEvent(ended)
+	}
+	return c.jobEventIn(ctx, tx, m, st, e.Error)
 }
 
 // FailTx is Session.Fail in the caller's transaction tx: the message

@@ -19,7 +19,7 @@ type JobEventState string
 // The job events.
 const (
 	JobCompleted JobEventState = "completed" // it ran to success (Ack, CompleteTx)
-	JobFailed    JobEventState = "failed"    // an attempt failed; it will be retried (state retrying)
+	JobFailed    JobEventState = "failed"    // an attempt failed, or its worker was lost (recovered claim); it will be retried
 	JobDead      JobEventState = "dead"      // it failed for good: a dead letter
 	JobCancelled JobEventState = "cancelled" // it ended cancelled
 	JobSnoozed   JobEventState = "snoozed"   // its run was put off, no attempt used
@@ -110,10 +110,13 @@ const subscriberName = "baton job events"
 // that dies before sending them, a subscriber disconnected meanwhile, a
 // full buffer); a job's own record is the truth (Message). A receiver
 // that does not keep up never slows anyone down: what does not fit its
-// buffer is counted in Missed. Jobs that end without a settle by a worker,
-// a claimed message's call or CancelMessage (a waiting job cancelled by
-// CancelMessageTx, a claim whose worker died at its last attempt) send no
-// event.
+// buffer is counted in Missed. Changes made in the caller's transaction
+// (CompleteTx, FailTx, RetryTx, CancelMessageTx) send theirs with its
+// commit; recoveries of claims (a worker's session ended, a lease ran
+// out) send failed, or dead at the attempt limit; bulk cancels and the
+// dependants a failed parent cancels send cancelled. Deletes, and jobs
+// made to wait again (RetryNow, Redrive, a bulk retry), send none:
+// docs/guarantees.md, "Job events", says exactly what is reported.
 //
 // A subscriber holds a session (named "baton job events") for as long
 // as it lives: every process sends events only while some subscriber's
@@ -309,6 +312,13 @@ func (h *jobHub) close(ctx context.Context) {
 func (c *Client) jobEvent(m *Message, st JobEventState, errText string) {
 	if c.jobs.presence.On() {
 		c.jobs.emit.Add(jobevents.New(m.ID, m.Queue, m.Kind, string(st), m.Attempt, errText))
+	}
+}
+
+// sent sends events of changes that committed, if anyone subscribes.
+func (h *jobHub) sent(evs []jobevents.Event) {
+	if h.presence.On() {
+		h.emit.Add(evs...)
 	}
 }
 

@@ -42,10 +42,10 @@ type DepRelease struct {
 
 // DepSwept is what a dependency sweep did.
 type DepSwept struct {
-	// Released were made ready, Cancelled cancelled (a parent did not
-	// complete); Pending: edges still wait for their parents.
+	// Released were made ready, Cancelled (ids) cancelled (a parent did
+	// not complete); Pending: edges still wait for their parents.
 	Released  []DepRelease
-	Cancelled int
+	Cancelled []int64
 	Pending   bool
 }
 

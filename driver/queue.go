@@ -75,6 +75,8 @@ type CallerQueueTx interface {
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageDelete(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)
+	// MessageGet is QueueTx's (a cancelled message's event reads it).
+	MessageGet(ctx context.Context, id int64) (Message, bool, error)
 	DeadPurge(ctx context.Context, queue string) (int, error)
 	// DeadRedriveAll re-drives every dead letter of queue at once (in
 	// batches DeadRedrive reads their ids first, which the caller's

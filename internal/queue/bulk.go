@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/jobevents"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -114,6 +115,7 @@ type bulkGroup struct {
 func (e *Engine) bulkPage(ctx context.Context, action driver.BulkAction, f BulkFilter, page []driver.Message, done int) (int, []int64, error) {
 	var groups []bulkGroup
 	taken := 0
+	listed := map[int64]driver.Message{} // a cancel's: their events
 	for _, m := range page {
 		fin := m.State == driver.MessageCompleted || m.State == driver.MessageCancelled || m.State == driver.MessageDead
 		at := m.CreatedAt
@@ -127,6 +129,9 @@ func (e *Engine) bulkPage(ctx context.Context, action driver.BulkAction, f BulkF
 			break
 		}
 		taken++
+		if action == driver.BulkCancel {
+			listed[m.ID] = m
+		}
 		if i := len(groups) - 1; i >= 0 && groups[i].queue == m.Queue && groups[i].finished == fin {
 			groups[i].ids = append(groups[i].ids, m.ID)
 			continue
@@ -138,19 +143,24 @@ func (e *Engine) bulkPage(ctx context.Context, action driver.BulkAction, f BulkF
 	}
 	var n int
 	var running []int64
+	var evs []jobevents.Event
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
-		n, running = 0, nil
+		n, running, evs = 0, nil, nil
 		for _, g := range groups {
 			k, r, err := tx.MessagesBulk(ctx, action, g.queue, g.ids, g.finished)
 			if err != nil {
 				return err
 			}
 			n, running = n+k, append(running, r...)
+			evs = append(evs, cancelledEvents(listed, g.ids, k, r)...)
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("baton: bulk %s: %w", action, err)
+	}
+	if len(evs) > 0 && e.cfg.JobEvents != nil {
+		e.cfg.JobEvents(evs)
 	}
 	if action == driver.BulkRetry && n > 0 {
 		for _, g := range groups {
@@ -158,4 +168,22 @@ func (e *Engine) bulkPage(ctx context.Context, action driver.BulkAction, f BulkF
 		}
 	}
 	return n, running, nil
+}
+
+// cancelledEvents are the job events of a bulk cancel of ids (listed
+// holds their listed rows) that acted on k, running the ones asked to
+// stop (whose workers send their events): one for each waiting message
+// cancelled, when every one that was not running was (otherwise which
+// ones finished meanwhile is not known, and none is sent).
+func cancelledEvents(listed map[int64]driver.Message, ids []int64, k int, running []int64) []jobevents.Event {
+	if len(listed) == 0 || k != len(ids) || k == len(running) {
+		return nil
+	}
+	evs := make([]jobevents.Event, 0, k-len(running))
+	for _, id := range ids {
+		if m := listed[id]; !slices.Contains(running, id) {
+			evs = append(evs, jobevents.New(id, m.Queue, m.Kind, "cancelled", m.Attempt, ""))
+		}
+	}
+	return evs
 }

@@ -254,6 +254,12 @@ func Cancelled(id int64, state driver.MessageState, err error) (running bool, _ 
 	return false, fmt.Errorf("%w: message %d is %s", errs.ErrFinished, id, StateName(driver.Message{State: state}, time.Now()))
 }
 
+// Get reads message id as tx sees it, whatever its state; found false
+// when there is none.
+func (c Caller) Get(ctx context.Context, id int64) (m driver.Message, found bool, err error) {
+	return c.q.MessageGet(ctx, id)
+}
+
 // RetryNow makes a waiting message due once tx commits, and wakes the
 // queue's consumers then.
 func (c Caller) RetryNow(ctx context.Context, queue string, id int64) error {
@@ -346,22 +352,24 @@ func (c Caller) deadLetters(ctx context.Context, verb, queue string,
 
 // Retry gives the claimed message back for another attempt after delay
 // (to the back of its queue when toBack), or buries it when dead; a
-// message cancelled while it ran ends cancelled instead.
-func (c Caller) Retry(ctx context.Context, cl driver.Claim, queue string, delay time.Duration, toBack bool, e driver.AttemptError, dead bool) error {
+// message cancelled while it ran ends cancelled instead. It says how the
+// message ended: "" when it waits for another attempt, else
+// driver.MessageDead or driver.MessageCancelled.
+func (c Caller) Retry(ctx context.Context, cl driver.Claim, queue string, delay time.Duration, toBack bool, e driver.AttemptError, dead bool) (driver.MessageState, error) {
 	if dead {
-		return c.Finish(ctx, cl, queue, driver.MessageDead, &e)
+		return driver.MessageDead, c.Finish(ctx, cl, queue, driver.MessageDead, &e)
 	}
 	ok, err := c.q.MessageRetry(ctx, cl, max(delay, 0), toBack, e)
 	switch {
 	case err != nil:
-		return fmt.Errorf("baton: retry: %w", err)
+		return "", fmt.Errorf("baton: retry: %w", err)
 	case !ok:
 		// Not ours any more, or cancelled: only then can it be finished.
-		return c.Finish(ctx, cl, queue, driver.MessageCancelled, &e)
+		return driver.MessageCancelled, c.Finish(ctx, cl, queue, driver.MessageCancelled, &e)
 	case delay <= 0:
-		return c.Notify(ctx, bus.QueueChannel(queue), "")
+		return "", c.Notify(ctx, bus.QueueChannel(queue), "")
 	}
-	return nil
+	return "", nil
 }
 
 // Finish moves the claimed message to the history in state; the queue's

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/jobevents"
 	"github.com/batonhq/baton/internal/maintain"
 	"github.com/batonhq/baton/internal/txn"
 )
@@ -288,6 +289,7 @@ func (e *Engine) sweepLocked(ctx context.Context, parents []int64, force bool) (
 		return nil, err
 	}
 	e.deps.active.Store(res.Pending)
+	e.dependantsCancelled(ctx, res.Cancelled)
 	if len(res.Released) > 0 {
 		e.deps.released.Add(1)
 	}
@@ -435,4 +437,25 @@ func claimIDs(claims []driver.Claim) []int64 {
 		ids[i] = c.ID
 	}
 	return ids
+}
+
+// dependantsCancelled sends the job events of messages a sweep cancelled
+// (a parent did not complete), if anyone subscribes: each is read from
+// the history for its queue, kind and attempt.
+func (e *Engine) dependantsCancelled(ctx context.Context, ids []int64) {
+	if len(ids) == 0 || e.cfg.JobEvents == nil || !e.cfg.Subscribed() {
+		return
+	}
+	evs := make([]jobevents.Event, 0, len(ids))
+	for _, id := range ids {
+		m, err := e.Get(ctx, id)
+		if err != nil {
+			if e.cfg.Log != nil {
+				e.cfg.Log("read a cancelled dependant for its job event", err)
+			}
+			continue
+		}
+		evs = append(evs, jobevents.New(id, m.Queue, m.Kind, "cancelled", m.Attempt, m.LastError))
+	}
+	e.cfg.JobEvents(evs)
 }

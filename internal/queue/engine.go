@@ -25,6 +25,7 @@ import (
 	"github.com/batonhq/baton/internal/bus"
 	"github.com/batonhq/baton/internal/claimrule"
 	"github.com/batonhq/baton/internal/errs"
+	"github.com/batonhq/baton/internal/jobevents"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -51,6 +52,12 @@ type Config struct {
 	Rescue    func(ctx context.Context) bool
 	Listening func(ctx context.Context) error
 	Notifying func(on bool)
+	// JobEvents takes the job events of changes the engine committed on
+	// its own (recoveries, bulk cancels, dependants cancelled), to send
+	// if anyone subscribes (nil: none); Subscribed says whether anyone
+	// does, for events that cost reads.
+	JobEvents  func(evs []jobevents.Event)
+	Subscribed func() bool
 }
 
 // Engine is one client's queue engine.
@@ -395,72 +402,120 @@ func (c claim) ordered(ctx context.Context, tx driver.Tx) ([]int64, time.Duratio
 	return ids, wait, nil
 }
 
+// Recovered is what a recovery did to one claim: State is the job event
+// of it (baton.JobEventState: "failed" when it goes back to its queue,
+// "dead", "cancelled"; "" for a held claim given back, which never
+// started), Error the error recorded.
+type Recovered struct {
+	ID      int64
+	Attempt int
+	State   string
+	Error   string
+}
+
 // RecoverClaims gives claims back to their queues (attempt already
 // counted), or to the dead letters at their attempt limit; a recovered
-// message keeps its place. It returns the ids it recovered.
-func RecoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]int64, error) {
-	var ids []int64
+// message keeps its place. It returns what it recovered.
+func RecoverClaims(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]Recovered, error) {
+	var out []Recovered
 	for _, r := range refs {
-		ok, err := recoverClaim(ctx, tx, r, why)
+		rec, ok, err := recoverClaim(ctx, tx, r, why)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			ids = append(ids, r.ID)
+			out = append(out, rec)
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
 // recoverClaim gives one claim back, or buries it at its attempt limit, or
 // cancels it when it was cancelled while it ran. A held claim, which never
 // started, goes back untouched: its provisional attempt taken back, no
 // error recorded.
-func recoverClaim(ctx context.Context, tx driver.Tx, r driver.ClaimRef, why string) (bool, error) {
+func recoverClaim(ctx context.Context, tx driver.Tx, r driver.ClaimRef, why string) (Recovered, bool, error) {
 	cl := driver.Claim{ID: r.ID, SessionID: r.SessionID, Attempt: r.Attempt}
 	e := driver.AttemptError{At: time.Now().UTC(), Attempt: r.Attempt, Error: why}
+	rec := Recovered{ID: r.ID, Attempt: r.Attempt}
+	finish := func(state driver.MessageState, ev string) (Recovered, bool, error) {
+		ok, err := tx.MessageFinish(ctx, cl, state, &e)
+		rec.State, rec.Error = ev, e.Error
+		return rec, ok, err
+	}
 	if r.Mode == driver.ClaimHeld {
 		ok, err := tx.MessageRelease(ctx, cl)
 		if err != nil || ok {
-			return ok, err
+			return rec, ok, err
 		}
 		e.Error = "cancelled before it started"
-		return tx.MessageFinish(ctx, cl, driver.MessageCancelled, &e)
+		return finish(driver.MessageCancelled, "cancelled")
 	}
 	if r.Attempt >= r.MaxAttempts {
 		e.Error = fmt.Sprintf("attempt limit %d reached: %s", r.MaxAttempts, why)
-		return tx.MessageFinish(ctx, cl, driver.MessageDead, &e)
+		return finish(driver.MessageDead, "dead")
 	}
 	ok, err := tx.MessageRetry(ctx, cl, 0, false, e)
 	if err != nil || ok {
-		return ok, err
+		rec.State, rec.Error = "failed", e.Error
+		return rec, ok, err
 	}
-	return tx.MessageFinish(ctx, cl, driver.MessageCancelled, &e)
+	return finish(driver.MessageCancelled, "cancelled")
 }
 
 // RecoverSession gives a session's claims back (it is ending) in tx, and
-// returns the queues to wake once tx commits.
-func RecoverSession(ctx context.Context, tx driver.Tx, sessionID string) ([]string, error) {
+// returns what to do once tx commits: wake their queues, send their job
+// events.
+func (e *Engine) RecoverSession(ctx context.Context, tx driver.Tx, sessionID string) (func(), error) {
 	refs, err := tx.ClaimsBySession(ctx, sessionID)
 	if err != nil || len(refs) == 0 {
 		return nil, err
 	}
-	return recoveredQueues(ctx, tx, refs, "session ended")
+	queues, evs, err := recovered(ctx, tx, refs, "session ended")
+	return func() { e.recoveredDone(queues, evs) }, err
 }
 
-// recoveredQueues recovers refs and returns the queue of each message
-// recovered.
-func recoveredQueues(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]string, error) {
-	ids, err := RecoverClaims(ctx, tx, refs, why)
-	if err != nil || len(ids) == 0 {
-		return nil, err
+// recovered recovers refs and returns the queue of each message recovered
+// and the job events of the recoveries. The messages are read first: the
+// dead and cancelled ones leave the table.
+func recovered(ctx context.Context, tx driver.Tx, refs []driver.ClaimRef, why string) ([]string, []jobevents.Event, error) {
+	ids := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
 	}
 	ms, err := tx.MessageByIDs(ctx, ids)
-	queues := make([]string, len(ms))
-	for i, m := range ms {
-		queues[i] = m.Queue
+	if err != nil {
+		return nil, nil, err
 	}
-	return queues, err
+	byID := make(map[int64]driver.Message, len(ms))
+	for _, m := range ms {
+		byID[m.ID] = m
+	}
+	rs, err := RecoverClaims(ctx, tx, refs, why)
+	if err != nil || len(rs) == 0 {
+		return nil, nil, err
+	}
+	queues := make([]string, 0, len(rs))
+	var evs []jobevents.Event
+	for _, r := range rs {
+		m := byID[r.ID]
+		queues = append(queues, m.Queue)
+		if r.State != "" {
+			evs = append(evs, jobevents.New(r.ID, m.Queue, m.Kind, r.State, r.Attempt, r.Error))
+		}
+	}
+	return queues, evs, nil
+}
+
+// recoveredDone wakes the queues of recovered messages and hands their
+// job events over, once the recovery committed.
+func (e *Engine) recoveredDone(queues []string, evs []jobevents.Event) {
+	for _, q := range queues {
+		e.Wake(q)
+	}
+	if len(evs) > 0 && e.cfg.JobEvents != nil {
+		e.cfg.JobEvents(evs)
+	}
 }
 
 // RecoverStale returns to their queues the claims whose lease ran out or
@@ -471,17 +526,19 @@ func (e *Engine) RecoverStale(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var queues []string
+	var evs []jobevents.Event
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		refs, err := tx.ClaimsStale(ctx, 100)
 		if err != nil || len(refs) == 0 {
-			queues = nil
+			queues, evs = nil, nil
 			return err
 		}
-		queues, err = recoveredQueues(ctx, tx, refs, "claim lease expired")
+		queues, evs, err = recovered(ctx, tx, refs, "claim lease expired")
 		return err
 	})
-	for _, q := range queues {
-		e.Wake(q)
+	if err != nil {
+		evs = nil
 	}
+	e.recoveredDone(queues, evs)
 	return len(queues), err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/driver"
 	"github.com/batonhq/baton/internal/claimrule"
+	"github.com/batonhq/baton/internal/jobevents"
 	"github.com/batonhq/baton/internal/txn"
 )
 
@@ -166,8 +167,9 @@ func (e *Engine) Settle(ctx context.Context, h *Holds, sessionID string) error {
 // it holds (see unknown) and returns their queues.
 func (e *Engine) giveBackUnknown(ctx context.Context, h *Holds, sessionID string, began uint64) ([]string, error) {
 	var queues []string
+	var evs []jobevents.Event
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
-		queues = nil
+		queues, evs = nil, nil
 		refs, err := tx.ClaimsBySession(ctx, sessionID)
 		if err != nil {
 			return err
@@ -176,9 +178,12 @@ func (e *Engine) giveBackUnknown(ctx context.Context, h *Holds, sessionID string
 		if err != nil || len(unknown) == 0 {
 			return err
 		}
-		queues, err = recoveredQueues(ctx, tx, unknown, "its claim's reply was lost")
+		queues, evs, err = recovered(ctx, tx, unknown, "its claim's reply was lost")
 		return err
 	})
+	if err == nil {
+		e.recoveredDone(nil, evs) // the caller wakes the queues
+	}
 	return queues, err
 }
 

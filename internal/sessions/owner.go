@@ -24,9 +24,9 @@ type OwnerConfig struct {
 	// its lock requests, granting what that frees.
 	DropLocks func(ctx context.Context, tx driver.Tx, id string) error
 	// ReturnClaims, in the same transaction, gives its claimed messages
-	// back to their queues; Wake wakes each queue's consumers afterwards.
-	ReturnClaims func(ctx context.Context, tx driver.Tx, id string) (queues []string, err error)
-	Wake         func(queue string)
+	// back to their queues, and returns what to do once it committed (nil
+	// for nothing): wake their queues' consumers, send their job events.
+	ReturnClaims func(ctx context.Context, tx driver.Tx, id string) (committed func(), err error)
 }
 
 // Owner ends a client's sessions and frees what they hold.
@@ -60,19 +60,19 @@ func (o *Owner) EndDead(ctx context.Context, id string) error {
 // End deletes a session and every request it has, granting what that
 // frees, and gives its claimed messages back to their queues.
 func (o *Owner) End(ctx context.Context, id string) error {
-	var queues []string
+	var committed func()
 	err := txn.InTx(ctx, o.cfg.Driver, func(tx driver.Tx) error {
 		if err := o.cfg.DropLocks(ctx, tx, id); err != nil {
 			return err
 		}
 		var err error
-		if queues, err = o.cfg.ReturnClaims(ctx, tx, id); err != nil {
+		if committed, err = o.cfg.ReturnClaims(ctx, tx, id); err != nil {
 			return err
 		}
 		return tx.SessionDelete(ctx, id)
 	})
-	for _, q := range queues {
-		o.cfg.Wake(q)
+	if err == nil && committed != nil {
+		committed()
 	}
 	return err
 }

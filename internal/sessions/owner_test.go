@@ -30,11 +30,10 @@ func TestOwnerEndsSessions(t *testing.T) {
 			st.Add("drop locks " + id)
 			return dropErr
 		},
-		ReturnClaims: func(_ context.Context, _ driver.Tx, id string) ([]string, error) {
+		ReturnClaims: func(_ context.Context, _ driver.Tx, id string) (func(), error) {
 			st.Add("return claims " + id)
-			return []string{"q"}, nil
-		},
-		Wake: func(q string) { st.Add("wake " + q) }})
+			return func() { st.Add("wake q") }, nil
+		}})
 	k := sessions.NewKeeper(sessions.Config{Driver: d, ClientID: "client", Lease: 10 * time.Second, Heartbeat: 3 * time.Second,
 		EndSession: o.EndDead, SessionLost: func() {}, Log: func(string, error) {}})
 	live := func(id string) bool {

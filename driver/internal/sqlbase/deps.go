@@ -174,7 +174,7 @@ func (t *Tx) DepsSweep(ctx context.Context, parents []int64, outcome driver.DepO
 			if err != nil {
 				return err
 			}
-			out.Cancelled += len(cancelled)
+			out.Cancelled = append(out.Cancelled, cancelled...)
 			if len(cancelled) == 0 && len(kids) < 1000 {
 				break
 			}
