@@ -99,6 +99,17 @@ func (t *Tx) ClaimLimitedDirect(ctx context.Context, queue, kind, sessionID stri
 	return ms, true, err
 }
 
+// ClaimLimitedOne implements driver.LimitsTx (claim_limited_one, where
+// the dialect has it).
+func (t *Tx) ClaimLimitedOne(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
+	if _, has := t.db.D.Queries["claim_limited_one"]; !has {
+		return nil, false, nil
+	}
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_limited_one", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
+	ms, err := scanMessages("claim_limited_one", rows, err)
+	return ms, true, err
+}
+
 // ClaimConcurrency implements driver.LimitsTx (claim_concurrency, where
 // the dialect has it).
 func (t *Tx) ClaimConcurrency(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
