@@ -149,8 +149,9 @@ type limitState struct {
 	limited, full atomic.Bool
 	// only: the queue's only limit is a concurrency (claimConcurrency).
 	only atomic.Bool
-	// direct: its limits have no partitions (ClaimLimitedOne).
-	direct atomic.Bool
+	// direct: its limits have no partitions (ClaimLimitedOne); noTx: the
+	// dialect has no ClaimLimitedOne in a transaction either.
+	direct, noTx atomic.Bool
 }
 
 // limitOf is the queue's limitState, made on first use.
@@ -316,6 +317,20 @@ func (e *Engine) claimLimited(ctx context.Context, c claim) ([]*driver.Message, 
 			ms, dueIn, only, err := c.claimConcurrency(ctx)
 			if err != nil || only {
 				return ServingOrder(ms), dueIn, err
+			}
+		case !ok && !st.noTx.Load():
+			// In a transaction where the dialect can (SQLite).
+			err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+				ms, ok, err = tx.ClaimLimitedOne(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
+				return err
+			})
+			if err != nil {
+				return nil, 0, err
+			}
+			st.noTx.Store(!ok)
+			if len(ms) > 0 {
+				st.full.Store(len(ms) < c.limit)
+				return ServingOrder(ms), 0, nil
 			}
 		}
 	}
