@@ -79,6 +79,17 @@ func TestQueueLimitsSet(t *testing.T) {
 // 2 (the whole limit is used while messages wait); every message runs.
 func TestQueueLimitConcurrency(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		// Alone, and beside a rate that is not the bottleneck (another
+		// claim path).
+		for _, l := range []baton.QueueLimits{{Concurrency: 2}, {Concurrency: 2, Rate: 1_000_000, Per: time.Second}} {
+			t.Run(fmt.Sprint(l.Rate), func(t *testing.T) { limitConcurrency(t, b, l) })
+		}
+	})
+}
+
+// limitConcurrency is TestQueueLimitConcurrency with the limits l.
+func limitConcurrency(t *testing.T, b batontest.Backend, l baton.QueueLimits) {
+	{
 		c, dsn := openQ(t, b)
 		ctx := ctxT(t)
 		const n = 24
@@ -89,7 +100,7 @@ func TestQueueLimitConcurrency(t *testing.T) {
 		if _, err := c.EnqueueMany(ctx, "lim", batch); err != nil {
 			t.Fatal(err)
 		}
-		setLimits(t, c, "lim", baton.QueueLimits{Concurrency: 2})
+		setLimits(t, c, "lim", l)
 		var running, peak, done atomic.Int64
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -118,7 +129,7 @@ func TestQueueLimitConcurrency(t *testing.T) {
 		if p := peak.Load(); p != 2 {
 			t.Fatalf("at most %d handlers ran at once, want exactly 2 (the limit, used)", p)
 		}
-	})
+	}
 }
 
 // TestQueueLimitPartitions: a partitioned limit holds per key, per kind

@@ -23,6 +23,14 @@ type LimitsTx interface {
 	// ClaimIDs). Concurrent claims may together go over the limit: each
 	// checks with QueueConcurrencyCheck once it is visible.
 	ClaimConcurrency(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
+	// ClaimLimitedOne claims, in one round trip serialized with the
+	// claims under QueueLimitsLock, up to limit ready messages (of the
+	// kind, "" for any) of a queue whose limits are a concurrency and/or
+	// a rate without partitions, as many as they allow, and counts their
+	// starts, in claim mode ClaimLimited; none when the queue is paused,
+	// has no such limits or no room (the engine's locked claim then
+	// decides); ok is false when the dialect cannot.
+	ClaimLimitedOne(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
 	// QueueConcurrencyRoom is the room of a queue whose only limit is a
 	// concurrency: the limit less its running messages (0 or less when it
 	// has other limits or none).

@@ -149,6 +149,9 @@ type limitState struct {
 	limited, full atomic.Bool
 	// only: the queue's only limit is a concurrency (claimConcurrency).
 	only atomic.Bool
+	// direct: its limits have no partitions (ClaimLimitedOne); noTx: the
+	// dialect has no ClaimLimitedOne in a transaction either.
+	direct, noTx atomic.Bool
 }
 
 // limitOf is the queue's limitState, made on first use.
@@ -195,6 +198,7 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 	}
 	st := e.limitOf(queue)
 	st.only.Store(l.onlyConcurrency() > 0)
+	st.direct.Store(l.PartitionBy == "")
 	st.limited.Store(!l.IsZero())
 	e.Wake(queue)
 	return nil
@@ -291,15 +295,43 @@ func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimr
 	return e.claimLimited(ctx, c)
 }
 
-// claimLimited claims what the queue's limits allow: without a lock when
-// its only limit is a concurrency (claimConcurrency), otherwise in a
-// transaction under the queue's row lock.
+// claimLimited claims what the queue's limits allow: in one round trip
+// where the dialect can (ClaimLimitedOne: limits without partitions);
+// else without a lock when its only limit is a concurrency
+// (claimConcurrency); otherwise, and when the first found no room (it
+// does not say why, nor until when), in a transaction under the queue's
+// row lock.
 func (e *Engine) claimLimited(ctx context.Context, c claim) ([]*driver.Message, time.Duration, error) {
 	st := e.limitOf(c.queue)
-	if st.only.Load() {
-		ms, dueIn, only, err := c.claimConcurrency(ctx)
-		if err != nil || only {
-			return ServingOrder(ms), dueIn, err
+	if st.direct.Load() || st.only.Load() {
+		ms, ok, err := e.drv.Relaxed().ClaimLimitedOne(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case len(ms) > 0:
+			// Fewer than asked: perhaps at the limit (the settles then
+			// wake the other processes too).
+			st.full.Store(len(ms) < c.limit)
+			return ServingOrder(ms), 0, nil
+		case !ok && st.only.Load():
+			ms, dueIn, only, err := c.claimConcurrency(ctx)
+			if err != nil || only {
+				return ServingOrder(ms), dueIn, err
+			}
+		case !ok && !st.noTx.Load():
+			// In a transaction where the dialect can (SQLite).
+			err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+				ms, ok, err = tx.ClaimLimitedOne(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
+				return err
+			})
+			if err != nil {
+				return nil, 0, err
+			}
+			st.noTx.Store(!ok)
+			if len(ms) > 0 {
+				st.full.Store(len(ms) < c.limit)
+				return ServingOrder(ms), 0, nil
+			}
 		}
 	}
 	var out []driver.Message
@@ -445,6 +477,7 @@ func (c claim) limitedIn(ctx context.Context, tx driver.Tx) (_ []driver.Message,
 	if err != nil {
 		return nil, 0, false, err
 	}
+	c.e.limitOf(c.queue).direct.Store(l.PartitionBy == "")
 	if l.IsZero() {
 		// Cleared meanwhile: an ordinary claim, in this transaction.
 		c.e.limitOf(c.queue).limited.Store(false)

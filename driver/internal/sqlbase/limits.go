@@ -99,6 +99,45 @@ func (t *Tx) ClaimLimitedDirect(ctx context.Context, queue, kind, sessionID stri
 	return ms, true, err
 }
 
+// ClaimLimitedOne implements driver.LimitsTx: claim_limited_one (a
+// routine) where the dialect has it; in a transaction,
+// claim_limited_budget and the starts where the dialect has that (SQLite:
+// a write's counts are never stale).
+func (t *Tx) ClaimLimitedOne(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
+	if _, has := t.db.D.Queries["claim_limited_one"]; !has {
+		if _, has := t.db.D.Queries["claim_limited_budget"]; !has || t.Tx == nil {
+			return nil, false, nil
+		}
+		return t.claimLimitedBudget(ctx, queue, kind, sessionID, lease, limit)
+	}
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_limited_one", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
+	ms, err := scanMessages("claim_limited_one", rows, err)
+	return ms, true, err
+}
+
+// claimLimitedBudget is ClaimLimitedOne in a transaction: the claim, then
+// its starts counted at the claim's own now (claim_until less the lease),
+// then, when that opened a bucket, the buckets no window overlaps go.
+func (t *Tx) claimLimitedBudget(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
+	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_limited_budget", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
+	ms, err := scanMessages("claim_limited_budget", rows, err)
+	if err != nil || len(ms) == 0 {
+		return nil, true, err
+	}
+	now := ms[0].ClaimUntil.UnixMicro() - us(lease)
+	var n int64
+	switch err := t.row(ctx, "queue_starts_add_at", queue, now, len(ms)).Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows): // no rate
+	case err != nil:
+		return nil, true, fmt.Errorf("queue_starts_add_at: %w", err)
+	case n == int64(len(ms)):
+		if _, err := t.exec(ctx, "queue_starts_prune_at", queue, now); err != nil {
+			return nil, true, err
+		}
+	}
+	return ms, true, nil
+}
+
 // ClaimConcurrency implements driver.LimitsTx (claim_concurrency, where
 // the dialect has it).
 func (t *Tx) ClaimConcurrency(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {

@@ -844,3 +844,12 @@ SELECT (SELECT count(*) FROM {p}messages WHERE queue = $1 AND state = 'C'),
 -- paused). Arguments: queue, queue.
 SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = $1 AND paused = 0), 0)
        - (SELECT count(*) FROM {p}messages WHERE queue = $2 AND state = 'C');
+
+-- only postgres: a stored routine ({p}claim_limited).
+-- name: claim_limited_one
+-- A claim of a queue whose limits have no partitions in one round trip,
+-- serialized with queue_limits_lock's claims ({p}claim_limited): nothing
+-- when the queue is paused, has no such limits or no room. Arguments as
+-- claim_parallel's.
+SELECT id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel
+  FROM {p}claim_limited($1, $2::int, $3::bigint, $4, $5::int, $6);

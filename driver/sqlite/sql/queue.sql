@@ -821,3 +821,46 @@ SELECT (SELECT COUNT(*) FROM {p}messages INDEXED BY {p}messages_ready WHERE queu
 -- paused). Arguments: queue, queue.
 SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = ?1 AND paused = 0), 0)
        - (SELECT COUNT(*) FROM {p}messages INDEXED BY {p}messages_ready WHERE queue = ?2 AND state = 'C');
+
+-- only sqlite: one writer at a time, so the counts of a write are never stale.
+-- name: claim_limited_budget
+-- A claim of a queue whose limits are a concurrency and/or a rate without
+-- partitions, in its write transaction: as many as the limits allow (the
+-- running messages, the starts of the buckets that overlap the window
+-- (now-per, now]); nothing when the queue is paused or has no such limits.
+-- The starts are then added (queue_starts_add_at at claim_until less the
+-- lease: the same now). Arguments as claim_parallel's.
+UPDATE {p}messages
+   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
+ WHERE id IN (SELECT id FROM {p}messages INDEXED BY {p}messages_ready
+               WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
+               ORDER BY priority, order_at, id
+               LIMIT COALESCE((SELECT max(0, min(?5,
+                        COALESCE(json_extract(pq.limits, '$.concurrency')
+                                 - (SELECT COUNT(*) FROM {p}messages c INDEXED BY {p}messages_ready WHERE c.queue = ?4 AND c.state = 'C'), ?5),
+                        COALESCE(json_extract(pq.limits, '$.rate')
+                                 - (SELECT COALESCE(SUM(s.n), 0) FROM {p}queue_starts s
+                                     WHERE s.queue = ?4 AND s.bucket_end > {now} - json_extract(pq.limits, '$.per_ns') / 1000), ?5)))
+                  FROM {p}queues pq
+                 WHERE pq.name = ?4 AND pq.paused = 0 AND pq.limits IS NOT NULL AND json_extract(pq.limits, '$.partition_by') IS NULL), 0))
+RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
+
+-- only sqlite: after claim_limited_budget.
+-- name: queue_starts_add_at
+-- Adds starts to the bucket of a time (microseconds) of a queue with a
+-- rate (nothing otherwise) and returns its count: the added count when
+-- the bucket is new. Arguments: queue, time, count.
+INSERT INTO {p}queue_starts (queue, part, bucket_end, n)
+SELECT ?1, '', (?2 / w + 1) * w, ?3
+  FROM (SELECT max(json_extract(limits, '$.per_ns') / 1000 / 16, 1) AS w FROM {p}queues
+         WHERE name = ?1 AND json_extract(limits, '$.rate') IS NOT NULL)
+ WHERE true
+ON CONFLICT (queue, part, bucket_end) DO UPDATE SET n = n + excluded.n
+RETURNING n;
+
+-- only sqlite: after a new bucket (queue_starts_add_at).
+-- name: queue_starts_prune_at
+-- Deletes a queue's buckets that no window ending at or after a time
+-- (microseconds) overlaps. Arguments: queue, time.
+DELETE FROM {p}queue_starts
+ WHERE queue = ?1 AND bucket_end <= ?2 - (SELECT json_extract(limits, '$.per_ns') / 1000 FROM {p}queues WHERE name = ?1);
