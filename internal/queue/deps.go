@@ -180,6 +180,10 @@ func insertDeps(ctx context.Context, d driver.DepsTx, insert func(driver.NewMess
 	return ids, ready, nil
 }
 
+// depsGather is the pause between two sweeps of one process while
+// kicks keep coming.
+const depsGather = 10 * time.Millisecond
+
 // DepsKick settles, in the background, the edges of parents (messages
 // this process just finished, cancelled or deleted) when edges wait:
 // coalesced, one sweep in flight and the ids of the next queued; each
@@ -198,7 +202,13 @@ func (e *Engine) DepsKick(parents ...int64) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		for again := true; again; again = e.deps.flight.Done("") {
+		for again, first := true, true; again; again, first = e.deps.flight.Done(""), false {
+			if !first {
+				// Kicks came during the last sweep: let more parents
+				// gather, so that a drain pays one sweep for many
+				// acknowledgements rather than one each.
+				time.Sleep(depsGather)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
 			err := e.flushDeps(ctx)
 			cancel()
