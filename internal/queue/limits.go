@@ -2,7 +2,6 @@ package queue
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -435,9 +434,7 @@ func (c claim) concurrencyChecked(ctx context.Context, ms []driver.Message) ([]d
 
 // servingOrder sorts messages in serving order (priority, time, id).
 func servingOrder(ms []driver.Message) {
-	slices.SortFunc(ms, func(a, b driver.Message) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.OrderAt.Compare(b.OrderAt), cmp.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(ms, func(a, b driver.Message) int { return serving(&a, &b) })
 }
 
 // giveBack gives claims that did not start back to the queue, each in its
