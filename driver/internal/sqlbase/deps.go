@@ -141,10 +141,11 @@ func (t *Tx) DepsPurge(ctx context.Context) error {
 	return nil
 }
 
-// listed runs the query name with {list} expanded for ids.
+// listedQuery runs the query name with {list} expanded for ids, on its
+// kept statement when there is one (listed).
 func (t *Tx) listedQuery(ctx context.Context, name string, ids []int64) (*sql.Rows, error) {
 	q := expandList(t.db.Q(name), t.db.D.Numbered, 1, len(ids))
-	return t.q().QueryContext(ctx, q, int64Args(ids)...)
+	return t.listed(ctx, q, len(ids)).QueryContext(ctx, q, int64Args(ids)...)
 }
 
 // DepsSweep implements driver.DepsRead.
