@@ -81,8 +81,8 @@ func (ks *Kinds[M]) Aliases(name string) []string {
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()
 	k, ok := ks.kinds[name]
-	if !ok {
-		return nil
+	if !ok || (len(k.Aliases) == 0 && k.name == name) {
+		return nil // the common case, on every claim: no allocation
 	}
 	var out []string
 	for _, n := range append([]string{k.name}, k.Aliases...) {
