@@ -11,18 +11,8 @@ import (
 // row lock (QueueLimitsLock).
 type LimitsTx interface {
 	// QueueSetLimits sets a queue's limits, a JSON object ("" clears
-	// them), and its concurrency when that is its only limit (0
-	// otherwise); false when the queue does not exist.
-	QueueSetLimits(ctx context.Context, name, limits string, onlyConcurrency int) (bool, error)
-	// ClaimConcurrency claims, in one statement and without a lock, up to
-	// limit ready messages (of the kind, "" for any) of a queue whose only
-	// limit is a concurrency, within the room the statement sees (none
-	// when the queue has other limits or none), in claim mode
-	// ClaimLimited; ok is false when the dialect cannot (the engine then
-	// claims QueueConcurrencyRoom's room with ClaimCandidates and
-	// ClaimIDs). Concurrent claims may together go over the limit: each
-	// checks with QueueConcurrencyCheck once it is visible.
-	ClaimConcurrency(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
+	// them); false when the queue does not exist.
+	QueueSetLimits(ctx context.Context, name, limits string) (bool, error)
 	// ClaimLimitedOne claims, in one round trip serialized with the
 	// claims under QueueLimitsLock, up to limit ready messages (of the
 	// kind, "" for any) of a queue whose limits are a concurrency and/or
@@ -31,13 +21,6 @@ type LimitsTx interface {
 	// has no such limits or no room (the engine's locked claim then
 	// decides); ok is false when the dialect cannot.
 	ClaimLimitedOne(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
-	// QueueConcurrencyRoom is the room of a queue whose only limit is a
-	// concurrency: the limit less its running messages (0 or less when it
-	// has other limits or none).
-	QueueConcurrencyRoom(ctx context.Context, queue string) (int, error)
-	// QueueConcurrencyCheck reads a queue's running messages and its
-	// concurrency when that is its only limit (only false otherwise).
-	QueueConcurrencyCheck(ctx context.Context, queue string) (running, limit int, only bool, err error)
 	// QueueLimits reads a queue's limits ("" for none); found is false
 	// when the queue does not exist.
 	QueueLimits(ctx context.Context, name string) (limits string, found bool, err error)

@@ -71,7 +71,7 @@ type CallerQueueTx interface {
 	QueueExists(ctx context.Context, name string) (bool, error)
 	QueuePause(ctx context.Context, name string, paused bool) (bool, error)
 	// QueueSetLimits is LimitsTx's.
-	QueueSetLimits(ctx context.Context, name, limits string, onlyConcurrency int) (bool, error)
+	QueueSetLimits(ctx context.Context, name, limits string) (bool, error)
 	MessageRetryNow(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageDelete(ctx context.Context, queue string, id int64) (done bool, state MessageState, err error)
 	MessageCancel(ctx context.Context, id int64) (state MessageState, err error)

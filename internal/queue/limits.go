@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -89,15 +88,6 @@ func (l Limits) Check() error {
 // IsZero reports whether the limits are none.
 func (l Limits) IsZero() bool { return l == Limits{} }
 
-// onlyConcurrency is the queue-wide concurrency when it is the only
-// limit (0 otherwise): such a queue's claims take no lock (claimConcurrency).
-func (l Limits) onlyConcurrency() int {
-	if l == (Limits{Concurrency: l.Concurrency}) {
-		return l.Concurrency
-	}
-	return 0
-}
-
 // rated reports whether a rate applies.
 func (l Limits) rated() bool { return l.Rate > 0 || l.PartitionRate > 0 }
 
@@ -146,11 +136,8 @@ func argValue(payload []byte, name string) string {
 // wake the consumers of other processes too).
 type limitState struct {
 	limited, full atomic.Bool
-	// only: the queue's only limit is a concurrency (claimConcurrency).
-	only atomic.Bool
-	// direct: its limits have no partitions (ClaimLimitedOne); noTx: the
-	// dialect has no ClaimLimitedOne in a transaction either.
-	direct, noTx atomic.Bool
+	// direct: its limits have no partitions (ClaimLimitedOne).
+	direct atomic.Bool
 }
 
 // limitOf is the queue's limitState, made on first use.
@@ -179,14 +166,14 @@ func ParseLimits(s string) (Limits, error) {
 // queue's consumers wake everywhere: raised or cleared limits may let
 // them claim.
 func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
-	stored, only, err := storedLimits(l)
+	stored, err := storedLimits(l)
 	if err != nil {
 		return err
 	}
 	var found bool
 	err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		var err error
-		found, err = tx.QueueSetLimits(ctx, queue, stored, only)
+		found, err = tx.QueueSetLimits(ctx, queue, stored)
 		return err
 	})
 	switch {
@@ -196,7 +183,6 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 		return fmt.Errorf("%w: %q", errs.ErrUnknownQueue, queue)
 	}
 	st := e.limitOf(queue)
-	st.only.Store(l.onlyConcurrency() > 0)
 	st.direct.Store(l.PartitionBy == "")
 	st.limited.Store(!l.IsZero())
 	e.Wake(queue)
@@ -204,13 +190,13 @@ func (e *Engine) SetLimits(ctx context.Context, queue string, l Limits) error {
 }
 
 // storedLimits checks l and returns what the queue's row stores: its
-// JSON ("" for none) and its concurrency when that is its only limit.
-func storedLimits(l Limits) (string, int, error) {
+// JSON ("" for none).
+func storedLimits(l Limits) (string, error) {
 	if err := l.Check(); err != nil || l.IsZero() {
-		return "", 0, err
+		return "", err
 	}
 	b, err := json.Marshal(l)
-	return string(b), l.onlyConcurrency(), err
+	return string(b), err
 }
 
 // SetLimits sets a queue's limits in the caller's transaction; its
@@ -218,11 +204,11 @@ func storedLimits(l Limits) (string, int, error) {
 // learned by the claims (the SQL refuses a limited queue to a process
 // that did not know).
 func (c Caller) SetLimits(ctx context.Context, queue string, l Limits) error {
-	stored, only, err := storedLimits(l)
+	stored, err := storedLimits(l)
 	if err != nil {
 		return err
 	}
-	found, err := c.q.QueueSetLimits(ctx, queue, stored, only)
+	found, err := c.q.QueueSetLimits(ctx, queue, stored)
 	switch {
 	case err != nil:
 		return fmt.Errorf("baton: set queue limits: %w", err)
@@ -294,142 +280,42 @@ func (e *Engine) Claim(ctx context.Context, sessionID, queue string, mode claimr
 	return e.claimLimited(ctx, c)
 }
 
-// claimLimited claims what the queue's limits allow: in one round trip
-// where the dialect can (ClaimLimitedOne: limits without partitions);
-// else without a lock when its only limit is a concurrency
-// (claimConcurrency); otherwise, and when the first found no room (it
-// does not say why, nor until when), in a transaction under the queue's
-// row lock.
+// claimLimited claims what the queue's limits allow: when they have no
+// partitions, in one round trip where the dialect can (ClaimLimitedOne: a
+// routine), else in a short transaction (SQLite); otherwise, and when
+// that found no room (it does not say why, nor until when), in a
+// transaction under the queue's row lock.
 func (e *Engine) claimLimited(ctx context.Context, c claim) ([]*driver.Message, time.Duration, error) {
 	st := e.limitOf(c.queue)
-	if st.direct.Load() || st.only.Load() {
+	if st.direct.Load() {
 		ms, ok, err := e.drv.Relaxed().ClaimLimitedOne(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
-		switch {
-		case err != nil:
+		if err == nil && !ok {
+			err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
+				ms, _, err = tx.ClaimLimitedOne(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
+				return err
+			})
+		}
+		if err != nil {
 			return nil, 0, err
-		case len(ms) > 0:
+		}
+		if len(ms) > 0 {
 			// Fewer than asked: perhaps at the limit (the settles then
 			// wake the other processes too).
 			st.full.Store(len(ms) < c.limit)
 			return ServingOrder(ms), 0, nil
-		case !ok && st.only.Load():
-			ms, dueIn, only, err := c.claimConcurrency(ctx)
-			if err != nil || only {
-				return ServingOrder(ms), dueIn, err
-			}
-		case !ok && !st.noTx.Load():
-			// In a transaction where the dialect can (SQLite).
-			err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
-				ms, ok, err = tx.ClaimLimitedOne(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
-				return err
-			})
-			if err != nil {
-				return nil, 0, err
-			}
-			st.noTx.Store(!ok)
-			if len(ms) > 0 {
-				st.full.Store(len(ms) < c.limit)
-				return ServingOrder(ms), 0, nil
-			}
 		}
 	}
 	var out []driver.Message
 	var dueIn time.Duration
-	var only bool
 	err := txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
 		var err error
-		out, dueIn, only, err = c.limitedIn(ctx, tx)
+		out, dueIn, err = c.limitedIn(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	st.only.Store(only)
-	if only {
-		// The lock-free claims of such a queue check after they claim:
-		// so must this one (their claims do not wait for the lock).
-		out, err = c.concurrencyChecked(ctx, out)
-	}
-	return ServingOrder(out), dueIn, err
-}
-
-// claimConcurrency is the claim of a queue whose only limit is a
-// concurrency C, without a lock: a claim takes at most the room it sees
-// (C less the running messages), then, once its claim is visible to
-// every other claim (committed), counts the running messages again and
-// gives back (unstarted, its attempt taken back) as many of its own as
-// the count is over C. Every claim of such a queue does so (the locked
-// path too: claimLimited), so the messages kept never exceed C: of the
-// claims kept, take the one whose count came last; every other kept claim
-// was committed before its own claimer counted, so before this count,
-// which therefore saw them all and kept at most C. Claims that overlap may
-// both give back and leave room unused until the next claim. only is
-// false when C is no longer the queue's only limit (nothing kept).
-func (c claim) claimConcurrency(ctx context.Context) (ms []driver.Message, dueIn time.Duration, only bool, err error) {
-	e := c.e
-	ms, ok, err := e.drv.Relaxed().ClaimConcurrency(ctx, c.queue, c.kind, c.session, c.visibility, c.limit)
-	if err != nil {
-		return nil, 0, true, err
-	}
-	if !ok {
-		// No UPDATE ... RETURNING (MySQL): the room, then its claim, in a
-		// transaction.
-		err = txn.InTx(ctx, e.drv, func(tx driver.Tx) error {
-			room, err := tx.QueueConcurrencyRoom(ctx, c.queue)
-			if err != nil || room <= 0 {
-				ms = nil
-				return err
-			}
-			ids, err := tx.ClaimCandidates(ctx, c.queue, c.kind, min(c.limit, room))
-			if err != nil {
-				return err
-			}
-			ms, err = c.claimLimitedIDs(ctx, tx, ids)
-			return err
-		})
-		if err != nil {
-			return nil, 0, true, err
-		}
-	}
-	running, limit, only, err := e.drv.NoTx().QueueConcurrencyCheck(ctx, c.queue)
-	if err == nil && !only {
-		err = c.giveBack(ctx, ms)
-		e.limitOf(c.queue).only.Store(false)
-		return nil, 0, false, err
-	}
-	if err != nil {
-		return nil, 0, true, errors.Join(err, c.giveBack(ctx, ms))
-	}
-	over := min(max(running-limit, 0), len(ms))
-	servingOrder(ms) // keep the first, give back the last
-	if err := c.giveBack(ctx, ms[len(ms)-over:]); err != nil {
-		return nil, 0, true, err
-	}
-	ms = ms[:len(ms)-over]
-	e.limitOf(c.queue).full.Store(running-over >= limit)
-	if len(ms) == 0 && running < limit {
-		// Room, and nothing ready: until the next delayed message.
-		dueIn, _, err = e.drv.NoTx().QueueNextDue(ctx, c.queue)
-	}
-	return ms, dueIn, true, err
-}
-
-// concurrencyChecked is claimConcurrency's check of a claim made by the
-// locked path: what it keeps of ms.
-func (c claim) concurrencyChecked(ctx context.Context, ms []driver.Message) ([]driver.Message, error) {
-	running, limit, only, err := c.e.drv.NoTx().QueueConcurrencyCheck(ctx, c.queue)
-	if err != nil {
-		return nil, errors.Join(err, c.giveBack(ctx, ms))
-	}
-	over := len(ms)
-	if only {
-		over = min(max(running-limit, 0), len(ms))
-	}
-	servingOrder(ms)
-	if err := c.giveBack(ctx, ms[len(ms)-over:]); err != nil {
-		return nil, err
-	}
-	return ms[:len(ms)-over], nil
+	return ServingOrder(out), dueIn, nil
 }
 
 // servingOrder sorts messages in serving order (priority, time, id).
@@ -437,52 +323,27 @@ func servingOrder(ms []driver.Message) {
 	slices.SortFunc(ms, func(a, b driver.Message) int { return serving(&a, &b) })
 }
 
-// giveBack gives claims that did not start back to the queue, each in its
-// place with the attempt its claim counted taken back.
-func (c claim) giveBack(ctx context.Context, ms []driver.Message) error {
-	if len(ms) == 0 {
-		return nil
-	}
-	for _, m := range ms {
-		cl := driver.Claim{ID: m.ID, SessionID: c.session, Attempt: m.Attempt}
-		ok, err := c.e.drv.Relaxed().MessageRelease(ctx, cl)
-		if err == nil && !ok {
-			// Cancelled meanwhile (or no longer ours: then nothing): it
-			// ends cancelled, as a recovery ends it.
-			_, err = c.e.drv.Relaxed().MessageFinish(ctx, cl, driver.MessageCancelled,
-				&driver.AttemptError{At: time.Now().UTC(), Attempt: m.Attempt, Error: "cancelled before it started"})
-		}
-		if err != nil {
-			return fmt.Errorf("baton: give back a claim over the queue's concurrency limit: %w", err)
-		}
-	}
-	c.e.Wake(c.queue)
-	return nil
-}
-
 // limitedIn is claimLimited's transaction: the queue's row locked (every
 // limited claim of the queue, in any process, waits for it), it counts
 // what runs and what started in the rate's window, reads the waiting
 // messages in serving order (page by page, so that a full partition does
 // not hide the others behind it) and claims those every limit allows.
-func (c claim) limitedIn(ctx context.Context, tx driver.Tx) (_ []driver.Message, _ time.Duration, only bool, err error) {
+func (c claim) limitedIn(ctx context.Context, tx driver.Tx) ([]driver.Message, time.Duration, error) {
 	stored, now, found, err := tx.QueueLimitsLock(ctx, c.queue)
 	if err != nil || !found {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
 	l, err := ParseLimits(stored)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
 	c.e.limitOf(c.queue).direct.Store(l.PartitionBy == "")
 	if l.IsZero() {
 		// Cleared meanwhile: an ordinary claim, in this transaction.
 		c.e.limitOf(c.queue).limited.Store(false)
-		ms, dueIn, err := c.in(ctx, tx)
-		return ms, dueIn, false, err
+		return c.in(ctx, tx)
 	}
-	ms, dueIn, err := c.limitedUnder(ctx, tx, l, now)
-	return ms, dueIn, l.onlyConcurrency() > 0, err
+	return c.limitedUnder(ctx, tx, l, now)
 }
 
 // limitedUnder is limitedIn's claim under the row lock, of a queue with

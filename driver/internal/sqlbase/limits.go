@@ -11,12 +11,8 @@ import (
 )
 
 // QueueSetLimits implements driver.LimitsTx.
-func (t *Tx) QueueSetLimits(ctx context.Context, name, limits string, onlyConcurrency int) (bool, error) {
-	var conc any
-	if onlyConcurrency > 0 {
-		conc = onlyConcurrency
-	}
-	res, err := t.exec(ctx, "queue_limits_set", nullString(limits), conc, name)
+func (t *Tx) QueueSetLimits(ctx context.Context, name, limits string) (bool, error) {
+	res, err := t.exec(ctx, "queue_limits_set", nullString(limits), name)
 	if err != nil {
 		return false, err
 	}
@@ -99,20 +95,20 @@ func (t *Tx) ClaimLimitedDirect(ctx context.Context, queue, kind, sessionID stri
 	return ms, true, err
 }
 
-// ClaimLimitedOne implements driver.LimitsTx: claim_limited_one (a
-// routine) where the dialect has it; in a transaction,
-// claim_limited_budget and the starts where the dialect has that (SQLite:
-// a write's counts are never stale).
+// ClaimLimitedOne implements driver.LimitsTx: outside a transaction,
+// claim_limited_one (a routine, which commits its own) where the dialect
+// has it; in a transaction, claim_limited_budget and the starts where the
+// dialect has that (SQLite: a write's counts are never stale).
 func (t *Tx) ClaimLimitedOne(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
-	if _, has := t.db.D.Queries["claim_limited_one"]; !has {
-		if _, has := t.db.D.Queries["claim_limited_budget"]; !has || t.Tx == nil {
-			return nil, false, nil
-		}
+	if _, has := t.db.D.Queries["claim_limited_one"]; has && t.Tx == nil {
+		rows, err := t.db.QueryNamed(ctx, nil, "claim_limited_one", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
+		ms, err := scanMessages("claim_limited_one", rows, err)
+		return ms, true, err
+	}
+	if _, has := t.db.D.Queries["claim_limited_budget"]; has && t.Tx != nil {
 		return t.claimLimitedBudget(ctx, queue, kind, sessionID, lease, limit)
 	}
-	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_limited_one", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
-	ms, err := scanMessages("claim_limited_one", rows, err)
-	return ms, true, err
+	return nil, false, nil
 }
 
 // claimLimitedBudget is ClaimLimitedOne in a transaction: the claim, then
@@ -136,33 +132,6 @@ func (t *Tx) claimLimitedBudget(ctx context.Context, queue, kind, sessionID stri
 		}
 	}
 	return ms, true, nil
-}
-
-// ClaimConcurrency implements driver.LimitsTx (claim_concurrency, where
-// the dialect has it).
-func (t *Tx) ClaimConcurrency(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) ([]driver.Message, bool, error) {
-	if _, has := t.db.D.Queries["claim_concurrency"]; !has {
-		return nil, false, nil
-	}
-	rows, err := t.db.QueryNamed(ctx, t.Tx, "claim_concurrency", sessionID, driver.ClaimLimited, us(lease), queue, limit, kind)
-	ms, err := scanMessages("claim_concurrency", rows, err)
-	return ms, true, err
-}
-
-// QueueConcurrencyRoom implements driver.LimitsTx.
-func (t *Tx) QueueConcurrencyRoom(ctx context.Context, queue string) (int, error) {
-	n, err := t.count(ctx, "queue_concurrency_room", queue, queue)
-	return int(n), err
-}
-
-// QueueConcurrencyCheck implements driver.LimitsTx.
-func (t *Tx) QueueConcurrencyCheck(ctx context.Context, queue string) (int, int, bool, error) {
-	var running int
-	var limit sql.NullInt64
-	if err := t.row(ctx, "queue_concurrency_check", queue, queue).Scan(&running, &limit); err != nil {
-		return 0, 0, false, fmt.Errorf("queue_concurrency_check: %w", err)
-	}
-	return running, int(limit.Int64), limit.Valid, nil
 }
 
 // QueueStarts implements driver.LimitsTx.

@@ -4,13 +4,6 @@
 -- claims go through the limited path, under the queue's row lock.
 ALTER TABLE {p}queues ADD COLUMN limits TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
 
--- limit_concurrency is the queue-wide concurrency limit when it is the
--- queue's only limit, NULL otherwise: such a queue's parallel claims need
--- no lock (claim_concurrency: each claims within the room it sees, then
--- checks the count once its claim is visible to the others and gives
--- back what went over).
-ALTER TABLE {p}queues ADD COLUMN limit_concurrency INT NULL;
-
 -- Starts (claims that start a run) of rate-limited queues, counted per
 -- partition ('' for the whole queue) and per time bucket ending at
 -- bucket_end (microseconds); buckets that can no longer overlap a window

@@ -673,10 +673,9 @@ UPDATE {p}messages SET meta = JSON_SET(COALESCE(meta, '{}'), '$.output', JSON_EX
 -- ---- concurrency and rate limits (migration 002) ----
 
 -- name: queue_limits_set
--- Sets a queue's limits (a JSON object; NULL clears them) and its
--- concurrency when that is its only limit (NULL otherwise). Arguments:
--- limits, concurrency, queue.
-UPDATE {p}queues SET limits = ?, limit_concurrency = ? WHERE name = ?;
+-- Sets a queue's limits (a JSON object; NULL clears them). Arguments:
+-- limits, queue.
+UPDATE {p}queues SET limits = ? WHERE name = ?;
 
 -- name: queue_limits
 -- A queue's limits (NULL: none); no row: no such queue.
@@ -735,20 +734,10 @@ UPDATE {p}messages
  WHERE id IN ({list4}) AND state = 'R'
    AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL));
 
--- name: queue_concurrency_check
--- After the claim of a queue whose only limit is a concurrency (its
--- transaction committed): the queue's running messages and its
--- concurrency limit (NULL: no longer its only limit). Arguments: queue,
--- queue.
-SELECT (SELECT COUNT(*) FROM {p}messages FORCE INDEX (messages_ready) WHERE queue = ? AND state = 'C'),
-       (SELECT limit_concurrency FROM {p}queues WHERE name = ?);
-
--- name: queue_concurrency_room
--- The room of a queue whose only limit is a concurrency: the limit less
--- its running messages (0 when it has other limits or none, or is
--- paused); the claim of that many (claim_candidates, claim_ids) follows in
--- the transaction, without a lock: concurrent claims may together go
--- over, and each checks once committed (queue_concurrency_check).
--- Arguments: queue, queue.
-SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = ? AND paused = 0), 0)
-       - (SELECT COUNT(*) FROM {p}messages FORCE INDEX (messages_ready) WHERE queue = ? AND state = 'C');
+-- only postgres, mysql: a stored routine ({p}claim_limited).
+-- name: claim_limited_one
+-- A claim of a queue whose limits have no partitions in one round trip
+-- and a transaction of its own ({p}claim_limited; outside any transaction
+-- only): nothing when the queue is paused, has no such limits or no room.
+-- Arguments as claim_ids_parallel's, then queue, limit and kind.
+CALL {p}claim_limited(?, ?, ?, ?, ?, ?);

@@ -744,10 +744,9 @@ UPDATE {p}messages SET meta = (COALESCE(meta, '{}')::jsonb || jsonb_build_object
 -- ---- concurrency and rate limits (migration 002) ----
 
 -- name: queue_limits_set
--- Sets a queue's limits (a JSON object; NULL clears them) and its
--- concurrency when that is its only limit (NULL otherwise). Arguments:
--- limits, concurrency, queue.
-UPDATE {p}queues SET limits = $1, limit_concurrency = $2 WHERE name = $3;
+-- Sets a queue's limits (a JSON object; NULL clears them). Arguments:
+-- limits, queue.
+UPDATE {p}queues SET limits = $1 WHERE name = $2;
 
 -- name: queue_limits
 -- A queue's limits (NULL: none); no row: no such queue.
@@ -812,40 +811,7 @@ UPDATE {p}messages
                  FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
 
--- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
--- name: claim_concurrency
--- A parallel claim of a queue whose only limit is a concurrency
--- (limit_concurrency), in one statement and without a lock: at most the
--- room it sees (the limit less the running messages). Concurrent claims
--- may together go over; each then checks (queue_concurrency_check) once
--- it is visible and gives back what went over. No room (0) when the
--- queue has other limits or none. Arguments: session, mode, lease, queue,
--- limit, kind ('' for any).
-UPDATE {p}messages
-   SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
- WHERE id IN (SELECT id FROM {p}messages
-               WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
-               ORDER BY priority, order_at, id
-               LIMIT GREATEST(0, LEAST($5::int, COALESCE((SELECT pq.limit_concurrency FROM {p}queues pq WHERE pq.name = $4 AND pq.paused = 0), 0)
-                                        - (SELECT count(*) FROM {p}messages c WHERE c.queue = $4 AND c.state = 'C')))
-                 FOR UPDATE SKIP LOCKED)
-RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
-
--- name: queue_concurrency_check
--- After a claim_concurrency: the queue's running messages and its
--- concurrency limit (NULL: no longer its only limit). Arguments: queue,
--- queue.
-SELECT (SELECT count(*) FROM {p}messages WHERE queue = $1 AND state = 'C'),
-       (SELECT limit_concurrency FROM {p}queues WHERE name = $2);
-
--- name: queue_concurrency_room
--- The room of a queue whose only limit is a concurrency: the limit less
--- its running messages (0 when it has other limits or none, or is
--- paused). Arguments: queue, queue.
-SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = $1 AND paused = 0), 0)
-       - (SELECT count(*) FROM {p}messages WHERE queue = $2 AND state = 'C');
-
--- only postgres: a stored routine ({p}claim_limited).
+-- only postgres, mysql: a stored routine ({p}claim_limited).
 -- name: claim_limited_one
 -- A claim of a queue whose limits have no partitions in one round trip,
 -- serialized with queue_limits_lock's claims ({p}claim_limited): nothing

@@ -727,10 +727,9 @@ UPDATE {p}messages SET meta = json_set(COALESCE(meta, '{}'), '$.output', json(?1
 -- ---- concurrency and rate limits (migration 002) ----
 
 -- name: queue_limits_set
--- Sets a queue's limits (a JSON object; NULL clears them) and its
--- concurrency when that is its only limit (NULL otherwise). Arguments:
--- limits, concurrency, queue.
-UPDATE {p}queues SET limits = ?1, limit_concurrency = ?2 WHERE name = ?3;
+-- Sets a queue's limits (a JSON object; NULL clears them). Arguments:
+-- limits, queue.
+UPDATE {p}queues SET limits = ?1 WHERE name = ?2;
 
 -- name: queue_limits
 -- A queue's limits (NULL: none); no row: no such queue.
@@ -789,38 +788,6 @@ UPDATE {p}messages
                  AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT ?5)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
-
--- only sqlite, postgres: MySQL has no UPDATE ... RETURNING.
--- name: claim_concurrency
--- A parallel claim of a queue whose only limit is a concurrency
--- (limit_concurrency), in one statement and without a lock: at most the
--- room it sees (the limit less the running messages). Concurrent claims
--- may together go over; each then checks (queue_concurrency_check) once
--- it is visible and gives back what went over. No room (0) when the
--- queue has other limits or none. Arguments: session, mode, lease, queue,
--- limit, kind ('' for any).
-UPDATE {p}messages
-   SET state = 'C', claimed_by = ?1, claim_mode = ?2, claim_until = {now} + ?3, attempt = attempt + 1
- WHERE id IN (SELECT id FROM {p}messages INDEXED BY {p}messages_ready
-               WHERE queue = ?4 AND state = 'R' AND run_at <= {now} AND (?6 = '' OR kind = ?6)
-               ORDER BY priority, order_at, id
-               LIMIT max(0, min(?5, COALESCE((SELECT pq.limit_concurrency FROM {p}queues pq WHERE pq.name = ?4 AND pq.paused = 0), 0)
-                                    - (SELECT COUNT(*) FROM {p}messages c INDEXED BY {p}messages_ready WHERE c.queue = ?4 AND c.state = 'C'))))
-RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
-
--- name: queue_concurrency_check
--- After a claim_concurrency (or its transaction on MySQL): the queue's
--- running messages and its concurrency limit (NULL: no longer its only
--- limit). Arguments: queue, queue.
-SELECT (SELECT COUNT(*) FROM {p}messages INDEXED BY {p}messages_ready WHERE queue = ?1 AND state = 'C'),
-       (SELECT limit_concurrency FROM {p}queues WHERE name = ?2);
-
--- name: queue_concurrency_room
--- The room of a queue whose only limit is a concurrency: the limit less
--- its running messages (0 when it has other limits or none, or is
--- paused). Arguments: queue, queue.
-SELECT COALESCE((SELECT limit_concurrency FROM {p}queues WHERE name = ?1 AND paused = 0), 0)
-       - (SELECT COUNT(*) FROM {p}messages INDEXED BY {p}messages_ready WHERE queue = ?2 AND state = 'C');
 
 -- only sqlite: one writer at a time, so the counts of a write are never stale.
 -- name: claim_limited_budget
