@@ -82,7 +82,7 @@ RETURNING id;
 -- Arguments: queue, kind ('' for any), limit.
 SELECT id FROM {p}messages
  WHERE queue = $1 AND state = 'R' AND run_at <= {now} AND ($2::text = '' OR kind = $2)
-   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $1::text AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
  ORDER BY priority, order_at, id LIMIT $3
    FOR UPDATE SKIP LOCKED;
 
@@ -91,12 +91,12 @@ SELECT id FROM {p}messages
 -- key. Run under queue_lock.
 SELECT m.id FROM {p}messages m
  WHERE m.queue = $1 AND m.state = 'R' AND m.run_at <= {now}
-   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = m.queue AND pq.paused <> 0)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $1::text AND pq.paused <> 0)
    AND (m.msg_key IS NULL OR (
         NOT EXISTS (SELECT 1 FROM {p}messages c
-                     WHERE c.queue = m.queue AND c.msg_key = m.msg_key AND c.state = 'C')
+                     WHERE c.queue = $1 AND c.msg_key = m.msg_key AND c.state = 'C')
     AND NOT EXISTS (SELECT 1 FROM {p}messages e
-                     WHERE e.queue = m.queue AND e.msg_key = m.msg_key AND e.state = 'R'
+                     WHERE e.queue = $1 AND e.msg_key = m.msg_key AND e.state = 'R'
                        AND (e.priority < m.priority OR (e.priority = m.priority
                             AND (e.order_at < m.order_at OR (e.order_at = m.order_at AND e.id < m.id)))))))
  ORDER BY m.priority, m.order_at, m.id LIMIT $2;
@@ -107,7 +107,7 @@ SELECT COUNT(*) FROM {p}messages WHERE queue = $1 AND state = 'C';
 -- name: claim_head
 -- The next messages of an ordered queue in order, due or not, with how long
 -- until each is due.
-SELECT id, run_at - {now} FROM {p}messages WHERE queue = $1 AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0) ORDER BY priority, order_at, id LIMIT $2;
+SELECT id, run_at - {now} FROM {p}messages WHERE queue = $1 AND state = 'R' AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $1::text AND pq.paused <> 0) ORDER BY priority, order_at, id LIMIT $2;
 
 -- name: claim_ids
 UPDATE {p}messages
@@ -134,7 +134,7 @@ SELECT q.name FROM {p}queues q
 -- enqueued to run at once is due already, and a claim that did not take it
 -- waits for the next wake-up or poll whatever this returns.
 SELECT MIN(run_at) - {now} FROM {p}messages
- WHERE queue = $1 AND state = 'R' AND run_at > created_at AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0);
+ WHERE queue = $1 AND state = 'R' AND run_at > created_at AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $1::text AND pq.paused <> 0);
 
 -- name: message_ack
 DELETE FROM {p}messages WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND state = 'C';
@@ -490,7 +490,7 @@ UPDATE {p}messages
    SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages
                WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
-                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $4::text AND (pq.paused <> 0 OR pq.limits IS NOT NULL))
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
@@ -779,7 +779,7 @@ SELECT id, priority, order_at, msg_key, kind, CASE WHEN $1::int = 1 THEN payload
   FROM {p}messages
  WHERE queue = $2 AND state = 'R' AND run_at <= {now} AND ($3::text = '' OR kind = $3)
    AND (priority, order_at, id) > ($4::int, $5::bigint, $6::bigint)
-   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+   AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $2::text AND pq.paused <> 0)
  ORDER BY priority, order_at, id LIMIT $7;
 
 -- name: queue_starts_list
@@ -806,7 +806,7 @@ UPDATE {p}messages
    SET state = 'C', claimed_by = $1, claim_mode = $2::int, claim_until = {now} + $3::bigint, attempt = attempt + 1
  WHERE id IN (SELECT id FROM {p}messages
                WHERE queue = $4 AND state = 'R' AND run_at <= {now} AND ($6::text = '' OR kind = $6)
-                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = {p}messages.queue AND pq.paused <> 0)
+                 AND NOT EXISTS (SELECT 1 FROM {p}queues pq WHERE pq.name = $4::text AND pq.paused <> 0)
                ORDER BY priority, order_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, payload, priority, msg_key, run_at, order_at, attempt, max_attempts, state, claimed_by, claim_mode, claim_until, last_error, created_at, meta, kind, errors, cancel;
