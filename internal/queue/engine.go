@@ -357,13 +357,20 @@ func (c claim) in(ctx context.Context, tx driver.Tx) ([]driver.Message, time.Dur
 	if _, err := tx.ClaimIDs(ctx, c.session, int(c.mode), c.visibility, head); err != nil {
 		return nil, 0, err
 	}
+	ms, err := c.held(ctx, tx, ids)
+	return ms, 0, err
+}
+
+// held reads the messages of ids that the session holds now (a claim by
+// ids takes only those still ready).
+func (c claim) held(ctx context.Context, tx driver.Tx, ids []int64) ([]driver.Message, error) {
 	ms, err := tx.MessageByIDs(ctx, ids)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	return slices.DeleteFunc(ms, func(m driver.Message) bool {
 		return m.State != driver.MessageClaimed || m.ClaimedBy != c.session
-	}), 0, nil
+	}), nil
 }
 
 // candidates lists the messages the mode allows to claim now; with none,

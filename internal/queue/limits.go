@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -318,11 +317,6 @@ func (e *Engine) claimLimited(ctx context.Context, c claim) ([]*driver.Message, 
 	return ServingOrder(out), dueIn, nil
 }
 
-// servingOrder sorts messages in serving order (priority, time, id).
-func servingOrder(ms []driver.Message) {
-	slices.SortFunc(ms, func(a, b driver.Message) int { return serving(&a, &b) })
-}
-
 // limitedIn is claimLimited's transaction: the queue's row locked (every
 // limited claim of the queue, in any process, waits for it), it counts
 // what runs and what started in the rate's window, reads the waiting
@@ -506,13 +500,7 @@ func (c claim) claimLimitedIDs(ctx context.Context, tx driver.Tx, ids []int64) (
 	if _, err := tx.ClaimIDs(ctx, c.session, driver.ClaimLimited, c.visibility, ids); err != nil {
 		return nil, err
 	}
-	ms, err := tx.MessageByIDs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(ms, func(m driver.Message) bool {
-		return m.State != driver.MessageClaimed || m.ClaimedBy != c.session
-	}), nil
+	return c.held(ctx, tx, ids)
 }
 
 // limitedDue is how long a limited claim that took nothing waits at most:
