@@ -138,8 +138,10 @@ type Point struct {
 // current minute.
 func (e *Engine) History(ctx context.Context, queue string, span, step time.Duration) ([]Point, error) {
 	n, per := int(span/step), int64(step/time.Minute)
-	rows, now, err := inQueueTx2(ctx, e, queue, func(tx driver.Tx) ([]driver.RollupRow, int64, error) {
-		return tx.ThroughputHistory(ctx, queue, int(span/time.Minute+step/time.Minute))
+	var now int64
+	rows, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (rows []driver.RollupRow, err error) {
+		rows, now, err = tx.ThroughputHistory(ctx, queue, int(span/time.Minute+step/time.Minute))
+		return rows, err
 	})
 	if err != nil {
 		return nil, err
@@ -165,20 +167,6 @@ func (e *Engine) History(ctx context.Context, queue string, span, step time.Dura
 		}
 	}
 	return out, nil
-}
-
-// inQueueTx2 is inQueueTx for a function of two results.
-func inQueueTx2[T, U any](ctx context.Context, e *Engine, queue string, fn func(tx driver.Tx) (T, U, error)) (T, U, error) {
-	var u U
-	t, err := inQueueTx(ctx, e, queue, func(tx driver.Tx) (T, error) {
-		var (
-			t   T
-			err error
-		)
-		t, u, err = fn(tx)
-		return t, err
-	})
-	return t, u, err
 }
 
 // Percentile estimates the q-quantile (0 < q <= 1) of the durations
