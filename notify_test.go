@@ -82,6 +82,28 @@ func TestNotifyReachesEveryListener(t *testing.T) {
 	})
 }
 
+// TestNotifyInstallationsApart: two installations (on PostgreSQL, two
+// schemas of one database, the same table prefix) do not hear each
+// other's notifications: PostgreSQL's channels are the database's, so
+// baton's carry the schema.
+func TestNotifyInstallationsApart(t *testing.T) {
+	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
+		c1, _ := open(t, b)
+		c2, _ := open(t, b)
+		l1 := listen(t, c1, "jobs")
+		if err := c2.Notify(ctxT(t), "jobs", "the other installation"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c1.Notify(ctxT(t), "jobs", "mine"); err != nil {
+			t.Fatal(err)
+		}
+		if n := next(t, l1); n.Payload != "mine" {
+			t.Fatalf("got %+v, want only this installation's notification", n)
+		}
+		none(t, l1, 200*time.Millisecond)
+	})
+}
+
 func TestNotifyTxCommitAndRollback(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
 		c, db, ctx := openQDB(t, b)

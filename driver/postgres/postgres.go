@@ -17,7 +17,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"embed"
 	"errors"
 	"fmt"
@@ -228,7 +230,8 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: cfg, prefix: prefix, channel: prefix + "wake", notifyCh: prefix + "notify", pooled: pooled, listenCfg: listenCfg}
+	d := &Driver{cfg: cfg, prefix: prefix, pooled: pooled, listenCfg: listenCfg}
+	d.channel, d.notifyCh = channelName(d.searchSchema(), prefix, "wake"), channelName(d.searchSchema(), prefix, "notify")
 	d.lines = d.newLines()
 	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "postgres",
@@ -250,6 +253,23 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 			driver.Statement{Query: "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.' || $1))", Args: []any{prefix + "migrate"}}),
 	}
 	return d, nil
+}
+
+// channelName is one of baton's NOTIFY channels (wake, notify) for the
+// prefix, qualified by the schema of the DSN's search_path: channels are
+// the database's, so installations in two schemas of one database would
+// otherwise hear each other's wake-ups and job events. A name past
+// PostgreSQL's 63 bytes is the prefix's name and a hash of the whole.
+func channelName(schema, prefix, name string) string {
+	ch := prefix + name
+	if schema != "" {
+		ch = schema + "." + ch
+	}
+	if len(ch) > 63 {
+		h := sha256.Sum256([]byte(ch))
+		ch = (prefix + name)[:min(len(prefix+name), 46)] + "." + hex.EncodeToString(h[:8])
+	}
+	return ch
 }
 
 // IsRetryable reports deadlocks and serialization failures.
