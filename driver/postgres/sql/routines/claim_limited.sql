@@ -47,9 +47,9 @@ BEGIN
     END IF;
     RETURN QUERY
     UPDATE {p}messages
-       SET state = 'C', claimed_by = sess, claim_mode = mode, claim_until = (extract(epoch from clock_timestamp()) * 1000000)::bigint + lease, attempt = attempt + 1
+       SET state = 'C', claimed_by = sess, claim_mode = mode, claim_until = t + lease, attempt = attempt + 1
      WHERE id IN (SELECT m.id FROM {p}messages m
-                   WHERE m.queue = q AND m.state = 'R' AND m.run_at <= (extract(epoch from clock_timestamp()) * 1000000)::bigint AND (k = '' OR m.kind = k)
+                   WHERE m.queue = q AND m.state = 'R' AND m.run_at <= t AND (k = '' OR m.kind = k)
                    ORDER BY m.priority, m.order_at, m.id LIMIT budget
                      FOR UPDATE SKIP LOCKED)
     RETURNING {p}messages.*;
