@@ -19,7 +19,10 @@ type LimitsTx interface {
 	// a rate without partitions, as many as they allow, and counts their
 	// starts, in claim mode ClaimLimited; none when the queue is paused,
 	// has no such limits or no room (the engine's locked claim then
-	// decides); ok is false when the dialect cannot.
+	// decides). A dialect with a routine for it (PostgreSQL, MySQL/MariaDB,
+	// whose procedure commits its own transaction) claims only outside a
+	// transaction, one without (SQLite: a write's counts are never stale)
+	// only in one; ok is false where the dialect cannot.
 	ClaimLimitedOne(ctx context.Context, queue, kind, sessionID string, lease time.Duration, limit int) (ms []Message, ok bool, err error)
 	// QueueLimits reads a queue's limits ("" for none); found is false
 	// when the queue does not exist.

@@ -231,7 +231,8 @@ func newDriver(cfg, listenCfg *pgx.ConnConfig, pooled bool, db, rdb *sql.DB, pre
 		return nil, err
 	}
 	d := &Driver{cfg: cfg, prefix: prefix, pooled: pooled, listenCfg: listenCfg}
-	d.channel, d.notifyCh = channelName(d.searchSchema(), prefix, "wake"), channelName(d.searchSchema(), prefix, "notify")
+	schema := d.searchSchema()
+	d.channel, d.notifyCh = channelName(schema, prefix, "wake"), channelName(schema, prefix, "notify")
 	d.lines = d.newLines()
 	d.DB = &sqlbase.DB{SQL: db, D: &sqlbase.Dialect{
 		Name:            "postgres",

@@ -282,14 +282,10 @@ func ServingOrder(ms []driver.Message) []*driver.Message {
 	for i := range ms {
 		order[i] = &ms[i]
 	}
-	slices.SortFunc(order, serving)
+	slices.SortFunc(order, func(a, b *driver.Message) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.OrderAt.Compare(b.OrderAt), cmp.Compare(a.ID, b.ID))
+	})
 	return order
-}
-
-// serving compares two messages in serving order: priority, order time,
-// id.
-func serving(a, b *driver.Message) int {
-	return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.OrderAt.Compare(b.OrderAt), cmp.Compare(a.ID, b.ID))
 }
 
 // claimAny claims what the mode allows now, limits aside (Claim); with
