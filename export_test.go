@@ -33,15 +33,15 @@ func SwitchRenewals(c *Client, off bool) { c.leases.SwitchRenewals(off) }
 // a turnstile before it joins the table (0: the default second).
 func SetTurnstileOn(c *Client, d time.Duration) { c.locks.SetTurnstileOn(d) }
 
-// BeforeScheduleAdvance makes every schedule tick run f with the
-// schedule's name between reading the schedule's last tick and advancing
-// it, in the tick's transaction (nil: nothing).
-func BeforeScheduleAdvance(f func(name string)) {
+// BeforeScheduleAdvance makes every tick of the named schedule run f
+// between reading the schedule's last tick and advancing it, in the
+// tick's transaction (nil: nothing).
+func BeforeScheduleAdvance(name string, f func()) {
 	if f == nil {
-		mq.BeforeAdvance.Store(nil)
+		mq.BeforeAdvance.Delete(name)
 		return
 	}
-	mq.BeforeAdvance.Store(&f)
+	mq.BeforeAdvance.Store(name, f)
 }
 
 // RunScheduleAt runs one tick of the client's schedule as if the time were

@@ -256,12 +256,15 @@ func TestScheduleTickRace(t *testing.T) {
 		first, second := openDSN(t, dsn), openDSN(t, dsn)
 		// Hourly: the schedulers' own runs enqueue nothing while the test
 		// runs its ticks three hours ahead.
-		s := baton.Schedule{Name: "race", Queue: "race", Every: time.Hour}
+		// The hook is process-wide: each backend's subtest has a
+		// schedule name of its own.
+		name := "race-" + b.Name
+		s := baton.Schedule{Name: name, Queue: "race", Every: time.Hour}
 		for _, c := range []*baton.Client{first, second} {
 			if err := c.AddSchedule(s); err != nil {
 				t.Fatal(err)
 			}
-			if err := baton.RunScheduleAt(ctxT(t), c, "race", time.Now()); err != nil {
+			if err := baton.RunScheduleAt(ctxT(t), c, name, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -270,17 +273,17 @@ func TestScheduleTickRace(t *testing.T) {
 		var ran atomic.Int32
 		// The hook runs in the second client's tick first; the first's,
 		// run inside it, finds ran set.
-		baton.BeforeScheduleAdvance(func(name string) {
-			if name != "race" || !ran.CompareAndSwap(0, 1) {
+		baton.BeforeScheduleAdvance(name, func() {
+			if !ran.CompareAndSwap(0, 1) {
 				return
 			}
-			inner = baton.RunScheduleAt(ctxT(t), first, "race", at)
+			inner = baton.RunScheduleAt(ctxT(t), first, name, at)
 		})
-		defer baton.BeforeScheduleAdvance(nil)
-		if err := baton.RunScheduleAt(ctxT(t), second, "race", at); err != nil {
+		defer baton.BeforeScheduleAdvance(name, nil)
+		if err := baton.RunScheduleAt(ctxT(t), second, name, at); err != nil {
 			t.Fatal(err)
 		}
-		baton.BeforeScheduleAdvance(nil)
+		baton.BeforeScheduleAdvance(name, nil)
 		if ran.Load() != 1 || inner != nil {
 			t.Fatalf("the first client's tick ran %d times inside the second's, %v", ran.Load(), inner)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/driver"
@@ -44,10 +43,11 @@ type Scheduler struct {
 	added     chan struct{} // wakes the service, idle while there are no schedules
 }
 
-// BeforeAdvance, where set, runs in every tick's transaction between
-// reading the schedule's last tick and advancing it (tests: another
-// process's tick made to come in between, every time).
-var BeforeAdvance atomic.Pointer[func(name string)]
+// BeforeAdvance maps a schedule's name to a func() run in each of its
+// ticks' transactions between reading the last tick and advancing it
+// (tests: another process's tick made to come in between). Keyed by name
+// so that parallel tests of other schedules do not see each other's.
+var BeforeAdvance sync.Map
 
 // NewScheduler makes the scheduler of the engine's schedules.
 func NewScheduler(e *Engine) *Scheduler {
@@ -166,8 +166,8 @@ func (s *Scheduler) tick(ctx context.Context, tx driver.Tx, sc *schedule, now ti
 		return tickRun{due: sc.Next(time.UnixMicro(last))}, nil
 	}
 	run := tickRun{due: sc.Next(latest)}
-	if h := BeforeAdvance.Load(); h != nil {
-		(*h)(sc.Name)
+	if h, ok := BeforeAdvance.Load(sc.Name); ok {
+		h.(func())()
 	}
 	advanced, err := tx.ScheduleAdvance(ctx, sc.Name, latest.UnixMicro())
 	if err != nil || !advanced {
