@@ -63,13 +63,16 @@ type stormConfig struct {
 // waits for the queue to settle. Each run writes a line when its command starts (with
 // BATON_ATTEMPT) and one when it ends. Then:
 //   - every message completed (its command ended) or is a dead letter
-//     whose runs were stopped by kills as many times as its attempt limit:
-//     no message is dead-lettered without running (kills alone);
+//     whose every attempt ended with its session, as many as its attempt
+//     limit: no message is dead-lettered by anything but kills;
 //   - attempts count runs that started: the final attempt counts exceed
 //     the starts seen only by runs a kill stopped between their start in
 //     baton and their command's first line, at most cfg.concurrency per
 //     kill, and each run saw BATON_ATTEMPT at least its rank;
-//   - repeated runs are at most the runs kills could interrupt.
+//   - a message runs again only after the worker of its last run was
+//     killed, and runs interrupted are at most the runs kills could
+//     interrupt (a run again after one that ended is an acknowledgement
+//     the kill lost, which at least once allows).
 func killStorm(t *testing.T, cfg stormConfig) {
 	if testing.Short() {
 		t.Skip("kills worker processes for several seconds")
@@ -86,6 +89,7 @@ func killStorm(t *testing.T, cfg stormConfig) {
 		// A worker's stderr goes to a file of its own, and its exit is
 		// watched, so a failure can say what the workers were doing.
 		type worker struct {
+			n      int // STORM_WORKER
 			cmd    *exec.Cmd
 			stderr string
 			exited chan struct{}
@@ -93,17 +97,18 @@ func killStorm(t *testing.T, cfg stormConfig) {
 		started := 0
 		sleep := strconv.FormatFloat(cfg.handler.Seconds(), 'f', -1, 64)
 		start := func() *worker {
-			// Each run appends "payload start-ns attempt" as it starts
-			// (on the machine's clock) and "payload end" once done, each
-			// line in one write. The start line uses bash builtins only
+			// Each run appends "payload start-ns attempt worker" as it
+			// starts (on the machine's clock) and "payload end attempt"
+			// once done, each line in one write. The start line uses bash builtins only
 			// (read, EPOCHREALTIME): a kill between baton's start of the
 			// run and that line, which the checks below allow for, then
 			// has the window of bash's own start only, not of a cat and
 			// a date process besides.
 			w := exec.Command(bin, "--dsn", dsn, "work", "storm", "--concurrency", strconv.Itoa(cfg.concurrency), "--",
-				"bash", "-c", `read -r p; echo "$p ${EPOCHREALTIME/./}000 $BATON_ATTEMPT" >> "$0"; sleep `+sleep+`; echo "$p end" >> "$0"`, file)
+				"bash", "-c", `read -r p; echo "$p ${EPOCHREALTIME/./}000 $BATON_ATTEMPT $STORM_WORKER" >> "$0"; sleep `+sleep+`; echo "$p end $BATON_ATTEMPT" >> "$0"`, file)
 			w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			started++
+			w.Env = append(os.Environ(), fmt.Sprintf("STORM_WORKER=%d", started))
 			errPath := filepath.Join(dir, fmt.Sprintf("worker%d.stderr", started))
 			f, err := os.Create(errPath)
 			if err != nil {
@@ -114,7 +119,7 @@ func killStorm(t *testing.T, cfg stormConfig) {
 			if err := w.Start(); err != nil {
 				t.Fatal(err)
 			}
-			wk := &worker{cmd: w, stderr: errPath, exited: make(chan struct{})}
+			wk := &worker{n: started, cmd: w, stderr: errPath, exited: make(chan struct{})}
 			go func() {
 				_ = w.Wait()
 				close(wk.exited)
@@ -158,6 +163,7 @@ func killStorm(t *testing.T, cfg stormConfig) {
 		}
 		rng := rand.New(rand.NewSource(1))
 		var killedAt []time.Time
+		killed := map[int]time.Time{} // worker number -> when it was gone
 		for k := 0; k < cfg.kills; k++ {
 			time.Sleep(cfg.gap(rng))
 			// The oldest worker: the messages a kill interrupts go to
@@ -168,30 +174,38 @@ func killStorm(t *testing.T, cfg stormConfig) {
 				t.Fatal(err)
 			}
 			killedAt = append(killedAt, time.Now())
+			// kill(2) returns before the process is gone: a run it
+			// started may still write its first line until then.
 			<-running[i].exited
+			killed[running[i].n] = time.Now()
 			running[i] = start()
 		}
 		type run struct {
 			at      time.Time
 			attempt int
+			worker  int
 		}
 		var runs map[string][]run
 		var ended map[string]bool
+		var endedRun map[string]bool // "payload attempt": that run ended
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			// The stats first: every message they count finished has
 			// written its lines by then.
 			st := statsOf(t, dsn, "storm")
 			data, _ := os.ReadFile(file)
-			runs, ended = map[string][]run{}, map[string]bool{}
+			runs, ended, endedRun = map[string][]run{}, map[string]bool{}, map[string]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 				switch f := strings.Fields(line); {
-				case len(f) == 2 && f[1] == "end":
+				case len(f) == 3 && f[1] == "end":
 					ended[f[0]] = true
-				case len(f) == 3:
+					a, _ := strconv.Atoi(f[2])
+					endedRun[f[0]+" "+f[2]] = a > 0
+				case len(f) == 4:
 					ns, _ := strconv.ParseInt(f[1], 10, 64)
 					a, _ := strconv.Atoi(f[2])
-					runs[f[0]] = append(runs[f[0]], run{time.Unix(0, ns), a})
+					wn, _ := strconv.Atoi(f[3])
+					runs[f[0]] = append(runs[f[0]], run{time.Unix(0, ns), a, wn})
 				}
 			}
 			if st["completed"].(float64)+st["dead"].(float64) == float64(cfg.messages) {
@@ -206,19 +220,37 @@ func killStorm(t *testing.T, cfg stormConfig) {
 		// handling, and can stop a run that baton started before its
 		// command wrote its first line: that run is charged, rightly,
 		// but not seen here.
+		// A run again after one that ended is an acknowledgement that the
+		// kill lost (the worker had claimed its next message meanwhile):
+		// at least once allows it, and it is counted apart.
 		interruptible := cfg.kills * cfg.concurrency
-		again := 0
+		again, unacked := 0, 0
 		for p, rs := range runs {
-			again += len(rs) - 1
 			slices.SortFunc(rs, func(a, b run) int { return a.at.Compare(b.at) })
 			for i, r := range rs {
 				if r.attempt < i+1 {
 					t.Errorf("message %s: run %d saw BATON_ATTEMPT %d", p, i+1, r.attempt)
 				}
+				if i == 0 {
+					continue
+				}
+				// Run again only once the worker of the run before
+				// was killed: never while it lived.
+				prev := rs[i-1]
+				if k, ok := killed[prev.worker]; !ok || k.Before(prev.at) || k.After(r.at) {
+					data, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("worker%d.stderr", prev.worker)))
+					t.Errorf("message %s: run %d (attempt %d, worker %d) started %v after run %d (worker %d, ended %v), whose worker was not killed in between (killed %v, %v after run %d started); its stderr:\n%s",
+						p, i+1, r.attempt, r.worker, r.at.Sub(prev.at), i, prev.worker, endedRun[fmt.Sprintf("%s %d", p, prev.attempt)], ok, k.Sub(prev.at), i, data)
+				}
+				if endedRun[fmt.Sprintf("%s %d", p, prev.attempt)] {
+					unacked++
+				} else {
+					again++
+				}
 			}
 		}
 		if again > interruptible {
-			t.Errorf("%d repeated deliveries for %d kills of workers running %d at a time", again, cfg.kills, cfg.concurrency)
+			t.Errorf("%d runs interrupted and run again for %d kills of workers running %d at a time", again, cfg.kills, cfg.concurrency)
 		}
 		// The final attempt counts, from the history, against the runs.
 		unseen, dead := 0, 0
@@ -233,11 +265,19 @@ func killStorm(t *testing.T, cfg stormConfig) {
 					unseen += m.Attempt - len(runs[p])
 					if state == baton.StateDead {
 						dead++
-						// Every attempt a run that a kill stopped; one
-						// of them may have been stopped before its
-						// first line.
-						if len(runs[p]) < m.MaxAttempts-1 {
-							t.Errorf("message %s dead-lettered after %d runs seen (%d attempts): %s", p, len(runs[p]), m.Attempt, m.LastError)
+						// Every attempt a run that a kill stopped: its
+						// session ended. Any of them may have been
+						// stopped before its first line (counted in
+						// unseen, below).
+						ended := 0
+						for _, e := range m.Errors {
+							if strings.Contains(e.Error, "session ended") {
+								ended++
+							}
+						}
+						if m.Attempt != m.MaxAttempts || ended != m.Attempt {
+							t.Errorf("message %s dead-lettered after %d attempts (limit %d), %d of them ended by their session's end; %d runs seen: %+v",
+								p, m.Attempt, m.MaxAttempts, ended, len(runs[p]), m.Errors)
 						}
 					} else if !ended[p] {
 						t.Errorf("message %s completed, but no run of its command ended", p)
@@ -273,7 +313,7 @@ func killStorm(t *testing.T, cfg stormConfig) {
 		if len(gaps) > 0 {
 			t.Logf("redelivery after SIGKILL: p50 %v, p90 %v, max %v (%d messages; lease 3s)", gaps[len(gaps)/2], gaps[len(gaps)*9/10], gaps[len(gaps)-1], len(gaps))
 		}
-		t.Logf("%d messages, %d kills, %d runs again, %d charged runs unseen, %d dead (their runs stopped by kills as often as the attempt limit, %d)", cfg.messages, cfg.kills, again, unseen, dead, cfg.maxAttempts)
+		t.Logf("%d messages, %d kills, %d runs again (%d more after an acknowledgement lost), %d charged runs unseen, %d dead (their runs stopped by kills as often as the attempt limit, %d)", cfg.messages, cfg.kills, again, unacked, unseen, dead, cfg.maxAttempts)
 	})
 }
 
