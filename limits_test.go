@@ -46,6 +46,9 @@ func TestQueueLimitsSet(t *testing.T) {
 		if l, err := c.QueueLimits(ctx, "lq"); err != nil || l != want {
 			t.Fatalf("limits read back: %+v, %v; want %+v", l, err, want)
 		}
+		if st, err := c.Stats(ctx, "lq"); err != nil || st.Limits != want || st.Ready != 1 {
+			t.Fatalf("stats: %+v, %v; want limits %+v and one ready", st, err, want)
+		}
 		for _, bad := range []baton.QueueLimits{
 			{Concurrency: -1},
 			{PartitionBy: "key"},
@@ -70,6 +73,9 @@ func TestQueueLimitsSet(t *testing.T) {
 		setLimits(t, c, "lq", baton.QueueLimits{})
 		if l, _ := c.QueueLimits(ctx, "lq"); !l.IsZero() {
 			t.Fatalf("cleared limits: %+v", l)
+		}
+		if st, err := c.Stats(ctx, "lq"); err != nil || !st.Limits.IsZero() {
+			t.Fatalf("stats after the limits were cleared: %+v, %v", st, err)
 		}
 	})
 }

@@ -585,6 +585,9 @@ type QueueStats struct {
 	// Pending counts the messages waiting for their parents
 	// (EnqueueOptions.After), at most 10,000.
 	Pending int64 `json:"pending"`
+	// Limits are the queue's limits (SetQueueLimits); absent from the
+	// JSON when it has none.
+	Limits QueueLimits `json:"limits,omitzero"`
 }
 
 // Unfinished is how many of the queue's messages are not finished yet:
@@ -600,7 +603,10 @@ func (c *Client) Stats(ctx context.Context, queue string) (QueueStats, error) {
 		return QueueStats{}, err
 	}
 	st, err := c.mq.Stats(ctx, queue)
-	return QueueStats(st), err
+	return QueueStats{Queue: st.Queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying,
+		Claimed: st.Claimed, Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused, Throughput: st.Throughput,
+		Pending: st.Pending, Limits: QueueLimits(st.Limits)}, err
 }
 
 // Queues lists every queue.

@@ -384,8 +384,7 @@ func (d *dash) stats(ctx context.Context, queues []string, missingOK bool) ([]ba
 }
 
 type queuePage struct {
-	Stats  baton.QueueStats
-	Limits baton.QueueLimits
+	Stats baton.QueueStats
 	// State is the tab shown: a message state (baton.MessageStates).
 	State string
 	// Kind filters the messages of the tab ("" for every kind), Tag by
@@ -416,9 +415,6 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 		return queuePage{}, err
 	}
 	p := queuePage{Stats: st}
-	if p.Limits, err = d.c.QueueLimits(ctx, q); err != nil {
-		return p, err
-	}
 	if p.State, err = tab(st, query.Get("state")); err != nil {
 		return p, err
 	}

@@ -250,7 +250,9 @@ type QueueStats struct {
 	// count is the planner's estimate.
 	Estimated bool
 	// Paused: no claim takes the queue's messages.
-	Paused      bool
+	Paused bool
+	// Limits are the queue's limits as stored ("" for none).
+	Limits      string
 	OldestReady time.Duration
 	// RecentAcked and RecentDead count the messages finished in Window.
 	RecentAcked, RecentDead int64

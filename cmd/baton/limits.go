@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -198,38 +197,4 @@ func limitsText(l baton.QueueLimits) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// queueLimits reads the limits of the queues (those that have any).
-func queueLimits(ctx context.Context, c *baton.Client, all []baton.QueueStats) (map[string]baton.QueueLimits, error) {
-	out := map[string]baton.QueueLimits{}
-	for _, st := range all {
-		l, err := c.QueueLimits(ctx, st.Queue)
-		if err != nil {
-			return nil, queueErr("queue stats", st.Queue, err)
-		}
-		if !l.IsZero() {
-			out[st.Queue] = l
-		}
-	}
-	return out, nil
-}
-
-// statsJSON is one queue in baton queue stats --json: its stats and, when
-// it has any, its limits.
-type statsJSON struct {
-	baton.QueueStats
-	Limits *baton.QueueLimits `json:"limits,omitempty"`
-}
-
-// withLimits pairs each queue's stats with its limits.
-func withLimits(all []baton.QueueStats, lims map[string]baton.QueueLimits) []statsJSON {
-	out := make([]statsJSON, len(all))
-	for i, st := range all {
-		out[i].QueueStats = st
-		if l, ok := lims[st.Queue]; ok {
-			out[i].Limits = &l
-		}
-	}
-	return out
 }

@@ -252,19 +252,18 @@ func queueStats(ctx context.Context, c *baton.Client, args []string) ([]baton.Qu
 
 // printQueueStats prints queue stats as a table, or as JSON: one object
 // for the queue named, an array otherwise.
-func printQueueStats(all []baton.QueueStats, lims map[string]baton.QueueLimits, named, asJSON bool) error {
+func printQueueStats(all []baton.QueueStats, named, asJSON bool) error {
 	switch {
 	case !asJSON:
-		return printTable("no queues", "QUEUE\tPENDING\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all,
-			func(st baton.QueueStats) string { return statsLine(st, lims[st.Queue]) })
+		return printTable("no queues", "QUEUE\tPENDING\tREADY\tSCHEDULED\tRETRYING\tCLAIMED\tCOMPLETED\tCANCELLED\tDEAD\tOLDEST READY\tFINISHED/S (5 MIN)", all, statsLine)
 	case named:
-		return printJSON(withLimits(all, lims)[0])
+		return printJSON(all[0])
 	}
-	return printJSON(withLimits(all, lims))
+	return printJSON(all)
 }
 
 // statsLine is one queue's line in the table of baton queue stats.
-func statsLine(st baton.QueueStats, l baton.QueueLimits) string {
+func statsLine(st baton.QueueStats) string {
 	oldest := "-"
 	if st.Ready > 0 {
 		oldest = st.OldestReady.Round(time.Millisecond).String()
@@ -273,8 +272,8 @@ func statsLine(st baton.QueueStats, l baton.QueueLimits) string {
 	if st.Paused {
 		name += " (paused)"
 	}
-	if !l.IsZero() {
-		name += " (limits: " + limitsText(l) + ")"
+	if !st.Limits.IsZero() {
+		name += " (limits: " + limitsText(st.Limits) + ")"
 	}
 	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f", name, st.Pending, st.Ready, st.Scheduled, st.Retrying, st.Claimed,
 		st.Completed, st.Cancelled, st.Dead, oldest, st.Throughput)
@@ -321,11 +320,7 @@ seconds or so).
 				if err != nil {
 					return err
 				}
-				lims, err := queueLimits(cmd.Context(), c, all)
-				if err != nil {
-					return err
-				}
-				return printQueueStats(all, lims, len(args) == 1, asJSON)
+				return printQueueStats(all, len(args) == 1, asJSON)
 			})
 		},
 	}

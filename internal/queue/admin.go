@@ -72,8 +72,7 @@ func (e *Engine) PurgeDead(ctx context.Context, queue string) (int, error) {
 	return inQueueTx(ctx, e, queue, func(tx driver.Tx) (int, error) { return tx.DeadPurge(ctx, queue) })
 }
 
-// Stats are the counts of one queue (baton.QueueStats, which converts
-// from them).
+// Stats are the counts of one queue, and its limits (baton.QueueStats).
 type Stats struct {
 	Queue       string
 	Ready       int64
@@ -88,6 +87,7 @@ type Stats struct {
 	Paused      bool
 	Throughput  float64
 	Pending     int64
+	Limits      Limits
 }
 
 // Stats returns the counts of a queue, with its throughput: messages
@@ -104,9 +104,13 @@ func (e *Engine) Stats(ctx context.Context, queue string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	limits, err := ParseLimits(st.Limits)
+	if err != nil {
+		return Stats{}, err
+	}
 	out := Stats{Queue: queue, Ready: st.Ready, Scheduled: st.Scheduled, Retrying: st.Retrying, Claimed: st.Claimed,
 		Dead: st.Dead, Completed: st.Completed, Cancelled: st.Cancelled,
-		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused, Pending: pending}
+		OldestReady: st.OldestReady, Estimated: st.Estimated, Paused: st.Paused, Pending: pending, Limits: limits}
 	if st.Window > 0 {
 		out.Throughput = float64(st.RecentAcked+st.RecentDead) / st.Window.Seconds()
 	}

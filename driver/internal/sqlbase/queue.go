@@ -683,14 +683,15 @@ func (t *Tx) QueueStats(ctx context.Context, queue string) (driver.QueueStats, e
 	var stateR, oldest int64
 	args := []any{queue, StatsLimit}
 	if !t.db.D.Numbered {
-		args = []any{queue, StatsLimit, queue, StatsLimit, queue, StatsLimit, queue, StatsLimit, queue, queue, StatsLimit}
+		args = []any{queue, StatsLimit, queue, StatsLimit, queue, StatsLimit, queue, StatsLimit, queue, queue, queue, StatsLimit}
 	}
 	var paused int
+	var limits sql.NullString
 	if err := t.row(ctx, "queue_stats", args...).Scan(&stateR, &s.Ready, &s.Retrying, &oldest,
-		&s.Claimed, &s.Dead, &s.Completed, &s.Cancelled, &paused); err != nil {
+		&s.Claimed, &s.Dead, &s.Completed, &s.Cancelled, &paused, &limits); err != nil {
 		return s, fmt.Errorf("queue_stats: %w", err)
 	}
-	s.Paused = paused != 0
+	s.Paused, s.Limits = paused != 0, limits.String
 	s.Scheduled = stateR - s.Ready - s.Retrying
 	s.OldestReady = time.Duration(max(oldest, 0)) * time.Microsecond
 	// Over the limit: the planner's estimate (PostgreSQL, MySQL) or an

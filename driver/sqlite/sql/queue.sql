@@ -268,14 +268,15 @@ DELETE FROM {p}finished WHERE queue = ? AND state = 'r';
 -- fast as a small one. The first entries of state 'R' in claim order (how
 -- many, how many of them are ready, how many wait out a retry's backoff,
 -- how long the oldest ready one has waited), then the counts of 'C', of
--- the dead, the completed and the cancelled, and whether the queue is
--- paused.
+-- the dead, the completed and the cancelled, whether the queue is
+-- paused, and its limits (NULL: none).
 SELECT r.total, r.ready, r.retrying, COALESCE({now} - r.oldest, 0),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}messages WHERE queue = ? AND state = 'C' LIMIT ?) c),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = ? AND state = 'D' LIMIT ?) d),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = ? AND state = 'K' LIMIT ?) k),
        (SELECT COUNT(*) FROM (SELECT 1 FROM {p}finished WHERE queue = ? AND state = 'X' LIMIT ?) x),
-       COALESCE((SELECT paused FROM {p}queues WHERE name = ?), 0)
+       COALESCE((SELECT paused FROM {p}queues WHERE name = ?), 0),
+       (SELECT limits FROM {p}queues WHERE name = ?)
   FROM (SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN run_at <= {now} THEN 1 ELSE 0 END), 0) AS ready,
                COALESCE(SUM(CASE WHEN run_at > {now} AND attempt > 0 THEN 1 ELSE 0 END), 0) AS retrying,
                MIN(CASE WHEN run_at <= {now} THEN run_at END) AS oldest
