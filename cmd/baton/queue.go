@@ -299,11 +299,11 @@ Over 10,000 messages in a state, counts are the database planner's estimates
 (exact on SQLite).
 
 --json prints an array of objects (every queue) or one object (QUEUE) with the
-Go type's (baton.QueueStats) field names: queue, ready, scheduled, retrying,
-claimed, dead, completed, cancelled, oldest_ready_ns (nanoseconds), estimated
-and paused (when true), limits (when it has any: see baton queue limit) and throughput (messages acknowledged or dead-lettered
-per second over about five minutes, as worker processes report them every ten
-seconds or so).
+Go type's (baton.QueueStats) field names: queue, pending, ready, scheduled,
+retrying, claimed, dead, completed, cancelled, oldest_ready_ns (nanoseconds),
+estimated and paused (when true), limits (when it has any: see baton queue
+limit) and throughput (messages acknowledged or dead-lettered per second over
+about five minutes, as worker processes report them every ten seconds or so).
 
 ` + queueExits,
 		Example: `  baton queue stats
