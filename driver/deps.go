@@ -16,13 +16,21 @@ type DepsTx interface {
 	// DepParentState reads a would-be parent's stored state ("" when there
 	// is no such message, waiting, running or in the history).
 	DepParentState(ctx context.Context, id int64) (MessageState, error)
-	// DepAdd records that child comes after parents: one edge each, done
-	// already for those in satisfied, running the child whatever becomes
-	// of the parent when runOnFail. With any edge not done, the child
-	// (just inserted, ready) waits (MessageWaiting).
-	DepAdd(ctx context.Context, child int64, parents []int64, satisfied map[int64]bool, runOnFail bool) error
-	// WorkflowAdd records message id as the step name of workflow.
-	WorkflowAdd(ctx context.Context, workflow, id int64, name string) error
+	// DepAdd records the edges and makes the messages held (just
+	// inserted, ready) wait (MessageWaiting): a few statements for any
+	// number.
+	DepAdd(ctx context.Context, edges []DepNew, held []int64) error
+	// WorkflowAdd records messages ids as the steps names (same order) of
+	// workflow: a few statements for any number.
+	WorkflowAdd(ctx context.Context, workflow int64, ids []int64, names []string) error
+}
+
+// DepNew is an edge to record: Child comes after Parent. Done: the parent
+// completed already; OnFail: the child runs whatever becomes of the
+// parent.
+type DepNew struct {
+	Parent, Child int64
+	Done, OnFail  bool
 }
 
 // DepEdge is a message's parent or dependant, its stored state ("" when

@@ -42,7 +42,7 @@ func Drain(ctx context.Context, c *baton.Client, queue string, n, workers int, b
 // DrainLimited is Drain of a queue with limits l, set once the backlog is
 // enqueued (the zero value: none).
 func DrainLimited(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration, l baton.QueueLimits) (int, time.Duration, error) {
-	if err := enqueueBacklog(ctx, c, queue, n); err != nil {
+	if err := EnqueueBacklog(ctx, c, queue, n); err != nil {
 		return 0, 0, err
 	}
 	if !l.IsZero() {
@@ -50,11 +50,11 @@ func DrainLimited(ctx context.Context, c *baton.Client, queue string, n, workers
 			return 0, 0, err
 		}
 	}
-	return drainBacklog(ctx, c, queue, n, workers, bound)
+	return DrainBacklog(ctx, c, queue, n, workers, bound)
 }
 
-// drainBacklog drains a backlog of n messages as Drain says.
-func drainBacklog(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
+// DrainBacklog drains a backlog of n messages as Drain says.
+func DrainBacklog(ctx context.Context, c *baton.Client, queue string, n, workers int, bound time.Duration) (int, time.Duration, error) {
 	var handled atomic.Int64
 	// The bound runs from the first message handled, so that a worker
 	// slow to start (a loaded machine) still drains some: a bound from
@@ -86,8 +86,8 @@ func drainBacklog(ctx context.Context, c *baton.Client, queue string, n, workers
 	return h, elapsed, nil
 }
 
-// enqueueBacklog enqueues n messages to queue in batches of 1000.
-func enqueueBacklog(ctx context.Context, c *baton.Client, queue string, n int) error {
+// EnqueueBacklog enqueues n messages to queue in batches of 1000.
+func EnqueueBacklog(ctx context.Context, c *baton.Client, queue string, n int) error {
 	batch := make([]baton.NewMessage, 0, enqueueBatch)
 	for i := 0; i < n; {
 		batch = batch[:0]

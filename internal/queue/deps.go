@@ -70,7 +70,9 @@ func (e *Engine) InsertDeps(ctx context.Context, rows []DepRow, workflow bool) (
 			}
 		}
 		var err error
-		ids, ready, err = insertDeps(ctx, tx, func(m driver.NewMessage) (int64, error) { return tx.MessageInsert(ctx, m) }, rows, workflow)
+		ids, ready, err = insertDeps(ctx, tx, func(ms []driver.NewMessage) ([]int64, error) {
+			return insertRuns(ms, func(q string, run []driver.NewMessage) ([]int64, error) { return tx.MessageInsertMany(ctx, q, run) })
+		}, rows, workflow)
 		return err
 	})
 	if err != nil {
@@ -102,12 +104,19 @@ func (e *Engine) InsertDepsTx(ctx context.Context, ct driver.CallerStatements, r
 			}
 		}
 	}
-	ids, ready, err := insertDeps(ctx, e.queue.CallerQueueTx(ct), func(m driver.NewMessage) (int64, error) {
-		id, err := e.insertTx(ctx, ct, m)
-		if err == nil && id == 0 {
-			err = fmt.Errorf("%w: dependencies in the caller's transaction need the new ids: give a *sql.Tx or postgres.PgxTx", errs.ErrInvalid)
+	ids, ready, err := insertDeps(ctx, e.queue.CallerQueueTx(ct), func(ms []driver.NewMessage) ([]int64, error) {
+		ids := make([]int64, len(ms))
+		for i, m := range ms {
+			id, err := e.insertTx(ctx, ct, m)
+			if err == nil && id == 0 {
+				err = fmt.Errorf("%w: dependencies in the caller's transaction need the new ids: give a *sql.Tx or postgres.PgxTx", errs.ErrInvalid)
+			}
+			if err != nil {
+				return nil, err
+			}
+			ids[i] = id
 		}
-		return id, err
+		return ids, nil
 	}, rows, workflow)
 	if err != nil {
 		return nil, fmt.Errorf("baton: enqueue: %w", err)
@@ -132,52 +141,88 @@ func rowQueues(rows []DepRow) []string {
 	return qs
 }
 
-// insertDeps inserts the rows by insert and records their dependencies by
-// d; it returns the ids and the queues of the rows inserted ready.
-func insertDeps(ctx context.Context, d driver.DepsTx, insert func(driver.NewMessage) (int64, error), rows []DepRow, workflow bool) ([]int64, []string, error) {
-	ids := make([]int64, len(rows))
-	var ready []string
+// insertDeps inserts the rows by insert (all of them, in order) and
+// records their dependencies by d, in a few statements for any number of
+// rows; it returns the ids and the queues of the rows inserted ready.
+func insertDeps(ctx context.Context, d driver.DepsTx, insert func([]driver.NewMessage) ([]int64, error), rows []DepRow, workflow bool) ([]int64, []string, error) {
 	known := map[int64]driver.MessageState{}
-	for i, r := range rows {
-		id, err := insert(r.Row)
-		if err != nil {
-			return nil, nil, err
-		}
-		ids[i] = id
-		var parents []int64
-		satisfied := map[int64]bool{}
+	for _, r := range rows {
 		for _, p := range r.After {
-			st, ok := known[p]
-			if !ok {
-				if st, err = d.DepParentState(ctx, p); err != nil {
-					return nil, nil, err
-				}
-				known[p] = st
+			if _, ok := known[p]; ok {
+				continue
+			}
+			st, err := d.DepParentState(ctx, p)
+			if err != nil {
+				return nil, nil, err
 			}
 			if st == "" {
 				return nil, nil, fmt.Errorf("%w: parent %d: no such message (waiting, running or in the history)", errs.ErrInvalid, p)
 			}
-			satisfied[p] = st == driver.MessageCompleted
-			parents = append(parents, p)
+			known[p] = st
 		}
+	}
+	ms := make([]driver.NewMessage, len(rows))
+	for i, r := range rows {
+		ms[i] = r.Row
+	}
+	ids, err := insert(ms)
+	if err != nil {
+		return nil, nil, err
+	}
+	var edges []driver.DepNew
+	var held []int64
+	var ready []string
+	for i, r := range rows {
+		parents := slices.Clone(r.After)
 		for _, j := range r.AfterRows {
 			parents = append(parents, ids[j])
 		}
 		slices.Sort(parents)
 		parents = slices.Compact(parents)
-		if err := d.DepAdd(ctx, id, parents, satisfied, r.RunOnFail); err != nil {
-			return nil, nil, err
+		wait := false
+		for _, p := range parents {
+			done := known[p] == driver.MessageCompleted // a row of this insert: not known, not done
+			wait = wait || !done
+			edges = append(edges, driver.DepNew{Parent: p, Child: ids[i], Done: done, OnFail: r.RunOnFail})
 		}
-		if workflow {
-			if err := d.WorkflowAdd(ctx, ids[0], id, r.Step); err != nil {
-				return nil, nil, err
-			}
-		}
-		if !slices.ContainsFunc(parents, func(p int64) bool { return !satisfied[p] }) && !slices.Contains(ready, r.Row.Queue) {
+		switch {
+		case wait:
+			held = append(held, ids[i])
+		case !slices.Contains(ready, r.Row.Queue):
 			ready = append(ready, r.Row.Queue)
 		}
 	}
+	if err := d.DepAdd(ctx, edges, held); err != nil {
+		return nil, nil, err
+	}
+	if workflow {
+		names := make([]string, len(rows))
+		for i, r := range rows {
+			names[i] = r.Step
+		}
+		if err := d.WorkflowAdd(ctx, ids[0], ids, names); err != nil {
+			return nil, nil, err
+		}
+	}
 	return ids, ready, nil
+}
+
+// insertRuns inserts ms in order, each run of messages of one queue by
+// many (one statement where the backend can).
+func insertRuns(ms []driver.NewMessage, many func(queue string, run []driver.NewMessage) ([]int64, error)) ([]int64, error) {
+	ids := make([]int64, 0, len(ms))
+	for len(ms) > 0 {
+		n := 1
+		for n < len(ms) && ms[n].Queue == ms[0].Queue {
+			n++
+		}
+		got, err := many(ms[0].Queue, ms[:n])
+		if err != nil {
+			return nil, err
+		}
+		ids, ms = append(ids, got...), ms[n:]
+	}
+	return ids, nil
 }
 
 // depsGather is the pause between two sweeps of one process while

@@ -25,35 +25,43 @@ func (t *Tx) DepParentState(ctx context.Context, id int64) (driver.MessageState,
 	return driver.MessageState(st), nil
 }
 
-// DepAdd implements driver.DepsTx.
-func (t *Tx) DepAdd(ctx context.Context, child int64, parents []int64, satisfied map[int64]bool, runOnFail bool) error {
-	onFail, wait := 0, false
-	if runOnFail {
-		onFail = 1
-	}
-	for _, p := range parents {
-		done := 0
-		if satisfied[p] {
-			done = 1
-		} else {
-			wait = true
+// rowsPerStatement bounds the rows of one multi-row insert (and the ids
+// of one list): at most 2,000 bind variables.
+const rowsPerStatement = 500
+
+// DepAdd implements driver.DepsTx: the edges in multi-row inserts, the
+// held messages in lists.
+func (t *Tx) DepAdd(ctx context.Context, edges []driver.DepNew, held []int64) error {
+	for part := range slices.Chunk(edges, rowsPerStatement) {
+		args := make([]any, 0, 4*len(part))
+		for _, e := range part {
+			args = append(args, e.Parent, e.Child, flag(e.Done), flag(e.OnFail))
 		}
-		if _, err := t.exec(ctx, "dep_insert", p, child, done, onFail); err != nil {
+		if _, err := t.execText(ctx, "dep_insert", expandRows(t.db.Q("dep_insert"), t.db.D.Numbered, 4, len(part)), args...); err != nil {
 			return err
 		}
 	}
-	if wait {
-		if _, err := t.exec(ctx, "dep_hold", child); err != nil {
+	for part := range slices.Chunk(held, rowsPerStatement) {
+		if _, err := t.execText(ctx, "dep_hold", expandList(t.db.Q("dep_hold"), t.db.D.Numbered, 1, len(part)), int64Args(part)...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// WorkflowAdd implements driver.DepsTx.
-func (t *Tx) WorkflowAdd(ctx context.Context, workflow, id int64, name string) error {
-	_, err := t.exec(ctx, "workflow_step_insert", workflow, id, name)
-	return err
+// WorkflowAdd implements driver.DepsTx: multi-row inserts.
+func (t *Tx) WorkflowAdd(ctx context.Context, workflow int64, ids []int64, names []string) error {
+	for from := 0; from < len(ids); from += rowsPerStatement {
+		to := min(from+rowsPerStatement, len(ids))
+		args := make([]any, 0, 3*(to-from))
+		for i := from; i < to; i++ {
+			args = append(args, workflow, ids[i], names[i])
+		}
+		if _, err := t.execText(ctx, "workflow_step_insert", expandRows(t.db.Q("workflow_step_insert"), t.db.D.Numbered, 3, to-from), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // edges reads rows of an id and a state.

@@ -122,6 +122,31 @@ func expandList(q string, numbered bool, first, n int) string {
 	return strings.ReplaceAll(q, "{list}", b.String())
 }
 
+// expandRows replaces the marker {rows} in q with n tuples of width bind
+// variables each, numbered from 1 for $N styles: the VALUES of a
+// multi-row insert.
+func expandRows(q string, numbered bool, width, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for j := 0; j < width; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			if numbered {
+				b.WriteString("$" + strconv.Itoa(i*width+j+1))
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
+	}
+	return strings.ReplaceAll(q, "{rows}", b.String())
+}
+
 // ExpandList is expandList for backends that build a listed query
 // themselves.
 func ExpandList(q string, numbered bool, first, n int) string {

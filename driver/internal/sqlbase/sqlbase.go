@@ -372,6 +372,22 @@ func (t *Tx) exec(ctx context.Context, name string, args ...any) (sql.Result, er
 	return t.db.ExecNamed(ctx, t.Tx, name, args...)
 }
 
+// execText runs q, the text of the named statement name with its lists
+// expanded, in the transaction, the caller's or on the pool for a NoTx.
+func (t *Tx) execText(ctx context.Context, name, q string, args ...any) (sql.Result, error) {
+	var r sql.Result
+	var err error
+	if t.caller != nil {
+		r, err = t.caller.ExecContext(ctx, q, args...)
+	} else {
+		r, err = t.q().ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
+}
+
 // Exec runs a named statement in the transaction (on the pool for a NoTx),
 // for a backend's own methods.
 func (t *Tx) Exec(ctx context.Context, name string, args ...any) (sql.Result, error) {

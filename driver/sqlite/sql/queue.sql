@@ -561,16 +561,17 @@ SELECT id, queue, payload, priority, msg_key, {now}, {now}, attempt,
 SELECT COALESCE((SELECT state FROM {p}messages WHERE id = ?1), (SELECT state FROM {p}finished WHERE id = ?2), '');
 
 -- name: dep_insert
--- An edge: parent, child, done (1: satisfied already), on_fail (1: the
--- child runs whatever becomes of the parent).
-INSERT INTO {p}message_deps (parent, child, done, on_fail) VALUES (?1, ?2, ?3, ?4);
+-- Edges, rows of (parent, child, done (1: satisfied already), on_fail
+-- (1: the child runs whatever becomes of the parent)).
+INSERT INTO {p}message_deps (parent, child, done, on_fail) VALUES {rows};
 
 -- name: dep_hold
--- A message just inserted waits for its parents.
-UPDATE {p}messages SET state = 'W' WHERE id = ?1 AND state = 'R';
+-- Messages just inserted (a list of ids) wait for their parents.
+UPDATE {p}messages SET state = 'W' WHERE id IN ({list}) AND state = 'R';
 
 -- name: workflow_step_insert
-INSERT INTO {p}workflow_steps (workflow, id, name) VALUES (?1, ?2, ?3);
+-- Steps, rows of (workflow, id, name).
+INSERT INTO {p}workflow_steps (workflow, id, name) VALUES {rows};
 
 -- name: dep_lock
 -- Serializes the dependency sweeps of every process.

@@ -1,0 +1,99 @@
+// Command depcost counts the client statements that jobs cost a
+// MySQL/MariaDB server to enqueue and to drain (Questions, less the
+// status queries' own), per job, for two backlogs of the same size:
+//
+//   - plain: EnqueueMany in batches of 1,000, drained by Work;
+//   - batches: batches of 100 (baton.Batch: 99 jobs and a callback pending
+//     until they all finished), one EnqueueWorkflow each, drained by Work,
+//     which releases the callbacks by the dependency sweep.
+//
+// The difference is what dependencies cost per job. It works in a scratch
+// database of its own, dropped at the end; nothing else should run
+// against the server meanwhile (docs/benchmarks.md, "Scripts"):
+//
+//	go run ./scripts/depcost -dsn mysql://root@127.0.0.1:3306/test -messages 6000
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/batonhq/baton"
+	_ "github.com/batonhq/baton/driver/mysql"
+	"github.com/batonhq/baton/internal/benchq"
+	_ "github.com/go-sql-driver/mysql"
+)
+
+func main() {
+	dsn := flag.String("dsn", "mysql://root@127.0.0.1:3306/test", "the MySQL/MariaDB server (mysql://)")
+	n := flag.Int("messages", 6000, "jobs in each backlog (a multiple of 100)")
+	workers := flag.Int("workers", 4, "the drain's concurrency")
+	flag.Parse()
+	u, err := url.Parse(*dsn)
+	if err != nil || u.Scheme != "mysql" {
+		log.Fatalf("-dsn: give a mysql:// DSN (%v)", err)
+	}
+	ctx := context.Background()
+	pass, _ := u.User.Password()
+	admin, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/", u.User.Username(), pass, u.Host))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer admin.Close()
+	scratch := fmt.Sprintf("depcost_%d", os.Getpid())
+	if _, err := admin.Exec("CREATE DATABASE " + scratch); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _, _ = admin.Exec("DROP DATABASE " + scratch) }()
+	u.Path = "/" + scratch
+	c, err := baton.Open(ctx, u.String())
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer c.Close()
+	enqueuePlain := func(ctx context.Context, c *baton.Client, q string, n int) (int, error) {
+		return n, benchq.EnqueueBacklog(ctx, c, q, n)
+	}
+	fmt.Printf("%-8s %6s %22s %22s\n", "backlog", "jobs", "enqueue statements/job", "drain statements/job")
+	var per [2][2]float64
+	for i, run := range []struct {
+		name    string
+		enqueue func(context.Context, *baton.Client, string, int) (int, error)
+	}{{"plain", enqueuePlain}, {"batches", benchq.EnqueueBatches}} {
+		before := questions(ctx, admin)
+		jobs, err := run.enqueue(ctx, c, run.name, *n)
+		if err != nil {
+			log.Print(run.name, ": ", err)
+			return
+		}
+		mid := questions(ctx, admin)
+		h, _, err := benchq.DrainBacklog(ctx, c, run.name, jobs, *workers, 10*time.Minute)
+		if err != nil {
+			log.Print(run.name, ": ", err)
+			return
+		}
+		after := questions(ctx, admin)
+		// Less the status queries' own (one each).
+		per[i] = [2]float64{float64(mid-before-1) / float64(jobs), float64(after-mid-1) / float64(h)}
+		fmt.Printf("%-8s %6d %22.2f %22.2f\n", run.name, jobs, per[i][0], per[i][1])
+	}
+	fmt.Printf("dependencies cost per job: %.2f statements to enqueue, %.2f to drain, %.2f in all\n",
+		per[1][0]-per[0][0], per[1][1]-per[0][1], per[1][0]+per[1][1]-per[0][0]-per[0][1])
+}
+
+// questions reads the server's count of client statements.
+func questions(ctx context.Context, db *sql.DB) int64 {
+	var name string
+	var v int64
+	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &v); err != nil {
+		log.Fatal(err)
+	}
+	return v
+}
