@@ -3,6 +3,7 @@ package baton_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -249,6 +250,11 @@ func TestDepsBadInput(t *testing.T) {
 		if _, err := c.EnqueueMany(ctx, "bq", []baton.NewMessage{{Payload: []byte("u"), EnqueueOptions: baton.EnqueueOptions{UniqueKey: "u"}},
 			{Payload: []byte("c"), EnqueueOptions: baton.EnqueueOptions{After: []int64{p}}}}); !errors.Is(err, baton.ErrInvalid) {
 			t.Fatalf("a unique key beside parents: %v", err)
+		}
+		// Among known parents, the unknown one is named.
+		if _, err := c.Enqueue(ctx, "bq", []byte("u"), baton.EnqueueOptions{After: []int64{p, 1 << 41, p}}); !errors.Is(err, baton.ErrInvalid) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("parent %d: no such message", int64(1<<41))) {
+			t.Fatalf("an unknown parent beside a known one: %v", err)
 		}
 		if _, err := c.Enqueue(ctx, "bq", []byte("u"), baton.EnqueueOptions{After: []int64{-1}}); !errors.Is(err, baton.ErrInvalid) {
 			t.Fatalf("negative parent: %v", err)

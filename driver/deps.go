@@ -13,9 +13,10 @@ const MessageWaiting MessageState = "W"
 // DepsTx are the statements of dependencies and workflows that run in
 // baton's transaction or in the program's (CallerQueueTx).
 type DepsTx interface {
-	// DepParentState reads a would-be parent's stored state ("" when there
-	// is no such message, waiting, running or in the history).
-	DepParentState(ctx context.Context, id int64) (MessageState, error)
+	// DepParentStates reads would-be parents' stored states (ids distinct);
+	// an id missing from the map is no such message, waiting, running or
+	// in the history. One statement per 500 ids in baton's transaction.
+	DepParentStates(ctx context.Context, ids []int64) (map[int64]MessageState, error)
 	// DepAdd records the edges and makes the messages held (just
 	// inserted, ready) wait (MessageWaiting): a few statements for any
 	// number.
@@ -88,7 +89,8 @@ type DepsRead interface {
 	// those parents are read (and, down the graph, of the children it
 	// cancels); nil: every edge not done.
 	DepsSweep(ctx context.Context, parents []int64, outcome DepOutcome) (DepSwept, error)
-	// DepsProbeParents reads whether an edge of parents is not done.
+	// DepsProbeParents reads whether an edge of parents is not done while
+	// its parent neither waits nor runs: one a sweep would settle.
 	DepsProbeParents(ctx context.Context, parents []int64) (bool, error)
 	// DepsProbe reads, in one statement, whether any edge waits and
 	// whether one may be settled now (its parent neither waits nor runs).

@@ -145,20 +145,19 @@ func rowQueues(rows []DepRow) []string {
 // records their dependencies by d, in a few statements for any number of
 // rows; it returns the ids and the queues of the rows inserted ready.
 func insertDeps(ctx context.Context, d driver.DepsTx, insert func([]driver.NewMessage) ([]int64, error), rows []DepRow, workflow bool) ([]int64, []string, error) {
-	known := map[int64]driver.MessageState{}
+	var after []int64
 	for _, r := range rows {
-		for _, p := range r.After {
-			if _, ok := known[p]; ok {
-				continue
-			}
-			st, err := d.DepParentState(ctx, p)
-			if err != nil {
-				return nil, nil, err
-			}
-			if st == "" {
-				return nil, nil, fmt.Errorf("%w: parent %d: no such message (waiting, running or in the history)", errs.ErrInvalid, p)
-			}
-			known[p] = st
+		after = append(after, r.After...)
+	}
+	slices.Sort(after)
+	after = slices.Compact(after)
+	known, err := d.DepParentStates(ctx, after)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range after {
+		if known[p] == "" {
+			return nil, nil, fmt.Errorf("%w: parent %d: no such message (waiting, running or in the history)", errs.ErrInvalid, p)
 		}
 	}
 	ms := make([]driver.NewMessage, len(rows))

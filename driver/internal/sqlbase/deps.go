@@ -16,18 +16,56 @@ import (
 // finish at once in two processes can neither leave their child waiting
 // nor release it early.
 
-// DepParentState implements driver.DepsTx.
-func (t *Tx) DepParentState(ctx context.Context, id int64) (driver.MessageState, error) {
-	var st string
-	if err := t.row(ctx, "dep_parent_state", id, id).Scan(&st); err != nil {
-		return "", fmt.Errorf("dep_parent_state: %w", err)
-	}
-	return driver.MessageState(st), nil
-}
-
 // rowsPerStatement bounds the rows of one multi-row insert (and the ids
 // of one list): at most 2,000 bind variables.
 const rowsPerStatement = 500
+
+// DepParentStates implements driver.DepsTx: a list query per 500 ids; in
+// the caller's transaction, which reads one row a statement, a statement
+// per id.
+func (t *Tx) DepParentStates(ctx context.Context, ids []int64) (map[int64]driver.MessageState, error) {
+	out := make(map[int64]driver.MessageState, len(ids))
+	if t.caller != nil {
+		for _, id := range ids {
+			var st string
+			if err := t.row(ctx, "dep_parent_state", id, id).Scan(&st); err != nil {
+				return nil, fmt.Errorf("dep_parent_state: %w", err)
+			}
+			if st != "" {
+				out[id] = driver.MessageState(st)
+			}
+		}
+		return out, nil
+	}
+	for part := range slices.Chunk(ids, rowsPerStatement) {
+		// The list twice: once numbered ($N), else its values twice.
+		q := expandList(t.db.Q("dep_parent_states"), t.db.D.Numbered, 1, len(part))
+		args := int64Args(part)
+		if !t.db.D.Numbered {
+			args = append(args, args...)
+		}
+		rows, err := t.listed(ctx, q, len(part)).QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("dep_parent_states: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var st string
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("dep_parent_states: %w", err)
+			}
+			out[id] = driver.MessageState(st)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("dep_parent_states: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("dep_parent_states: %w", err)
+		}
+	}
+	return out, nil
+}
 
 // DepAdd implements driver.DepsTx: the edges in multi-row inserts, the
 // held messages in lists.

@@ -577,6 +577,11 @@ DELETE FROM {p}messages WHERE queue = $1 AND state = 'X' AND id IN ({list2});
 -- A parent's stored state ('' when there is none); arguments: id, id.
 SELECT COALESCE((SELECT state FROM {p}messages WHERE id = $1), (SELECT state FROM {p}finished WHERE id = $2), '');
 
+-- name: dep_parent_states
+-- Would-be parents' stored states: the ids listed, each in one table.
+SELECT id, state FROM {p}messages WHERE id IN ({list})
+UNION ALL SELECT id, state FROM {p}finished WHERE id IN ({list});
+
 -- name: dep_insert
 -- Edges, rows of (parent, child, done (1: satisfied already), on_fail
 -- (1: the child runs whatever becomes of the parent)).
@@ -717,9 +722,11 @@ SELECT d.child, d.parent, COALESCE((SELECT f.state FROM {p}finished f WHERE f.id
  ORDER BY d.child LIMIT 1000;
 
 -- name: dep_probe_ids
--- Whether an edge of the listed parents waits (1 or 0): the check after
--- a process settled them.
-SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps WHERE parent IN ({list}) AND done = 0 LIMIT 1) p;
+-- Whether an edge of the listed parents waits on a parent that neither
+-- waits nor runs any more (1 or 0): the check after a process settled
+-- them, or enqueued their children; a sweep settles nothing else.
+SELECT COUNT(*) FROM (SELECT 1 FROM {p}message_deps d WHERE d.parent IN ({list}) AND d.done = 0
+                        AND NOT EXISTS (SELECT 1 FROM {p}messages m WHERE m.id = d.parent) LIMIT 1) p;
 
 -- name: message_meta
 -- The meta column of a waiting or running message, its row locked
