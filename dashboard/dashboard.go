@@ -388,13 +388,14 @@ type queuePage struct {
 	// State is the tab shown: a message state (baton.MessageStates).
 	State string
 	// Kind filters the messages of the tab ("" for every kind), Tag by
-	// a tag they carry ("" for any).
-	Kind     string
-	Tag      string
-	Messages []baton.MessageInfo
-	Next     string
-	Dead     []baton.DeadLetter
-	More     bool
+	// a tag they carry ("" for any), MetaKey and MetaValue by a value of
+	// their metadata (ListOptions).
+	Kind, Tag          string
+	MetaKey, MetaValue string
+	Messages           []baton.MessageInfo
+	Next               string
+	Dead               []baton.DeadLetter
+	More               bool
 	// Charts are the queue's history over the range asked for (charts.go).
 	Charts chartSet
 }
@@ -422,6 +423,7 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 		return p, err
 	}
 	p.Kind, p.Tag = query.Get("kind"), query.Get("tag")
+	p.MetaKey, p.MetaValue = query.Get("meta_key"), query.Get("meta_value")
 	if p.Kind != "" {
 		if err := baton.ValidateKind(p.Kind); err != nil {
 			return p, err
@@ -431,9 +433,28 @@ func (d *dash) queuePage(ctx context.Context, q string, query url.Values) (queue
 		p.Dead, p.More, err = d.deadPage(ctx, q)
 	} else {
 		p.Messages, p.Next, err = d.c.ListMessages(ctx, baton.ListOptions{Queue: q, State: baton.MessageState(p.State),
-			Kind: p.Kind, Tag: p.Tag, After: query.Get("after"), Limit: pageSize})
+			Kind: p.Kind, Tag: p.Tag, MetaKey: p.MetaKey, MetaValue: p.MetaValue, After: query.Get("after"), Limit: pageSize})
 	}
 	return p, err
+}
+
+// Filtered says whether the page's messages are filtered.
+func (p queuePage) Filtered() bool { return p.Kind != "" || p.Tag != "" || p.MetaKey != "" }
+
+// FilterArgs are the page's filters as query arguments, each after a
+// "&" ("" when none), for the links that keep them.
+func (p queuePage) FilterArgs() template.URL {
+	v := url.Values{}
+	for _, f := range [][2]string{{"kind", p.Kind}, {"tag", p.Tag}, {"meta_key", p.MetaKey}, {"meta_value", p.MetaValue}} {
+		if f[1] != "" {
+			v.Set(f[0], f[1])
+		}
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	// Encoded here, every value escaped: safe as a URL's query.
+	return template.URL("&" + v.Encode())
 }
 
 // message shows one message of a queue: its fields, its whole payload and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -36,8 +37,8 @@ func dataMessages(t *testing.T, c *baton.Client) (done, red, plain int64) {
 	return done, red, plain
 }
 
-// TestTagFilterAndData: a queue's tab filters by tag (the tabs, form and
-// next link keep the filter; a bad tag is refused), rows show their tags,
+// TestTagFilterAndData: a queue's tab filters by tag and by metadata (the
+// tabs, form and next link keep the filter; a bad one is refused), rows show their tags,
 // and a message's page shows its tags, metadata and output, escaped.
 func TestTagFilterAndData(t *testing.T) {
 	batontest.Each(t, func(t *testing.T, b batontest.Backend) {
@@ -57,6 +58,23 @@ func TestTagFilterAndData(t *testing.T) {
 		}
 		if code, body, _ := hc.do("GET", "/queues/tagged?state=ready&tag=bad%20tag", nil, nil); code < 400 || !strings.Contains(body, "tag") {
 			t.Fatalf("a bad tag: %d %s", code, body)
+		}
+		// By metadata: the value (markup) travels encoded in the links
+		// and shows escaped in the form.
+		page = hc.get("/queues/tagged?state=completed&meta_key=note&meta_value=" + url.QueryEscape(xss))
+		if !strings.Contains(page, row(done)) || strings.Contains(page, xss) {
+			t.Fatalf("the metadata filter does not list the message, or renders the value unescaped:\n%s", page)
+		}
+		args := "&amp;meta_key=note&amp;meta_value=" + url.QueryEscape(xss)
+		if !strings.Contains(page, `?state=ready`+args+`"`) || !strings.Contains(page, `name="meta_key" value="note"`) {
+			t.Fatalf("the tabs or form lose the metadata filter (want %s):\n%s", args, page)
+		}
+		if page := hc.get("/queues/tagged?state=completed&meta_key=note&meta_value=other"); strings.Contains(page, row(done)) ||
+			!strings.Contains(page, "with metadata note = other") {
+			t.Fatalf("a metadata value no message has:\n%s", page)
+		}
+		if code, body, _ := hc.do("GET", "/queues/tagged?state=ready&meta_value=x", nil, nil); code < 400 || !strings.Contains(body, "metadata") {
+			t.Fatalf("a metadata value without its key: %d %s", code, body)
 		}
 		msg := hc.get(fmt.Sprintf("/queues/tagged/messages/%d", done))
 		if strings.Contains(msg, xss) {
