@@ -245,35 +245,29 @@ func (d *Driver) SetNotifying(clientID string, on bool) {
 	}
 }
 
-// Notify implements driver.Driver: the insert and a wake-up of every
-// registered client, interrupted after commit.
+// Notify implements driver.Driver: the insert, committed on its own, then
+// a wake-up of every registered client (their sequence numbers bumped,
+// each statement on its own, then their listeners interrupted). A
+// listener woken reads the notification, committed before; one that
+// registers meanwhile reads it when it starts. Once the insert is in,
+// the notification is sent: a wake-up that fails is no error, the
+// listeners' poll bounds its delay, as it does a lost KILL's.
 func (d *Driver) Notify(ctx context.Context, channel, payload string) error {
-	t, err := d.DB.BeginTx(ctx)
+	if _, err := d.ExecNamed(ctx, nil, "notify_insert", channel, payload); err != nil {
+		return err
+	}
+	rows, err := d.SQL.QueryContext(ctx, d.wq["wake_all_clients"])
 	if err != nil {
-		return err
-	}
-	defer t.Rollback()
-	if _, err := d.ExecNamed(ctx, t.Tx, "notify_insert", channel, payload); err != nil {
-		return err
-	}
-	if err := d.wakeAll(ctx, t); err != nil {
-		return err
-	}
-	return t.Commit()
-}
-
-// wakeAll wakes, once t commits, every client that has a listener
-// registered.
-func (d *Driver) wakeAll(ctx context.Context, t *sqlbase.Tx) error {
-	rows, err := t.Tx.QueryContext(ctx, d.wq["wake_all_clients"])
-	if err != nil {
-		return fmt.Errorf("wake_all_clients: %w", err)
+		return nil
 	}
 	ids, err := sqlbase.ScanAll(rows, sqlbase.ScanString)
 	if err != nil {
-		return err
+		return nil
 	}
-	return d.wakeClients(ctx, t, sqlbase.Looks(ids))
+	if after, _ := d.wakeGranted(ctx, d.SQL, sqlbase.Looks(ids)); after != nil {
+		after()
+	}
+	return nil
 }
 
 func (d *Driver) listen(ctx context.Context, clientID string, wake, net func(), grant func([]driver.Request), interval time.Duration) (*listener, error) {
