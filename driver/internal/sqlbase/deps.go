@@ -37,6 +37,10 @@ func (t *Tx) DepParentStates(ctx context.Context, ids []int64) (map[int64]driver
 		}
 		return out, nil
 	}
+	type parentState struct {
+		id int64
+		st string
+	}
 	for part := range slices.Chunk(ids, rowsPerStatement) {
 		// The list twice: once numbered ($N), else its values twice.
 		q := expandList(t.db.Q("dep_parent_states"), t.db.D.Numbered, 1, len(part))
@@ -48,20 +52,12 @@ func (t *Tx) DepParentStates(ctx context.Context, ids []int64) (map[int64]driver
 		if err != nil {
 			return nil, fmt.Errorf("dep_parent_states: %w", err)
 		}
-		for rows.Next() {
-			var id int64
-			var st string
-			if err := rows.Scan(&id, &st); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("dep_parent_states: %w", err)
-			}
-			out[id] = driver.MessageState(st)
-		}
-		if err := rows.Close(); err != nil {
+		found, err := ScanAll(rows, func(sc Scanner) (p parentState, err error) { return p, sc.Scan(&p.id, &p.st) })
+		if err != nil {
 			return nil, fmt.Errorf("dep_parent_states: %w", err)
 		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("dep_parent_states: %w", err)
+		for _, p := range found {
+			out[p.id] = driver.MessageState(p.st)
 		}
 	}
 	return out, nil
@@ -70,14 +66,12 @@ func (t *Tx) DepParentStates(ctx context.Context, ids []int64) (map[int64]driver
 // DepAdd implements driver.DepsTx: the edges in multi-row inserts, the
 // held messages in lists.
 func (t *Tx) DepAdd(ctx context.Context, edges []driver.DepNew, held []int64) error {
-	for part := range slices.Chunk(edges, rowsPerStatement) {
-		args := make([]any, 0, 4*len(part))
-		for _, e := range part {
-			args = append(args, e.Parent, e.Child, flag(e.Done), flag(e.OnFail))
-		}
-		if _, err := t.execText(ctx, "dep_insert", expandRows(t.db.Q("dep_insert"), t.db.D.Numbered, 4, len(part)), args...); err != nil {
-			return err
-		}
+	err := t.insertRows(ctx, "dep_insert", 4, len(edges), func(i int) []any {
+		e := edges[i]
+		return []any{e.Parent, e.Child, flag(e.Done), flag(e.OnFail)}
+	})
+	if err != nil {
+		return err
 	}
 	for part := range slices.Chunk(held, rowsPerStatement) {
 		if _, err := t.execText(ctx, "dep_hold", expandList(t.db.Q("dep_hold"), t.db.D.Numbered, 1, len(part)), int64Args(part)...); err != nil {
@@ -89,13 +83,19 @@ func (t *Tx) DepAdd(ctx context.Context, edges []driver.DepNew, held []int64) er
 
 // WorkflowAdd implements driver.DepsTx: multi-row inserts.
 func (t *Tx) WorkflowAdd(ctx context.Context, workflow int64, ids []int64, names []string) error {
-	for from := 0; from < len(ids); from += rowsPerStatement {
-		to := min(from+rowsPerStatement, len(ids))
-		args := make([]any, 0, 3*(to-from))
+	return t.insertRows(ctx, "workflow_step_insert", 3, len(ids), func(i int) []any { return []any{workflow, ids[i], names[i]} })
+}
+
+// insertRows runs the multi-row insert name ({rows} of width values) over
+// n rows, rowsPerStatement a statement; row(i) gives row i's values.
+func (t *Tx) insertRows(ctx context.Context, name string, width, n int, row func(i int) []any) error {
+	for from := 0; from < n; from += rowsPerStatement {
+		to := min(from+rowsPerStatement, n)
+		args := make([]any, 0, width*(to-from))
 		for i := from; i < to; i++ {
-			args = append(args, workflow, ids[i], names[i])
+			args = append(args, row(i)...)
 		}
-		if _, err := t.execText(ctx, "workflow_step_insert", expandRows(t.db.Q("workflow_step_insert"), t.db.D.Numbered, 3, to-from), args...); err != nil {
+		if _, err := t.execText(ctx, name, expandRows(t.db.Q(name), t.db.D.Numbered, width, to-from), args...); err != nil {
 			return err
 		}
 	}

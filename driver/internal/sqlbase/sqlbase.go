@@ -363,11 +363,7 @@ func (t *Tx) Rollback() error {
 
 func (t *Tx) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
 	if t.caller != nil {
-		r, err := t.caller.ExecContext(ctx, t.db.Q(name), args...)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return r, nil
+		return t.execText(ctx, name, t.db.Q(name), args...)
 	}
 	return t.db.ExecNamed(ctx, t.Tx, name, args...)
 }
