@@ -24,14 +24,11 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net/url"
-	"os"
 	"time"
 
 	"github.com/batonhq/baton"
-	_ "github.com/batonhq/baton/driver/mysql"
 	"github.com/batonhq/baton/internal/benchq"
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/batonhq/baton/scripts/internal/scratch"
 )
 
 func main() {
@@ -39,24 +36,11 @@ func main() {
 	n := flag.Int("messages", 6000, "jobs in each backlog (a multiple of 100)")
 	workers := flag.Int("workers", 4, "the drain's concurrency")
 	flag.Parse()
-	u, err := url.Parse(*dsn)
-	if err != nil || u.Scheme != "mysql" {
-		log.Fatalf("-dsn: give a mysql:// DSN (%v)", err)
-	}
 	ctx := context.Background()
-	pass, _ := u.User.Password()
-	admin, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s)/", u.User.Username(), pass, u.Host))
-	if err != nil {
-		log.Fatal(err)
-	}
+	admin, target, drop := scratch.MySQL(*dsn, "depcost")
 	defer admin.Close()
-	scratch := fmt.Sprintf("depcost_%d", os.Getpid())
-	if _, err := admin.Exec("CREATE DATABASE " + scratch); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _, _ = admin.Exec("DROP DATABASE " + scratch) }()
-	u.Path = "/" + scratch
-	c, err := baton.Open(ctx, u.String())
+	defer drop()
+	c, err := baton.Open(ctx, target)
 	if err != nil {
 		log.Print(err)
 		return
@@ -91,19 +75,19 @@ func main() {
 	}{{"plain", enqueuePlain}, {"batches", benchq.EnqueueBatches}, {"lone", enqueueOne(false)}, {"chained", enqueueOne(true)}}
 	per := make([][2]float64, len(runs))
 	for i, run := range runs {
-		before := questions(ctx, admin)
+		before := questions(admin)
 		jobs, err := run.enqueue(ctx, c, run.name, *n)
 		if err != nil {
 			log.Print(run.name, ": ", err)
 			return
 		}
-		mid := questions(ctx, admin)
+		mid := questions(admin)
 		h, _, err := benchq.DrainBacklog(ctx, c, run.name, jobs, *workers, 10*time.Minute)
 		if err != nil {
 			log.Print(run.name, ": ", err)
 			return
 		}
-		after := questions(ctx, admin)
+		after := questions(admin)
 		// Less the status queries' own (one each).
 		per[i] = [2]float64{float64(mid-before-1) / float64(jobs), float64(after-mid-1) / float64(h)}
 		fmt.Printf("%-8s %6d %22.2f %22.2f\n", run.name, jobs, per[i][0], per[i][1])
@@ -116,11 +100,4 @@ func main() {
 }
 
 // questions reads the server's count of client statements.
-func questions(ctx context.Context, db *sql.DB) int64 {
-	var name string
-	var v int64
-	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &v); err != nil {
-		log.Fatal(err)
-	}
-	return v
-}
+func questions(admin *sql.DB) int64 { return scratch.Status(admin, "Questions")["Questions"] }

@@ -19,13 +19,10 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net/url"
-	"os"
 	"time"
 
 	"github.com/batonhq/baton"
-	"github.com/batonhq/baton/driver/mysql"
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/batonhq/baton/scripts/internal/scratch"
 )
 
 var counters = []string{"Questions", "Innodb_log_writes", "Innodb_data_fsyncs"}
@@ -36,27 +33,10 @@ func main() {
 	timeout := flag.Duration("timeout", time.Second, "GetLock's timeout (0: try once, as bench locks' reenter case)")
 	flag.Parse()
 	ctx := context.Background()
-	pc, err := mysql.ParseDSN(*dsn)
-	if err != nil {
-		log.Fatal(err)
-	}
-	u, err := url.Parse(*dsn)
-	if err != nil {
-		log.Fatal(err)
-	}
-	scratch := fmt.Sprintf("reentercost_%d", os.Getpid())
-	pc.Driver.DBName = ""
-	db, err := sql.Open("mysql", pc.Driver.FormatDSN())
-	if err != nil {
-		log.Fatal(err)
-	}
+	db, target, drop := scratch.MySQL(*dsn, "reentercost")
 	defer db.Close()
-	if _, err := db.Exec("CREATE DATABASE " + scratch); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _, _ = db.Exec("DROP DATABASE " + scratch) }()
-	u.Path = "/" + scratch
-	c, err := baton.Open(ctx, u.String())
+	defer drop()
+	c, err := baton.Open(ctx, target)
 	if err != nil {
 		log.Print(err)
 		return
@@ -124,11 +104,11 @@ func counts(ops []op, n int, db *sql.DB) []map[string]int64 {
 	}
 	for range n {
 		cycle(ops, func(i int, run func() error) error {
-			before := status(db)
+			before := scratch.Status(db, counters...)
 			if err := run(); err != nil {
 				return err
 			}
-			after := status(db)
+			after := scratch.Status(db, counters...)
 			for _, k := range counters {
 				counted[i][k] += after[k] - before[k]
 			}
@@ -153,27 +133,4 @@ func release(ctx context.Context, s *baton.Session) error {
 		err = fmt.Errorf("%v, want Released", r)
 	}
 	return err
-}
-
-// status reads the server's counters (a failure panics, so that the
-// deferred drop of the scratch database runs).
-func status(db *sql.DB) map[string]int64 {
-	rows, err := db.Query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Innodb_log_writes', 'Innodb_data_fsyncs')")
-	if err != nil {
-		log.Panic(err)
-	}
-	defer rows.Close()
-	m := map[string]int64{}
-	for rows.Next() {
-		var k string
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			log.Panic(err)
-		}
-		m[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		log.Panic(err)
-	}
-	return m
 }
